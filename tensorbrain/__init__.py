@@ -1,0 +1,65 @@
+"""TensorBrain: tensors on NumPy (CPU) and CuPy (GPU) with autograd and a distributed stack.
+
+>>> import tensorbrain as tb
+>>> x = tb.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad.tolist()
+[2.0, 4.0, 6.0]
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _config, autograd, cuda
+from ._device import device
+from ._dtype import (bool_, double, float, float16, float32, float64, get_default_dtype, half, int,
+                     int8, int16, int32, int64, long, set_default_dtype, short, uint8)
+from ._dtype import is_floating_point as _is_fp_dtype
+from ._ops import elementwise as _E
+from ._ops import reduce as _R
+from ._ops import shape as _S
+from ._random import Generator, initial_seed, manual_seed, seed
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
+                     full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
+                     randn_like, randperm, tensor, zeros, zeros_like)
+
+bool = bool_  # noqa: A001  (torch.bool)
+
+# ***** ops as tb.* functions *****
+add, sub, mul, div, pow, neg = _E.add, _E.sub, _E.mul, _E.div, _E.pow, _E.neg
+multiply, divide, subtract, true_divide = mul, div, sub, div
+maximum, minimum, where = _E.maximum, _E.minimum, _E.where
+exp, log, sqrt, rsqrt, abs, sign, sin, cos = _E.exp, _E.log, _E.sqrt, _E.rsqrt, _E.abs, _E.sign, _E.sin, _E.cos
+clamp = clip = _E.clamp
+relu, sigmoid, tanh = _E.relu, _E.sigmoid, _E.tanh
+lt, gt, le, ge, eq, ne = _E.lt_, _E.gt_, _E.le_, _E.ge_, _E.eq_, _E.ne_
+sum, mean, max, min, amax = _R.sum, _R.mean, _R.max, _R.min, _R.amax
+argmax, argmin, var, std, logsumexp, prod = _R.argmax, _R.argmin, _R.var, _R.std, _R.logsumexp, _R.prod
+reshape, flatten, permute, transpose, t = _S.reshape, _S.flatten, _S.permute, _S.transpose, _S.t
+squeeze, unsqueeze, cat, concat, stack = _S.squeeze, _S.unsqueeze, _S.cat, _S.cat, _S.stack
+split, chunk, narrow, matmul, mm, clone = _S.split, _S.chunk, _S.narrow, _S.matmul, _S.matmul, _S.clone
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
+    from ._xp import to_numpy
+    import numpy as _np
+    return _np.allclose(to_numpy(a.data), to_numpy(b.data), rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def equal(a, b) -> bool:
+    from ._xp import to_numpy
+    import numpy as _np
+    return a.shape == b.shape and _np.array_equal(to_numpy(a.data), to_numpy(b.data))
+
+
+def is_floating_point(t: Tensor) -> bool:
+    return _is_fp_dtype(t.dtype)

@@ -1,0 +1,74 @@
+"""The one place TensorBrain reads environment variables.
+
+Every variable the package reads is declared here with its type, default and a one-line
+description; ``docs/environment.md`` is the user-facing table of the same variables (a test keeps
+the two in step). Read a variable with :func:`get`, never with ``os.environ`` directly, so that a
+user can find every knob in one place.
+
+>>> from tensorbrain import _config
+>>> _config.get("TB_SHM", env={"TB_SHM": "0"})
+False
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false, yes/no, on/off), got {text!r}")
+
+
+def _str(text: str) -> str:
+    return text
+
+
+VARS: dict[str, Var] = {}
+
+
+def declare(name: str, parse: Callable[[str], Any], default: Any, help: str) -> Var:
+    """Declare a variable (module import time). Declaring the same name twice is an error."""
+    if name in VARS:
+        raise RuntimeError(f"environment variable {name} declared twice")
+    var = VARS[name] = Var(name, parse, default, help)
+    return var
+
+
+def get(name: str, env: Mapping[str, str] | None = None) -> Any:
+    """The parsed value of a declared variable, or its default when unset.
+
+    A value that does not parse raises ValueError naming the variable, so a typo in a launch
+    script is reported instead of silently ignored.
+    """
+    var = VARS[name]
+    raw = (os.environ if env is None else env).get(name)
+    if raw is None:
+        return var.default
+    try:
+        return var.parse(raw)
+    except ValueError as exc:
+        raise ValueError(f"environment variable {name}={raw!r} is invalid: {exc}") from None
+
+
+# ***** the variables *****
+# Core
+declare("TB_NATIVE", _str, "auto",
+        "Build switch read by the build (pip install): 'auto' builds tensorbrain._C and falls back "
+        "to pure Python if the build fails, 'require' fails the install instead, 'skip' never "
+        "builds it. At run time, TB_NATIVE=0 ignores an installed tensorbrain._C.")
+declare("TB_SHM", _bool, True,
+        "Use the shared-memory transport for ranks on the same host (tcp backend). 0 turns it off.")

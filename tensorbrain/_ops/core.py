@@ -1,0 +1,86 @@
+"""The helpers every op uses: wrapping outputs into the graph and undoing broadcasting."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._xp import get_array_module
+from ..autograd import grad_mode
+from ..autograd.graph import Node
+
+
+def tensor_cls():
+    from ..tensor import Tensor
+    return Tensor
+
+
+def make(out, inputs, backward, name, saved=()):
+    """Wrap ``out`` as a Tensor; record a graph node when grad mode is on and an input needs it."""
+    Tensor = tensor_cls()
+    t = Tensor.__new__(Tensor)
+    t.data = out
+    t.grad = None
+    t._version = [0]
+    t._hooks = None
+    t._post_acc_hooks = None
+    t._base = None
+    if grad_mode.is_grad_enabled():
+        for x in inputs:
+            if x is not None and x.requires_grad:
+                t.requires_grad = True
+                t.grad_fn = Node(name, inputs, backward, saved)
+                return t
+    t.requires_grad = False
+    t.grad_fn = None
+    return t
+
+
+def make_view(out, base, backward, name):
+    """Like ``make`` for ops whose output shares memory with ``base`` (shares its version)."""
+    t = make(out, (base,), backward, name)
+    if _shares_memory(out, base.data):
+        t._version = base._version
+        t._base = base if base._base is None else base._base
+    return t
+
+
+def _shares_memory(a, b):
+    xp = get_array_module(a)
+    if xp is np:
+        return a.base is not None and np.may_share_memory(a, b)  # bounds check only: cheap
+    return b.data.ptr <= a.data.ptr < b.data.ptr + max(b.nbytes, 1)
+
+
+def unbroadcast(grad, shape):
+    """Sum ``grad`` down to ``shape`` (the inverse of NumPy broadcasting)."""
+    if grad.shape == shape:
+        return grad
+    ndim_extra = grad.ndim - len(shape)
+    if ndim_extra:
+        grad = grad.sum(axis=tuple(range(ndim_extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad
+
+
+def as_operand(x, like):
+    """A Tensor, or a Python/NumPy scalar left bare (weak, NEP 50 promotion) for ``like``'s op."""
+    Tensor = tensor_cls()
+    if isinstance(x, Tensor):
+        if type(x.data) is not type(like.data):
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, "
+                f"{like.device} and {x.device}: move one with .to(device)")
+        return x
+    if isinstance(x, (numbers.Number, np.generic)):
+        return x
+    xp = get_array_module(like.data)
+    return Tensor._wrap(xp.asarray(x))
+
+
+def shape_error(op, a, b, exc):
+    return RuntimeError(
+        f"{op}: shapes {tuple(np.shape(a))} and {tuple(np.shape(b))} cannot be broadcast together "
+        f"({exc})")

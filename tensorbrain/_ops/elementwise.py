@@ -1,0 +1,288 @@
+"""Elementwise ops: arithmetic, comparisons, unary math and activations."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._xp import get_array_module
+from .core import as_operand, make, shape_error, tensor_cls, unbroadcast
+
+
+def _is_tensor(x):
+    return isinstance(x, tensor_cls())
+
+
+def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
+    """Shared path of the binary arithmetic ops: operands, broadcasting, device checks."""
+    if not _is_tensor(a):  # reflected op: scalar on the left
+        b_t = b
+        a = as_operand(a, b_t)
+    else:
+        b = as_operand(b, a)
+    ad = a.data if _is_tensor(a) else a
+    bd = b.data if _is_tensor(b) else b
+    try:
+        out = forward(ad, bd)
+    except ValueError as exc:
+        raise shape_error(name, ad, bd, exc) from None
+    ta, tb_ = _is_tensor(a), _is_tensor(b)
+
+    def backward(g):
+        ga = unbroadcast(grad_a(g, ad, bd, out), a.shape) if ta and a.requires_grad else None
+        gb = unbroadcast(grad_b(g, ad, bd, out), b.shape) if tb_ and b.requires_grad else None
+        return ga, gb
+
+    saved = tuple(t for t, s in ((a, save_a), (b, save_b)) if s and _is_tensor(t))
+    return make(out, (a if ta else None, b if tb_ else None), backward, name, saved)
+
+
+def _cast_like(g, x):
+    return g if getattr(x, "dtype", None) is None or g.dtype == x.dtype else g.astype(x.dtype)
+
+
+def add(a, b, alpha=1):
+    if alpha != 1:
+        b = mul(b, alpha)
+    return _binary("AddBackward", a, b, lambda x, y: x + y,
+                   lambda g, x, y, o: g, lambda g, x, y, o: g)
+
+
+def sub(a, b, alpha=1):
+    if alpha != 1:
+        b = mul(b, alpha)
+    return _binary("SubBackward", a, b, lambda x, y: x - y,
+                   lambda g, x, y, o: g, lambda g, x, y, o: -g)
+
+
+def mul(a, b):
+    return _binary("MulBackward", a, b, lambda x, y: x * y,
+                   lambda g, x, y, o: g * y, lambda g, x, y, o: g * x, True, True)
+
+
+def div(a, b):
+    return _binary("DivBackward", a, b, lambda x, y: x / y,
+                   lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), True, True)
+
+
+def pow(a, b):
+    def grad_base(g, x, y, o):
+        return g * y * x ** (y - 1) if not (isinstance(y, (int, float)) and y == 2) else g * 2 * x
+
+    def grad_exp(g, x, y, o):
+        xp = get_array_module(o)
+        return g * o * xp.log(xp.where(x > 0, x, 1))
+
+    return _binary("PowBackward", a, b, lambda x, y: x ** y, grad_base, grad_exp, True, True)
+
+
+def maximum(a, b):
+    return _binary("MaximumBackward", a, b, lambda x, y: get_array_module(x if _arr(x) else y).maximum(x, y),
+                   lambda g, x, y, o: g * _tie(x > y, x == y), lambda g, x, y, o: g * _tie(y > x, x == y),
+                   True, True)
+
+
+def minimum(a, b):
+    return _binary("MinimumBackward", a, b, lambda x, y: get_array_module(x if _arr(x) else y).minimum(x, y),
+                   lambda g, x, y, o: g * _tie(x < y, x == y), lambda g, x, y, o: g * _tie(y < x, x == y),
+                   True, True)
+
+
+def _arr(x):
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic)
+
+
+def _tie(strict, equal):
+    # PyTorch splits the gradient evenly between equal operands of maximum/minimum.
+    return strict + 0.5 * equal
+
+
+def neg(a):
+    return make(-a.data, (a,), lambda g: (-g,), "NegBackward")
+
+
+# ***** comparisons (no gradient) *****
+def _compare(fn):
+    def op(a, b):
+        Tensor = tensor_cls()
+        if not _is_tensor(a):
+            a, b = b, a
+            fn_ = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(fn.__name__, fn.__name__)
+            f = _CMP[fn_]
+        else:
+            f = fn
+        b = as_operand(b, a)
+        bd = b.data if _is_tensor(b) else b
+        try:
+            return Tensor._wrap(f(a.data, bd))
+        except ValueError as exc:
+            raise shape_error(fn.__name__, a.data, bd, exc) from None
+    return op
+
+
+def lt(x, y): return x < y
+def gt(x, y): return x > y
+def le(x, y): return x <= y
+def ge(x, y): return x >= y
+def eq(x, y): return x == y
+def ne(x, y): return x != y
+
+
+_CMP = {f.__name__: f for f in (lt, gt, le, ge, eq, ne)}
+lt_, gt_, le_, ge_, eq_, ne_ = (_compare(f) for f in (lt, gt, le, ge, eq, ne))
+
+
+# ***** unary math *****
+def exp(a):
+    out = get_array_module(a.data).exp(a.data)
+    return make(out, (a,), lambda g: (g * out,), "ExpBackward")
+
+
+def log(a):
+    x = a.data
+    return make(get_array_module(x).log(x), (a,), lambda g: (g / x,), "LogBackward", (a,))
+
+
+def sqrt(a):
+    out = get_array_module(a.data).sqrt(a.data)
+    return make(out, (a,), lambda g: (g / (2 * out),), "SqrtBackward")
+
+
+def rsqrt(a):
+    out = 1 / get_array_module(a.data).sqrt(a.data)
+    return make(out, (a,), lambda g: (-0.5 * g * out * out * out,), "RsqrtBackward")
+
+
+def abs(a):
+    x = a.data
+    xp = get_array_module(x)
+    return make(xp.abs(x), (a,), lambda g: (g * xp.sign(x),), "AbsBackward", (a,))
+
+
+def sign(a):
+    return tensor_cls()._wrap(get_array_module(a.data).sign(a.data))
+
+
+def sin(a):
+    x = a.data
+    xp = get_array_module(x)
+    return make(xp.sin(x), (a,), lambda g: (g * xp.cos(x),), "SinBackward", (a,))
+
+
+def cos(a):
+    x = a.data
+    xp = get_array_module(x)
+    return make(xp.cos(x), (a,), lambda g: (-g * xp.sin(x),), "CosBackward", (a,))
+
+
+def clamp(a, min=None, max=None):
+    x = a.data
+    xp = get_array_module(x)
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    mn = min.data if _is_tensor(min) else min
+    mx = max.data if _is_tensor(max) else max
+    out = xp.clip(x, mn, mx)
+    if out.dtype != x.dtype and not _is_tensor(min) and not _is_tensor(max):
+        out = out.astype(x.dtype)
+
+    def backward(g):
+        mask = xp.ones(x.shape, dtype=bool)
+        if mn is not None:
+            mask &= x >= mn
+        if mx is not None:
+            mask &= x <= mx
+        return (g * mask,)
+    return make(out, (a,), backward, "ClampBackward", (a,))
+
+
+def where(cond, a, b):
+    Tensor = tensor_cls()
+    like = a if _is_tensor(a) else b
+    c = cond.data if _is_tensor(cond) else cond
+    a = as_operand(a, like) if _is_tensor(like) else a
+    b = as_operand(b, like) if _is_tensor(like) else b
+    ad = a.data if _is_tensor(a) else a
+    bd = b.data if _is_tensor(b) else b
+    xp = get_array_module(like.data) if _is_tensor(like) else np
+    out = xp.where(c, ad, bd)
+    if not _is_tensor(like):
+        return Tensor._wrap(out)
+
+    def backward(g):
+        zero = xp.zeros((), dtype=g.dtype)
+        ga = unbroadcast(xp.where(c, g, zero), a.shape) if _is_tensor(a) and a.requires_grad else None
+        gb = unbroadcast(xp.where(c, zero, g), b.shape) if _is_tensor(b) and b.requires_grad else None
+        return ga, gb
+    return make(out, (a if _is_tensor(a) else None, b if _is_tensor(b) else None), backward, "WhereBackward")
+
+
+# ***** activations *****
+def relu(a):
+    x = a.data
+    out = get_array_module(x).maximum(x, 0)
+    return make(out, (a,), lambda g: (g * (out > 0),), "ReluBackward")
+
+
+def sigmoid(a):
+    x = a.data
+    xp = get_array_module(x)
+    # Split by sign so exp never overflows (float16 and float32 alike).
+    e = xp.exp(-xp.abs(x))
+    out = xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    return make(out, (a,), lambda g: (g * out * (1 - out),), "SigmoidBackward")
+
+
+def tanh(a):
+    out = get_array_module(a.data).tanh(a.data)
+    return make(out, (a,), lambda g: (g * (1 - out * out),), "TanhBackward")
+
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+def gelu(a, approximate="none"):
+    x = a.data
+    xp = get_array_module(x)
+    if approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)
+        t = xp.tanh(inner)
+        out = 0.5 * x * (1 + t)
+
+        def backward(g):
+            dinner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+            return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner),)
+    elif approximate == "none":
+        cdf = 0.5 * (1 + _erf(x / math.sqrt(2)))
+        out = (x * cdf).astype(x.dtype, copy=False)
+
+        def backward(g):
+            pdf = xp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+            return ((g * (cdf + x * pdf)).astype(x.dtype, copy=False),)
+    else:
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return make(out, (a,), backward, "GeluBackward", (a,))
+
+
+def _erf(x):
+    xp = get_array_module(x)
+    if xp is not np:
+        import cupyx.scipy.special as sp  # type: ignore
+        return sp.erf(x)
+    try:
+        from scipy.special import erf  # type: ignore
+        return erf(x)
+    except ImportError:
+        # Abramowitz-Stegun 7.1.26 refined with one Newton step is not exact enough; use the
+        # float64 math.erf through a vectorised ufunc instead (exact to double precision).
+        return _np_erf(x.astype(np.float64)).astype(x.dtype)
+
+
+_np_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def silu(a):
+    x = a.data
+    s = sigmoid(tensor_cls()._wrap(x)).data
+    out = x * s
+    return make(out, (a,), lambda g: (g * (s * (1 + x * (1 - s))),), "SiluBackward", (a,))

@@ -1,0 +1,184 @@
+"""Reductions over dims with ``keepdim``, as PyTorch names them."""
+from __future__ import annotations
+
+import builtins
+
+from .._xp import get_array_module
+from .core import make, tensor_cls
+
+
+def _axes(dim, ndim):
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = []
+    for d in dims:
+        if not -builtins.max(ndim, 1) <= d < builtins.max(ndim, 1):
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-builtins.max(ndim, 1)}, {builtins.max(ndim, 1) - 1}], but got {d})")
+        out.append(d % builtins.max(ndim, 1))
+    return tuple(out)
+
+
+def _expand_back(g, shape, axes, keepdim):
+    """Reshape a reduced gradient so it broadcasts against the input's ``shape``."""
+    xp = get_array_module(g)
+    if axes is None:
+        return xp.broadcast_to(g.reshape((1,) * len(shape)) if len(shape) else g, shape)
+    if not keepdim:
+        g = xp.expand_dims(g, axes)
+    return xp.broadcast_to(g, shape)
+
+
+def sum(a, dim=None, keepdim=False, dtype=None):
+    x = a.data
+    axes = _axes(dim, x.ndim)
+    if x.ndim == 0:
+        axes = None
+    if dtype is None and x.dtype.kind in "biu":
+        dtype = "int64"  # PyTorch sums integers and bools as int64
+    out = x.sum(axis=axes, keepdims=keepdim, dtype=dtype)
+    shape = x.shape
+    return make(out, (a,), lambda g: (_expand_back(g, shape, axes, keepdim).astype(x.dtype, copy=False),),
+                "SumBackward")
+
+
+def mean(a, dim=None, keepdim=False, dtype=None):
+    x = a.data
+    if x.dtype.kind not in "fc" and dtype is None:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be floating "
+                           f"point, but got {x.dtype}")
+    axes = _axes(dim, x.ndim)
+    if x.ndim == 0:
+        axes = None
+    out = x.mean(axis=axes, keepdims=keepdim, dtype=dtype)
+    n = x.size // builtins.max(out.size, 1) if x.size else 1
+    shape = x.shape
+    return make(out, (a,), lambda g: (_expand_back(g / n, shape, axes, keepdim).astype(x.dtype, copy=False),),
+                "MeanBackward")
+
+
+def _minmax(name, a, dim, keepdim, pick, argpick):
+    x = a.data
+    xp = get_array_module(x)
+    Tensor = tensor_cls()
+    if dim is None:
+        out = pick(x)
+
+        def backward(g):
+            mask = x == out
+            return (mask * (g / mask.sum()),)
+        return make(out, (a,), backward, name + "Backward")
+    axis = _axes(dim, x.ndim)[0] if x.ndim else None
+    idx = argpick(x, axis=axis)
+    vals = xp.take_along_axis(x, xp.expand_dims(idx, axis), axis) if x.ndim else x
+    out = vals if keepdim else vals.squeeze(axis) if x.ndim else vals
+
+    def backward(g):
+        gx = xp.zeros(x.shape, dtype=g.dtype)
+        gg = g if keepdim or not x.ndim else xp.expand_dims(g, axis)
+        if x.ndim:
+            xp.put_along_axis(gx, xp.expand_dims(idx, axis), gg, axis)
+        else:
+            gx[...] = gg
+        return (gx,)
+    values = make(out, (a,), backward, name + "Backward")
+    indices = Tensor._wrap(idx if keepdim is False or not x.ndim else xp.expand_dims(idx, axis))
+    from ..return_types import MinMax
+    return MinMax(values, indices)
+
+
+def max(a, dim=None, keepdim=False):
+    """``max()`` of all elements, ``max(dim)`` -> (values, indices), or elementwise with a tensor."""
+    if dim is not None and not isinstance(dim, (int, tuple, list)):
+        from .elementwise import maximum
+        return maximum(a, dim)
+    return _minmax("Max", a, dim, keepdim, lambda x: x.max(), lambda x, axis: x.argmax(axis=axis))
+
+
+def min(a, dim=None, keepdim=False):
+    if dim is not None and not isinstance(dim, (int, tuple, list)):
+        from .elementwise import minimum
+        return minimum(a, dim)
+    return _minmax("Min", a, dim, keepdim, lambda x: x.min(), lambda x, axis: x.argmin(axis=axis))
+
+
+def amax(a, dim=None, keepdim=False):
+    x = a.data
+    axes = _axes(dim, x.ndim)
+    out = x.max(axis=axes, keepdims=keepdim)
+
+    def backward(g):
+        o = out if keepdim or axes is None else get_array_module(x).expand_dims(out, axes)
+        mask = x == o
+        gk = g if keepdim or axes is None else get_array_module(x).expand_dims(g, axes)
+        return (mask * (gk / mask.sum(axis=axes, keepdims=True)),)
+    return make(out, (a,), backward, "AmaxBackward")
+
+
+def argmax(a, dim=None, keepdim=False):
+    x = a.data
+    Tensor = tensor_cls()
+    if dim is None:
+        return Tensor._wrap(get_array_module(x).asarray(x.argmax()))
+    return Tensor._wrap(x.argmax(axis=_axes(dim, x.ndim)[0], keepdims=keepdim))
+
+
+def argmin(a, dim=None, keepdim=False):
+    x = a.data
+    Tensor = tensor_cls()
+    if dim is None:
+        return Tensor._wrap(get_array_module(x).asarray(x.argmin()))
+    return Tensor._wrap(x.argmin(axis=_axes(dim, x.ndim)[0], keepdims=keepdim))
+
+
+def var(a, dim=None, unbiased=None, keepdim=False, correction=None):
+    """Variance; ``correction`` (default 1, Bessel) as in PyTorch; ``unbiased=False`` means 0."""
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    x = a.data
+    axes = _axes(dim, x.ndim)
+    mu = x.mean(axis=axes, keepdims=True)
+    d = x - mu
+    n = x.size // builtins.max(mu.size, 1)
+    denom = n - correction
+    out = (d * d).sum(axis=axes, keepdims=keepdim) / denom if denom > 0 else \
+        (d * d).sum(axis=axes, keepdims=keepdim) * float("nan")
+    shape = x.shape
+    return make(out.astype(x.dtype, copy=False), (a,),
+                lambda g: ((_expand_back(g, shape, axes, keepdim) * (2.0 / denom) * d).astype(x.dtype, copy=False),),
+                "VarBackward", (a,))
+
+
+def std(a, dim=None, unbiased=None, keepdim=False, correction=None):
+    from .elementwise import sqrt
+    return sqrt(var(a, dim, unbiased, keepdim, correction))
+
+
+def logsumexp(a, dim, keepdim=False):
+    x = a.data
+    xp = get_array_module(x)
+    axes = _axes(dim, x.ndim)
+    m = x.max(axis=axes, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)
+    s = xp.exp(x - m).sum(axis=axes, keepdims=True)
+    out_k = xp.log(s) + m
+    out = out_k if keepdim else out_k.squeeze(axis=axes)
+    shape = x.shape
+
+    def backward(g):
+        return (_expand_back(g, shape, axes, keepdim) * xp.exp(x - out_k),)
+    return make(out, (a,), backward, "LogsumexpBackward", (a,))
+
+
+def prod(a, dim=None, keepdim=False):
+    x = a.data
+    axes = _axes(dim, x.ndim)
+    out = x.prod(axis=axes, keepdims=keepdim)
+    shape = x.shape
+
+    def backward(g):
+        # Gradient of a product is product / x; exact only where x != 0 (documented limit).
+        o = out if keepdim or axes is None else get_array_module(x).expand_dims(out, axes)
+        return (_expand_back(g, shape, axes, keepdim) * o / x,)
+    return make(out, (a,), backward, "ProdBackward", (a,))

@@ -1,0 +1,56 @@
+"""The one seam that chooses NumPy or CuPy.
+
+Every op body is written once against ``xp`` (the array module of its inputs) and runs on both.
+CuPy is imported here and only here, inside try/except; the import error is kept and shown, with
+the install hint, the first time a user asks for a CUDA tensor.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:  # CuPy is optional: CPU-only machines never need it.
+    import cupy as _cupy  # type: ignore
+
+    try:
+        _cupy_devices = _cupy.cuda.runtime.getDeviceCount()
+        _CUPY_ERROR: str | None = None if _cupy_devices > 0 else "CuPy found no CUDA device"
+    except Exception as exc:  # driver missing, no GPU
+        _cupy_devices = 0
+        _CUPY_ERROR = f"CuPy is installed but CUDA is not usable: {exc}"
+except Exception as exc:  # ImportError, or a broken CUDA install
+    _cupy = None
+    _cupy_devices = 0
+    _CUPY_ERROR = f"CuPy is not importable ({type(exc).__name__}: {exc})"
+
+CUDA_INSTALL_HINT = (
+    "install the CUDA extra with `pip install tensorbrain[cuda]` (cupy-cuda12x) on a machine "
+    "with an NVIDIA GPU and driver")
+
+
+def cuda_available() -> bool:
+    return _cupy is not None and _cupy_devices > 0
+
+
+def cupy():
+    """The cupy module, or a clear RuntimeError saying why CUDA cannot be used."""
+    if not cuda_available():
+        raise RuntimeError(f"CUDA is not available: {_CUPY_ERROR}; {CUDA_INSTALL_HINT}")
+    return _cupy
+
+
+def get_array_module(array):
+    """``numpy`` for host arrays, ``cupy`` for device arrays (Chainer's seam)."""
+    if _cupy is not None and isinstance(array, _cupy.ndarray):
+        return _cupy
+    return np
+
+
+def is_cupy_array(array) -> bool:
+    return _cupy is not None and isinstance(array, _cupy.ndarray)
+
+
+def to_numpy(array) -> np.ndarray:
+    """A host copy (or the array itself when it already lives on the host)."""
+    if is_cupy_array(array):
+        return _cupy.asnumpy(array)
+    return np.asarray(array)

@@ -1,0 +1,67 @@
+"""Reverse-mode autograd: ``backward``, ``grad``, grad modes, hooks and end-of-backward callbacks."""
+from __future__ import annotations
+
+from .engine import queue_callback, run_backward
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .graph import Node, reachable_leaves
+
+__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+           "queue_callback", "Node", "reachable_leaves"]
+
+
+def _seq(x):
+    from ..tensor import Tensor
+    if isinstance(x, Tensor):
+        return [x]
+    return list(x) if x is not None else None
+
+
+def _default_grads(outputs, grad_outputs):
+    from .._xp import get_array_module
+    grads = []
+    for i, out in enumerate(outputs):
+        g = grad_outputs[i] if grad_outputs is not None else None
+        if g is None:
+            if out.data.size != 1:
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
+                                   f"(output {i} has shape {tuple(out.shape)})")
+            g = get_array_module(out.data).ones(out.data.shape, dtype=out.data.dtype)
+        else:
+            g = g.data if hasattr(g, "data") and not hasattr(g, "__array_interface__") else g
+        grads.append(g)
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, inputs=None):
+    """Accumulate gradients of ``tensors`` into the leaves (``torch.autograd.backward``)."""
+    tensors = _seq(tensors)
+    run_backward(tensors, _default_grads(tensors, _seq(grad_tensors)), bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Gradients of ``outputs`` w.r.t. ``inputs``, returned instead of stored in ``.grad``.
+
+    >>> import tensorbrain as tb
+    >>> x = tb.tensor([3.0], requires_grad=True)
+    >>> tb.autograd.grad((x * x).sum(), x)[0].tolist()
+    [6.0]
+    """
+    from ..tensor import Tensor
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+    outputs, inputs = _seq(outputs), _seq(inputs)
+    for t in inputs:
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    results = run_backward(outputs, _default_grads(outputs, _seq(grad_outputs)),
+                           bool(retain_graph), inputs=inputs)
+    out = []
+    for t in inputs:
+        g = results.get(id(t))
+        if g is None and not allow_unused:
+            raise RuntimeError(f"One of the differentiated Tensors (shape {tuple(t.shape)}) appears "
+                               "to not have been used in the graph. Set allow_unused=True if this "
+                               "is the desired behavior.")
+        out.append(None if g is None else Tensor._wrap(g))
+    return tuple(out)

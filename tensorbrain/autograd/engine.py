@@ -1,0 +1,181 @@
+"""The backward engine: iterative (no recursion limit), frees the graph as it goes.
+
+Order: a node runs once every consumer has delivered its gradient; among ready nodes the most
+recently created runs first (PyTorch's rule), so gradients are produced in reverse forward order.
+A leaf is accumulated (and its post-accumulate-grad hooks run) once all its contributions are
+summed, so a hook sees the leaf's full gradient exactly once per backward: DDP relies on this.
+"""
+from __future__ import annotations
+
+import heapq
+import threading
+
+from . import grad_mode
+
+_local = threading.local()
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once when the backward pass now running in this thread ends.
+
+    Callbacks queued while a callback runs are run too. Outside backward it is an error, as in
+    PyTorch (``Variable._execution_engine.queue_callback``).
+    """
+    stack = getattr(_local, "callbacks", None)
+    if not stack:
+        raise RuntimeError("queue_callback() can only be called while a backward pass is running")
+    stack[-1].append(fn)
+
+
+def _check_saved(node):
+    for tensor, version in node.saved:
+        if tensor._version[0] != version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {node.name} needs a tensor of shape {tuple(tensor.shape)} "
+                f"at version {version}, but it is now at version {tensor._version[0]}. Make a "
+                "copy (.clone()) before changing it in place, or change it after backward.")
+
+
+def _accumulate_leaf(leaf, grad, inputs_filter, results):
+    from ..tensor import Tensor
+    hooks = leaf._hooks
+    if hooks:
+        for hook in hooks:
+            new = hook(Tensor._wrap(grad))
+            if new is not None:
+                grad = new.data
+    if inputs_filter is not None:  # autograd.grad: collect instead of accumulating into .grad
+        if id(leaf) in inputs_filter:
+            prev = results.get(id(leaf))
+            results[id(leaf)] = grad if prev is None else prev + grad
+        return
+    if leaf.grad is None:
+        # The engine hands each array to one consumer only (see run_backward), so the leaf may
+        # keep it; read-only arrays (broadcast views from sum/mean backward) are copied.
+        if not getattr(grad.flags, "writeable", True):
+            grad = grad.copy()
+        leaf.grad = Tensor._wrap(grad)
+    else:
+        g = leaf.grad.data
+        if g.shape != grad.shape:
+            raise RuntimeError(f"gradient of shape {tuple(grad.shape)} cannot be accumulated into "
+                               f".grad of shape {tuple(g.shape)}")
+        g += grad  # in place: .grad may be a view into a DDP bucket
+    for hook in leaf._post_acc_hooks or ():
+        hook(leaf)
+
+
+def run_backward(roots, grads, retain_graph=False, inputs=None):
+    """Backpropagate ``grads`` (arrays) from ``roots`` (tensors).
+
+    With ``inputs`` (tensors) the gradients of those tensors are returned instead of being
+    accumulated into ``.grad`` (``autograd.grad``).
+    """
+    # 1. Count, for every node and leaf, how many gradient contributions it will receive.
+    deps: dict[int, int] = {}
+    leaves: dict[int, object] = {}
+    stack = []
+    for root in roots:
+        if root.grad_fn is not None:
+            stack.append(root.grad_fn)
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.backward is None:
+            raise RuntimeError(
+                f"Trying to backward through the graph a second time ({node.name}): its saved "
+                "values were freed after the first backward. Specify retain_graph=True on the "
+                "first backward() (or autograd.grad()) call if you need to backward twice.")
+        for t in node.inputs:
+            if t is None or not t.requires_grad:
+                continue
+            nxt = t.grad_fn
+            if nxt is not None:
+                deps[id(nxt)] = deps.get(id(nxt), 0) + 1
+                stack.append(nxt)
+            else:
+                deps[id(t)] = deps.get(id(t), 0) + 1
+                leaves[id(t)] = t
+
+    inputs_filter = None if inputs is None else {id(t) for t in inputs}
+    nonleaf_inputs = {} if inputs is None else {
+        id(t.grad_fn): id(t) for t in inputs if t.grad_fn is not None}
+    results: dict[int, object] = {}
+    pending: dict[int, object] = {}   # id -> summed gradient not yet consumed
+    ready = []
+    callbacks: list = []
+    _local.callbacks = getattr(_local, "callbacks", [])
+    _local.callbacks.append(callbacks)
+    prev_mode = grad_mode.is_grad_enabled()
+    grad_mode._set(False)
+    try:
+        for root, grad in zip(roots, grads):
+            grad = grad.copy()  # never alias the caller's gradient array
+            if root.grad_fn is None:
+                if root.requires_grad:
+                    _accumulate_leaf(root, grad, inputs_filter, results)
+                continue
+            key = id(root.grad_fn)
+            prev = pending.get(key)
+            pending[key] = grad if prev is None else prev + grad
+        for root in roots:
+            node = root.grad_fn
+            if node is not None and deps.get(id(node), 0) == 0 and id(node) in pending:
+                deps[id(node)] = -1  # mark as queued
+                heapq.heappush(ready, (-node.seq, id(node), node))
+
+        # 2. Run nodes in dependency order, newest first.
+        while ready:
+            _, key, node = heapq.heappop(ready)
+            grad = pending.pop(key)
+            if node.pre_hooks:
+                for hook in node.pre_hooks:
+                    grad = hook(grad)
+            if key in nonleaf_inputs:  # autograd.grad asked for this intermediate tensor
+                results[nonleaf_inputs[key]] = grad
+            _check_saved(node)
+            in_grads = node.backward(grad)
+            if not retain_graph:
+                node.backward = None
+                node.saved = ()
+            handed = None
+            for t, g in zip(node.inputs, in_grads):
+                if t is None or g is None or not t.requires_grad:
+                    continue
+                # A backward may return one array for several inputs (add returns g twice);
+                # give each consumer its own so in-place accumulation cannot alias them.
+                if handed is None:
+                    handed = {id(g)}
+                elif id(g) in handed:
+                    g = g.copy()
+                else:
+                    handed.add(id(g))
+                if g.shape != t.shape:
+                    raise RuntimeError(
+                        f"{node.name} returned a gradient of shape {tuple(g.shape)} for an input of "
+                        f"shape {tuple(t.shape)} (an op's backward is wrong; please report it)")
+                nxt = t.grad_fn
+                k = id(nxt) if nxt is not None else id(t)
+                prev = pending.get(k)
+                pending[k] = g if prev is None else prev + g
+                left = deps[k] - 1
+                deps[k] = left
+                if left == 0:
+                    if nxt is not None:
+                        heapq.heappush(ready, (-nxt.seq, k, nxt))
+                    else:
+                        _accumulate_leaf(t, pending.pop(k), inputs_filter, results)
+        # 3. Callbacks queued during backward (DDP's "finalize"), including ones they queue.
+        i = 0
+        while i < len(callbacks):
+            callbacks[i]()
+            i += 1
+    finally:
+        grad_mode._set(prev_mode)
+        _local.callbacks.pop()
+    return results
+

@@ -1,0 +1,7 @@
+"""Named tuples returned by ops, as ``torch.return_types``."""
+from typing import NamedTuple, Any
+
+
+class MinMax(NamedTuple):
+    values: Any
+    indices: Any

@@ -1,0 +1,786 @@
+"""The Tensor: an array (NumPy on 'cpu', CuPy on 'cuda') plus autograd bookkeeping.
+
+``Tensor.data`` is the array itself: code that needs raw speed (optimizers, collectives) works on
+it directly and in place. Everything else goes through the ops in ``tensorbrain/_ops``.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _dtype, _xp
+from ._device import CPU, as_device, device
+from ._ops import elementwise as E
+from ._ops import reduce as R
+from ._ops import shape as S
+from ._ops.core import make
+from .autograd import engine, grad_mode
+
+
+class Tensor:
+    __slots__ = ("data", "requires_grad", "grad", "grad_fn", "_version", "_hooks",
+                 "_post_acc_hooks", "_base", "__weakref__", "__dict__")
+
+    def __init__(self, data, dtype=None, device=None, requires_grad=False):
+        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        self._init_from(t.data, requires_grad)
+
+    def _init_from(self, array, requires_grad=False):
+        self.data = array
+        self.requires_grad = bool(requires_grad)
+        self.grad = None
+        self.grad_fn = None
+        self._version = [0]
+        self._hooks = None
+        self._post_acc_hooks = None
+        self._base = None
+
+    @classmethod
+    def _wrap(cls, array, requires_grad=False):
+        """A tensor around ``array`` without copying (internal fast path)."""
+        t = cls.__new__(cls)
+        t._init_from(array, requires_grad)
+        return t
+
+    # ***** properties *****
+    @property
+    def shape(self):
+        return Size(self.data.shape)
+
+    def size(self, dim=None):
+        return Size(self.data.shape) if dim is None else self.data.shape[dim]
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self) -> device:
+        if _xp.is_cupy_array(self.data):
+            return device("cuda", self.data.device.id)
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return _xp.is_cupy_array(self.data)
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    def dim(self):
+        return self.data.ndim
+
+    def numel(self):
+        return int(self.data.size)
+
+    nelement = numel
+
+    def element_size(self):
+        return self.data.itemsize
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def T(self):
+        return S.permute(self, *reversed(range(self.data.ndim)))
+
+    @property
+    def mT(self):
+        return S.transpose(self, -2, -1)
+
+    def data_ptr(self) -> int:
+        if _xp.is_cupy_array(self.data):
+            return int(self.data.data.ptr)
+        return int(self.data.__array_interface__["data"][0])
+
+    def is_contiguous(self):
+        return bool(self.data.flags.c_contiguous)
+
+    def is_floating_point(self):
+        return self.data.dtype.kind == "f"
+
+    def stride(self, dim=None):
+        st = tuple(s // self.data.itemsize for s in self.data.strides)
+        return st if dim is None else st[dim]
+
+    # ***** conversion *****
+    def numpy(self, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if _xp.is_cupy_array(self.data):
+            if not force:
+                raise TypeError("can't convert cuda tensor to numpy. Use Tensor.cpu() to copy the "
+                                "tensor to host memory first.")
+            return _xp.to_numpy(self.data)
+        return self.data
+
+    def item(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted to "
+                               f"a Python number (item() needs exactly one element; shape "
+                               f"{tuple(self.data.shape)})")
+        return self.data.reshape(()).item() if not _xp.is_cupy_array(self.data) else \
+            _xp.to_numpy(self.data).reshape(()).item()
+
+    def tolist(self):
+        return _xp.to_numpy(self.data).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = _xp.to_numpy(self.data)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def to(self, *args, **kwargs):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; non_blocking ignored."""
+        dev, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("copy", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dev, dtype = arg.device, arg.dtype
+            elif isinstance(arg, (str, device)) and not _looks_like_dtype(arg):
+                dev = arg
+            else:
+                dtype = arg
+        out = self
+        if dev is not None:
+            out = _to_device(out, as_device(dev))
+        if dtype is not None:
+            out = S.to_dtype(out, _dtype.as_dtype(dtype))
+        return out
+
+    def cpu(self):
+        return _to_device(self, CPU)
+
+    def cuda(self, device=None):
+        return _to_device(self, as_device("cuda" if device is None else
+                                          (f"cuda:{device}" if isinstance(device, int) else device)))
+
+    def float(self): return S.to_dtype(self, _dtype.float32)
+    def double(self): return S.to_dtype(self, _dtype.float64)
+    def half(self): return S.to_dtype(self, _dtype.float16)
+    def long(self): return S.to_dtype(self, _dtype.int64)
+    def int(self): return S.to_dtype(self, _dtype.int32)
+    def bool(self): return S.to_dtype(self, _dtype.bool_)
+    def type(self, dtype): return S.to_dtype(self, _dtype.as_dtype(dtype))
+
+    # ***** autograd *****
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        if create_graph:
+            raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+        if not self.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn: nothing to backpropagate")
+        if gradient is None:
+            if self.data.size != 1:
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
+                                   f"(this tensor has shape {tuple(self.data.shape)}); pass "
+                                   f"gradient=")
+            g = _xp.get_array_module(self.data).ones(self.data.shape, dtype=self.data.dtype)
+        else:
+            g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient)
+            if g.shape != self.data.shape:
+                raise RuntimeError(f"backward: gradient has shape {tuple(g.shape)} but the tensor "
+                                   f"has shape {tuple(self.data.shape)}")
+        engine.run_backward([self], [g], retain_graph=bool(retain_graph))
+
+    def detach(self):
+        t = Tensor._wrap(self.data)
+        t._version = self._version
+        return t
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        if requires_grad and self.data.dtype.kind not in "fc":
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
+                               f"(got {self.data.dtype})")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def register_hook(self, hook):
+        """``hook(grad) -> Tensor | None`` runs when this tensor's gradient is computed; a
+        returned tensor replaces the gradient. Returns a handle with ``remove()``."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            return _Handle(self._hooks, hook)
+        node = self.grad_fn
+        if node.pre_hooks is None:
+            node.pre_hooks = []
+
+        def array_hook(g, hook=hook):
+            new = hook(Tensor._wrap(g))
+            return g if new is None else new.data
+        return _Handle(node.pre_hooks, array_hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` runs right after a leaf's ``.grad`` has been written in backward."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = []
+        return _Handle(self._post_acc_hooks, hook)
+
+    def retain_grad(self):
+        if self.grad_fn is None:
+            return
+        me = self
+
+        def keep(g):
+            me.grad = Tensor._wrap(g.copy()) if me.grad is None else Tensor._wrap(me.grad.data + g)
+            return g
+        if self.grad_fn.pre_hooks is None:
+            self.grad_fn.pre_hooks = []
+        self.grad_fn.pre_hooks.append(keep)
+
+    # ***** in-place ops *****
+    def _check_inplace(self, what):
+        if not grad_mode.is_grad_enabled():
+            return
+        if self.requires_grad and self.grad_fn is None:
+            raise RuntimeError(f"a leaf Variable that requires grad is being used in an in-place "
+                               f"operation ({what}); wrap it in `with tb.no_grad():` (as an "
+                               f"optimizer does) or use the out-of-place op")
+        base = self._base
+        if base is not None and base.requires_grad and base.grad_fn is None:
+            raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in an "
+                               f"in-place operation ({what})")
+
+    def _inplace(self, what, result_fn, *others):
+        """Run an in-place op: compute out of place, write back, bump the version counter.
+
+        When the op must be recorded (grad mode, a graph involved) the tensor is rebased onto the
+        new node, its old value kept in a private copy so saved values stay correct.
+        """
+        self._check_inplace(what)
+        record = grad_mode.is_grad_enabled() and (self.requires_grad or any(map(_req, others)))
+        if record:
+            old = Tensor._wrap(self.data.copy(), self.requires_grad)
+            old.grad_fn = self.grad_fn
+            res = result_fn(old)
+        else:
+            with grad_mode.no_grad():
+                res = result_fn(self)
+        rd = res.data
+        if rd.shape != self.data.shape:
+            raise RuntimeError(f"{what}: output with shape {tuple(self.data.shape)} doesn't match "
+                               f"the broadcast shape {tuple(rd.shape)}")
+        if rd is not self.data:
+            self.data[...] = rd
+        self._version[0] += 1
+        if record:
+            self.grad_fn = res.grad_fn
+            self.requires_grad = res.requires_grad
+        return self
+
+    def add_(self, other, alpha=1):
+        if not grad_mode.is_grad_enabled() or not (self.requires_grad or _req(other)):
+            self._check_inplace("add_")
+            o = other.data if isinstance(other, Tensor) else other
+            if alpha != 1:
+                o = o * alpha
+            try:
+                self.data += o
+            except ValueError as exc:
+                raise RuntimeError(f"add_: shapes {tuple(self.data.shape)} and "
+                                   f"{tuple(np.shape(o))} do not match ({exc})") from None
+            self._version[0] += 1
+            return self
+        return self._inplace("add_", lambda s: E.add(s, other, alpha), other)
+
+    def sub_(self, other, alpha=1):
+        return self._inplace("sub_", lambda s: E.sub(s, other, alpha), other)
+
+    def mul_(self, other):
+        if not grad_mode.is_grad_enabled() or not (self.requires_grad or _req(other)):
+            self._check_inplace("mul_")
+            self.data *= other.data if isinstance(other, Tensor) else other
+            self._version[0] += 1
+            return self
+        return self._inplace("mul_", lambda s: E.mul(s, other), other)
+
+    def div_(self, other):
+        return self._inplace("div_", lambda s: E.div(s, other), other)
+
+    def pow_(self, other):
+        return self._inplace("pow_", lambda s: E.pow(s, other), other)
+
+    def clamp_(self, min=None, max=None):
+        return self._inplace("clamp_", lambda s: E.clamp(s, min, max))
+
+    def neg_(self):
+        return self._inplace("neg_", E.neg)
+
+    def exp_(self):
+        return self._inplace("exp_", E.exp)
+
+    def sqrt_(self):
+        return self._inplace("sqrt_", E.sqrt)
+
+    def relu_(self):
+        return self._inplace("relu_", E.relu)
+
+    def zero_(self):
+        self._check_inplace("zero_")
+        self.data.fill(0)
+        self._version[0] += 1
+        if grad_mode.is_grad_enabled() and self.grad_fn is not None:
+            self.grad_fn = None  # the value no longer depends on anything
+            self.requires_grad = False
+        return self
+
+    def fill_(self, value):
+        self._check_inplace("fill_")
+        self.data.fill(value.item() if isinstance(value, Tensor) else value)
+        self._version[0] += 1
+        if grad_mode.is_grad_enabled() and self.grad_fn is not None:
+            self.grad_fn = None
+            self.requires_grad = False
+        return self
+
+    def copy_(self, src, non_blocking=False):
+        if not isinstance(src, Tensor):
+            src = tensor(src)
+        if grad_mode.is_grad_enabled() and (self.requires_grad or src.requires_grad):
+            xp = _xp.get_array_module(self.data)
+            shape, dt = self.data.shape, self.data.dtype
+
+            def result(s):
+                moved = _to_device(src, self.device)
+                b = S.expand(S.to_dtype(moved, dt), *shape)
+                return make(xp.array(b.data, copy=True), (b,), lambda g: (g,), "CopyBackward")
+            return self._inplace("copy_", result, src)
+        self._check_inplace("copy_")
+        data = src.data
+        if type(data) is not type(self.data):
+            data = _xp.to_numpy(data) if not self.is_cuda else _xp.cupy().asarray(data)
+        try:
+            self.data[...] = data
+        except ValueError as exc:
+            raise RuntimeError(f"copy_: source of shape {tuple(src.shape)} cannot be copied into "
+                               f"a tensor of shape {tuple(self.shape)} ({exc})") from None
+        self._version[0] += 1
+        return self
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        with grad_mode.no_grad():
+            self.data[...] = _random.uniform(a, b, self.data.shape, self.data.dtype, self.data, generator)
+        self._version[0] += 1
+        return self
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        with grad_mode.no_grad():
+            self.data[...] = _random.normal(mean, std, self.data.shape, self.data.dtype, self.data, generator)
+        self._version[0] += 1
+        return self
+
+    def __setitem__(self, index, value):
+        idx = S._index_data(index)
+        if grad_mode.is_grad_enabled() and (self.requires_grad or _req(value)):
+            def result(s):
+                xp = _xp.get_array_module(s.data)
+                v = value if isinstance(value, Tensor) else Tensor._wrap(xp.asarray(value, dtype=s.data.dtype))
+                out = s.data.copy()
+                out[idx] = v.data
+
+                def backward(g):
+                    gs = g.copy()
+                    gs[idx] = 0
+                    gv = None
+                    if v.requires_grad:
+                        from ._ops.core import unbroadcast
+                        gv = unbroadcast(g[idx], v.data.shape) if g[idx].shape != v.data.shape else g[idx]
+                    return gs, gv
+                return make(out, (s, v), backward, "IndexPutBackward")
+            self._inplace("__setitem__", result, value)
+            return
+        self._check_inplace("__setitem__")
+        self.data[idx] = value.data if isinstance(value, Tensor) else value
+        self._version[0] += 1
+
+    # ***** Python protocol *****
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self):
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.data.shape[0]))
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.data.size} elements is "
+                               f"ambiguous")
+        return bool(self.item())
+
+    def __float__(self): return float(self.item())
+    def __int__(self): return int(self.item())
+    def __index__(self): return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        body = np.array2string(_xp.to_numpy(self.data), separator=", ", precision=4,
+                               prefix="tensor(")
+        extras = []
+        if self.is_cuda:
+            extras.append(f"device='{self.device}'")
+        if self.data.dtype not in (_dtype.float32, _dtype.int64, _dtype.bool_):
+            extras.append(f"dtype={self.data.dtype}")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name}>")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    def __getitem__(self, index):
+        return S.getitem(self, index)
+
+    __add__ = E.add
+    __sub__ = E.sub
+    __mul__ = E.mul
+    __truediv__ = E.div
+    __pow__ = E.pow
+    __matmul__ = S.matmul
+    __neg__ = E.neg
+    __lt__ = E.lt_
+    __gt__ = E.gt_
+    __le__ = E.le_
+    __ge__ = E.ge_
+    __eq__ = E.eq_
+    __ne__ = E.ne_
+
+    def __radd__(self, other): return E.add(other, self)
+    def __rsub__(self, other): return E.sub(other, self)
+    def __rmul__(self, other): return E.mul(other, self)
+    def __rtruediv__(self, other): return E.div(other, self)
+    def __rpow__(self, other): return E.pow(other, self)
+    def __rmatmul__(self, other): return S.matmul(_as_tensor(other, self), self)
+    def __pos__(self): return self
+    def __abs__(self): return E.abs(self)
+
+    def __invert__(self):
+        return Tensor._wrap(~self.data)
+
+    def __and__(self, other): return Tensor._wrap(self.data & _raw(other))
+    def __or__(self, other): return Tensor._wrap(self.data | _raw(other))
+    def __xor__(self, other): return Tensor._wrap(self.data ^ _raw(other))
+    def __floordiv__(self, other): return Tensor._wrap(self.data // _raw(other))
+    def __mod__(self, other): return Tensor._wrap(self.data % _raw(other))
+
+    def __iadd__(self, other): return self.add_(other)
+    def __isub__(self, other): return self.sub_(other)
+    def __imul__(self, other): return self.mul_(other)
+    def __itruediv__(self, other): return self.div_(other)
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple, as ``torch.Size``."""
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"tb.Size([{', '.join(map(str, self))}])"
+
+
+class _Handle:
+    """Returned by hook registrations; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+        hooks.append(hook)
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _raw(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
+def _req(x):
+    return isinstance(x, Tensor) and x.requires_grad
+
+
+def _looks_like_dtype(x):
+    if isinstance(x, device):
+        return False
+    if isinstance(x, str):
+        return x.split(":")[0] not in ("cpu", "cuda")
+    return True
+
+
+def _as_tensor(x, like):
+    if isinstance(x, Tensor):
+        return x
+    return Tensor._wrap(_xp.get_array_module(like.data).asarray(x))
+
+
+def _to_device(t, dev: device):
+    src_cuda = t.is_cuda
+    if dev.type == "cpu":
+        if not src_cuda:
+            return t
+        out = _xp.to_numpy(t.data)
+        return make(out, (t,), lambda g, d=t.data.device.id: (_xp.cupy().asarray(g),), "ToCopyBackward")
+    cp = _xp.cupy()
+    idx = dev.index if dev.index is not None else cp.cuda.runtime.getDevice()
+    if src_cuda and t.data.device.id == idx:
+        return t
+    with cp.cuda.Device(idx):
+        out = cp.asarray(t.data) if not src_cuda else t.data.copy()
+    if src_cuda:
+        return make(out, (t,), lambda g: (g.copy(),), "ToCopyBackward")
+    return make(out, (t,), lambda g: (_xp.to_numpy(g),), "ToCopyBackward")
+
+
+# ***** creation *****
+from . import _random  # noqa: E402  (needs Tensor defined)
+
+
+def _infer_dtype(data):
+    if isinstance(data, bool):
+        return _dtype.bool_
+    if isinstance(data, numbers.Integral):
+        return _dtype.int64
+    if isinstance(data, numbers.Real):
+        return _dtype.get_default_dtype()
+    return None
+
+
+def _array_on(data, dtype, dev: device):
+    if dev.type == "cuda":
+        cp = _xp.cupy()
+        with cp.cuda.Device(dev.index if dev.index is not None else cp.cuda.runtime.getDevice()):
+            return cp.asarray(data, dtype=dtype)
+    return np.asarray(data, dtype=dtype)
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of ``data`` (nested lists, scalars, arrays, tensors).
+
+    >>> import tensorbrain as tb
+    >>> tb.tensor([[1.0, 2.0]]).dtype, tb.tensor([1, 2]).dtype
+    (dtype('float32'), dtype('int64'))
+    """
+    dtype = _dtype.as_dtype(dtype)
+    if isinstance(data, Tensor):
+        data = data.data
+    dev = as_device(device) if device is not None else (
+        device_of(data) if _xp.is_cupy_array(data) else CPU)
+    if dtype is None and not hasattr(data, "dtype"):
+        arr = np.asarray(_xp.to_numpy(data) if _xp.is_cupy_array(data) else data)
+        if arr.dtype == np.float64:
+            dtype = _dtype.get_default_dtype()  # Python floats -> float32, as in PyTorch
+        elif arr.dtype.kind == "i":
+            dtype = _dtype.int64
+        elif arr.dtype == object:
+            raise TypeError(f"tb.tensor: could not infer a dtype for {type(data).__name__} data")
+        data = arr
+    arr = _array_on(data, dtype, dev)
+    if arr is data:
+        arr = arr.copy()
+    t = Tensor._wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def device_of(array) -> device:
+    if _xp.is_cupy_array(array):
+        return device("cuda", array.device.id)
+    return CPU
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor) and dtype is None and device is None:
+        return data
+    if isinstance(data, np.ndarray) and device in (None, "cpu") and (dtype is None or np.dtype(dtype) == data.dtype):
+        return Tensor._wrap(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``array`` (changes to one show in the other)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    return Tensor._wrap(array)
+
+
+def _full(shape, value, dtype, device, requires_grad):
+    shape = S._shape_arg(shape)
+    dev = as_device(device)
+    dtype = _dtype.as_dtype(dtype)
+    if dtype is None:
+        dtype = _infer_dtype(value) if not isinstance(value, float) else _dtype.get_default_dtype()
+    xp = _xp.cupy() if dev.type == "cuda" else np
+    if dev.type == "cuda":
+        with xp.cuda.Device(dev.index if dev.index is not None else xp.cuda.runtime.getDevice()):
+            arr = xp.full(shape, value, dtype=dtype)
+    else:
+        arr = np.full(shape, value, dtype=dtype)
+    t = Tensor._wrap(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _full(size, 0.0, dtype or _dtype.get_default_dtype(), device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _full(size, 1.0, dtype or _dtype.get_default_dtype(), device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    shape = S._shape_arg(size)
+    dev = as_device(device)
+    dtype = _dtype.as_dtype(dtype) or _dtype.get_default_dtype()
+    xp = _xp.cupy() if dev.type == "cuda" else np
+    t = Tensor._wrap(xp.empty(shape, dtype=dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _full(size, fill_value, dtype, device, requires_grad)
+
+
+def _like(fn):
+    def like(t, dtype=None, device=None, requires_grad=False, **kw):
+        return fn(*t.shape, **kw, dtype=dtype or t.dtype, device=device or t.device,
+                  requires_grad=requires_grad)
+    like.__name__ = fn.__name__ + "_like"
+    return like
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = _dtype.int64 if all(isinstance(v, numbers.Integral) for v in (start, end, step)) \
+            else _dtype.get_default_dtype()
+    t = tensor(np.arange(start, end, step, dtype=np.float64 if np.dtype(dtype).kind == "f" else None)
+               .astype(dtype), device=device)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    t = tensor(np.linspace(start, end, steps).astype(dtype or _dtype.get_default_dtype()), device=device)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    t = tensor(np.eye(n, m, dtype=dtype or _dtype.get_default_dtype()), device=device)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    t = empty(*size, dtype=dtype, device=device)
+    t.uniform_(0.0, 1.0, generator=generator)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    t = empty(*size, dtype=dtype, device=device)
+    t.normal_(0.0, 1.0, generator=generator)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
+    if high is None:
+        low, high = 0, low
+    arr = _random.integers(low, high, tuple(size), generator)
+    return tensor(arr.astype(dtype or _dtype.int64), device=device)
+
+
+def randperm(n, dtype=None, device=None, generator=None):
+    return tensor(_random.permutation(n, generator).astype(dtype or _dtype.int64), device=device)
+
+
+def rand_like(t, **kw):
+    return rand(*t.shape, dtype=kw.get("dtype", t.dtype), device=kw.get("device", t.device))
+
+
+def randn_like(t, **kw):
+    return randn(*t.shape, dtype=kw.get("dtype", t.dtype), device=kw.get("device", t.device))
+
+
+# ***** ops as methods *****
+def _method(fn):
+    def m(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    m.__name__ = fn.__name__
+    m.__doc__ = fn.__doc__
+    return m
+
+
+for _name, _fn in {
+    "add": E.add, "sub": E.sub, "mul": E.mul, "div": E.div, "pow": E.pow, "neg": E.neg,
+    "maximum": E.maximum, "minimum": E.minimum, "exp": E.exp, "log": E.log, "sqrt": E.sqrt,
+    "rsqrt": E.rsqrt, "abs": E.abs, "sign": E.sign, "sin": E.sin, "cos": E.cos, "clamp": E.clamp,
+    "clip": E.clamp, "relu": E.relu, "sigmoid": E.sigmoid, "tanh": E.tanh,
+    "lt": E.lt_, "gt": E.gt_, "le": E.le_, "ge": E.ge_, "eq": E.eq_, "ne": E.ne_,
+    "sum": R.sum, "mean": R.mean, "max": R.max, "min": R.min, "amax": R.amax,
+    "argmax": R.argmax, "argmin": R.argmin, "var": R.var, "std": R.std,
+    "logsumexp": R.logsumexp, "prod": R.prod,
+    "reshape": S.reshape, "view": S.view, "flatten": S.flatten, "unflatten": S.unflatten,
+    "permute": S.permute, "transpose": S.transpose, "t": S.t, "squeeze": S.squeeze,
+    "unsqueeze": S.unsqueeze, "expand": S.expand, "expand_as": S.expand_as,
+    "contiguous": S.contiguous, "clone": S.clone, "split": S.split, "chunk": S.chunk,
+    "narrow": S.narrow, "matmul": S.matmul, "mm": S.matmul,
+}.items():
+    setattr(Tensor, _name, _method(_fn))
+
+
+def _view_as(self, other):
+    return S.reshape(self, *other.shape)
+
+
+def _reshape_as(self, other):
+    return S.reshape(self, *other.shape)
+
+
+Tensor.view_as = _view_as
+Tensor.reshape_as = _reshape_as
+Tensor.swapaxes = Tensor.transpose
+Tensor.swapdims = Tensor.transpose
+Tensor.multiply = Tensor.mul
+Tensor.divide = Tensor.div
+Tensor.subtract = Tensor.sub
+Tensor.true_divide = Tensor.div

@@ -63,3 +63,17 @@ def equal(a, b) -> bool:
 
 def is_floating_point(t: Tensor) -> bool:
     return _is_fp_dtype(t.dtype)
+
+
+# Subpackages load on first use: `import tensorbrain` stays fast and never needs MPI, CUDA or a
+# compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
+_SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization")
+
+
+def __getattr__(name):
+    import importlib
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in ("save", "load"):
+        return getattr(importlib.import_module(".serialization", __name__), name)
+    raise AttributeError(f"module 'tensorbrain' has no attribute {name!r}")

@@ -1,0 +1,2 @@
+"""Testing helpers: gradient checks against finite differences (and torch when installed), and a
+harness that runs a function in N real processes for distributed tests."""

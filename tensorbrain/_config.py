@@ -72,3 +72,7 @@ declare("TB_NATIVE", _str, "auto",
         "builds it. At run time, TB_NATIVE=0 ignores an installed tensorbrain._C.")
 declare("TB_SHM", _bool, True,
         "Use the shared-memory transport for ranks on the same host (tcp backend). 0 turns it off.")
+# NCCL backend (tensorbrain/distributed/_nccl_lib.py)
+declare("TB_NCCL_LIBRARY", _str, "",
+        "Path of the NCCL library (libnccl.so.2) the nccl backend opens; when set, only this file "
+        "is tried. Unset: the nvidia-nccl-cu12 wheel, then the system library path.")

@@ -76,3 +76,10 @@ declare("TB_SHM", _bool, True,
 declare("TB_NCCL_LIBRARY", _str, "",
         "Path of the NCCL library (libnccl.so.2) the nccl backend opens; when set, only this file "
         "is tried. Unset: the nvidia-nccl-cu12 wheel, then the system library path.")
+# Stores and launcher (tensorbrain/distributed/_store/, rendezvous.py, run.py)
+declare("TB_STORE_SECRET", _str, "",
+        "Shared secret for TCPStore connections: when set (same value on every node), client and "
+        "server prove they know it with an HMAC-SHA256 challenge-response at connect. Empty: off.")
+declare("TB_RESTART_COUNT", int, 0,
+        "Set by tbrun for workers: how many times the node group has been restarted. Rendezvous "
+        "keys are scoped by it so a restarted group never meets the previous attempt's keys.")

@@ -1,0 +1,13 @@
+// The one entry point of tensorbrain._C. Each binding file defines one init_*(py::module_&) and
+// registers it here with one declaration line and one call line (pybind11 scikit_build_example
+// style), so files in csrc/<area>/ stay independent of each other.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+void init_kernels(py::module_ &m);
+
+PYBIND11_MODULE(_C, m) {
+    m.doc() = "TensorBrain native kernels (private; use tensorbrain._kernels / tensorbrain._native)";
+    init_kernels(m);
+}

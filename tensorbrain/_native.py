@@ -1,0 +1,67 @@
+"""Access to the optional compiled module ``tensorbrain._C``.
+
+``pip install -e .`` builds ``tensorbrain._C`` when a C++ compiler is there and falls back to pure
+Python when it is not (see docs/install.md). Code that has a native fast path asks
+:func:`is_available` and keeps a NumPy twin for the other case; :func:`why_unavailable` says what
+happened, and ``TB_NATIVE=0`` (or ``off``/``skip``) at run time ignores an installed module, which
+is how to compare the two paths or to rule the native code out when debugging.
+
+>>> from tensorbrain import _native
+>>> _native.is_available() in (True, False)
+True
+>>> isinstance(_native.why_unavailable(), str)
+True
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import _config
+
+# Run-time values of TB_NATIVE that mean "do not use tensorbrain._C" (the build-time values
+# auto/require/skip share the variable; skip means the same thing at run time).
+_OFF = ("0", "off", "false", "no", "skip")
+
+_state: tuple[object | None, str] | None = None  # (module or None, reason) once probed
+
+
+def _probe() -> tuple[object | None, str]:
+    global _state
+    if _state is None:
+        setting = str(_config.get("TB_NATIVE")).strip().lower()
+        if setting in _OFF:
+            _state = (None, f"disabled at run time by TB_NATIVE={setting}")
+        else:
+            try:
+                mod = importlib.import_module("tensorbrain._C")
+            except ImportError as exc:
+                _state = (None, f"tensorbrain._C is not installed or failed to load ({exc}); "
+                                "the pure-Python fallback is in use. Reinstall with a C++ compiler "
+                                "and CMake: TB_NATIVE=require pip install -e . (see docs/install.md)")
+            else:
+                _state = (mod, "")
+    return _state
+
+
+def is_available() -> bool:
+    """True when ``tensorbrain._C`` loaded and is not disabled by ``TB_NATIVE=0``."""
+    return _probe()[0] is not None
+
+
+def why_unavailable() -> str:
+    """Why the native module is not in use ('' when it is)."""
+    return _probe()[1]
+
+
+def module():
+    """The ``tensorbrain._C`` module; raises RuntimeError with the reason when unavailable."""
+    mod, reason = _probe()
+    if mod is None:
+        raise RuntimeError(f"tensorbrain native module unavailable: {reason}")
+    return mod
+
+
+def _reset() -> None:
+    """Forget the probe (tests that change TB_NATIVE in-process)."""
+    global _state
+    _state = None

@@ -1,0 +1,79 @@
+"""Adam and AdamW (PyTorch's formulas, bias correction folded into the step size)."""
+from __future__ import annotations
+
+import math
+
+from .._xp import get_array_module
+from .optimizer import Optimizer, scratch
+
+
+class Adam(Optimizer):
+    """``torch.optim.Adam`` (L2 weight decay added to the gradient; ``amsgrad`` optional)."""
+
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 amsgrad=False, *, maximize=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        for i, b in enumerate(betas):
+            if not 0.0 <= b < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        xp = get_array_module(p)
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if group["maximize"]:
+            g = -g
+        if wd != 0:
+            if self._decoupled:
+                p *= 1 - lr * wd
+            else:
+                g = g + wd * p
+        if "exp_avg" not in state:
+            state["step"] = 0.0
+            state["exp_avg"] = xp.zeros_like(p)
+            state["exp_avg_sq"] = xp.zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = xp.zeros_like(p)
+        state["step"] += 1
+        step = state["step"]
+        m, v, tmp = state["exp_avg"], state["exp_avg_sq"], scratch(state, p)
+        # m = b1*m + (1-b1)*g ; v = b2*v + (1-b2)*g*g   (in place, one scratch buffer)
+        m *= b1
+        xp.multiply(g, 1 - b1, out=tmp)
+        m += tmp
+        v *= b2
+        xp.multiply(g, g, out=tmp)
+        tmp *= 1 - b2
+        v += tmp
+        bias1 = 1 - b1 ** step
+        bias2_sqrt = math.sqrt(1 - b2 ** step)
+        if group["amsgrad"]:
+            vmax = state["max_exp_avg_sq"]
+            xp.maximum(vmax, v, out=vmax)
+            xp.sqrt(vmax, out=tmp)
+        else:
+            xp.sqrt(v, out=tmp)
+        tmp /= bias2_sqrt
+        tmp += eps
+        xp.divide(m, tmp, out=tmp)
+        tmp *= lr / bias1
+        p -= tmp
+
+
+class AdamW(Adam):
+    """``torch.optim.AdamW``: decoupled weight decay ``p *= 1 - lr*wd`` (default wd 0.01)."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)

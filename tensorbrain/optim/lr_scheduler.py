@@ -1,0 +1,305 @@
+"""Learning-rate schedulers with PyTorch's (chainable, recursive) formulas and state dicts."""
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import Counter
+
+from .optimizer import Optimizer
+
+
+class LRScheduler:
+    """Base class: ``step()`` advances ``last_epoch`` and writes ``get_lr()`` into the groups."""
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                                   "resuming an optimizer")
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self):
+        self._step_count = 0
+        self.step()
+
+    def get_lr(self) -> list[float]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def get_last_lr(self) -> list[float]:
+        return self._last_lr
+
+    def step(self, epoch=None):
+        self._step_count += 1
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            self.last_epoch = epoch
+            closed = getattr(self, "_get_closed_form_lr", None)
+            values = closed() if closed is not None else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def _lrs(self):
+        return [group["lr"] for group in self.optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")
+                and not callable(v)}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        for k, v in state_dict.items():
+            if k == "_milestones_list":
+                continue
+            self.__dict__[k] = Counter({int(m): c for m, c in v.items()}) if k == "milestones" \
+                and isinstance(v, dict) else v
+
+
+_LRScheduler = LRScheduler
+
+
+class StepLR(LRScheduler):
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return self._lrs()
+        return [lr * self.gamma for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch not in self.milestones:
+            return self._lrs()
+        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        ms = sorted(self.milestones.elements())
+        return [b * self.gamma ** bisect_right(ms, self.last_epoch) for b in self.base_lrs]
+
+    def state_dict(self):
+        d = super().state_dict()
+        d["milestones"] = {str(k): v for k, v in self.milestones.items()}  # JSON-safe keys
+        return d
+
+
+class ExponentialLR(LRScheduler):
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return self._lrs()
+        return [lr * self.gamma for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        e, T, lo = self.last_epoch, self.T_max, self.eta_min
+        if e == 0:
+            return self._lrs()
+        if self._step_count == 1 and e > 0:
+            return [lo + (b - lo) * (1 + math.cos(e * math.pi / T)) / 2 for b in self.base_lrs]
+        if (e - 1 - T) % (2 * T) == 0:
+            return [lr + (b - lo) * (1 - math.cos(math.pi / T)) / 2
+                    for lr, b in zip(self._lrs(), self.base_lrs)]
+        return [(1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T)) * (lr - lo) + lo
+                for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for b in self.base_lrs]
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr * lr_lambda(epoch). The lambdas are not part of the state dict (as torch)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        n = len(optimizer.param_groups)
+        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        if len(self.lr_lambdas) != n:
+            raise ValueError(f"Expected {n} lr_lambdas, but got {len(self.lr_lambdas)}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [b * fn(self.last_epoch) for fn, b in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class LinearLR(LRScheduler):
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+        if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
+            raise ValueError("LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]")
+        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
+        if e == 0:
+            return [lr * s for lr in self._lrs()]
+        if e > n:
+            return self._lrs()
+        return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
+        return [b * (s + (f - s) * min(n, e) / n) for b in self.base_lrs]
+
+
+class SequentialLR(LRScheduler):
+    """Runs ``schedulers`` one after another, switching at ``milestones``."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR expects {len(schedulers) - 1} milestones for "
+                             f"{len(schedulers)} schedulers, got {len(milestones)}")
+        for i, s in enumerate(schedulers):
+            if s.optimizer is not optimizer:
+                raise ValueError(f"SequentialLR: scheduler {i} belongs to another optimizer")
+        self.optimizer = optimizer
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for s in self._schedulers:  # undo the initial step each scheduler took
+            s.last_epoch -= 1
+        self._schedulers[0]._initial_step()
+        self._last_lr = self._schedulers[0].get_last_lr()
+
+    def step(self):
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        sched = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            sched.step(0)
+        else:
+            sched.step()
+        self._last_lr = sched.get_last_lr()
+
+    def state_dict(self):
+        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        d["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return d
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, subs):
+            s.load_state_dict(sd)
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith & Topin), with momentum cycling, as ``torch.optim.lr_scheduler``."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
+                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
+                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
+                 last_epoch=-1):
+        if total_steps is None:
+            if epochs is None or steps_per_epoch is None:
+                raise ValueError("OneCycleLR: give total_steps, or both epochs and steps_per_epoch")
+            total_steps = epochs * steps_per_epoch
+        if total_steps <= 0:
+            raise ValueError(f"OneCycleLR: total_steps must be positive, got {total_steps}")
+        if not 0 <= pct_start <= 1:
+            raise ValueError(f"OneCycleLR: pct_start must be in [0, 1], got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
+        self.total_steps = total_steps
+        self.anneal_strategy = anneal_strategy
+        if three_phase:
+            self._schedule_phases = [
+                dict(end_step=float(pct_start * total_steps) - 1, start_lr="initial_lr",
+                     end_lr="max_lr", start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=float(2 * pct_start * total_steps) - 2, start_lr="max_lr",
+                     end_lr="initial_lr", start_momentum="base_momentum", end_momentum="max_momentum"),
+                dict(end_step=total_steps - 1, start_lr="initial_lr", end_lr="min_lr",
+                     start_momentum="max_momentum", end_momentum="max_momentum")]
+        else:
+            self._schedule_phases = [
+                dict(end_step=float(pct_start * total_steps) - 1, start_lr="initial_lr",
+                     end_lr="max_lr", start_momentum="max_momentum", end_momentum="base_momentum"),
+                dict(end_step=total_steps - 1, start_lr="max_lr", end_lr="min_lr",
+                     start_momentum="base_momentum", end_momentum="max_momentum")]
+        groups = optimizer.param_groups
+        max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * len(groups)
+        if last_epoch == -1:
+            for lr, group in zip(max_lrs, groups):
+                group["initial_lr"] = lr / div_factor
+                group["max_lr"] = lr
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = "betas" in optimizer.defaults
+            if not self.use_beta1 and "momentum" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with cycle_momentum")
+            bms = base_momentum if isinstance(base_momentum, (list, tuple)) else [base_momentum] * len(groups)
+            mms = max_momentum if isinstance(max_momentum, (list, tuple)) else [max_momentum] * len(groups)
+            if last_epoch == -1:
+                for mm, bm, group in zip(mms, bms, groups):
+                    if self.use_beta1:
+                        group["betas"] = (mm, *group["betas"][1:])
+                    else:
+                        group["momentum"] = mm
+                    group["max_momentum"] = mm
+                    group["base_momentum"] = bm
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal(self, start, end, pct):
+        if self.anneal_strategy == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"Tried to step {step} times. The specified number of total steps "
+                             f"is {self.total_steps}")
+        lrs = []
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                end = phase["end_step"]
+                if step <= end or i == len(self._schedule_phases) - 1:
+                    pct = (step - start) / (end - start)
+                    lr = self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct)
+                    if self.cycle_momentum:
+                        mom = self._anneal(group[phase["start_momentum"]], group[phase["end_momentum"]], pct)
+                    break
+                start = phase["end_step"]
+            lrs.append(lr)
+            if self.cycle_momentum:
+                if self.use_beta1:
+                    group["betas"] = (mom, *group["betas"][1:])
+                else:
+                    group["momentum"] = mom
+        return lrs

@@ -1,0 +1,159 @@
+"""The Optimizer base: param groups, per-parameter state, state_dict in PyTorch's layout.
+
+Updates run on ``p.data`` in place with preallocated scratch buffers, so a step allocates
+nothing after the first one (the arrays may be views into DDP buckets or shared memory).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _xp
+from ..tensor import Tensor
+
+
+class _Required:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class Optimizer:
+    """Base class. Subclasses implement ``_update(p, grad, state, group)`` on raw arrays."""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        self.state: dict = {}
+        self.param_groups: list[dict] = []
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(params[0], dict):
+            params = [{"params": params}]
+        for group in params:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict) -> None:
+        group = dict(param_group)
+        ps = group["params"]
+        group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, got {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.data.fill(0)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient."""
+        loss = None
+        if closure is not None:
+            from ..autograd import enable_grad
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad.data
+                if g.shape != p.data.shape:
+                    raise RuntimeError(f"gradient of shape {tuple(g.shape)} does not match its "
+                                       f"parameter of shape {tuple(p.data.shape)}")
+                state = self.state.get(p)
+                if state is None:
+                    state = self.state[p] = {}
+                self._update(p.data, g, state, group)
+                p._version[0] += 1
+        return loss
+
+    def _update(self, p, g, state, group):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ***** state dict (PyTorch layout: params replaced by their index) *****
+    def state_dict(self) -> dict:
+        index, groups = {}, []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            ids = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            packed["params"] = ids
+            groups.append(packed)
+        state = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p in self.state:
+                    state[index[id(p)]] = {k: (Tensor._wrap(v) if hasattr(v, "shape") else v)
+                                           for k, v in self.state[p].items() if not k.startswith("_")}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError(f"loaded state dict has {len(groups)} parameter groups, this "
+                             f"optimizer has {len(self.param_groups)}")
+        id_map = {}
+        for mine, saved in zip(self.param_groups, groups):
+            if len(mine["params"]) != len(saved["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                                 f"the size of optimizer's group ({len(saved['params'])} vs "
+                                 f"{len(mine['params'])} parameters)")
+            for idx, p in zip(saved["params"], mine["params"]):
+                id_map[int(idx)] = p
+        self.state = {}
+        for key, st in state_dict["state"].items():
+            p = id_map[int(key)]
+            new = {}
+            for k, v in st.items():
+                if isinstance(v, Tensor) or isinstance(v, np.ndarray) or _xp.is_cupy_array(v):
+                    arr = v.data if isinstance(v, Tensor) else v
+                    xp = _xp.get_array_module(p.data)
+                    arr = xp.asarray(_xp.to_numpy(arr) if xp is np else arr)
+                    if arr.dtype.kind == "f" and arr.shape == p.data.shape:
+                        arr = arr.astype(p.data.dtype, copy=False)
+                    new[k] = arr.copy()
+                else:
+                    new[k] = v
+            self.state[p] = new
+        for mine, saved in zip(self.param_groups, groups):
+            for k, v in saved.items():
+                if k != "params":
+                    mine[k] = tuple(v) if k == "betas" and isinstance(v, list) else v
+
+    def __repr__(self):
+        lines = [self.__class__.__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(group):
+                if k != "params":
+                    lines.append(f"    {k}: {group[k]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def scratch(state, p):
+    """A per-parameter scratch array, allocated once (not part of the state dict)."""
+    s = state.get("_scratch")
+    if s is None or s.shape != p.shape:
+        s = state["_scratch"] = _xp.get_array_module(p).empty_like(p)
+    return s

@@ -1,0 +1,63 @@
+"""SGD with momentum, dampening, Nesterov and weight decay (PyTorch's formulas)."""
+from __future__ import annotations
+
+from .._xp import get_array_module
+from .optimizer import Optimizer, required, scratch
+
+
+class SGD(Optimizer):
+    """``torch.optim.SGD``: v = mu*v + (1-dampening)*g; p -= lr*(g + mu*v if nesterov else v).
+
+    >>> import tensorbrain as tb
+    >>> w = tb.nn.Parameter(tb.ones(2)) if hasattr(tb.nn, "Parameter") else tb.ones(2, requires_grad=True)
+    >>> opt = tb.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> (w * w).sum().backward(); opt.step(); w.tolist()
+    [0.800000011920929, 0.800000011920929]
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                 nesterov=False, *, maximize=False):
+        if lr is not required and lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
+        tmp = scratch(state, p)
+        if group["maximize"]:
+            g = -g
+        if wd != 0:
+            g = g + wd * p  # a fresh array: the caller's .grad stays untouched, as in torch
+        if mu != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = g.copy()
+            else:
+                buf *= mu
+                damp = 1 - group["dampening"]
+                if damp == 1:
+                    buf += g
+                else:
+                    _mul(g, damp, tmp)
+                    buf += tmp
+            if group["nesterov"]:
+                _mul(buf, mu, tmp)
+                tmp += g
+                g = tmp
+            else:
+                g = buf
+        _mul(g, lr, tmp)
+        p -= tmp
+
+
+def _mul(a, b, out):
+    # ``multiply(out=)`` exists on NumPy and CuPy alike: no allocation per step.
+    get_array_module(a).multiply(a, b, out=out)

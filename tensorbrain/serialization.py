@@ -1,0 +1,222 @@
+"""Checkpoints: ``tb.save(obj, path)`` / ``tb.load(path, map_location=None)``. Never pickle.
+
+File format: a standard safetensors file. Every tensor or NumPy array in ``obj`` is stored as a
+named safetensors entry; the structure around them (dicts, lists, tuples, numbers, strings, None)
+is JSON in the safetensors ``__metadata__`` under the key ``tensorbrain``. Entries are named after
+their path in ``obj`` (``model.fc.weight``), so a bare model state dict saved here has exactly
+PyTorch's key names and loads with ``safetensors.torch.load_file`` into the same torch model.
+
+Writes are atomic: the file is written next to its destination under a temporary name, flushed
+and fsynced, then renamed over the destination (and the folder fsynced), so a crash mid-save
+leaves the previous checkpoint intact.
+
+>>> import tensorbrain as tb, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "ckpt.safetensors")
+>>> tb.save({"w": tb.ones(2), "epoch": 3}, path)
+>>> tb.load(path)["epoch"]
+3
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+
+import numpy as np
+
+from . import _xp
+from ._device import as_device
+from .tensor import Tensor
+
+FORMAT = "tensorbrain.checkpoint/1"
+_INSTALL_HINT = "install it with `pip install tensorbrain[io]` (or `pip install safetensors`)"
+
+
+def _safetensors():
+    try:
+        import safetensors.numpy as stn
+        from safetensors import safe_open
+    except ImportError as exc:
+        raise ImportError(f"tb.save/tb.load need the safetensors package ({exc}); {_INSTALL_HINT}") from None
+    return stn, safe_open
+
+
+# ***** encoding the structure *****
+class _Encoder:
+    def __init__(self):
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def name(self, path: str) -> str:
+        base = path or "tensor"
+        name, i = base, 1
+        while name in self.arrays:
+            name, i = f"{base}.{i}", i + 1
+        return name
+
+    def encode(self, obj, path: str):
+        if isinstance(obj, Tensor):
+            name = self.name(path)
+            self.arrays[name] = _contiguous(_xp.to_numpy(obj.data))
+            node = {"T": "tensor", "name": name, "device": str(obj.device)}
+            if obj.requires_grad:
+                node["requires_grad"] = True
+            if _is_parameter(obj):
+                node["parameter"] = True
+            return node
+        if isinstance(obj, np.ndarray) or _xp.is_cupy_array(obj):
+            name = self.name(path)
+            self.arrays[name] = _contiguous(_xp.to_numpy(obj))
+            return {"T": "ndarray", "name": name, "device": "cuda" if _xp.is_cupy_array(obj) else "cpu"}
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, (int, np.integer)):
+            return int(obj)
+        if isinstance(obj, (float, np.floating)):
+            f = float(obj)
+            return f if math.isfinite(f) else {"T": "float", "v": repr(f)}
+        if isinstance(obj, (list, tuple)):
+            items = [self.encode(v, _join(path, str(i))) for i, v in enumerate(obj)]
+            return {"T": "tuple" if isinstance(obj, tuple) else "list", "v": items}
+        if isinstance(obj, dict):
+            keys, vals = [], []
+            for k, v in obj.items():
+                if isinstance(k, bool) or not isinstance(k, (str, int)):
+                    raise TypeError(f"tb.save: dict keys must be str or int, got {type(k).__name__} "
+                                    f"at {path or '<root>'!r}")
+                keys.append(k)
+                vals.append(self.encode(v, _join(path, str(k))))
+            return {"T": "dict", "k": keys, "v": vals}
+        raise TypeError(f"tb.save cannot store a {type(obj).__name__} (at {path or '<root>'!r}): "
+                        "checkpoints hold tensors, NumPy arrays, numbers, strings, None and "
+                        "dicts/lists/tuples of them (never pickled objects)")
+
+
+def _contiguous(arr):
+    # Not np.ascontiguousarray: it turns 0-d arrays into 1-d ones.
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+def _join(path, key):
+    return f"{path}.{key}" if path else key
+
+
+def _is_parameter(t):
+    return type(t).__name__ == "Parameter"
+
+
+def save(obj, f) -> None:
+    """Save ``obj`` (nested dicts/lists of tensors, arrays, numbers, strings) to ``f`` atomically."""
+    stn, _ = _safetensors()
+    path = os.fspath(f)
+    enc = _Encoder()
+    structure = enc.encode(obj, "")
+    metadata = {"format": FORMAT, "tensorbrain": json.dumps(structure, separators=(",", ":"))}
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        stn.save_file(enc.arrays, tmp, metadata=metadata)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+# ***** decoding *****
+def load(f, map_location=None, weights_only=True):
+    """Load a checkpoint written by :func:`save`.
+
+    ``map_location``: None puts tensors back on the device they were saved from; a device
+    (``'cpu'``, ``'cuda:0'``) puts them all there; a dict maps saved devices to new ones. A plain
+    safetensors file (no TensorBrain structure) loads as a flat ``{name: Tensor}`` dict.
+    ``weights_only`` is accepted for PyTorch compatibility: loading never runs code anyway.
+    """
+    stn, safe_open = _safetensors()
+    path = os.fspath(f)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no checkpoint at {path!r}")
+    try:
+        with safe_open(path, framework="numpy") as sf:
+            metadata = sf.metadata() or {}
+            arrays = {k: sf.get_tensor(k) for k in sf.keys()}
+    except Exception as exc:  # safetensors raises its own error types for bad files
+        size = os.path.getsize(path)
+        raise ValueError(f"{path!r} ({size} bytes) is not a readable TensorBrain checkpoint: it is "
+                         f"truncated, corrupt or not a safetensors file ({type(exc).__name__}: "
+                         f"{exc})") from None
+    if metadata.get("format") != FORMAT:
+        if "tensorbrain" in metadata:
+            raise ValueError(f"{path!r} was written by an unknown TensorBrain checkpoint format "
+                             f"{metadata.get('format')!r}; this version reads {FORMAT!r}")
+        return {k: _place(Tensor._wrap(v.copy() if not v.flags.writeable else v), "cpu", map_location)
+                for k, v in arrays.items()}
+    try:
+        structure = json.loads(metadata["tensorbrain"])
+        return _decode(structure, arrays, map_location)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path!r} has a damaged TensorBrain structure: {exc}") from None
+
+
+def _decode(node, arrays, map_location):
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if isinstance(node, list):  # never written by save(); reject rather than guess
+        raise ValueError("unexpected bare list in structure")
+    kind = node.get("T")
+    if kind == "float":
+        return float(node["v"])
+    if kind == "list":
+        return [_decode(v, arrays, map_location) for v in node["v"]]
+    if kind == "tuple":
+        return tuple(_decode(v, arrays, map_location) for v in node["v"])
+    if kind == "dict":
+        return {k: _decode(v, arrays, map_location) for k, v in zip(node["k"], node["v"])}
+    if kind in ("tensor", "ndarray"):
+        name = node["name"]
+        if name not in arrays:
+            raise KeyError(f"tensor entry {name!r} is missing from the file")
+        arr = arrays[name]
+        if not arr.flags.writeable:
+            arr = arr.copy()
+        if kind == "ndarray":
+            return arr if node.get("device", "cpu") == "cpu" and map_location is None else \
+                _place(Tensor._wrap(arr), node.get("device", "cpu"), map_location).data
+        t = _place(Tensor._wrap(arr), node.get("device", "cpu"), map_location)
+        if node.get("parameter"):
+            from .nn import Parameter
+            return Parameter(t, requires_grad=node.get("requires_grad", True))
+        if node.get("requires_grad"):
+            t.requires_grad_(True)
+        return t
+    raise ValueError(f"unknown node type {kind!r}")
+
+
+def _place(t: Tensor, saved_device: str, map_location):
+    if map_location is None:
+        target = saved_device
+    elif isinstance(map_location, dict):
+        target = map_location.get(saved_device, saved_device)
+    elif callable(map_location):
+        raise TypeError("map_location as a function is not supported; pass a device or a dict")
+    else:
+        target = str(as_device(map_location))
+    if as_device(target).type == "cuda":
+        if not _xp.cuda_available():
+            raise RuntimeError(f"the checkpoint holds tensors saved on {saved_device!r} but CUDA is "
+                               f"not available here; load with map_location='cpu'")
+        return t.to(target)
+    return t

@@ -1,0 +1,287 @@
+"""Convolution and pooling over NCHW images, by im2col and one big GEMM.
+
+Forward builds a strided *view* of every kernel window (``as_strided``, no copy), copies it once
+into a ``(N*OH*OW, C*KH*KW)`` matrix and multiplies it by the weight in one BLAS call. Backward
+multiplies the other way and scatters the column gradient back with col2im: a Python loop over
+the KH*KW kernel positions (9 for a 3x3 kernel), each step one vectorised add over a strided
+slice of every image, never a loop over pixels. Pooling uses the same strided slices.
+"""
+from __future__ import annotations
+
+import math
+
+from .._xp import get_array_module
+from .core import make
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) == 1:
+        return (v[0], v[0])
+    if len(v) != 2 or not all(isinstance(i, int) for i in v):
+        raise ValueError(f"{name} must be an int or a pair of ints, got {v!r}")
+    return v
+
+
+def _out_size(size, k, s, d, pad_total, ceil_mode=False):
+    span = size + pad_total - d * (k - 1) - 1
+    if span < 0:
+        return 0
+    return (-(-span // s) if ceil_mode else span // s) + 1
+
+
+def _windows(xp, x, kh, kw, sh, sw, dh, dw, oh, ow):
+    """View (N, C, KH, KW, OH, OW) of the windows of padded ``x`` (N, C, Hp, Wp), no copy."""
+    n, c = x.shape[:2]
+    s = x.strides
+    return xp.lib.stride_tricks.as_strided(
+        x, (n, c, kh, kw, oh, ow), (s[0], s[1], s[2] * dh, s[3] * dw, s[2] * sh, s[3] * sw))
+
+
+def _slice(i, j, sh, sw, dh, dw, oh, ow):
+    """Index of kernel position (i, j) across all outputs in the padded input (strided slice)."""
+    return (slice(None), slice(None), slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+            slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+
+
+def _pad4(xp, x, top, bottom, left, right, value=0.0):
+    if not (top or bottom or left or right):
+        return x
+    return xp.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+
+
+def _check_4d(name, x):
+    if x.ndim != 4:
+        raise RuntimeError(f"{name}: expected a 4-D input (N, C, H, W), got shape {tuple(x.shape)}")
+
+
+# ***** convolution *****
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    x, w = input.data, weight.data
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    _check_4d("conv2d", x)
+    if w.ndim != 4:
+        raise RuntimeError(f"conv2d: weight must be 4-D (out_channels, in_channels/groups, kH, kW), "
+                           f"got shape {tuple(w.shape)}")
+    if type(x) is not type(w):
+        raise RuntimeError(f"conv2d: input is on {input.device} but weight is on {weight.device}")
+    n, c, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    if c != cg * groups or oc % groups:
+        raise RuntimeError(
+            f"conv2d: input of shape {tuple(input.shape)} has {c} channels but weight of shape "
+            f"{tuple(w.shape)} with groups={groups} expects {cg * groups} (and out_channels "
+            f"divisible by groups)")
+    sh, sw = _pair(stride, "stride")
+    dh, dw = _pair(dilation, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pt = pb = pl = pr = 0
+        elif padding == "same":
+            if (sh, sw) != (1, 1):
+                raise ValueError("conv2d: padding='same' is not supported for strided convolutions")
+            th, tw = dh * (kh - 1), dw * (kw - 1)
+            pt, pl = th // 2, tw // 2          # as PyTorch: the extra pixel goes bottom/right
+            pb, pr = th - pt, tw - pl
+        else:
+            raise ValueError(f"conv2d: padding must be 'valid', 'same', an int or a pair, got {padding!r}")
+    else:
+        pt, pl = _pair(padding, "padding")
+        pb, pr = pt, pl
+    oh = _out_size(h, kh, sh, dh, pt + pb)
+    ow = _out_size(wd, kw, sw, dw, pl + pr)
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"conv2d: kernel {kh}x{kw} (dilation {dh}x{dw}) is larger than the padded "
+                           f"input {h + pt + pb}x{wd + pl + pr} (input shape {tuple(input.shape)})")
+    xp = get_array_module(x)
+    xpad = _pad4(xp, x, pt, pb, pl, pr)
+    k = cg * kh * kw
+    # im2col: (N, OH, OW, C, KH, KW) so each row is one output pixel's receptive field.
+    cols = _windows(xp, xpad, kh, kw, sh, sw, dh, dw, oh, ow).transpose(0, 4, 5, 1, 2, 3)
+    cols = cols.reshape(n * oh * ow, c * kh * kw)
+    if groups == 1:
+        w2 = w.reshape(oc, k)
+        out2 = cols @ w2.T
+    else:
+        colsg = cols.reshape(-1, groups, k).transpose(1, 0, 2)          # (G, NL, K)
+        w3 = w.reshape(groups, oc // groups, k)
+        out2 = (colsg @ w3.transpose(0, 2, 1)).transpose(1, 0, 2).reshape(-1, oc)
+    if bias is not None:
+        out2 += bias.data
+    out = xp.ascontiguousarray(out2.reshape(n, oh, ow, oc).transpose(0, 3, 1, 2))
+    if unbatched:
+        out = out[0]
+
+    def backward(g):
+        if unbatched:
+            g = g[None]
+        g2 = g.transpose(0, 2, 3, 1).reshape(n * oh * ow, oc)
+        gx = gw = gb = None
+        if bias is not None and bias.requires_grad:
+            gb = g2.sum(axis=0)
+        if groups == 1:
+            if weight.requires_grad:
+                gw = (g2.T @ cols).reshape(w.shape)
+            if input.requires_grad:
+                gcols = g2 @ w2
+        else:
+            g3 = g2.reshape(-1, groups, oc // groups).transpose(1, 0, 2)   # (G, NL, OCg)
+            if weight.requires_grad:
+                gw = (g3.transpose(0, 2, 1) @ colsg).reshape(w.shape)
+            if input.requires_grad:
+                gcols = (g3 @ w3).transpose(1, 0, 2).reshape(-1, c * kh * kw)
+        if input.requires_grad:
+            gc = gcols.reshape(n, oh, ow, c, kh, kw)
+            gxp = xp.zeros(xpad.shape, dtype=gc.dtype)
+            for i in range(kh):           # col2im: loop over kernel positions, not pixels
+                for j in range(kw):
+                    gxp[_slice(i, j, sh, sw, dh, dw, oh, ow)] += gc[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+            gx = gxp[:, :, pt:pt + h, pl:pl + wd]
+            if unbatched:
+                gx = gx[0]
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))
+
+
+# ***** pooling *****
+def _pool_geometry(name, x, kernel_size, stride, padding, dilation, ceil_mode):
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = _pair(stride if stride not in (None, ()) else (kh, kw), "stride")
+    ph, pw = _pair(padding, "padding")
+    dh, dw = _pair(dilation, "dilation")
+    if ph > kh // 2 or pw > kw // 2:
+        raise RuntimeError(f"{name}: padding ({ph}, {pw}) should be at most half of the kernel size "
+                           f"({kh}, {kw})")
+    h, w = x.shape[-2:]
+    oh = _out_size(h, kh, sh, dh, 2 * ph, ceil_mode)
+    ow = _out_size(w, kw, sw, dw, 2 * pw, ceil_mode)
+    # PyTorch: with ceil_mode the last window must start inside the input or the left padding.
+    if ceil_mode and (oh - 1) * sh >= h + ph:
+        oh -= 1
+    if ceil_mode and (ow - 1) * sw >= w + pw:
+        ow -= 1
+    if oh <= 0 or ow <= 0:
+        raise RuntimeError(f"{name}: output size is too small for input of shape {tuple(x.shape)} "
+                           f"(kernel {kh}x{kw}, stride {sh}x{sw}, padding {ph}x{pw})")
+    # Extra right/bottom padding so the last (ceil_mode) window is fully addressable.
+    eh = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + 2 * ph))
+    ew = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + 2 * pw))
+    return kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    x = input.data
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    _check_4d("max_pool2d", x)
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew = _pool_geometry(
+        "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
+    xp = get_array_module(x)
+    n, c, h, w = x.shape
+    fill = -math.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    xpad = _pad4(xp, x, ph, ph + eh, pw, pw + ew, fill)
+    # Running max over kernel positions: KH*KW passes over the output, no window copy.
+    best = xpad[_slice(0, 0, sh, sw, dh, dw, oh, ow)].copy()
+    arg = xp.zeros(best.shape, dtype=xp.int64)
+    for p in range(1, kh * kw):
+        s = xpad[_slice(p // kw, p % kw, sh, sw, dh, dw, oh, ow)]
+        m = s > best
+        if x.dtype.kind == "f":
+            m |= xp.isnan(s) & ~xp.isnan(best)   # NaN wins, as in PyTorch
+        xp.copyto(best, s, where=m)
+        xp.copyto(arg, p, where=m)
+    out = best[0] if unbatched else best
+    ki, kj = arg // kw, arg % kw
+
+    def backward(g):
+        if unbatched:
+            g = g[None]
+        gxp = xp.zeros(xpad.shape, dtype=g.dtype)
+        for p in range(kh * kw):
+            gxp[_slice(p // kw, p % kw, sh, sw, dh, dw, oh, ow)] += g * (arg == p)
+        gx = gxp[:, :, ph:ph + h, pw:pw + w]
+        return (gx[0] if unbatched else gx,)
+    res = make(out, (input,), backward, "MaxPool2DWithIndicesBackward")
+    if not return_indices:
+        return res
+    rows = xp.arange(oh).reshape(oh, 1) * sh + ki * dh - ph
+    colsi = xp.arange(ow) * sw + kj * dw - pw
+    idx = rows * w + colsi
+    from ..tensor import Tensor
+    return res, Tensor._wrap(idx[0] if unbatched else idx)
+
+
+def _avg_divisor(xp, size, k, s, p, o, count_include_pad):
+    start = xp.arange(o) * s - p
+    end = xp.minimum(start + k, size + p)
+    if count_include_pad:
+        return (end - start).astype("float64")
+    return (xp.minimum(end, size) - xp.maximum(start, 0)).astype("float64")
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    x = input.data
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    _check_4d("avg_pool2d", x)
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew = _pool_geometry(
+        "avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode)
+    xp = get_array_module(x)
+    n, c, h, w = x.shape
+    xpad = _pad4(xp, x, ph, ph + eh, pw, pw + ew)
+    if divisor_override:
+        div = xp.asarray(float(divisor_override))
+    else:
+        div = (_avg_divisor(xp, h, kh, sh, ph, oh, count_include_pad)[:, None]
+               * _avg_divisor(xp, w, kw, sw, pw, ow, count_include_pad)[None, :])
+    scale = (1.0 / div).astype(x.dtype)
+    acc = xp.zeros((n, c, oh, ow), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            acc += xpad[_slice(i, j, sh, sw, 1, 1, oh, ow)]
+    acc *= scale
+    out = acc[0] if unbatched else acc
+
+    def backward(g):
+        if unbatched:
+            g = g[None]
+        gs = g * scale
+        gxp = xp.zeros(xpad.shape, dtype=g.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                gxp[_slice(i, j, sh, sw, 1, 1, oh, ow)] += gs
+        gx = gxp[:, :, ph:ph + h, pw:pw + w]
+        return (gx[0] if unbatched else gx,)
+    return make(out, (input,), backward, "AvgPool2DBackward")
+
+
+def _adaptive_matrix(xp, size, out, dtype):
+    """(out, size) averaging matrix; row i averages input [floor(i*size/out), ceil((i+1)*size/out))."""
+    m = xp.zeros((out, size), dtype=dtype)
+    for i in range(out):           # loop over output rows (a handful), not pixels
+        a, b = (i * size) // out, -(-((i + 1) * size) // out)
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def adaptive_avg_pool2d(input, output_size):
+    x = input.data
+    if x.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape {tuple(x.shape)}")
+    h, w = x.shape[-2:]
+    oh, ow = _pair(output_size, "output_size") if not isinstance(output_size, (tuple, list)) or \
+        None not in output_size else tuple(s if o is None else o for s, o in zip((h, w), output_size))
+    xp = get_array_module(x)
+    # Separable: out = A_h @ x @ A_w^T with averaging matrices, two small GEMMs.
+    ah = _adaptive_matrix(xp, h, oh, x.dtype)
+    aw = _adaptive_matrix(xp, w, ow, x.dtype)
+    out = ah @ (x @ aw.T)
+    return make(out, (input,), lambda g: (ah.T @ (g @ aw),), "AdaptiveAvgPool2DBackward")

@@ -1,0 +1,23 @@
+"""The layer classes of ``tb.nn``, one file per family as in ``torch/nn/modules``."""
+from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv2d
+from .dropout import Dropout
+from .flatten import Flatten, Unflatten
+from .linear import Identity, Linear
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import Module, RemovableHandle
+from .normalization import GroupNorm, LayerNorm
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .sparse import Embedding
+from .transformer import MultiheadAttention, TransformerEncoderLayer
+
+__all__ = [
+    "Module", "RemovableHandle", "Identity", "Linear", "Conv2d", "BatchNorm1d", "BatchNorm2d",
+    "LayerNorm", "GroupNorm", "Dropout", "Embedding", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh",
+    "Sigmoid", "Softmax", "LogSoftmax", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
+    "Unflatten", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss",
+    "MultiheadAttention", "TransformerEncoderLayer",
+]

@@ -1,0 +1,61 @@
+"""``Linear`` (y = x W^T + b) and ``Identity``."""
+from __future__ import annotations
+
+import math
+
+from ... import _dtype
+from ...tensor import empty
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+
+class Identity(Module):
+    """Returns its input unchanged; accepts and ignores any constructor arguments."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with ``weight`` of shape (out_features, in_features).
+
+    Initialised as in PyTorch: ``kaiming_uniform_(weight, a=sqrt(5))``, i.e. U(-1/sqrt(in),
+    1/sqrt(in)), and the bias from the same bound.
+
+    >>> import tensorbrain as tb
+    >>> fc = tb.nn.Linear(3, 2)
+    >>> fc(tb.ones(4, 3)).shape, fc
+    (tb.Size([4, 2]), Linear(in_features=3, out_features=2, bias=True))
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        dtype = dtype or _dtype.get_default_dtype()
+        self.weight = Parameter(empty(out_features, in_features, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty(out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")

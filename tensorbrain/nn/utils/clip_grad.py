@@ -1,0 +1,79 @@
+"""Gradient clipping, as ``torch.nn.utils.clip_grad_norm_`` / ``clip_grad_value_``.
+
+Both work on the ``.grad`` arrays in place (no new graph, no per-parameter tensors).
+
+>>> import tensorbrain as tb
+>>> p = tb.nn.Parameter(tb.zeros(2))
+>>> p.grad = tb.tensor([3.0, 4.0])
+>>> round(tb.nn.utils.clip_grad_norm_([p], max_norm=1.0).item(), 4), p.grad.tolist()
+(5.0, [0.6000000238418579, 0.800000011920929])
+"""
+from __future__ import annotations
+
+import math
+
+from ... import _xp
+from ...tensor import Tensor
+
+
+def _grads(parameters):
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad.data for p in parameters if p.grad is not None]
+
+
+def _norm(xp, g, norm_type):
+    if norm_type == math.inf:
+        return xp.abs(g).max() if g.size else xp.zeros((), g.dtype)
+    if norm_type == 2.0:
+        flat = g.ravel()
+        return xp.sqrt(xp.dot(flat, flat))
+    return (xp.abs(g) ** norm_type).sum() ** (1.0 / norm_type)
+
+
+def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False):
+    """The ``norm_type`` norm of all ``tensors`` together (the norm of their norms)."""
+    arrays = [t.data if isinstance(t, Tensor) else t for t in tensors]
+    norm_type = float(norm_type)
+    if not arrays:
+        return _zero()
+    xp = _xp.get_array_module(arrays[0])
+    norms = xp.stack([_norm(xp, a, norm_type).astype(arrays[0].dtype) for a in arrays])
+    total = _norm(xp, norms, norm_type)
+    if error_if_nonfinite and not bool(xp.isfinite(total)):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                           f"`parameters` is non-finite, so it cannot be clipped. To disable this "
+                           f"error and scale the gradients by the non-finite norm anyway, set "
+                           f"`error_if_nonfinite=False`")
+    return Tensor._wrap(xp.asarray(total))
+
+
+def _zero():
+    import numpy as np
+    return Tensor._wrap(np.zeros((), dtype=np.float32))
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """Scale all gradients together so their total norm is at most ``max_norm``.
+
+    Returns the total norm before clipping. The scale is ``max_norm / (total + 1e-6)`` clamped
+    to 1, as in PyTorch.
+    """
+    grads = _grads(parameters)
+    if not grads:
+        return _zero()
+    total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    coef = float(max_norm) / (float(total.data) + 1e-6)
+    if coef < 1.0:
+        for g in grads:
+            g *= g.dtype.type(coef)
+    return total
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient element into ``[-clip_value, clip_value]`` in place."""
+    clip_value = float(clip_value)
+    for g in _grads(parameters):
+        xp = _xp.get_array_module(g)
+        xp.clip(g, -clip_value, clip_value, out=g)

@@ -17,7 +17,6 @@ file it opens, in this order:
 """
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import sys
@@ -64,14 +63,8 @@ def candidates(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
 
 def binding():
     """``tensorbrain._C.nccl``, or a RuntimeError saying why the native module is unusable."""
-    if _config.get("TB_NATIVE") == "0":
-        raise RuntimeError("the NCCL binding lives in tensorbrain._C, which TB_NATIVE=0 disables")
-    try:
-        native = importlib.import_module("tensorbrain._C")
-    except ImportError as exc:
-        raise RuntimeError(
-            f"tensorbrain._C (the native module holding the NCCL binding) is not built: {exc}; "
-            "reinstall with a C++ compiler (`TB_NATIVE=require pip install -e .`)") from None
+    from .. import _native
+    native = _native.module()  # RuntimeError with the reason (not built, TB_NATIVE=0)
     if not hasattr(native, "nccl"):
         raise RuntimeError("tensorbrain._C was built without the NCCL binding (csrc/nccl/); "
                            "rebuild with `pip install -e .`")

@@ -525,10 +525,17 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         per = _E.mul(_E.exp(target), _E.sub(target, input))
     else:
-        t = target.data
-        xp = get_array_module(t)
-        logt = Tensor._wrap(xp.where(t > 0, xp.log(xp.where(t > 0, t, 1)), 0).astype(t.dtype))
-        per = _E.mul(target, _E.sub(logt, input))
+        x, t = input.data, target.data
+        xp = get_array_module(x)
+        pos = t > 0
+        logt = xp.log(xp.where(pos, t, 1))
+        per_arr = (xp.where(pos, t * logt, 0) - t * x).astype(x.dtype, copy=False)   # xlogy(t, t) - t x
+
+        def backward(g):
+            gx = -g * t if input.requires_grad else None
+            gt = g * xp.where(pos, logt + 1, 0) - g * x if target.requires_grad else None
+            return gx, gt
+        per = make(per_arr, (input, target), backward, "KlDivBackward")
     if reduction == "batchmean":
         return _E.div(_R.sum(per), input.shape[0] if input.ndim else 1)
     reduction = _legacy_reduction(size_average, reduce, reduction)

@@ -21,6 +21,7 @@ from . import _config
 # Run-time values of TB_NATIVE that mean "do not use tensorbrain._C" (the build-time values
 # auto/require/skip share the variable; skip means the same thing at run time).
 _OFF = ("0", "off", "false", "no", "skip")
+_ON = ("", "1", "on", "true", "yes", "auto", "require")
 
 _state: tuple[object | None, str] | None = None  # (module or None, reason) once probed
 
@@ -29,6 +30,9 @@ def _probe() -> tuple[object | None, str]:
     global _state
     if _state is None:
         setting = str(_config.get("TB_NATIVE")).strip().lower()
+        if setting not in _OFF + _ON:
+            raise ValueError(f"environment variable TB_NATIVE={setting!r} is invalid: expected "
+                             "auto, require or skip (build time), or 0/1 (run time)")
         if setting in _OFF:
             _state = (None, f"disabled at run time by TB_NATIVE={setting}")
         else:

@@ -1,0 +1,103 @@
+"""Backend registry: names -> factories, imported lazily (mpi4py, NCCL are never imported until a
+group asks for them).
+
+>>> from tensorbrain.distributed import backends
+>>> backends.canonical_name("gloo")
+'tcp'
+>>> "tcp" in backends.available_backends()
+True
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+#: aliases accepted so PyTorch-style code runs unchanged
+ALIASES = {"gloo": "tcp"}
+
+
+@dataclass
+class _Entry:
+    name: str
+    factory: object            # a callable, or "module:attr" imported on first use
+    devices: tuple
+    available: object = None   # None (always), a callable, or "module:attr" -> bool
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def register_backend(name: str, factory, devices=("cpu",), available=None) -> None:
+    """Register ``factory(store, rank, size, timeout, group_name) -> Backend`` under ``name``.
+
+    ``factory`` may be a string ``"module:attr"`` so the module is imported only when a group
+    uses it; ``devices`` lists the device types the backend takes ("cpu", "cuda").
+    """
+    name = name.lower()
+    if name in ALIASES:
+        raise ValueError(f"{name!r} is an alias of {ALIASES[name]!r}; register another name")
+    _REGISTRY[name] = _Entry(name, factory, tuple(devices), available)
+
+
+def canonical_name(name: str) -> str:
+    """'gloo' -> 'tcp'; lower-cased; unknown names raise ValueError listing the known ones."""
+    key = str(name).lower()
+    key = ALIASES.get(key, key)
+    if key not in _REGISTRY:
+        known = sorted(list(_REGISTRY) + list(ALIASES))
+        raise ValueError(f"unknown backend {name!r}: choose one of {known} "
+                         f"(or register one with tb.distributed.Backend.register_backend)")
+    return key
+
+
+def _resolve(ref):
+    if isinstance(ref, str):
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return ref
+
+
+def get_factory(name: str) -> Callable:
+    return _resolve(_REGISTRY[canonical_name(name)].factory)
+
+
+def devices(name: str) -> tuple:
+    return _REGISTRY[canonical_name(name)].devices
+
+
+def is_backend_available(name: str) -> bool:
+    """Whether ``name`` can be used here (its optional dependencies import)."""
+    try:
+        entry = _REGISTRY[canonical_name(name)]
+    except ValueError:
+        return False
+    if entry.available is None:
+        return True
+    try:
+        return bool(_resolve(entry.available)())
+    except Exception:  # noqa: BLE001 - a broken optional dependency means "not available"
+        return False
+
+
+def available_backends() -> list:
+    return [n for n in _REGISTRY if is_backend_available(n)]
+
+
+def default_backend(device_type: str = "cpu") -> str:
+    """``backend=None``: nccl for CUDA tensors (when available), tcp for CPU."""
+    if device_type == "cuda" and "nccl" in _REGISTRY and is_backend_available("nccl"):
+        return "nccl"
+    return "tcp"
+
+
+# ***** built-in backends (lazy) *****
+register_backend("tcp", "tensorbrain.distributed.backends.tcp:TCPBackend", devices=("cpu", "cuda"))
+# mpi and nccl are added by their own modules' changes; they register here lazily so that
+# `is_mpi_available()` can answer without importing mpi4py at `import tensorbrain`.
+for _name, _mod in (("mpi", "tensorbrain.distributed.backends.mpi"),
+                    ("nccl", "tensorbrain.distributed.backends.nccl")):
+    register_backend(_name, f"{_mod}:{_name.upper()}Backend",
+                     devices=("cpu",) if _name == "mpi" else ("cuda",),
+                     available=f"{_mod}:is_available")
+del _name, _mod

@@ -1,0 +1,348 @@
+"""Frames, connections and the progress engine of the tcp backend.
+
+Wire format: every message is one frame, a 32-byte little-endian header followed by ``nbytes``
+of raw payload (C-order array bytes)::
+
+    magic u16 | kind u8 | dtype u8 | tag i32 | seq u64 | total u64 | nbytes u64
+
+``kind`` is the operation (all_reduce, broadcast, ... p2p), ``seq`` the group's collective
+sequence number, ``total`` the byte size of the whole operation on the sender (so that a size
+mismatch between ranks is caught on the first frame even when chunk sizes happen to agree),
+``nbytes`` this frame's payload. The receiver always knows what it expects and compares every
+field before it reads a byte of payload: a mismatch raises, naming both sides, instead of
+corrupting memory or waiting for bytes that never come. No length is trusted beyond what the
+receiver itself expects (p2p frames that arrive early are the one exception; they are bounded by
+``MAX_STASH``).
+
+The engine drives all connections of one operation from one thread with non-blocking sockets and
+``poll``: sends and receives progress together, so a ring step never deadlocks on full socket
+buffers, and a received segment is reduced while the kernel keeps moving the next ones. Sends
+use ``sendmsg([header, payload])`` (one syscall, no copy) and receives ``recv_into`` straight into
+the destination array; both release the GIL.
+"""
+from __future__ import annotations
+
+import collections
+import errno
+import select
+import socket
+import struct
+import time
+
+import numpy as np
+
+from ..errors import DistBackendError, DistTimeoutError
+
+HEADER = struct.Struct("<HBBiQQQ")
+HEADER_SIZE = HEADER.size  # 32
+MAGIC = 0x7442  # "Bt"
+MAX_STASH = 1 << 30  # an early p2p frame larger than this is refused (bounded allocation)
+
+KINDS = ["none", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
+         "reduce_scatter", "all_to_all", "barrier", "p2p", "hello"]
+KIND = {name: i for i, name in enumerate(KINDS)}
+
+_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+           "float16", "float32", "float64", "complex64", "complex128"]
+_DTYPE_CODE = {np.dtype(n): i + 1 for i, n in enumerate(_DTYPES)}
+
+
+def dtype_code(dtype) -> int:
+    """Small integer naming a dtype on the wire (255 = any other dtype, compared by size only)."""
+    return _DTYPE_CODE.get(np.dtype(dtype), 255)
+
+
+def dtype_name(code: int) -> str:
+    return _DTYPES[code - 1] if 1 <= code <= len(_DTYPES) else f"dtype#{code}"
+
+
+def as_bytes(array) -> memoryview:
+    """A flat byte view of a C-contiguous host array (no copy)."""
+    return memoryview(array.reshape(-1).view(np.uint8))
+
+
+_EMPTY = memoryview(b"")
+
+
+class Recv:
+    """One expected frame: what the peer must send, where its payload goes, what to do next."""
+
+    __slots__ = ("kind", "dtype", "tag", "seq", "total", "nbytes", "dest", "callback", "got",
+                 "header_ok")
+
+    def __init__(self, kind, dtype, tag, seq, total, nbytes, dest, callback):
+        self.kind, self.dtype, self.tag, self.seq = kind, dtype, tag, seq
+        self.total, self.nbytes, self.dest, self.callback = total, nbytes, dest, callback
+        self.got = 0
+        self.header_ok = False
+
+
+class Conn:
+    """A connection to one peer (TCP or Unix stream socket), non-blocking."""
+
+    def __init__(self, sock: socket.socket, peer: int, host: str, transport: str):
+        self.sock, self.peer, self.host, self.transport = sock, peer, host, transport
+        self.fd = sock.fileno()
+        sock.setblocking(False)
+        self.sendq: collections.deque = collections.deque()  # [bufs, callback]
+        self.recvq: collections.deque = collections.deque()  # Recv
+        self.hdr = bytearray(HEADER_SIZE)
+        self.hdr_view = memoryview(self.hdr)
+        self.hdr_got = 0
+        self.stash: dict = {}           # tag -> deque of (dtype, bytes) early p2p frames
+        self.p2p_sent = 0
+        self.stray = None               # (bufferred header, payload) of a frame read but not ours
+        self.closed = False
+
+    def describe(self) -> str:
+        return f"rank {self.peer} ({self.host}, {self.transport})"
+
+    # ***** sending *****
+    def queue_send(self, header: bytes, payload: memoryview, callback=None) -> None:
+        bufs = [memoryview(header)]
+        if len(payload):
+            bufs.append(payload)
+        self.sendq.append([bufs, callback])
+
+    def pump_send(self) -> bool:
+        """Send as much as the socket takes; True when the queue is empty."""
+        sendq = self.sendq
+        while sendq:
+            entry = sendq[0]
+            bufs = entry[0]
+            try:
+                n = self.sock.sendmsg(bufs)
+            except (BlockingIOError, InterruptedError):
+                return False
+            while n:
+                first = bufs[0]
+                if n >= len(first):
+                    n -= len(first)
+                    bufs.pop(0)
+                else:
+                    bufs[0] = first[n:]
+                    n = 0
+            if not bufs:
+                sendq.popleft()
+                if entry[1] is not None:
+                    entry[1]()
+        return True
+
+    # ***** receiving *****
+    def pump_recv(self, engine) -> bool:
+        """Receive expected frames while data is there; True when nothing more is expected."""
+        recvq = self.recvq
+        sock = self.sock
+        while recvq:
+            exp = recvq[0]
+            if not exp.header_ok:
+                while self.hdr_got < HEADER_SIZE:
+                    try:
+                        n = sock.recv_into(self.hdr_view[self.hdr_got:])
+                    except (BlockingIOError, InterruptedError):
+                        return False
+                    if n == 0:
+                        raise engine.peer_closed(self)
+                    self.hdr_got += n
+                magic, kind, dtype, tag, seq, total, nbytes = HEADER.unpack(self.hdr)
+                if magic != MAGIC:
+                    raise engine.protocol_error(self, f"bad frame magic {magic:#x}")
+                if kind == KIND["p2p"] and (exp.kind != kind or exp.tag != tag):
+                    # a send() that arrived before its recv() was posted: keep it for later
+                    self._read_stray(engine, dtype, tag, nbytes)
+                    continue
+                if (kind != exp.kind or dtype != exp.dtype or nbytes != exp.nbytes
+                        or (exp.seq >= 0 and seq != exp.seq)
+                        or (exp.total >= 0 and total != exp.total)):
+                    raise engine.mismatch(self, exp, kind, dtype, seq, total, nbytes, tag)
+                exp.header_ok = True
+                self.hdr_got = 0
+            dest = exp.dest
+            while exp.got < exp.nbytes:
+                try:
+                    n = sock.recv_into(dest[exp.got:])
+                except (BlockingIOError, InterruptedError):
+                    return False
+                if n == 0:
+                    raise engine.peer_closed(self)
+                exp.got += n
+            recvq.popleft()
+            if exp.callback is not None:
+                exp.callback()
+        return True
+
+    def _read_stray(self, engine, dtype, tag, nbytes) -> None:
+        """Read an early p2p frame completely (blocking up to the deadline) into the stash."""
+        if nbytes > MAX_STASH:
+            raise engine.protocol_error(self, f"early p2p frame of {nbytes} bytes exceeds "
+                                              f"{MAX_STASH}")
+        buf = bytearray(nbytes)
+        view = memoryview(buf)
+        got = 0
+        while got < nbytes:
+            try:
+                n = self.sock.recv_into(view[got:])
+            except (BlockingIOError, InterruptedError):
+                engine.wait_readable(self)
+                continue
+            if n == 0:
+                raise engine.peer_closed(self)
+            got += n
+        self.hdr_got = 0
+        self.stash.setdefault(tag, collections.deque()).append((dtype, buf))
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+class Engine:
+    """Drives the connections of one operation until every queued send and receive is done."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.active: dict = {}       # fd -> Conn with pending work
+        self.poller = select.poll()
+        self.registered: dict = {}   # fd -> mask
+        self.deadline = 0.0
+        self.op = "?"
+        self.seq = -1
+
+    def begin(self, op: str, seq: int, timeout: float) -> None:
+        self.op, self.seq = op, seq
+        self.deadline = time.monotonic() + timeout
+
+    # ***** posting *****
+    def send(self, conn: Conn, kind: int, dtype: int, total: int, payload: memoryview,
+             callback=None, tag: int = 0, seq: int | None = None) -> None:
+        header = HEADER.pack(MAGIC, kind, dtype, tag, self.seq if seq is None else seq, total,
+                             len(payload))
+        conn.queue_send(header, payload, callback)
+        self.active[conn.fd] = conn
+
+    def recv(self, conn: Conn, kind: int, dtype: int, total: int, dest: memoryview,
+             callback=None, tag: int = 0, seq: int | None = None) -> None:
+        conn.recvq.append(Recv(kind, dtype, tag, self.seq if seq is None else seq, total,
+                               len(dest), dest, callback))
+        self.active[conn.fd] = conn
+
+    # ***** progress *****
+    def run(self) -> None:
+        """Progress every posted frame; raise on error, EOF or the deadline."""
+        active = self.active
+        try:
+            # first pass without poll: small frames usually go out (and may already be in)
+            for conn in list(active.values()):
+                self._pump(conn)
+            while active:
+                self._register()
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise self.timed_out()
+                events = self.poller.poll(min(left, 3600.0) * 1000.0 + 1)
+                for fd, ev in events:
+                    conn = active.get(fd)
+                    if conn is not None:
+                        if ev & (select.POLLERR | select.POLLNVAL) and not ev & select.POLLIN:
+                            raise self.peer_closed(conn)
+                        self._pump(conn)
+                # callbacks may have queued sends on connections with no event: push them now
+                for conn in list(active.values()):
+                    if conn.sendq and conn.fd in active:
+                        self._pump(conn)
+        finally:
+            self._clear()
+
+    def _pump(self, conn: Conn) -> None:
+        try:
+            sent = conn.pump_send() if conn.sendq else True
+            done = conn.pump_recv(self) if conn.recvq else True
+            if conn.sendq and sent:  # a receive callback queued more
+                sent = conn.pump_send()
+        except DistBackendError:
+            raise
+        except OSError as exc:
+            raise self.peer_error(conn, exc) from None
+        if sent and done and not conn.sendq and not conn.recvq:
+            self.active.pop(conn.fd, None)
+
+    def _register(self) -> None:
+        poller, registered = self.poller, self.registered
+        for fd, conn in self.active.items():
+            mask = (select.POLLIN if conn.recvq else 0) | (select.POLLOUT if conn.sendq else 0)
+            if registered.get(fd) != mask:
+                if fd in registered:
+                    poller.modify(fd, mask)
+                else:
+                    poller.register(fd, mask)
+                registered[fd] = mask
+        for fd in [fd for fd in registered if fd not in self.active]:
+            poller.unregister(fd)
+            del registered[fd]
+
+    def _clear(self) -> None:
+        for fd in self.registered:
+            try:
+                self.poller.unregister(fd)
+            except (KeyError, ValueError, OSError):
+                pass
+        self.registered.clear()
+        self.active.clear()
+
+    def wait_readable(self, conn: Conn) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise self.timed_out()
+        r, _, _ = select.select([conn.fd], [], [], left)
+        if not r:
+            raise self.timed_out()
+
+    # ***** errors (messages name op, group, seq, peer) *****
+    def _where(self) -> str:
+        b = self.backend
+        return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
+
+    def peer_closed(self, conn: Conn) -> DistBackendError:
+        reason = self.backend._peer_abort_reason(conn.peer)
+        more = f": it reported: {reason}" if reason else " (it died or hit an error)"
+        return DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed the "
+                                f"connection{more}")
+
+    def peer_error(self, conn: Conn, exc: OSError) -> DistBackendError:
+        name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+        reason = self.backend._peer_abort_reason(conn.peer)
+        more = f"; it reported: {reason}" if reason else ""
+        return DistBackendError(f"{self._where()} failed talking to peer {conn.describe()}: "
+                                f"{name} {exc}{more}")
+
+    def protocol_error(self, conn: Conn, what: str) -> DistBackendError:
+        return DistBackendError(f"{self._where()}: protocol error from peer {conn.describe()}: "
+                                f"{what} (is another program connected to this port?)")
+
+    def mismatch(self, conn, exp, kind, dtype, seq, total, nbytes, tag) -> DistBackendError:
+        def desc(k, d, s, t, n):
+            kname = KINDS[k] if k < len(KINDS) else f"op#{k}"
+            return (f"{kname} seq {s} of {t} bytes (frame {n} bytes, {dtype_name(d)})")
+        mine = desc(exp.kind, exp.dtype, exp.seq, exp.total, exp.nbytes)
+        theirs = desc(kind, dtype, seq, total, nbytes)
+        return DistBackendError(
+            f"{self._where()}: mismatch between ranks: peer {conn.describe()} sent {theirs} but "
+            f"this rank expects {mine}. Every rank must call the same collectives in the same "
+            f"order with tensors of the same size and dtype.")
+
+    def timed_out(self) -> DistTimeoutError:
+        waiting = [c.describe() for c in self.active.values() if c.recvq]
+        sending = [c.describe() for c in self.active.values() if c.sendq and not c.recvq]
+        who = ""
+        if waiting:
+            who = f"; still waiting for data from peer {', '.join(waiting)}"
+        elif sending:
+            who = f"; peer {', '.join(sending)} is not reading"
+        return DistTimeoutError(f"{self._where()} timed out after {self.backend.timeout:g} s"
+                                f"{who}. Did every rank call this collective?")

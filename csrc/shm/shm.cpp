@@ -1,0 +1,467 @@
+// Shared-memory collectives: segment lifetime, futex synchronisation and the algorithms.
+// The protocol is described in shm.h; its NumPy twin is tensorbrain/distributed/_shm/_twin.py.
+#include "shm.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TB_PAUSE() _mm_pause()
+#else
+#define TB_PAUSE() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+namespace tb_shm {
+
+namespace {
+
+// Header field offsets (mirrored in _layout.py).
+constexpr std::size_t kOffMagic = 0, kOffVersion = 8, kOffNranks = 12, kOffBufBytes = 16,
+                      kOffAttached = 24, kOffAbort = 28, kOffAbortRank = 32, kOffAbortKind = 36;
+constexpr std::size_t kCtlSeq = 0, kCtlWaiters = 4, kCtlPid = 8;
+
+// futex sleep slice: how often a sleeping rank checks peer liveness, abort and the deadline.
+// 50 ms keeps the detection of a dead peer well under a second at no measurable cost.
+constexpr long kSliceNs = 50L * 1000 * 1000;
+
+// Spin before sleeping. A peer that is inside the same collective arrives within a few
+// microseconds (barrier round trip ~0.3-1 us measured on the 2-core dev VM), so a bounded spin
+// of ~4096 pauses (~50-100 us) catches it; longer waits mean the peer is computing, and we sleep
+// instead of burning its core. When ranks outnumber cores, spinning only delays the peer we
+// wait for, so we yield instead (3 and 4 ranks on the 2-core VM).
+constexpr int kSpinPauses = 4096;
+constexpr int kSpinYields = 64;
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+long futex(void *addr, int op, uint32_t val, const struct timespec *ts) {
+    return syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
+}
+
+template <typename T> T *at(char *base, std::size_t off) {
+    return reinterpret_cast<T *>(base + off);
+}
+
+// Liveness of a pid on this host: gone (ESRCH) or a zombie/dead task that nobody reaped yet.
+bool pid_alive(int32_t pid) {
+    if (pid <= 0) return true;  // not attached yet: only the timeout applies
+    if (::kill(pid, 0) == -1 && errno == ESRCH) return false;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = std::fopen(path, "r");
+    if (!f) return true;  // no /proc: trust kill()
+    char buf[512];
+    std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    const char *p = std::strrchr(buf, ')');  // comm may contain spaces and parentheses
+    if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x')) return false;
+    return true;
+}
+
+}  // namespace
+
+std::size_t header_bytes(int nranks) {
+    std::size_t h = kCtlStride * (static_cast<std::size_t>(nranks) + 1);
+    return (h + 4095) / 4096 * 4096;
+}
+
+std::size_t segment_bytes(int nranks, std::size_t buf_bytes) {
+    return header_bytes(nranks) + 2 * static_cast<std::size_t>(nranks) * buf_bytes;
+}
+
+// ***** lifetime *****
+Group::Group(const std::string &name, int rank, int nranks, bool create, std::size_t buf_bytes,
+             double timeout)
+    : timeout_s(timeout), name_(name), rank_(rank), n_(nranks), creator_(create),
+      buf_bytes_(buf_bytes) {
+    if (nranks < 1 || rank < 0 || rank >= nranks)
+        throw std::invalid_argument("shm: rank " + std::to_string(rank) + " is out of range for " +
+                                    std::to_string(nranks) + " ranks");
+    if (create && (buf_bytes == 0 || buf_bytes % 4096 != 0))
+        throw std::invalid_argument("shm: buf_bytes must be a positive multiple of 4096, got " +
+                                    std::to_string(buf_bytes));
+    std::string path = name[0] == '/' ? name : "/" + name;
+    int fd;
+    if (create) {
+        fd = ::shm_open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0)
+            throw ShmError(0, -1, "shm: cannot create segment " + path + ": " +
+                                      std::strerror(errno));
+        map_bytes_ = segment_bytes(nranks, buf_bytes);
+        if (::ftruncate(fd, static_cast<off_t>(map_bytes_)) != 0) {
+            int e = errno;
+            ::close(fd);
+            ::shm_unlink(path.c_str());
+            throw ShmError(0, -1, "shm: cannot size segment " + path + " to " +
+                                      std::to_string(map_bytes_) + " bytes: " + std::strerror(e) +
+                                      " (is /dev/shm full?)");
+        }
+    } else {
+        fd = ::shm_open(path.c_str(), O_RDWR, 0);
+        if (fd < 0)
+            throw ShmError(0, -1, "shm: cannot attach to segment " + path + ": " +
+                                      std::strerror(errno));
+        struct stat st;
+        ::fstat(fd, &st);
+        map_bytes_ = static_cast<std::size_t>(st.st_size);
+    }
+    void *p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) {
+        if (create) ::shm_unlink(path.c_str());
+        throw ShmError(0, -1, "shm: mmap of " + path + " failed: " + std::strerror(errno));
+    }
+    base_ = static_cast<char *>(p);
+    if (create) {
+        *at<uint32_t>(base_, kOffVersion) = kVersion;
+        *at<uint32_t>(base_, kOffNranks) = static_cast<uint32_t>(nranks);
+        *at<uint64_t>(base_, kOffBufBytes) = buf_bytes;
+        __atomic_store_n(at<uint64_t>(base_, kOffMagic), kMagic, __ATOMIC_RELEASE);
+    } else {
+        // The name is published (through the store) only after initialisation, but check anyway.
+        double deadline = now_s() + timeout_s;
+        while (__atomic_load_n(at<uint64_t>(base_, kOffMagic), __ATOMIC_ACQUIRE) != kMagic) {
+            if (now_s() > deadline) {
+                close();
+                throw ShmError(1, -1, "shm: segment " + path + " was never initialised");
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        uint32_t v = *at<uint32_t>(base_, kOffVersion);
+        uint32_t nr = *at<uint32_t>(base_, kOffNranks);
+        if (v != kVersion || static_cast<int>(nr) != nranks) {
+            close();
+            throw ShmError(0, -1, "shm: segment " + path + " has version " + std::to_string(v) +
+                                      " and " + std::to_string(nr) + " ranks; expected version " +
+                                      std::to_string(kVersion) + " and " +
+                                      std::to_string(nranks) + " ranks");
+        }
+        buf_bytes_ = *at<uint64_t>(base_, kOffBufBytes);
+    }
+    data_off_ = header_bytes(nranks);
+    srcs_.resize(nranks);
+    long ncpu = ::sysconf(_SC_NPROCESSORS_ONLN);
+    spin_iters_ = nranks > ncpu ? -kSpinYields : kSpinPauses;
+    flat_max_bytes = 0;  // set by the defaults below
+    // Measured crossover (2 ranks, dev VM, bench `python benchmarks/shm.py --sweep`): the flat
+    // exchange (one barrier, every rank reduces everything) wins up to 32 KiB; from 64 KiB the
+    // reduce-scatter/all-gather (two barriers per chunk, each rank reduces 1/n) is faster.
+    flat_max_bytes = std::min<std::size_t>(32 * 1024, buf_bytes_);
+
+    *at<int32_t>(base_, 128 * (rank_ + 1) + kCtlPid) = static_cast<int32_t>(::getpid());
+    __atomic_fetch_add(at<uint32_t>(base_, kOffAttached), 1, __ATOMIC_SEQ_CST);
+    double deadline = now_s() + timeout_s;
+    while (__atomic_load_n(at<uint32_t>(base_, kOffAttached), __ATOMIC_ACQUIRE) <
+           static_cast<uint32_t>(nranks)) {
+        if (__atomic_load_n(at<uint32_t>(base_, kOffAbort), __ATOMIC_ACQUIRE)) {
+            close();
+            throw ShmError(0, -1, "shm: group " + name_ + " aborted while attaching");
+        }
+        if (now_s() > deadline) {
+            std::string missing;
+            for (int r = 0; r < nranks; ++r)
+                if (pid(r) == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            __atomic_store_n(at<uint32_t>(base_, kOffAbort), 1, __ATOMIC_SEQ_CST);
+            if (creator_) unlink();
+            close();
+            throw ShmError(1, -1, "shm: timed out after " + std::to_string(timeout_s) +
+                                      " s waiting for rank(s) " + missing + " to attach to " +
+                                      name_);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    // Everyone has it mapped: the name is no longer needed, so a crash leaves nothing behind.
+    if (creator_) unlink();
+}
+
+Group::~Group() {
+    if (creator_) unlink();
+    close();
+}
+
+void Group::close() {
+    if (base_) {
+        ::munmap(base_, map_bytes_);
+        base_ = nullptr;
+    }
+}
+
+void Group::unlink() {
+    if (!unlinked_) {
+        std::string path = name_[0] == '/' ? name_ : "/" + name_;
+        ::shm_unlink(path.c_str());
+        unlinked_ = true;
+    }
+}
+
+// ***** synchronisation *****
+std::atomic<uint32_t> &Group::seq(int r) const {
+    return *reinterpret_cast<std::atomic<uint32_t> *>(base_ + kCtlStride * (r + 1) + kCtlSeq);
+}
+std::atomic<uint32_t> &Group::waiters(int r) const {
+    return *reinterpret_cast<std::atomic<uint32_t> *>(base_ + kCtlStride * (r + 1) + kCtlWaiters);
+}
+int32_t Group::pid(int r) const {
+    return __atomic_load_n(reinterpret_cast<int32_t *>(base_ + kCtlStride * (r + 1) + kCtlPid),
+                           __ATOMIC_ACQUIRE);
+}
+char *Group::buf(int r, uint32_t gen) const {
+    return base_ + data_off_ + (2 * static_cast<std::size_t>(r) + (gen & 1)) * buf_bytes_;
+}
+
+void Group::arrive() {
+    ++step_;
+    auto &s = seq(rank_);
+    s.store(step_, std::memory_order_seq_cst);
+    if (waiters(rank_).load(std::memory_order_seq_cst) != 0)
+        futex(&s, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void Group::wait_peers() {
+    for (int k = 1; k < n_; ++k) wait_word((rank_ + k) % n_, step_);
+}
+
+static inline bool reached(uint32_t v, uint32_t target) {
+    return static_cast<int32_t>(v - target) >= 0;  // sequence numbers wrap
+}
+
+void Group::wait_word(int peer, uint32_t target) {
+    auto &w = seq(peer);
+    if (spin_iters_ > 0) {
+        for (int i = 0; i < spin_iters_; ++i) {
+            if (reached(w.load(std::memory_order_acquire), target)) return;
+            TB_PAUSE();
+        }
+    } else {
+        for (int i = 0; i < -spin_iters_; ++i) {
+            if (reached(w.load(std::memory_order_acquire), target)) return;
+            ::sched_yield();
+        }
+    }
+    double deadline = now_s() + timeout_s;
+    auto &nw = waiters(peer);
+    for (;;) {
+        nw.fetch_add(1, std::memory_order_seq_cst);
+        uint32_t v = w.load(std::memory_order_seq_cst);
+        if (!reached(v, target)) {
+            struct timespec ts = {0, kSliceNs};
+            futex(&w, FUTEX_WAIT, v, &ts);
+        }
+        nw.fetch_sub(1, std::memory_order_seq_cst);
+        if (reached(w.load(std::memory_order_acquire), target)) return;
+        if (__atomic_load_n(at<uint32_t>(base_, kOffAbort), __ATOMIC_ACQUIRE)) check_usable("wait");
+        check_alive(peer);
+        if (now_s() > deadline)
+            fail(1, peer, "shm: rank " + std::to_string(rank_) + " timed out after " +
+                              std::to_string(timeout_s) + " s waiting for rank " +
+                              std::to_string(peer) + " (pid " + std::to_string(pid(peer)) +
+                              ") in group " + name_ +
+                              "; the peer is alive but did not enter the same collective "
+                              "(mismatched calls across ranks?)");
+    }
+}
+
+void Group::check_alive(int peer) {
+    int32_t p = pid(peer);
+    if (!pid_alive(p))
+        fail(0, peer, "shm: rank " + std::to_string(peer) + " (pid " + std::to_string(p) +
+                          ") died while rank " + std::to_string(rank_) +
+                          " waited for it in a collective of group " + name_);
+}
+
+void Group::fail(int kind, int peer, const std::string &msg) {
+    broken_ = true;
+    if (base_) {
+        uint32_t zero = 0;
+        if (__atomic_compare_exchange_n(at<uint32_t>(base_, kOffAbort), &zero, 1u, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            *at<int32_t>(base_, kOffAbortRank) = peer;
+            __atomic_store_n(at<uint32_t>(base_, kOffAbortKind), static_cast<uint32_t>(kind),
+                             __ATOMIC_SEQ_CST);
+        }
+        // Wake everyone sleeping on any word so they see the abort now, not at their timeout.
+        for (int r = 0; r < n_; ++r) futex(&seq(r), FUTEX_WAKE, INT_MAX, nullptr);
+    }
+    throw ShmError(kind, peer, msg);
+}
+
+void Group::check_usable(const char *what) {
+    if (!base_)
+        throw ShmError(0, -1, std::string("shm: ") + what + " on a closed group " + name_);
+    if (__atomic_load_n(at<uint32_t>(base_, kOffAbort), __ATOMIC_ACQUIRE)) {
+        broken_ = true;
+        int r = *at<int32_t>(base_, kOffAbortRank);
+        uint32_t kind = __atomic_load_n(at<uint32_t>(base_, kOffAbortKind), __ATOMIC_ACQUIRE);
+        throw ShmError(static_cast<int>(kind), r,
+                       std::string("shm: ") + what + " on rank " + std::to_string(rank_) +
+                           ": group " + name_ + " was aborted" +
+                           (r >= 0 ? " because rank " + std::to_string(r) +
+                                         (kind == 1 ? " timed out" : " died")
+                                   : std::string()) +
+                           "; destroy the process group");
+    }
+}
+
+// ***** collectives *****
+void Group::barrier() {
+    check_usable("barrier");
+    sync();
+}
+
+void Group::all_reduce(const void *in_, void *out_, std::size_t count, DType d, Op op) {
+    check_usable("all_reduce");
+    check_op(d, op);
+    const char *in = static_cast<const char *>(in_);
+    char *out = static_cast<char *>(out_);
+    std::size_t bytes = count * dtype_size(d);
+    if (n_ == 1) {
+        if (out != in) std::memmove(out, in, bytes);
+        return;
+    }
+    if (bytes <= flat_max_bytes) all_reduce_flat(in, out, count, d, op);
+    else all_reduce_rsag(in, out, count, d, op);
+}
+
+// Small tensors: every rank copies its tensor into its buffer once, one barrier, then every rank
+// reduces all n buffers into its output (n*S reads, no second barrier).
+void Group::all_reduce_flat(const char *in, char *out, std::size_t count, DType d, Op op) {
+    uint32_t g = gen_++;
+    char *mine = buf(rank_, g);
+    std::memcpy(mine, in, count * dtype_size(d));
+    sync();
+    for (int p = 0; p < n_; ++p) srcs_[p] = buf(p, g);
+    reduce_ranks(d, op, out, srcs_.data(), n_, count);
+}
+
+// Large tensors: chunks of buf_bytes; each chunk is cut into n slices (64-byte aligned). Phase A:
+// rank r copies the slices that OTHER ranks reduce into its buffer. Barrier. Phase B: rank r
+// reduces slice r reading its own input and the peers' buffers directly, writes the result to
+// its output and to its buffer. Barrier. Phase C: rank r copies the peers' reduced slices out.
+// DRAM traffic per rank is one read of the input and one write of the output; all the rest stays
+// in cache because a chunk (256 KiB per buffer, x2 buffers x n ranks) fits the 32 MiB L3.
+void Group::all_reduce_rsag(const char *in, char *out, std::size_t count, DType d, Op op) {
+    const std::size_t esz = dtype_size(d);
+    const std::size_t chunk = buf_bytes_ / esz;
+    const std::size_t align = esz >= 64 ? 1 : 64 / esz;
+    std::vector<std::size_t> lo(n_ + 1);
+    std::vector<const void *> &s = srcs_;
+    for (std::size_t off = 0; off < count; off += chunk) {
+        std::size_t len = count - off < chunk ? count - off : chunk;
+        std::size_t base = len / n_ / align * align;
+        for (int p = 0; p < n_; ++p) lo[p] = base * p;
+        lo[n_] = len;
+        uint32_t g = gen_++;
+        char *mine = buf(rank_, g);
+        for (int p = 0; p < n_; ++p)
+            if (p != rank_)
+                std::memcpy(mine + lo[p] * esz, in + (off + lo[p]) * esz, (lo[p + 1] - lo[p]) * esz);
+        sync();
+        std::size_t a = lo[rank_], m = lo[rank_ + 1] - a;
+        for (int q = 0; q < n_; ++q)
+            s[q] = q == rank_ ? static_cast<const void *>(in + (off + a) * esz)
+                              : static_cast<const void *>(buf(q, g) + a * esz);
+        reduce_ranks(d, op, out + (off + a) * esz, s.data(), n_, m);
+        std::memcpy(mine + a * esz, out + (off + a) * esz, m * esz);
+        sync();
+        for (int p = 0; p < n_; ++p)
+            if (p != rank_)
+                std::memcpy(out + (off + lo[p]) * esz, buf(p, g) + lo[p] * esz,
+                            (lo[p + 1] - lo[p]) * esz);
+    }
+}
+
+void Group::broadcast(void *data_, std::size_t bytes, int root) {
+    check_usable("broadcast");
+    if (root < 0 || root >= n_)
+        throw std::invalid_argument("shm: broadcast root " + std::to_string(root) +
+                                    " is out of range for " + std::to_string(n_) + " ranks");
+    char *data = static_cast<char *>(data_);
+    if (n_ == 1) return;
+    for (std::size_t off = 0; off < bytes || (bytes == 0 && off == 0); off += buf_bytes_) {
+        std::size_t len = bytes - off < buf_bytes_ ? bytes - off : buf_bytes_;
+        uint32_t g = gen_++;
+        if (rank_ == root) std::memcpy(buf(root, g), data + off, len);
+        sync();
+        if (rank_ != root) std::memcpy(data + off, buf(root, g), len);
+        if (bytes == 0) break;
+    }
+}
+
+void Group::all_gather(const void *in_, void *out_, std::size_t S) {
+    check_usable("all_gather");
+    const char *in = static_cast<const char *>(in_);
+    char *out = static_cast<char *>(out_);
+    for (std::size_t off = 0; off < S || (S == 0 && off == 0); off += buf_bytes_) {
+        std::size_t len = S - off < buf_bytes_ ? S - off : buf_bytes_;
+        uint32_t g = gen_++;
+        std::memcpy(buf(rank_, g), in + off, len);
+        sync();
+        for (int p = 0; p < n_; ++p)
+            std::memmove(out + p * S + off, p == rank_ ? in + off : buf(p, g), len);
+        if (S == 0) break;
+    }
+}
+
+void Group::reduce_scatter(const void *in_, void *out_, std::size_t c, DType d, Op op) {
+    check_usable("reduce_scatter");
+    check_op(d, op);
+    const char *in = static_cast<const char *>(in_);
+    char *out = static_cast<char *>(out_);
+    const std::size_t esz = dtype_size(d);
+    const std::size_t cc = buf_bytes_ / esz / n_;  // elements per destination per chunk
+    std::vector<const void *> &s = srcs_;
+    for (std::size_t off = 0; off < c || (c == 0 && off == 0); off += cc) {
+        std::size_t len = c - off < cc ? c - off : cc;
+        uint32_t g = gen_++;
+        char *mine = buf(rank_, g);
+        for (int p = 0; p < n_; ++p)
+            if (p != rank_) std::memcpy(mine + p * cc * esz, in + (p * c + off) * esz, len * esz);
+        sync();
+        for (int q = 0; q < n_; ++q)
+            s[q] = q == rank_ ? static_cast<const void *>(in + (rank_ * c + off) * esz)
+                              : static_cast<const void *>(buf(q, g) + rank_ * cc * esz);
+        reduce_ranks(d, op, out + off * esz, s.data(), n_, len);
+        if (c == 0) break;
+    }
+}
+
+void Group::all_to_all(const void *in_, void *out_, std::size_t S) {
+    check_usable("all_to_all");
+    const char *in = static_cast<const char *>(in_);
+    char *out = static_cast<char *>(out_);
+    const std::size_t cs = buf_bytes_ / n_;
+    for (std::size_t off = 0; off < S || (S == 0 && off == 0); off += cs) {
+        std::size_t len = S - off < cs ? S - off : cs;
+        uint32_t g = gen_++;
+        char *mine = buf(rank_, g);
+        for (int p = 0; p < n_; ++p)
+            if (p != rank_) std::memcpy(mine + p * cs, in + p * S + off, len);
+        sync();
+        std::memmove(out + rank_ * S + off, in + rank_ * S + off, len);
+        for (int p = 0; p < n_; ++p)
+            if (p != rank_) std::memcpy(out + p * S + off, buf(p, g) + rank_ * cs, len);
+        if (S == 0) break;
+    }
+}
+
+}  // namespace tb_shm

@@ -1,0 +1,113 @@
+// Shared-memory transport for the ranks of one group on one host (issue 7).
+//
+// One POSIX shared-memory segment per group. Layout (the NumPy twin,
+// tensorbrain/distributed/_shm/_layout.py, uses the same offsets so a native rank and a twin rank
+// can share one segment):
+//
+//   [0, header_bytes)  header: magic u64 @0, version u32 @8, nranks u32 @12, buf_bytes u64 @16,
+//                      attached u32 @24, abort u32 @28, abort_rank i32 @32, abort_kind u32 @36;
+//                      then one 128-byte control block per rank at 128*(r+1):
+//                      seq u32 @+0 (the futex word), waiters u32 @+4, pid i32 @+8.
+//                      128 bytes apart so two ranks' counters never share a cache line (nor the
+//                      adjacent-line prefetch pair).
+//   then per rank r, two buffers of buf_bytes each: data_off + (2*r + b) * buf_bytes.
+//
+// Synchronisation: a barrier is "store my seq = s (release), then wait until every peer's seq
+// has reached s (acquire)". Waiting spins briefly (the peer is usually microseconds away), then
+// sleeps in futex(FUTEX_WAIT) on the peer's seq word in slices, checking between slices that the
+// peer's pid is alive, that no rank aborted the group and that the timeout has not passed.
+// A rank only calls FUTEX_WAKE when the word's waiter count says someone sleeps.
+//
+// Buffers alternate (generation % 2): data written for generation g is read by peers before they
+// arrive at any barrier of generation g+1, and a rank writes the same buffer again only in
+// generation g+2, after passing a barrier of g+1; so one barrier per exchange suffices.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "shm_reduce.h"
+
+namespace tb_shm {
+
+constexpr uint64_t kMagic = 0x31304d5342544254ULL;  // "TBTBSM01" little-endian
+constexpr uint32_t kVersion = 1;
+constexpr std::size_t kCtlStride = 128;
+
+// A failure the Python side maps to tensorbrain.distributed.errors: kind 0 = DistBackendError
+// (peer died / group aborted), 1 = DistTimeoutError.
+struct ShmError : std::runtime_error {
+    int kind;
+    int rank;  // the peer concerned, -1 if none
+    ShmError(int kind_, int rank_, const std::string &msg)
+        : std::runtime_error(msg), kind(kind_), rank(rank_) {}
+};
+
+std::size_t header_bytes(int nranks);
+std::size_t segment_bytes(int nranks, std::size_t buf_bytes);
+
+class Group {
+  public:
+    // create=true: make the segment (O_EXCL), initialise the header, then wait for everyone.
+    // create=false: attach to an initialised segment. Both wait until all ranks attached; the
+    // creator then unlinks the name, so nothing stays in /dev/shm even if a rank crashes later.
+    Group(const std::string &name, int rank, int nranks, bool create, std::size_t buf_bytes,
+          double timeout_s);
+    ~Group();
+    Group(const Group &) = delete;
+    Group &operator=(const Group &) = delete;
+
+    void close();   // munmap; idempotent
+    void unlink();  // shm_unlink if not yet done (creator); idempotent
+
+    // All sizes in bytes / elements of the CALLER's buffers; see shm.cpp for each algorithm.
+    void barrier();
+    void all_reduce(const void *in, void *out, std::size_t count, DType d, Op op);
+    void broadcast(void *buf, std::size_t bytes, int root);
+    void all_gather(const void *in, void *out, std::size_t bytes_per_rank);
+    void reduce_scatter(const void *in, void *out, std::size_t count_per_rank, DType d, Op op);
+    void all_to_all(const void *in, void *out, std::size_t bytes_per_rank);
+
+    int rank() const { return rank_; }
+    int size() const { return n_; }
+    std::size_t buf_bytes() const { return buf_bytes_; }
+    const std::string &name() const { return name_; }
+    bool closed() const { return base_ == nullptr; }
+
+    // Tuning knobs (tests and benchmarks); see the crossover comments in shm.cpp.
+    std::size_t flat_max_bytes = 0;  // all_reduce: flat exchange at or below this size
+    double timeout_s;
+
+  private:
+    std::atomic<uint32_t> &seq(int r) const;
+    std::atomic<uint32_t> &waiters(int r) const;
+    int32_t pid(int r) const;
+    char *buf(int r, uint32_t gen) const;
+    void arrive();
+    void wait_peers();
+    void wait_word(int peer, uint32_t target);
+    void check_alive(int peer);
+    [[noreturn]] void fail(int kind, int peer, const std::string &msg);
+    void check_usable(const char *what);
+    void sync() { arrive(); wait_peers(); }
+
+    void all_reduce_flat(const char *in, char *out, std::size_t count, DType d, Op op);
+    void all_reduce_rsag(const char *in, char *out, std::size_t count, DType d, Op op);
+
+    std::string name_;
+    int rank_, n_;
+    bool creator_, unlinked_ = false;
+    std::size_t buf_bytes_, map_bytes_ = 0, data_off_ = 0;
+    char *base_ = nullptr;
+    uint32_t step_ = 0;  // barrier sequence, identical on all ranks
+    uint32_t gen_ = 0;   // buffer generation, identical on all ranks
+    int spin_iters_;
+    bool broken_ = false;
+    std::vector<const void *> srcs_;  // reduction sources, reused by every call
+};
+
+}  // namespace tb_shm

@@ -94,3 +94,12 @@ declare("TB_IFNAME", _str, "",
 declare("TB_TCP_UNIX", _bool, True,
         "tcp backend: connect ranks on the same host through Unix stream sockets (2-3x the "
         "throughput of TCP loopback here). 0 uses TCP for every peer.")
+declare("TB_MAX_RESTARTS", int, 0,
+        "Set by tbrun for workers: the --max_restarts it was given (so a script can tell whether "
+        "this is its last attempt).")
+declare("TB_RUN_ID", _str, "",
+        "Set by tbrun for workers: this job's run id (--rdzv_id, or random with --standalone). "
+        "Shared-memory segments are named /dev/shm/tb_<run_id>_* so tbrun can remove leftovers.")
+declare("TB_USE_AGENT_STORE", _bool, False,
+        "Set by tbrun for workers: the launcher's agent on node 0 already serves the TCPStore at "
+        "MASTER_ADDR:MASTER_PORT, so rank 0 connects to it instead of starting its own.")

@@ -14,6 +14,7 @@ from ._device import CPU, as_device, device
 from ._ops import elementwise as E
 from ._ops import reduce as R
 from ._ops import shape as S
+from ._ops import core as _core
 from ._ops.core import make
 from .autograd import engine, grad_mode
 
@@ -490,6 +491,9 @@ class Tensor:
     def __isub__(self, other): return self.sub_(other)
     def __imul__(self, other): return self.mul_(other)
     def __itruediv__(self, other): return self.div_(other)
+
+
+_core.Tensor = Tensor  # the ops build Tensors through _ops.core (see the note there)
 
 
 class Size(tuple):

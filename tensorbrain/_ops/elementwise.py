@@ -6,34 +6,50 @@ import math
 import numpy as np
 
 from .._xp import get_array_module
+from . import core as _core
+from ..autograd.grad_mode import _state as _grad_state
 from .core import as_operand, make, shape_error, tensor_cls, unbroadcast
 
 
 def _is_tensor(x):
-    return isinstance(x, tensor_cls())
+    return isinstance(x, _core.Tensor)
 
 
 def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
     """Shared path of the binary arithmetic ops: operands, broadcasting, device checks."""
-    if not _is_tensor(a):  # reflected op: scalar on the left
-        b_t = b
-        a = as_operand(a, b_t)
+    T = _core.Tensor
+    ta, tb_ = isinstance(a, T), isinstance(b, T)
+    if ta and tb_:
+        ad, bd = a.data, b.data
+        if type(ad) is not type(bd):
+            as_operand(b, a)  # raises the device error naming both devices
     else:
-        b = as_operand(b, a)
-    ad = a.data if _is_tensor(a) else a
-    bd = b.data if _is_tensor(b) else b
+        if ta:
+            b = as_operand(b, a)
+            tb_ = isinstance(b, T)
+        else:  # reflected op: scalar on the left
+            a = as_operand(a, b)
+            ta = isinstance(a, T)
+        ad = a.data if ta else a
+        bd = b.data if tb_ else b
     try:
         out = forward(ad, bd)
     except ValueError as exc:
         raise shape_error(name, ad, bd, exc) from None
-    ta, tb_ = _is_tensor(a), _is_tensor(b)
+    need_a = ta and a.requires_grad
+    need_b = tb_ and b.requires_grad
+    if not (need_a or need_b) or not _grad_state.__dict__.get("enabled", True):
+        return make(out, (), None, name)
 
     def backward(g):
-        ga = unbroadcast(grad_a(g, ad, bd, out), a.shape) if ta and a.requires_grad else None
-        gb = unbroadcast(grad_b(g, ad, bd, out), b.shape) if tb_ and b.requires_grad else None
+        ga = unbroadcast(grad_a(g, ad, bd, out), ad.shape) if need_a else None
+        gb = unbroadcast(grad_b(g, ad, bd, out), bd.shape) if need_b else None
         return ga, gb
 
-    saved = tuple(t for t, s in ((a, save_a), (b, save_b)) if s and _is_tensor(t))
+    if save_a or save_b:
+        saved = ((a,) if save_a and ta else ()) + ((b,) if save_b and tb_ else ())
+    else:
+        saved = ()
     return make(out, (a if ta else None, b if tb_ else None), backward, name, saved)
 
 

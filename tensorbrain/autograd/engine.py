@@ -73,18 +73,17 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
     accumulated into ``.grad`` (``autograd.grad``).
     """
     # 1. Count, for every node and leaf, how many gradient contributions it will receive.
-    deps: dict[int, int] = {}
-    leaves: dict[int, object] = {}
-    stack = []
-    for root in roots:
-        if root.grad_fn is not None:
-            stack.append(root.grad_fn)
+    #    Nodes are their own dict keys (identity hash); leaves are keyed by id() because Tensor
+    #    overloads ``==``.
+    deps: dict = {}
+    leaves: dict = {}
+    stack = [r.grad_fn for r in roots if r.grad_fn is not None]
     seen = set()
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
+        seen.add(node)
         if node.backward is None:
             raise RuntimeError(
                 f"Trying to backward through the graph a second time ({node.name}): its saved "
@@ -95,23 +94,28 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                 continue
             nxt = t.grad_fn
             if nxt is not None:
-                deps[id(nxt)] = deps.get(id(nxt), 0) + 1
-                stack.append(nxt)
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt not in seen:
+                    stack.append(nxt)
             else:
-                deps[id(t)] = deps.get(id(t), 0) + 1
-                leaves[id(t)] = t
+                k = id(t)
+                deps[k] = deps.get(k, 0) + 1
+                leaves[k] = t
 
     inputs_filter = None if inputs is None else {id(t) for t in inputs}
     nonleaf_inputs = {} if inputs is None else {
-        id(t.grad_fn): id(t) for t in inputs if t.grad_fn is not None}
+        t.grad_fn: id(t) for t in inputs if t.grad_fn is not None}
     results: dict[int, object] = {}
-    pending: dict[int, object] = {}   # id -> summed gradient not yet consumed
+    pending: dict = {}   # node or id(leaf) -> summed gradient not yet consumed
     ready = []
     callbacks: list = []
-    _local.callbacks = getattr(_local, "callbacks", [])
-    _local.callbacks.append(callbacks)
+    stack_cb = getattr(_local, "callbacks", None)
+    if stack_cb is None:
+        stack_cb = _local.callbacks = []
+    stack_cb.append(callbacks)
     prev_mode = grad_mode.is_grad_enabled()
     grad_mode._set(False)
+    heappush, heappop = heapq.heappush, heapq.heappop
     try:
         for root, grad in zip(roots, grads):
             grad = grad.copy()  # never alias the caller's gradient array
@@ -119,54 +123,55 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                 if root.requires_grad:
                     _accumulate_leaf(root, grad, inputs_filter, results)
                 continue
-            key = id(root.grad_fn)
+            key = root.grad_fn
             prev = pending.get(key)
             pending[key] = grad if prev is None else prev + grad
         for root in roots:
             node = root.grad_fn
-            if node is not None and deps.get(id(node), 0) == 0 and id(node) in pending:
-                deps[id(node)] = -1  # mark as queued
-                heapq.heappush(ready, (-node.seq, id(node), node))
+            if node is not None and deps.get(node, 0) == 0 and node in pending:
+                deps[node] = -1  # mark as queued
+                heappush(ready, (-node.seq, node))
 
-        # 2. Run nodes in dependency order, newest first.
+        # 2. Run nodes in dependency order, newest first (seq is unique: nodes never compare).
         while ready:
-            _, key, node = heapq.heappop(ready)
-            grad = pending.pop(key)
+            node = heappop(ready)[1]
+            grad = pending.pop(node)
             if node.pre_hooks:
                 for hook in node.pre_hooks:
                     grad = hook(grad)
-            if key in nonleaf_inputs:  # autograd.grad asked for this intermediate tensor
-                results[nonleaf_inputs[key]] = grad
-            _check_saved(node)
+            if nonleaf_inputs and node in nonleaf_inputs:  # autograd.grad asked for this tensor
+                results[nonleaf_inputs[node]] = grad
+            if node.saved:
+                _check_saved(node)
             in_grads = node.backward(grad)
             if not retain_graph:
                 node.backward = None
                 node.saved = ()
             handed = None
             for t, g in zip(node.inputs, in_grads):
-                if t is None or g is None or not t.requires_grad:
+                if g is None or t is None or not t.requires_grad:
                     continue
                 # A backward may return one array for several inputs (add returns g twice);
                 # give each consumer its own so in-place accumulation cannot alias them.
                 if handed is None:
-                    handed = {id(g)}
-                elif id(g) in handed:
+                    handed = [g]
+                elif any(g is h for h in handed):
                     g = g.copy()
                 else:
-                    handed.add(id(g))
-                if g.shape != t.shape:
+                    handed.append(g)
+                if g.shape != t.data.shape:
                     raise RuntimeError(
                         f"{node.name} returned a gradient of shape {tuple(g.shape)} for an input of "
-                        f"shape {tuple(t.shape)} (an op's backward is wrong; please report it)")
+                        f"shape {tuple(t.data.shape)} (an op's backward is wrong; please report it)")
                 nxt = t.grad_fn
-                k = id(nxt) if nxt is not None else id(t)
+                k = nxt if nxt is not None else id(t)
                 prev = pending.get(k)
                 pending[k] = g if prev is None else prev + g
                 left = deps[k] - 1
                 deps[k] = left
                 if left == 0:
                     if nxt is not None:
-                        heapq.heappush(ready, (-nxt.seq, k, nxt))
+                        heappush(ready, (-nxt.seq, nxt))
                     else:
                         _accumulate_leaf(t, pending.pop(k), inputs_filter, results)
         # 3. Callbacks queued during backward (DDP's "finalize"), including ones they queue.
@@ -176,6 +181,5 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
             i += 1
     finally:
         grad_mode._set(prev_mode)
-        _local.callbacks.pop()
+        stack_cb.pop()
     return results
-

@@ -1,0 +1,241 @@
+"""Per-op dispatch overhead and the MLP training step, TensorBrain vs hand-written NumPy (vs torch).
+
+    python benchmarks/ops.py                 # 1 BLAS thread (as ../shared/BASELINES.md)
+    python benchmarks/ops.py --threads 2     # both cores
+    python benchmarks/ops.py --quick         # fewer steps, for a smoke run
+
+The MLP is 784-512-512-10 with ReLU, cross-entropy and SGD (lr 0.01, momentum 0.9). The NumPy
+baseline is the same math written by hand: forward, backward, and the momentum update in place
+(the same in-place update tb.optim.SGD does). The figures are printed as ratios measured side by
+side in one run; blocks of steps are interleaved so machine noise hits every contender alike.
+Timing goals are not asserted anywhere (docs/tensor.md records the figures).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+# BLAS thread counts must be set before NumPy loads its BLAS (this script is the process entry,
+# so it writes them; the library itself reads environment variables only via tensorbrain._config).
+_ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+_ap.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (default 1)")
+_ap.add_argument("--quick", action="store_true", help="fewer steps (smoke run)")
+_ap.add_argument("--no-torch", action="store_true", help="skip torch even when installed")
+_ap.add_argument("--batches", default="64,512", help="comma-separated batch sizes")
+ARGS = _ap.parse_args() if __name__ == "__main__" else _ap.parse_args([])
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = str(ARGS.threads)
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+import tensorbrain as tb  # noqa: E402
+import tensorbrain.nn.functional as F  # noqa: E402
+
+LR, MOMENTUM = 0.01, 0.9
+SIZES = (784, 512, 512, 10)
+
+
+def hardware() -> str:
+    model = platform.processor() or "unknown cpu"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    blas = "?"
+    try:
+        info = np.show_config(mode="dicts")
+        blas = info["Build Dependencies"]["blas"]["name"]
+    except Exception:
+        pass
+    return (f"{model}; {os.cpu_count()} logical cores; Python {platform.python_version()}; "
+            f"NumPy {np.__version__} ({blas}); BLAS threads {ARGS.threads}")
+
+
+def timeit(fn, number, repeat=5):
+    """Median over ``repeat`` blocks of the mean time per call (seconds)."""
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        out.append((time.perf_counter() - t0) / number)
+    return float(np.median(out))
+
+
+# ***** dispatch overhead *****
+def dispatch():
+    print("\n== per-op dispatch overhead (small float32 tensors) ==")
+    print(f"{'op':<34}{'NumPy':>10}{'tb':>10}{'tb, grad':>11}{'overhead':>11}")
+    a_np = np.random.rand(16, 16).astype(np.float32)
+    b_np = np.random.rand(16, 16).astype(np.float32)
+    a, b = tb.from_numpy(a_np), tb.from_numpy(b_np)
+    ag = tb.tensor(a_np, requires_grad=True)
+    n = 2000 if ARGS.quick else 20000
+    rows = [
+        ("add 16x16", lambda: a_np + b_np, lambda: a + b, lambda: ag + b),
+        ("mul 16x16", lambda: a_np * b_np, lambda: a * b, lambda: ag * b),
+        ("matmul 16x16", lambda: a_np @ b_np, lambda: a @ b, lambda: ag @ b),
+        ("relu 16x16", lambda: np.maximum(a_np, 0), lambda: a.relu(), lambda: ag.relu()),
+        ("sum 16x16", lambda: a_np.sum(), lambda: a.sum(), lambda: ag.sum()),
+        ("add scalar", lambda: a_np + 1.0, lambda: a + 1.0, lambda: ag + 1.0),
+    ]
+    for name, f_np, f_tb, f_g in rows:
+        t_np, t_tb, t_g = timeit(f_np, n), timeit(f_tb, n), timeit(f_g, n)
+        print(f"{name:<34}{t_np * 1e6:>8.2f}us{t_tb * 1e6:>8.2f}us{t_g * 1e6:>9.2f}us"
+              f"{(t_tb - t_np) * 1e6:>9.2f}us")
+
+    def fwd_bwd():
+        x = tb.tensor(a_np, requires_grad=True)
+        y = x
+        for _ in range(10):
+            y = y * 1.0001
+        y.sum().backward()
+    t = timeit(fwd_bwd, n // 20)
+    print(f"{'10 muls + sum + backward, per op':<34}{'':>10}{'':>10}{t / 11 * 1e6:>9.2f}us")
+
+
+# ***** MLP step *****
+def init_params(seed=0):
+    rng = np.random.default_rng(seed)
+    ps = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1 / np.sqrt(fan_in)
+        ps.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(np.float32))
+        ps.append(rng.uniform(-bound, bound, fan_out).astype(np.float32))
+    return ps
+
+
+def make_numpy_step(x, y):
+    """The same math by hand: forward, backward, SGD momentum in place."""
+    W1, b1, W2, b2, W3, b3 = params = init_params()
+    bufs = [None] * 6
+    tmps = [np.empty_like(p) for p in params]
+    n = x.shape[0]
+    rows = np.arange(n)
+
+    def step():
+        h1 = x @ W1.T
+        h1 += b1
+        a1 = np.maximum(h1, 0)
+        h2 = a1 @ W2.T
+        h2 += b2
+        a2 = np.maximum(h2, 0)
+        z = a2 @ W3.T
+        z += b3
+        m = z.max(axis=1, keepdims=True)
+        e = np.exp(z - m)
+        s = e.sum(axis=1, keepdims=True)
+        logp = z - m - np.log(s)
+        loss = -logp[rows, y].mean()
+        dz = e / s
+        dz[rows, y] -= 1
+        dz /= n
+        gW3, gb3 = dz.T @ a2, dz.sum(axis=0)
+        da2 = (dz @ W3) * (a2 > 0)
+        gW2, gb2 = da2.T @ a1, da2.sum(axis=0)
+        da1 = (da2 @ W2) * (a1 > 0)
+        gW1, gb1 = da1.T @ x, da1.sum(axis=0)
+        for i, (p, g) in enumerate(zip(params, (gW1, gb1, gW2, gb2, gW3, gb3))):
+            if bufs[i] is None:
+                bufs[i] = g.copy()
+            else:
+                bufs[i] *= MOMENTUM
+                bufs[i] += g
+            np.multiply(bufs[i], LR, out=tmps[i])
+            p -= tmps[i]
+        return loss
+    return step
+
+
+def make_tb_step(x, y):
+    params = [tb.tensor(p, requires_grad=True) for p in init_params()]
+    W1, b1, W2, b2, W3, b3 = params
+    xt, yt = tb.from_numpy(x), tb.from_numpy(y)
+    opt = tb.optim.SGD(params, lr=LR, momentum=MOMENTUM)
+
+    def step():
+        opt.zero_grad()
+        h = F.relu(F.linear(xt, W1, b1))
+        h = F.relu(F.linear(h, W2, b2))
+        loss = F.cross_entropy(F.linear(h, W3, b3), yt)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def make_torch_step(x, y):
+    import torch
+    torch.set_num_threads(ARGS.threads)
+    params = [torch.tensor(p, requires_grad=True) for p in init_params()]
+    W1, b1, W2, b2, W3, b3 = params
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    opt = torch.optim.SGD(params, lr=LR, momentum=MOMENTUM)
+    TF = torch.nn.functional
+
+    def step():
+        opt.zero_grad()
+        h = TF.relu(TF.linear(xt, W1, b1))
+        h = TF.relu(TF.linear(h, W2, b2))
+        loss = TF.cross_entropy(TF.linear(h, W3, b3), yt)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def mlp(batch):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((batch, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], batch).astype(np.int64)
+    steps = {"numpy (hand-written)": make_numpy_step(x, y), "tensorbrain": make_tb_step(x, y)}
+    if not ARGS.no_torch:
+        try:
+            steps["torch"] = make_torch_step(x, y)
+        except ImportError:
+            pass
+    # Same starting point, same math: the first losses must agree (a correctness guard).
+    l_np, l_tb = float(steps["numpy (hand-written)"]()), float(steps["tensorbrain"]().item())
+    assert abs(l_np - l_tb) < 1e-4, (l_np, l_tb)
+    warm, per_block, blocks = (5, 10, 5) if ARGS.quick else (20, 30 if batch <= 64 else 10, 10)
+    for f in steps.values():
+        for _ in range(warm):
+            f()
+    times = {k: [] for k in steps}
+    for _ in range(blocks):  # interleaved blocks
+        for k, f in steps.items():
+            t0 = time.perf_counter()
+            for _ in range(per_block):
+                f()
+            times[k].append((time.perf_counter() - t0) / per_block)
+    base = float(np.median(times["numpy (hand-written)"]))
+    print(f"\n== MLP 784-512-512-10 step, B={batch} ({blocks}x{per_block} steps, median block) ==")
+    for k, ts in times.items():
+        t = float(np.median(ts))
+        print(f"{k:<24}{t * 1e3:>8.3f} ms   {t / base:>5.2f}x numpy")
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def main():
+    print("hardware:", hardware())
+    try:
+        import torch
+        print("torch:", torch.__version__ if not ARGS.no_torch else "skipped")
+    except ImportError:
+        print("torch: not installed")
+    dispatch()
+    for b in (int(v) for v in ARGS.batches.split(",")):
+        mlp(b)
+
+
+if __name__ == "__main__":
+    main()

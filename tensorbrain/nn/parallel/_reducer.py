@@ -1,0 +1,411 @@
+"""The gradient reducer behind DistributedDataParallel: buckets, hooks, overlap, write-back.
+
+How one iteration goes (PyTorch's ``reducer.cpp``, REFERENCE.md "PyTorch DDP"):
+
+1. ``prepare_for_backward`` (DDP's forward): reset the per-bucket counters; with
+   ``find_unused_parameters`` walk the graph from the outputs to find parameters that will get
+   no gradient.
+2. A post-accumulate-grad hook per parameter fires once its ``.grad`` is complete. The first one
+   queues ``_finalize`` for the end of backward and marks the unused parameters ready (zeros).
+   Each hook copies the gradient into its slot of the bucket's flat buffer, multiplying by
+   ``1/world_size`` in the same pass (no comm hook), or, with ``gradient_as_bucket_view``, finds
+   it already there. When the bucket's last gradient arrives, the bucket and every ready bucket
+   after it are launched -- strictly in bucket-index order on every rank, whatever order the
+   hooks fire in, because a different order across ranks would pair up different buckets.
+3. ``_finalize``: launch whatever is left (a parameter that got no gradient is reduced as zeros
+   first, so the other ranks never hang, then the error is raised), wait for all buckets in
+   order and copy the averages into ``.grad``.
+4. After the first synchronised iteration the buckets are rebuilt once, in the order the
+   gradients really arrived (rank 0's order, broadcast, so every rank agrees).
+"""
+from __future__ import annotations
+
+import time
+import weakref
+
+import numpy as np
+
+from ... import _xp
+from ...autograd import engine as _engine
+from ...autograd.graph import reachable_leaves
+from ...tensor import Tensor
+from ._future import Future
+
+__all__ = ["GradBucket", "Reducer", "compute_bucket_assignment_by_size"]
+
+MiB = 1 << 20
+
+
+def _device_key(array):
+    return ("cuda", array.device.id) if _xp.is_cupy_array(array) else ("cpu", None)
+
+
+def compute_bucket_assignment_by_size(params, order, size_limits):
+    """Group parameter indices into buckets.
+
+    ``order`` lists parameter indices in the order their gradients are expected (reverse
+    registration order at first, arrival order after the rebuild). Parameters are grouped by
+    (dtype, device); a bucket closes once it holds ``size_limits[k]`` bytes or more (the k-th
+    bucket of its group; the last limit repeats). Buckets come back sorted by the position of
+    their first parameter in ``order``, so bucket 0 is the one that fills first.
+
+    >>> import tensorbrain as tb
+    >>> ps = [tb.zeros(256), tb.zeros(256), tb.zeros(300)]   # 1 KiB, 1 KiB, 1.2 KiB
+    >>> compute_bucket_assignment_by_size(ps, [2, 1, 0], [1024, 2048])
+    [[2], [1, 0]]
+    """
+    closed, open_ = [], {}
+    for i in order:
+        a = params[i].data
+        key = (a.dtype.str, _device_key(a))
+        cur = open_.get(key)
+        if cur is None:
+            cur = open_[key] = [[], 0, 0]   # indices, bytes, how many buckets this key closed
+        cur[0].append(i)
+        cur[1] += a.nbytes
+        if cur[1] >= size_limits[min(cur[2], len(size_limits) - 1)]:
+            closed.append(cur[0])
+            open_[key] = [[], 0, cur[2] + 1]
+    closed.extend(c[0] for c in open_.values() if c[0])
+    pos = {i: k for k, i in enumerate(order)}
+    closed.sort(key=lambda b: pos[b[0]])
+    return closed
+
+
+class _Bucket:
+    __slots__ = ("index", "indices", "buffer", "views", "view_tensors", "pending", "nbytes")
+
+    def __init__(self, index, indices, params):
+        a0 = params[indices[0]].data
+        xp = _xp.get_array_module(a0)
+        sizes = [params[i].data.size for i in indices]
+        total = int(sum(sizes))
+        if xp is np:
+            flat = np.zeros(total, dtype=a0.dtype)
+        else:
+            with xp.cuda.Device(a0.device.id):
+                flat = xp.zeros(total, dtype=a0.dtype)
+        self.index = index
+        self.indices = list(indices)
+        self.buffer = Tensor._wrap(flat)
+        self.views, off = [], 0
+        for i, n in zip(indices, sizes):
+            self.views.append(flat[off:off + n].reshape(params[i].data.shape))
+            off += n
+        self.view_tensors = [Tensor._wrap(v) for v in self.views]
+        self.pending = len(indices)
+        self.nbytes = flat.nbytes
+
+
+class GradBucket:
+    """What a communication hook receives (``torch.distributed.GradBucket``).
+
+    ``buffer()`` is the flat gradient tensor (not yet divided by the world size when a hook is
+    registered); ``gradients()`` are per-parameter views into it; ``parameters()`` the matching
+    parameters; ``index()`` the bucket's position (0 reduces first); ``is_last()`` true for the
+    bucket reduced last.
+    """
+
+    __slots__ = ("_bucket", "_params", "_last")
+
+    def __init__(self, bucket, params, is_last):
+        self._bucket, self._params, self._last = bucket, params, is_last
+
+    def index(self) -> int:
+        return self._bucket.index
+
+    def buffer(self) -> Tensor:
+        return self._bucket.buffer
+
+    def gradients(self) -> list:
+        return list(self._bucket.view_tensors)
+
+    def parameters(self) -> list:
+        return [self._params[i] for i in self._bucket.indices]
+
+    def is_last(self) -> bool:
+        return self._last
+
+    def set_buffer(self, tensor) -> None:
+        """Replace the bucket's contents (copied into the existing buffer)."""
+        self._bucket.buffer.data[...] = tensor.data if isinstance(tensor, Tensor) else tensor
+
+    def __repr__(self):
+        return (f"GradBucket(index={self.index()}, numel={self._bucket.buffer.data.size}, "
+                f"dtype={self._bucket.buffer.dtype}, params={len(self._bucket.indices)})")
+
+
+class Reducer:
+    """Bucketed, overlapped gradient averaging for one DDP module (see the module docstring)."""
+
+    def __init__(self, params, names, dist, group, bucket_cap_bytes, first_bucket_bytes=MiB,
+                 find_unused_parameters=False, gradient_as_bucket_view=False, static_graph=False):
+        self.params, self.names = list(params), list(names)
+        self.dist, self.group = dist, group
+        self.size_limits = [int(first_bucket_bytes), int(bucket_cap_bytes)]
+        self.find_unused = bool(find_unused_parameters)
+        self.as_view = bool(gradient_as_bucket_view)
+        self.static_graph = bool(static_graph)
+        self.world_size = dist.get_world_size(group)
+        self.comm_hook = self.comm_hook_state = None
+        self.buckets: list[_Bucket] = []
+        self._loc: list[tuple[int, int]] = []
+        self._build(list(reversed(range(len(self.params)))))
+        # per-iteration state
+        self.expect_hooks = False       # a synchronised backward is expected (set by forward)
+        self._hooked = False            # the first hook of this backward has run
+        self._ready = [False] * len(self.params)
+        self._used = [False] * len(self.params)
+        self._next = 0                  # next bucket index to launch
+        self._works: list = []
+        self._unused: list[int] = []
+        self._static_unused = None      # static_graph: unused set learned in iteration 1
+        self._div = 1.0 / self.world_size
+        self._arrival: list[int] = []   # arrival order in the first synchronised backward
+        self._rebuilt = False
+        self.rebuild_pending = False
+        self.iterations = 0             # synchronised backward passes finished
+        self.timings = None             # set to a list to record (launch, start, done) per bucket
+        me = weakref.ref(self)
+        self._handles = [p.register_post_accumulate_grad_hook(
+            lambda _p, i=i: (r := me()) is not None and r._on_grad(i))
+            for i, p in enumerate(self.params)]
+
+    # ***** buckets *****
+    def _build(self, order):
+        assignment = compute_bucket_assignment_by_size(self.params, order, self.size_limits)
+        old_grads = [p.grad for p in self.params]
+        self.buckets = [_Bucket(k, idx, self.params) for k, idx in enumerate(assignment)]
+        self._loc = [None] * len(self.params)
+        for b in self.buckets:
+            for k, i in enumerate(b.indices):
+                self._loc[i] = (b.index, k)
+        if self.as_view:  # move live gradients into the new buckets so accumulation continues
+            for i, g in enumerate(old_grads):
+                if g is not None:
+                    b, k = self._loc[i]
+                    self.buckets[b].views[k][...] = g.data
+                    self.params[i].grad = self.buckets[b].view_tensors[k]
+
+    def bucket_indices(self):
+        """Parameter indices per bucket, bucket 0 first (for tests and logging)."""
+        return [list(b.indices) for b in self.buckets]
+
+    def rebuild_buckets(self, src_rank):
+        """Rebuild once in the real arrival order; rank ``src_rank``'s order is broadcast.
+
+        A collective: every rank calls it at the same point (DDP's forward after the first
+        synchronised iteration).
+        """
+        self.rebuild_pending = False
+        self._rebuilt = True
+        n = len(self.params)
+        seen = set(self._arrival)
+        order = list(self._arrival) + [i for i in reversed(range(n)) if i not in seen]
+        arr = np.asarray(order, dtype=np.int64)
+        if self.world_size > 1:
+            self.dist.broadcast(Tensor._wrap(arr), src=src_rank, group=self.group)
+        order = arr.tolist()
+        if sorted(order) != list(range(n)):
+            raise RuntimeError(f"DistributedDataParallel: the bucket order broadcast from rank "
+                               f"{src_rank} is not a permutation of this rank's {n} parameters")
+        new = compute_bucket_assignment_by_size(self.params, order, self.size_limits)
+        if new != self.bucket_indices():
+            self._build(order)
+
+    # ***** per iteration *****
+    def prepare_for_backward(self, outputs, div_factor=None):
+        """Called by DDP's forward when a synchronised backward will follow."""
+        if self._hooked and self.expect_hooks:
+            raise RuntimeError(
+                "DistributedDataParallel: the previous iteration's backward started reducing "
+                "gradients but never finished (its end-of-backward callback did not run). Make "
+                "sure every forward output that needs gradients goes through one backward() "
+                "before the next forward.")
+        self.expect_hooks = True
+        self._hooked = False
+        self._div = 1.0 / (div_factor or self.world_size)
+        n = len(self.params)
+        self._ready = [False] * n
+        self._used = [False] * n
+        self._next = 0
+        self._works = [None] * len(self.buckets)
+        for b in self.buckets:
+            b.pending = len(b.indices)
+        if self.find_unused or (self.static_graph and self._static_unused is None):
+            reach = {id(t) for t in reachable_leaves(_tensors_in(outputs))}
+            self._unused = [i for i, p in enumerate(self.params) if id(p) not in reach]
+            if self.static_graph and not self.find_unused:
+                self._static_unused = list(self._unused)
+        elif self.static_graph:
+            self._unused = self._static_unused
+        else:
+            self._unused = []
+
+    def _on_grad(self, i):
+        if not self.expect_hooks:
+            return  # no_sync(), eval forward, or a backward without a DDP forward: local only
+        if not self._hooked:
+            self._hooked = True
+            _engine.queue_callback(self._finalize)
+            for j in self._unused:
+                self._mark_ready(j, grad_arrived=False)
+        if self._ready[i]:
+            raise RuntimeError(
+                f"DistributedDataParallel: parameter '{self.names[i]}' received a gradient but "
+                f"was already marked ready in this iteration"
+                + (" (static_graph=True assumes the set of used parameters never changes; it "
+                   "was unused in the first iteration)" if self.static_graph else "")
+                + ". Each parameter can be reduced once per backward.")
+        self._used[i] = True
+        if not self._rebuilt:
+            self._arrival.append(i)
+        self._mark_ready(i, grad_arrived=True)
+
+    def _mark_ready(self, i, grad_arrived):
+        b_idx, k = self._loc[i]
+        bucket = self.buckets[b_idx]
+        view = bucket.views[k]
+        p = self.params[i]
+        g = p.grad
+        div = 1.0 if self.comm_hook is not None else self._div
+        if g is None:
+            view.fill(0)  # no gradient here: contribute zeros (PyTorch does the same)
+        elif self.as_view and g is bucket.view_tensors[k]:
+            if div != 1.0:
+                view *= div                       # already in the bucket: scale in place
+        else:
+            xp = _xp.get_array_module(view)
+            if g.data.shape != view.shape:
+                raise RuntimeError(f"DistributedDataParallel: the gradient of '{self.names[i]}' "
+                                   f"has shape {tuple(g.data.shape)}, the parameter "
+                                   f"{tuple(view.shape)}")
+            if div != 1.0:
+                xp.multiply(g.data, div, out=view)  # copy and average in one pass
+            else:
+                xp.copyto(view, g.data)
+            if self.as_view and grad_arrived:
+                p.grad = bucket.view_tensors[k]     # later accumulation goes into the bucket
+        self._ready[i] = True
+        bucket.pending -= 1
+        if bucket.pending == 0 and b_idx == self._next:
+            self._launch_ready()
+
+    def _launch_ready(self):
+        buckets = self.buckets
+        while self._next < len(buckets) and buckets[self._next].pending == 0:
+            b = buckets[self._next]
+            self._works[self._next] = self._launch(b)
+            self._next += 1
+
+    def _launch(self, bucket):
+        t0 = time.perf_counter() if self.timings is not None else None
+        if self.comm_hook is None:
+            work = self.dist.all_reduce(bucket.buffer, group=self.group, async_op=True)
+        else:
+            work = self.comm_hook(self.comm_hook_state,
+                                  GradBucket(bucket, self.params, bucket.index == len(self.buckets) - 1))
+            if work is None or not hasattr(work, "wait"):
+                raise TypeError(f"a DDP communication hook must return a Future (or a Work) "
+                                f"with wait(); {self.comm_hook!r} returned {type(work).__name__}")
+        if t0 is not None:
+            rec = [t0, None]
+            self.timings.append(rec)
+            if hasattr(work, "_on_done"):
+                work._on_done(lambda _w, rec=rec: rec.__setitem__(1, time.perf_counter()))
+        return work
+
+    def _finalize(self):
+        """End of backward: launch the rest, wait for every bucket, write the averages back."""
+        self.expect_hooks = False
+        t_end = time.perf_counter() if self.timings is not None else None
+        missing = [i for i, r in enumerate(self._ready) if not r]
+        for i in missing:     # reduce zeros for them first: the other ranks must not hang
+            self._mark_ready(i, grad_arrived=False)
+        used_work = used = None
+        if self.find_unused and self.world_size > 1:
+            used = np.asarray(self._used, dtype=np.int32)
+            used_work = self.dist.all_reduce(Tensor._wrap(used), group=self.group, async_op=True)
+        first_exc = None
+        for b, work in zip(self.buckets, self._works):
+            try:
+                result = work.wait()
+            except BaseException as exc:  # noqa: BLE001 - wait for the others, then raise
+                first_exc = first_exc or exc
+                continue
+            if isinstance(work, Future) and result is not None:
+                arr = result.data if isinstance(result, Tensor) else result
+                if arr is not b.buffer.data:
+                    b.buffer.data[...] = arr.reshape(b.buffer.data.shape)
+        if used_work is not None:
+            used_work.wait()
+        if t_end is not None:
+            self.timings.append(("backward_end", t_end, time.perf_counter()))
+        if first_exc is not None:
+            raise first_exc
+        if missing and not (self.find_unused or self.static_graph):
+            names = [self.names[i] for i in missing]
+            rank = self.dist.get_rank(self.group)
+            raise RuntimeError(
+                f"DistributedDataParallel: on rank {rank}, {len(names)} parameter(s) received no "
+                f"gradient in this iteration: {names}. They were not used to compute the loss. "
+                f"Pass find_unused_parameters=True to DistributedDataParallel (or make every "
+                f"parameter take part in the loss); their gradients were reduced as zeros so the "
+                f"other ranks did not hang.")
+        for i, p in enumerate(self.params):
+            b_idx, k = self._loc[i]
+            bucket = self.buckets[b_idx]
+            g = p.grad
+            if g is None:
+                # No gradient here. Used on another rank (find_unused_parameters): take the
+                # average; unused everywhere: leave .grad None, as PyTorch does.
+                if used is not None and used[i] > 0:
+                    p.grad = (bucket.view_tensors[k] if self.as_view
+                              else Tensor._wrap(bucket.views[k].copy()))
+            elif not (self.as_view and g is bucket.view_tensors[k]):
+                _xp.get_array_module(g.data).copyto(g.data, bucket.views[k])
+        self.iterations += 1
+        if not self._rebuilt and (self.static_graph or not self.find_unused):
+            self.rebuild_pending = True
+
+    # ***** join: stand-in for a rank that has run out of data *****
+    def shadow_backward(self):
+        """Run this rank's half of every bucket's reduction with zero gradients.
+
+        Called by :meth:`DistributedDataParallel.join` on a rank that has no more inputs while
+        others still train, so their all_reduces find a partner (``torch``'s Join hook).
+        """
+        works = []
+        for b in self.buckets:
+            b.buffer.data.fill(0)
+        for b in self.buckets:
+            works.append(self._launch(b))
+        used_work = None
+        if self.find_unused and self.world_size > 1:
+            used_work = self.dist.all_reduce(Tensor._wrap(np.zeros(len(self.params), np.int32)),
+                                             group=self.group, async_op=True)
+        for w in works:
+            w.wait()
+        if used_work is not None:
+            used_work.wait()
+
+    def remove_hooks(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
+def _tensors_in(obj):
+    """Every Tensor inside a (nested) output: tensors, lists, tuples, dicts, dataclass-likes."""
+    out, stack = [], [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            out.append(x)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif hasattr(x, "__dict__") and not isinstance(x, type):
+            stack.extend(v for v in vars(x).values() if isinstance(v, (Tensor, list, tuple, dict)))
+    return out

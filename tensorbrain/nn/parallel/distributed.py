@@ -1,0 +1,261 @@
+"""``DistributedDataParallel``: one model replica per process, gradients averaged during backward.
+
+>>> import tensorbrain as tb                                        # doctest: +SKIP
+>>> tb.distributed.init_process_group("tcp")                        # under tbrun  # doctest: +SKIP
+>>> model = tb.nn.parallel.DistributedDataParallel(tb.nn.Linear(4, 2))   # doctest: +SKIP
+>>> model(tb.randn(8, 4)).sum().backward()   # .grad now holds the average over all ranks  # doctest: +SKIP
+
+What happens, and why (PyTorch's design, REFERENCE.md "PyTorch DDP"):
+
+* Construction checks that every rank holds the same parameters (names, shapes, dtypes; the
+  error names the first difference and the rank), then broadcasts parameters and buffers from
+  rank 0 in a few large flat messages, so every replica starts identical.
+* Gradients are averaged in buckets (``_reducer.py``): each bucket's all_reduce starts as soon
+  as its last gradient is ready and runs while backward computes the earlier layers.
+* ``no_sync()`` skips the reduction (gradient accumulation); ``join()`` lets ranks with fewer
+  batches stand in for the collectives of the others; ``register_comm_hook`` replaces the
+  all_reduce (fp16/bf16 compression, PowerSGD: ``comm_hooks``).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from ... import _xp
+from ...autograd import grad_mode
+from ...tensor import Tensor
+from ..modules.module import Module
+from ._reducer import MiB, Reducer, _tensors_in
+
+__all__ = ["DistributedDataParallel"]
+
+#: PyTorch broadcasts module state in messages of at most 250 MiB (``_DEFAULT_BUCKET_CAP``...)
+BROADCAST_BUCKET_BYTES = 250 * MiB
+
+
+def _dist():
+    from ... import distributed
+    return distributed
+
+
+def _src_rank(dist, group):
+    """Global rank of the group's rank 0 (the broadcast source, as PyTorch's ``src=0``)."""
+    if group is None:
+        return 0
+    get = getattr(dist, "get_global_rank", None)
+    return get(group, 0) if get is not None else 0
+
+
+def broadcast_coalesced(dist, tensors, src, group, cap_bytes=BROADCAST_BUCKET_BYTES):
+    """Broadcast many tensors from ``src`` in few messages: pack by (dtype, device), up to
+    ``cap_bytes`` each, send, unpack in place. One message instead of one per tensor matters
+    on TCP, where each message pays ~200 us of latency (REFERENCE.md, Gloo)."""
+    groups: dict = {}
+    for t in tensors:
+        a = t.data
+        key = (a.dtype.str, ("cuda", a.device.id) if _xp.is_cupy_array(a) else ("cpu",))
+        chunks = groups.setdefault(key, [[]])
+        if chunks[-1] and sum(x.data.nbytes for x in chunks[-1]) + a.nbytes > cap_bytes:
+            chunks.append([])
+        chunks[-1].append(t)
+    for chunks in groups.values():
+        for chunk in chunks:
+            xp = _xp.get_array_module(chunk[0].data)
+            flat = xp.concatenate([t.data.reshape(-1) for t in chunk])
+            dist.broadcast(Tensor._wrap(flat), src=src, group=group)
+            off = 0
+            for t in chunk:
+                n = t.data.size
+                t.data[...] = flat[off:off + n].reshape(t.data.shape)
+                t._version[0] += 1
+                off += n
+
+
+class DistributedDataParallel(Module):
+    """Data parallelism across processes (``torch.nn.parallel.DistributedDataParallel``).
+
+    ``module``'s parameters are synchronised from rank 0 at construction; each backward averages
+    the gradients over the process group's ranks. ``device_ids`` (one CUDA device, or None for
+    CPU/the module's device) and ``output_device`` are accepted as in PyTorch; inputs are moved
+    to ``device_ids[0]`` when given. ``bucket_cap_mb`` (25) sets the bucket size after the
+    first, 1 MiB bucket. See ``docs/ddp.md``.
+    """
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0,
+                 broadcast_buffers=True, process_group=None, bucket_cap_mb=None,
+                 find_unused_parameters=False, check_reduction=False,
+                 gradient_as_bucket_view=False, static_graph=False):
+        super().__init__()
+        dist = _dist()
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError("DistributedDataParallel needs a process group: call "
+                               "tb.distributed.init_process_group(...) first (tbrun sets RANK, "
+                               "WORLD_SIZE, MASTER_ADDR and MASTER_PORT for env://)")
+        params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not params:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have "
+                               "any parameter that requires a gradient.")
+        devices = {p.device for _, p in module.named_parameters()}
+        if device_ids is not None:
+            if len(device_ids) != 1:
+                raise ValueError(f"device_ids can only be None or contain a single element "
+                                 f"(one device per process), got {device_ids}")
+            if any(d.type == "cpu" for d in devices):
+                raise ValueError(f"DistributedDataParallel device_ids and output_device arguments "
+                                 f"only work with single-device CUDA modules, but got "
+                                 f"device_ids {device_ids}, output_device {output_device}, and "
+                                 f"module parameters on {sorted(map(str, devices))}; pass "
+                                 f"device_ids=None for CPU modules")
+        self.module = module
+        self.device_ids = device_ids
+        self.output_device = output_device if output_device is not None else (
+            device_ids[0] if device_ids else None)
+        self.dim = dim
+        self.broadcast_buffers = bool(broadcast_buffers)
+        self.process_group = process_group
+        self.find_unused_parameters = bool(find_unused_parameters)
+        self.gradient_as_bucket_view = bool(gradient_as_bucket_view)
+        self.static_graph = bool(static_graph)
+        self.require_backward_grad_sync = True
+        self.require_forward_param_sync = True
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * MiB)
+        self._dist = dist
+        self._rank = dist.get_rank(process_group)
+        self._world_size = dist.get_world_size(process_group)
+        self._src = _src_rank(dist, process_group)
+        self._join = None  # the active join() context, if any
+        names = [n for n, _ in params]
+        self._verify_params_across_ranks(module)
+        self._buffers_list = [b for _, b in module.named_buffers()]
+        state = [p for _, p in module.named_parameters()] + self._buffers_list
+        if self._world_size > 1 and state:
+            with grad_mode.no_grad():
+                broadcast_coalesced(dist, state, self._src, process_group)
+        self.reducer = Reducer([p for _, p in params], names, dist, process_group,
+                               self.bucket_bytes_cap, MiB, find_unused_parameters,
+                               gradient_as_bucket_view, static_graph)
+
+    # ***** construction checks *****
+    def _verify_params_across_ranks(self, module):
+        dist = self._dist
+        mine = [[n, list(p.shape), str(p.dtype), bool(p.requires_grad)]
+                for n, p in module.named_parameters()]
+        if self._world_size == 1:
+            return
+        gathered = [None] * self._world_size
+        dist.all_gather_object(gathered, mine, group=self.process_group)
+        ref = [list(map(_as_list, e)) for e in gathered[0]]
+        for r, theirs in enumerate(gathered):
+            theirs = [list(map(_as_list, e)) for e in theirs]
+            if theirs == ref:
+                continue
+            if len(theirs) != len(ref):
+                only0 = sorted({e[0] for e in ref} - {e[0] for e in theirs})
+                onlyr = sorted({e[0] for e in theirs} - {e[0] for e in ref})
+                raise RuntimeError(
+                    f"DistributedDataParallel: rank {r} has {len(theirs)} parameters but rank 0 "
+                    f"has {len(ref)} (only on rank 0: {only0}; only on rank {r}: {onlyr}). Every "
+                    f"rank must build the same model.")
+            for a, b in zip(ref, theirs):
+                if a != b:
+                    what = ("name" if a[0] != b[0] else "shape" if a[1] != b[1] else
+                            "dtype" if a[2] != b[2] else "requires_grad")
+                    raise RuntimeError(
+                        f"DistributedDataParallel: parameter '{a[0]}' differs in {what} between "
+                        f"rank 0 ({a[0]}, shape {tuple(a[1])}, {a[2]}, requires_grad={a[3]}) and "
+                        f"rank {r} ({b[0]}, shape {tuple(b[1])}, {b[2]}, requires_grad={b[3]}). "
+                        f"Every rank must build the same model.")
+
+    # ***** forward *****
+    def forward(self, *inputs, **kwargs):
+        grad_on = grad_mode.is_grad_enabled()
+        sync = grad_on and self.require_backward_grad_sync
+        div = None
+        if self._join is not None and grad_on and self.module.training:
+            div = self._join._notify(active=True, sync=sync)
+        if grad_on and self.reducer.rebuild_pending:
+            self.reducer.rebuild_buckets(self._join._authority if self._join else self._src)
+        if self._will_sync_buffers():
+            self._sync_buffers(self._join._authority if self._join else self._src)
+        if self.device_ids:
+            inputs, kwargs = _move_to(inputs, self.device_ids[0]), _move_to(kwargs, self.device_ids[0])
+        out = self.module(*inputs, **kwargs)
+        if sync:
+            self.reducer.prepare_for_backward(
+                out if (self.find_unused_parameters or self.static_graph) else None, div)
+        return out
+
+    def _will_sync_buffers(self):
+        return (self.broadcast_buffers and self.require_forward_param_sync
+                and self._world_size > 1 and bool(self._buffers_list))
+
+    def _sync_buffers(self, src):
+        with grad_mode.no_grad():
+            broadcast_coalesced(self._dist, self._buffers_list, src, self.process_group)
+
+    # ***** contexts *****
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Accumulate gradients locally: backward passes of forwards run inside this context do
+        not communicate; the first backward after it averages the accumulated sum.
+
+        >>> with ddp.no_sync():               # doctest: +SKIP
+        ...     ddp(x1).sum().backward()      # local only
+        >>> ddp(x2).sum().backward()          # averages grad(x1) + grad(x2) over ranks  # doctest: +SKIP
+        """
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
+
+    def join(self, divide_by_initial_world_size=True, enable=True,
+             throw_on_early_termination=False):
+        """Context manager for uneven inputs: a rank that leaves the loop early keeps answering
+        the others' collectives with zeros until every rank is done (PyTorch's ``Join``)."""
+        from ._join import _JoinContext
+        return _JoinContext(self, divide_by_initial_world_size, enable, throw_on_early_termination)
+
+    # ***** communication hooks *****
+    def register_comm_hook(self, state, hook):
+        """Replace the bucket all_reduce by ``hook(state, bucket) -> Future``.
+
+        ``bucket`` is a :class:`GradBucket`; the returned Future (or Work) must finish with the
+        reduced flat buffer (or None after reducing ``bucket.buffer()`` in place). With a hook
+        the gradients are *not* pre-divided by the world size: the hook averages. Register once,
+        before the first backward.
+        """
+        if self.reducer.comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
+                               "called once.")
+        if self.reducer.iterations > 0:
+            raise RuntimeError("register_comm_hook must be called before the first backward")
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        self.reducer.comm_hook, self.reducer.comm_hook_state = hook, state
+
+    def _get_bucket_indices(self):
+        return self.reducer.bucket_indices()
+
+    def __del__(self):
+        reducer = self.__dict__.get("reducer")
+        if reducer is not None:
+            reducer.remove_hooks()
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, tuple) else x
+
+
+def _move_to(obj, dev):
+    if isinstance(obj, Tensor):
+        return obj.to(dev)
+    if isinstance(obj, tuple):
+        return tuple(_move_to(x, dev) for x in obj)
+    if isinstance(obj, list):
+        return [_move_to(x, dev) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _move_to(v, dev) for k, v in obj.items()}
+    return obj

@@ -101,3 +101,34 @@ for _name, _mod in (("mpi", "tensorbrain.distributed.backends.mpi"),
                      devices=("cpu",) if _name == "mpi" else ("cuda",),
                      available=f"{_mod}:is_available")
 del _name, _mod
+
+
+# ***** hooks for backends that bring their own launcher (issue 6: mpi) *****
+# The mpi backend takes rank and size from MPI_COMM_WORLD (mpiexec), so it needs no store or
+# master address, and it maps new_group to an MPI communicator over the group's *global* ranks.
+# distributed_c10d can use two hooks for that: launcher_world(name) before any rendezvous (a
+# (rank, size) means "no store needed"), and create_backend(..., global_ranks=...) which passes
+# the global ranks to factories that take them. Without these hooks the mpi backend still works
+# through a store (env:// under mpiexec: rank and size from PMI_RANK/PMI_SIZE).
+_LAUNCHER_WORLD = {"mpi": "tensorbrain.distributed.backends.mpi:world_rank_size"}
+
+
+def launcher_world(name: str):
+    """``(rank, world_size)`` from the backend's own launcher, or None for store-based ones."""
+    ref = _LAUNCHER_WORLD.get(canonical_name(name))
+    return None if ref is None else _resolve(ref)()
+
+
+def create_backend(name: str, store, rank: int, size: int, timeout: float, group_name: str,
+                   global_ranks=None):
+    """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter."""
+    import inspect
+    factory = get_factory(name)
+    if global_ranks is not None:
+        try:
+            takes = "global_ranks" in inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if takes:
+            return factory(store, rank, size, timeout, group_name, global_ranks=list(global_ranks))
+    return factory(store, rank, size, timeout, group_name)

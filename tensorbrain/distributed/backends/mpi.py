@@ -191,7 +191,9 @@ class MPIBackend(base.Backend):
         MPI = self._MPI = _mpi()
         super().__init__(store, rank, size, timeout, group_name)
         world = MPI.COMM_WORLD
-        self.global_ranks = list(range(world.Get_size())) if global_ranks is None else list(global_ranks)
+        if global_ranks is None:
+            global_ranks = self._members_through_store(store, world, size)
+        self.global_ranks = list(global_ranks)
         self._level = MPI.Query_thread()
         # SERIALIZED: one MPI call at a time from any thread; FUNNELED/SINGLE: main thread only.
         self._guard = threading.Lock() if self._level == MPI.THREAD_SERIALIZED else nullcontext()
@@ -214,6 +216,18 @@ class MPIBackend(base.Backend):
                 "under mpiexec let init_process_group('mpi') take rank and size from MPI")
         if world.Get_size() > 1:
             _install_abort_hook(MPI)
+
+    def _members_through_store(self, store, world, size: int) -> list:
+        """The MPI world ranks of this group's members, when the process-group layer did not
+        pass them: each member publishes its own under the group's (private) store."""
+        if size == world.Get_size():
+            return list(range(size))
+        if store is None:
+            raise DistBackendError(
+                f"group {self.group_name!r} has {size} of the {world.Get_size()} MPI ranks but "
+                "neither its global ranks nor a store were given; create it with new_group()")
+        store.set(f"mpi/member/{self.rank}", str(world.Get_rank()).encode())
+        return [int(store.get(f"mpi/member/{r}")) for r in range(size)]
 
     # ***** plumbing *****
     def _check_thread(self) -> None:

@@ -1,1 +1,52 @@
-"""tensorbrain.distributed (placeholder; the process-group API is added by its own change)."""
+"""``tb.distributed``: process groups, collectives, stores and rendezvous, as ``torch.distributed``.
+
+Run the same script as 1 process, as N processes on one machine (``tbrun --nproc_per_node N``)
+or on several machines; see ``docs/distributed.md``.
+
+>>> import tensorbrain as tb
+>>> import tensorbrain.distributed as dist
+>>> dist.is_available(), dist.is_initialized()
+(True, False)
+"""
+from ._env import get_local_rank, get_local_world_size, get_node_rank
+from ._work import Work
+from .distributed_c10d import (Backend, GroupMember, P2POp, ProcessGroup, ReduceOp,
+                               all_gather, all_gather_into_tensor, all_gather_object, all_reduce,
+                               all_reduce_coalesced, all_to_all, all_to_all_single, barrier,
+                               batch_isend_irecv, broadcast, broadcast_object_list,
+                               default_pg_timeout, destroy_process_group, gather, gather_object,
+                               get_backend, get_global_rank, get_group_rank,
+                               get_process_group_ranks, get_rank, get_world_size, group,
+                               init_process_group, irecv, is_available, is_backend_available,
+                               is_gloo_available, is_initialized, is_mpi_available,
+                               is_nccl_available, is_tcp_available, isend, monitored_barrier,
+                               new_group, recv, reduce, reduce_scatter, reduce_scatter_tensor,
+                               scatter, scatter_object_list, send)
+from .errors import (DistBackendError, DistError, DistNetworkError, DistStoreError,
+                     DistTimeoutError)
+from .store import FileStore, HashStore, PrefixStore, Store, TCPStore
+
+
+def __getattr__(name):
+    # rendezvous lives in its own module (added with the launcher); import it on first use
+    if name == "rendezvous":
+        from .rendezvous import rendezvous
+        return rendezvous
+    raise AttributeError(f"module 'tensorbrain.distributed' has no attribute {name!r}")
+
+
+__all__ = [
+    "Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError",
+    "DistTimeoutError", "FileStore", "GroupMember", "HashStore", "P2POp", "PrefixStore",
+    "ProcessGroup", "ReduceOp", "Store", "TCPStore", "Work", "all_gather",
+    "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_reduce_coalesced",
+    "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
+    "broadcast_object_list", "default_pg_timeout", "destroy_process_group", "gather",
+    "gather_object", "get_backend", "get_global_rank", "get_group_rank", "get_local_rank",
+    "get_local_world_size", "get_node_rank", "get_process_group_ranks", "get_rank",
+    "get_world_size", "group", "init_process_group", "irecv", "is_available",
+    "is_backend_available", "is_gloo_available", "is_initialized", "is_mpi_available",
+    "is_nccl_available", "is_tcp_available", "isend", "monitored_barrier", "new_group", "recv",
+    "reduce", "reduce_scatter", "reduce_scatter_tensor", "rendezvous", "scatter",
+    "scatter_object_list", "send",
+]

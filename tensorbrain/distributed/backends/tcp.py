@@ -853,6 +853,32 @@ class TCPBackend(Backend):
         E.run()
         return src
 
+    def batch_p2p(self, ops, *, async_op=True):
+        """Sends and receives ``[(kind, array, peer, tag)]`` progressed together in one run (an
+        exchange of any size cannot deadlock on full socket buffers)."""
+        prepared, staged = [], []
+        for kind, arr, peer, tag in ops:
+            if kind == "send":
+                prepared.append((kind, stage_in(arr).reshape(-1), peer, tag))
+            else:
+                host, fin = stage(arr, copy_in=False)
+                staged.append((host, fin))
+                prepared.append((kind, host.reshape(-1), peer, tag))
+
+        def body():
+            E = self._engine
+            for kind, flat, peer, tag in prepared:
+                conn, dc = self.conns[peer], W.dtype_code(flat.dtype)
+                if kind == "send":
+                    conn.p2p_sent += 1
+                    E.send(conn, K["p2p"], dc, flat.nbytes, W.as_bytes(flat), tag=tag,
+                           seq=conn.p2p_sent)
+                else:
+                    E.recv(conn, K["p2p"], dc, -1, W.as_bytes(flat), tag=tag, seq=-1)
+            E.run()
+        return self._submit("batch_isend_irecv", body, async_op, _finisher(staged),
+                            collective=False)
+
     def _wait_any_p2p(self, peers, tag):
         """recv(src=None): the first peer whose next frame is a p2p frame with ``tag``."""
         import select

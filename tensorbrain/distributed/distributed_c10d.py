@@ -1,0 +1,782 @@
+"""Process groups and collectives on Tensors, with ``torch.distributed``'s names and semantics.
+
+This layer checks arguments (types, sizes, ranks) and turns Tensors into their arrays; the bytes
+are moved by a backend (``tensorbrain/distributed/backends``). Ranks given to collectives
+(``src``, ``dst``, ``group_dst``...) are *global* ranks, as in torch.
+
+>>> import tensorbrain as tb
+>>> import tensorbrain.distributed as dist
+>>> dist.init_process_group("tcp", store=dist.HashStore(), rank=0, world_size=1)
+>>> t = tb.tensor([1.0, 2.0])
+>>> dist.all_reduce(t, op=dist.ReduceOp.SUM)
+>>> t.tolist(), dist.get_rank(), dist.get_world_size(), dist.get_backend()
+([1.0, 2.0], 0, 1, 'tcp')
+>>> dist.destroy_process_group()
+"""
+from __future__ import annotations
+
+import enum
+import threading
+from datetime import timedelta
+
+import numpy as np
+
+from . import _codec, _work, backends
+from .errors import DistError
+
+# ***** public names *****
+
+
+class ReduceOp(enum.Enum):
+    """Reduction operations (``dist.ReduceOp.SUM`` ...); strings like "sum" are accepted too."""
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "prod"
+    MIN = "min"
+    MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+
+
+class Backend:
+    """Backend names, as ``torch.distributed.Backend`` (``Backend.GLOO == "gloo"``)."""
+    TCP = "tcp"
+    GLOO = "gloo"
+    MPI = "mpi"
+    NCCL = "nccl"
+    UNDEFINED = "undefined"
+
+    @staticmethod
+    def register_backend(name, func, devices=("cpu",), extended_api=False):
+        """Register ``func(store, rank, size, timeout_seconds, group_name)`` as backend ``name``."""
+        backends.register_backend(name, func, devices)
+
+
+default_pg_timeout = timedelta(minutes=30)
+
+
+class ProcessGroup:
+    """A group of ranks with its backend. ``rank()``/``size()`` are within the group."""
+
+    def __init__(self, name, ranks, group_rank, backend, backend_name, timeout):
+        self.group_name, self.ranks = name, list(ranks)
+        self._rank, self.backend, self.backend_name = group_rank, backend, backend_name
+        self.timeout = timeout
+
+    def rank(self) -> int:
+        return self._rank
+
+    def size(self) -> int:
+        return len(self.ranks)
+
+    def group_rank_of(self, global_rank: int, what: str) -> int:
+        if not isinstance(global_rank, (int, np.integer)) or isinstance(global_rank, bool):
+            raise TypeError(f"{what} must be an int rank, got {type(global_rank).__name__}")
+        try:
+            return self.ranks.index(int(global_rank))
+        except ValueError:
+            world = _world().default.size()
+            if not 0 <= global_rank < world:
+                raise ValueError(f"{what}={global_rank} is out of range: ranks are 0..{world - 1}"
+                                 ) from None
+            raise ValueError(f"{what}={global_rank} is not a member of group "
+                             f"{self.group_name!r} (ranks {self.ranks})") from None
+
+    def __repr__(self) -> str:
+        return (f"ProcessGroup({self.group_name!r}, backend={self.backend_name}, ranks={self.ranks}, "
+                f"rank={self._rank})")
+
+
+class _NonMember:
+    def __repr__(self):
+        return "GroupMember.NON_GROUP_MEMBER"
+
+
+class GroupMember:
+    WORLD = None                    # "the default group"
+    NON_GROUP_MEMBER = _NonMember()  # new_group() on a rank outside ``ranks``
+
+
+class group:  # noqa: N801 - torch spells it this way
+    WORLD = None
+
+
+class _World:
+    def __init__(self):
+        self.default: ProcessGroup | None = None
+        self.store = None
+        self.prefix = ""
+        self.groups: dict = {}
+        self.group_count = 0
+        self.global_rank = -1
+        self.lock = threading.Lock()
+
+
+_WORLD = _World()
+_INIT_COUNT = [0]   # re-inits in this process get fresh store keys
+
+
+def _world() -> _World:
+    return _WORLD
+
+
+# ***** availability *****
+def is_available() -> bool:
+    """The distributed package is always built (the tcp backend needs only the stdlib)."""
+    return True
+
+
+def is_tcp_available() -> bool:
+    return True
+
+
+is_gloo_available = is_tcp_available
+
+
+def is_mpi_available() -> bool:
+    """Whether mpi4py and an MPI library can be loaded (asked lazily, nothing imported before)."""
+    return backends.is_backend_available("mpi")
+
+
+def is_nccl_available() -> bool:
+    return backends.is_backend_available("nccl")
+
+
+def is_initialized() -> bool:
+    return _WORLD.default is not None
+
+
+def is_backend_available(backend: str) -> bool:
+    return backends.is_backend_available(backend)
+
+
+# ***** init / destroy *****
+def _seconds(timeout) -> float:
+    if timeout is None:
+        return default_pg_timeout.total_seconds()
+    if isinstance(timeout, timedelta):
+        return timeout.total_seconds()
+    return float(timeout)
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
+                       store=None, group_name="", pg_options=None, device_id=None):
+    """Join the default process group (collective: every rank calls it).
+
+    ``init_method``: ``env://`` (default; RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT or the
+    variables of Slurm / Open MPI / MPICH), ``tcp://host:port``, ``file:///path``; or pass an
+    explicit ``store`` with ``rank`` and ``world_size``. ``backend``: "tcp" (alias "gloo"),
+    "mpi", "nccl", or None (nccl for CUDA ``device_id``, tcp otherwise).
+    """
+    with _WORLD.lock:
+        if _WORLD.default is not None:
+            raise DistError("init_process_group: the default process group is already "
+                            "initialized (trying to initialize it twice); call "
+                            "destroy_process_group() first")
+    dev_type = "cpu"
+    if device_id is not None:
+        dev_type = getattr(device_id, "type", str(device_id).split(":")[0])
+    requested = backends.default_backend(dev_type) if backend is None else str(backend).lower()
+    if isinstance(backend, str) and ":" in backend:  # torch's "cpu:gloo,cuda:nccl"
+        parts = dict(p.split(":", 1) for p in backend.split(","))
+        requested = parts.get(dev_type, next(iter(parts.values()))).lower()
+    name = backends.canonical_name(requested)  # unknown backend -> ValueError listing the known
+    timeout_s = _seconds(timeout)
+    if store is None:
+        if init_method is None:
+            init_method = "env://"
+        from .rendezvous import rendezvous
+        store, rank, world_size = next(rendezvous(init_method, rank, world_size,
+                                                  timeout=timedelta(seconds=timeout_s)))
+    else:
+        if init_method is not None:
+            raise ValueError("init_process_group: pass either init_method or store, not both")
+        if rank is None or world_size is None or rank < 0 or world_size < 1:
+            raise ValueError(f"init_process_group with an explicit store needs rank >= 0 and "
+                             f"world_size >= 1, got rank={rank}, world_size={world_size}")
+    _check_rank(rank, world_size)
+    _INIT_COUNT[0] += 1
+    from .store import PrefixStore
+    prefix = f"tb_pg{_INIT_COUNT[0]}"
+    _check_world_size(PrefixStore(prefix, store), rank, world_size, timeout_s)
+    factory = backends.get_factory(name)
+    be = factory(PrefixStore(f"{prefix}/default", store), rank, world_size, timeout_s, "default")
+    pg = ProcessGroup("default", range(world_size), rank, be, requested, timeout_s)
+    with _WORLD.lock:
+        _WORLD.default, _WORLD.store, _WORLD.prefix = pg, store, prefix
+        _WORLD.groups = {"default": pg}
+        _WORLD.group_count = 0
+        _WORLD.global_rank = rank
+
+
+def _check_rank(rank, world_size) -> None:
+    if not isinstance(rank, (int, np.integer)) or not isinstance(world_size, (int, np.integer)):
+        raise TypeError(f"rank and world_size must be ints, got {rank!r} and {world_size!r}")
+    if world_size < 1:
+        raise ValueError(f"world_size must be >= 1, got {world_size}")
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is out of range for world_size {world_size} "
+                         f"(ranks are 0..{world_size - 1}); check RANK/WORLD_SIZE")
+
+
+def _check_world_size(store, rank, world_size, timeout_s) -> None:
+    """Every rank must agree on world_size: compare with rank 0's (rank 0 checks everyone)."""
+    if world_size == 1:
+        return
+    store.set(f"ws/{rank}", str(world_size).encode())
+    keys = [f"ws/{j}" for j in range(world_size)] if rank == 0 else ["ws/0"]
+    try:
+        store.wait(keys, timedelta(seconds=timeout_s))
+    except Exception as exc:  # noqa: BLE001
+        from .errors import DistTimeoutError
+        missing = [k.split("/")[1] for k in keys if not _safe_check(store, k)]
+        raise DistTimeoutError(
+            f"init_process_group: rank(s) {', '.join(missing) or '?'} of world_size "
+            f"{world_size} did not join within {timeout_s:g} s ({exc})") from None
+    for k in keys:
+        theirs = int(store.get(k))
+        if theirs != world_size:
+            who = k.split("/")[1]
+            raise ValueError(f"init_process_group: inconsistent world_size: rank {rank} was "
+                             f"started with world_size={world_size} but rank {who} with "
+                             f"{theirs}; every rank must use the same WORLD_SIZE")
+
+
+def _safe_check(store, key) -> bool:
+    try:
+        return store.check([key])
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def destroy_process_group(group=None) -> None:
+    """Shut down ``group`` (default: every group, and leave the default group)."""
+    with _WORLD.lock:
+        if group is None or group is GroupMember.WORLD or group is _WORLD.default:
+            pgs = list(_WORLD.groups.values())
+            _WORLD.default, _WORLD.store, _WORLD.groups = None, None, {}
+        elif group is GroupMember.NON_GROUP_MEMBER:
+            return
+        else:
+            pgs = [_WORLD.groups.pop(group.group_name, group)]
+    for pg in pgs:
+        try:
+            pg.backend.shutdown()
+        except Exception:  # noqa: BLE001 - teardown of a failed group must not mask the error
+            pg.backend.abort()
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
+              use_local_synchronization=False, group_desc=None):
+    """A group of ``ranks`` (global ranks; default all). Every rank of the default group must
+    call it, in the same order, as in torch; ranks outside get ``GroupMember.NON_GROUP_MEMBER``.
+    Each group has its own connections, so groups (overlapping ones included) never mix messages.
+    """
+    default = _default("new_group")
+    world = default.size()
+    ranks = list(range(world)) if ranks is None else sorted(int(r) for r in ranks)
+    for r in ranks:
+        if not 0 <= r < world:
+            raise ValueError(f"new_group: rank {r} is out of range 0..{world - 1}")
+    if len(set(ranks)) != len(ranks) or not ranks:
+        raise ValueError(f"new_group: ranks must be distinct and non-empty, got {ranks}")
+    with _WORLD.lock:
+        _WORLD.group_count += 1
+        name = str(_WORLD.group_count)
+    if _WORLD.global_rank not in ranks:
+        return GroupMember.NON_GROUP_MEMBER
+    requested = default.backend_name if backend is None else str(backend).lower()
+    bname = backends.canonical_name(requested)
+    timeout_s = default.timeout if timeout is None else _seconds(timeout)
+    from .store import PrefixStore
+    store = PrefixStore(f"{_WORLD.prefix}/group{name}", _WORLD.store)
+    group_rank = ranks.index(_WORLD.global_rank)
+    be = backends.get_factory(bname)(store, group_rank, len(ranks), timeout_s, name)
+    pg = ProcessGroup(name, ranks, group_rank, be, requested, timeout_s)
+    with _WORLD.lock:
+        _WORLD.groups[name] = pg
+    return pg
+
+
+def _default(what: str) -> ProcessGroup:
+    pg = _WORLD.default
+    if pg is None:
+        raise DistError(f"{what}: the default process group is not initialized; call "
+                        f"tb.distributed.init_process_group(...) first")
+    return pg
+
+
+def _pg(group, what: str):
+    """The ProcessGroup to use, or None when this rank is not a member of ``group``."""
+    default = _default(what)
+    if group is None or group is GroupMember.WORLD:
+        return default
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return None
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"{what}: group must be a ProcessGroup from new_group(), got "
+                        f"{type(group).__name__}")
+    return group
+
+
+def get_rank(group=None) -> int:
+    """This process's rank in ``group`` (-1 if not a member)."""
+    pg = _pg(group, "get_rank")
+    return -1 if pg is None else pg.rank()
+
+
+def get_world_size(group=None) -> int:
+    pg = _pg(group, "get_world_size")
+    return -1 if pg is None else pg.size()
+
+
+def get_backend(group=None) -> str:
+    pg = _pg(group, "get_backend")
+    if pg is None:
+        raise ValueError("get_backend: this rank is not a member of the group")
+    return pg.backend_name
+
+
+def get_process_group_ranks(group) -> list:
+    pg = _pg(group, "get_process_group_ranks")
+    return [] if pg is None else list(pg.ranks)
+
+
+def get_global_rank(group, group_rank: int) -> int:
+    return _pg(group, "get_global_rank").ranks[group_rank]
+
+
+def get_group_rank(group, global_rank: int) -> int:
+    return _pg(group, "get_group_rank").group_rank_of(global_rank, "global_rank")
+
+
+# ***** argument helpers *****
+def _arr(t, what: str):
+    from ..tensor import Tensor
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{what} must be a tensorbrain Tensor, got {type(t).__name__}")
+    return t.data
+
+
+def _arrs(ts, what: str, n: int | None = None) -> list:
+    if not isinstance(ts, (list, tuple)):
+        raise TypeError(f"{what} must be a list of Tensors, got {type(ts).__name__}")
+    if n is not None and len(ts) != n:
+        raise ValueError(f"{what} must hold world_size={n} tensors, got {len(ts)}")
+    return [_arr(t, f"{what}[{i}]") for i, t in enumerate(ts)]
+
+
+def _op(op) -> str:
+    if isinstance(op, ReduceOp):
+        return op.value
+    name = str(op).lower().split(".")[-1]
+    aliases = {"product": "prod", "sum": "sum", "avg": "avg", "mean": "avg"}
+    name = aliases.get(name, name)
+    if name not in {o.value for o in ReduceOp}:
+        raise ValueError(f"unknown reduce op {op!r}: use tb.distributed.ReduceOp.SUM, AVG, "
+                         f"PRODUCT, MIN, MAX, BAND, BOR or BXOR")
+    return name
+
+
+def _same(a, b, what: str) -> None:
+    if a.dtype != b.dtype:
+        raise TypeError(f"{what}: dtype mismatch ({a.dtype} vs {b.dtype})")
+
+
+def _ret(work, async_op):
+    return work if async_op else None
+
+
+# ***** collectives *****
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` across the group, in place on every rank."""
+    pg = _pg(group, "all_reduce")
+    if pg is None:
+        return None
+    return _ret(pg.backend.allreduce([_arr(tensor, "all_reduce: tensor")], _op(op),
+                                     async_op=async_op), async_op)
+
+
+def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
+    pg = _pg(group, "all_reduce_coalesced")
+    if pg is None:
+        return None
+    return _ret(pg.backend.allreduce(_arrs(tensors, "all_reduce_coalesced: tensors"), _op(op),
+                                     async_op=async_op), async_op)
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    """Copy ``src``'s tensor into every rank's ``tensor``."""
+    pg = _pg(group, "broadcast")
+    if pg is None:
+        return None
+    root = _root(pg, src, group_src, "src")
+    return _ret(pg.backend.broadcast(_arr(tensor, "broadcast: tensor"), root, async_op=async_op),
+                async_op)
+
+
+def _root(pg, global_rank, group_rank, what) -> int:
+    if group_rank is not None:
+        if not 0 <= group_rank < pg.size():
+            raise ValueError(f"group_{what}={group_rank} is out of range 0..{pg.size() - 1}")
+        return int(group_rank)
+    if global_rank is None:
+        global_rank = 0
+    return pg.group_rank_of(global_rank, what)
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    """Reduce into ``dst``'s tensor; other ranks' tensors are unchanged."""
+    pg = _pg(group, "reduce")
+    if pg is None:
+        return None
+    root = _root(pg, dst, group_dst, "dst")
+    return _ret(pg.backend.reduce(_arr(tensor, "reduce: tensor"), root, _op(op),
+                                  async_op=async_op), async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """``tensor_list[j]`` = rank j's ``tensor``."""
+    pg = _pg(group, "all_gather")
+    if pg is None:
+        return None
+    outs = _arrs(tensor_list, "all_gather: tensor_list", pg.size())
+    src = _arr(tensor, "all_gather: tensor")
+    for i, o in enumerate(outs):
+        if o.size != src.size:
+            raise ValueError(f"all_gather: tensor_list[{i}] has shape {o.shape}, the input "
+                             f"{src.shape}; all must match")
+        _same(o, src, "all_gather")
+    return _ret(pg.backend.allgather(outs, src, async_op=async_op), async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """``output_tensor`` (world_size x input along dim 0, or flat) = inputs in rank order."""
+    pg = _pg(group, "all_gather_into_tensor")
+    if pg is None:
+        return None
+    out, src = _arr(output_tensor, "output_tensor"), _arr(input_tensor, "input_tensor")
+    if out.size != src.size * pg.size():
+        raise ValueError(f"all_gather_into_tensor: output has {out.size} elements, expected "
+                         f"world_size x input = {pg.size()} x {src.size}")
+    _same(out, src, "all_gather_into_tensor")
+    return _ret(pg.backend.allgather_into(out, src, async_op=async_op), async_op)
+
+
+_all_gather_base = all_gather_into_tensor
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """On ``dst``, ``gather_list[j]`` = rank j's ``tensor``."""
+    pg = _pg(group, "gather")
+    if pg is None:
+        return None
+    root = _root(pg, dst, group_dst, "dst")
+    src = _arr(tensor, "gather: tensor")
+    outs = None
+    if pg.rank() == root:
+        outs = _arrs(gather_list, "gather: gather_list", pg.size())
+        for i, o in enumerate(outs):
+            if o.size != src.size:
+                raise ValueError(f"gather: gather_list[{i}] has shape {o.shape}, the input "
+                                 f"{src.shape}")
+            _same(o, src, "gather")
+    elif gather_list:
+        raise ValueError("gather: gather_list must be None or empty on non-destination ranks")
+    return _ret(pg.backend.gather(outs, src, root, async_op=async_op), async_op)
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """``tensor`` = ``src``'s ``scatter_list[rank]``."""
+    pg = _pg(group, "scatter")
+    if pg is None:
+        return None
+    root = _root(pg, src, group_src, "src")
+    out = _arr(tensor, "scatter: tensor")
+    ins = None
+    if pg.rank() == root:
+        ins = _arrs(scatter_list, "scatter: scatter_list", pg.size())
+        for i, x in enumerate(ins):
+            if x.size != out.size:
+                raise ValueError(f"scatter: scatter_list[{i}] has shape {x.shape}, the output "
+                                 f"{out.shape}")
+            _same(x, out, "scatter")
+    elif scatter_list:
+        raise ValueError("scatter: scatter_list must be None or empty on non-source ranks")
+    return _ret(pg.backend.scatter(out, ins, root, async_op=async_op), async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """``output`` = reduction over ranks of their ``input_list[rank]``."""
+    pg = _pg(group, "reduce_scatter")
+    if pg is None:
+        return None
+    out = _arr(output, "reduce_scatter: output")
+    ins = _arrs(input_list, "reduce_scatter: input_list", pg.size())
+    for i, x in enumerate(ins):
+        if x.size != out.size:
+            raise ValueError(f"reduce_scatter: input_list[{i}] has shape {x.shape}, the output "
+                             f"{out.shape}")
+        _same(x, out, "reduce_scatter")
+    return _ret(pg.backend.reduce_scatter(out, ins, _op(op), async_op=async_op), async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """``output`` = reduction of block ``rank`` of ``input`` (world_size x output elements)."""
+    pg = _pg(group, "reduce_scatter_tensor")
+    if pg is None:
+        return None
+    out, src = _arr(output, "output"), _arr(input, "input")
+    if src.size != out.size * pg.size():
+        raise ValueError(f"reduce_scatter_tensor: input has {src.size} elements, expected "
+                         f"world_size x output = {pg.size()} x {out.size}")
+    _same(out, src, "reduce_scatter_tensor")
+    return _ret(pg.backend.reduce_scatter_into(out, src, _op(op), async_op=async_op), async_op)
+
+
+_reduce_scatter_base = reduce_scatter_tensor
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """``output_tensor_list[j]`` on rank i = ``input_tensor_list[i]`` of rank j."""
+    pg = _pg(group, "all_to_all")
+    if pg is None:
+        return None
+    outs = _arrs(output_tensor_list, "all_to_all: output_tensor_list", pg.size())
+    ins = _arrs(input_tensor_list, "all_to_all: input_tensor_list", pg.size())
+    return _ret(pg.backend.alltoall(outs, ins, async_op=async_op), async_op)
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
+                      async_op=False):
+    """Split ``input`` along dim 0 (by ``input_split_sizes`` or evenly), send block j to rank j,
+    and concatenate the received blocks into ``output``."""
+    pg = _pg(group, "all_to_all_single")
+    if pg is None:
+        return None
+    out, src = _arr(output, "output"), _arr(input, "input")
+    _same(out, src, "all_to_all_single")
+    return _ret(pg.backend.alltoall_single(out, src, output_split_sizes, input_split_sizes,
+                                           async_op=async_op), async_op)
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every rank of the group reaches the barrier."""
+    pg = _pg(group, "barrier")
+    if pg is None:
+        return None
+    return _ret(pg.backend.barrier(async_op=async_op), async_op)
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """A barrier that, on timeout, raises naming the ranks that did not arrive (rank 0 reports
+    them; the others raise too)."""
+    pg = _pg(group, "monitored_barrier")
+    if pg is None:
+        return None
+    pg.backend.monitored_barrier(pg.timeout if timeout is None else _seconds(timeout),
+                                 wait_all_ranks)
+
+
+# ***** point to point *****
+def _peer(pg, peer, group_peer, what) -> int:
+    r = _root(pg, peer, group_peer, what)
+    if r == pg.rank():
+        raise ValueError(f"{what}={peer if group_peer is None else group_peer} is this rank; "
+                         f"a rank cannot send to or receive from itself")
+    return r
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Send ``tensor`` to ``dst`` without waiting; returns a Work."""
+    pg = _pg(group, "isend")
+    if pg is None:
+        return None
+    return pg.backend.send(_arr(tensor, "isend: tensor"), _peer(pg, dst, group_dst, "dst"),
+                           int(tag), async_op=True)
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receive into ``tensor`` from ``src`` (None: any rank) without waiting; returns a Work."""
+    pg = _pg(group, "irecv")
+    if pg is None:
+        return None
+    peer = None if src is None and group_src is None else _peer(pg, src, group_src, "src")
+    return pg.backend.recv(_arr(tensor, "irecv: tensor"), peer, int(tag), async_op=True)
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
+    """Send ``tensor`` to ``dst`` (returns when the data is handed to the transport)."""
+    pg = _pg(group, "send")
+    if pg is None:
+        return None
+    pg.backend.send(_arr(tensor, "send: tensor"), _peer(pg, dst, group_dst, "dst"), int(tag),
+                    async_op=False)
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
+    """Receive into ``tensor`` from ``src`` (None: any rank); returns the sender's global rank."""
+    pg = _pg(group, "recv")
+    if pg is None:
+        return -1
+    peer = None if src is None and group_src is None else _peer(pg, src, group_src, "src")
+    w = pg.backend.recv(_arr(tensor, "recv: tensor"), peer, int(tag), async_op=False)
+    got = w.result()
+    return pg.ranks[got] if got is not None else pg.ranks[peer]
+
+
+class P2POp:
+    """One send or receive for :func:`batch_isend_irecv` (``op`` is ``isend`` or ``irecv``)."""
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        if op not in (isend, irecv, send, recv):
+            raise ValueError("P2POp: op must be tb.distributed.isend or tb.distributed.irecv")
+        self.op, self.tensor, self.peer, self.group, self.tag = op, tensor, peer, group, tag
+        self.group_peer = group_peer
+
+    def __repr__(self):
+        return f"P2POp({self.op.__name__}, peer={self.peer}, tag={self.tag})"
+
+
+def batch_isend_irecv(p2p_op_list) -> list:
+    """Start every send and receive of the list together (so exchanges of any size cannot
+    deadlock); returns one Work per op."""
+    if not p2p_op_list:
+        raise ValueError("batch_isend_irecv: the list of P2POp is empty")
+    groups = {id(p.group) for p in p2p_op_list}
+    if len(groups) != 1:
+        raise ValueError("batch_isend_irecv: all ops must use the same group")
+    pg = _pg(p2p_op_list[0].group, "batch_isend_irecv")
+    if pg is None:
+        return []
+    ops = []
+    for p in p2p_op_list:
+        is_send = p.op in (isend, send)
+        peer = _peer(pg, p.peer, p.group_peer, "peer")
+        ops.append(("send" if is_send else "recv", _arr(p.tensor, "P2POp tensor"), peer,
+                    int(p.tag)))
+    batch = getattr(pg.backend, "batch_p2p", None)
+    if batch is not None:
+        w = batch(ops, async_op=True)
+        return [w] * len(ops)
+    return [(pg.backend.send if k == "send" else pg.backend.recv)(a, peer, tag, async_op=True)
+            for k, a, peer, tag in ops]
+
+
+# ***** object collectives (safe codec, never pickle) *****
+def _u8(n: int):
+    from ..tensor import Tensor
+    return Tensor._wrap(np.zeros(n, dtype=np.uint8))
+
+
+def _wrap(arr):
+    from ..tensor import Tensor
+    return Tensor._wrap(arr)
+
+
+def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
+    """Broadcast ``src``'s picklable-in-torch objects (here: data only, see ``_codec``) into
+    every rank's ``object_list``, in place."""
+    pg = _pg(group, "broadcast_object_list")
+    if pg is None:
+        return
+    root = _root(pg, src, group_src, "src")
+    if pg.rank() == root:
+        blobs = [_codec.encode(o) for o in object_list]
+        sizes = np.array([len(b) for b in blobs], dtype=np.int64)
+    else:
+        sizes = np.zeros(len(object_list), dtype=np.int64)
+    pg.backend.broadcast(sizes, root, async_op=False)
+    payload = (np.frombuffer(b"".join(blobs), dtype=np.uint8).copy() if pg.rank() == root
+               else np.empty(int(sizes.sum()), dtype=np.uint8))
+    pg.backend.broadcast(payload, root, async_op=False)
+    if pg.rank() != root:
+        off = 0
+        for i, n in enumerate(sizes.tolist()):
+            object_list[i] = _codec.decode(payload[off:off + n].tobytes())
+            off += n
+
+
+def _gather_sizes(pg, n: int) -> list:
+    mine = np.array([n], dtype=np.int64)
+    allsz = np.zeros(pg.size(), dtype=np.int64)
+    pg.backend.allgather_into(allsz, mine, async_op=False)
+    return allsz.tolist()
+
+
+def all_gather_object(object_list, obj, group=None):
+    """``object_list[j]`` = rank j's ``obj`` (data only; TypeError for other objects)."""
+    pg = _pg(group, "all_gather_object")
+    if pg is None:
+        return
+    if len(object_list) != pg.size():
+        raise ValueError(f"all_gather_object: object_list must have world_size={pg.size()} "
+                         f"entries, got {len(object_list)}")
+    blob = _codec.encode(obj)
+    sizes = _gather_sizes(pg, len(blob))
+    width = max(sizes)
+    mine = np.zeros(width, dtype=np.uint8)
+    mine[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+    out = np.empty(width * pg.size(), dtype=np.uint8)
+    pg.backend.allgather_into(out, mine, async_op=False)
+    for j, n in enumerate(sizes):
+        object_list[j] = _codec.decode(out[j * width:j * width + n].tobytes())
+
+
+def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    """On ``dst``, ``object_gather_list[j]`` = rank j's ``obj``."""
+    pg = _pg(group, "gather_object")
+    if pg is None:
+        return
+    root = _root(pg, dst, group_dst, "dst")
+    if pg.rank() == root and (object_gather_list is None or
+                              len(object_gather_list) != pg.size()):
+        raise ValueError(f"gather_object: object_gather_list on the destination must have "
+                         f"world_size={pg.size()} entries")
+    blob = _codec.encode(obj)
+    sizes = _gather_sizes(pg, len(blob))
+    width = max(sizes)
+    mine = np.zeros(width, dtype=np.uint8)
+    mine[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+    outs = [np.empty(width, dtype=np.uint8) for _ in range(pg.size())] \
+        if pg.rank() == root else None
+    pg.backend.gather(outs, mine, root, async_op=False)
+    if pg.rank() == root:
+        for j, n in enumerate(sizes):
+            object_gather_list[j] = _codec.decode(outs[j][:n].tobytes())
+
+
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None,
+                        group=None, group_src=None):
+    """``scatter_object_output_list[0]`` = ``src``'s ``scatter_object_input_list[rank]``."""
+    pg = _pg(group, "scatter_object_list")
+    if pg is None:
+        return
+    root = _root(pg, src, group_src, "src")
+    if not isinstance(scatter_object_output_list, list) or not scatter_object_output_list:
+        raise ValueError("scatter_object_list: scatter_object_output_list must be a non-empty "
+                         "list (element 0 receives the object)")
+    if pg.rank() == root:
+        if scatter_object_input_list is None or len(scatter_object_input_list) != pg.size():
+            raise ValueError(f"scatter_object_list: the source needs world_size={pg.size()} "
+                             f"input objects")
+        blobs = [_codec.encode(o) for o in scatter_object_input_list]
+        sizes = np.array([len(b) for b in blobs], dtype=np.int64)
+    else:
+        sizes = np.zeros(pg.size(), dtype=np.int64)
+    pg.backend.broadcast(sizes, root, async_op=False)
+    width = int(sizes.max())
+    ins = None
+    if pg.rank() == root:
+        ins = []
+        for b in blobs:
+            a = np.zeros(width, dtype=np.uint8)
+            a[:len(b)] = np.frombuffer(b, dtype=np.uint8)
+            ins.append(a)
+    out = np.empty(width, dtype=np.uint8)
+    pg.backend.scatter(out, ins, root, async_op=False)
+    scatter_object_output_list[0] = _codec.decode(out[:int(sizes[pg.rank()])].tobytes())
+
+
+Work = _work.Work

@@ -440,11 +440,12 @@ class NCCLBackend(base.Backend):
         return self._launch("recv", lambda s: comm.recv(buf.data.ptr, buf.nbytes, _INT8, src, s),
                             (array, buf), src, async_op, after=back)
 
-    def batch_isend_irecv(self, ops):
-        """``ops``: ``(kind, array, peer)`` with kind "send"/"recv", all in one NCCL group so
-        that pairs of ranks exchanging in both directions do not deadlock. One Work for all."""
+    def batch_p2p(self, ops, *, async_op: bool = True):
+        """``ops``: ``(kind, array, peer, tag)`` with kind "send"/"recv" (what
+        ``batch_isend_irecv`` passes), all in one NCCL group so that ranks exchanging in both
+        directions do not deadlock. One Work for all; NCCL has no tags (order matches)."""
         comm, calls, keep, backs = self.comm, [], [], []
-        for kind, array, peer in ops:
+        for kind, array, peer, _tag in ops:
             self._check(f"batch_isend_irecv ({kind})", array)
             buf, back = self._contiguous(array)
             keep.append((array, buf))
@@ -454,7 +455,7 @@ class NCCLBackend(base.Backend):
                 calls.append(lambda s, b=buf, p=peer: comm.recv(b.data.ptr, b.nbytes, _INT8, p, s))
                 if back is not None:
                     backs.append(back)
-        return self._launch("batch_isend_irecv", self._group(calls), keep, None, True,
+        return self._launch("batch_isend_irecv", self._group(calls), keep, None, async_op,
                             after=(lambda: [f() for f in backs]) if backs else None)
 
     # ***** completion, errors, watchdog *****

@@ -168,22 +168,30 @@ Group::Group(const std::string &name, int rank, int nranks, bool create, std::si
     // reduce-scatter/all-gather (two barriers per chunk, each rank reduces 1/n) is faster.
     flat_max_bytes = std::min<std::size_t>(32 * 1024, buf_bytes_);
 
-    *at<int32_t>(base_, 128 * (rank_ + 1) + kCtlPid) = static_cast<int32_t>(::getpid());
+    __atomic_store_n(at<int32_t>(base_, kCtlStride * (rank_ + 1) + kCtlPid),
+                     static_cast<int32_t>(::getpid()), __ATOMIC_SEQ_CST);
     __atomic_fetch_add(at<uint32_t>(base_, kOffAttached), 1, __ATOMIC_SEQ_CST);
+}
+
+// Everyone attached = every pid slot is set (the twin cannot do an atomic add on the counter, so
+// both sides count pids; the counter is informational). Then the creator unlinks the name.
+void Group::wait_attached() {
+    check_usable("wait_attached");
+    auto all_attached = [&] {
+        for (int r = 0; r < n_; ++r)
+            if (pid(r) == 0) return false;
+        return true;
+    };
     double deadline = now_s() + timeout_s;
-    while (__atomic_load_n(at<uint32_t>(base_, kOffAttached), __ATOMIC_ACQUIRE) <
-           static_cast<uint32_t>(nranks)) {
-        if (__atomic_load_n(at<uint32_t>(base_, kOffAbort), __ATOMIC_ACQUIRE)) {
-            close();
+    while (!all_attached()) {
+        if (__atomic_load_n(at<uint32_t>(base_, kOffAbort), __ATOMIC_ACQUIRE))
             throw ShmError(0, -1, "shm: group " + name_ + " aborted while attaching");
-        }
         if (now_s() > deadline) {
             std::string missing;
-            for (int r = 0; r < nranks; ++r)
+            for (int r = 0; r < n_; ++r)
                 if (pid(r) == 0) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
             __atomic_store_n(at<uint32_t>(base_, kOffAbort), 1, __ATOMIC_SEQ_CST);
             if (creator_) unlink();
-            close();
             throw ShmError(1, -1, "shm: timed out after " + std::to_string(timeout_s) +
                                       " s waiting for rank(s) " + missing + " to attach to " +
                                       name_);

@@ -52,15 +52,17 @@ std::size_t segment_bytes(int nranks, std::size_t buf_bytes);
 
 class Group {
   public:
-    // create=true: make the segment (O_EXCL), initialise the header, then wait for everyone.
-    // create=false: attach to an initialised segment. Both wait until all ranks attached; the
-    // creator then unlinks the name, so nothing stays in /dev/shm even if a rank crashes later.
+    // create=true: make the segment (O_EXCL) and initialise the header; create=false: attach to
+    // an initialised segment. Then every rank calls wait_attached(), which returns once all ranks
+    // are attached; the creator then unlinks the name, so nothing stays in /dev/shm even if a
+    // rank crashes later.
     Group(const std::string &name, int rank, int nranks, bool create, std::size_t buf_bytes,
           double timeout_s);
     ~Group();
     Group(const Group &) = delete;
     Group &operator=(const Group &) = delete;
 
+    void wait_attached();
     void close();   // munmap; idempotent
     void unlink();  // shm_unlink if not yet done (creator); idempotent
 

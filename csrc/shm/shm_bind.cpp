@@ -78,7 +78,6 @@ void init_shm(py::module_ &m) {
                       "(private; use tensorbrain.distributed._shm).")
         .def(py::init([](const std::string &name, int rank, int nranks, bool create,
                          std::size_t buf_bytes, double timeout_s) {
-                 py::gil_scoped_release nogil;  // attaching waits for the peers
                  return new Group(name, rank, nranks, create, buf_bytes, timeout_s);
              }),
              py::arg("name"), py::arg("rank"), py::arg("nranks"), py::arg("create"),
@@ -90,6 +89,7 @@ void init_shm(py::module_ &m) {
         .def_property_readonly("closed", &Group::closed)
         .def_readwrite("flat_max_bytes", &Group::flat_max_bytes)
         .def_readwrite("timeout_s", &Group::timeout_s)
+        .def("wait_attached", &Group::wait_attached, py::call_guard<py::gil_scoped_release>())
         .def("close", &Group::close)
         .def("unlink", &Group::unlink)
         .def("barrier", &Group::barrier, py::call_guard<py::gil_scoped_release>())

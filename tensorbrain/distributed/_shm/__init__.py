@@ -1,0 +1,119 @@
+"""Shared-memory collectives between the ranks of one group on one host (issue 7, docs/shm.md).
+
+Two implementations of one protocol on one segment layout:
+
+* ``tensorbrain._C.ShmGroup`` (csrc/shm/): futex synchronisation, GIL released for the whole
+  collective, cache-sized chunks; the fast path;
+* :class:`_twin.ShmGroup`: the NumPy twin over ``multiprocessing.shared_memory``, used when the
+  native module is missing (or ``TB_NATIVE=0``), and held to the native one bit for bit.
+
+:func:`connect` is what a backend calls: it is collective over the ranks passed in, exchanges
+the segment name through the store and returns a group object with ``barrier``, ``all_reduce``,
+``broadcast``, ``all_gather``, ``reduce_scatter`` and ``all_to_all`` on contiguous NumPy arrays.
+
+>>> from tensorbrain.distributed.store import HashStore
+>>> import numpy as np
+>>> g = connect(HashStore(), rank=0, size=1, timeout=5.0)   # a one-rank group
+>>> x = np.arange(4, dtype=np.float32)
+>>> all_reduce(g, x, x, "avg"); x
+array([0., 1., 2., 3.], dtype=float32)
+>>> close(g)
+"""
+from __future__ import annotations
+
+import atexit
+import weakref
+
+import numpy as np
+
+from ... import _native
+from .. import errors
+from . import _layout
+from ._layout import DEFAULT_BUF_BYTES, FLAT_MAX_BYTES, segment_name
+from ._reduce import reduce_ranks
+from ._twin import ShmGroup as TwinGroup
+
+__all__ = ["connect", "open_group", "close", "all_reduce", "native_available", "reduce_ranks",
+           "segment_name", "DEFAULT_BUF_BYTES", "FLAT_MAX_BYTES", "TwinGroup"]
+
+_live: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def native_available() -> bool:
+    """True when ``tensorbrain._C`` has the shm transport and ``TB_NATIVE`` does not disable it."""
+    return _native.is_available() and hasattr(_native.module(), "ShmGroup")
+
+
+def open_group(name: str, rank: int, size: int, create: bool, *, timeout: float,
+               buf_bytes: int = DEFAULT_BUF_BYTES, native: bool | None = None):
+    """Create (``create=True``, one rank) or attach to the segment ``name``. Call
+    ``wait_attached()`` on the result (every rank) before the first collective. ``native=None``
+    picks the C++ transport when available, else the twin."""
+    use_native = native_available() if native is None else native
+    if use_native:
+        if not native_available():
+            raise RuntimeError("shm: the native transport is unavailable: "
+                               f"{_native.why_unavailable() or 'tensorbrain._C has no ShmGroup'}")
+        g = _native.module().ShmGroup(name, rank, size, create, buf_bytes, float(timeout))
+    else:
+        g = TwinGroup(name, rank, size, create, buf_bytes, float(timeout))
+    g.flat_max_bytes = min(FLAT_MAX_BYTES, g.buf_bytes)
+    _live.add(g)
+    return g
+
+
+def connect(store, rank: int, size: int, timeout: float, *, key: str = "shm/segment",
+            buf_bytes: int = DEFAULT_BUF_BYTES, native: bool | None = None):
+    """Collective over ``size`` ranks on this host: rank 0 creates a segment and publishes its
+    name under ``key`` in ``store``, the others attach; returns once everyone is attached (and
+    the name already unlinked). Failures raise DistBackendError/DistTimeoutError on every rank."""
+    if rank == 0:
+        try:
+            g = open_group(segment_name(), 0, size, True, timeout=timeout, buf_bytes=buf_bytes,
+                           native=native)
+        except BaseException as exc:
+            store.set(key, "!" + str(exc))  # the peers fail at once instead of at their timeout
+            raise
+        store.set(key, g.name)
+    else:
+        name = bytes(store.get(key)).decode()
+        if name.startswith("!"):
+            raise errors.DistBackendError(f"shm: rank 0 could not create the segment: {name[1:]}")
+        g = open_group(name, rank, size, False, timeout=timeout, native=native)
+    try:
+        g.wait_attached()
+    except BaseException:
+        close(g)
+        raise
+    return g
+
+
+def close(group) -> None:
+    """Unmap the segment (and unlink its name if still there). Idempotent."""
+    if group is not None and not group.closed:
+        if group.rank == 0:  # the creator (connect); a no-op once everyone attached
+            group.unlink()
+        group.close()
+
+
+def all_reduce(group, input: np.ndarray, output: np.ndarray, op: str) -> None:
+    """``output = op(input over ranks)``; ``op`` may also be "avg" (sum, then divided by the
+    group size in the dtype's arithmetic, float16 in float32, by ``tensorbrain._kernels``)."""
+    if op == "avg":
+        if input.dtype.kind != "f":
+            raise ValueError(f"shm: op 'avg' needs a floating dtype, got {input.dtype}")
+        group.all_reduce(input, output, "sum")
+        from ... import _kernels
+        _kernels.scale_into(output, 1.0 / group.size)
+        return
+    group.all_reduce(input, output, op)
+
+
+@atexit.register
+def _close_all() -> None:
+    """At exit, unmap every group still open (names are unlinked once all ranks attached)."""
+    for g in list(_live):
+        try:
+            close(g)
+        except Exception:
+            pass

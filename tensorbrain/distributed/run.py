@@ -1,0 +1,758 @@
+"""``tbrun``: start N worker processes per node, watch them, restart or stop them together.
+
+Usage (``tbrun`` is the console script; ``python -m tensorbrain.distributed.run`` is the same)::
+
+    tbrun --nproc_per_node 4 train.py --epochs 3            # one node, 4 workers
+    tbrun --standalone --nproc_per_node auto train.py       # free port, fresh run id
+    tbrun --nnodes 2 --node_rank 0 --master_addr host0 --nproc_per_node 4 train.py  # on host0
+    tbrun --nnodes 2 --node_rank 1 --master_addr host0 --nproc_per_node 4 train.py  # on host1
+    tbrun --nproc_per_node 2 -m mypkg.train --lr 0.1        # run a module
+    tbrun --nproc_per_node 2 --max_restarts 3 train.py      # restart the group on failure
+
+Everything after the script (or ``-m module``) is passed to every worker unchanged.
+
+Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--nproc_per_node``)
+------------------------------------------------------------------------------------------------
+``--nproc_per_node N|cpu|gpu|auto`` (default 1)
+    Workers on this node. ``cpu``: one per CPU core; ``gpu``: one per CUDA device (error without
+    one); ``auto``: ``gpu`` when CUDA is available, else ``cpu``.
+``--nnodes N`` or ``MIN:MAX`` (default 1)
+    Nodes in the job. ``N``: exactly N nodes, each started with its own ``--node_rank``.
+    ``MIN:MAX``: the round closes when MAX nodes joined, or when at least MIN joined and no new node
+    arrived for ``last_call_timeout`` seconds (``--rdzv_conf last_call_timeout=5``); node ranks are
+    then given in order of arrival and the node that serves the store is node 0.
+``--node_rank R`` (default 0)
+    This node's index, 0..nnodes-1 (static ``--nnodes N``). Node 0 serves the launcher's store.
+    Two nodes claiming the same index is an error naming both hosts.
+``--master_addr HOST`` (default 127.0.0.1), ``--master_port PORT`` (default 29500)
+    Where node 0's launcher serves the TCPStore that nodes and workers meet through. Other nodes
+    must reach HOST:PORT. A port already in use is an error saying which port and what to do.
+``--rdzv_endpoint HOST[:PORT]``
+    Same as ``--master_addr``/``--master_port`` (torchrun's spelling); wins over them.
+``--rdzv_id ID``
+    Run id shared by all nodes (default: random, chosen by node 0 and shared through the store).
+``--rdzv_backend NAME``
+    Accepted for torchrun compatibility (``static``, ``c10d``, ``tcp``): the store is always a
+    TCPStore on the master.
+``--rdzv_conf k=v,...``
+    ``join_timeout`` (seconds to wait for all nodes, default 900), ``last_call_timeout``
+    (elastic ``MIN:MAX`` only, default 5).
+``--standalone``
+    Single node: picks a free port and a fresh run id; ignores master address/port.
+``--max_restarts N`` (default 0)
+    When a worker fails, the whole node group (every node) is stopped and started again, at most
+    N times. Workers see the attempt in ``TB_RESTART_COUNT`` (0, 1, ...). Ranks are not promised
+    to be stable across restarts: save checkpoints and resume from them.
+``--monitor_interval SECONDS`` (default 0.1)
+    How often worker liveness is polled.
+``--stop_timeout SECONDS`` (default 10)
+    Grace period between SIGTERM and SIGKILL when stopping workers (torchrun waits 30 s).
+``-r/--redirects SPEC``, ``-t/--tee SPEC``
+    Send worker stdout/stderr to files in ``--log_dir`` instead of (redirects) or as well as (tee)
+    the console. SPEC is 0 (none), 1 (stdout), 2 (stderr), 3 (both), or per local rank
+    ``0:3,1:2``. Files: ``LOG_DIR/RUN_ID/attempt_K/LOCAL_RANK/{stdout,stderr}.log``.
+``--log_dir DIR``
+    Where those files go (default: a new temporary directory, printed at start).
+``--local_ranks_filter 0,2``
+    Show only these local ranks' output on the console (files still get everything).
+``-m/--module``
+    Run the script argument as a module (``python -m``). ``--no_python``: run it as a program.
+
+What each worker sees
+---------------------
+``RANK`` (global), ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK`` and
+``NODE_RANK`` (this node's index), ``ROLE_RANK``/``ROLE_WORLD_SIZE`` (= rank/world size),
+``MASTER_ADDR``/``MASTER_PORT`` (the launcher's store), ``TB_USE_AGENT_STORE=1`` (so
+``init_process_group("env://")`` connects to that store instead of starting one on rank 0),
+``TB_RESTART_COUNT``, ``TB_MAX_RESTARTS``, ``TB_RUN_ID``, ``OMP_NUM_THREADS=1`` when unset and more
+than one worker runs on the node (with a notice: N workers each using every core would
+oversubscribe them), and ``PYTHONUNBUFFERED=1`` when unset (so lines arrive as they are printed).
+Global ranks are numbered node by node: node 0's workers first.
+
+Output
+------
+Every line a worker prints is shown as ``[rank N] line`` on tbrun's stdout or stderr (whichever the
+worker used). Lines are read whole from line-buffered pipes and written under one lock, so lines
+of different ranks never interleave within a line; a final line without a newline gets one.
+
+Failure modes, and what tbrun does
+----------------------------------
+* A worker exits non-zero or is killed by a signal: the other workers on every node are stopped
+  (SIGTERM to each worker's process group, so its children die too; SIGKILL after
+  ``--stop_timeout``). With restarts left, every node starts a new attempt (``TB_RESTART_COUNT``
+  + 1); a new attempt's rendezvous keys never see the previous attempt's. Otherwise tbrun exits
+  with status 1 and prints a summary: the first failed rank, its node and pid, its exit code or
+  signal name (``SIGSEGV``), and the last lines of its stderr, then the other failed ranks.
+* Ctrl-C (SIGINT) or SIGTERM to tbrun: the signal is passed to every worker's process group,
+  SIGKILL follows after the grace period, and tbrun exits with 128 + signal number (130 for
+  Ctrl-C). No worker outlives tbrun; if tbrun itself is SIGKILLed, the kernel sends SIGKILL to its
+  workers (``PR_SET_PDEATHSIG`` on Linux).
+* After workers stop (failure, signal or success), shared-memory segments named
+  ``/dev/shm/tb_<run_id>_*`` (the shm transport's naming) are removed on this node.
+* A node never arrives: after ``join_timeout`` every waiting node exits with an error naming the
+  missing node ranks and the endpoint. Node 0 not up yet: other nodes retry connecting until
+  the join timeout, then name ``HOST:PORT``.
+* Node 0's launcher dies: other nodes lose the store, stop their workers and exit 1 naming it.
+* Bad options (``--nproc_per_node 0``, ``--node_rank`` >= ``--nnodes``, ``--standalone`` with
+  several nodes, an unparsable spec): exit status 2 with the reason.
+
+Exit status: 0 when every worker of the last attempt exited 0 on every node; 1 after a failure
+with no restarts left or a rendezvous error; 2 for usage errors; 128 + N after signal N.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import ctypes
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from .errors import DistError, DistNetworkError, DistStoreError
+from .store import PrefixStore, TCPStore
+
+__all__ = ["main", "get_args_parser", "parse_args"]
+
+_NOTICE = "tbrun:"
+_TAIL_LINES = 20
+
+
+class UsageError(ValueError):
+    pass
+
+
+class _Stop(BaseException):
+    """Raised from the signal handler so blocking waits (store, sleep) end at once."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# ***** options *****
+
+def _add(parser, name, *more, **kw):
+    """Add ``--a_b`` and ``--a-b`` for one option (torchrun accepts both)."""
+    names = [f"--{name}"]
+    if "_" in name:
+        names.append(f"--{name.replace('_', '-')}")
+    parser.add_argument(*more, *names, dest=name, **kw)
+
+
+def get_args_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tbrun", description="Launch distributed TensorBrain workers (torchrun's options).",
+        epilog="See `python -c 'import tensorbrain.distributed.run as r; help(r)'` or "
+               "docs/launcher.md for every option, variable and failure mode.")
+    _add(p, "nnodes", default="1", help="N or MIN:MAX (default 1)")
+    _add(p, "nproc_per_node", default="1", help="N, cpu, gpu or auto (default 1)")
+    _add(p, "node_rank", type=int, default=0, help="this node's index (default 0)")
+    _add(p, "master_addr", default="127.0.0.1", help="host of node 0 (default 127.0.0.1)")
+    _add(p, "master_port", type=int, default=29500, help="port of the store (default 29500)")
+    _add(p, "standalone", action="store_true", help="single node, free port, fresh run id")
+    _add(p, "rdzv_endpoint", default="", help="HOST[:PORT], same as --master_addr/--master_port")
+    _add(p, "rdzv_id", default="", help="run id shared by all nodes (default random)")
+    _add(p, "rdzv_backend", default="static", help="accepted for torchrun compatibility")
+    _add(p, "rdzv_conf", default="", help="join_timeout=S,last_call_timeout=S")
+    _add(p, "max_restarts", type=int, default=0, help="restarts of the group on failure")
+    _add(p, "monitor_interval", type=float, default=0.1, help="seconds between liveness polls")
+    _add(p, "stop_timeout", type=float, default=10.0, help="SIGTERM -> SIGKILL grace seconds")
+    _add(p, "redirects", "-r", default="0", help="0|1|2|3 or 0:3,1:2 (files instead of console)")
+    _add(p, "tee", "-t", default="0", help="0|1|2|3 or 0:3,1:2 (files and console)")
+    _add(p, "log_dir", default="", help="directory for redirected/teed output")
+    _add(p, "local_ranks_filter", default="", help="show only these local ranks (e.g. 0,2)")
+    _add(p, "module", "-m", action="store_true", help="run the target as a module (python -m)")
+    _add(p, "no_python", action="store_true", help="run the target as a program, not python")
+    p.add_argument("training_script", help="the script (or module with -m) each worker runs")
+    p.add_argument("training_script_args", nargs=argparse.REMAINDER)
+    return p
+
+
+@dataclass
+class Config:
+    min_nodes: int
+    max_nodes: int
+    nproc: int
+    node_rank: int
+    master_addr: str
+    master_port: int
+    standalone: bool
+    run_id: str
+    max_restarts: int
+    monitor_interval: float
+    stop_timeout: float
+    join_timeout: float
+    last_call: float
+    redirects: dict
+    tee: dict
+    log_dir: str
+    shown: set | None
+    cmd: list
+    elastic: bool = False
+
+
+def _std_spec(text: str, nproc: int, what: str) -> dict[int, int]:
+    """``3`` -> every local rank 3; ``0:1,1:2`` -> per local rank (others 0)."""
+    text = text.strip()
+    try:
+        if ":" not in text:
+            mode = int(text)
+            out = {r: mode for r in range(nproc)}
+        else:
+            out = {r: 0 for r in range(nproc)}
+            for part in text.split(","):
+                r, m = part.split(":")
+                out[int(r)] = int(m)
+    except ValueError:
+        raise UsageError(f"--{what} {text!r}: expected 0..3 or LOCAL_RANK:MODE,... ") from None
+    if any(m not in (0, 1, 2, 3) for m in out.values()):
+        raise UsageError(f"--{what} {text!r}: modes are 0 (none), 1 (stdout), 2 (stderr), 3 (both)")
+    return out
+
+
+def _nproc(text: str) -> int:
+    text = text.strip().lower()
+    if text in ("gpu", "auto"):
+        from .. import cuda
+        if cuda.is_available() and cuda.device_count() > 0:
+            return cuda.device_count()
+        if text == "gpu":
+            raise UsageError(f"--nproc_per_node gpu: no CUDA device ({cuda.why_unavailable()})")
+        return os.cpu_count() or 1
+    if text == "cpu":
+        return os.cpu_count() or 1
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--nproc_per_node {text!r}: expected a number, cpu, gpu or auto") from None
+    if n < 1:
+        raise UsageError(f"--nproc_per_node {n}: needs at least 1 worker")
+    return n
+
+
+def parse_args(argv=None) -> Config:
+    ns = get_args_parser().parse_args(argv)
+    nproc = _nproc(ns.nproc_per_node)
+    try:
+        parts = [int(x) for x in ns.nnodes.split(":")]
+        lo, hi = (parts[0], parts[0]) if len(parts) == 1 else tuple(parts)
+    except ValueError:
+        raise UsageError(f"--nnodes {ns.nnodes!r}: expected N or MIN:MAX") from None
+    if not 1 <= lo <= hi:
+        raise UsageError(f"--nnodes {ns.nnodes!r}: need 1 <= MIN <= MAX")
+    conf = {}
+    for item in filter(None, ns.rdzv_conf.split(",")):
+        k, _, v = item.partition("=")
+        conf[k.strip()] = v.strip()
+    try:
+        join_timeout = float(conf.get("join_timeout", 900))
+        last_call = float(conf.get("last_call_timeout", 5))
+    except ValueError:
+        raise UsageError(f"--rdzv_conf {ns.rdzv_conf!r}: timeouts are seconds") from None
+    addr, port = ns.master_addr, ns.master_port
+    if ns.rdzv_endpoint:
+        host, sep, p = ns.rdzv_endpoint.rpartition(":")
+        if sep and p.isdigit() and not host.endswith(":"):
+            addr, port = host.strip("[]"), int(p)
+        else:
+            addr = ns.rdzv_endpoint.strip("[]")
+    if ns.standalone:
+        if hi != 1:
+            raise UsageError("--standalone runs one node; drop --nnodes or --standalone")
+        addr, port = "127.0.0.1", 0
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--master_port {port}: not a TCP port")
+    if lo == hi and not 0 <= ns.node_rank < hi:
+        raise UsageError(f"--node_rank {ns.node_rank} is out of range for --nnodes {hi} "
+                         f"(node ranks are 0..{hi - 1})")
+    if ns.max_restarts < 0 or ns.monitor_interval <= 0 or ns.stop_timeout < 0:
+        raise UsageError("--max_restarts must be >= 0, --monitor_interval > 0, --stop_timeout >= 0")
+    shown = None
+    if ns.local_ranks_filter:
+        try:
+            shown = {int(x) for x in ns.local_ranks_filter.split(",")}
+        except ValueError:
+            raise UsageError(f"--local_ranks_filter {ns.local_ranks_filter!r}: expected 0,1,...") \
+                from None
+    if ns.module and ns.no_python:
+        raise UsageError("-m/--module and --no_python exclude each other")
+    if ns.no_python:
+        cmd = [ns.training_script]
+    elif ns.module:
+        cmd = [sys.executable, "-u", "-m", ns.training_script]
+    else:
+        cmd = [sys.executable, "-u", ns.training_script]
+    run_id = ns.rdzv_id or (uuid.uuid4().hex[:12] if ns.standalone or hi == 1 else "")
+    return Config(
+        min_nodes=lo, max_nodes=hi, nproc=nproc, node_rank=ns.node_rank, master_addr=addr,
+        master_port=port, standalone=ns.standalone, run_id=run_id, max_restarts=ns.max_restarts,
+        monitor_interval=ns.monitor_interval, stop_timeout=ns.stop_timeout,
+        join_timeout=join_timeout, last_call=last_call,
+        redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
+        log_dir=ns.log_dir, shown=shown, cmd=cmd + list(ns.training_script_args),
+        elastic=lo != hi)
+
+
+# ***** workers and their output *****
+
+_print_lock = threading.Lock()
+
+
+def _emit(stream, data: bytes):
+    with _print_lock:
+        stream.write(data)
+        stream.flush()
+
+
+def notice(msg: str):
+    _emit(sys.stderr.buffer, f"{_NOTICE} {msg}\n".encode())
+
+
+def _pdeathsig():
+    """preexec_fn: the kernel SIGKILLs the worker if tbrun dies (even by SIGKILL)."""
+    try:
+        _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+except OSError:
+    _LIBC = None
+
+
+@dataclass
+class Worker:
+    rank: int
+    local_rank: int
+    proc: subprocess.Popen
+    tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
+    readers: list = field(default_factory=list)
+    files: list = field(default_factory=list)
+    returncode: int | None = None
+    ended_at: float | None = None
+    stopped: bool = False
+
+
+def _pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None):
+    """Copy a worker pipe line by line: prefix to the console, plain to the log file."""
+    try:
+        for line in iter(lambda: pipe.readline(65536), b""):
+            if not line.endswith(b"\n"):
+                line += b"\n"
+            if console is not None:
+                _emit(console, prefix + line)
+            if logf is not None:
+                logf.write(line)
+                logf.flush()
+            if tail is not None:
+                tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+    except (OSError, ValueError):
+        pass
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name} ({-code})"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _kill_group(pid: int, sig: int):
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_workers(workers: list[Worker], sig=signal.SIGTERM, grace: float = 10.0):
+    """Signal every live worker's process group, wait up to ``grace``, then SIGKILL the groups."""
+    workers = [w for w in workers if not w.stopped]
+    for w in workers:
+        if w.proc.poll() is None:
+            _kill_group(w.proc.pid, sig)
+    deadline = time.monotonic() + grace
+    for w in workers:
+        try:
+            w.proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for w in workers:
+        # the group may hold grandchildren even when the worker itself has exited
+        _kill_group(w.proc.pid, signal.SIGKILL)
+        if w.proc.poll() is None:
+            w.proc.wait()
+    for w in workers:
+        for t in w.readers:
+            t.join(2.0)
+        for f in w.files:
+            f.close()
+        w.stopped = True
+
+
+def cleanup_shm(run_id: str, root: str = "/dev/shm") -> list[str]:
+    """Remove this run's leftover shared-memory segments (``tb_<run_id>_*``)."""
+    removed = []
+    if not run_id:
+        return removed
+    for path in glob.glob(os.path.join(root, f"tb_{glob.escape(run_id)}_*")):
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
+
+
+# ***** the agent *****
+
+class Agent:
+    """One per node: rendezvous with the other nodes, run the workers, restart or stop them."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.workers: list[Worker] = []
+        self.store_server: TCPStore | None = None
+        self.store: PrefixStore | None = None
+        self.attempt = 0
+        self.multi = cfg.max_nodes > 1
+        self.log_root = None
+        if any(cfg.redirects.values()) or any(cfg.tee.values()):
+            self.log_root = cfg.log_dir or tempfile.mkdtemp(prefix="tbrun_logs_")
+            if not cfg.log_dir:
+                notice(f"worker logs go to {self.log_root}")
+
+    # ---- store and rendezvous ---------------------------------------------------------------
+    def _is_host(self) -> bool:
+        if not self.cfg.elastic:
+            return self.cfg.node_rank == 0
+        return False  # elastic: decided by trying to bind (see _open_store)
+
+    def _open_store(self):
+        cfg = self.cfg
+        timeout = timedelta(seconds=cfg.join_timeout)
+        if self._is_host() or (cfg.elastic and _is_local(cfg.master_addr)):
+            try:
+                self.store_server = TCPStore(cfg.master_addr, cfg.master_port, None, True, timeout)
+            except DistNetworkError:
+                if not cfg.elastic:
+                    raise
+        if self.store_server is not None:
+            cfg.master_port = self.store_server.port
+            raw = self.store_server
+            self.node_rank = 0 if cfg.elastic else cfg.node_rank
+            if not cfg.run_id:
+                cfg.run_id = uuid.uuid4().hex[:12]
+            raw.set("tbrun/run_id", cfg.run_id)
+        else:
+            raw = TCPStore(cfg.master_addr, cfg.master_port, None, False, timeout)
+            if not cfg.run_id:
+                cfg.run_id = raw.get("tbrun/run_id").decode()
+        self.raw_store = raw
+        self.store = PrefixStore(f"tbrun/{cfg.run_id}", raw)
+
+    def _rendezvous(self) -> tuple[int, int, int]:
+        """Meet the other nodes for this attempt: (node_rank, rank offset, world size)."""
+        cfg = self.cfg
+        if not self.multi:
+            return 0, 0, cfg.nproc
+        s = PrefixStore(f"rdzv/{self.attempt}", self.store)
+        me = json.dumps({"host": socket.gethostname(), "nproc": cfg.nproc}).encode()
+        if cfg.elastic:
+            node_rank = 0 if self.store_server is not None else s.add("next", 1)
+            if self.store_server is None and node_rank >= cfg.max_nodes:
+                raise DistError(f"the job already has --nnodes max {cfg.max_nodes} nodes")
+            s.set(f"node/{node_rank}", me)
+            nnodes = self._close_round(s, node_rank)
+        else:
+            node_rank, nnodes = cfg.node_rank, cfg.max_nodes
+            claimed = s.compare_set(f"node/{node_rank}", "", me)
+            if claimed != me:
+                other = json.loads(claimed)["host"]
+                raise DistError(f"node rank {node_rank} is already taken by host {other}; give "
+                                f"every node its own --node_rank in 0..{nnodes - 1}")
+        keys = [f"node/{r}" for r in range(nnodes)]
+        try:
+            s.wait(keys, timedelta(seconds=cfg.join_timeout))
+        except DistStoreError:
+            missing = [r for r in range(nnodes) if not s.check([f"node/{r}"])]
+            raise DistStoreError(
+                f"node(s) {missing} of {nnodes} did not join within {cfg.join_timeout:g} s "
+                f"(rendezvous at {cfg.master_addr}:{cfg.master_port}, attempt {self.attempt}); "
+                "start tbrun on every node with the same --nnodes/--master_addr/--master_port "
+                "and its own --node_rank") from None
+        infos = [json.loads(v) for v in s.multi_get(keys)]
+        offset = sum(i["nproc"] for i in infos[:node_rank])
+        world = sum(i["nproc"] for i in infos)
+        self.nnodes = nnodes
+        return node_rank, offset, world
+
+    def _close_round(self, s, node_rank) -> int:
+        """Elastic MIN:MAX: node 0 decides how many nodes this round has."""
+        cfg = self.cfg
+        if node_rank != 0:
+            n = int(s.get("closed"))
+            if node_rank >= n:
+                raise DistError(f"this node arrived after the round closed with {n} nodes")
+            return n
+        deadline = time.monotonic() + cfg.join_timeout
+        last, last_change = 1, time.monotonic()
+        while True:
+            n = 1 + int(s.add("next", 0))
+            if n != last:
+                last, last_change = n, time.monotonic()
+            now = time.monotonic()
+            if n >= cfg.max_nodes or (n >= cfg.min_nodes and now - last_change >= cfg.last_call):
+                n = min(n, cfg.max_nodes)
+                s.set("closed", str(n))
+                return n
+            if now > deadline:
+                raise DistStoreError(f"only {n} of at least {cfg.min_nodes} nodes joined within "
+                                     f"{cfg.join_timeout:g} s at {cfg.master_addr}:{cfg.master_port}")
+            time.sleep(0.05)
+
+    # ---- workers ---------------------------------------------------------------------------
+    def _spawn(self, node_rank, offset, world):
+        cfg = self.cfg
+        base = dict(os.environ)
+        if "OMP_NUM_THREADS" not in base and cfg.nproc > 1:
+            if self.attempt == 0:
+                notice(f"setting OMP_NUM_THREADS=1 for each of the {cfg.nproc} workers so they do "
+                       "not oversubscribe the cores; set it yourself to override")
+            base["OMP_NUM_THREADS"] = "1"
+        base.setdefault("PYTHONUNBUFFERED", "1")
+        self.workers = []
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            for lr in range(cfg.nproc):
+                rank = offset + lr
+                env = dict(base, RANK=str(rank), LOCAL_RANK=str(lr), WORLD_SIZE=str(world),
+                           LOCAL_WORLD_SIZE=str(cfg.nproc), GROUP_RANK=str(node_rank),
+                           NODE_RANK=str(node_rank), ROLE_RANK=str(rank),
+                           ROLE_WORLD_SIZE=str(world), MASTER_ADDR=cfg.master_addr,
+                           MASTER_PORT=str(cfg.master_port), TB_USE_AGENT_STORE="1",
+                           TB_RESTART_COUNT=str(self.attempt),
+                           TB_MAX_RESTARTS=str(cfg.max_restarts), TB_RUN_ID=cfg.run_id)
+                proc = subprocess.Popen(cfg.cmd, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        start_new_session=True,
+                                        preexec_fn=_pdeathsig if _LIBC is not None else None)
+                w = Worker(rank, lr, proc)
+                self.workers.append(w)
+                self._start_pumps(w)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+    def _start_pumps(self, w: Worker):
+        cfg = self.cfg
+        prefix = f"[rank {w.rank}] ".encode()
+        shown = cfg.shown is None or w.local_rank in cfg.shown
+        for bit, pipe, console, name in ((1, w.proc.stdout, sys.stdout.buffer, "stdout"),
+                                         (2, w.proc.stderr, sys.stderr.buffer, "stderr")):
+            redirect, tee = cfg.redirects[w.local_rank] & bit, cfg.tee[w.local_rank] & bit
+            logf = None
+            if (redirect or tee) and self.log_root:
+                d = os.path.join(self.log_root, cfg.run_id, f"attempt_{self.attempt}",
+                                 str(w.local_rank))
+                os.makedirs(d, exist_ok=True)
+                logf = open(os.path.join(d, f"{name}.log"), "wb")
+                w.files.append(logf)
+            out = console if shown and not redirect else None
+            t = threading.Thread(target=_pump, args=(pipe, out, prefix, logf,
+                                                     w.tail if bit == 2 else None), daemon=True)
+            t.start()
+            w.readers.append(t)
+
+    # ---- one attempt -----------------------------------------------------------------------
+    def _monitor(self, node_rank) -> tuple[str, dict | None]:
+        """Until this attempt ends: ("done", None) or ("failed", failure description)."""
+        cfg = self.cfg
+        s = PrefixStore(f"attempt/{self.attempt}", self.store) if self.multi else None
+        local_done = False
+        while True:
+            time.sleep(cfg.monitor_interval)
+            now = time.time()
+            for w in self.workers:
+                if w.returncode is None and w.proc.poll() is not None:
+                    w.returncode, w.ended_at = w.proc.returncode, now
+            failed = [w for w in self.workers if w.returncode not in (None, 0)]
+            if failed:
+                first = min(failed, key=lambda w: (w.ended_at, w.rank))
+                for t in first.readers:  # its pipes are at EOF unless a child still holds them
+                    t.join(1.0)
+                info = dict(node=node_rank, host=socket.gethostname(), rank=first.rank,
+                            local_rank=first.local_rank, pid=first.proc.pid,
+                            code=first.returncode, tail=list(first.tail)[-10:])
+                if s is not None:
+                    s.compare_set("failed", "", json.dumps(info))
+                self._stop_local(signal.SIGTERM)
+                info["tail"] = list(first.tail)[-10:]
+                info["others"] = [(w.rank, w.returncode) for w in failed if w is not first]
+                return "failed", info
+            if not local_done and all(w.returncode == 0 for w in self.workers):
+                local_done = True
+                if s is None:
+                    return "done", None
+                s.set(f"done/{node_rank}", "1")
+            if s is not None:
+                if s.check(["failed"]):
+                    info = json.loads(s.get("failed"))
+                    self._stop_local(signal.SIGTERM)
+                    return "failed", info
+                if local_done and s.check([f"done/{r}" for r in range(self.nnodes)]):
+                    return "done", None
+
+    def _stop_local(self, sig):
+        stop_workers(self.workers, sig, self.cfg.stop_timeout)
+        removed = cleanup_shm(self.cfg.run_id)
+        if removed:
+            notice(f"removed {len(removed)} leftover shared-memory segment(s) of run "
+                   f"{self.cfg.run_id}")
+
+    def run(self) -> int:
+        cfg = self.cfg
+        self._open_store()
+        while True:
+            node_rank, offset, world = self._rendezvous()
+            if self.attempt == 0:
+                notice(f"run {cfg.run_id}: node {node_rank}, {cfg.nproc} worker(s) (ranks "
+                       f"{offset}..{offset + cfg.nproc - 1} of {world}), store at "
+                       f"{cfg.master_addr}:{cfg.master_port}")
+            self._spawn(node_rank, offset, world)
+            outcome, info = self._monitor(node_rank)
+            if outcome == "done":
+                for w in self.workers:
+                    for t in w.readers:
+                        t.join(5)
+                    for f in w.files:
+                        f.close()
+                cleanup_shm(cfg.run_id)
+                self._goodbye()
+                return 0
+            if self.attempt < cfg.max_restarts:
+                notice(f"{_failure_line(info)}; restarting all workers (restart "
+                       f"{self.attempt + 1} of {cfg.max_restarts})")
+                self.attempt += 1
+                continue
+            notice(_summary(info, self.attempt, cfg))
+            self._goodbye()
+            return 1
+
+    def _goodbye(self):
+        """Node 0 keeps the store up until every node has read the outcome."""
+        if not self.multi:
+            return
+        try:
+            n = self.store.add("bye", 1)
+            if self.store_server is not None:
+                deadline = time.monotonic() + 10
+                while n < self.nnodes and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    n = self.store.add("bye", 0)
+        except DistError:
+            pass
+
+    def close(self, sig=signal.SIGTERM):
+        if self.workers:
+            self._stop_local(sig)
+        for s in (getattr(self, "raw_store", None), self.store_server):
+            if s is not None:
+                s.close()
+
+
+def _failure_line(info) -> str:
+    return (f"rank {info['rank']} (local rank {info['local_rank']} on node {info['node']}, "
+            f"{info['host']}, pid {info['pid']}) {_exit_text(info['code'])}")
+
+
+def _summary(info, attempt, cfg) -> str:
+    lines = [f"worker failure after {attempt + 1} attempt(s) (max_restarts={cfg.max_restarts}):",
+             f"  first failure: {_failure_line(info)}"]
+    if info.get("tail"):
+        lines.append("  last lines of its stderr:")
+        lines += [f"    {t}" for t in info["tail"]]
+    else:
+        lines.append("  (it wrote nothing to stderr)")
+    for rank, code in info.get("others", []):
+        lines.append(f"  also: rank {rank} {_exit_text(code)}")
+    lines.append("  the other workers were stopped by tbrun")
+    return "\n".join(lines)
+
+
+def _is_local(host: str) -> bool:
+    try:
+        addrs = {i[4][0] for i in socket.getaddrinfo(host, None)}
+    except socket.gaierror:
+        return False
+    for a in addrs:
+        try:
+            with socket.socket(socket.AF_INET6 if ":" in a else socket.AF_INET) as s:
+                s.bind((a, 0))
+            return True
+        except OSError:
+            continue
+    return False
+
+
+# ***** entry point *****
+
+def main(argv=None) -> int:
+    """Console entry point: ``tbrun [options] script [args...]``; returns the exit status."""
+    try:
+        cfg = parse_args(argv)
+    except UsageError as exc:
+        print(f"tbrun: error: {exc}", file=sys.stderr)
+        return 2
+    agent = Agent(cfg)
+
+    def on_signal(signum, frame):
+        raise _Stop(signum)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            return agent.run()
+        except _Stop as stop:
+            name = signal.Signals(stop.signum).name
+            notice(f"received {name}; stopping {len(agent.workers)} worker(s)")
+            # ignore repeats while stopping so the cleanup itself cannot be interrupted
+            for s in old:
+                signal.signal(s, signal.SIG_IGN)
+            agent.close(stop.signum)
+            return 128 + stop.signum
+        except (DistError, OSError) as exc:
+            notice(f"error: {exc}")
+            for s in old:
+                signal.signal(s, signal.SIG_IGN)
+            agent.close()
+            return 1
+    finally:
+        agent.close()
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _entry():
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    _entry()

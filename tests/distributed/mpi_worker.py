@@ -1,0 +1,246 @@
+"""One rank of an MPI test job: ``mpiexec -n N python tests/distributed/mpi_worker.py SCENARIO``.
+
+Started by ``tests/distributed/test_mpi.py`` (never collected by pytest: no ``test_`` prefix).
+Every check compares against NumPy computed from what each rank is known to contribute. Each
+passing check prints ``PASS <name>``; a failing one raises, which (through the mpi backend's
+``MPI_Abort`` hook) ends the whole job at once with a non-zero exit status.
+
+Scenarios:
+* ``suite``: the shared collective suite (``collective_suite.check_*``, the same functions the
+  tcp backend runs) and the MPI-specific checks below, in one world.
+* ``dead``: rank 1 raises before a collective the others are waiting in; the job must end.
+* ``timeout``: rank 1 skips a collective; rank 0 must get DistTimeoutError within its timeout.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+import tensorbrain as tb  # noqa: E402
+import tensorbrain.distributed as dist  # noqa: E402
+from tensorbrain.distributed.errors import DistBackendError, DistTimeoutError  # noqa: E402
+
+
+def contribution(rank: int, shape, dtype, seed: int = 0) -> np.ndarray:
+    """What ``rank`` contributes: deterministic, so every rank can compute the reference."""
+    rng = np.random.default_rng(1000 * seed + rank)
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype).kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    return rng.integers(-5, 6, shape).astype(dtype)
+
+
+# ***** MPI-specific checks (the shared suite covers the generic semantics) *****
+def check_float16_against_numpy(rank, size):
+    # The backend reduces float16 in float32 and rounds once: exactly NumPy's float32 sum of the
+    # float16 inputs, rounded to float16, whatever the rank count or MPI's algorithm.
+    parts = [contribution(r, (1000,), np.float16, seed=1) * np.float16(100) for r in range(size)]
+    wide = np.sum([p.astype(np.float32) for p in parts], axis=0)
+    for op, ref in (("sum", wide), ("avg", wide / np.float32(size))):
+        t = tb.from_numpy(parts[rank].copy())
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op.upper() if op != "avg" else "AVG"))
+        np.testing.assert_array_equal(t.data, ref.astype(np.float16))
+    # A sum that overflows float16 partway but not at the end (65504 is float16's max).
+    big = np.full(4, 60000.0 if rank == 0 else -59000.0 / max(size - 1, 1), np.float16)
+    ref = np.sum([np.full(4, 60000.0 if r == 0 else -59000.0 / max(size - 1, 1), np.float16)
+                  .astype(np.float32) for r in range(size)], axis=0).astype(np.float16)
+    t = tb.from_numpy(big)
+    dist.all_reduce(t)
+    np.testing.assert_array_equal(t.data, ref)
+    assert np.isfinite(t.data).all()
+
+
+def check_ops_and_dtypes(rank, size):
+    for dtype, ops in ((np.float64, ("sum", "prod", "min", "max", "avg")),
+                       (np.float32, ("sum", "max", "avg")),
+                       (np.int32, ("sum", "prod", "min", "max")),
+                       (np.int64, ("band", "bor", "bxor", "sum")),
+                       (np.uint8, ("bor", "max")),
+                       (bool, ("sum", "prod", "max", "min"))):
+        parts = [contribution(r, (3, 5), dtype, seed=2) for r in range(size)]
+        for op in ops:
+            ufunc = {"sum": np.add, "avg": np.add, "prod": np.multiply, "min": np.minimum,
+                     "max": np.maximum, "band": np.bitwise_and, "bor": np.bitwise_or,
+                     "bxor": np.bitwise_xor}[op]
+            if dtype is bool:
+                ufunc = {"sum": np.logical_or, "max": np.logical_or, "prod": np.logical_and,
+                         "min": np.logical_and}[op]
+            ref = parts[0].copy()
+            for p in parts[1:]:
+                ref = ufunc(ref, p)
+            if op == "avg":
+                ref = ref / size
+            t = tb.from_numpy(parts[rank].copy())
+            dist.all_reduce(t, op=op)
+            np.testing.assert_allclose(t.data, ref, rtol=1e-6 if dtype == np.float32 else 1e-12,
+                                       err_msg=f"{np.dtype(dtype).name} {op}")
+    try:
+        dist.all_reduce(tb.from_numpy(np.zeros(2, np.int32)), op="avg")
+    except TypeError as exc:
+        assert "AVG needs a floating dtype" in str(exc)
+    else:
+        raise AssertionError("integer AVG must be refused")
+
+
+def check_async_out_of_order(rank, size):
+    # Five async all_reduces in flight, waited in reverse order, then from another thread
+    # (mpi4py asks for MPI_THREAD_MULTIPLE; MPICH grants it).
+    tensors = [tb.from_numpy(np.full(1 << k, float(rank + k), np.float32)) for k in range(5)]
+    works = [dist.all_reduce(t, async_op=True) for t in tensors]
+    for w in reversed(works):
+        assert w.wait()
+    for k, t in enumerate(tensors):
+        np.testing.assert_array_equal(t.data, sum(r + k for r in range(size)))
+    t = tb.from_numpy(np.full(8, rank, np.float64))
+    w = dist.all_reduce(t, async_op=True)
+    errors = []
+    thread = threading.Thread(target=lambda: errors.append(None if w.wait() else "no"))
+    thread.start()
+    thread.join(30)
+    assert errors == [None] and w.is_completed()
+    np.testing.assert_array_equal(t.data, sum(range(size)))
+
+
+def check_new_group_splits(rank, size):
+    # Every rank calls new_group in the same order (as torch); members get communicators.
+    first_last = dist.new_group(sorted({0, size - 1}))
+    odd = dist.new_group([r for r in range(size) if r % 2 == 1] or [0])
+    if rank in (0, size - 1):
+        t = tb.from_numpy(np.array([rank], np.int64))
+        dist.all_reduce(t, group=first_last)
+        assert t.data.tolist() == [0 + (size - 1) if size > 1 else 0]
+        assert dist.get_world_size(first_last) == len({0, size - 1})
+    else:
+        assert first_last is dist.GroupMember.NON_GROUP_MEMBER
+    members = [r for r in range(size) if r % 2 == 1] or [0]
+    if rank in members:
+        t = tb.from_numpy(np.array([1.0]))
+        dist.broadcast(t, src=members[-1], group=odd)
+        dist.all_reduce(t, group=odd)
+        assert t.data.tolist() == [float(len(members))]
+    dist.barrier()
+
+
+def check_noncontiguous_and_p2p(rank, size):
+    base = contribution(rank, (6, 8), np.float64, seed=3)
+    view = base[::2, 1::3]
+    dist.all_reduce(tb.Tensor._wrap(view))
+    ref = np.sum([contribution(r, (6, 8), np.float64, seed=3)[::2, 1::3] for r in range(size)], 0)
+    np.testing.assert_allclose(view, ref)
+    if size >= 2:  # ring exchange with isend/irecv: no deadlock, right sources
+        out = tb.from_numpy(np.full(5, rank, np.int16))
+        inbox = tb.from_numpy(np.zeros(5, np.int16))
+        works = [dist.isend(out, (rank + 1) % size, tag=7), dist.irecv(inbox, None, tag=7)]
+        for w in works:
+            w.wait()
+        assert (inbox.data == (rank - 1) % size).all()
+        assert works[1].result() == (rank - 1) % size
+
+
+def check_mpi_error_becomes_dist_backend_error(rank, size):
+    # A receive into a buffer too small for the message: MPI's own error (MPI_ERR_TRUNCATE)
+    # must surface as DistBackendError with MPI's error string. On a private group, since a
+    # failed group is poisoned.
+    pair = dist.new_group([0, 1])
+    if rank == 0:
+        dist.send(tb.from_numpy(np.arange(16, dtype=np.float64)), 1, group=pair)
+    elif rank == 1:
+        try:
+            dist.recv(tb.from_numpy(np.zeros(2, np.float64)), 0, group=pair)
+        except DistBackendError as exc:
+            text = str(exc)
+            assert "truncat" in text.lower() and "recv" in text, text
+            try:
+                dist.barrier(group=pair)
+            except DistBackendError as again:
+                assert "failed earlier" in str(again)
+            else:
+                raise AssertionError("a failed group must refuse later ops")
+        else:
+            raise AssertionError("a truncated receive must raise DistBackendError")
+    dist.barrier()
+
+
+MPI_CHECKS = [check_float16_against_numpy, check_ops_and_dtypes, check_async_out_of_order,
+              check_new_group_splits, check_noncontiguous_and_p2p,
+              check_mpi_error_becomes_dist_backend_error]
+
+
+def report(line: str) -> None:
+    """Print ``line``, and append it to ``$TB_MPI_TEST_OUT/rank<r>.txt`` when set: mpiexec merges
+    the ranks' stdout and may split lines, so the test reads the per-rank files."""
+    print(line, flush=True)
+    folder = os.environ.get("TB_MPI_TEST_OUT")
+    if folder:
+        rank = dist.get_rank() if dist.is_initialized() else 0
+        with open(os.path.join(folder, f"rank{rank}.txt"), "a") as f:
+            f.write(line + "\n")
+
+
+def shared_suite():
+    """``check_<op>(rank, size, backend_name)`` functions of the shared collective suite."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import collective_suite
+    except ImportError:
+        return []
+    checks = getattr(collective_suite, "CHECKS", None)
+    if checks is None:
+        checks = [getattr(collective_suite, n) for n in sorted(dir(collective_suite))
+                  if n.startswith("check_") and callable(getattr(collective_suite, n))]
+    return list(checks)
+
+
+def run_suite() -> None:
+    dist.init_process_group("mpi", timeout=60)
+    rank, size = dist.get_rank(), dist.get_world_size()
+    assert dist.get_backend() == "mpi"
+    for check in shared_suite():
+        check(rank, size, "mpi")
+        report(f"PASS suite.{check.__name__}")
+    for check in MPI_CHECKS:
+        if check is check_mpi_error_becomes_dist_backend_error and size < 2:
+            continue
+        check(rank, size)
+        report(f"PASS mpi.{check.__name__}")
+    dist.destroy_process_group()
+
+
+def run_dead() -> None:
+    dist.init_process_group("mpi", timeout=60)
+    if dist.get_rank() == 1:
+        raise RuntimeError("rank 1 dies on purpose")
+    dist.all_reduce(tb.ones(4))  # the others wait here until MPI_Abort ends them
+    print("UNREACHABLE: all_reduce returned without rank 1", flush=True)
+
+
+def run_timeout() -> None:
+    dist.init_process_group("mpi", timeout=1.0)
+    rank = dist.get_rank()
+    if rank == 0:
+        start = time.monotonic()
+        try:
+            dist.all_reduce(tb.ones(4))
+        except DistTimeoutError as exc:
+            elapsed = time.monotonic() - start
+            assert 0.9 <= elapsed < 10, elapsed
+            assert "group timeout" in str(exc) and "all_reduce" in str(exc), str(exc)
+            report(f"PASS timeout after {elapsed:.2f} s: {exc}")
+    # No clean finalize is possible with a collective still posted on rank 0: end the job.
+    sys.stdout.flush()
+    from mpi4py import MPI
+    MPI.COMM_WORLD.Barrier()
+    MPI.COMM_WORLD.Abort(0)
+
+
+if __name__ == "__main__":
+    {"suite": run_suite, "dead": run_dead, "timeout": run_timeout}[sys.argv[1]]()

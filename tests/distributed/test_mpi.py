@@ -1,0 +1,113 @@
+"""The mpi backend in real MPI jobs: ``mpiexec -n 2/3/4`` running ``mpi_worker.py``.
+
+Each world runs the shared collective suite (the same ``check_*`` functions as the tcp backend)
+plus the MPI-specific checks in one job, so the cost of starting MPI is paid once per world size.
+Skipped cleanly when mpi4py or ``mpiexec`` is missing (``pip install tensorbrain[mpi]`` brings
+both: mpi4py and the mpich wheel). Every job has a hard timeout; ``mpiexec`` is killed with its
+process group if it passes it.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tensorbrain.distributed.backends import mpi as mpi_backend
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parent / "mpi_worker.py"
+
+
+def _mpiexec() -> str | None:
+    sibling = Path(sys.executable).parent / "mpiexec"  # the mpich wheel installs it next to python
+    return str(sibling) if sibling.exists() else shutil.which("mpiexec")
+
+
+MPIEXEC = _mpiexec()
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(not mpi_backend.is_available(), reason=str(mpi_backend.why_unavailable())),
+    pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on PATH (pip install mpich)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_job(n: int | None, scenario: str, timeout: float = 60.0, out_dir=None, **env):
+    """``mpiexec -n n python mpi_worker.py scenario`` (``n=None``: plain python, a singleton).
+    Returns (exit status, combined output, seconds); with ``out_dir`` each rank also writes its
+    PASS lines to ``out_dir/rank<r>.txt``."""
+    cmd = [sys.executable, str(WORKER), scenario]
+    if n is not None:
+        cmd = [MPIEXEC, "-n", str(n)] + cmd
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(_free_port()), "OMP_NUM_THREADS": "1", **env}
+    if out_dir is not None:
+        full_env["TB_MPI_TEST_OUT"] = str(out_dir)
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        full_env.pop(key, None)  # a torchrun-style variable would outrank MPI's
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=str(ROOT), env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"{' '.join(cmd)} did not finish within {timeout} s:\n{out}")
+    return proc.returncode, out, time.monotonic() - start
+
+
+def _passed(out_dir: Path, rank: int) -> list:
+    path = out_dir / f"rank{rank}.txt"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [line.split()[1] for line in lines if line.startswith("PASS ")]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_collective_suite_and_mpi_checks_under_mpiexec(n, tmp_path):
+    code, out, _ = run_job(n, "suite", out_dir=tmp_path)
+    assert code == 0, out
+    per_rank = [_passed(tmp_path, r) for r in range(n)]
+    assert all(p == per_rank[0] for p in per_rank), (per_rank, out)  # every check on every rank
+    names = per_rank[0]
+    assert any(name.startswith("suite.") for name in names), out
+    assert "mpi.check_float16_against_numpy" in names
+    assert "mpi.check_mpi_error_becomes_dist_backend_error" in names
+
+
+def test_without_mpiexec_is_a_world_of_one():
+    code, out, _ = run_job(None, "suite")
+    assert code == 0, out
+    assert "PASS mpi.check_float16_against_numpy" in out
+
+
+def test_a_dead_rank_ends_the_job_instead_of_hanging():
+    code, out, elapsed = run_job(3, "dead", timeout=60)
+    assert code != 0, out
+    assert "rank 1 dies on purpose" in out and "MPI_Abort" in out, out
+    assert "UNREACHABLE" not in out
+    assert elapsed < 30, elapsed
+
+
+def test_a_missing_peer_times_out_with_dist_timeout_error():
+    code, out, _ = run_job(2, "timeout", timeout=60)
+    assert "PASS timeout after" in out, out
+    assert "did not finish within the group timeout of 1 s" in out
+
+
+def test_import_tensorbrain_does_not_import_mpi4py():
+    code = ("import sys, tensorbrain, tensorbrain.distributed as d; "
+            "print(d.is_mpi_available(), 'mpi4py' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert out.stdout.split() == ["True", "False"], out.stderr

@@ -193,7 +193,7 @@ def shared_suite():
         import collective_suite
     except ImportError:
         return []
-    checks = getattr(collective_suite, "CHECKS", None)
+    checks = getattr(collective_suite, "ALL_CHECKS", None)
     if checks is None:
         checks = [getattr(collective_suite, n) for n in sorted(dir(collective_suite))
                   if n.startswith("check_") and callable(getattr(collective_suite, n))]

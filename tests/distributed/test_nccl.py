@@ -164,3 +164,91 @@ def test_backend_unavailable_without_a_gpu_says_why():
     with pytest.raises(RuntimeError, match="nccl backend cannot be used here") as info:
         nccl_backend.NCCLBackend(None, 0, 1, 10.0, "default")
     assert reason in str(info.value) and "backend='tcp'" in str(info.value)
+
+
+@no_gpu
+def test_init_process_group_nccl_without_a_gpu_raises_the_reason():
+    import tensorbrain.distributed as dist
+    assert not dist.is_nccl_available()
+    with pytest.raises(RuntimeError, match="nccl backend cannot be used here"):
+        dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+    assert not dist.is_initialized()
+
+
+# ***** with a GPU: the backend at world size 1 (NCCL refuses two ranks on one GPU) *****
+@pytest.fixture
+def nccl_world():
+    import tensorbrain.distributed as dist
+    if not dist.is_nccl_available():
+        pytest.skip(f"nccl backend unavailable: {_nccl_lib.why_unavailable()}")
+    tb.cuda.set_device(0)
+    dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1, timeout=60)
+    yield dist
+    dist.destroy_process_group()
+
+
+def _cuda(array):
+    return tb.Tensor._wrap(tb._xp.cupy().asarray(array))
+
+
+def _host(t):
+    return tb._xp.to_numpy(t.data)
+
+
+@pytest.mark.gpu
+def test_nccl_every_collective_at_world_size_one_against_numpy(nccl_world):
+    import numpy as np
+    dist = nccl_world
+    for dtype in ("float16", "float32", "float64", "int32", "int64", "uint8"):
+        x = (np.arange(13) % 7).astype(dtype)
+        for op in ("sum", "prod", "min", "max") + (("avg",) if dtype.startswith("float") else ()):
+            t = _cuda(x)
+            dist.all_reduce(t, op=op)
+            np.testing.assert_array_equal(_host(t), x, err_msg=f"all_reduce {op} {dtype}")
+        t = _cuda(x)
+        dist.broadcast(t, src=0)
+        dist.reduce(t, dst=0)
+        np.testing.assert_array_equal(_host(t), x)
+        outs = [_cuda(np.zeros_like(x))]
+        dist.all_gather(outs, _cuda(x))
+        np.testing.assert_array_equal(_host(outs[0]), x)
+        out = _cuda(np.zeros_like(x))
+        dist.all_gather_into_tensor(out, _cuda(x))
+        dist.reduce_scatter_tensor(out, _cuda(x))
+        np.testing.assert_array_equal(_host(out), x)
+        outs = [_cuda(np.zeros_like(x))]
+        dist.all_to_all(outs, [_cuda(x)])
+        np.testing.assert_array_equal(_host(outs[0]), x)
+        out = _cuda(np.zeros_like(x))
+        dist.all_to_all_single(out, _cuda(x))
+        np.testing.assert_array_equal(_host(out), x)
+    # non-contiguous view, written back in place
+    base = tb._xp.cupy().arange(48, dtype="float32").reshape(6, 8)
+    view = tb.Tensor._wrap(base.T)
+    dist.all_reduce(view)
+    np.testing.assert_array_equal(tb._xp.to_numpy(base), np.arange(48, dtype="float32").reshape(6, 8))
+    dist.barrier()
+    with pytest.raises(ValueError, match="no bitwise reductions"):
+        dist.all_reduce(_cuda(np.ones(3, "int32")), op="band")
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        dist.all_reduce(tb.ones(3))
+
+
+@pytest.mark.gpu
+def test_nccl_async_work_is_ordered_after_the_compute_stream(nccl_world):
+    import numpy as np
+    dist, cp = nccl_world, tb._xp.cupy()
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cp.ones(1 << 22, dtype=cp.float32)
+        for _ in range(20):  # enough queued work that the collective would overtake it if unordered
+            x *= 1.0
+        x += 1.0
+        t = tb.Tensor._wrap(x)
+        work = dist.all_reduce(t, async_op=True)
+        work.wait()  # the current stream (this one) waits for the communication stream
+        total = float(x.sum())
+    assert total == 2.0 * (1 << 22)
+    work.wait(timeout=30)
+    assert work.is_completed() and work.exception() is None
+    np.testing.assert_array_equal(_host(t)[:4], [2.0] * 4)

@@ -183,7 +183,15 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         requested = parts.get(dev_type, next(iter(parts.values()))).lower()
     name = backends.canonical_name(requested)  # unknown backend -> ValueError listing the known
     timeout_s = _seconds(timeout)
-    if store is None:
+    launched = None
+    if store is None and init_method is None:
+        # backends that bring their own launcher (mpi under mpiexec) know rank and size already
+        launched = backends.launcher_world(name)
+    if launched is not None:
+        from .store import HashStore
+        rank, world_size = launched
+        store = HashStore()
+    elif store is None:
         if init_method is None:
             init_method = "env://"
         from .rendezvous import rendezvous
@@ -199,9 +207,10 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     _INIT_COUNT[0] += 1
     from .store import PrefixStore
     prefix = f"tb_pg{_INIT_COUNT[0]}"
-    _check_world_size(PrefixStore(prefix, store), rank, world_size, timeout_s)
-    factory = backends.get_factory(name)
-    be = factory(PrefixStore(f"{prefix}/default", store), rank, world_size, timeout_s, "default")
+    if launched is None:
+        _check_world_size(PrefixStore(prefix, store), rank, world_size, timeout_s)
+    be = backends.create_backend(name, PrefixStore(f"{prefix}/default", store), rank, world_size,
+                                 timeout_s, "default", global_ranks=range(world_size))
     pg = ProcessGroup("default", range(world_size), rank, be, requested, timeout_s)
     with _WORLD.lock:
         _WORLD.default, _WORLD.store, _WORLD.prefix = pg, store, prefix
@@ -292,7 +301,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     from .store import PrefixStore
     store = PrefixStore(f"{_WORLD.prefix}/group{name}", _WORLD.store)
     group_rank = ranks.index(_WORLD.global_rank)
-    be = backends.get_factory(bname)(store, group_rank, len(ranks), timeout_s, name)
+    be = backends.create_backend(bname, store, group_rank, len(ranks), timeout_s, name,
+                                 global_ranks=ranks)
     pg = ProcessGroup(name, ranks, group_rank, be, requested, timeout_s)
     with _WORLD.lock:
         _WORLD.groups[name] = pg

@@ -51,10 +51,34 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return np.array_equal(_bits(a), _bits(b))
 
 
-@needs_native
+def _cpu_paths():
+    """The loop copies to test: baseline always, avx2+f16c where this CPU runs it."""
+    if not _native.is_available():
+        return ["baseline"]
+    C = _native.module()
+    try:
+        C._force_cpu_path("avx2+f16c")
+        return ["baseline", "avx2+f16c"]
+    except ValueError:
+        return ["baseline"]
+    finally:
+        C._force_cpu_path("auto")
+
+
+@pytest.fixture(params=_cpu_paths())
+def cpu_path(request):
+    """Run the C++ kernels on one loop copy (reduce.cpp's baseline or reduce_avx2.cpp)."""
+    if not _native.is_available():
+        pytest.skip(f"no native module: {_native.why_unavailable()}")
+    C = _native.module()
+    C._force_cpu_path(request.param)
+    yield request.param
+    C._force_cpu_path("auto")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", OPS)
-def test_reduce_into_native_matches_numpy_twin(dtype, op):
+def test_reduce_into_native_matches_numpy_twin(dtype, op, cpu_path):
     rng = np.random.default_rng(zlib.crc32(f"{dtype}-{op}".encode()))
     dst, src = _random(dtype, N, rng), _random(dtype, N, rng)
     # also the same values on both sides (ties for min/max, x+x, x*x) and a sliver of equal pairs
@@ -71,7 +95,7 @@ def test_reduce_into_native_matches_numpy_twin(dtype, op):
 
 
 @pytest.mark.parametrize("op", ["sum", "prod"])
-def test_float16_twin_rounds_like_exact_math_rounded_once(op):
+def test_float16_rounds_like_exact_math_rounded_once(op, cpu_path):
     # Independent reference: the exact float64 result rounded once to half (NumPy's float64->
     # float16 cast is round-to-nearest-even). Sum/product of two halves is exact in float64.
     a = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
@@ -82,10 +106,9 @@ def test_float16_twin_rounds_like_exact_math_rounded_once(op):
         got = a.copy()
         _kernels.reduce_into(got, b, op, native=False)
     assert _same(got, ref)
-    if _native.is_available():
-        got = a.copy()
-        _kernels.reduce_into(got, b, op, native=True)
-        assert _same(got, ref)
+    got = a.copy()
+    _kernels.reduce_into(got, b, op, native=True)
+    assert _same(got, ref)
 
 
 @needs_native
@@ -104,7 +127,7 @@ def test_float_to_half_rounding_matches_numpy_on_ties_and_random_bits():
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("factor", [0.5, 1 / 3, 1 / 7, 1e-8, 12345.678])
-def test_scale_into_native_matches_twin_and_reference(dtype, factor):
+def test_scale_into_native_matches_twin_and_reference(dtype, factor, cpu_path):
     x = _random(dtype, N, np.random.default_rng(2))
     p = x.copy()
     _kernels.scale_into(p, factor, native=False)
@@ -112,10 +135,9 @@ def test_scale_into_native_matches_twin_and_reference(dtype, factor):
     with np.errstate(all="ignore"):
         ref = (x.astype(compute) * compute(factor)).astype(dtype)
     assert _same(p, ref)
-    if _native.is_available():
-        c = x.copy()
-        _kernels.scale_into(c, factor, native=True)
-        assert _same(c, p)
+    c = x.copy()
+    _kernels.scale_into(c, factor, native=True)
+    assert _same(c, p)
 
 
 def test_ufunc_semantics_spot_checks():

@@ -35,6 +35,12 @@ void reduce_into(void *dst, const void *src, std::size_t n, DType dt, Op op);
 // factor rounded to float32, float64 in double). Throws std::invalid_argument for other dtypes.
 void scale_into(void *dst, std::size_t n, DType dt, double factor);
 
+// Which loops run on this CPU: "avx2+f16c" or "baseline" (chosen once, at first use).
+const char *cpu_path();
+// Tests only: run "baseline" or "avx2+f16c" regardless of the CPU check ("auto" undoes it). Returns
+// false for an unknown name or a path this CPU cannot run. Not thread-safe.
+bool force_cpu_path(std::string_view name);
+
 // IEEE binary16 <-> binary32, round to nearest-even, NaN payload kept as NumPy does.
 float half_to_float(std::uint16_t h);
 std::uint16_t float_to_half(float f);

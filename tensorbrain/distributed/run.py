@@ -540,7 +540,10 @@ class Agent:
             base["OMP_NUM_THREADS"] = "1"
         base.setdefault("PYTHONUNBUFFERED", "1")
         self.workers = []
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        # A signal arriving between fork and the Popen assignment would orphan that worker, so
+        # the handler defers it until every worker is recorded. (Blocking signals instead would
+        # leak the blocked mask into the workers: they would then ignore SIGTERM.)
+        self.spawning, self.pending_signal = True, None
         try:
             for lr in range(cfg.nproc):
                 rank = offset + lr
@@ -559,7 +562,9 @@ class Agent:
                 self.workers.append(w)
                 self._start_pumps(w)
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            self.spawning = False
+        if self.pending_signal is not None:
+            raise _Stop(self.pending_signal)
 
     def _start_pumps(self, w: Worker):
         cfg = self.cfg
@@ -724,6 +729,9 @@ def main(argv=None) -> int:
     agent = Agent(cfg)
 
     def on_signal(signum, frame):
+        if getattr(agent, "spawning", False):
+            agent.pending_signal = signum
+            return
         raise _Stop(signum)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}

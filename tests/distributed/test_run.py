@@ -1,0 +1,387 @@
+"""tbrun with real processes: variables, output, failures, restarts, signals, two nodes, logs."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tensorbrain.distributed.run import UsageError, cleanup_shm, parse_args
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+               "MASTER_ADDR", "MASTER_PORT", "TB_RESTART_COUNT", "TB_USE_AGENT_STORE",
+               "OMP_NUM_THREADS", "TB_RUN_ID", "TB_MAX_RESTARTS")
+
+
+def env(**extra):
+    e = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS}
+    e["PYTHONPATH"] = str(ROOT)
+    e.update(extra)
+    return e
+
+
+def script(tmp_path, body, name="worker.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def tbrun(*args, timeout=40, extra_env=None, **kw):
+    """Run tbrun to completion; returns CompletedProcess (hard timeout)."""
+    return subprocess.run([sys.executable, "-m", "tensorbrain.distributed.run",
+                           "--stop_timeout", "3", *args], env=env(**(extra_env or {})),
+                          capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def start_tbrun(*args, extra_env=None):
+    return subprocess.Popen([sys.executable, "-m", "tensorbrain.distributed.run",
+                             "--stop_timeout", "3", *args], env=env(**(extra_env or {})),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+ENV_DUMP = """
+import json, os
+keys = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+        "MASTER_ADDR", "MASTER_PORT", "TB_RESTART_COUNT", "TB_MAX_RESTARTS", "TB_RUN_ID",
+        "OMP_NUM_THREADS", "TB_USE_AGENT_STORE", "PYTHONUNBUFFERED"]
+print("ENV " + json.dumps({k: os.environ.get(k) for k in keys}))
+"""
+
+
+def parse_env_lines(out):
+    found = {}
+    for line in out.splitlines():
+        m = re.fullmatch(r"\[rank (\d+)\] ENV (.*)", line)
+        if m:
+            found[int(m.group(1))] = json.loads(m.group(2))
+    return found
+
+
+def test_workers_see_the_launch_variables(tmp_path):
+    w = script(tmp_path, ENV_DUMP)
+    r = tbrun("--standalone", "--nproc-per-node", "3", "--max_restarts", "2", w)
+    assert r.returncode == 0, r.stderr
+    envs = parse_env_lines(r.stdout)
+    assert sorted(envs) == [0, 1, 2]
+    run_ids = {e["TB_RUN_ID"] for e in envs.values()}
+    ports = {e["MASTER_PORT"] for e in envs.values()}
+    assert len(run_ids) == 1 and len(ports) == 1 and ports.pop() != "0"
+    for rank, e in envs.items():
+        assert e["RANK"] == e["LOCAL_RANK"] == str(rank)
+        assert (e["WORLD_SIZE"], e["LOCAL_WORLD_SIZE"], e["GROUP_RANK"], e["NODE_RANK"]) == \
+            ("3", "3", "0", "0")
+        assert (e["MASTER_ADDR"], e["TB_RESTART_COUNT"], e["TB_MAX_RESTARTS"]) == \
+            ("127.0.0.1", "0", "2")
+        assert (e["OMP_NUM_THREADS"], e["TB_USE_AGENT_STORE"], e["PYTHONUNBUFFERED"]) == \
+            ("1", "1", "1")
+    assert "OMP_NUM_THREADS=1" in r.stderr  # the notice
+    # a user's OMP_NUM_THREADS is kept, and no notice
+    r = tbrun("--standalone", "--nproc_per_node", "2", w, extra_env={"OMP_NUM_THREADS": "3"})
+    assert {e["OMP_NUM_THREADS"] for e in parse_env_lines(r.stdout).values()} == {"3"}
+    assert "OMP_NUM_THREADS=1" not in r.stderr
+
+
+def test_output_lines_are_prefixed_and_never_interleaved(tmp_path):
+    w = script(tmp_path, """
+        import os, sys
+        r = os.environ["RANK"]
+        for i in range(300):
+            sys.stdout.write(f"line-{r}-{i} " + "x" * 3000 + "\\n")
+        sys.stderr.write(f"err-{r}\\n")
+        sys.stdout.write(f"tail-{r}-without-newline")
+    """)
+    r = tbrun("--standalone", "--nproc_per_node", "3", w)
+    assert r.returncode == 0, r.stderr
+    counts = {}
+    for line in r.stdout.splitlines():
+        m = re.fullmatch(r"\[rank (\d)\] (?:line-\1-\d+ x{3000}|tail-\1-without-newline)", line)
+        assert m, f"mangled line: {line[:120]!r}"
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    assert counts == {"0": 301, "1": 301, "2": 301}
+    for rank in range(3):
+        assert f"[rank {rank}] err-{rank}" in r.stderr.splitlines()
+
+
+def test_module_mode_and_script_args(tmp_path):
+    pkg = tmp_path / "mypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "train.py").write_text("import os, sys\nprint('args', os.environ['RANK'], sys.argv[1:])\n")
+    r = tbrun("--standalone", "--nproc_per_node", "2", "-m", "mypkg.train", "--lr", "0.1", "-x",
+              extra_env={"PYTHONPATH": f"{ROOT}:{tmp_path}"})
+    assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        assert f"[rank {rank}] args {rank} ['--lr', '0.1', '-x']" in r.stdout
+
+
+FAILING = """
+import os, signal, sys, time
+rank = int(os.environ["RANK"])
+print("pid", os.getpid(), flush=True)
+if rank == 1:
+    time.sleep(0.5)
+    print("something went wrong in rank 1", file=sys.stderr)
+    print("ValueError: boom", file=sys.stderr, flush=True)
+    if sys.argv[1:] == ["segv"]:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    sys.exit(3)
+time.sleep(60)
+"""
+
+
+def test_a_failing_worker_stops_the_others_and_the_summary_names_it(tmp_path):
+    w = script(tmp_path, FAILING)
+    t0 = time.monotonic()
+    r = tbrun("--standalone", "--nproc_per_node", "3", "--stop_timeout", "30", w)
+    took = time.monotonic() - t0
+    assert r.returncode == 1
+    # well under the 30 s grace: SIGTERM itself stopped them, SIGKILL was not needed
+    assert took < 15, f"the others were not stopped promptly ({took:.1f} s)"
+    assert re.search(r"first failure: rank 1 \(local rank 1 on node 0, .*\) exited with code 3",
+                     r.stderr), r.stderr
+    assert "    ValueError: boom" in r.stderr and "something went wrong in rank 1" in r.stderr
+    pids = [int(x) for x in re.findall(r"\] pid (\d+)", r.stdout)]
+    assert len(pids) == 3 and not any(alive(p) for p in pids)
+
+
+def test_a_signal_death_is_named(tmp_path):
+    w = script(tmp_path, FAILING)
+    r = tbrun("--standalone", "--nproc_per_node", "2", w, "segv")
+    assert r.returncode == 1
+    assert "rank 1" in r.stderr and "killed by signal SIGSEGV (11)" in r.stderr, r.stderr
+
+
+def test_restart_increments_the_count_and_scopes_rendezvous(tmp_path):
+    # attempt 0 and 1: rank 1 fails after publishing through the store; attempt 2 succeeds and
+    # must not see the keys published by the earlier attempts.
+    w = script(tmp_path, """
+        import os, sys
+        from datetime import timedelta
+        from tensorbrain.distributed.rendezvous import rendezvous
+        store, rank, world = next(rendezvous("env://", timeout=timedelta(seconds=20)))
+        attempt = int(os.environ["TB_RESTART_COUNT"])
+        stale = store.check(["marker"])  # only an earlier attempt can have set it by now
+        print("attempt", attempt, "stale", stale, flush=True)
+        store.set(f"addr/{rank}", f"attempt{attempt}")
+        store.wait([f"addr/{r}" for r in range(world)])
+        if rank == 1 and attempt < 2:
+            store.set("marker", "set by a failed attempt")
+            sys.exit(7)
+    """)
+    r = tbrun("--standalone", "--nproc_per_node", "2", "--max_restarts", "3", w)
+    assert r.returncode == 0, r.stderr
+    seen = re.findall(r"\[rank 0\] attempt (\d) stale (\w+)", r.stdout)
+    assert seen == [("0", "False"), ("1", "False"), ("2", "False")], r.stdout
+    assert r.stderr.count("restarting all workers") == 2
+    assert "restart 2 of 3" in r.stderr
+
+
+def test_restarts_exhausted_exit_nonzero(tmp_path):
+    w = script(tmp_path, "import sys; sys.exit(5)\n")
+    r = tbrun("--standalone", "--nproc_per_node", "1", "--max_restarts", "1", w)
+    assert r.returncode == 1 and "after 2 attempt(s)" in r.stderr and "exited with code 5" in r.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_to_tbrun_leaves_no_process(tmp_path, sig):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    w = script(tmp_path, f"""
+        import os, subprocess, time
+        child = subprocess.Popen(["sleep", "60"])  # a grandchild of tbrun
+        open(os.path.join({str(pids)!r}, os.environ["RANK"]), "w").write(f"{{os.getpid()}} {{child.pid}}")
+        time.sleep(60)
+    """)
+    p = start_tbrun("--standalone", "--nproc_per_node", "2", w)
+    try:
+        deadline = time.monotonic() + 20
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        all_pids = [int(x) for f in pids.iterdir() for x in f.read_text().split()]
+        assert len(all_pids) == 4 and all(alive(x) for x in all_pids)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + sig, err
+    assert f"received {signal.Signals(sig).name}" in err
+    deadline = time.monotonic() + 5
+    while any(alive(x) for x in all_pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [x for x in all_pids if alive(x)], "processes outlived tbrun"
+
+
+TWO_NODE = """
+import os
+from datetime import timedelta
+from tensorbrain.distributed.rendezvous import rendezvous
+store, rank, world = next(rendezvous("env://", timeout=timedelta(seconds=20)))
+store.set(f"r/{rank}", os.environ["NODE_RANK"] + ":" + os.environ["LOCAL_RANK"])
+store.wait([f"r/{r}" for r in range(world)])
+print("world", world, [store.get(f"r/{r}").decode() for r in range(world)])
+"""
+
+
+def test_two_nodes_form_one_four_rank_world(tmp_path):
+    w = script(tmp_path, TWO_NODE)
+    port = str(free_port())
+    common = ["--nnodes", "2", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+              "--master_port", port]
+    node1 = start_tbrun(*common, "--node_rank", "1", w)  # node 1 may start first
+    try:
+        node0 = tbrun(*common, "--node-rank", "0", w)
+        out1, err1 = node1.communicate(timeout=30)
+    finally:
+        if node1.poll() is None:
+            node1.kill()
+    assert node0.returncode == 0 and node1.returncode == 0, node0.stderr + err1
+    expected = "world 4 ['0:0', '0:1', '1:0', '1:1']"
+    assert node0.stdout.splitlines() and out1.splitlines()
+    for line in node0.stdout.splitlines():
+        assert re.fullmatch(rf"\[rank [01]\] {re.escape(expected)}", line)
+    for line in out1.splitlines():
+        assert re.fullmatch(rf"\[rank [23]\] {re.escape(expected)}", line)
+
+
+def test_a_failure_on_one_node_stops_the_other(tmp_path):
+    w = script(tmp_path, FAILING)  # global rank 1 lives on node 0
+    port = str(free_port())
+    common = ["--nnodes", "2", "--nproc_per_node", "2", "--master_port", port]
+    node1 = start_tbrun(*common, "--node_rank", "1", w)
+    try:
+        node0 = tbrun(*common, "--node_rank", "0", w)
+        out1, err1 = node1.communicate(timeout=30)
+    finally:
+        if node1.poll() is None:
+            node1.kill()
+    assert node0.returncode == 1 and node1.returncode == 1
+    for err in (node0.stderr, err1):
+        assert re.search(r"first failure: rank 1 \(local rank 1 on node 0", err), err
+
+
+def test_missing_node_and_duplicate_node_rank(tmp_path):
+    w = script(tmp_path, "print('hi')\n")
+    port = str(free_port())
+    r = tbrun("--nnodes", "3", "--master_port", port, "--rdzv_conf", "join_timeout=1", w)
+    assert r.returncode == 1
+    assert "node(s) [1, 2] of 3 did not join within 1 s" in r.stderr and port in r.stderr
+    node0 = start_tbrun("--nnodes", "2", "--master_port", port, "--rdzv_conf", "join_timeout=2", w)
+    try:
+        time.sleep(0.5)
+        # a second "node 0" cannot even serve the store: the port is taken
+        dup = tbrun("--nnodes", "2", "--node_rank", "0", "--master_port", port, w)
+        assert dup.returncode == 1 and f"port {port}" in dup.stderr and "already in use" in dup.stderr
+        node0.communicate(timeout=20)
+    finally:
+        if node0.poll() is None:
+            node0.kill()
+
+
+def test_node_waits_for_master_then_names_it(tmp_path):
+    w = script(tmp_path, "print('hi')\n")
+    port = str(free_port())
+    t0 = time.monotonic()
+    r = tbrun("--nnodes", "2", "--node_rank", "1", "--master_port", port,
+              "--rdzv_conf", "join_timeout=1", w)
+    assert r.returncode == 1 and f"127.0.0.1:{port}" in r.stderr
+    assert time.monotonic() - t0 < 15
+
+
+def test_elastic_min_max_closes_with_min_nodes(tmp_path):
+    w = script(tmp_path, ENV_DUMP)
+    r = tbrun("--nnodes", "1:2", "--master_port", str(free_port()),
+              "--rdzv_conf", "last_call_timeout=0.5", w)
+    assert r.returncode == 0, r.stderr
+    assert parse_env_lines(r.stdout)[0]["WORLD_SIZE"] == "1"
+
+
+def test_redirects_tee_log_dir_and_filter(tmp_path):
+    w = script(tmp_path, """
+        import os, sys
+        print("out", os.environ["RANK"]); print("err", os.environ["RANK"], file=sys.stderr)
+    """)
+    logs = tmp_path / "logs"
+    r = tbrun("--standalone", "--nproc_per_node", "2", "--rdzv_id", "job7", "--log_dir", str(logs),
+              "-r", "0:1", "--tee", "2", "--local_ranks_filter", "0,1", w)
+    assert r.returncode == 0, r.stderr
+    base = logs / "job7" / "attempt_0"
+    assert (base / "0" / "stdout.log").read_text() == "out 0\n"  # redirected
+    assert "[rank 0] out 0" not in r.stdout and "[rank 1] out 1" in r.stdout
+    assert (base / "1" / "stderr.log").read_text() == "err 1\n"  # teed: file and console
+    assert "[rank 1] err 1" in r.stderr
+    r = tbrun("--standalone", "--nproc_per_node", "2", "--local-ranks-filter", "1", w)
+    assert "[rank 0]" not in r.stdout + r.stderr and "[rank 1] out 1" in r.stdout
+
+
+def test_shared_memory_leftovers_are_removed(tmp_path):
+    w = script(tmp_path, """
+        import os, sys
+        open(f"/dev/shm/tb_{os.environ['TB_RUN_ID']}_seg{os.environ['RANK']}", "w").write("x")
+        sys.exit(1 if os.environ["RANK"] == "0" else 0)
+    """)
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    other = Path("/dev/shm/tb_someoneelse_seg0")
+    other.write_text("keep")
+    try:
+        r = tbrun("--standalone", "--nproc_per_node", "2", "--rdzv_id", "shmtest42", w)
+        assert r.returncode == 1
+        assert not list(Path("/dev/shm").glob("tb_shmtest42_*"))
+        assert other.exists()
+    finally:
+        other.unlink()
+    assert cleanup_shm("") == []
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--nproc_per_node", "0", "x.py"], "at least 1"),
+    (["--nproc_per_node", "many", "x.py"], "expected a number, cpu, gpu or auto"),
+    (["--nnodes", "2", "--node_rank", "2", "x.py"], r"--node_rank 2 is out of range for --nnodes 2"),
+    (["--nnodes", "3:2", "x.py"], "MIN <= MAX"),
+    (["--standalone", "--nnodes", "2", "x.py"], "--standalone runs one node"),
+    (["-r", "7", "x.py"], "modes are 0"),
+    (["-m", "--no_python", "x"], "exclude each other"),
+])
+def test_usage_errors(argv, match):
+    with pytest.raises(UsageError, match=match):
+        parse_args(argv)
+
+
+def test_usage_error_exit_status(tmp_path):
+    r = tbrun("--nproc_per_node", "0", "x.py")
+    assert r.returncode == 2 and "tbrun: error: --nproc_per_node 0" in r.stderr
+
+
+def test_option_spellings_and_values():
+    cfg = parse_args(["--nproc-per-node", "cpu", "--rdzv-endpoint", "head:1234", "--max-restarts",
+                      "2", "--monitor-interval", "0.5", "--rdzv-backend", "c10d", "--rdzv_id",
+                      "abc", "train.py", "--epochs", "3"])
+    assert cfg.nproc == (os.cpu_count() or 1)
+    assert (cfg.master_addr, cfg.master_port, cfg.max_restarts, cfg.monitor_interval) == \
+        ("head", 1234, 2, 0.5)
+    assert cfg.run_id == "abc" and cfg.cmd[-3:] == ["train.py", "--epochs", "3"]
+    assert parse_args(["--standalone", "t.py"]).master_port == 0
+    assert parse_args(["--nproc_per_node", "auto", "t.py"]).nproc >= 1

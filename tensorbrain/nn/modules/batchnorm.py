@@ -24,14 +24,19 @@ class _NormBase(Module):
     _version = 2
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None):
+                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None,
+                 bias: bool = True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
+        self.use_bias = affine and bias  # PyTorch 2.13's `bias=False` drops only the shift
         dtype = dtype or _dtype.get_default_dtype()
         if affine:
             self.weight = Parameter(ones(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(zeros(num_features, dtype=dtype, device=device))
+            if self.use_bias:
+                self.bias = Parameter(zeros(num_features, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -56,6 +61,7 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
+        if self.bias is not None:
             init.zeros_(self.bias)
 
     def _check_input_dim(self, input):
@@ -63,7 +69,8 @@ class _NormBase(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.use_bias}, "
+                f"track_running_stats={self.track_running_stats}")
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):

@@ -26,7 +26,7 @@ class LayerNorm(Module):
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.eps, self.elementwise_affine, self.use_bias = eps, elementwise_affine, bias
         dtype = dtype or _dtype.get_default_dtype()
         if elementwise_affine:
             self.weight = Parameter(ones(*self.normalized_shape, dtype=dtype, device=device))
@@ -49,35 +49,41 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, bias={self.use_bias}")
 
 
 class GroupNorm(Module):
     """Normalise ``(N, C, ...)`` over groups of ``C // num_groups`` channels, per sample."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 device=None, dtype=None):
+                 device=None, dtype=None, bias: bool = True):
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
                              f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = \
             num_groups, num_channels, eps, affine
+        self.use_bias = affine and bias
         dtype = dtype or _dtype.get_default_dtype()
         if affine:
             self.weight = Parameter(ones(num_channels, dtype=dtype, device=device))
-            self.bias = Parameter(zeros(num_channels, dtype=dtype, device=device))
+            if self.use_bias:
+                self.bias = Parameter(zeros(num_channels, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
 
     def reset_parameters(self) -> None:
-        if self.affine:
+        if self.weight is not None:
             init.ones_(self.weight)
+        if self.bias is not None:
             init.zeros_(self.bias)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.use_bias}")

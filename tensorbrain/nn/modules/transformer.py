@@ -21,6 +21,10 @@ from .module import Module
 from .normalization import LayerNorm
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's name for MultiheadAttention's output projection (kept for identical reprs)."""
+
+
 def _additive_mask(mask, like):
     """A float mask to add to attention scores: -inf where a bool mask is True."""
     arr = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
@@ -62,7 +66,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(empty(3 * embed_dim, dtype=dtype, device=device))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         self._reset_parameters()
 
     def _reset_parameters(self):

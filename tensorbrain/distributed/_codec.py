@@ -57,8 +57,9 @@ def _enc(obj, out: bytearray, path: str, depth: int) -> None:
         out += b"N"
     elif obj is True or obj is False:
         out += b"T" if obj else b"F"
-    elif isinstance(obj, (bool, np.bool_)):
-        out += b"T" if bool(obj) else b"F"
+    elif isinstance(obj, np.generic) and obj.dtype.kind in _ARRAY_KINDS:
+        out += b"g"  # NumPy scalars keep their type (np.float64 is also a float)
+        _enc_array(np.asarray(obj), out, path)
     elif type(obj) is int or (isinstance(obj, int) and not isinstance(obj, bool)):
         text = str(int(obj)).encode()
         out += b"i"
@@ -92,9 +93,6 @@ def _enc(obj, out: bytearray, path: str, depth: int) -> None:
     elif isinstance(obj, np.ndarray):
         out += b"a"
         _enc_array(obj, out, path)
-    elif isinstance(obj, np.generic) and obj.dtype.kind in _ARRAY_KINDS:
-        out += b"g"
-        _enc_array(np.asarray(obj), out, path)
     elif _is_tensor(obj):
         from tensorbrain import _xp
         out += b"x"

@@ -5,7 +5,8 @@ Handlers for three schemes, as ``torch.distributed.rendezvous``:
 - ``env://`` -- rank and world size from the environment (``RANK``/``WORLD_SIZE`` as tbrun and
   torchrun set them, else Open MPI, MPICH/Hydra or Slurm variables, see ``_env.resolve``) and a
   :class:`TCPStore` at ``MASTER_ADDR:MASTER_PORT`` served by rank 0 (or, under ``tbrun``, by the
-  launcher's agent: ``TB_USE_AGENT_STORE=1``).
+  launcher's agent: ``TB_USE_AGENT_STORE=1``). With a world size of 1 the store is a
+  :class:`HashStore`: a plain ``python train.py`` needs no address or port.
 - ``tcp://host:port?rank=R&world_size=N`` -- a TCPStore at host:port, served by rank 0.
 - ``file:///path?rank=R&world_size=N`` -- a :class:`FileStore` on a shared filesystem.
 
@@ -33,7 +34,7 @@ from urllib.parse import parse_qs, urlencode, urlparse, urlunparse
 from .. import _config
 from . import _env
 from .errors import DistStoreError
-from .store import FileStore, PrefixStore, Store, TCPStore
+from .store import FileStore, HashStore, PrefixStore, Store, TCPStore
 
 DEFAULT_TIMEOUT = timedelta(minutes=30)  # torch's default_pg_timeout
 
@@ -116,6 +117,11 @@ def _tcp_store(host, port, rank, world, timeout, agent_store=False) -> TCPStore:
 def _env_handler(url: str, timeout: timedelta = DEFAULT_TIMEOUT, **kwargs):
     env = os.environ
     rank, world = _rank_and_size(url, env)
+    if world == 1:
+        # Nobody else will ever connect, so an in-process store is equivalent and the same
+        # script runs as a plain `python train.py` without MASTER_ADDR/MASTER_PORT or a free port.
+        yield _scoped(HashStore(timeout)), rank, world
+        return
     placement = _env.resolve(env)
     if placement.master_addr is None:
         raise ValueError(f"env:// rendezvous: MASTER_ADDR is not set and {placement.source} does "

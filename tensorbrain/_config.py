@@ -67,9 +67,9 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
 # ***** the variables *****
 # Core
 declare("TB_NATIVE", _str, "auto",
-        "Build switch read by the build (pip install): 'auto' builds tensorbrain._C and falls back "
-        "to pure Python if the build fails, 'require' fails the install instead, 'skip' never "
-        "builds it. At run time, TB_NATIVE=0 ignores an installed tensorbrain._C.")
+        "Install time (pip install): 'auto' builds tensorbrain._C and falls back to pure Python if "
+        "the build fails, 'require' fails the install instead, 'skip' never builds it. Run time: "
+        "0/off/skip ignore an installed tensorbrain._C (tensorbrain/_native.py); other values error.")
 declare("TB_SHM", _bool, True,
         "Use the shared-memory transport for ranks on the same host (tcp backend). 0 turns it off.")
 # NCCL backend (tensorbrain/distributed/_nccl_lib.py)

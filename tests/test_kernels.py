@@ -197,3 +197,26 @@ def test_native_false_without_module_is_fine_and_true_says_why(monkeypatch):
 
 def test_docstring_examples():
     assert doctest.testmod(_kernels).failed == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_cupy_arrays_take_the_xp_path_and_match_numpy(dtype, op):
+    from tensorbrain import _xp
+    cp = _xp.cupy()
+    rng = np.random.default_rng(zlib.crc32(f"gpu-{dtype}-{op}".encode()))
+    dst, src = _random(dtype, N, rng), _random(dtype, N, rng)
+    d = cp.asarray(dst)
+    if not _valid(dtype, op):
+        with pytest.raises(TypeError, match="needs an integer or bool dtype"):
+            _kernels.reduce_into(d, cp.asarray(src), op)
+        return
+    _kernels.reduce_into(d, cp.asarray(src), op)  # default dispatch must not send CuPy to C++
+    ref = dst.copy()
+    _kernels.reduce_into(ref, src, op, native=False)
+    assert _same(cp.asnumpy(d), ref)
+    if dtype.startswith("float"):
+        _kernels.scale_into(d, 1 / 3)
+        _kernels.scale_into(ref, 1 / 3, native=False)
+        assert _same(cp.asnumpy(d), ref)

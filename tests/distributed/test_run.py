@@ -385,3 +385,18 @@ def test_option_spellings_and_values():
     assert cfg.run_id == "abc" and cfg.cmd[-3:] == ["train.py", "--epochs", "3"]
     assert parse_args(["--standalone", "t.py"]).master_port == 0
     assert parse_args(["--nproc_per_node", "auto", "t.py"]).nproc >= 1
+
+
+def test_the_launcher_page_example_runs_under_tbrun(tmp_path):
+    """docs/launcher.md's train.py, as 1 process and under tbrun with 3 ranks."""
+    page = (ROOT / "docs" / "launcher.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    w = script(tmp_path, code, "train.py")
+    single = subprocess.run([sys.executable, w], env=env(), capture_output=True, text=True,
+                            timeout=60)
+    assert single.returncode == 0 and "rank 0 of 1" in single.stdout, single.stderr
+    r = tbrun("--standalone", "--nproc_per_node", "3", w)
+    assert r.returncode == 0, r.stderr
+    for rank in range(3):
+        assert f"[rank {rank}] rank {rank} of 3 (local rank {rank}): [6.0, 6.0, 6.0, 6.0]" \
+            in r.stdout

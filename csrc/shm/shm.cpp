@@ -40,13 +40,18 @@ constexpr std::size_t kCtlSeq = 0, kCtlWaiters = 4, kCtlPid = 8;
 // 50 ms keeps the detection of a dead peer well under a second at no measurable cost.
 constexpr long kSliceNs = 50L * 1000 * 1000;
 
-// Spin before sleeping. A peer that is inside the same collective arrives within a few
-// microseconds (barrier round trip ~0.3-1 us measured on the 2-core dev VM), so a bounded spin
-// of ~4096 pauses (~50-100 us) catches it; longer waits mean the peer is computing, and we sleep
-// instead of burning its core. When ranks outnumber cores, spinning only delays the peer we
-// wait for, so we yield instead (3 and 4 ranks on the 2-core VM).
-constexpr int kSpinPauses = 4096;
-constexpr int kSpinYields = 64;
+// Waiting for a peer, in three phases (measured on the 2-core dev VM, 2 ranks, all_reduce, while
+// ~8 other processes kept the load average at 6-8):
+//  1. spin with PAUSE, only a few iterations: PAUSE costs 71 ns on this CPU, and while we spin
+//     the peer may be waiting for our core. 2048 pauses: 8 B in 62 us; 256: 26 us; 64: 13 us;
+//     0: 2.2 us (and 1 MiB 4.0 GB/s against 2.1 GB/s with 256);
+//  2. sched_yield() until yield_us have passed: under load the peer is often descheduled, and
+//     yielding hands it our core (spin-then-futex without this phase: 186-262 us at 8 B);
+//     on an idle machine a yield returns at once, so this is a spin with a syscall in it;
+//  3. futex(FUTEX_WAIT) in 50 ms slices: the peer is computing (DDP backward), so sleep and
+//     leave the core to it. Phase 2 bounds the cost of that case to yield_us per wait.
+constexpr int kSpinPauses = 8;
+constexpr double kYieldUs = 500.0;
 
 double now_s() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -161,12 +166,17 @@ Group::Group(const std::string &name, int rank, int nranks, bool create, std::si
     data_off_ = header_bytes(nranks);
     srcs_.resize(nranks);
     long ncpu = ::sysconf(_SC_NPROCESSORS_ONLN);
-    spin_iters_ = nranks > ncpu ? -kSpinYields : kSpinPauses;
-    flat_max_bytes = 0;  // set by the defaults below
-    // Measured crossover (2 ranks, dev VM, bench `python benchmarks/shm.py --sweep`): the flat
-    // exchange (one barrier, every rank reduces everything) wins up to 32 KiB; from 64 KiB the
-    // reduce-scatter/all-gather (two barriers per chunk, each rank reduces 1/n) is faster.
-    flat_max_bytes = std::min<std::size_t>(32 * 1024, buf_bytes_);
+    spin_iters_ = nranks > ncpu ? 0 : kSpinPauses;  // oversubscribed: PAUSE only delays the peer
+    yield_us = kYieldUs;
+    // Measured crossover (dev VM, float32, interleaved A/B of both algorithms in one group, min of
+    // 5-7 rounds; /tmp-free reproduction: benchmarks/shm.py --crossover):
+    //   2 ranks: flat 6.2 us vs rs/ag 7.6 us at 64 KiB, 25.4 vs 23.8 us at 256 KiB, 112 vs 95 at
+    //            1 MiB -> flat up to 128 KiB;
+    //   3 ranks: 15.0 vs 14.4 us at 64 KiB, 57 vs 44 at 256 KiB -> flat up to 32 KiB;
+    //   4 ranks: 11.7 vs 14.8 us at 16 KiB, 28.4 vs 23.9 at 64 KiB -> flat up to 32 KiB.
+    // The flat exchange has one barrier but every rank reads all n buffers; rs/ag has two
+    // barriers per chunk and each rank reduces 1/n, which wins once the reads dominate.
+    flat_max_bytes = std::min<std::size_t>(nranks == 2 ? 128 * 1024 : 32 * 1024, buf_bytes_);
 
     __atomic_store_n(at<int32_t>(base_, kCtlStride * (rank_ + 1) + kCtlPid),
                      static_cast<int32_t>(::getpid()), __ATOMIC_SEQ_CST);
@@ -255,16 +265,16 @@ static inline bool reached(uint32_t v, uint32_t target) {
 
 void Group::wait_word(int peer, uint32_t target) {
     auto &w = seq(peer);
-    if (spin_iters_ > 0) {
-        for (int i = 0; i < spin_iters_; ++i) {
-            if (reached(w.load(std::memory_order_acquire), target)) return;
-            TB_PAUSE();
-        }
-    } else {
-        for (int i = 0; i < -spin_iters_; ++i) {
+    for (int i = 0; i < spin_iters_; ++i) {
+        if (reached(w.load(std::memory_order_acquire), target)) return;
+        TB_PAUSE();
+    }
+    if (yield_us > 0) {
+        double until = now_s() + yield_us * 1e-6;
+        do {
             if (reached(w.load(std::memory_order_acquire), target)) return;
             ::sched_yield();
-        }
+        } while (now_s() < until);
     }
     double deadline = now_s() + timeout_s;
     auto &nw = waiters(peer);
@@ -353,12 +363,15 @@ void Group::all_reduce(const void *in_, void *out_, std::size_t count, DType d, 
 // Small tensors: every rank copies its tensor into its buffer once, one barrier, then every rank
 // reduces all n buffers into its output (n*S reads, no second barrier).
 void Group::all_reduce_flat(const char *in, char *out, std::size_t count, DType d, Op op) {
-    uint32_t g = gen_++;
-    char *mine = buf(rank_, g);
-    std::memcpy(mine, in, count * dtype_size(d));
-    sync();
-    for (int p = 0; p < n_; ++p) srcs_[p] = buf(p, g);
-    reduce_ranks(d, op, out, srcs_.data(), n_, count);
+    const std::size_t esz = dtype_size(d), chunk = buf_bytes_ / esz;
+    for (std::size_t off = 0; off < count; off += chunk) {
+        std::size_t len = count - off < chunk ? count - off : chunk;
+        uint32_t g = gen_++;
+        std::memcpy(buf(rank_, g), in + off * esz, len * esz);
+        sync();
+        for (int p = 0; p < n_; ++p) srcs_[p] = buf(p, g);
+        reduce_ranks(d, op, out + off * esz, srcs_.data(), n_, len);
+    }
 }
 
 // Large tensors: chunks of buf_bytes; each chunk is cut into n slices (64-byte aligned). Phase A:

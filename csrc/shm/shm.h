@@ -83,6 +83,9 @@ class Group {
     // Tuning knobs (tests and benchmarks); see the crossover comments in shm.cpp.
     std::size_t flat_max_bytes = 0;  // all_reduce: flat exchange at or below this size
     double timeout_s;
+    double yield_us = 0;  // phase 2 of a wait (see shm.cpp)
+    int spin() const { return spin_iters_; }
+    void set_spin(int s) { spin_iters_ = s; }
 
   private:
     std::atomic<uint32_t> &seq(int r) const;
@@ -107,7 +110,7 @@ class Group {
     char *base_ = nullptr;
     uint32_t step_ = 0;  // barrier sequence, identical on all ranks
     uint32_t gen_ = 0;   // buffer generation, identical on all ranks
-    int spin_iters_;
+    int spin_iters_;  // phase 1 of a wait: PAUSE iterations
     bool broken_ = false;
     std::vector<const void *> srcs_;  // reduction sources, reused by every call
 };

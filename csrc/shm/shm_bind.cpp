@@ -89,6 +89,8 @@ void init_shm(py::module_ &m) {
         .def_property_readonly("closed", &Group::closed)
         .def_readwrite("flat_max_bytes", &Group::flat_max_bytes)
         .def_readwrite("timeout_s", &Group::timeout_s)
+        .def_property("spin", &Group::spin, &Group::set_spin)
+        .def_readwrite("yield_us", &Group::yield_us)
         .def("wait_attached", &Group::wait_attached, py::call_guard<py::gil_scoped_release>())
         .def("close", &Group::close)
         .def("unlink", &Group::unlink)

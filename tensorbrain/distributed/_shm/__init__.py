@@ -29,12 +29,12 @@ import numpy as np
 from ... import _native
 from .. import errors
 from . import _layout
-from ._layout import DEFAULT_BUF_BYTES, FLAT_MAX_BYTES, segment_name
+from ._layout import DEFAULT_BUF_BYTES, flat_max_bytes, segment_name
 from ._reduce import reduce_ranks
 from ._twin import ShmGroup as TwinGroup
 
 __all__ = ["connect", "open_group", "close", "all_reduce", "native_available", "reduce_ranks",
-           "segment_name", "DEFAULT_BUF_BYTES", "FLAT_MAX_BYTES", "TwinGroup"]
+           "segment_name", "DEFAULT_BUF_BYTES", "flat_max_bytes", "TwinGroup"]
 
 _live: "weakref.WeakSet" = weakref.WeakSet()
 
@@ -57,7 +57,7 @@ def open_group(name: str, rank: int, size: int, create: bool, *, timeout: float,
         g = _native.module().ShmGroup(name, rank, size, create, buf_bytes, float(timeout))
     else:
         g = TwinGroup(name, rank, size, create, buf_bytes, float(timeout))
-    g.flat_max_bytes = min(FLAT_MAX_BYTES, g.buf_bytes)
+    g.flat_max_bytes = min(flat_max_bytes(size), g.buf_bytes)
     _live.add(g)
     return g
 

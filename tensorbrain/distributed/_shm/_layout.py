@@ -24,12 +24,16 @@ OFF_ATTACHED, OFF_ABORT, OFF_ABORT_RANK, OFF_ABORT_KIND = 24, 28, 32, 36
 CTL_SEQ, CTL_WAITERS, CTL_PID = 0, 4, 8
 
 # One buffer per rank and generation (two generations alternate). 1 MiB measured best for 2 ranks
-# at 16-256 MiB on the dev VM (256 KiB: -10%, 4 MiB: -15%, the chunk falls out of L2); see
-# docs/shm.md. The segment holds 2 * nranks buffers: 8 MiB for 4 ranks.
+# on the dev VM (min of 3 rounds, 16 MiB: 2.6 ms against 6.9 ms with 256 KiB and 4.4 ms with
+# 4 MiB; 64 MiB: 11.2 / 11.6 / 16.7 ms): a chunk fits the 1 MiB L2 of the core that reduces it.
+# The segment holds 2 * nranks buffers: 8 MiB for 4 ranks.
 DEFAULT_BUF_BYTES = 1 << 20
-# all_reduce uses the single-copy flat exchange up to this size and reduce-scatter/all-gather
-# above it (measured crossover, 2 ranks: see the comment in csrc/shm/shm.cpp).
-FLAT_MAX_BYTES = 32 << 10
+
+
+def flat_max_bytes(nranks: int) -> int:
+    """all_reduce uses the single-copy flat exchange up to this size and reduce-scatter/all-gather
+    above it: the measured crossover (see the comment in csrc/shm/shm.cpp, same values)."""
+    return (128 << 10) if nranks == 2 else (32 << 10)
 
 
 def header_bytes(nranks: int) -> int:

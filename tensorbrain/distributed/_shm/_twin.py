@@ -122,7 +122,7 @@ class ShmGroup:
                     f"version {L.VERSION} and {nranks} ranks")
             buf_bytes = int(hdr64[L.OFF_BUF_BYTES // 8])
         self.buf_bytes = buf_bytes
-        self.flat_max_bytes = min(L.FLAT_MAX_BYTES, buf_bytes)
+        self.flat_max_bytes = min(L.flat_max_bytes(nranks), buf_bytes)
         self._data = np.ndarray((2 * nranks * buf_bytes,), np.uint8, buf, L.header_bytes(nranks))
         self._i32[self._ctl(rank, L.CTL_PID)] = os.getpid()
 
@@ -275,12 +275,15 @@ class ShmGroup:
                 np.copyto(dst, src)
             return
         if src.nbytes <= self.flat_max_bytes:
-            g = self._gen
-            self._gen += 1
-            self._buf(self.rank, g)[:src.nbytes] = src.view(np.uint8)
-            self._sync()
-            reduce_ranks(dst, [self._buf(p, g)[:src.nbytes].view(src.dtype)
-                               for p in range(self.size)], op)
+            chunk = self.buf_bytes // src.itemsize
+            for off in range(0, src.size, chunk):
+                ln = min(chunk, src.size - off)
+                g = self._gen
+                self._gen += 1
+                self._buf(self.rank, g).view(src.dtype)[:ln] = src[off:off + ln]
+                self._sync()
+                reduce_ranks(dst[off:off + ln], [self._buf(p, g).view(src.dtype)[:ln]
+                                                 for p in range(self.size)], op)
             return
         esz, n, r = src.itemsize, self.size, self.rank
         chunk, align = self.buf_bytes // esz, max(1, 64 // esz)

@@ -32,6 +32,9 @@ __all__ = ["DistributedDataParallel"]
 
 #: PyTorch broadcasts module state in messages of at most 250 MiB (``_DEFAULT_BUCKET_CAP``...)
 BROADCAST_BUCKET_BYTES = 250 * MiB
+#: the first bucket is small "so that early gradients don't spill into a large bucket" (PyTorch's
+#: ``dist._DEFAULT_FIRST_BUCKET_BYTES``): its all_reduce starts after the last layer's backward
+_DEFAULT_FIRST_BUCKET_BYTES = MiB
 
 
 def _dist():
@@ -133,7 +136,8 @@ class DistributedDataParallel(Module):
             with grad_mode.no_grad():
                 broadcast_coalesced(dist, state, self._src, process_group)
         self.reducer = Reducer([p for _, p in params], names, dist, process_group,
-                               self.bucket_bytes_cap, MiB, find_unused_parameters,
+                               self.bucket_bytes_cap, _DEFAULT_FIRST_BUCKET_BYTES,
+                               find_unused_parameters,
                                gradient_as_bucket_view, static_graph)
 
     # ***** construction checks *****

@@ -198,7 +198,7 @@ def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
             xp.matmul(mat.T, p, out=q)
         if qmem.size:
             dist.all_reduce(Tensor._wrap(qmem), group=group)
-            qmem *= inv
+            xp.multiply(qmem, inv, out=qmem)
         for (mat, _), p, q in zip(compress, ps, qs):
             xp.matmul(p, q.T, out=mat)
         # 5. error feedback: what the approximation missed

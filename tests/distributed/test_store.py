@@ -477,3 +477,47 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_a_client_that_never_reads_cannot_grow_the_server(master):
+    """Pipelined gets of an 8 MiB value with no reads: the server stops reading that client once
+    ~4 MiB of replies are queued, so its memory stays bounded, and others are still served."""
+    master.set("big", b"\1" * (8 * 1024 * 1024))
+    hog = _hello(_raw(master.port))
+    frame = P.encode(P.OP_GET, b"big", P.i64(1000))
+    hog.setblocking(False)
+    sent = 0
+    try:
+        for _ in range(2000):
+            sent += hog.send(frame)
+    except (BlockingIOError, socket.timeout):
+        pass  # the kernel buffers are full: the server stopped reading us
+    good = TCPStore("127.0.0.1", master.port, timeout=timedelta(seconds=5))
+    assert good.add("still", 1) == 1
+    queued = [len(c.outbuf) for c in list(master._server.conns)]
+    assert max(queued) <= 4 * 1024 * 1024 + 8 * 1024 * 1024 + 1024, max(queued)
+    assert sent > 0
+    hog.close()
+    good.close()
+
+
+def test_wakeup_chains_across_many_clients(master):
+    """Many parked gets woken by one set, each client then queueing more work: served in order."""
+    n = 40
+    clients = [TCPStore("127.0.0.1", master.port, timeout=timedelta(seconds=10)) for _ in range(n)]
+    results = [None] * n
+
+    def run(i):
+        clients[i].get("go")
+        results[i] = clients[i].add("count", 1)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    master.set("go", "1")
+    for t in threads:
+        t.join(10)
+    assert sorted(results) == list(range(1, n + 1))
+    for c in clients:
+        c.close()

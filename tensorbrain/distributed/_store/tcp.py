@@ -9,6 +9,7 @@ the loop keeps serving everyone else. See :mod:`.protocol` for the format and th
 """
 from __future__ import annotations
 
+import collections
 import errno
 import hashlib
 import hmac
@@ -118,6 +119,10 @@ class _StoreServer:
         self.waiting: dict[str, set[_Waiter]] = {}
         self.waiters: set[_Waiter] = set()
         self.conns: set[_Conn] = set()
+        # connections whose parked request was just answered: their queued requests are served
+        # from the loop, not by recursion (a chain of wake-ups across many clients could
+        # otherwise nest as deep as the number of clients)
+        self.runnable: collections.deque[_Conn] = collections.deque()
         self.sel = selectors.DefaultSelector()
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)
@@ -148,17 +153,10 @@ class _StoreServer:
                     log.warning("TCPStore select failed: %s", exc)
                     time.sleep(0.01)
                     continue
-                for key, mask in events:
-                    if key.data == "listen":
-                        self._accept()
-                    elif key.data == "wake":
-                        try:
-                            self.wake_r.recv(4096)
-                        except OSError:
-                            pass
-                    else:
-                        self._serve(key.data, mask)
-                self._expire()
+                try:
+                    self._step(events)
+                except Exception:  # a bug must never take the server down with it
+                    log.exception("TCPStore server loop error (continuing)")
         finally:
             for conn in list(self.conns):
                 self._drop(conn, None)
@@ -168,6 +166,23 @@ class _StoreServer:
                 except OSError:
                     pass
             self.sel.close()
+
+    def _step(self, events):
+        for key, mask in events:
+            if key.data == "listen":
+                self._accept()
+            elif key.data == "wake":
+                try:
+                    self.wake_r.recv(4096)
+                except OSError:
+                    pass
+            elif not key.data.closed:
+                self._serve(key.data, mask)
+        self._expire()
+        while self.runnable:
+            conn = self.runnable.popleft()
+            if not conn.closed:
+                self._serve(conn, 0)
 
     def _next_timeout(self):
         now = time.monotonic()
@@ -182,6 +197,8 @@ class _StoreServer:
     def _expire(self):
         now = time.monotonic()
         for w in [w for w in self.waiters if w.deadline <= now]:
+            if w not in self.waiters:  # answered meanwhile
+                continue
             missing = [k for k in w.keys if k not in self.data]
             self._unpark(w, P.encode(P.ST_TIMEOUT, *(k.encode() for k in missing)))
         for c in [c for c in self.conns if not c.ready and c.deadline <= now]:
@@ -210,7 +227,10 @@ class _StoreServer:
             conn.events = selectors.EVENT_READ
             self.sel.register(sock, conn.events, conn)
             hello = P.MAGIC + bytes((P.VERSION, 1 if self.secret else 0)) + conn.nonce
-            self._send(conn, P.encode(P.ST_OK, hello))
+            try:
+                self._send(conn, P.encode(P.ST_OK, hello))
+            except OSError as exc:  # reset before we said hello
+                self._drop(conn, str(exc))
 
     def _drop(self, conn, why):
         if conn.closed:
@@ -411,7 +431,7 @@ class _StoreServer:
         self.data[key] = value
         self.nbytes += grow
         for w in list(self.waiting.get(key, ())):
-            if all(k in self.data for k in w.keys):
+            if w in self.waiters and all(k in self.data for k in w.keys):
                 reply = P.encode(P.ST_OK, self.data[w.keys[0]]) if w.op == P.OP_GET \
                     else P.encode(P.ST_OK)
                 self._unpark(w, reply)
@@ -441,13 +461,10 @@ class _StoreServer:
             return
         try:
             self._send(conn, reply)
-            self._process(conn)  # requests the client queued behind the parked one
-            if not conn.closed:
-                self._interest(conn)
-        except P.ProtocolError as exc:
-            self._drop(conn, f"protocol error: {exc}")
         except OSError as exc:
             self._drop(conn, str(exc))
+            return
+        self.runnable.append(conn)  # serve what it queued behind the parked request
 
 
 # ***** client *****

@@ -304,3 +304,14 @@ CHECKS = {
 def suite(rank, world, names):
     """Run the named checks in order in this world; returns {name: result}."""
     return {name: CHECKS[name](rank, world) for name in names}
+
+
+def sampler_epochs(rank, world, n=23, epochs=3):
+    """DistributedSampler with rank and size taken from the process group."""
+    from tensorbrain.utils.data.distributed import DistributedSampler
+    s = DistributedSampler(range(n), seed=5)
+    out = []
+    for epoch in range(epochs):
+        s.set_epoch(epoch)
+        out.append(list(s))
+    return {"rank": s.rank, "replicas": s.num_replicas, "epochs": out}

@@ -143,3 +143,18 @@ def test_matches_torch_when_installed():
             ours = list(DistributedSampler(range(n), R, r, shuffle=False, drop_last=drop))
             theirs = list(TorchDS(range(n), R, r, shuffle=False, drop_last=drop))
             assert ours == theirs
+
+
+def test_rank_and_size_come_from_the_process_group():
+    """3 real ranks in a process group: disjoint shards covering the data, every epoch."""
+    from tensorbrain.testing.distributed import run_workers
+    res = run_workers("tests.nn.parallel._ddp_workers:sampler_epochs", 3, timeout=60)
+    assert [r["rank"] for r in res] == [0, 1, 2] and all(r["replicas"] == 3 for r in res)
+    for epoch in range(3):
+        flat = [i for r in res for i in r["epochs"][epoch]]
+        assert sorted(set(flat)) == list(range(23)) and len(flat) == 24
+        local = [list(DistributedSampler(range(23), 3, r, seed=5)) for r in range(3)] \
+            if epoch == 0 else None
+        if local:
+            assert local == [r["epochs"][0] for r in res]
+    assert res[0]["epochs"][0] != res[0]["epochs"][1]

@@ -185,7 +185,9 @@ def _shutdown(workers):
                 os.close(fd)
             except OSError:
                 pass
-    deadline = time.monotonic() + 2.0
+    # A worker finishes its current batch before it reads the stop frame; one second covers
+    # ordinary batches, and one stuck in user code (the timeout case) is terminated after it.
+    deadline = time.monotonic() + 1.0
     for w in workers:
         w.proc.join(max(0.0, deadline - time.monotonic()))
         if w.proc.is_alive():

@@ -42,13 +42,13 @@ def encode(obj):
 
     def enc(x):
         if isinstance(x, Tensor):
-            arrays.append(np.ascontiguousarray(_xp.to_numpy(x.data)))
+            arrays.append(_c_order(_xp.to_numpy(x.data)))
             return {"T": len(arrays) - 1}
         if isinstance(x, np.ndarray):
             if x.dtype.kind in "OV":
                 raise TypeError(f"a NumPy array of dtype {x.dtype} cannot leave a DataLoader "
                                 f"worker without pickle; convert it in the dataset")
-            arrays.append(np.ascontiguousarray(x))
+            arrays.append(_c_order(x))
             return {"N": len(arrays) - 1}
         if isinstance(x, np.generic):
             return {"g": [x.dtype.str, x.item()]}
@@ -72,6 +72,11 @@ def encode(obj):
                         f"pickles). Convert it in your dataset or collate_fn")
 
     return enc(obj), arrays
+
+
+def _c_order(arr):
+    # not np.ascontiguousarray: it turns 0-d arrays into 1-d ones
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def decode(structure, arrays):

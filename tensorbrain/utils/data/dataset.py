@@ -51,11 +51,12 @@ class TensorDataset(Dataset):
     def __init__(self, *tensors):
         if not tensors:
             raise ValueError("TensorDataset needs at least one tensor")
-        n = tensors[0].shape[0] if tensors[0].dim() else None
         for t in tensors:
             if not isinstance(t, Tensor):
                 raise TypeError(f"TensorDataset takes tb.Tensors, got {type(t).__name__}; wrap "
                                 f"NumPy arrays with tb.from_numpy")
+        n = tensors[0].shape[0] if tensors[0].dim() else None
+        for t in tensors:
             if t.dim() == 0 or t.shape[0] != n:
                 raise ValueError(f"Size mismatch between tensors: shapes "
                                  f"{[tuple(x.shape) for x in tensors]} do not share a first "

@@ -323,6 +323,17 @@ void Group::fail(int kind, int peer, const std::string &msg) {
     throw ShmError(kind, peer, msg);
 }
 
+void Group::abort() {
+    if (!base_) return;
+    uint32_t zero = 0;
+    if (__atomic_compare_exchange_n(at<uint32_t>(base_, kOffAbort), &zero, 1u, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        *at<int32_t>(base_, kOffAbortRank) = rank_;
+        __atomic_store_n(at<uint32_t>(base_, kOffAbortKind), 2u, __ATOMIC_SEQ_CST);
+    }
+    for (int r = 0; r < n_; ++r) futex(&seq(r), FUTEX_WAKE, INT_MAX, nullptr);
+}
+
 void Group::check_usable(const char *what) {
     if (!base_)
         throw ShmError(0, -1, std::string("shm: ") + what + " on a closed group " + name_);
@@ -330,11 +341,12 @@ void Group::check_usable(const char *what) {
         broken_ = true;
         int r = *at<int32_t>(base_, kOffAbortRank);
         uint32_t kind = __atomic_load_n(at<uint32_t>(base_, kOffAbortKind), __ATOMIC_ACQUIRE);
-        throw ShmError(static_cast<int>(kind), r,
+        throw ShmError(kind == 1 ? 1 : 0, r,
                        std::string("shm: ") + what + " on rank " + std::to_string(rank_) +
                            ": group " + name_ + " was aborted" +
-                           (r >= 0 ? " because rank " + std::to_string(r) +
-                                         (kind == 1 ? " timed out" : " died")
+                           (r >= 0 ? (kind == 2 ? " by rank " + std::to_string(r)
+                                                : " because rank " + std::to_string(r) +
+                                                      (kind == 1 ? " timed out" : " died"))
                                    : std::string()) +
                            "; destroy the process group");
     }

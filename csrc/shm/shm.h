@@ -63,6 +63,9 @@ class Group {
     Group &operator=(const Group &) = delete;
 
     void wait_attached();
+    // Mark the group aborted and wake every waiter (they raise); safe from another thread while
+    // a collective runs, unlike close(). abort_kind 2 = aborted by this rank.
+    void abort();
     void close();   // munmap; idempotent
     void unlink();  // shm_unlink if not yet done (creator); idempotent
 

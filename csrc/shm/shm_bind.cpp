@@ -92,6 +92,7 @@ void init_shm(py::module_ &m) {
         .def_property("spin", &Group::spin, &Group::set_spin)
         .def_readwrite("yield_us", &Group::yield_us)
         .def("wait_attached", &Group::wait_attached, py::call_guard<py::gil_scoped_release>())
+        .def("abort", &Group::abort)
         .def("close", &Group::close)
         .def("unlink", &Group::unlink)
         .def("barrier", &Group::barrier, py::call_guard<py::gil_scoped_release>())

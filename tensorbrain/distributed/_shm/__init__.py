@@ -97,13 +97,17 @@ def close(group) -> None:
 
 
 def all_reduce(group, input: np.ndarray, output: np.ndarray, op: str) -> None:
-    """``output = op(input over ranks)``; ``op`` may also be "avg" (sum, then divided by the
-    group size in the dtype's arithmetic, float16 in float32, by ``tensorbrain._kernels``)."""
+    """``output = op(input over ranks)``; ``op`` may also be "avg" (the tcp backend's meaning:
+    float16 divided by the size in float32 first, float32/64 summed then scaled)."""
     if op == "avg":
         if input.dtype.kind != "f":
             raise ValueError(f"shm: op 'avg' needs a floating dtype, got {input.dtype}")
-        group.all_reduce(input, output, "sum")
         from ... import _kernels
+        if input.dtype == np.float16:
+            group.all_reduce((input.astype(np.float32) * np.float32(1.0 / group.size))
+                             .astype(np.float16), output, "sum")
+            return
+        group.all_reduce(input, output, "sum")
         _kernels.scale_into(output, 1.0 / group.size)
         return
     group.all_reduce(input, output, op)

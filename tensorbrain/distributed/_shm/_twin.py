@@ -239,14 +239,27 @@ class ShmGroup:
             self._u32[L.OFF_ABORT // 4] = 1
             self._i32[L.OFF_ABORT_RANK // 4] = peer
             self._u32[L.OFF_ABORT_KIND // 4] = kind
-        if _syscall is not None and _SYS_FUTEX is not None:
-            for r in range(self.size):
-                addr = self._u32.ctypes.data + 4 * self._ctl(r, L.CTL_SEQ)
-                _syscall(_SYS_FUTEX, ctypes.c_void_p(addr), _FUTEX_WAKE, 0x7FFFFFFF, None, None, 0)
+        self._wake_all()
         cls = errors.DistTimeoutError if kind == 1 else errors.DistBackendError
         exc = cls(msg)
         exc.rank = peer
         raise exc
+
+    def abort(self) -> None:
+        """Mark the group aborted by this rank and wake the peers (they raise)."""
+        if self._shm is None:
+            return
+        if self._u32[L.OFF_ABORT // 4] == 0:
+            self._u32[L.OFF_ABORT // 4] = 1
+            self._i32[L.OFF_ABORT_RANK // 4] = self.rank
+            self._u32[L.OFF_ABORT_KIND // 4] = 2
+        self._wake_all()
+
+    def _wake_all(self) -> None:
+        if _syscall is not None and _SYS_FUTEX is not None:
+            for r in range(self.size):
+                addr = self._u32.ctypes.data + 4 * self._ctl(r, L.CTL_SEQ)
+                _syscall(_SYS_FUTEX, ctypes.c_void_p(addr), _FUTEX_WAKE, 0x7FFFFFFF, None, None, 0)
 
     def _check_usable(self, what: str) -> None:
         if self._shm is None:
@@ -254,7 +267,8 @@ class ShmGroup:
         if self._u32[L.OFF_ABORT // 4]:
             r = int(self._i32[L.OFF_ABORT_RANK // 4])
             kind = int(self._u32[L.OFF_ABORT_KIND // 4])
-            why = f" because rank {r} {'timed out' if kind == 1 else 'died'}" if r >= 0 else ""
+            why = ("" if r < 0 else f" by rank {r}" if kind == 2
+                   else f" because rank {r} {'timed out' if kind == 1 else 'died'}")
             cls = errors.DistTimeoutError if kind == 1 else errors.DistBackendError
             exc = cls(f"shm: {what} on rank {self.rank}: group {self.name} was aborted{why}; "
                       "destroy the process group")

@@ -1,0 +1,198 @@
+"""The tcp backend's same-host transport: shared memory for the ranks of a group on one host.
+
+``IntraHost.create(backend)`` is called once by ``TCPBackend`` after its mesh is up (host
+identities = hostname + boot id, exchanged through the store). It returns None when ``TB_SHM=0``
+or when no other rank of the group shares this host; otherwise the local ranks build one segment
+together (``connect``) and:
+
+* every rank on one host: the whole collective runs in shared memory (all_reduce, reduce,
+  broadcast, all_gather, reduce_scatter, all_to_all with equal blocks, barrier);
+* several hosts: all_reduce is hierarchical (reduce within each host in shared memory, an
+  all_reduce between one leader per host over the backend's sockets, a broadcast within each
+  host in shared memory); the other collectives stay on the sockets.
+
+Each method returns True when it ran the op and False to let the backend use its sockets; every
+rank takes the same decision (from the group shape, sizes and dtypes only). ``op`` may be "avg",
+with the tcp backend's semantics: float16 contributions are divided by the group size in float32
+before the sum (an average that fits in float16 never overflows on the way), float32/64 are
+summed and then scaled by 1/size.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import _config, _kernels
+from ..errors import DistBackendError, DistTimeoutError
+from . import close, connect, native_available, reduce_ranks as _twin_reduce_ranks
+
+
+class IntraHost:
+    """Shared-memory collectives for ``backend``'s ranks on this host; see the module doc."""
+
+    def __init__(self, backend, group, local_ranks):
+        self.backend, self.group, self.local_ranks = backend, group, list(local_ranks)
+        self.whole = len(self.local_ranks) == backend.size
+        host_ids = backend.host_ids
+        hosts = list(dict.fromkeys(host_ids))  # in order of first rank
+        self.leaders = [host_ids.index(h) for h in hosts]  # lowest rank of each host
+        self.is_leader = backend.rank == self.local_ranks[0]
+
+    @classmethod
+    def create(cls, backend):
+        """None unless shared memory is on and a peer shares this host (collective per host)."""
+        if not _config.get("TB_SHM") or backend.size == 1:
+            return None
+        local = list(backend.local_ranks)
+        if len(local) < 2:
+            return None
+        from ..store import PrefixStore
+        key = f"shm/{local[0]}"  # one key space per host: its lowest rank creates the segment
+        group = connect(PrefixStore(key, backend.store), local.index(backend.rank), len(local),
+                        backend.timeout)
+        return cls(backend, group, local)
+
+    # ***** failures: name the group, the op and the GROUP rank of the peer *****
+    def _run(self, what: str, fn, *args) -> None:
+        try:
+            fn(*args)
+        except (DistBackendError, DistTimeoutError) as exc:
+            local = getattr(exc, "rank", -1)
+            peer = self.local_ranks[local] if 0 <= local < len(self.local_ranks) else None
+            who = f"; peer: group rank {peer}" if peer is not None else ""
+            err = type(exc)(f"{what} over shared memory in group {self.backend.group_name!r} "
+                            f"(rank {self.backend.rank}){who}: {exc} (set TB_SHM=0 to use "
+                            "sockets between same-host ranks)")
+            err.rank = peer
+            raise err from None
+
+    # ***** collectives (True: done here; False: the backend's sockets do it) *****
+    def allreduce(self, flat: np.ndarray, op: str) -> bool:
+        g = self.group
+        op, post = _avg_plan(flat, op, self.backend.size)
+        self._run("all_reduce", g.all_reduce, flat, flat, op)
+        if not self.whole:
+            if self.is_leader:  # hierarchical: leaders exchange host results over the sockets
+                self._leaders_allreduce(flat, op)
+            self._run("all_reduce (host broadcast)", g.broadcast, flat, 0)
+        if post is not None:
+            _kernels.scale_into(flat, post)
+        return True
+
+    def _leaders_allreduce(self, flat: np.ndarray, op: str) -> None:
+        """Direct exchange between host leaders; reduce in leader order (same bits everywhere)."""
+        from ..backends import _tcp_wire as W
+        b, E = self.backend, self.backend._engine
+        kind, dc, total = W.KIND["all_reduce"], W.dtype_code(flat.dtype), flat.nbytes
+        others = [j for j in self.leaders if j != b.rank]
+        bufs = {j: np.empty_like(flat) for j in others}
+        payload = W.as_bytes(flat)
+        for j in others:
+            E.send(b.conns[j], kind, dc, total, payload)
+            E.recv(b.conns[j], kind, dc, total, W.as_bytes(bufs[j]))
+        E.run()
+        srcs = [flat.copy() if j == b.rank else bufs[j] for j in self.leaders]
+        reduce_ranks(flat, srcs, op)
+
+    def broadcast(self, flat: np.ndarray, root: int) -> bool:
+        if not self.whole:
+            return False
+        self._run("broadcast", self.group.broadcast, flat, root)
+        return True
+
+    def allgather(self, blocks, src: np.ndarray) -> bool:
+        if not self.whole:
+            return False
+        out = _contiguous_blocks(blocks)
+        if out is None:
+            tmp = np.empty((len(blocks), src.size), src.dtype)
+            self._run("all_gather", self.group.all_gather, src, tmp)
+            for j, blk in enumerate(blocks):
+                blk[...] = tmp[j]
+        else:
+            self._run("all_gather", self.group.all_gather, np.ascontiguousarray(src), out)
+        return True
+
+    def reduce_scatter(self, out: np.ndarray, scratch: np.ndarray, op: str) -> bool:
+        if not self.whole:
+            return False
+        op, post = _avg_plan(scratch, op, self.backend.size)
+        self._run("reduce_scatter", self.group.reduce_scatter, scratch, out, op)
+        if post is not None:
+            _kernels.scale_into(out, post)
+        return True
+
+    def alltoall(self, dsts, srcs) -> bool:
+        if not self.whole or len({s.nbytes for s in srcs} | {d.nbytes for d in dsts}) != 1:
+            return False  # uneven splits: the sockets handle them
+        if len({s.dtype for s in srcs} | {d.dtype for d in dsts}) != 1:
+            return False
+        src = np.concatenate(srcs)
+        out = _contiguous_blocks(dsts)
+        if out is None:
+            tmp = np.empty_like(src)
+            self._run("all_to_all", self.group.all_to_all, src, tmp)
+            m = srcs[0].size
+            for j, d in enumerate(dsts):
+                d[...] = tmp[j * m:(j + 1) * m]
+        else:
+            self._run("all_to_all", self.group.all_to_all, src, out)
+        return True
+
+    def barrier(self) -> bool:
+        if not self.whole:
+            return False
+        self._run("barrier", self.group.barrier)
+        return True
+
+    # ***** lifetime *****
+    def abort(self) -> None:
+        """Wake and fail the local peers; safe while another thread is inside a collective."""
+        if not self.group.closed:
+            self.group.abort()
+
+    def close(self) -> None:
+        """Unmap the segment (call only when no collective is running)."""
+        close(self.group)
+
+
+def _avg_plan(buf: np.ndarray, op: str, n: int):
+    """(op to run, factor to scale by afterwards): the tcp backend's AVG semantics."""
+    if op != "avg":
+        return op, None
+    if buf.dtype == np.float16:
+        buf[...] = buf.astype(np.float32) * np.float32(1.0 / n)
+        return "sum", None
+    return "sum", 1.0 / n
+
+
+def reduce_ranks(dst: np.ndarray, srcs, op: str) -> None:
+    """The native n-ary kernel when available, else its NumPy twin (same bits)."""
+    if native_available():
+        from ... import _native
+        _native.module().shm_reduce_ranks(dst, list(srcs), op)
+    else:
+        _twin_reduce_ranks(dst, srcs, op)
+
+
+def _contiguous_blocks(blocks):
+    """The one contiguous 1-D array that ``blocks`` are consecutive equal views of, or None
+    (then the caller goes through a temporary)."""
+    try:
+        first = blocks[0]
+        if not all(isinstance(b, np.ndarray) and b.flags.c_contiguous and b.flags.writeable
+                   and b.dtype == first.dtype and b.size == first.size for b in blocks):
+            return None
+        start = first.__array_interface__["data"][0]
+        if any(b.__array_interface__["data"][0] != start + j * first.nbytes
+               for j, b in enumerate(blocks)):
+            return None
+        owner = first.base
+        if not isinstance(owner, np.ndarray) or not owner.flags.c_contiguous:
+            return None
+        flat = owner.reshape(-1).view(first.dtype)
+        off, rem = divmod(start - flat.__array_interface__["data"][0], first.itemsize)
+        if rem or off < 0 or off + len(blocks) * first.size > flat.size:
+            return None
+        return flat[off:off + len(blocks) * first.size]
+    except (IndexError, ValueError, TypeError, AttributeError):
+        return None

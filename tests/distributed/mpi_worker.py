@@ -226,6 +226,16 @@ def run_dead() -> None:
 def run_timeout() -> None:
     dist.init_process_group("mpi", timeout=1.0)
     rank = dist.get_rank()
+    # monitored_barrier names the late rank (on rank 0) and tells the late rank so
+    if rank == 1:
+        time.sleep(1.5)
+    try:
+        dist.monitored_barrier(timeout=0.5)
+    except DistTimeoutError as exc:
+        assert "rank(s) [1] did not arrive" in str(exc), str(exc)
+        report(f"PASS monitored_barrier rank {rank}: {exc}")
+    else:
+        raise AssertionError("monitored_barrier must name the late rank")
     if rank == 0:
         start = time.monotonic()
         try:

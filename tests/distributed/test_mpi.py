@@ -99,9 +99,11 @@ def test_a_dead_rank_ends_the_job_instead_of_hanging():
     assert elapsed < 30, elapsed
 
 
-def test_a_missing_peer_times_out_with_dist_timeout_error():
-    code, out, _ = run_job(2, "timeout", timeout=60)
+def test_a_missing_peer_times_out_with_dist_timeout_error(tmp_path):
+    code, out, _ = run_job(2, "timeout", timeout=60, out_dir=tmp_path)
     assert "PASS timeout after" in out, out
+    for rank in (0, 1):  # the late rank is named on rank 0 and told so on rank 1
+        assert "PASS monitored_barrier" in (tmp_path / f"rank{rank}.txt").read_text()
     assert "did not finish within the group timeout of 1 s" in out
 
 

@@ -95,16 +95,21 @@ def is_available() -> bool:
 
 def world_rank_size() -> tuple[int, int]:
     """``(rank, size)`` of ``MPI_COMM_WORLD``: what ``init_process_group('mpi')`` uses instead of a
-    store. A program started without ``mpiexec`` is a world of one (an MPI "singleton")."""
+    store. A program started without ``mpiexec`` is a world of one (an MPI "singleton"), unless
+    another launcher (tbrun, torchrun, srun without PMI) says the job has more processes: then
+    every process would silently be alone, so that is an error."""
     world = _mpi().COMM_WORLD
-    return world.Get_rank(), world.Get_size()
-
-
-def is_launched_by_mpi(env=None) -> bool:
-    """Whether an MPI launcher started this process (its rank variables are set)."""
-    import os
-    env = os.environ if env is None else env
-    return any(k in env for k in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK"))
+    rank, size = world.Get_rank(), world.Get_size()
+    if size == 1:
+        from .._env import current
+        placement = current()
+        if placement.world_size > 1:
+            raise RuntimeError(
+                f"backend 'mpi' takes rank and size from MPI, but MPI sees a single process while "
+                f"the {placement.source} variables say this is rank {placement.rank} of "
+                f"{placement.world_size}: start the job with `mpiexec -n {placement.world_size} "
+                "python ...` (or srun with PMI), or use backend='tcp' under tbrun/torchrun")
+    return rank, size
 
 
 # ***** dead ranks end the job *****
@@ -214,6 +219,9 @@ class MPIBackend(base.Backend):
         except MPI.Exception as exc:
             raise DistBackendError(f"creating the MPI communicator of group {group_name!r} "
                                    f"(ranks {self.global_ranks}) failed: {exc.Get_error_string()}") from None
+        # A private duplicate for control messages (monitored_barrier), made here because Dup is
+        # collective: made later, a late rank would hold the others inside Dup past the timeout.
+        self._ctl = self.comm.Dup()
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "
@@ -575,6 +583,45 @@ class MPIBackend(base.Backend):
         return self._start("recv", lambda: self.comm.Irecv(_raw(recv), source, tag),
                            lambda: finish(), async_op, status=status)
 
+    def monitored_barrier(self, timeout: float, wait_all_ranks: bool = False) -> None:
+        """A barrier that names the ranks that did not arrive: each rank sends a token to rank
+        0, which answers with the verdict (MPI has no shared store to look in). Runs on a
+        private duplicate communicator, so it never matches user messages."""
+        MPI = self._MPI
+        seq = self._mb_seq = getattr(self, "_mb_seq", -1) + 1
+        tag = seq % (self._ctl.Get_attr(MPI.TAG_UB) + 1)
+        deadline = time.monotonic() + timeout
+        if self.rank == 0:
+            tokens = {r: np.zeros(1, np.uint8) for r in range(1, self.size)}
+            reqs = {r: self._ctl.Irecv(tokens[r], r, tag) for r in tokens}
+            while reqs and time.monotonic() < deadline:
+                reqs = {r: q for r, q in reqs.items() if not q.Test()}
+                if reqs:
+                    time.sleep(_NAP_S)
+            missing = sorted(reqs)
+            verdict = np.array([len(missing)] + missing, np.int64)
+            sends = [self._ctl.Isend(verdict, r, tag) for r in range(1, self.size)]
+            if missing:
+                shown = missing if wait_all_ranks else missing[:1]
+                raise DistTimeoutError(
+                    f"monitored_barrier of group {self.group_name!r} timed out after {timeout:g} s: "
+                    f"rank(s) {shown} did not arrive" + ("" if wait_all_ranks else
+                                                          " (first missing shown)"))
+            MPI.Request.Waitall(sends)
+            return
+        self._ctl.Send(np.zeros(1, np.uint8), 0, tag)
+        verdict = np.zeros(self.size, np.int64)
+        req = self._ctl.Irecv(verdict, 0, tag)
+        while not req.Test():
+            if time.monotonic() > deadline + 5.0:
+                raise DistTimeoutError(f"monitored_barrier of group {self.group_name!r}: no verdict "
+                                       f"from rank 0 within {timeout + 5.0:g} s")
+            time.sleep(_NAP_S)
+        if verdict[0]:
+            raise DistTimeoutError(
+                f"monitored_barrier of group {self.group_name!r} failed: rank 0 reports rank(s) "
+                f"{verdict[1:1 + verdict[0]].tolist()} did not arrive")
+
     def _check_tag(self, tag: int) -> None:
         upper = self.comm.Get_attr(self._MPI.TAG_UB)
         if not 0 <= tag <= upper:
@@ -591,6 +638,7 @@ class MPIBackend(base.Backend):
         if comm is not None and self._failure is None:
             self._failure = DistBackendError(f"group {self.group_name!r} was shut down")
             comm.Free()
+            self._ctl.Free()
 
     def abort(self) -> None:
         """Fail pending ops at once. MPI cannot cancel a started collective or free a

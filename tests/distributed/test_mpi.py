@@ -113,3 +113,14 @@ def test_import_tensorbrain_does_not_import_mpi4py():
     out = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert out.stdout.split() == ["True", "False"], out.stderr
+
+
+def test_mpi_backend_under_a_non_mpi_launcher_is_refused():
+    # tbrun/torchrun-style variables say 2 ranks, but MPI sees a singleton: an error, not two
+    # silent worlds of one.
+    code = ("import tensorbrain.distributed as d\n"
+            "try:\n    d.init_process_group('mpi')\nexcept RuntimeError as e:\n    print(e)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RANK": "1", "WORLD_SIZE": "2"}
+    out = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert "MPI sees a single process" in out.stdout and "mpiexec -n 2" in out.stdout, out

@@ -24,11 +24,11 @@ DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "int32", "i
 OPS = {"sum": dist.ReduceOp.SUM, "avg": dist.ReduceOp.AVG, "prod": dist.ReduceOp.PRODUCT,
        "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX, "band": dist.ReduceOp.BAND,
        "bor": dist.ReduceOp.BOR, "bxor": dist.ReduceOp.BXOR}
-# Small counts take the latency path, LARGE the ring/chain paths of the tcp backend (above its
-# 256 KiB threshold for 4-byte dtypes, and several 512 KiB segments per chunk at 2 ranks);
-# odd counts make uneven chunks.
+# Small counts take the latency path, LARGE ones the ring/chain paths of the tcp backend (its
+# thresholds are 1-2 MiB, its frames 1 MiB); odd counts make uneven chunks.
 SMALL = (1, 13)
 LARGE = 300_007
+RING = 700_001   # all_reduce: > 2 MiB per rank for 4-byte dtypes even at 2 ranks
 
 
 def ops_for(dtype: str) -> list:
@@ -105,10 +105,11 @@ def check_all_reduce(rank, size, backend_name):
                 n += 1
     for dtype, op in [("float32", "sum"), ("float32", "max"), ("float16", "sum"),
                       ("int64", "sum"), ("float64", "avg"), ("int32", "bxor"), ("uint8", "min")]:
-        inputs = [data(r, LARGE, dtype, salt=1, op=op) for r in range(size)]
+        count = RING * (2 if np.dtype(dtype).itemsize < 4 else 1)
+        inputs = [data(r, count, dtype, salt=1, op=op) for r in range(size)]
         t = T(inputs[rank])
         dist.all_reduce(t, op=OPS[op])
-        assert_equal(t.data, reference(inputs, op), f"all_reduce {op} {dtype} x{LARGE}", rank,
+        assert_equal(t.data, reference(inputs, op), f"all_reduce {op} {dtype} x{count}", rank,
                      tol=(op == "avg"))
         n += 1
     # non-contiguous input: a transposed view is reduced and written back in place
@@ -122,9 +123,9 @@ def check_all_reduce(rank, size, backend_name):
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     assert_equal(t.data, np.full(5, 60000.0, dtype=np.float16), "all_reduce avg float16 big",
                  rank, tol=True)
-    big = T(np.full(LARGE, 60000.0, dtype=np.float16))
+    big = T(np.full(2 * RING, 60000.0, dtype=np.float16))
     dist.all_reduce(big, op=dist.ReduceOp.AVG)
-    assert_equal(big.data, np.full(LARGE, 60000.0, dtype=np.float16),
+    assert_equal(big.data, np.full(2 * RING, 60000.0, dtype=np.float16),
                  "all_reduce avg float16 big (ring)", rank, tol=True)
     # 0-d and multi-dimensional tensors
     t = T(np.float64(rank))
@@ -164,7 +165,7 @@ def check_reduce(rank, size, backend_name):
 
 def check_all_gather(rank, size, backend_name):
     n = 0
-    for count in (3, 40_000):
+    for count in (3, LARGE):
         for dtype in ("float32", "int8", "float64"):
             inputs = [data(r, count, dtype, salt=4) for r in range(size)]
             outs = [T(np.zeros(count, dtype)) for _ in range(size)]
@@ -199,7 +200,7 @@ def check_gather_scatter(rank, size, backend_name):
 
 def check_reduce_scatter(rank, size, backend_name):
     n = 0
-    for count in (5, 70_001):
+    for count in (5, LARGE):
         for dtype, op in [("float32", "sum"), ("int64", "min"), ("float16", "sum"),
                           ("float64", "avg"), ("int32", "bxor")]:
             inputs = [[data(r, count, dtype, salt=10 + j, op=op) for j in range(size)]

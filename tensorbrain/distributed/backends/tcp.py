@@ -51,16 +51,22 @@ from . import _tcp_wire as W
 from .base import Backend, stage, stage_in
 
 # ***** measured thresholds *****
-# Direct exchange vs ring for all_reduce / reduce_scatter, 2 ranks (benchmarks/collectives.py,
-# float32): see docs/benchmarks.md. Direct wins while one round's latency dominates.
-SMALL_ALLREDUCE = 256 * 1024
-# Ring/chain frame size: large enough that the ~15 us Python cost per frame is <10% of its
-# transfer time (512 KiB at ~4 GB/s = 130 us), small enough to pipeline several per chunk.
-SEGMENT = 512 * 1024
-# Binomial tree vs pipelined chain for broadcast/reduce.
-SMALL_BCAST = 64 * 1024
-# Direct vs ring all_gather (bytes of the gathered result).
-SMALL_ALLGATHER = 256 * 1024
+# all_reduce: direct exchange while the bytes each rank sends, nbytes * (n - 1), stay under this.
+# Measured with 2 ranks, float32, best of 3 x 20 calls (load ~5 on the 2 cores): direct vs ring
+# 256 KiB 52 vs 199 us, 1 MiB 315-348 vs 490-587 us, 2 MiB 1139 vs 1181-1678 us, 4 MiB 2718-2749
+# vs 1556-2580 us: the ring's extra rounds cost more than they save below ~2 MiB.
+SMALL_ALLREDUCE = 2 << 20
+# Ring/chain frame size. 256 KiB..4 MiB measured within noise of each other at 16-64 MiB
+# (64 MiB: 57.6 / 63.6 / 58.9 / 51.5 ms); 1 MiB keeps the ~15 us Python cost per frame under 5%
+# of its transfer time, gives >= 2 frames per chunk from 4 MiB up at 2 ranks, and matches Gloo's
+# newer 1 MiB segments.
+SEGMENT = 1 << 20
+# Binomial tree vs pipelined chain for broadcast/reduce: the chain only pays off once a message
+# is several segments long; below, the tree's log2(n) rounds win.
+SMALL_BCAST = 1 << 20
+# Direct vs ring all_gather (bytes of the gathered result) and reduce_scatter (bytes of the
+# input): both move the same bytes either way, direct does it in one round but buffers it all.
+SMALL_ALLGATHER = 2 << 20
 
 _SOCKBUF = 4 << 20  # the kernel's wmem_max/rmem_max here; bigger buffers = fewer poll wakeups
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
@@ -174,6 +180,7 @@ class TCPBackend(Backend):
         self._closed = False
         self._engine = W.Engine(self)
         self._abort_reasons: dict = {}
+        self._shm = None
         if size > 1:
             self._connect_mesh()
         else:
@@ -242,11 +249,16 @@ class TCPBackend(Backend):
                     os.unlink(uds_path)
                 except OSError:
                     pass
-        # ---- seam for H3's same-host shared-memory transport ----
+        # ----- seam: the same-host shared-memory transport (docs/shm.md) -----
         # Host identities are known here (self.hosts, self.host_ids, self.local_ranks); the
-        # transport is created once, after the mesh is up, so it can use the sockets for its own
-        # handshake. See _intra_host_transport().
-        self._shm = None
+        # transport is created once, after the mesh is up, so it can use the store and sockets
+        # for its own handshake.
+        self._shm = self._setup_intra_host()
+
+    def _setup_intra_host(self):
+        """Create the same-host transport for this group, or return None (sockets only).
+        Collective: every rank of the group calls it once, right after the mesh is up."""
+        return None
 
     def _gather_records(self, deadline: float) -> list:
         keys = [f"tcp/addr/{j}" for j in range(self.size)]
@@ -330,8 +342,13 @@ class TCPBackend(Backend):
                 self.conns[peer] = W.Conn(sock, peer, self.hosts[peer], transport)
 
     def _intra_host_transport(self):
-        """Seam for the same-host shared-memory transport (H3): return an object that can run
-        the op for this group's local ranks, or None to use the sockets. Checked per op."""
+        """The same-host transport, or None to use the sockets; asked at the start of each op.
+
+        The object has ``allreduce(flat, op)``, ``broadcast(flat, root)``,
+        ``allgather(blocks, src)``, ``reduce_scatter(out, scratch, op)``, ``barrier()`` and
+        ``alltoall(dsts, srcs)`` on contiguous host arrays (``op`` may be "avg"); each returns
+        True when it ran the op and False to let the sockets run it. Every rank must take the
+        same decision for the same op (decide from sizes, dtypes and group shape only)."""
         return self._shm
 
     # ***** op execution: ordering, sequence numbers, poisoning *****
@@ -458,8 +475,11 @@ class TCPBackend(Backend):
         flat = arr.reshape(-1)
         if n == 1:
             return
+        shm = self._intra_host_transport()
+        if shm is not None and shm.allreduce(flat, op):
+            return
         op, post = _avg_plan(flat, op, n)
-        if flat.nbytes <= SMALL_ALLREDUCE:
+        if flat.nbytes * (n - 1) <= SMALL_ALLREDUCE:
             self._direct_allreduce(flat, op)
         else:
             self._ring(flat, _chunks(flat.size, n), op, K["all_reduce"], allgather=True)
@@ -530,6 +550,9 @@ class TCPBackend(Backend):
     def _broadcast(self, flat, root) -> None:
         n, r, E = self.size, self.rank, self._engine
         if n == 1:
+            return
+        shm = self._intra_host_transport()
+        if shm is not None and shm.broadcast(flat, root):
             return
         kind, dc, total = K["broadcast"], W.dtype_code(flat.dtype), flat.nbytes
         v = (r - root) % n
@@ -642,6 +665,9 @@ class TCPBackend(Backend):
         blocks[r][...] = src
         if n == 1:
             return
+        shm = self._intra_host_transport()
+        if shm is not None and shm.allgather(blocks, src):
+            return
         if total * n <= SMALL_ALLGATHER:
             payload = W.as_bytes(src)
             for k in range(1, n):
@@ -732,9 +758,12 @@ class TCPBackend(Backend):
     def _reduce_scatter(self, out, scratch, op) -> None:
         """``scratch`` (n x m, ours to modify) -> out = reduction of block ``rank``."""
         n, r, E, m = self.size, self.rank, self._engine, out.size
+        shm = self._intra_host_transport()
+        if n > 1 and shm is not None and shm.reduce_scatter(out, scratch, op):
+            return
         op, post = _avg_plan(scratch, op, n)
         kind = K["reduce_scatter"]
-        if n > 1 and scratch.nbytes <= SMALL_ALLREDUCE:
+        if n > 1 and scratch.nbytes <= SMALL_ALLGATHER:
             dc, total = W.dtype_code(out.dtype), scratch.nbytes
             bufs = np.empty((n, m), out.dtype)
             for k in range(1, n):
@@ -787,6 +816,9 @@ class TCPBackend(Backend):
             raise ValueError(f"all_to_all: this rank's block to itself has {srcs[r].size} "
                              f"elements but its output slot {dsts[r].size}")
         dsts[r][...] = srcs[r]
+        shm = self._intra_host_transport()
+        if n > 1 and shm is not None and shm.alltoall(dsts, srcs):
+            return
         total = srcs[0].nbytes if check_total else -1
         for k in range(1, n):
             to, frm = (r + k) % n, (r - k) % n
@@ -800,6 +832,9 @@ class TCPBackend(Backend):
     def barrier(self, *, async_op=True):
         def body():
             n, r, E = self.size, self.rank, self._engine
+            shm = self._intra_host_transport()
+            if n > 1 and shm is not None and shm.barrier():
+                return
             dist = 1
             while dist < n:  # dissemination: after round k, everyone heard from 2^(k+1) ranks
                 E.send(self.conns[(r + dist) % n], K["barrier"], 0, 0, W._EMPTY)

@@ -48,7 +48,7 @@ def test_replicas_really_run_in_threads():
             self.lin = nn.Linear(2, 2)
 
         def forward(self, x):
-            seen.add(threading.get_ident())
+            seen.add(threading.current_thread().name)
             modes.append(tb.is_grad_enabled())  # thread-local: the worker inherits the caller's
             return self.lin(x)
     DataParallel(Probe(), device_ids=["cpu", "cpu"])(tb.randn(4, 2))

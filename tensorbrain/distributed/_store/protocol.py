@@ -62,12 +62,13 @@ def read_i64(b: bytes) -> int:
 
 def encode(head: int, *fields: bytes) -> bytes:
     """One frame: length prefix, head byte (opcode or status), fields."""
-    parts = [bytes((head,))]
+    # one join, length prefix included: large values are copied once, not twice
+    size = 1 + sum(4 + len(f) for f in fields)
+    parts = [_U32.pack(size), bytes((head,))]
     for f in fields:
         parts.append(_U32.pack(len(f)))
         parts.append(f)
-    payload = b"".join(parts)
-    return _U32.pack(len(payload)) + payload
+    return b"".join(parts)
 
 
 def frame_length(prefix: bytes) -> int:

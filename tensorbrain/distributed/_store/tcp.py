@@ -51,12 +51,12 @@ def _secret_from(secret) -> bytes:
 # ***** server *****
 
 class _Conn:
-    __slots__ = ("sock", "peer", "inbuf", "outbuf", "ready", "nonce", "deadline", "waiter",
+    __slots__ = ("sock", "peer", "inbuf", "outbuf", "outpos", "ready", "nonce", "deadline", "waiter",
                  "closed", "close_after_flush", "events")
 
     def __init__(self, sock, peer):
         self.sock, self.peer = sock, peer
-        self.inbuf, self.outbuf = bytearray(), bytearray()
+        self.inbuf, self.outbuf, self.outpos = bytearray(), bytearray(), 0
         self.ready = False
         self.nonce = os.urandom(P.NONCE_BYTES)
         self.deadline = time.monotonic() + P.HANDSHAKE_TIMEOUT_S
@@ -64,6 +64,10 @@ class _Conn:
         self.closed = False
         self.close_after_flush = False
         self.events = 0
+
+
+def _pending(conn) -> int:
+    return len(conn.outbuf) - conn.outpos
 
 
 class _Waiter:
@@ -253,9 +257,9 @@ class _StoreServer:
 
     def _interest(self, conn):
         ev = 0
-        if len(conn.outbuf) <= _OUT_HIGH and not conn.close_after_flush:
+        if _pending(conn) <= _OUT_HIGH and not conn.close_after_flush:
             ev |= selectors.EVENT_READ
-        if conn.outbuf:
+        if _pending(conn):
             ev |= selectors.EVENT_WRITE
         if ev != conn.events and not conn.closed:
             conn.events = ev
@@ -303,24 +307,31 @@ class _StoreServer:
             self._interest(conn)
 
     def _flush(self, conn):
-        while conn.outbuf:
+        # Send from an offset and drop the sent bytes only once all are out: deleting each sent
+        # prefix of a large reply is quadratic (a 32 MiB get ran at ~150 MiB/s that way).
+        while conn.outpos < len(conn.outbuf):
+            view = memoryview(conn.outbuf)
             try:
-                n = conn.sock.send(conn.outbuf)
+                conn.outpos += conn.sock.send(view[conn.outpos:])
             except (BlockingIOError, InterruptedError):
                 return
-            del conn.outbuf[:n]
+            finally:
+                view.release()
+        conn.outbuf.clear()
+        conn.outpos = 0
         if conn.close_after_flush:
             self._drop(conn, None)
 
     def _process(self, conn):
         while (not conn.closed and conn.waiter is None and not conn.close_after_flush
-               and len(conn.outbuf) <= _OUT_HIGH and len(conn.inbuf) >= 4):
+               and _pending(conn) <= _OUT_HIGH and len(conn.inbuf) >= 4):
             n = P.frame_length(bytes(conn.inbuf[:4]))
             if len(conn.inbuf) < 4 + n:
                 return
-            payload = bytes(conn.inbuf[4:4 + n])
+            view = memoryview(conn.inbuf)
+            op, fields = P.decode(view[4:4 + n])  # fields are copies (on error: conn dropped)
+            view.release()
             del conn.inbuf[:4 + n]
-            op, fields = P.decode(payload)
             if not conn.ready:
                 self._hello(conn, op, fields)
             else:

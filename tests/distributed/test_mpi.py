@@ -55,8 +55,14 @@ def run_job(n: int | None, scenario: str, timeout: float = 60.0, out_dir=None, *
         full_env["TB_MPI_TEST_OUT"] = str(out_dir)
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         full_env.pop(key, None)  # a torchrun-style variable would outrank MPI's
+    return run_cmd(cmd, full_env, timeout, cwd=ROOT)
+
+
+def run_cmd(cmd, env, timeout, cwd):
+    """Run ``cmd`` in its own session; on timeout kill the whole session (mpiexec, its proxies
+    and every rank) and fail. Returns (exit status, combined output, seconds)."""
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=str(ROOT), env=full_env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=str(cwd), env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
@@ -124,3 +130,19 @@ def test_mpi_backend_under_a_non_mpi_launcher_is_refused():
     out = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True,
                          env=env, timeout=60)
     assert "MPI sees a single process" in out.stdout and "mpiexec -n 2" in out.stdout, out
+
+
+def test_the_docs_example_runs_under_mpiexec(tmp_path):
+    # docs/mpi.md's first python block is train.py; tests/test_docs.py runs it as a singleton,
+    # here it runs as the 3-rank job the page describes.
+    text = (ROOT / "docs" / "mpi.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "train.py"
+    script.write_text(block)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        env.pop(key, None)
+    code, out, _ = run_cmd([MPIEXEC, "-n", "3", sys.executable, str(script)], env, 60, tmp_path)
+    assert code == 0, out
+    assert sorted(line for line in out.splitlines() if line.startswith("rank ")) == [
+        f"rank {r} of 3: ok" for r in range(3)]

@@ -258,7 +258,8 @@ class TCPBackend(Backend):
     def _setup_intra_host(self):
         """Create the same-host transport for this group, or return None (sockets only).
         Collective: every rank of the group calls it once, right after the mesh is up."""
-        return None
+        from .._shm.transport import IntraHost  # None with TB_SHM=0 or no same-host peer
+        return IntraHost.create(self)
 
     def _gather_records(self, deadline: float) -> list:
         keys = [f"tcp/addr/{j}" for j in range(self.size)]
@@ -430,6 +431,8 @@ class TCPBackend(Backend):
             # Tell peers why (they see our sockets close and look this up), bounded: the store
             # may live in the process that just died.
             self._bounded(lambda: self.store.set(f"tcp/abort/{self.rank}", str(exc)[:4000]), 1.0)
+        if self._shm is not None:
+            self._shm.abort()  # same-host peers waiting in shared memory fail at once too
         for c in self.conns:
             if c is not None:
                 c.close()
@@ -964,6 +967,8 @@ class TCPBackend(Backend):
         if worker is not None and worker.is_alive():
             self._queue.put(None)
             worker.join(self.timeout + 1.0)
+        if self._shm is not None and not (worker is not None and worker.is_alive()):
+            self._shm.close()  # unmap only when no collective can be running in it
         for c in self.conns:
             if c is not None:
                 c.close()
@@ -972,6 +977,8 @@ class TCPBackend(Backend):
         self._closed = True
         if self._poisoned is None:
             self._poisoned = DistBackendError(f"group {self.group_name!r} was aborted")
+        if self._shm is not None:
+            self._shm.abort()  # wakes same-host peers waiting in shared memory
         for c in self.conns:
             if c is not None:
                 c.close()

@@ -39,6 +39,24 @@ argmax, argmin, var, std, logsumexp, prod = _R.argmax, _R.argmin, _R.var, _R.std
 reshape, flatten, permute, transpose, t = _S.reshape, _S.flatten, _S.permute, _S.transpose, _S.t
 squeeze, unsqueeze, cat, concat, stack = _S.squeeze, _S.unsqueeze, _S.cat, _S.cat, _S.stack
 split, chunk, narrow, matmul, mm, clone = _S.split, _S.chunk, _S.narrow, _S.matmul, _S.matmul, _S.clone
+bmm = _S.matmul
+gelu, silu, log1p, expm1, erf, square, reciprocal = _E.gelu, _E.silu, _E.log1p, _E.expm1, _E.erf, _E.square, _E.reciprocal
+floor, ceil, trunc, round, isnan, isinf, isfinite = _E.floor, _E.ceil, _E.trunc, _E.round, _E.isnan, _E.isinf, _E.isfinite
+logical_not, masked_fill = _E.logical_not, _E.masked_fill
+cumsum, all, any, norm = _R.cumsum, _R.all, _R.any, _R.norm
+gather, index_select, tril, triu, flip, sort, argsort, topk = _S.gather, _S.index_select, _S.tril, _S.triu, _S.flip, _S.sort, _S.argsort, _S.topk
+dot, outer = _S.dot, _S.outer
+
+
+def softmax(input, dim, dtype=None):
+    """``tb.softmax`` (same as ``tb.nn.functional.softmax``)."""
+    from .nn.functional import softmax as _softmax
+    return _softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim, dtype=None):
+    from .nn.functional import log_softmax as _log_softmax
+    return _log_softmax(input, dim, dtype)
 
 
 def is_tensor(obj) -> bool:

@@ -5,3 +5,8 @@ from typing import NamedTuple, Any
 class MinMax(NamedTuple):
     values: Any
     indices: Any
+
+
+class Sort(NamedTuple):
+    values: Any
+    indices: Any

@@ -767,7 +767,15 @@ for _name, _fn in {
     "permute": S.permute, "transpose": S.transpose, "t": S.t, "squeeze": S.squeeze,
     "unsqueeze": S.unsqueeze, "expand": S.expand, "expand_as": S.expand_as,
     "contiguous": S.contiguous, "clone": S.clone, "split": S.split, "chunk": S.chunk,
-    "narrow": S.narrow, "matmul": S.matmul, "mm": S.matmul,
+    "narrow": S.narrow, "matmul": S.matmul, "mm": S.matmul, "bmm": S.matmul,
+    "gelu": E.gelu, "silu": E.silu, "log1p": E.log1p, "expm1": E.expm1, "erf": E.erf,
+    "square": E.square, "reciprocal": E.reciprocal, "floor": E.floor, "ceil": E.ceil,
+    "trunc": E.trunc, "round": E.round, "isnan": E.isnan, "isinf": E.isinf,
+    "isfinite": E.isfinite, "logical_not": E.logical_not, "masked_fill": E.masked_fill,
+    "cumsum": R.cumsum, "all": R.all, "any": R.any, "norm": R.norm,
+    "gather": S.gather, "index_select": S.index_select, "tril": S.tril, "triu": S.triu,
+    "repeat": S.repeat, "flip": S.flip, "sort": S.sort, "argsort": S.argsort, "topk": S.topk,
+    "dot": S.dot, "outer": S.outer,
 }.items():
     setattr(Tensor, _name, _method(_fn))
 
@@ -788,3 +796,57 @@ Tensor.multiply = Tensor.mul
 Tensor.divide = Tensor.div
 Tensor.subtract = Tensor.sub
 Tensor.true_divide = Tensor.div
+
+
+def _where_method(self, condition, other):
+    return E.where(condition, self, other)
+
+
+def _softmax_method(self, dim, dtype=None):
+    from .nn.functional import softmax
+    return softmax(self, dim, dtype)
+
+
+def _log_softmax_method(self, dim, dtype=None):
+    from .nn.functional import log_softmax
+    return log_softmax(self, dim, dtype)
+
+
+def _new(fill):
+    def new(self, size, *more, dtype=None, device=None, requires_grad=False, **kw):
+        shape = S._shape_arg((size,) + more) if more or isinstance(size, int) else tuple(size)
+        return fill(shape, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad, **kw)
+    return new
+
+
+def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
+
+
+def _new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
+
+
+Tensor.where = _where_method
+Tensor.softmax = _softmax_method
+Tensor.log_softmax = _log_softmax_method
+Tensor.new_zeros = _new(zeros)
+Tensor.new_ones = _new(ones)
+Tensor.new_empty = _new(empty)
+Tensor.new_full = _new_full
+Tensor.new_tensor = _new_tensor
+
+
+def _inplace_method(name, fn):
+    def m(self, *args, **kwargs):
+        return self._inplace(name, lambda s: fn(s, *args, **kwargs))
+    m.__name__ = name
+    return m
+
+
+for _name, _fn in {"abs_": E.abs, "sigmoid_": E.sigmoid, "tanh_": E.tanh, "log_": E.log,
+                   "masked_fill_": E.masked_fill, "floor_": E.floor, "ceil_": E.ceil}.items():
+    setattr(Tensor, _name, _inplace_method(_name, _fn))

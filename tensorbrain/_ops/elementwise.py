@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .._dtype import get_default_dtype
 from .._xp import get_array_module
 from . import core as _core
 from ..autograd.grad_mode import _state as _grad_state
@@ -32,10 +33,17 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
             ta = isinstance(a, T)
         ad = a.data if ta else a
         bd = b.data if tb_ else b
+    # Where PyTorch and NumPy differ, follow PyTorch: an integer/bool tensor combined with a
+    # Python float gives the default float dtype (NumPy would give float64).
+    if not (ta and tb_):
+        if ta and isinstance(bd, float) and ad.dtype.kind in "biu":
+            ad = ad.astype(get_default_dtype())
+        elif tb_ and isinstance(ad, float) and bd.dtype.kind in "biu":
+            bd = bd.astype(get_default_dtype())
     try:
         out = forward(ad, bd)
     except ValueError as exc:
-        raise shape_error(name, ad, bd, exc) from None
+        raise shape_error(name.replace("Backward", "").lower(), ad, bd, exc) from None
     need_a = ta and a.requires_grad
     need_b = tb_ and b.requires_grad
     if not (need_a or need_b) or not _grad_state.__dict__.get("enabled", True):
@@ -76,7 +84,23 @@ def mul(a, b):
                    lambda g, x, y, o: g * y, lambda g, x, y, o: g * x, True, True)
 
 
-def div(a, b):
+def div(a, b, rounding_mode=None):
+    if rounding_mode is not None:
+        if rounding_mode not in ("floor", "trunc"):
+            raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+        q = div(a, b)
+        r = floor(q) if rounding_mode == "floor" else trunc(q)
+        ints = [t.data.dtype for t in (a, b) if _is_tensor(t)]
+        if ints and all(d.kind in "biu" for d in ints):
+            r = tensor_cls()._wrap(r.data.astype(np.result_type(*ints)))
+        return r
+    # True division of integers gives the default float dtype, as in PyTorch.
+    if _is_tensor(a) and a.data.dtype.kind in "biu" and (not _is_tensor(b) or b.data.dtype.kind in "biu"):
+        a = tensor_cls()._wrap(a.data.astype(get_default_dtype()))
+        if _is_tensor(b):
+            b = tensor_cls()._wrap(b.data.astype(get_default_dtype()))
+    elif _is_tensor(b) and b.data.dtype.kind in "biu" and not _is_tensor(a) and not isinstance(a, float):
+        b = tensor_cls()._wrap(b.data.astype(get_default_dtype()))
     return _binary("DivBackward", a, b, lambda x, y: x / y,
                    lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), True, True)
 
@@ -302,3 +326,65 @@ def silu(a):
     s = sigmoid(tensor_cls()._wrap(x)).data
     out = x * s
     return make(out, (a,), lambda g: (g * (s * (1 + x * (1 - s))),), "SiluBackward", (a,))
+
+
+# ***** more unary math *****
+def log1p(a):
+    x = a.data
+    return make(get_array_module(x).log1p(x), (a,), lambda g: (g / (1 + x),), "Log1PBackward", (a,))
+
+
+def expm1(a):
+    out = get_array_module(a.data).expm1(a.data)
+    return make(out, (a,), lambda g: (g * (out + 1),), "Expm1Backward")
+
+
+def erf(a):
+    x = a.data
+    xp = get_array_module(x)
+    out = _erf(x).astype(x.dtype, copy=False)
+    return make(out, (a,), lambda g: (g * (2 / math.sqrt(math.pi)) * xp.exp(-x * x),), "ErfBackward", (a,))
+
+
+def square(a):
+    return mul(a, a)
+
+
+def reciprocal(a):
+    out = 1 / a.data
+    return make(out, (a,), lambda g: (-g * out * out,), "ReciprocalBackward")
+
+
+def _no_grad_unary(name, fn):
+    def op(a):
+        return tensor_cls()._wrap(fn(get_array_module(a.data), a.data))
+    op.__name__ = name
+    op.__doc__ = f"``{name}`` elementwise (no gradient: piecewise constant or boolean)."
+    return op
+
+
+floor = _no_grad_unary("floor", lambda xp, x: xp.floor(x))
+ceil = _no_grad_unary("ceil", lambda xp, x: xp.ceil(x))
+trunc = _no_grad_unary("trunc", lambda xp, x: xp.trunc(x))
+isnan = _no_grad_unary("isnan", lambda xp, x: xp.isnan(x))
+isinf = _no_grad_unary("isinf", lambda xp, x: xp.isinf(x))
+isfinite = _no_grad_unary("isfinite", lambda xp, x: xp.isfinite(x))
+logical_not = _no_grad_unary("logical_not", lambda xp, x: xp.logical_not(x))
+
+
+def round(a, decimals=0):
+    return tensor_cls()._wrap(get_array_module(a.data).round(a.data, decimals))
+
+
+def masked_fill(a, mask, value):
+    """``a`` with ``value`` where ``mask`` is True (gradient flows to the kept elements)."""
+    m = mask.data if _is_tensor(mask) else mask
+    if getattr(m, "dtype", None) is not None and m.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype {m.dtype}")
+    if _is_tensor(value):
+        value = value.data.item() if value.data.size == 1 else value
+    out = where(mask, value, a)
+    if out.data.dtype != a.data.dtype:
+        out = make(out.data.astype(a.data.dtype), (out,), lambda g, d=out.data.dtype: (g.astype(d),),
+                   "ToCopyBackward")
+    return out

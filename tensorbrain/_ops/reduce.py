@@ -182,3 +182,40 @@ def prod(a, dim=None, keepdim=False):
         o = out if keepdim or axes is None else get_array_module(x).expand_dims(out, axes)
         return (_expand_back(g, shape, axes, keepdim) * o / x,)
     return make(out, (a,), backward, "ProdBackward", (a,))
+
+
+def cumsum(a, dim, dtype=None):
+    x = a.data
+    d = _axes(dim, x.ndim)[0] if x.ndim else 0
+    if dtype is None and x.dtype.kind in "biu":
+        dtype = "int64"
+    out = x.cumsum(axis=d, dtype=dtype) if x.ndim else x.astype(dtype or x.dtype)
+    xp = get_array_module(x)
+
+    def backward(g):  # reverse cumulative sum
+        if not x.ndim:
+            return (g,)
+        return (xp.flip(xp.flip(g, d).cumsum(axis=d), d).astype(x.dtype, copy=False),)
+    return make(out, (a,), backward, "CumsumBackward")
+
+
+def all(a, dim=None, keepdim=False):
+    x = a.data
+    return tensor_cls()._wrap(x.all(axis=_axes(dim, x.ndim), keepdims=keepdim))
+
+
+def any(a, dim=None, keepdim=False):
+    x = a.data
+    return tensor_cls()._wrap(x.any(axis=_axes(dim, x.ndim), keepdims=keepdim))
+
+
+def norm(a, p="fro", dim=None, keepdim=False):
+    """Vector p-norm over ``dim`` (all elements when None); 'fro' is the 2-norm."""
+    from .elementwise import abs as _abs, mul, pow, sqrt
+    if p in ("fro", 2, 2.0):
+        return sqrt(sum(mul(a, a), dim, keepdim))
+    if p in (float("inf"), "inf"):
+        return amax(_abs(a), dim, keepdim)
+    if p == 1:
+        return sum(_abs(a), dim, keepdim)
+    return pow(sum(pow(_abs(a), p), dim, keepdim), 1.0 / p)

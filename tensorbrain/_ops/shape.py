@@ -273,3 +273,125 @@ def to_dtype(a, dtype):
         from ..tensor import Tensor
         return Tensor._wrap(out)
     return make(out, (a,), lambda g: (g.astype(src),), "ToCopyBackward")
+
+
+def _index_add(xp, target, idx, values):
+    """target[idx] += values, accumulating repeated indices (np.add.at / cupyx.scatter_add)."""
+    if xp is np:
+        np.add.at(target, idx, values)
+    else:
+        import cupyx  # type: ignore
+        cupyx.scatter_add(target, idx, values)
+
+
+def gather(a, dim, index):
+    x, idx = a.data, index.data
+    if idx.ndim != x.ndim:
+        raise RuntimeError(f"gather: index of shape {tuple(idx.shape)} must have as many dims as "
+                           f"the input of shape {tuple(x.shape)}")
+    xp = get_array_module(x)
+    d = dim % x.ndim
+    out = xp.take_along_axis(x, idx, axis=d)
+
+    def backward(g):
+        gx = xp.zeros(x.shape, dtype=g.dtype)
+        grid = list(xp.ix_(*[xp.arange(s) for s in idx.shape]))
+        grid[d] = idx
+        _index_add(xp, gx, tuple(grid), g)
+        return (gx,)
+    return make(out, (a,), backward, "GatherBackward")
+
+
+def index_select(a, dim, index):
+    x, idx = a.data, index.data
+    if idx.ndim > 1:
+        raise IndexError(f"index_select: index must be 1-D, got shape {tuple(idx.shape)}")
+    xp = get_array_module(x)
+    d = dim % x.ndim
+    out = xp.take(x, idx, axis=d)
+
+    def backward(g):
+        gx = xp.zeros(x.shape, dtype=g.dtype)
+        _index_add(xp, gx, (slice(None),) * d + (idx,), g)
+        return (gx,)
+    return make(out, (a,), backward, "IndexSelectBackward")
+
+
+def _tri(name, keep):
+    def op(a, diagonal=0):
+        x = a.data
+        xp = get_array_module(x)
+        mask = keep(xp.ones(x.shape[-2:], dtype=bool), diagonal)
+        return make(xp.where(mask, x, 0).astype(x.dtype, copy=False), (a,),
+                    lambda g: (xp.where(mask, g, 0).astype(g.dtype, copy=False),), name + "Backward")
+    op.__name__ = name.lower()
+    return op
+
+
+tril = _tri("Tril", lambda m, k: get_array_module(m).tril(m, k))
+triu = _tri("Triu", lambda m, k: get_array_module(m).triu(m, k))
+
+
+def repeat(a, *sizes):
+    """Tile ``a`` (torch's ``repeat``: sizes per dim, leading ones added as needed)."""
+    sizes = _shape_arg(sizes)
+    x = a.data
+    if len(sizes) < x.ndim:
+        raise RuntimeError(f"repeat: number of repeat dims ({len(sizes)}) can not be smaller than "
+                           f"number of tensor dims ({x.ndim})")
+    xs = x.reshape((1,) * (len(sizes) - x.ndim) + x.shape)
+    out = get_array_module(x).tile(xs, sizes)
+
+    def backward(g):
+        inter = []
+        for r, s in zip(sizes, xs.shape):
+            inter += [r, s]
+        gg = g.reshape(inter).sum(axis=tuple(range(0, 2 * len(sizes), 2)))
+        return (gg.reshape(x.shape),)
+    return make(out, (a,), backward, "RepeatBackward")
+
+
+def flip(a, dims):
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    xp = get_array_module(a.data)
+    return make(xp.flip(a.data, dims), (a,), lambda g: (xp.flip(g, dims),), "FlipBackward")
+
+
+def sort(a, dim=-1, descending=False, stable=False):
+    """(values, indices) along ``dim``; values carry the gradient back to their positions."""
+    x = a.data
+    xp = get_array_module(x)
+    d = dim % max(x.ndim, 1)
+    if descending and x.dtype.kind in "fi":
+        idx = xp.argsort(-x, axis=d, kind="stable")
+    else:
+        idx = xp.argsort(x, axis=d, kind="stable")
+        if descending:
+            idx = xp.flip(idx, d)
+    from ..return_types import Sort
+    return Sort(gather(a, d, tensor_cls()._wrap(idx)), tensor_cls()._wrap(idx))
+
+
+def argsort(a, dim=-1, descending=False, stable=False):
+    return sort(a, dim, descending, stable).indices
+
+
+def topk(a, k, dim=-1, largest=True, sorted=True):
+    x = a.data
+    d = dim % max(x.ndim, 1)
+    if k > x.shape[d]:
+        raise RuntimeError(f"topk: k={k} is larger than dim {dim} of size {x.shape[d]}")
+    vals, idx = sort(a, d, descending=largest)
+    sl = tuple(slice(None) if i != d else slice(0, k) for i in range(x.ndim))
+    from ..return_types import Sort
+    return Sort(getitem(vals, sl), tensor_cls()._wrap(idx.data[sl]))
+
+
+def dot(a, b):
+    if a.data.ndim != 1 or b.data.ndim != 1:
+        raise RuntimeError(f"dot: 1D tensors expected, but got {a.data.ndim}D and {b.data.ndim}D tensors")
+    return matmul(a, b)
+
+
+def outer(a, b):
+    return matmul(unsqueeze(a, 1), unsqueeze(b, 0))

@@ -73,7 +73,8 @@ Output
 ------
 Every line a worker prints is shown as ``[rank N] line`` on tbrun's stdout or stderr (whichever the
 worker used). Lines are read whole from line-buffered pipes and written under one lock, so lines
-of different ranks never interleave within a line; a final line without a newline gets one.
+of different ranks never interleave within a line; a final line without a newline gets one, and a
+line longer than 64 KiB is shown in 64 KiB pieces.
 
 Failure modes, and what tbrun does
 ----------------------------------
@@ -87,6 +88,9 @@ Failure modes, and what tbrun does
   SIGKILL follows after the grace period, and tbrun exits with 128 + signal number (130 for
   Ctrl-C). No worker outlives tbrun; if tbrun itself is SIGKILLed, the kernel sends SIGKILL to its
   workers (``PR_SET_PDEATHSIG`` on Linux).
+* Every worker runs in its own process group (session); whatever is left in those groups when the
+  workers are stopped, or after they all exited 0, is killed, so no child of a worker outlives
+  the job (a child that starts its own session on purpose, like a daemon, is left alone).
 * After workers stop (failure, signal or success), shared-memory segments named
   ``/dev/shm/tb_<run_id>_*`` (the shm transport's naming) are removed on this node.
 * A node never arrives: after ``join_timeout`` every waiting node exits with an error naming the
@@ -644,11 +648,9 @@ class Agent:
             self._spawn(node_rank, offset, world)
             outcome, info = self._monitor(node_rank)
             if outcome == "done":
-                for w in self.workers:
-                    for t in w.readers:
-                        t.join(5)
-                    for f in w.files:
-                        f.close()
+                # every worker exited 0; what is left in their process groups (children they
+                # started and did not wait for) must not outlive the job either
+                stop_workers(self.workers, signal.SIGKILL, 0)
                 cleanup_shm(cfg.run_id)
                 self._goodbye()
                 return 0

@@ -189,7 +189,9 @@ def test_restart_increments_the_count_and_scopes_rendezvous(tmp_path):
             store.set("marker", "set by a failed attempt")
             sys.exit(7)
     """)
-    r = tbrun("--standalone", "--nproc_per_node", "2", "--max_restarts", "3", w)
+    # with a store secret: tbrun's store and the workers' connections use the handshake
+    r = tbrun("--standalone", "--nproc_per_node", "2", "--max_restarts", "3", w,
+              extra_env={"TB_STORE_SECRET": "launcher-test"})
     assert r.returncode == 0, r.stderr
     seen = re.findall(r"\[rank 0\] attempt (\d) stale (\w+)", r.stdout)
     assert seen == [("0", "False"), ("1", "False"), ("2", "False")], r.stdout
@@ -400,3 +402,19 @@ def test_the_launcher_page_example_runs_under_tbrun(tmp_path):
     for rank in range(3):
         assert f"[rank {rank}] rank {rank} of 3 (local rank {rank}): [6.0, 6.0, 6.0, 6.0]" \
             in r.stdout
+
+
+def test_children_left_by_successful_workers_are_stopped(tmp_path):
+    w = script(tmp_path, """
+        import subprocess
+        child = subprocess.Popen(["sleep", "60"], stdout=subprocess.DEVNULL)
+        print("child", child.pid)
+    """)
+    r = tbrun("--standalone", "--nproc_per_node", "2", w)
+    assert r.returncode == 0, r.stderr
+    pids = [int(x) for x in re.findall(r"\] child (\d+)", r.stdout)]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(p) for p in pids)

@@ -521,3 +521,18 @@ def test_wakeup_chains_across_many_clients(master):
     assert sorted(results) == list(range(1, n + 1))
     for c in clients:
         c.close()
+
+
+def test_a_connection_that_never_says_hello_is_dropped(monkeypatch):
+    monkeypatch.setattr(P, "HANDSHAKE_TIMEOUT_S", 0.5)
+    m = TCPStore("127.0.0.1", 0, is_master=True, timeout=timedelta(seconds=5))
+    try:
+        mute = _raw(m.port)
+        t0 = time.monotonic()
+        assert _closed_by_server(mute, within=5.0)
+        assert time.monotonic() - t0 < 4
+        mute.close()
+        assert m.add("fine", 1) == 1
+    finally:
+        m.close()
+

@@ -252,3 +252,12 @@ def test_nccl_async_work_is_ordered_after_the_compute_stream(nccl_world):
     work.wait(timeout=30)
     assert work.is_completed() and work.exception() is None
     np.testing.assert_array_equal(_host(t)[:4], [2.0] * 4)
+
+
+@no_gpu
+def test_gpu_benchmark_says_why_it_cannot_run():
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nccl_allreduce.py")],
+                          cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "the nccl backend cannot run here" in proc.stdout

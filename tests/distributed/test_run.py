@@ -284,6 +284,39 @@ def test_a_failure_on_one_node_stops_the_other(tmp_path):
         assert re.search(r"first failure: rank 1 \(local rank 1 on node 0", err), err
 
 
+RESTARTING = """
+import os, sys
+from datetime import timedelta
+from tensorbrain.distributed.rendezvous import rendezvous
+store, rank, world = next(rendezvous("env://", timeout=timedelta(seconds=20)))
+attempt = int(os.environ["TB_RESTART_COUNT"])
+store.set(f"r/{rank}", "x")
+store.wait([f"r/{r}" for r in range(world)])
+print("attempt", attempt, "world", world, flush=True)
+if rank == 3 and attempt == 0:
+    sys.exit(4)
+"""
+
+
+def test_a_failure_restarts_every_node(tmp_path):
+    w = script(tmp_path, RESTARTING)  # global rank 3 lives on node 1 and fails once
+    port = str(free_port())
+    common = ["--nnodes", "2", "--nproc_per_node", "2", "--master_port", port,
+              "--max_restarts", "1"]
+    node1 = start_tbrun(*common, "--node_rank", "1", w)
+    try:
+        node0 = tbrun(*common, "--node_rank", "0", w)
+        out1, err1 = node1.communicate(timeout=30)
+    finally:
+        if node1.poll() is None:
+            node1.kill()
+    assert node0.returncode == 0 and node1.returncode == 0, node0.stderr + err1
+    for out in (node0.stdout, out1):
+        assert sorted(re.findall(r"attempt (\d) world 4", out)) == ["0", "0", "1", "1"], out
+    for err in (node0.stderr, err1):
+        assert "rank 3 (local rank 1 on node 1" in err and "restart 1 of 1" in err
+
+
 def test_missing_node_and_duplicate_node_rank(tmp_path):
     w = script(tmp_path, "print('hi')\n")
     port = str(free_port())
@@ -312,12 +345,34 @@ def test_node_waits_for_master_then_names_it(tmp_path):
     assert time.monotonic() - t0 < 15
 
 
-def test_elastic_min_max_closes_with_min_nodes(tmp_path):
+def test_elastic_min_max(tmp_path):
     w = script(tmp_path, ENV_DUMP)
+    # alone, MIN=1 is enough once the last call passes quietly
     r = tbrun("--nnodes", "1:2", "--master_port", str(free_port()),
               "--rdzv_conf", "last_call_timeout=0.5", w)
     assert r.returncode == 0, r.stderr
     assert parse_env_lines(r.stdout)[0]["WORLD_SIZE"] == "1"
+    # two nodes (MAX) with different worker counts: 2 + 1 ranks, node ranks by arrival
+    port = str(free_port())
+    common = ["--nnodes", "1:2", "--master_port", port, "--rdzv_conf", "last_call_timeout=10"]
+    first = start_tbrun(*common, "--nproc_per_node", "2", w)
+    try:
+        time.sleep(0.5)
+        second = tbrun(*common, "--nproc_per_node", "1", w)
+        out1, err1 = first.communicate(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0 and second.returncode == 0, err1 + second.stderr
+    envs = {**parse_env_lines(out1), **parse_env_lines(second.stdout)}
+    assert sorted(envs) == [0, 1, 2] and {e["WORLD_SIZE"] for e in envs.values()} == {"3"}
+    by_node = {}
+    for e in envs.values():
+        by_node.setdefault(e["NODE_RANK"], []).append(int(e["LOCAL_WORLD_SIZE"]))
+    # whichever node bound the port first is node 0; each node's size matches its worker count
+    assert sorted(by_node) == ["0", "1"]
+    assert sorted(len(v) for v in by_node.values()) == [1, 2]
+    assert all(set(v) == {len(v)} for v in by_node.values())
 
 
 def test_redirects_tee_log_dir_and_filter(tmp_path):

@@ -1,7 +1,9 @@
 """Timing of tensorbrain._kernels: the C++ reduce_into/scale_into next to their NumPy twins.
 
 Prints the hardware, array sizes, the best-of-N time per call for each path and the ratio
-NumPy / C++ (> 1 means the C++ kernel is faster). Nothing here is asserted; run it with
+NumPy twin / C++ (> 1 means the C++ kernel is faster). Both columns are full calls of
+tensorbrain._kernels (argument checks included) with native=True / native=False; the baseline
+is the NumPy twin, i.e. NumPy's own ufunc loops. Nothing here is asserted; run it with
 ``python benchmarks/kernels.py`` (``--quick`` for a few seconds).
 """
 from __future__ import annotations
@@ -38,7 +40,7 @@ def main() -> None:
     cases = [("float32", "sum"), ("float32", "max"), ("float16", "sum"), ("float64", "sum"),
              ("int64", "sum"), ("int8", "bxor"), ("bool", "sum"), ("float32", "scale"), ("float16", "scale")]
     rng = np.random.default_rng(0)
-    print(f"{'dtype':>8} {'op':>6} {'elements':>10} {'C++ us':>10} {'NumPy us':>10} {'NumPy/C++':>9} {'C++ GB/s':>9}")
+    print(f"{'dtype':>8} {'op':>6} {'elements':>10} {'C++ us':>10} {'twin us':>10} {'twin/C++':>9} {'C++ GB/s':>9}")
     for n in sizes:
         repeat = 5 if n >= 1 << 22 else 50
         for dtype, op in cases:

@@ -39,24 +39,30 @@ OPS = frozenset({"sum", "prod", "min", "max", "band", "bor", "bxor"})
 BITWISE_OPS = frozenset({"band", "bor", "bxor"})
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
 _FLOAT = frozenset({"float16", "float32", "float64"})
+# dtype objects compare with their byte order, so a big-endian array is not in this set.
+_NATIVE_DTYPES = {np.dtype(name): name for name in DTYPES}
 _UFUNC = {"sum": "add", "prod": "multiply", "min": "minimum", "max": "maximum",
           "band": "bitwise_and", "bor": "bitwise_or", "bxor": "bitwise_xor"}
 
 
-def _use_native(native: bool | None, fn: str, *arrays) -> bool:
-    """Native when asked or possible: only contiguous NumPy arrays go to C++ (the C++ kernel has
-    no stride support, CuPy arrays live on the GPU)."""
+def _native_for(native: bool | None, fn: str, *arrays):
+    """The C++ module to run on, or None for the NumPy/CuPy twin. Only C-contiguous NumPy arrays
+    go to C++ (it has no stride support; CuPy arrays live on the GPU). Kept lean: this runs for
+    every bucket a backend reduces, and the C++ call itself costs ~0.4 us (measured)."""
     if native is False:
-        return False
-    eligible = all(type(a) is np.ndarray and a.flags.c_contiguous for a in arrays)
+        return None
+    eligible = True
+    for a in arrays:
+        if type(a) is not np.ndarray or not a.flags.c_contiguous:
+            eligible = False
+            break
     if native is None:
-        return eligible and _native.is_available()
+        return _native.loaded() if eligible else None
     if not eligible:
         raise ValueError(f"{fn}(native=True) needs C-contiguous NumPy arrays; got "
                          + ", ".join(f"{type(a).__name__} contiguous={getattr(getattr(a, 'flags', None), 'c_contiguous', '?')}"
                                      for a in arrays))
-    _native.module()  # raises with the reason when unavailable
-    return True
+    return _native.module()  # raises with the reason when unavailable
 
 
 def reduce_into(dst, src, op: str, *, native: bool | None = None) -> None:
@@ -71,8 +77,9 @@ def reduce_into(dst, src, op: str, *, native: bool | None = None) -> None:
     >>> a
     array([-128,    4,    4], dtype=int8)
     """
-    if _use_native(native, "reduce_into", dst, src):
-        _native.module().reduce_into(dst, src, op)
+    C = _native_for(native, "reduce_into", dst, src)
+    if C is not None:
+        C.reduce_into(dst, src, op)
     else:
         _reduce_into_xp(dst, src, op)
 
@@ -86,8 +93,9 @@ def scale_into(dst, factor: float, *, native: bool | None = None) -> None:
     >>> a
     array([0.3333, 1.    ], dtype=float16)
     """
-    if _use_native(native, "scale_into", dst):
-        _native.module().scale_into(dst, float(factor))
+    C = _native_for(native, "scale_into", dst)
+    if C is not None:
+        C.scale_into(dst, float(factor))
     else:
         _scale_into_xp(dst, factor)
 
@@ -95,9 +103,9 @@ def scale_into(dst, factor: float, *, native: bool | None = None) -> None:
 # ***** the NumPy/CuPy twins (same checks, same words as csrc/kernels/bind.cpp) *****
 
 def _check_dtype(fn: str, arg: str, a) -> str:
-    name = str(a.dtype)
-    if name not in DTYPES or not a.dtype.isnative:
-        raise TypeError(f"{fn}: unsupported dtype {name} for {arg}; supported: {', '.join(DTYPES)}")
+    name = _NATIVE_DTYPES.get(a.dtype)  # a dict lookup: str(dtype) costs ~2 us per call
+    if name is None:
+        raise TypeError(f"{fn}: unsupported dtype {a.dtype} for {arg}; supported: {', '.join(DTYPES)}")
     return name
 
 
@@ -115,9 +123,12 @@ def _reduce_into_xp(dst, src, op: str) -> None:
         raise ValueError(f"reduce_into: shape mismatch: dst {dst.shape} vs src {src.shape}")
     if not getattr(dst.flags, "writeable", True):  # CuPy arrays have no writeable flag
         raise ValueError("reduce_into: dst is read-only; it is written in place")
-    xp = get_array_module(dst)
-    with np.errstate(all="ignore"):  # overflow to inf / NaN is the result, as in C++: no warning
-        getattr(xp, _UFUNC[op])(dst, src, out=dst)
+    ufunc = getattr(get_array_module(dst), _UFUNC[op])
+    if name in _FLOAT:
+        with np.errstate(all="ignore"):  # overflow to inf / NaN is the result, as in C++: no warning
+            ufunc(dst, src, out=dst)
+    else:  # integer ufuncs wrap silently; errstate would cost ~2.5 us a call
+        ufunc(dst, src, out=dst)
 
 
 def _scale_into_xp(dst, factor: float) -> None:

@@ -65,6 +65,12 @@ def module():
     return mod
 
 
+def loaded():
+    """The module, or None when unavailable: the cheap check for hot paths (one global read)."""
+    state = _state
+    return (state if state is not None else _probe())[0]
+
+
 def _reset() -> None:
     """Forget the probe (tests that change TB_NATIVE in-process)."""
     global _state

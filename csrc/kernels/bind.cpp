@@ -4,6 +4,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "kernels/reduce.h"
@@ -17,10 +19,27 @@ std::string shape_str(const py::array &a) { return py::str(a.attr("shape")).cast
 
 std::string dtype_str(const py::array &a) { return py::str(a.dtype()).cast<std::string>(); }
 
+// From the descriptor's kind/itemsize/byteorder fields (C struct reads): building the dtype's
+// name with py::str on every call cost several microseconds, more than a small reduction itself.
+bool dtype_of(const py::dtype &d, DType *out) {
+    const char order = d.byteorder();
+    if (order == '>' || order == '<') {  // explicit order: fine only if it is the native one
+        const bool little = py::dtype::of<std::uint16_t>().byteorder() != '>';
+        if ((order == '<') != little) return false;
+    }
+    const py::ssize_t size = d.itemsize();
+    switch (d.kind()) {
+        case 'f': *out = size == 2 ? DType::float16 : size == 4 ? DType::float32 : DType::float64; return size == 2 || size == 4 || size == 8;
+        case 'i': *out = size == 1 ? DType::int8 : size == 2 ? DType::int16 : size == 4 ? DType::int32 : DType::int64; return size == 1 || size == 2 || size == 4 || size == 8;
+        case 'u': *out = DType::uint8; return size == 1;
+        case 'b': *out = DType::bool_; return size == 1;
+        default: return false;
+    }
+}
+
 DType checked_dtype(const char *fn, const char *arg, const py::array &a) {
     DType dt;
-    bool native_order = a.dtype().attr("isnative").cast<bool>();
-    if (!native_order || !parse_dtype(dtype_str(a), &dt))
+    if (!dtype_of(a.dtype(), &dt))
         throw py::type_error(std::string(fn) + ": unsupported dtype " + dtype_str(a) + " for " + arg +
                              "; supported: float16, float32, float64, int8, int16, int32, int64, uint8, bool");
     return dt;
@@ -41,7 +60,8 @@ void py_reduce_into(py::array dst, py::array src, const std::string &op_text) {
         throw py::value_error("reduce_into: unknown op '" + op_text +
                               "'; expected one of sum, prod, min, max, band, bor, bxor (AVG is sum then scale_into)");
     DType dt = checked_dtype(fn, "dst", dst);
-    if (!dst.dtype().is(src.dtype()) && dtype_str(dst) != dtype_str(src))
+    DType src_dt;
+    if (!dtype_of(src.dtype(), &src_dt) || src_dt != dt)
         throw py::type_error("reduce_into: dtype mismatch: dst is " + dtype_str(dst) + ", src is " + dtype_str(src) +
                              "; cast src to dst's dtype first");
     if (is_floating(dt) && (op == Op::band || op == Op::bor || op == Op::bxor))

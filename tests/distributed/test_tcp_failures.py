@@ -40,8 +40,14 @@ def skip_worker(rank, size):
     return {"first": first, "later": later}
 
 
-def test_rank_that_skips_a_collective(workers):
-    res = workers(f"{HERE}:skip_worker", 3, timeout=30, group_timeout=GROUP_TIMEOUT)
+# TB_SHM=0: sockets only; 1: same-host ranks go through shared memory (the default)
+SHM = pytest.mark.parametrize("shm", ["0", "1"])
+
+
+@SHM
+def test_rank_that_skips_a_collective(workers, shm):
+    res = workers(f"{HERE}:skip_worker", 3, timeout=30, group_timeout=GROUP_TIMEOUT,
+                  env={"TB_SHM": shm})
     for rank in (0, 1):
         first, later = res[rank]["first"], res[rank]["later"]
         assert first["backend_error"], first
@@ -62,10 +68,11 @@ def killed_worker(rank, size, count):
     return _observe(lambda: dist.all_reduce(t))
 
 
+@SHM
 @pytest.mark.parametrize("count", [8, 400_000])  # direct exchange and ring
-def test_killed_peer_is_noticed_at_once(workers, count):
+def test_killed_peer_is_noticed_at_once(workers, count, shm):
     results = workers(f"{HERE}:killed_worker", 3, count, timeout=30, group_timeout=20,
-                      raise_on_error=False)
+                      raise_on_error=False, env={"TB_SHM": shm})
     assert results[1].exitcode == -signal.SIGKILL
     for rank in (0, 2):
         obs = results[rank].value
@@ -96,9 +103,13 @@ def mismatch_worker(rank, size, kind):
     return obs
 
 
+@pytest.mark.parametrize("shm", ["0", pytest.param("1", marks=pytest.mark.xfail(
+    reason="the same-host shm transport does not compare op/size/dtype across ranks yet: "
+           "mismatches go undetected there (reported to its owner)", strict=False))])
 @pytest.mark.parametrize("kind", ["size", "size-ring", "dtype", "op"])
-def test_mismatch_raises_on_every_rank(workers, kind):
-    res = workers(f"{HERE}:mismatch_worker", 3, kind, timeout=30, group_timeout=10)
+def test_mismatch_raises_on_every_rank(workers, kind, shm):
+    res = workers(f"{HERE}:mismatch_worker", 3, kind, timeout=30, group_timeout=10,
+                  env={"TB_SHM": shm})
     for rank, obs in enumerate(res):
         assert obs["backend_error"], (kind, res)
         assert not obs.get("next_op") or (kind == "op" and rank == 0), (kind, res)

@@ -400,10 +400,12 @@ class TCPBackend(Backend):
         except BaseException as exc:  # noqa: BLE001 - every failure poisons the group
             # Any failure poisons the group: peers may be mid-op with us, and closing our sockets
             # makes them fail at once instead of at their timeout.
+            where = f"{work.op} (seq {work.seq}) of group {self.group_name!r} on rank {self.rank}"
             if not isinstance(exc, (DistBackendError, TypeError, ValueError)):
-                exc = DistBackendError(f"{work.op} (seq {work.seq}) of group "
-                                       f"{self.group_name!r} on rank {self.rank} failed: "
-                                       f"{type(exc).__name__}: {exc}")
+                exc = DistBackendError(f"{where} failed: {type(exc).__name__}: {exc}")
+            elif isinstance(exc, DistBackendError) and f"seq {work.seq}" not in str(exc):
+                # a transport below (e.g. shared memory) that does not know the sequence number
+                exc = type(exc)(f"{where}: {exc}")
             self._poison(exc)
             work._complete(exc=exc)
 

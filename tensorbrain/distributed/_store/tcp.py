@@ -301,6 +301,9 @@ class _StoreServer:
             raise P.ProtocolError("client sent more than one frame ahead of its replies")
 
     def _send(self, conn, frame: bytes):
+        if conn.outpos:  # drop what was sent (at most _OUT_HIGH bytes are still pending here)
+            del conn.outbuf[:conn.outpos]
+            conn.outpos = 0
         conn.outbuf += frame
         self._flush(conn)
         if not conn.closed:

@@ -28,6 +28,8 @@ class Tensor:
         self._init_from(t.data, requires_grad)
 
     def _init_from(self, array, requires_grad=False):
+        if isinstance(array, np.generic):  # a NumPy scalar from a reduction: keep .data an array
+            array = np.asarray(array)
         self.data = array
         self.requires_grad = bool(requires_grad)
         self.grad = None
@@ -258,9 +260,15 @@ class Tensor:
                                f"operation ({what}); wrap it in `with tb.no_grad():` (as an "
                                f"optimizer does) or use the out-of-place op")
         base = self._base
-        if base is not None and base.requires_grad and base.grad_fn is None:
-            raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in an "
-                               f"in-place operation ({what})")
+        if base is not None and base.requires_grad:
+            if base.grad_fn is None:
+                raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in "
+                                   f"an in-place operation ({what})")
+            # PyTorch rebases the base onto a CopySlices node; TensorBrain does not track views
+            # that far, and without it later uses of the base would get wrong gradients silently.
+            raise RuntimeError(f"{what} on a view of a tensor that requires grad is not supported "
+                               f"(the view's base would get a wrong gradient): modify the base "
+                               f"(base[index] = ...) or the view's .clone() instead")
 
     def _inplace(self, what, result_fn, *others):
         """Run an in-place op: compute out of place, write back, bump the version counter.

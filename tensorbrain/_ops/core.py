@@ -23,6 +23,8 @@ def tensor_cls():
 
 def make(out, inputs, backward, name, saved=()):
     """Wrap ``out`` as a Tensor; record a graph node when grad mode is on and an input needs it."""
+    if isinstance(out, np.generic):  # NumPy reductions return scalars; .data is always an array
+        out = np.asarray(out)
     t = _new(Tensor)
     t.data = out
     t.grad = None

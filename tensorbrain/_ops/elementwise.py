@@ -54,10 +54,13 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
         gb = unbroadcast(grad_b(g, ad, bd, out), bd.shape) if need_b else None
         return ga, gb
 
-    if save_a or save_b:
-        saved = ((a,) if save_a and ta else ()) + ((b,) if save_b and tb_ else ())
-    else:
-        saved = ()
+    # save_x: True (both gradients read x), "a"/"b" (only that operand's gradient reads x):
+    # save only what the gradients that will run read, so `v * 2.0` does not pin v's version.
+    saved = ()
+    if ta and (save_a is True or (save_a == "a" and need_a) or (save_a == "b" and need_b)):
+        saved = (a,)
+    if tb_ and (save_b is True or (save_b == "a" and need_a) or (save_b == "b" and need_b)):
+        saved += (b,)
     return make(out, (a if ta else None, b if tb_ else None), backward, name, saved)
 
 
@@ -81,7 +84,7 @@ def sub(a, b, alpha=1):
 
 def mul(a, b):
     return _binary("MulBackward", a, b, lambda x, y: x * y,
-                   lambda g, x, y, o: g * y, lambda g, x, y, o: g * x, True, True)
+                   lambda g, x, y, o: g * y, lambda g, x, y, o: g * x, "b", "a")
 
 
 def div(a, b, rounding_mode=None):
@@ -102,7 +105,7 @@ def div(a, b, rounding_mode=None):
     elif _is_tensor(b) and b.data.dtype.kind in "biu" and not _is_tensor(a) and not isinstance(a, float):
         b = tensor_cls()._wrap(b.data.astype(get_default_dtype()))
     return _binary("DivBackward", a, b, lambda x, y: x / y,
-                   lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), True, True)
+                   lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), "b", True)
 
 
 def pow(a, b):

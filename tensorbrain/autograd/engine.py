@@ -11,6 +11,7 @@ import heapq
 import threading
 
 from . import grad_mode
+from .graph import Node
 
 _local = threading.local()
 
@@ -89,18 +90,17 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                 f"Trying to backward through the graph a second time ({node.name}): its saved "
                 "values were freed after the first backward. Specify retain_graph=True on the "
                 "first backward() (or autograd.grad()) call if you need to backward twice.")
-        for t in node.inputs:
-            if t is None or not t.requires_grad:
+        for e in node.edges:
+            if e is None:
                 continue
-            nxt = t.grad_fn
-            if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
-                if nxt not in seen:
-                    stack.append(nxt)
+            if type(e) is Node:
+                deps[e] = deps.get(e, 0) + 1
+                if e not in seen:
+                    stack.append(e)
             else:
-                k = id(t)
+                k = id(e)
                 deps[k] = deps.get(k, 0) + 1
-                leaves[k] = t
+                leaves[k] = e
 
     inputs_filter = None if inputs is None else {id(t) for t in inputs}
     nonleaf_inputs = {} if inputs is None else {
@@ -148,8 +148,8 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                 node.backward = None
                 node.saved = ()
             handed = None
-            for t, g in zip(node.inputs, in_grads):
-                if g is None or t is None or not t.requires_grad:
+            for e, t, g in zip(node.edges, node.inputs, in_grads):
+                if g is None or e is None:
                     continue
                 # A backward may return one array for several inputs (add returns g twice);
                 # give each consumer its own so in-place accumulation cannot alias them.
@@ -163,8 +163,8 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                     raise RuntimeError(
                         f"{node.name} returned a gradient of shape {tuple(g.shape)} for an input of "
                         f"shape {tuple(t.data.shape)} (an op's backward is wrong; please report it)")
-                nxt = t.grad_fn
-                k = nxt if nxt is not None else id(t)
+                nxt = e if type(e) is Node else None
+                k = e if nxt is not None else id(e)
                 prev = pending.get(k)
                 pending[k] = g if prev is None else prev + g
                 left = deps[k] - 1
@@ -173,7 +173,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                     if nxt is not None:
                         heappush(ready, (-nxt.seq, nxt))
                     else:
-                        _accumulate_leaf(t, pending.pop(k), inputs_filter, results)
+                        _accumulate_leaf(e, pending.pop(k), inputs_filter, results)
         # 3. Callbacks queued during backward (DDP's "finalize"), including ones they queue.
         i = 0
         while i < len(callbacks):

@@ -14,13 +14,19 @@ _seq = itertools.count()
 
 
 class Node:
-    __slots__ = ("name", "inputs", "backward", "saved", "seq", "pre_hooks", "__weakref__")
+    __slots__ = ("name", "inputs", "edges", "backward", "saved", "seq", "pre_hooks", "__weakref__")
 
     def __init__(self, name, inputs, backward, saved=()):
         self.name = name
         self.inputs = inputs            # tuple of Tensor | None, one per differentiable input
+        # Where each input's gradient goes, fixed now: the input's node, the input itself when
+        # it is a leaf, or None. Reading ``t.grad_fn`` at backward time instead would follow an
+        # in-place op done later (``y.mul_(2)`` rebases y onto a new node) and send this node's
+        # gradient through an op that happened after it: wrong gradients, or a cycle.
+        self.edges = tuple(None if t is None or not t.requires_grad else
+                           (t if t.grad_fn is None else t.grad_fn) for t in inputs)
         self.backward = backward        # fn(grad_array) -> tuple of grad arrays | None
-        self.saved = tuple((t, t._version[0]) for t in saved)
+        self.saved = tuple((t, t._version[0]) for t in saved) if saved else ()
         self.seq = next(_seq)           # later nodes run first, as in PyTorch's engine
         self.pre_hooks = None           # hooks registered on the output tensor (register_hook)
 
@@ -29,13 +35,7 @@ class Node:
 
     def next_functions(self):
         """(node or leaf tensor, index) pairs, for graph walks (DDP's unused-parameter search)."""
-        out = []
-        for t in self.inputs:
-            if t is None or not t.requires_grad:
-                out.append((None, 0))
-            else:
-                out.append((t.grad_fn if t.grad_fn is not None else t, 0))
-        return tuple(out)
+        return tuple((e, 0) for e in self.edges)
 
 
 def reachable_leaves(roots):
@@ -48,14 +48,14 @@ def reachable_leaves(roots):
             leaves[id(r)] = r
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if node in seen:
             continue
-        seen.add(id(node))
-        for t in node.inputs:
-            if t is None or not t.requires_grad:
+        seen.add(node)
+        for e in node.edges:
+            if e is None:
                 continue
-            if t.grad_fn is not None:
-                stack.append(t.grad_fn)
+            if type(e) is Node:
+                stack.append(e)
             else:
-                leaves[id(t)] = t
+                leaves[id(e)] = e
     return list(leaves.values())

@@ -12,11 +12,22 @@ uninterrupted run would have had.
     python examples/train_digits.py --model mlp --epochs 15
     python examples/train_digits.py --epochs 15 --save-every 1 --snapshot /tmp/digits.safetensors
 
-Requirements: ``pip install scikit-learn tqdm safetensors`` (the ``examples`` extra).
+Data parallel, unchanged (the main job; see docs/ddp.md):
 
-It is ready for data parallel training: it asks ``tb.distributed`` for the rank and world size
-when a process group is initialised (rank 0 prints and saves), and every epoch's shuffle comes
-from ``seed + epoch`` so all ranks (and a resumed run) agree on the order.
+    tbrun --standalone --nproc_per_node 2 examples/train_digits.py --epochs 15
+    tbrun --standalone --nproc_per_node 2 --max_restarts 3 examples/train_digits.py \
+        --epochs 15 --save-every 1 --snapshot /tmp/digits.safetensors
+
+Under ``tbrun`` (``WORLD_SIZE`` is set) the script joins the process group, wraps the model in
+``DistributedDataParallel`` (BatchNorm converted to ``SyncBatchNorm``), and gives each rank its
+shard of every batch with a ``DistributedSampler`` whose shuffle comes from ``seed + epoch``.
+``--batch-size`` is the *global* batch, split over the ranks, so N processes compute the same
+updates as one (up to float rounding) and reach the same test accuracy. Losses and accuracies
+are all-reduced before they are printed; only rank 0 shows the progress bar and writes
+snapshots (``--save-every``), and after a failure ``tbrun --max_restarts`` relaunches every rank,
+which resume from the last snapshot.
+
+Requirements: ``pip install scikit-learn tqdm safetensors`` (the ``examples`` extra).
 """
 from __future__ import annotations
 
@@ -30,7 +41,7 @@ import numpy as np
 import tensorbrain as tb
 from tensorbrain import nn
 from tensorbrain.nn import functional as F
-from tensorbrain.utils.data import DataLoader, TensorDataset
+from tensorbrain.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 
 # ***** data *****
@@ -48,13 +59,22 @@ def load_digits_datasets(test_fraction: float = 0.2, split_seed: int = 0):
             TensorDataset(tb.from_numpy(x_te), tb.from_numpy(y_te)))
 
 
-def build_loaders(train_set, test_set, batch_size, num_workers=0, seed=0):
-    """Shuffled training loader (its generator is reseeded per epoch in ``_run_epoch``) and an
-    in-order test loader."""
-    generator = tb.Generator().manual_seed(seed)
-    train = DataLoader(train_set, batch_size=batch_size, shuffle=True, generator=generator,
+def build_loaders(train_set, test_set, batch_size, num_workers=0, seed=0, rank=0,
+                  world_size=1):
+    """This rank's loaders: training batches of ``batch_size // world_size`` from a
+    ``DistributedSampler`` (shuffled by ``seed + epoch``; with one process it is a plain seeded
+    shuffle), and every ``world_size``-th test image for the sharded evaluation."""
+    if batch_size % world_size:
+        raise ValueError(f"--batch-size {batch_size} is the global batch and must be divisible "
+                         f"by the number of processes ({world_size})")
+    # Rank r's k-th batch is drawn from positions [k*B, (k+1)*B) of the shared permutation, so
+    # the ranks' k-th batches together are exactly one process's k-th batch.
+    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, shuffle=True,
+                                 seed=seed)
+    train = DataLoader(train_set, batch_size=batch_size // world_size, sampler=sampler,
                        num_workers=num_workers, persistent_workers=num_workers > 0)
-    test = DataLoader(test_set, batch_size=256, shuffle=False)
+    test = DataLoader(test_set, batch_size=256, sampler=list(range(rank, len(test_set),
+                                                                   world_size)))
     return train, test
 
 
@@ -94,6 +114,29 @@ def rank_and_world_size():
     except (AttributeError, ImportError):
         pass  # the process-group API is not there (or not initialised): a single process
     return 0, 1
+
+
+def setup_distributed():
+    """Join the process group when launched by tbrun/torchrun (WORLD_SIZE is set)."""
+    if "WORLD_SIZE" in os.environ and not tb.distributed.is_initialized():
+        tb.distributed.init_process_group("tcp")  # env:// from RANK, WORLD_SIZE, MASTER_*
+    return rank_and_world_size()
+
+
+def all_reduce_sums(*values):
+    """Sum Python numbers over the ranks (metrics for the report); unchanged in one process."""
+    rank, world = rank_and_world_size()
+    if world == 1:
+        return values
+    t = tb.tensor(np.asarray(values, dtype=np.float64))
+    tb.distributed.all_reduce(t)
+    return tuple(t.tolist())
+
+
+def unwrap(model):
+    """The user's module inside a DDP wrapper (snapshots are saved without the 'module.' prefix,
+    so a snapshot from N processes loads in one and vice versa)."""
+    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
 
 
 # ***** training *****
@@ -145,6 +188,7 @@ class Trainer:
             total_loss += loss_sum
             correct += ok
             seen += len(targets)
+        total_loss, correct, seen = all_reduce_sums(total_loss, correct, seen)
         return total_loss / max(seen, 1), correct / max(seen, 1)
 
     def evaluate(self):
@@ -159,10 +203,11 @@ class Trainer:
                 correct += int((output.data.argmax(1) == targets.data).sum())
                 seen += len(targets)
         self.model.train()
+        total_loss, correct, seen = all_reduce_sums(total_loss, correct, seen)
         return total_loss / max(seen, 1), correct / max(seen, 1)
 
     def _save_snapshot(self, epoch):
-        snapshot = {"MODEL_STATE": self.model.state_dict(),
+        snapshot = {"MODEL_STATE": unwrap(self.model).state_dict(),
                     "OPTIMIZER_STATE": self.optimizer.state_dict(),
                     "EPOCHS_RUN": epoch + 1}
         tb.save(snapshot, self.snapshot_path)
@@ -170,13 +215,16 @@ class Trainer:
 
     def _load_snapshot(self, path):
         snapshot = tb.load(path, map_location=self.device)
-        self.model.load_state_dict(snapshot["MODEL_STATE"])
+        unwrap(self.model).load_state_dict(snapshot["MODEL_STATE"])
         self.optimizer.load_state_dict(snapshot["OPTIMIZER_STATE"])
         self.epochs_run = int(snapshot["EPOCHS_RUN"])
         self.log(f"resuming training from snapshot {path} at epoch {self.epochs_run + 1}")
 
-    def train(self, max_epochs):
+    def train(self, max_epochs, crash_at_epoch=0):
         for epoch in range(self.epochs_run, max_epochs):
+            if (epoch + 1 == crash_at_epoch and self.rank == self.world_size - 1
+                    and os.environ.get("TB_RESTART_COUNT", "0") == "0"):
+                os._exit(17)  # a simulated failure: tbrun stops the others and restarts all
             start = time.perf_counter()
             train_loss, train_acc = self._run_epoch(epoch)
             test_loss, test_acc = self.evaluate()
@@ -207,7 +255,8 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
     p.add_argument("--epochs", type=int, default=10, help="total epochs (default 10)")
-    p.add_argument("--batch-size", type=int, default=64, help="per process (default 64)")
+    p.add_argument("--batch-size", type=int, default=64,
+                   help="global batch, split over the processes (default 64)")
     p.add_argument("--lr", type=float, default=2e-3, help="learning rate (default 2e-3)")
     p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam")
     p.add_argument("--save-every", type=int, default=0, help="snapshot every N epochs (0: never)")
@@ -216,6 +265,11 @@ def parse_args(argv=None):
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    p.add_argument("--no-sync-bn", action="store_true",
+                   help="with several processes, keep per-rank BatchNorm statistics")
+    p.add_argument("--crash-at-epoch", type=int, default=0,
+                   help="demo/test of --max_restarts: the last rank dies at the start of this "
+                        "epoch (1-based) in the first attempt (TB_RESTART_COUNT=0)")
     args = p.parse_args(argv)
     if args.save_every and not args.snapshot:
         p.error("--save-every needs --snapshot PATH")
@@ -225,11 +279,16 @@ def parse_args(argv=None):
 def main(argv=None):
     """Run training; returns the Trainer (its ``history`` holds the per-epoch figures)."""
     args = parse_args(argv)
+    rank, world_size = setup_distributed()
     tb.manual_seed(args.seed)
     train_set, test_set = load_digits_datasets()
     train_loader, test_loader = build_loaders(train_set, test_set, args.batch_size,
-                                              args.workers, args.seed)
+                                              args.workers, args.seed, rank, world_size)
     model = build_model(args.model)
+    if world_size > 1:
+        if not args.no_sync_bn:  # batch statistics over the global batch, as one process
+            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        model = nn.parallel.DistributedDataParallel(model.to(args.device))
     optimizer = build_optimizer(args.optimizer, model.parameters(), args.lr)
     trainer = Trainer(model, train_loader, test_loader, optimizer, args.save_every,
                       args.snapshot, args.seed, args.device, progress=not args.no_progress)
@@ -237,10 +296,12 @@ def main(argv=None):
                 f"{len(train_set)} training / {len(test_set)} test images, "
                 f"world size {trainer.world_size}")
     start = time.perf_counter()
-    trainer.train(args.epochs)
+    trainer.train(args.epochs, args.crash_at_epoch)
     if trainer.history:
         trainer.log(f"final test accuracy {100 * trainer.history[-1]['test_acc']:.2f}% "
                     f"after {time.perf_counter() - start:.1f} s")
+    if world_size > 1:
+        tb.distributed.destroy_process_group()
     return trainer
 
 

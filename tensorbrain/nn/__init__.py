@@ -18,6 +18,7 @@ from .parameter import Buffer, Parameter
 from . import utils  # noqa: E402  (clip_grad_*, needs Parameter)
 
 __all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel", "SyncBatchNorm",
+           "DataParallel",
            "ResNet50", *_modules_all]
 
 
@@ -25,6 +26,8 @@ def __getattr__(name):
     import importlib
     if name == "parallel":
         return importlib.import_module(".parallel", __name__)
+    if name == "DataParallel":  # torch.nn.DataParallel (tb.nn.parallel owns it)
+        return importlib.import_module(".parallel", __name__).DataParallel
     if name == "SyncBatchNorm":
         return importlib.import_module(".modules.sync_batchnorm", __name__).SyncBatchNorm
     if name == "ResNet50":  # the distributed guide builds `tb.nn.ResNet50()`

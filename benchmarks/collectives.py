@@ -83,7 +83,7 @@ class Case:
     def __init__(self, lib, op, nbytes, dtype, redop, root, rank, n, inplace):
         self.lib, self.op, self.rank, self.n, self.root = lib, op, rank, n, root
         itemsize = np.dtype(dtype).itemsize
-        per = n if op in ("all_gather", "reduce_scatter", "all_to_all") else 1
+        per = n if op in ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter") else 1
         self.count = max(per, nbytes // itemsize // per * per)
         self.m = self.count // per
         self.dtype, self.redop, self.inplace = np.dtype(dtype), redop, inplace
@@ -105,10 +105,12 @@ class Case:
         elif op == "reduce_scatter":
             self.inp = self._vals(r, self.count)
             self.out = self.inp[r * m:(r + 1) * m] if self.inplace else np.zeros(m, self.dtype)
-        elif op in ("gather", "scatter"):
-            self.inp = self._vals(r, self.count)
-            self.outs = [np.zeros(self.count, self.dtype) for _ in range(n)]
-            self.out = np.zeros(self.count, self.dtype)
+        elif op == "gather":  # size = the gathered total, m elements per rank
+            self.inp = self.out = self._vals(r, m)
+            self.outs = [np.zeros(m, self.dtype) for _ in range(n)]
+        elif op == "scatter":  # the root's list holds every rank's m values
+            self.outs = [self._vals(j, m) for j in range(n)]
+            self.inp = self.out = np.zeros(m, self.dtype)
         else:
             self.inp = self._vals(r, self.count)
             self.out = self.inp if self.inplace else np.zeros(self.count, self.dtype)
@@ -116,7 +118,30 @@ class Case:
     def _make(self):
         if self.lib == "tb":
             return self._make_tb()
+        if self.lib == "mpi4py":
+            return self._make_mpi4py()
         return self._make_torch()
+
+    def _make_mpi4py(self):
+        """Raw mpi4py buffer calls on COMM_WORLD (--compare mpi4py; in place where ours is)."""
+        from mpi4py import MPI
+        comm, op, inp, out = MPI.COMM_WORLD, self.op, self.inp, self.out
+        red = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}[self.redop]
+        if op == "all_reduce":
+            return lambda: comm.Allreduce(MPI.IN_PLACE, inp, red)
+        if op == "broadcast":
+            return lambda: comm.Bcast(inp, self.root)
+        if op == "reduce":
+            if self.rank == self.root:
+                return lambda: comm.Reduce(MPI.IN_PLACE, inp, red, self.root)
+            return lambda: comm.Reduce(inp, None, red, self.root)
+        if op == "all_gather":
+            return lambda: comm.Allgather(inp, out)
+        if op == "reduce_scatter":
+            return lambda: comm.Reduce_scatter_block(inp, out, red)
+        if op == "all_to_all":
+            return lambda: comm.Alltoall(inp, out)
+        raise ValueError(f"--compare mpi4py does not time {op}")
 
     def _make_tb(self):
         op, W = self.op, tb.Tensor._wrap
@@ -225,13 +250,12 @@ class Case:
         elif op == "gather":
             if r != self.root:
                 return 0
-            want, got = np.concatenate(vals), np.concatenate(self.outs)
+            want = np.concatenate([self._vals(j, m) for j in range(n)])
+            got = np.concatenate(self.outs)
         elif op == "scatter":
-            want, got = self._vals(self.root, self.count), self.out  # root sends its own values
+            want, got = self._vals(r, m), self.out
         else:
             want, got = vals[(r - 1) % n], self.out
-        if op == "scatter":
-            return 0 if np.array_equal(got, self.outs[r]) or r != self.root else 0
         return int(np.count_nonzero(got.reshape(-1) != want.reshape(-1)))
 
 
@@ -259,14 +283,19 @@ def main(argv=None) -> int:
     p.add_argument("--redop", default="sum", choices=list(REDOPS))
     p.add_argument("--root", type=int, default=0)
     p.add_argument("--backend", default="tcp")
-    p.add_argument("--compare", choices=["torch"], default=None)
+    p.add_argument("--compare", choices=["torch", "mpi4py"], default=None,
+                   help="torch: torch.distributed gloo; mpi4py: raw mpi4py calls (--backend mpi)")
     p.add_argument("--json", default=None, help="write one JSON object per line to this file")
     p.add_argument("--plot", default=None, help="PNG of busbw against size (needs matplotlib)")
     p.add_argument("--nproc", type=int, default=2, help="ranks to start when not under tbrun")
     p.add_argument("-c", "--check", type=int, default=1, help="count #wrong (0: skip)")
     args = p.parse_args(argv)
 
-    if "RANK" not in os.environ:
+    if args.backend == "mpi":  # rank and size come from mpiexec (docs/mpi.md)
+        from tensorbrain.distributed._env import current
+        if current().source == "single":
+            return spawn_mpi(args.nproc, sys.argv[1:] if argv is None else argv)
+    elif "RANK" not in os.environ:
         return spawn(args.nproc, sys.argv[1:] if argv is None else argv)
     dist.init_process_group(args.backend)
     rank, n = dist.get_rank(), dist.get_world_size()
@@ -282,6 +311,10 @@ def main(argv=None) -> int:
             if rank == 0:
                 print("# --compare torch: torch is not installed; comparing nothing")
 
+    mpi_ok = args.compare == "mpi4py"
+    if mpi_ok and args.backend != "mpi":
+        raise SystemExit("--compare mpi4py compares the mpi backend: add --backend mpi")
+
     def reduce_max(x):
         t = tb.Tensor._wrap(np.array([x]))
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -296,6 +329,8 @@ def main(argv=None) -> int:
     out = print if rank == 0 else (lambda *a, **k: None)
     be = dist.distributed_c10d._default("bench").backend
     transports = sorted({c.transport for c in getattr(be, "conns", []) if c is not None})
+    if getattr(be, "_shm", None) is not None:
+        transports.append("shm for same-host ranks")
     out(f"# nThread 1 nGpus 0 minBytes {lo} maxBytes {hi} step: {args.stepfactor:g}(factor) "
         f"warmup iters: {args.warmup_iters} iters: {args.iters} validation: {args.check}")
     out(hardware_line())
@@ -310,8 +345,8 @@ def main(argv=None) -> int:
     head3 = (f"#{'(B)':>11} {'(elements)':>12} {'':>8} {'':>6} {'':>5} "
              f"{'(us)':>9} {'(GB/s)':>7} {'(GB/s)':>7} {'':>6} {'(us)':>9} {'(GB/s)':>7} "
              f"{'(GB/s)':>7} {'':>6}")
-    if torch_ok:
-        head2 += f" | {'gloo(us)':>9} {'busbw':>7} {'speedup':>7}"
+    if torch_ok or mpi_ok:
+        head2 += f" | {'gloo(us)' if torch_ok else 'mpi4py':>9} {'busbw':>7} {'speedup':>7}"
         head3 += f" | {'in-place':>9} {'(GB/s)':>7} {'x':>7}"
     out(head1)
     out(head2)
@@ -333,6 +368,12 @@ def main(argv=None) -> int:
         base = row[True] or row[False]
         case = base[0]
         tt = None
+        if mpi_ok:
+            from mpi4py import MPI
+            tcase = Case("mpi4py", args.op, size, args.dtype, args.redop, max(root, 0), rank, n,
+                         inplace=args.op in ("all_reduce", "broadcast", "reduce"))
+            tt = time_case(tcase, args.iters, args.warmup_iters, MPI.COMM_WORLD.Barrier,
+                           reduce_max)
         if torch_ok:
             import torch.distributed as tdist
             tcase = Case("torch", args.op, size, args.dtype, args.redop, max(root, 0), rank, n,
@@ -358,13 +399,14 @@ def main(argv=None) -> int:
                             "inplace": inplace, "time_us": t * 1e6, "algbw": algbw,
                             "busbw": algbw * factor, "wrong": wrong, "ranks": n,
                             "backend": args.backend, "lib": "tensorbrain"})
-        if torch_ok and tt is not None:
+        if (torch_ok or mpi_ok) and tt is not None:
             tbw = case.nbytes / tt / 1e9 * factor
             line += f" | {tt * 1e6:>9.1f} {tbw:>7.3f} {tt / base[1]:>7.2f}"
             records.append({"op": args.op, "size": case.nbytes, "count": case.count,
                             "type": case.dtype.name, "redop": redop, "root": root,
                             "inplace": True, "time_us": tt * 1e6, "algbw": tbw / factor,
-                            "busbw": tbw, "ranks": n, "backend": "gloo", "lib": "torch"})
+                            "busbw": tbw, "ranks": n, "backend": "gloo" if torch_ok else "mpi",
+                            "lib": "torch" if torch_ok else "mpi4py"})
         out(line)
         sys.stdout.flush()
     out(f"# Out of bounds values : {wrong_total} {'OK' if wrong_total == 0 else 'FAILED'}")
@@ -414,6 +456,19 @@ def plot(records, path, op, n) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"# plot written to {path}")
+
+
+def spawn_mpi(nproc: int, argv) -> int:
+    """--backend mpi outside mpiexec: rerun this script as ``mpiexec -n nproc``."""
+    import shutil
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    mpiexec = mpiexec if os.path.exists(mpiexec) else shutil.which("mpiexec")
+    if mpiexec is None:
+        print("# --backend mpi needs mpiexec: pip install tensorbrain[mpi]")
+        return 2
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.call([mpiexec, "-n", str(nproc), sys.executable, os.path.abspath(__file__),
+                            *argv], env=env)
 
 
 def spawn(nproc: int, argv) -> int:

@@ -146,6 +146,23 @@ def check_noncontiguous_and_p2p(rank, size):
         assert works[1].result() == (rank - 1) % size
 
 
+def check_aliased_in_place_forms(rank, size):
+    # torch's in-place idioms: the output is a block of the input (reduce_scatter_tensor) or the
+    # input is this rank's block of the output (all_gather_into_tensor). MPI forbids aliased
+    # send and receive buffers, so the backend must copy instead of failing.
+    m = 3
+    full = np.stack([contribution(r, (size * m,), np.float64, seed=4) for r in range(size)])
+    inp = full[rank].copy()
+    out = inp[rank * m:(rank + 1) * m]
+    dist.reduce_scatter_tensor(tb.Tensor._wrap(out), tb.Tensor._wrap(inp))
+    np.testing.assert_allclose(out, full.sum(0)[rank * m:(rank + 1) * m])
+    gathered = np.zeros(size * m)
+    gathered[rank * m:(rank + 1) * m] = full[rank, :m]
+    dist.all_gather_into_tensor(tb.Tensor._wrap(gathered),
+                                tb.Tensor._wrap(gathered[rank * m:(rank + 1) * m]))
+    np.testing.assert_array_equal(gathered, full[:, :m].reshape(-1))
+
+
 def check_mpi_error_becomes_dist_backend_error(rank, size):
     # A receive into a buffer too small for the message: MPI's own error (MPI_ERR_TRUNCATE)
     # must surface as DistBackendError with MPI's error string. On a private group, since a
@@ -171,7 +188,7 @@ def check_mpi_error_becomes_dist_backend_error(rank, size):
 
 
 MPI_CHECKS = [check_float16_against_numpy, check_ops_and_dtypes, check_async_out_of_order,
-              check_new_group_splits, check_noncontiguous_and_p2p,
+              check_new_group_splits, check_noncontiguous_and_p2p, check_aliased_in_place_forms,
               check_mpi_error_becomes_dist_backend_error]
 
 

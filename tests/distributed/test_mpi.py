@@ -7,6 +7,7 @@ both: mpi4py and the mpich wheel). Every job has a hard timeout; ``mpiexec`` is 
 process group if it passes it.
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -144,5 +145,5 @@ def test_the_docs_example_runs_under_mpiexec(tmp_path):
         env.pop(key, None)
     code, out, _ = run_cmd([MPIEXEC, "-n", "3", sys.executable, str(script)], env, 60, tmp_path)
     assert code == 0, out
-    assert sorted(line for line in out.splitlines() if line.startswith("rank ")) == [
-        f"rank {r} of 3: ok" for r in range(3)]
+    # mpiexec merges the ranks' output and may join their lines: look for each rank's words
+    assert sorted(re.findall(r"rank (\d) of 3: ok", out)) == ["0", "1", "2"], out

@@ -506,6 +506,8 @@ class MPIBackend(base.Backend):
     def reduce_scatter_into(self, output, input, op: str = "sum", *, async_op: bool = True):
         mpi_op, work_dtype, scale = self._reduction(output.dtype, op)
         packed = self._input(input)
+        if _shares_memory(packed, output):
+            packed = packed.copy()  # the output is the input's own block: MPI forbids aliasing
         return self._reduce_scatter_packed("reduce_scatter_tensor", output, packed, mpi_op,
                                            work_dtype, scale, async_op)
 

@@ -1,0 +1,341 @@
+"""Training-step time: TensorBrain vs the same math written by hand in NumPy (and vs torch).
+
+Two models, each trained with SGD (momentum 0.9) on cross-entropy, on random data:
+
+* ``mlp``: 784-512-512-10 with ReLU (the model of docs/BASELINES' training-step table);
+* ``cnn``: 28x28x1 -> conv3x3(16)+ReLU -> maxpool2 -> conv3x3(32)+ReLU -> maxpool2 -> fc(10).
+
+A step is ``zero_grad; loss(model(x), y).backward(); step()``. The NumPy baseline does exactly
+the same arithmetic by hand (im2col convolutions, in-place momentum update) with no framework
+around it, so ``tb / numpy`` is TensorBrain's overhead. Implementations are timed in
+alternating rounds and the median per-step time of each is reported, so the ratios hold even
+while other processes load the machine (compare ratios from one run, never absolute times
+across runs).
+
+    python benchmarks/train.py                     # MLP at B=64 and 512, CNN at B=64
+    python benchmarks/train.py --model mlp --batch-size 64 --rounds 15 --steps 20
+    python benchmarks/train.py --threads 1         # pin torch (and BLAS if threadpoolctl) to 1
+
+Goals (not asserted anywhere): MLP within 1.15x of hand-written NumPy; CNN within 2x of torch.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tensorbrain as tb  # noqa: E402
+from tensorbrain import nn  # noqa: E402
+from tensorbrain.nn import functional as F  # noqa: E402
+
+LR, MOMENTUM = 0.01, 0.9
+
+
+# ***** hardware *****
+def hardware() -> str:
+    cpu = platform.processor() or "unknown cpu"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    blas = "unknown BLAS"
+    try:
+        cfg = np.show_config(mode="dicts")
+        info = cfg["Build Dependencies"]["blas"]
+        blas = f"{info.get('name')} {info.get('version', '')}".strip()
+    except Exception:
+        pass
+    lines = [f"cpu: {cpu}, {os.cpu_count()} logical cores, load average "
+             f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else f"cpu: {cpu}",
+             f"python {platform.python_version()}, numpy {np.__version__} ({blas}), "
+             f"tensorbrain {tb.__version__}"]
+    return "\n".join(lines)
+
+
+# ***** models in TensorBrain *****
+def tb_mlp():
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                         nn.Linear(512, 10))
+
+
+class TbCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32 * 7 * 7, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+def tb_runner(model, x, y):
+    opt = tb.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    xt, yt = tb.from_numpy(x), tb.from_numpy(y)
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(xt), yt).backward()
+        opt.step()
+    return step
+
+
+# ***** the same math by hand in NumPy *****
+def _softmax_xent_grad(logits, y):
+    z = logits - logits.max(1, keepdims=True)
+    e = np.exp(z)
+    p = e / e.sum(1, keepdims=True)
+    n = logits.shape[0]
+    loss = -np.log(p[np.arange(n), y]).mean()
+    p[np.arange(n), y] -= 1
+    p /= n
+    return loss, p
+
+
+class _Sgd:
+    """In-place SGD with momentum (PyTorch's formula: buf = m*buf + g; p -= lr*buf)."""
+
+    def __init__(self, params):
+        self.params = params
+        self.bufs = None
+
+    def step(self, grads):
+        if self.bufs is None:
+            self.bufs = [g.copy() for g in grads]
+        else:
+            for b, g in zip(self.bufs, grads):
+                b *= MOMENTUM
+                b += g
+        for p, b in zip(self.params, self.bufs):
+            p -= LR * b
+
+
+def numpy_mlp_runner(weights, x, y):
+    w1, b1, w2, b2, w3, b3 = weights
+    sgd = _Sgd([w1, b1, w2, b2, w3, b3])
+
+    def step():
+        h1 = x @ w1.T
+        h1 += b1
+        a1 = np.maximum(h1, 0)
+        h2 = a1 @ w2.T
+        h2 += b2
+        a2 = np.maximum(h2, 0)
+        logits = a2 @ w3.T
+        logits += b3
+        _, g = _softmax_xent_grad(logits, y)
+        gw3, gb3 = g.T @ a2, g.sum(0)
+        g = g @ w3
+        g *= h2 > 0
+        gw2, gb2 = g.T @ a1, g.sum(0)
+        g = g @ w2
+        g *= h1 > 0
+        gw1, gb1 = g.T @ x, g.sum(0)
+        sgd.step([gw1, gb1, gw2, gb2, gw3, gb3])
+    return step
+
+
+def _im2col(x, k=3, pad=1):
+    """(N, C, H, W) -> (N*H*W, C*k*k) patches for a stride-1 'same' convolution."""
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    s = xp.strides
+    win = np.lib.stride_tricks.as_strided(xp, (n, h, w, c, k, k),
+                                          (s[0], s[2], s[3], s[1], s[2], s[3]))
+    return win.reshape(n * h * w, c * k * k)
+
+
+def _col2im(cols, shape, k=3, pad=1):
+    n, c, h, w = shape
+    g = cols.reshape(n, h, w, c, k, k)
+    out = np.zeros((n, c, h + 2 * pad, w + 2 * pad), cols.dtype)
+    for i in range(k):
+        for j in range(k):
+            out[:, :, i:i + h, j:j + w] += g[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+    return out[:, :, pad:pad + h, pad:pad + w]
+
+
+def _conv_fwd(x, w, b):
+    n, _, h, wd = x.shape
+    cols = _im2col(x)
+    out = cols @ w.reshape(w.shape[0], -1).T
+    out += b
+    return out.reshape(n, h, wd, -1).transpose(0, 3, 1, 2), cols
+
+
+def _conv_bwd(g, cols, x_shape, w):
+    o = w.shape[0]
+    g2 = g.transpose(0, 2, 3, 1).reshape(-1, o)
+    gw = (g2.T @ cols).reshape(w.shape)
+    gb = g2.sum(0)
+    gx = _col2im(g2 @ w.reshape(o, -1), x_shape)
+    return gx, gw, gb
+
+
+def _pool_fwd(x):
+    n, c, h, w = x.shape
+    r = x.reshape(n, c, h // 2, 2, w // 2, 2)
+    out = r.max((3, 5))
+    mask = r == out[:, :, :, None, :, None]
+    return out, mask
+
+
+def _pool_bwd(g, mask):
+    n, c, h2, _, w2, _ = mask.shape
+    # ties are rare with float inputs; like a max pool's argmax, route to every max
+    return (mask * g[:, :, :, None, :, None]).reshape(n, c, h2 * 2, w2 * 2)
+
+
+def numpy_cnn_runner(weights, x, y):
+    cw1, cb1, cw2, cb2, fw, fb = weights
+    sgd = _Sgd([cw1, cb1, cw2, cb2, fw, fb])
+
+    def step():
+        h1, cols1 = _conv_fwd(x, cw1, cb1)
+        a1 = np.maximum(h1, 0)
+        p1, m1 = _pool_fwd(a1)
+        h2, cols2 = _conv_fwd(p1, cw2, cb2)
+        a2 = np.maximum(h2, 0)
+        p2, m2 = _pool_fwd(a2)
+        flat = p2.reshape(len(x), -1)
+        logits = flat @ fw.T
+        logits += fb
+        _, g = _softmax_xent_grad(logits, y)
+        gfw, gfb = g.T @ flat, g.sum(0)
+        g = (g @ fw).reshape(p2.shape)
+        g = _pool_bwd(g, m2) * (h2 > 0)
+        g, gcw2, gcb2 = _conv_bwd(g, cols2, p1.shape, cw2)
+        g = _pool_bwd(g, m1) * (h1 > 0)
+        _, gcw1, gcb1 = _conv_bwd(g, cols1, x.shape, cw1)
+        sgd.step([gcw1, gcb1, gcw2, gcb2, gfw, gfb])
+    return step
+
+
+# ***** torch (optional) *****
+def torch_runner(kind, weights, x, y):
+    import torch
+    if kind == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                    torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                    torch.nn.Linear(512, 10))
+    else:
+        class TorchCNN(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = torch.nn.Conv2d(1, 16, 3, padding=1)
+                self.conv2 = torch.nn.Conv2d(16, 32, 3, padding=1)
+                self.fc = torch.nn.Linear(32 * 7 * 7, 10)
+
+            def forward(self, x):
+                f = torch.nn.functional
+                x = f.max_pool2d(f.relu(self.conv1(x)), 2)
+                x = f.max_pool2d(f.relu(self.conv2(x)), 2)
+                return self.fc(x.flatten(1))
+        model = TorchCNN()
+    with torch.no_grad():
+        for p, w in zip(model.parameters(), weights):
+            p.copy_(torch.from_numpy(w))
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(xt), yt).backward()
+        opt.step()
+    return step
+
+
+# ***** timing *****
+def bench(kind, batch, rounds, steps, use_torch):
+    rng = np.random.default_rng(0)
+    if kind == "mlp":
+        x = rng.standard_normal((batch, 784), dtype=np.float32)
+        model = tb_mlp()
+    else:
+        x = rng.standard_normal((batch, 1, 28, 28), dtype=np.float32)
+        model = TbCNN()
+    y = rng.integers(0, 10, batch).astype(np.int64)
+    weights = [p.data.copy() for p in model.parameters()]  # same start for everyone
+    runners = {"tensorbrain": tb_runner(model, x, y),
+               "numpy": (numpy_mlp_runner if kind == "mlp" else numpy_cnn_runner)(
+                   [w.copy() for w in weights], x, y)}
+    if use_torch:
+        runners["torch"] = torch_runner(kind, weights, x, y)
+    for run in runners.values():  # warm-up: allocations, BLAS threads, caches
+        for _ in range(max(3, steps // 4)):
+            run()
+    samples = {name: [] for name in runners}
+    for _ in range(rounds):  # alternate so load changes hit every implementation alike
+        for name, run in runners.items():
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                run()
+            samples[name].append((time.perf_counter() - t0) / steps)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", choices=("mlp", "cnn", "all"), default="all")
+    p.add_argument("--batch-size", type=int, nargs="*", default=[64, 512], help="for the MLP")
+    p.add_argument("--cnn-batch-size", type=int, nargs="*", default=[64], help="for the CNN")
+    p.add_argument("--rounds", type=int, default=7, help="alternating timing rounds")
+    p.add_argument("--steps", type=int, default=5, help="steps per round")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch intra-op threads (and BLAS threads when threadpoolctl exists)")
+    p.add_argument("--no-torch", action="store_true")
+    args = p.parse_args(argv)
+
+    use_torch = not args.no_torch
+    if use_torch:
+        try:
+            import torch
+        except ImportError:
+            use_torch = False
+    if args.threads:
+        if use_torch:
+            torch.set_num_threads(args.threads)
+        try:
+            from threadpoolctl import threadpool_limits
+            threadpool_limits(args.threads)
+        except ImportError:
+            print("(threadpoolctl missing: NumPy's BLAS keeps its own thread count)")
+    print(hardware())
+    if use_torch:
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads")
+    else:
+        print("torch not installed: comparing with NumPy only")
+    print(f"SGD momentum {MOMENTUM}, cross-entropy; median of {args.rounds} alternating rounds "
+          f"of {args.steps} steps\n")
+    header = f"{'model':5} {'batch':>5} {'tensorbrain':>12} {'numpy':>10}" + \
+        (f" {'torch':>10}" if use_torch else "") + f" {'tb/numpy':>9}" + \
+        (f" {'tb/torch':>9}" if use_torch else "")
+    print(header)
+    print("-" * len(header))
+    kinds = ("mlp", "cnn") if args.model == "all" else (args.model,)
+    for kind in kinds:
+        for batch in (args.batch_size if kind == "mlp" else args.cnn_batch_size):
+            r = bench(kind, batch, args.rounds, args.steps, use_torch)
+            line = f"{kind:5} {batch:5d} {r['tensorbrain'] * 1e3:9.2f} ms {r['numpy'] * 1e3:7.2f} ms"
+            if use_torch:
+                line += f" {r['torch'] * 1e3:7.2f} ms"
+            line += f" {r['tensorbrain'] / r['numpy']:8.2f}x"
+            if use_torch:
+                line += f" {r['tensorbrain'] / r['torch']:8.2f}x"
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

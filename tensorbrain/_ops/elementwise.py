@@ -24,6 +24,14 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
         ad, bd = a.data, b.data
         if type(ad) is not type(bd):
             as_operand(b, a)  # raises the device error naming both devices
+        ka, kb = ad.dtype.kind, bd.dtype.kind
+        if ka != kb and (ka == "f") != (kb == "f"):
+            # PyTorch: an integer/bool tensor meets a float tensor -> the float tensor's dtype
+            # (NumPy would widen int64 + float32 to float64).
+            if ka == "f":
+                bd = bd.astype(ad.dtype)
+            elif kb == "f":
+                ad = ad.astype(bd.dtype)
     else:
         if ta:
             b = as_operand(b, a)

@@ -103,3 +103,6 @@ declare("TB_RUN_ID", _str, "",
 declare("TB_USE_AGENT_STORE", _bool, False,
         "Set by tbrun for workers: the launcher's agent on node 0 already serves the TCPStore at "
         "MASTER_ADDR:MASTER_PORT, so rank 0 connects to it instead of starting its own.")
+declare("TB_DEFAULT_BACKEND", _str, "",
+        "Backend that init_process_group(backend=None) uses for CPU tensors (e.g. mpi for jobs "
+        "started with mpiexec). Empty: tcp.")

@@ -147,3 +147,12 @@ def test_the_docs_example_runs_under_mpiexec(tmp_path):
     assert code == 0, out
     # mpiexec merges the ranks' output and may join their lines: look for each rank's words
     assert sorted(re.findall(r"rank (\d) of 3: ok", out)) == ["0", "1", "2"], out
+
+
+def test_backend_none_picks_mpi_when_asked(tmp_path):
+    code = ("import tensorbrain.distributed as d\nd.init_process_group()\n"
+            "print(f'backend {d.get_backend()} rank {d.get_rank()}')\nd.destroy_process_group()")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TB_DEFAULT_BACKEND": "mpi"}
+    status, out, _ = run_cmd([MPIEXEC, "-n", "2", sys.executable, "-c", code], env, 60, tmp_path)
+    assert status == 0, out
+    assert sorted(re.findall(r"backend mpi rank (\d)", out)) == ["0", "1"], out

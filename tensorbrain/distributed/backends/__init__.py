@@ -85,10 +85,14 @@ def available_backends() -> list:
 
 
 def default_backend(device_type: str = "cpu") -> str:
-    """``backend=None``: nccl for CUDA tensors (when available), tcp for CPU."""
+    """``backend=None``: nccl for CUDA tensors (when available), tcp for CPU (or the backend
+    named by ``TB_DEFAULT_BACKEND``, e.g. ``mpi`` for jobs started with mpiexec)."""
     if device_type == "cuda" and "nccl" in _REGISTRY and is_backend_available("nccl"):
         return "nccl"
-    return "tcp"
+    # Hook (issue 6): "backend=None under mpiexec when the user asks for it".
+    from ... import _config
+    chosen = _config.get("TB_DEFAULT_BACKEND")
+    return canonical_name(chosen) if chosen else "tcp"
 
 
 # ***** built-in backends (lazy) *****

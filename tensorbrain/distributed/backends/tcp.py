@@ -75,13 +75,20 @@ K = W.KIND
 
 
 def _host_identity() -> tuple:
+    """(hostname, host id). Ranks with the same host id share a kernel *and* a network
+    namespace: containers or netns "hosts" on one machine count as different hosts, so they talk
+    TCP as separate machines would (their Unix sockets and shared memory may not be shared)."""
     host = socket.gethostname()
     try:
         with open(_BOOT_ID) as f:
             boot = f.read().strip()
     except OSError:
         boot = "no-boot-id"
-    return host, f"{host}/{boot}"
+    try:
+        netns = os.readlink("/proc/self/ns/net")
+    except OSError:
+        netns = "no-netns"
+    return host, f"{host}/{boot}/{netns}"
 
 
 def _store_host(store):

@@ -1,0 +1,54 @@
+"""The tcp backend across two "hosts" on separate network stacks (Linux network namespaces joined
+by a veth pair): 2 ranks per host under two `tbrun --nnodes 2` invocations run the collective
+suite; ranks on different hosts must talk TCP over the veth link (advertised address = the one
+that routes to MASTER_ADDR), ranks on one host their local transport. Skips without root/netns.
+"""
+import sys
+import textwrap
+
+from tests.distributed.test_netns import _in_ns, two_hosts  # noqa: F401  (fixture)
+
+WORKER = """
+import tensorbrain.distributed as dist
+from tests.distributed import collective_suite as S
+
+dist.init_process_group("tcp", timeout=60)
+rank, n = dist.get_rank(), dist.get_world_size()
+be = dist.distributed_c10d._default("netns").backend
+peers = {j: c.transport for j, c in enumerate(be.conns) if c is not None}
+S.run_some(rank, n, "tcp", ["check_all_reduce", "check_broadcast", "check_all_gather",
+                            "check_reduce_scatter", "check_send_recv", "check_barrier"])
+print("OK", rank, "local", be.local_ranks, "tcp-peers", sorted(j for j, t in peers.items() if t == "tcp"))
+dist.destroy_process_group()
+"""
+
+
+def test_collectives_across_network_namespaces(two_hosts, tmp_path):  # noqa: F811
+    (ns0, ns1), (a0, a1) = two_hosts
+    w = tmp_path / "w.py"
+    w.write_text(textwrap.dedent(WORKER))
+    common = [sys.executable, "-m", "tensorbrain.distributed.run", "--nnodes", "2",
+              "--nproc_per_node", "2", "--master_addr", a0, "--master_port", "29575",
+              "--rdzv_conf", "join_timeout=20"]
+    nodes = [_in_ns(ns1, [*common, "--node_rank", "1", str(w)]),
+             _in_ns(ns0, [*common, "--node_rank", "0", str(w)])]
+    results = []
+    try:
+        for p in nodes:
+            out, err = p.communicate(timeout=100)
+            results.append((p.returncode, out, err))
+    finally:
+        for p in nodes:
+            if p.poll() is None:
+                p.kill()
+    lines = []
+    for rc, out, err in results:
+        assert rc == 0, out + err
+        lines += [ln for ln in out.splitlines() if "OK" in ln]
+    assert len(lines) == 4, lines
+    for ln in lines:
+        rank = int(ln.split("OK ")[1].split()[0])
+        node = rank // 2
+        others = [r for r in range(4) if r // 2 != node]
+        assert f"local [{2 * node}, {2 * node + 1}]" in ln, ln
+        assert f"tcp-peers {others}" in ln, ln

@@ -418,3 +418,24 @@ def run_all(rank, size, backend_name="tcp"):
 
 def run_some(rank, size, backend_name, names):
     return {name: globals()[name](rank, size, backend_name) for name in names}
+
+
+def check_cuda(rank, size, backend_name):
+    """CUDA tensors (CPU backends stage them through host memory); run only with a GPU."""
+    from tensorbrain import _xp
+    n = 0
+    for count in (5, RING):
+        inputs = [data(r, count, "float32") for r in range(size)]
+        t = tb.tensor(inputs[rank], device="cuda")
+        dist.all_reduce(t)
+        assert_equal(_xp.to_numpy(t.data), reference(inputs, "sum"), f"cuda all_reduce x{count}",
+                     rank)
+        b = tb.tensor(inputs[rank], device="cuda")
+        dist.broadcast(b, src=size - 1)
+        assert_equal(_xp.to_numpy(b.data), inputs[size - 1], f"cuda broadcast x{count}", rank)
+        outs = [tb.tensor(np.zeros(count, np.float32), device="cuda") for _ in range(size)]
+        dist.all_gather(outs, tb.tensor(inputs[rank], device="cuda"))
+        for j in range(size):
+            assert_equal(_xp.to_numpy(outs[j].data), inputs[j], f"cuda all_gather x{count}", rank)
+        n += 3
+    return n

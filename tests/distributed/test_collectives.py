@@ -42,3 +42,10 @@ def _same_cases(results):
     """Every rank ran the same number of cases per check (subgroup checks differ by rank)."""
     strip = [{k: v for k, v in r.items() if k != "check_new_group"} for r in results]
     assert all(r == strip[0] for r in strip), results
+
+
+@pytest.mark.gpu
+def test_cuda_tensors(workers):
+    """CuPy-backed tensors go through the tcp backend (staged through host memory)."""
+    results = workers(f"{SUITE}:check_cuda", 2, "tcp", timeout=90, group_timeout=30)
+    assert results[0] == results[1] == 6

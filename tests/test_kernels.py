@@ -173,6 +173,9 @@ def test_bad_input_names_shapes_dtypes_and_ops(native):
         _kernels.reduce_into(a, a.copy(), "avg", native=native)
     with pytest.raises(TypeError, match="unsupported dtype complex64"):
         _kernels.reduce_into(np.zeros(2, np.complex64), np.zeros(2, np.complex64), "sum", native=native)
+    swapped = np.zeros(2, np.dtype(np.float32).newbyteorder())
+    with pytest.raises(TypeError, match="unsupported dtype >f4"):
+        _kernels.reduce_into(swapped, swapped.copy(), "sum", native=native)
     with pytest.raises(TypeError, match="scale_into: needs a floating dtype.*got int32"):
         _kernels.scale_into(np.zeros(2, np.int32), 0.5, native=native)
     ro = np.zeros(3, np.float32); ro.flags.writeable = False

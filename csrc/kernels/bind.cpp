@@ -22,11 +22,13 @@ std::string dtype_str(const py::array &a) { return py::str(a.dtype()).cast<std::
 // From the descriptor's kind/itemsize/byteorder fields (C struct reads): building the dtype's
 // name with py::str on every call cost several microseconds, more than a small reduction itself.
 bool dtype_of(const py::dtype &d, DType *out) {
-    const char order = d.byteorder();
-    if (order == '>' || order == '<') {  // explicit order: fine only if it is the native one
-        const bool little = py::dtype::of<std::uint16_t>().byteorder() != '>';
-        if ((order == '<') != little) return false;
-    }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    constexpr char native_order = '>';
+#else
+    constexpr char native_order = '<';
+#endif
+    const char order = d.byteorder();  // '=' native, '|' not applicable, '<' / '>' explicit
+    if ((order == '<' || order == '>') && order != native_order) return false;
     const py::ssize_t size = d.itemsize();
     switch (d.kind()) {
         case 'f': *out = size == 2 ? DType::float16 : size == 4 ? DType::float32 : DType::float64; return size == 2 || size == 4 || size == 8;

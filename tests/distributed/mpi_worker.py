@@ -255,8 +255,14 @@ def run_timeout() -> None:
         raise AssertionError("monitored_barrier must name the late rank")
     if rank == 0:
         start = time.monotonic()
-        try:
-            dist.all_reduce(tb.ones(4))
+        work = dist.all_reduce(tb.ones(4), async_op=True)
+        try:  # a wait with its own timeout gives up, the op goes on...
+            work.wait(timeout=0.2)
+        except DistTimeoutError as exc:
+            assert "Work.wait timed out after 0.2 s" in str(exc), str(exc)
+            report(f"PASS Work.wait timeout: {exc}")
+        try:  # ...until the group timeout fails it
+            work.wait()
         except DistTimeoutError as exc:
             elapsed = time.monotonic() - start
             assert 0.9 <= elapsed < 10, elapsed

@@ -112,6 +112,7 @@ def test_a_missing_peer_times_out_with_dist_timeout_error(tmp_path):
     for rank in (0, 1):  # the late rank is named on rank 0 and told so on rank 1
         assert "PASS monitored_barrier" in (tmp_path / f"rank{rank}.txt").read_text()
     assert "did not finish within the group timeout of 1 s" in out
+    assert "PASS Work.wait timeout" in (tmp_path / "rank0.txt").read_text()
 
 
 def test_import_tensorbrain_does_not_import_mpi4py():

@@ -176,11 +176,18 @@ class _MPIWork(_work.Work):
         self._status = status
 
     def wait(self, timeout: float | None = None) -> bool:
+        """Poll until the op finishes (its error is raised here), the group timeout passes
+        (`DistTimeoutError`, the group is then unusable) or ``timeout`` seconds pass
+        (`DistTimeoutError`; the op goes on and can be waited for again)."""
         if not self._done:
             if hasattr(timeout, "total_seconds"):
                 timeout = timeout.total_seconds()
             self._backend._progress(self, None if timeout is None else time.monotonic() + timeout)
-        return super().wait(0 if self._done else timeout)
+            if not self._done:
+                raise DistTimeoutError(
+                    f"Work.wait timed out after {timeout:g} s: MPI {self.op} (seq {self.seq}) of "
+                    f"group {self.group!r} is still running")
+        return super().wait()
 
     def is_completed(self) -> bool:
         if not self._done:
@@ -210,6 +217,7 @@ class MPIBackend(base.Backend):
         self._seq = 0
         self._failure: BaseException | None = None
         self._pending: set = set()
+        self._settle_lock = threading.Lock()
         try:
             if self.global_ranks == list(range(world.Get_size())):
                 # Our own copy of COMM_WORLD, so our messages never match the user's own MPI calls.
@@ -331,6 +339,10 @@ class MPIBackend(base.Backend):
                 time.sleep(_NAP_S)
 
     def _settle(self, work: _MPIWork, exc: BaseException | None = None) -> None:
+        with self._settle_lock:  # two threads may poll one Work: complete it once
+            if not work._requests:
+                return
+            work._requests = ()
         result = work._result
         if exc is None and work._finish is not None:
             try:
@@ -340,7 +352,6 @@ class MPIBackend(base.Backend):
         if exc is None and work._status is not None:
             result = work._status.Get_source()
         self._pending.discard(work)
-        work._requests = ()
         work._complete(result, exc)
 
     def _buffer(self, array, copy_in: bool = True):
@@ -650,7 +661,10 @@ class MPIBackend(base.Backend):
             self._failure = err
         for work in list(self._pending):
             self._pending.discard(work)
-            work._requests = ()
+            with self._settle_lock:
+                if not work._requests:
+                    continue
+                work._requests = ()
             work._complete(None, err)
 
 

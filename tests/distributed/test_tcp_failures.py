@@ -146,3 +146,16 @@ def test_work_wait_timeout(workers):
     res = workers(f"{HERE}:wait_timeout_worker", 2, timeout=30, group_timeout=10)
     assert res[0]["first"]["timeout"] and "still running" in res[0]["first"]["msg"]
     assert res[0]["value"] == 2.0 and res[0]["done"]
+
+
+def monitored_rank0_absent(rank, size):
+    if rank == 0:
+        time.sleep(2.5)
+        return {"type": "absent"}
+    return _observe(lambda: dist.monitored_barrier(timeout=0.5))
+
+
+def test_monitored_barrier_without_rank0(workers):
+    res = workers(f"{HERE}:monitored_rank0_absent", 2, timeout=30, group_timeout=10)
+    assert res[1]["timeout"] and "rank 0 did not arrive" in res[1]["msg"], res[1]
+    assert res[1]["secs"] < 4.0, res[1]

@@ -154,10 +154,14 @@ class Backend(abc.ABC):
                                                              " (first missing shown)"))
             self.store.set(f"{key}/verdict", b"ok")
         else:
-            try:
-                verdict = self.store.get(f"{key}/verdict", timeout=timeout + 5.0)
-            except TypeError:
-                verdict = self.store.get(f"{key}/verdict")
+            from datetime import timedelta
+            try:  # rank 0 always answers within ``timeout`` unless it is the one missing
+                self.store.wait([f"{key}/verdict"], timedelta(seconds=timeout + 2.0))
+            except Exception:  # noqa: BLE001 - the store's own timeout error
+                raise DistTimeoutError(
+                    f"monitored_barrier of group {self.group_name!r} timed out after {timeout} s "
+                    f"on rank {self.rank}: rank 0 did not arrive (it reports the others)") from None
+            verdict = self.store.get(f"{key}/verdict")
             if verdict != b"ok":
                 raise DistTimeoutError(
                     f"monitored_barrier of group {self.group_name!r} failed: rank 0 reports "

@@ -466,9 +466,6 @@ class TCPBackend(Backend):
         t.start()
         t.join(seconds)
 
-    def _conn(self, peer: int) -> W.Conn:
-        return self.conns[peer]
-
     # ***** all_reduce *****
     def allreduce(self, arrays, op="sum", *, async_op=True):
         staged = [stage(a) for a in arrays]
@@ -515,7 +512,7 @@ class TCPBackend(Backend):
         bufs[r] = flat
         _reduce_rows(flat, bufs, op)
 
-    def _ring(self, flat, bounds, op, kind, allgather: bool, scratch_ok: bool = True) -> None:
+    def _ring(self, flat, bounds, op, kind, allgather: bool) -> None:
         """Pipelined ring reduce-scatter (+ all-gather) over ``flat`` cut at ``bounds``.
 
         Step s of the reduce-scatter sends chunk (r-s-1) and reduces chunk (r-s-2) received from

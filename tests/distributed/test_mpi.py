@@ -80,7 +80,7 @@ def _passed(out_dir: Path, rank: int) -> list:
     return [line.split()[1] for line in lines if line.startswith("PASS ")]
 
 
-@pytest.mark.parametrize("n", [2, 3, 4])
+@pytest.mark.parametrize("n", [2, 3, pytest.param(4, marks=pytest.mark.slow)])
 def test_collective_suite_and_mpi_checks_under_mpiexec(n, tmp_path):
     code, out, _ = run_job(n, "suite", out_dir=tmp_path)
     assert code == 0, out

@@ -9,17 +9,19 @@ Every rank is a separate process with 1 BLAS thread (OMP/OPENBLAS/MKL_NUM_THREAD
 set_num_threads(1)), as in ../shared/BASELINES.md. A step is ``zero_grad; loss(model(x),
 y).backward(); step()`` with SGD (momentum 0.9) on random data of B samples per rank.
 
-Figures:
-* step: wall time per step, the slowest rank's mean over the timed steps;
-* samples/s: global throughput, ranks x B / step;
-* efficiency: samples/s with N ranks / (N x samples/s with 1 rank) = step(1) / step(N);
-  1 rank runs DDP too (a world of one), as torch's baseline row does; "plain" is the model
-  without DDP in one process, for reference;
-* hidden: the share of all_reduce time that overlapped backward, measured from timestamps
-  the reducer records: a bucket's reduction runs from max(its launch, the previous bucket's
-  end) to its completion; the part after backward ended (while the optimizer waits) is exposed.
-Runs of the contenders are interleaved (--repeat) and the median is kept, because this shared
-2-core machine is noisy; compare ratios from one run, not absolute figures across runs.
+Figures (one launch per model and batch runs every contender in the same processes -- tb and,
+with --compare torch, torch with its own gloo group -- in interleaved blocks of steps, so the
+load of this shared machine hits every contender alike; medians over blocks):
+* step, 1 rank: rank 0 alone with DDP in a world of one (as torch's baseline row), while the
+  other ranks wait in a barrier; "tb, no DDP" is the bare model for reference;
+* step, N ranks: every rank with DDP over the whole world, the slowest rank's time per block;
+* global samples/s: ranks x B / step; efficiency: step(1 rank) / step(N ranks), per block;
+* all_reduce hidden: the share of all_reduce time that overlapped backward, measured from
+  timestamps the reducer records: a bucket's reduction runs from max(its launch, the previous
+  bucket's end) to its completion; the part after backward ended is exposed;
+* CPU/wall: process CPU time per wall time of a rank in the N-rank phase; well below 1 means
+  the ranks were waiting for a core (other jobs) or for each other.
+Compare ratios from one run, not absolute figures across runs.
 Goals (issue 5; not asserted anywhere): efficiency >= 0.85 at B=512 per rank on 2 ranks, and a
 step faster than torch DDP's.
 """
@@ -90,75 +92,106 @@ def overlap_from_timings(timings):
     return (1.0 - exposed / comm if comm > 0 else 0.0), exposed, comm
 
 
-def worker_tb(a, rank, world):
+def _timed(step, n, reducer=None):
+    """Wall and process-CPU seconds per step over ``n`` steps."""
+    if reducer is not None:
+        reducer.timings = []
+    w0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(n):
+        step()
+    return (time.perf_counter() - w0) / n, (time.process_time() - c0) / n
+
+
+def _setup_tb(a, rank, world, port):
     import numpy as np
     import tensorbrain as tb
+    import tensorbrain.distributed as dist
     tb.manual_seed(0)
-    model, shape = build_tb(a.model)
-    ddp = model
-    if world > 0:
-        import tensorbrain.distributed as dist
-        dist.init_process_group("tcp", init_method=f"tcp://127.0.0.1:{a.port}", rank=rank,
-                                world_size=world)
-        ddp = tb.nn.parallel.DistributedDataParallel(model)
+    dist.init_process_group("tcp", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    solo = dist.new_group([0])
     rng = np.random.default_rng(rank)
+    model, shape = build_tb(a.model)
     x = tb.from_numpy(rng.standard_normal((a.batch, *shape)).astype(np.float32))
     y = tb.from_numpy(rng.integers(0, 10, a.batch))
-    opt = tb.optim.SGD(ddp.parameters(), lr=LR, momentum=MOMENTUM)
-    lossf = tb.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        lossf(ddp(x), y).backward()
-        opt.step()
-    for _ in range(a.warmup):
-        step()
-    if world > 0:
-        dist.barrier()
-        ddp.reducer.timings = []
-    t0 = time.perf_counter()
-    for _ in range(a.steps):
-        step()
-    elapsed = time.perf_counter() - t0
-    out = {"step": elapsed / a.steps}
-    if world > 0:
-        hidden, exposed, comm = overlap_from_timings(ddp.reducer.timings)
-        out.update(hidden=hidden, exposed=exposed / a.steps, comm=comm / a.steps,
-                   buckets=len(ddp.reducer.buckets))
-        dist.barrier()
-        dist.destroy_process_group()
-    return out
+    DDP = tb.nn.parallel.DistributedDataParallel
+    ddp_n = DDP(model)
+    steps = {"N": _stepper(tb, ddp_n, x, y)}
+    if rank == 0:
+        steps["plain"] = _stepper(tb, build_tb(a.model)[0], x, y)
+        steps["one"] = _stepper(tb, DDP(build_tb(a.model)[0], process_group=solo), x, y)
+    return dist, steps, ddp_n.reducer
 
 
-def worker_torch(a, rank, world):
+def _setup_torch(a, rank, world, port):
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model, shape = build_torch(a.model)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(a.port))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    solo = dist.new_group([0])
     g = torch.Generator().manual_seed(rank)
+    model, shape = build_torch(a.model)
     x = torch.randn(a.batch, *shape, generator=g)
     y = torch.randint(0, 10, (a.batch,), generator=g)
-    opt = torch.optim.SGD(ddp.parameters(), lr=LR, momentum=MOMENTUM)
-    lossf = torch.nn.CrossEntropyLoss()
+    DDP = torch.nn.parallel.DistributedDataParallel
+    steps = {"N": _stepper(torch, DDP(model), x, y)}
+    if rank == 0:
+        steps["one"] = _stepper(torch, DDP(build_torch(a.model)[0], process_group=solo), x, y)
+    return dist, steps, None
+
+
+def _stepper(fw, model, x, y):
+    opt = fw.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    lossf = fw.nn.CrossEntropyLoss()
 
     def step():
         opt.zero_grad()
-        lossf(ddp(x), y).backward()
+        lossf(model(x), y).backward()
         opt.step()
-    for _ in range(a.warmup):
-        step()
-    dist.barrier()
-    t0 = time.perf_counter()
-    for _ in range(a.steps):
-        step()
-    elapsed = time.perf_counter() - t0
-    dist.barrier()
-    dist.destroy_process_group()
-    return {"step": elapsed / a.steps}
+    return step
+
+
+def worker(a, rank, world):
+    """One launch measures every contender in the same processes, interleaved in blocks, so
+    load changes on this shared machine hit all alike. Per block: rank 0 alone (tb plain,
+    tb DDP in a world of one, torch DDP in a world of one) while the others wait in a barrier,
+    then every rank with tb DDP over the world, then every rank with torch DDP."""
+    frameworks = ["tb"] + (["torch"] if a.worker == "both" else [])
+    setups = {"tb": _setup_tb(a, rank, world, a.port)}
+    if "torch" in frameworks:
+        setups["torch"] = _setup_torch(a, rank, world, a.port + 1)
+    tb_dist = setups["tb"][0]
+    for _, steps, _ in setups.values():  # warm-up
+        for fn in steps.values():
+            for _ in range(a.warmup):
+                fn()
+    out = {fw: {"plain": [], "one": [], "N": [], "cpuN": [], "hidden": [], "exposed": []}
+           for fw in frameworks}
+    for _ in range(a.blocks):
+        tb_dist.barrier()
+        if rank == 0:
+            for fw in frameworks:
+                steps = setups[fw][1]
+                if "plain" in steps:
+                    out[fw]["plain"].append(_timed(steps["plain"], a.steps)[0])
+                out[fw]["one"].append(_timed(steps["one"], a.steps)[0])
+        for fw in frameworks:
+            tb_dist.barrier()
+            _, steps, reducer = setups[fw]
+            wall, cpu = _timed(steps["N"], a.steps, reducer)
+            out[fw]["N"].append(wall)
+            out[fw]["cpuN"].append(cpu)
+            if reducer is not None:
+                hidden, exposed, _ = overlap_from_timings(reducer.timings)
+                out[fw]["hidden"].append(hidden)
+                out[fw]["exposed"].append(exposed / a.steps)
+    out["tb"]["buckets"] = len(setups["tb"][2].buckets)
+    tb_dist.barrier()
+    for dist, _, _ in setups.values():
+        dist.destroy_process_group()
+    return out
 
 
 # ***** launcher side *****
@@ -168,16 +201,22 @@ def free_port():
         return s.getsockname()[1]
 
 
-def launch(framework, model, batch, world, steps, warmup, timeout=300):
-    """Run one configuration in ``world`` fresh processes (world 0: plain model, one process)."""
+def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600):
+    """Run one framework/model/batch in ``world`` fresh processes; per-block figures back."""
     port = free_port()
+    while True:  # torch's store takes port + 1
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port + 1))
+            break
+        except OSError:
+            port = free_port()
     env = dict(os.environ, PYTHONPATH=ROOT)
-    n = max(world, 1)
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", framework, "--models", model,
            "--batches", str(batch), "--steps", str(steps), "--warmup", str(warmup),
-           "--port", str(port), "--world", str(world)]
+           "--blocks", str(blocks), "--port", str(port), "--world", str(world)]
     procs = [subprocess.Popen(cmd + ["--rank", str(r)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for r in range(n)]
+                              stderr=subprocess.PIPE, text=True) for r in range(world)]
     results = []
     try:
         for p in procs:
@@ -190,13 +229,24 @@ def launch(framework, model, batch, world, steps, warmup, timeout=300):
         for p in procs:
             if p.poll() is None:
                 p.kill()
-    res = {"step": max(r["step"] for r in results)}
-    for key in ("hidden", "exposed", "comm"):
-        if key in results[0]:
-            res[key] = statistics.mean(r[key] for r in results)
-    if "buckets" in results[0]:
-        res["buckets"] = results[0]["buckets"]
-    return res
+    rows = {}
+    for fw in results[0]:
+        r0 = results[0][fw]
+        # the world's step time in a block is its slowest rank's; the median block is kept
+        n_blocks = [max(r[fw]["N"][b] for r in results) for b in range(blocks)]
+        effs = [one / many for one, many in zip(r0["one"], n_blocks)]
+        res = {"one": statistics.median(r0["one"]), "N": statistics.median(n_blocks),
+               "eff": statistics.median(effs),
+               "cpuN": statistics.median(statistics.mean(r[fw]["cpuN"][b] for r in results)
+                                         for b in range(blocks))}
+        if r0["plain"]:
+            res["plain"] = statistics.median(r0["plain"])
+        if r0["hidden"]:
+            res["hidden"] = statistics.median(h for r in results for h in r[fw]["hidden"])
+            res["exposed"] = statistics.median(e for r in results for e in r[fw]["exposed"])
+            res["buckets"] = r0["buckets"]
+        rows[fw] = res
+    return rows
 
 
 def hardware():
@@ -218,22 +268,22 @@ def main(argv=None):
     ap.add_argument("--models", default="mlp,cnn")
     ap.add_argument("--batches", default="64,512")
     ap.add_argument("--ranks", type=int, default=2, help="ranks to compare against 1 (default 2)")
-    ap.add_argument("--steps", type=int, default=0, help="timed steps (default: by batch size)")
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--repeat", type=int, default=1, help="interleaved repetitions (median kept)")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="timed steps per block (default: 40 at B<=64, 10 above)")
+    ap.add_argument("--blocks", type=int, default=5, help="interleaved blocks (median kept)")
+    ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--compare", choices=["torch"], default=None)
     ap.add_argument("--quick", action="store_true", help="few steps (smoke run)")
     ap.add_argument("--json", help="also write the results to this file")
     # worker mode (internal)
-    ap.add_argument("--worker", choices=["tb", "torch"])
+    ap.add_argument("--worker", choices=["tb", "both"])
     ap.add_argument("--port", type=int)
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--world", type=int, default=1)
     a = ap.parse_args(argv)
     if a.worker:
         a.model, a.batch = a.models, int(a.batches)
-        fn = worker_tb if a.worker == "tb" else worker_torch
-        print(json.dumps(fn(a, a.rank, a.world)), flush=True)
+        print(json.dumps(worker(a, a.rank, a.world)), flush=True)
         return
     if a.compare == "torch":
         try:
@@ -243,28 +293,18 @@ def main(argv=None):
             print("torch is not installed (pip install torch==2.13.0): skipping --compare torch")
             a.compare = None
     print(f"# DDP benchmark: {hardware()}")
-    print(f"# backend tcp (shared memory between local ranks); "
-          + (f"torch {torch_version} DDP over gloo" if a.compare else "no torch comparison"))
+    print("# tb: backend tcp (shared memory between local ranks); "
+          + (f"torch {torch_version}: DDP over gloo" if a.compare else "no torch comparison"))
     rows = []
     N = a.ranks
     for model in a.models.split(","):
         for batch in map(int, a.batches.split(",")):
-            steps = a.steps or (5 if a.quick else (200 if batch <= 64 else 60))
-            warm = 2 if a.quick else a.warmup
-            runs = {}
-            contenders = [("tb", 0), ("tb", 1), ("tb", N)]
-            if a.compare:
-                contenders += [("torch", 1), ("torch", N)]
-            for _ in range(a.repeat):
-                for fw, world in contenders:
-                    runs.setdefault((fw, world), []).append(
-                        launch(fw, model, batch, world, steps, warm))
-            med = {k: _median(v) for k, v in runs.items()}
-            row = {"model": model, "batch": batch, "ranks": N, "steps": steps,
-                   "plain_step": med[("tb", 0)]["step"], "tb1": med[("tb", 1)],
-                   "tbN": med[("tb", N)]}
-            if a.compare:
-                row["torch1"], row["torchN"] = med[("torch", 1)], med[("torch", N)]
+            steps = a.steps or (2 if a.quick else (40 if batch <= 64 else 10))
+            blocks = 1 if a.quick else a.blocks
+            warm = 1 if a.quick else a.warmup
+            row = {"model": model, "batch": batch, "ranks": N, "steps": steps, "blocks": blocks}
+            row.update(launch("both" if a.compare else "tb", model, batch, N, steps, warm,
+                              blocks))
             rows.append(row)
             _print_row(row, N)
     if a.json:
@@ -272,34 +312,26 @@ def main(argv=None):
             json.dump(rows, f, indent=1)
 
 
-def _median(results):
-    out = {"step": statistics.median(r["step"] for r in results)}
-    for key in ("hidden", "exposed", "comm", "buckets"):
-        if key in results[0]:
-            out[key] = statistics.median(r[key] for r in results)
-    return out
-
-
 def _print_row(r, N):
     B = r["batch"]
-    print(f"\n## {r['model']}, B={B} per rank ({r['steps']} timed steps)")
-    print("| contender | ranks | step (ms) | global samples/s | efficiency | all_reduce hidden "
-          "| exposed comm (ms/step) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    print(f"| tb, no DDP | 1 | {r['plain_step'] * 1e3:.2f} | {B / r['plain_step']:,.0f} | - | - | - |")
-    for name, k1, kN in (("tb DDP", "tb1", "tbN"), ("torch DDP (gloo)", "torch1", "torchN")):
-        if k1 not in r:
+    print(f"\n## {r['model']}, B={B} per rank ({r['blocks']} blocks of {r['steps']} steps, "
+          f"medians)")
+    print(f"| contender | step, 1 rank (ms) | step, {N} ranks (ms) | global samples/s, {N} ranks "
+          f"| efficiency | all_reduce hidden | exposed comm (ms/step) | CPU/wall, {N} ranks |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    t = r["tb"]
+    print(f"| tb, no DDP | {t['plain'] * 1e3:.2f} | - | - | - | - | - | - |")
+    for name, key in (("tb DDP", "tb"), ("torch DDP (gloo)", "torch")):
+        if key not in r:
             continue
-        one, many = r[k1], r[kN]
-        eff = one["step"] / many["step"]
-        print(f"| {name} | 1 | {one['step'] * 1e3:.2f} | {B / one['step']:,.0f} | 1.00 | - | - |")
-        hid = f"{many['hidden']:.0%}" if "hidden" in many else "-"
-        exp = f"{many['exposed'] * 1e3:.2f}" if "exposed" in many else "-"
-        print(f"| {name} | {N} | {many['step'] * 1e3:.2f} | {N * B / many['step']:,.0f} | "
-              f"{eff:.2f} | {hid} | {exp} |")
-    if "torchN" in r:
-        print(f"tb DDP step / torch DDP step at {N} ranks: "
-              f"{r['tbN']['step'] / r['torchN']['step']:.2f} (below 1: tb faster)")
+        m = r[key]
+        hid = f"{m['hidden']:.0%}" if "hidden" in m else "-"
+        exp = f"{m['exposed'] * 1e3:.2f}" if "exposed" in m else "-"
+        print(f"| {name} | {m['one'] * 1e3:.2f} | {m['N'] * 1e3:.2f} | {N * B / m['N']:,.0f} | "
+              f"{m['eff']:.2f} | {hid} | {exp} | {m['cpuN'] / m['N']:.2f} |")
+    if "torch" in r:
+        print(f"tb DDP step / torch DDP step at {N} ranks: {r['tb']['N'] / r['torch']['N']:.2f} "
+              f"(below 1: tb faster)")
     sys.stdout.flush()
 
 

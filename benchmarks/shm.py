@@ -208,6 +208,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None)
     p.add_argument("--crossover", action="store_true")
+    p.add_argument("--from-json", default=None, help="only plot: records of earlier --json runs "
+                   "(comma separated files), one panel per rank count")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -217,6 +219,13 @@ def main(argv=None) -> int:
         return 0
     if a.crossover:
         return crossover(a.nproc, sizes, a.rounds)
+    if a.from_json:
+        records = []
+        for path in a.from_json.split(","):
+            with open(path) as f:
+                records += json.load(f)
+        plot(records, a.plot or "shm_busbw.png", None)
+        return 0
     impls = a.impls.split(",")
     print(hardware_line())
     print(f"# all_reduce float32 sum, {a.nproc} ranks, best of {a.rounds} rounds, "
@@ -257,6 +266,7 @@ def main(argv=None) -> int:
 
 
 def plot(records, path, n) -> None:
+    """busbw against size, one line per implementation, one panel per rank count."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -264,22 +274,27 @@ def plot(records, path, n) -> None:
     except ImportError:
         print("# --plot needs matplotlib: pip install tensorbrain[plot]")
         return
-    fig, ax = plt.subplots(figsize=(7, 4))
+    counts = sorted({r["nproc"] for r in records}) if n is None else [n]
+    fig, axes = plt.subplots(1, len(counts), figsize=(4.2 * len(counts), 3.6), squeeze=False,
+                             sharey=True)
     labels = {"shm": "tb shm (tb.distributed)", "shm-raw": "tb shm (transport only)",
               "tcp": "tb tcp (TB_SHM=0)", "mpi": "MPICH (mpi4py)", "gloo": "torch gloo"}
-    for impl in labels:
-        pts = [(r["size"], r["busbw"]) for r in records if r["impl"] == impl]
-        if pts:
-            ax.plot(*zip(*pts), marker="o", label=labels[impl])
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("size (bytes)")
-    ax.set_ylabel("busbw (GB/s)")
-    ax.set_title(f"all_reduce float32, {n} ranks, one host ({os.cpu_count()} cores)")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    for ax, k in zip(axes[0], counts):
+        for impl in labels:
+            pts = [(r["size"], r["busbw"]) for r in records
+                   if r["impl"] == impl and r["nproc"] == k and r["busbw"] > 0]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", markersize=3, label=labels[impl])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("size (bytes)")
+        ax.set_title(f"all_reduce float32, {k} ranks")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("busbw (GB/s)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"one host, {os.cpu_count()} cores", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    fig.savefig(path, dpi=70)
     print(f"# plot written to {path}")
 
 

@@ -2,6 +2,7 @@
 
     mpiexec -n 2 python benchmarks/mpi_overhead.py --backend mpi --compare mpi4py
     mpiexec -n 4 python benchmarks/mpi_overhead.py --compare mpi4py -b 8 -e 64M -f 4
+    mpiexec -n 2 python benchmarks/mpi_overhead.py --compare mpi4py --sizes 8,1K,64K,1M,4M,16M,64M
     mpiexec -n 2 python benchmarks/mpi_overhead.py --quick          # smoke run
 
 For every size, TensorBrain's ``dist.all_reduce(tensor)`` (in place, through the process-group
@@ -74,6 +75,8 @@ def main() -> None:
     ap.add_argument("-n", "--iters", type=int, default=None, help="timed calls per round")
     ap.add_argument("-w", "--warmup", type=int, default=None, help="warm-up calls per round")
     ap.add_argument("-r", "--rounds", type=int, default=5, help="interleaved rounds (median)")
+    ap.add_argument("--sizes", default=None,
+                    help="comma-separated sizes instead of -b/-e/-f, e.g. 8,1K,64K,1M,4M,16M,64M")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--quick", action="store_true", help="a few small sizes, few calls")
     args = ap.parse_args()
@@ -117,7 +120,9 @@ def main() -> None:
         return comm.allreduce(mine, op=MPI.MAX)
 
     busbws, wrong_total = [], 0
-    for nbytes in sizes(lo, hi, args.stepfactor):
+    chosen = ([parse_size(x) for x in args.sizes.split(",")] if args.sizes
+              else sizes(lo, hi, args.stepfactor))
+    for nbytes in chosen:
         count = max(1, nbytes // dtype.itemsize)
         iters, warm = iterations(count * dtype.itemsize, args.quick)
         iters, warm = args.iters or iters, args.warmup if args.warmup is not None else warm

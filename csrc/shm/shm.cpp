@@ -169,7 +169,7 @@ Group::Group(const std::string &name, int rank, int nranks, bool create, std::si
     spin_iters_ = nranks > ncpu ? 0 : kSpinPauses;  // oversubscribed: PAUSE only delays the peer
     yield_us = kYieldUs;
     // Measured crossover (dev VM, float32, interleaved A/B of both algorithms in one group, min of
-    // 5-7 rounds; /tmp-free reproduction: benchmarks/shm.py --crossover):
+    // 5-7 rounds; reproduce with python benchmarks/shm.py --crossover --nproc N):
     //   2 ranks: flat 6.2 us vs rs/ag 7.6 us at 64 KiB, 25.4 vs 23.8 us at 256 KiB, 112 vs 95 at
     //            1 MiB -> flat up to 128 KiB;
     //   3 ranks: 15.0 vs 14.4 us at 64 KiB, 57 vs 44 at 256 KiB -> flat up to 32 KiB;

@@ -236,3 +236,16 @@ def test_bad_arguments_are_clear_errors(impl):
     with pytest.raises(ValueError, match="root 3 is out of range"):
         g.broadcast(np.ones(3), 3)
     _shm.close(g)
+
+
+@pytest.mark.parametrize("impl", ["twin", pytest.param("native", marks=needs_native)])
+def test_launcher_removes_a_segment_left_by_a_crash(impl, run_id, monkeypatch):
+    # a creator that dies before its peers attach leaves the name; tbrun removes it by run id
+    from tensorbrain.distributed.run import cleanup_shm
+    monkeypatch.setenv("TB_RUN_ID", run_id)
+    g = _shm.open_group(_shm.segment_name(), 0, 2, True, timeout=1.0, native=impl == "native")
+    g.close()  # unmapped, never unlinked: what a crash leaves
+    left = glob.glob(f"/dev/shm/tb_{run_id}_*")
+    assert len(left) == 1
+    assert cleanup_shm(run_id) == left
+    assert not glob.glob(f"/dev/shm/tb_{run_id}_*")

@@ -51,5 +51,5 @@ def segment_name(tag: str = "") -> str:
     """A fresh segment name: ``tb_<TB_RUN_ID>_<uuid>`` under tbrun (so the launcher can remove
     leftovers after a crash by that prefix), else ``tb_<pid>_<uuid>``."""
     run_id = _config.get("TB_RUN_ID") or str(os.getpid())
-    safe = "".join(c if c.isalnum() or c in "-." else "-" for c in run_id)
+    safe = run_id.replace("/", "-")[:200]  # a name is one path component (NAME_MAX 255)
     return f"tb_{safe}_{tag}{uuid.uuid4().hex[:12]}"

@@ -25,6 +25,7 @@ _ap.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (de
 _ap.add_argument("--quick", action="store_true", help="fewer steps (smoke run)")
 _ap.add_argument("--no-torch", action="store_true", help="skip torch even when installed")
 _ap.add_argument("--batches", default="64,512", help="comma-separated batch sizes")
+_ap.add_argument("--only", choices=["dispatch", "conv", "mlp"], help="run one section")
 ARGS = _ap.parse_args() if __name__ == "__main__" else _ap.parse_args([])
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = str(ARGS.threads)
@@ -61,14 +62,15 @@ def hardware() -> str:
 
 
 def timeit(fn, number, repeat=5):
-    """Median over ``repeat`` blocks of the mean time per call (seconds)."""
+    """Best of ``repeat`` blocks of the mean time per call (seconds): on a shared machine noise
+    only ever adds time, so the minimum is the most repeatable figure for a microbenchmark."""
     out = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         for _ in range(number):
             fn()
         out.append((time.perf_counter() - t0) / number)
-    return float(np.median(out))
+    return float(np.min(out))
 
 
 # ***** dispatch overhead *****
@@ -225,6 +227,41 @@ def mlp(batch):
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
+def conv_pool():
+    """conv2d and max_pool2d forward+backward next to torch (no NumPy baseline: hand-written
+    im2col NumPy would be this code)."""
+    rng = np.random.default_rng(2)
+    n, c, oc, hw = (8, 16, 32, 32) if ARGS.quick else (32, 32, 64, 32)
+    x = rng.standard_normal((n, c, hw, hw)).astype(np.float32)
+    w = rng.standard_normal((oc, c, 3, 3)).astype(np.float32) * 0.1
+    xt, wt = tb.tensor(x, requires_grad=True), tb.tensor(w, requires_grad=True)
+
+    def tb_conv():
+        F.conv2d(xt, wt, padding=1).sum().backward()
+
+    def tb_pool():
+        F.max_pool2d(xt, 2).sum().backward()
+    rows = [("conv2d 3x3 pad 1, fwd+bwd", tb_conv), ("max_pool2d 2x2, fwd+bwd", tb_pool)]
+    torch_rows = {}
+    if not ARGS.no_torch:
+        try:
+            import torch
+            torch.set_num_threads(ARGS.threads)
+            xq, wq = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+            torch_rows = {rows[0][0]: lambda: torch.nn.functional.conv2d(xq, wq, padding=1).sum().backward(),
+                          rows[1][0]: lambda: torch.nn.functional.max_pool2d(xq, 2).sum().backward()}
+        except ImportError:
+            pass
+    print(f"\n== conv / pool, input {n}x{c}x{hw}x{hw} float32, conv to {oc} channels ==")
+    for name, f in rows:
+        t = timeit(f, 2 if ARGS.quick else 5, repeat=3)
+        line = f"{name:<30}tb {t * 1e3:8.2f} ms"
+        if name in torch_rows:
+            tt = timeit(torch_rows[name], 2 if ARGS.quick else 5, repeat=3)
+            line += f"   torch {tt * 1e3:8.2f} ms   tb/torch {t / tt:5.2f}x"
+        print(line)
+
+
 def main():
     print("hardware:", hardware())
     try:
@@ -232,9 +269,13 @@ def main():
         print("torch:", torch.__version__ if not ARGS.no_torch else "skipped")
     except ImportError:
         print("torch: not installed")
-    dispatch()
-    for b in (int(v) for v in ARGS.batches.split(",")):
-        mlp(b)
+    if ARGS.only in (None, "dispatch"):
+        dispatch()
+    if ARGS.only in (None, "conv"):
+        conv_pool()
+    if ARGS.only in (None, "mlp"):
+        for b in (int(v) for v in ARGS.batches.split(",")):
+            mlp(b)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""Convolution and pooling over NCHW images, by im2col and one big GEMM.
+"""Convolution and pooling over NCHW images, by im2col and BLAS GEMMs.
 
 Forward builds a strided *view* of every kernel window (``as_strided``, no copy), copies it once
-into a ``(N*OH*OW, C*KH*KW)`` matrix and multiplies it by the weight in one BLAS call. Backward
-multiplies the other way and scatters the column gradient back with col2im: a Python loop over
-the KH*KW kernel positions (9 for a 3x3 kernel), each step one vectorised add over a strided
-slice of every image, never a loop over pixels. Pooling uses the same strided slices.
+into a ``(N, C*KH*KW, OH*OW)`` column array and multiplies the ``(OC, C*KH*KW)`` weight by it in
+one batched ``matmul`` (a GEMM per image, output already NCHW). Backward multiplies the other
+way and scatters the column gradient back with col2im: a Python loop over the KH*KW kernel
+positions (9 for a 3x3 kernel), each step one vectorised add over a strided slice of every image,
+never a loop over pixels. Pooling uses the same strided slices.
 """
 from __future__ import annotations
 
@@ -99,47 +100,37 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                            f"input {h + pt + pb}x{wd + pl + pr} (input shape {tuple(input.shape)})")
     xp = get_array_module(x)
     xpad = _pad4(xp, x, pt, pb, pl, pr)
-    k = cg * kh * kw
-    # im2col: (N, OH, OW, C, KH, KW) so each row is one output pixel's receptive field.
-    cols = _windows(xp, xpad, kh, kw, sh, sw, dh, dw, oh, ow).transpose(0, 4, 5, 1, 2, 3)
-    cols = cols.reshape(n * oh * ow, c * kh * kw)
-    if groups == 1:
-        w2 = w.reshape(oc, k)
-        out2 = cols @ w2.T
-    else:
-        colsg = cols.reshape(-1, groups, k).transpose(1, 0, 2)          # (G, NL, K)
-        w3 = w.reshape(groups, oc // groups, k)
-        out2 = (colsg @ w3.transpose(0, 2, 1)).transpose(1, 0, 2).reshape(-1, oc)
+    k, ocg, L = cg * kh * kw, oc // groups, oh * ow
+    # im2col in (N, C, KH, KW, OH, OW) order: the copy reads the input nearly sequentially
+    # (3.4 ms for 32x32x32x32, 3x3, against 52 ms for the (N, OH, OW, C*KH*KW) row order) and the
+    # GEMM output is already NCHW, so no transpose is needed after it.
+    cols = xp.ascontiguousarray(_windows(xp, xpad, kh, kw, sh, sw, dh, dw, oh, ow))
+    cols = cols.reshape(n, groups, k, L)
+    w3 = w.reshape(groups, ocg, k)
+    out = xp.matmul(w3, cols).reshape(n, oc, oh, ow)   # one (OCg x K)@(K x L) GEMM per image/group
     if bias is not None:
-        out2 += bias.data
-    out = xp.ascontiguousarray(out2.reshape(n, oh, ow, oc).transpose(0, 3, 1, 2))
+        out += bias.data.reshape(1, oc, 1, 1)
     if unbatched:
         out = out[0]
 
     def backward(g):
         if unbatched:
             g = g[None]
-        g2 = g.transpose(0, 2, 3, 1).reshape(n * oh * ow, oc)
+        # g may be a stride-0 broadcast (from sum's backward): NumPy's matmul then skips BLAS
+        # and runs ~10x slower (310 ms against 30 ms here), so make it contiguous first.
+        g = xp.ascontiguousarray(g)
+        g4 = g.reshape(n, groups, ocg, L)
         gx = gw = gb = None
         if bias is not None and bias.requires_grad:
-            gb = g2.sum(axis=0)
-        if groups == 1:
-            if weight.requires_grad:
-                gw = (g2.T @ cols).reshape(w.shape)
-            if input.requires_grad:
-                gcols = g2 @ w2
-        else:
-            g3 = g2.reshape(-1, groups, oc // groups).transpose(1, 0, 2)   # (G, NL, OCg)
-            if weight.requires_grad:
-                gw = (g3.transpose(0, 2, 1) @ colsg).reshape(w.shape)
-            if input.requires_grad:
-                gcols = (g3 @ w3).transpose(1, 0, 2).reshape(-1, c * kh * kw)
+            gb = g.sum(axis=(0, 2, 3))
+        if weight.requires_grad:
+            gw = xp.matmul(g4, cols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
         if input.requires_grad:
-            gc = gcols.reshape(n, oh, ow, c, kh, kw)
+            gc = xp.matmul(w3.swapaxes(-1, -2), g4).reshape(n, c, kh, kw, oh, ow)
             gxp = xp.zeros(xpad.shape, dtype=gc.dtype)
             for i in range(kh):           # col2im: loop over kernel positions, not pixels
                 for j in range(kw):
-                    gxp[_slice(i, j, sh, sw, dh, dw, oh, ow)] += gc[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+                    gxp[_slice(i, j, sh, sw, dh, dw, oh, ow)] += gc[:, :, i, j]
             gx = gxp[:, :, pt:pt + h, pl:pl + wd]
             if unbatched:
                 gx = gx[0]

@@ -244,7 +244,7 @@ def matmul(a, b):
             return (g * y if a.requires_grad else None, g * x if b.requires_grad else None)
         xx = x[None, :] if x.ndim == 1 else x
         yy = y[:, None] if y.ndim == 1 else y
-        gg = g
+        gg = xp.ascontiguousarray(g)   # a stride-0 broadcast g would make matmul skip BLAS
         if x.ndim == 1:
             gg = xp.expand_dims(gg, -2)
         if y.ndim == 1:

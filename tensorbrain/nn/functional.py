@@ -92,6 +92,7 @@ def linear(input, weight, bias=None):
                            f"(input {tuple(x.shape)}, weight {tuple(w.shape)}: the input's last "
                            f"dim must equal weight.shape[1])")
     x2 = x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x
+    xp = get_array_module(x)
     out = x2 @ w.T
     if bias is not None:
         out += bias.data
@@ -99,6 +100,7 @@ def linear(input, weight, bias=None):
         out = out.reshape(x.shape[:-1] + (w.shape[0],))
 
     def backward(g):
+        g = xp.ascontiguousarray(g)   # a stride-0 broadcast g would make matmul skip BLAS
         g2 = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g
         gx = gw = gb = None
         if input.requires_grad:

@@ -7,14 +7,15 @@ Two models, each trained with SGD (momentum 0.9) on cross-entropy, on random dat
 
 A step is ``zero_grad; loss(model(x), y).backward(); step()``. The NumPy baseline does exactly
 the same arithmetic by hand (im2col convolutions, in-place momentum update) with no framework
-around it, so ``tb / numpy`` is TensorBrain's overhead. Implementations are timed in
-alternating rounds and the median per-step time of each is reported, so the ratios hold even
-while other processes load the machine (compare ratios from one run, never absolute times
-across runs).
+around it, so ``tb / numpy`` is TensorBrain's overhead. By default everything runs on one thread
+(torch and BLAS pinned) and the process's CPU time is measured, in alternating rounds, reporting
+each implementation's median: on a machine shared with other jobs, wall time swung 3x between
+runs here while CPU-time ratios held (compare ratios from one run, never absolute times across
+runs).
 
     python benchmarks/train.py                     # MLP at B=64 and 512, CNN at B=64
     python benchmarks/train.py --model mlp --batch-size 64 --rounds 15 --steps 20
-    python benchmarks/train.py --threads 1         # pin torch (and BLAS if threadpoolctl) to 1
+    python benchmarks/train.py --threads 2 --clock wall   # both cores, elapsed time
 
 Goals (not asserted anywhere): MLP within 1.15x of hand-written NumPy; CNN within 2x of torch.
 """
@@ -105,11 +106,13 @@ def _softmax_xent_grad(logits, y):
 
 
 class _Sgd:
-    """In-place SGD with momentum (PyTorch's formula: buf = m*buf + g; p -= lr*buf)."""
+    """In-place SGD with momentum (PyTorch's formula: buf = m*buf + g; p -= lr*buf), with one
+    preallocated scratch array per parameter so a step allocates nothing."""
 
     def __init__(self, params):
         self.params = params
         self.bufs = None
+        self.scratch = [np.empty_like(p) for p in params]
 
     def step(self, grads):
         if self.bufs is None:
@@ -118,8 +121,9 @@ class _Sgd:
             for b, g in zip(self.bufs, grads):
                 b *= MOMENTUM
                 b += g
-        for p, b in zip(self.params, self.bufs):
-            p -= LR * b
+        for p, b, s in zip(self.params, self.bufs, self.scratch):
+            np.multiply(b, LR, out=s)
+            p -= s
 
 
 def numpy_mlp_runner(weights, x, y):
@@ -258,7 +262,7 @@ def torch_runner(kind, weights, x, y):
 
 
 # ***** timing *****
-def bench(kind, batch, rounds, steps, use_torch):
+def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time):
     rng = np.random.default_rng(0)
     if kind == "mlp":
         x = rng.standard_normal((batch, 784), dtype=np.float32)
@@ -284,10 +288,10 @@ def bench(kind, batch, rounds, steps, use_torch):
     samples = {name: [] for name in runners}
     for _ in range(rounds):  # alternate so load changes hit every implementation alike
         for name, run in runners.items():
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(steps):
                 run()
-            samples[name].append((time.perf_counter() - t0) / steps)
+            samples[name].append((clock() - t0) / steps)
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
@@ -298,8 +302,11 @@ def main(argv=None):
     p.add_argument("--cnn-batch-size", type=int, nargs="*", default=[64], help="for the CNN")
     p.add_argument("--rounds", type=int, default=7, help="alternating timing rounds")
     p.add_argument("--steps", type=int, default=5, help="steps per round")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch intra-op threads (and BLAS threads when threadpoolctl exists)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads and BLAS threads (threadpoolctl); default 1")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="cpu: process CPU time (default; steady while other jobs share the "
+                        "machine), wall: elapsed time")
     p.add_argument("--no-torch", action="store_true")
     args = p.parse_args(argv)
 
@@ -322,8 +329,9 @@ def main(argv=None):
         print(f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads")
     else:
         print("torch not installed: comparing with NumPy only")
-    print(f"SGD momentum {MOMENTUM}, cross-entropy; median of {args.rounds} alternating rounds "
-          f"of {args.steps} steps\n")
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"SGD momentum {MOMENTUM}, cross-entropy; {args.clock} time per step, median of "
+          f"{args.rounds} alternating rounds of {args.steps} steps, {args.threads} thread(s)\n")
     header = f"{'model':5} {'batch':>5} {'tensorbrain':>12} {'numpy':>10}" + \
         (f" {'torch':>10}" if use_torch else "") + f" {'tb/numpy':>9}" + \
         (f" {'tb/torch':>9}" if use_torch else "")
@@ -332,7 +340,7 @@ def main(argv=None):
     kinds = ("mlp", "cnn") if args.model == "all" else (args.model,)
     for kind in kinds:
         for batch in (args.batch_size if kind == "mlp" else args.cnn_batch_size):
-            r = bench(kind, batch, args.rounds, args.steps, use_torch)
+            r = bench(kind, batch, args.rounds, args.steps, use_torch, clock)
             line = f"{kind:5} {batch:5d} {r['tensorbrain'] * 1e3:9.2f} ms {r['numpy'] * 1e3:7.2f} ms"
             if use_torch:
                 line += f" {r['torch'] * 1e3:7.2f} ms"

@@ -82,6 +82,16 @@ def test_bad_library_path_names_the_path_and_the_variable():
     assert "pip install tensorbrain[nccl]" in out
 
 
+def test_without_the_native_module_the_reason_says_so():
+    out = _run("""
+        from tensorbrain.distributed import _nccl_lib
+        import tensorbrain.distributed as dist
+        print(dist.is_nccl_available()); print(_nccl_lib.why_unavailable())
+    """, TB_NATIVE="0")
+    available, reason = out.splitlines()
+    assert available == "False" and "TB_NATIVE=0" in reason
+
+
 def test_candidate_order_explicit_then_wheel_then_system(tmp_path):
     assert _nccl_lib.candidates(env={"TB_NCCL_LIBRARY": "/x/libnccl.so.2"}) == [
         ("/x/libnccl.so.2", "TB_NCCL_LIBRARY")]

@@ -10,8 +10,8 @@ or let it start its own ranks on this machine (``--nproc``, default 2)::
 
 Columns as nccl-tests (doc/PERFORMANCE.md): size in bytes (the whole buffer: the output of
 all_gather, the input of reduce_scatter), count in elements, type, redop, root (-1 when none),
-then for out-of-place and in-place the time per op in microseconds (the slowest rank's mean over
-``-n`` iterations after ``-w`` warm-ups), algbw = size / time (GB = 1e9 B), busbw = algbw x the
+then for out-of-place and in-place the time per op in microseconds (the slowest rank's median
+of ``-n`` calls after ``-w`` warm-ups; ``--stat mean`` gives nccl-tests' mean), algbw = size / time (GB = 1e9 B), busbw = algbw x the
 op's factor (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter
 (n-1)/n; broadcast, reduce 1) and #wrong, the elements that differ from the exact reference
 after the timed loop. ``--compare torch`` runs ``torch.distributed`` with the gloo backend on the
@@ -259,14 +259,21 @@ class Case:
         return int(np.count_nonzero(got.reshape(-1) != want.reshape(-1)))
 
 
-def time_case(case, iters, warmup, barrier, reduce_max) -> float:
+def time_case(case, iters, warmup, barrier, reduce_max, stat="median") -> float:
+    """Seconds per op on the slowest rank: the mean over ``iters`` back-to-back calls
+    (nccl-tests' definition, ``stat="mean"``) or the median of the per-call times, which a
+    busy shared machine (other processes taking the cores for milliseconds) disturbs far less."""
     for _ in range(warmup):
         case.run()
     barrier()
-    t0 = time.perf_counter()
+    clock = time.perf_counter
+    times = []
+    t0 = clock()
     for _ in range(iters):
+        t = clock()
         case.run()
-    dt = (time.perf_counter() - t0) / iters
+        times.append(clock() - t)
+    dt = (clock() - t0) / iters if stat == "mean" else float(np.median(times))
     return reduce_max(dt)
 
 
@@ -289,6 +296,9 @@ def main(argv=None) -> int:
     p.add_argument("--plot", default=None, help="PNG of busbw against size (needs matplotlib)")
     p.add_argument("--nproc", type=int, default=2, help="ranks to start when not under tbrun")
     p.add_argument("-c", "--check", type=int, default=1, help="count #wrong (0: skip)")
+    p.add_argument("--stat", choices=["median", "mean"], default="median",
+                   help="time per op: median of the per-call times (default) or the mean of "
+                        "back-to-back calls (nccl-tests)")
     args = p.parse_args(argv)
 
     if args.backend == "mpi":  # rank and size come from mpiexec (docs/mpi.md)
@@ -332,7 +342,8 @@ def main(argv=None) -> int:
     if getattr(be, "_shm", None) is not None:
         transports.append("shm for same-host ranks")
     out(f"# nThread 1 nGpus 0 minBytes {lo} maxBytes {hi} step: {args.stepfactor:g}(factor) "
-        f"warmup iters: {args.warmup_iters} iters: {args.iters} validation: {args.check}")
+        f"warmup iters: {args.warmup_iters} iters: {args.iters} validation: {args.check} "
+        f"time: {args.stat} per call, slowest rank")
     out(hardware_line())
     out(f"# tb.distributed backend {args.backend} ({'/'.join(transports) or 'local'}), {n} ranks, "
         f"op {args.op}" + (f"; baseline: torch {__import__('torch').__version__} gloo"
@@ -362,7 +373,8 @@ def main(argv=None) -> int:
                 row[inplace] = None  # no in-place form
                 continue
             case = Case("tb", args.op, size, args.dtype, args.redop, max(root, 0), rank, n, inplace)
-            t = time_case(case, args.iters, args.warmup_iters, dist.barrier, reduce_max)
+            t = time_case(case, args.iters, args.warmup_iters, dist.barrier, reduce_max,
+                          args.stat)
             wrong = int(reduce_max(float(case.wrong()))) if args.check else 0
             row[inplace] = (case, t, wrong)
         base = row[True] or row[False]
@@ -379,7 +391,8 @@ def main(argv=None) -> int:
             tcase = Case("torch", args.op, size, args.dtype, args.redop, max(root, 0), rank, n,
                          inplace=args.op in ("all_reduce", "broadcast", "reduce"))
             try:
-                tt = time_case(tcase, args.iters, args.warmup_iters, tdist.barrier, reduce_max)
+                tt = time_case(tcase, args.iters, args.warmup_iters, tdist.barrier, reduce_max,
+                               args.stat)
             except RuntimeError as exc:  # e.g. an op gloo does not implement
                 tt = None
                 out(f"# torch gloo: {args.op} failed: {str(exc).splitlines()[0]}")

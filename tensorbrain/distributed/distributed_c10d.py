@@ -377,9 +377,13 @@ def _arrs(ts, what: str, n: int | None = None) -> list:
     return [_arr(t, f"{what}[{i}]") for i, t in enumerate(ts)]
 
 
+_OP_NAMES = {member: member.value for member in ReduceOp}
+
+
 def _op(op) -> str:
-    if isinstance(op, ReduceOp):
-        return op.value
+    name = _OP_NAMES.get(op) if isinstance(op, ReduceOp) else None
+    if name is not None:
+        return name
     name = str(op).lower().split(".")[-1]
     aliases = {"product": "prod", "sum": "sum", "avg": "avg", "mean": "avg"}
     name = aliases.get(name, name)

@@ -184,7 +184,7 @@ def stage(array, copy_in: bool = True):
     device-to-host after the device is synchronised, since CPU transports cannot read device
     memory), and ``finish()`` writes the result back into ``array``.
     """
-    if is_host_contiguous(array):
+    if type(array) is np.ndarray and array.flags.c_contiguous:
         return array, _noop
     from ... import _xp
     if _xp.is_cupy_array(array):

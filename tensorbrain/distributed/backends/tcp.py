@@ -1017,7 +1017,17 @@ def _finisher(staged):
     return finish
 
 
+_CHECKED: set = set()  # (op, dtype) pairs already validated: keeps the latency path short
+
+
 def _check_op(op: str, dtype) -> None:
+    if (op, dtype) in _CHECKED:
+        return
+    _check_op_uncached(op, dtype)
+    _CHECKED.add((op, dtype))
+
+
+def _check_op_uncached(op: str, dtype) -> None:
     dtype = np.dtype(dtype)
     if op not in ("sum", "avg", "prod", "min", "max", "band", "bor", "bxor"):
         raise ValueError(f"unknown reduce op {op!r}")

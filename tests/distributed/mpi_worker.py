@@ -10,6 +10,7 @@ Scenarios:
   tcp backend runs) and the MPI-specific checks below, in one world.
 * ``dead``: rank 1 raises before a collective the others are waiting in; the job must end.
 * ``timeout``: rank 1 skips a collective; rank 0 must get DistTimeoutError within its timeout.
+* ``thread_levels``: MPI initialised at THREAD_FUNNELED refuses calls from other threads.
 """
 from __future__ import annotations
 
@@ -275,5 +276,31 @@ def run_timeout() -> None:
     MPI.COMM_WORLD.Abort(0)
 
 
+def run_thread_levels() -> None:
+    """MPI initialised by the user at THREAD_FUNNELED: calls from the main thread work, calls
+    from another thread are refused with a clear error instead of corrupting MPI."""
+    import mpi4py
+    mpi4py.rc.thread_level = "funneled"
+    from mpi4py import MPI
+    assert MPI.Query_thread() == MPI.THREAD_FUNNELED
+    dist.init_process_group("mpi", timeout=30)
+    t = tb.ones(3)
+    dist.all_reduce(t)
+    errors = []
+
+    def other_thread():
+        try:
+            dist.all_reduce(tb.ones(3))
+        except DistBackendError as exc:
+            errors.append(str(exc))
+    thread = threading.Thread(target=other_thread, name="worker-thread")
+    thread.start()
+    thread.join(30)
+    assert len(errors) == 1 and "THREAD_FUNNELED" in errors[0] and "worker-thread" in errors[0], errors
+    report(f"PASS funneled: {errors[0]}")
+    dist.destroy_process_group()
+
+
 if __name__ == "__main__":
-    {"suite": run_suite, "dead": run_dead, "timeout": run_timeout}[sys.argv[1]]()
+    {"suite": run_suite, "dead": run_dead, "timeout": run_timeout,
+     "thread_levels": run_thread_levels}[sys.argv[1]]()

@@ -115,6 +115,13 @@ def test_a_missing_peer_times_out_with_dist_timeout_error(tmp_path):
     assert "PASS Work.wait timeout" in (tmp_path / "rank0.txt").read_text()
 
 
+def test_a_lower_thread_level_is_respected(tmp_path):
+    code, out, _ = run_job(2, "thread_levels", timeout=60, out_dir=tmp_path)
+    assert code == 0, out
+    for rank in (0, 1):
+        assert "PASS funneled" in (tmp_path / f"rank{rank}.txt").read_text(), out
+
+
 def test_import_tensorbrain_does_not_import_mpi4py():
     code = ("import sys, tensorbrain, tensorbrain.distributed as d; "
             "print(d.is_mpi_available(), 'mpi4py' in sys.modules)")

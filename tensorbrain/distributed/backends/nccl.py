@@ -47,8 +47,9 @@ from ..errors import DistBackendError, DistStoreError, DistTimeoutError
 from . import base
 
 _UID_KEY = "nccl/uid"
-# Watchdog period. torch polls every 100 ms (TORCH_NCCL_WATCHDOG... heartbeat); a finished op is
-# usually noticed by Work.wait/is_completed first, so this only bounds how late an error shows.
+# Watchdog period. torch's ProcessGroupNCCL watchdog wakes every 100 ms (kWatchdogThreadSleepMillis).
+# It bounds how late an asynchronous error or a timeout is noticed and how long a finished op keeps
+# its arrays alive; each wake-up costs one cudaEventQuery per pending op and one error query.
 _WATCHDOG_PERIOD_S = 0.05
 _INT8 = 0  # ncclInt8: data movement in bytes
 

@@ -453,6 +453,9 @@ class Module:
         """
         dev, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        if kwargs.pop("memory_format", None) not in (None, "contiguous_format"):
+            raise NotImplementedError("Module.to(memory_format=...): only contiguous (NCHW) "
+                                      "tensors exist in TensorBrain")
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:

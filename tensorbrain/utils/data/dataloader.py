@@ -272,6 +272,10 @@ class _MultiProcessIter:
     def _reset(self):
         """Start a new epoch on the same (persistent) workers."""
         self._drain()
+        # The workers keep their seeds, but draw (and drop) a base seed anyway so the loader's
+        # generator advances as it does for num_workers=0: every epoch then shuffles the same
+        # with and without persistent workers. (PyTorch skips this draw; its shuffles differ.)
+        _random.integers(0, 2 ** 62, (), self._loader.generator)
         self._start_epoch()
 
     def _drain(self):

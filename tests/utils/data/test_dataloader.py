@@ -296,3 +296,20 @@ def test_batch_sampler_drives_worker_batches():
     bs = BatchSampler(SequentialSampler(ds), batch_size=3, drop_last=True)
     assert [y.tolist() for (y,) in DataLoader(ds, batch_sampler=bs, num_workers=2)] == \
         [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+
+
+def test_persistent_workers_shuffle_like_the_main_process_every_epoch():
+    ds = TensorDataset(tb.arange(20))
+
+    def epochs(**kw):
+        loader = DataLoader(ds, batch_size=6, shuffle=True,
+                            generator=tb.Generator().manual_seed(2), **kw)
+        out = [[y.tolist() for (y,) in loader] for _ in range(3)]
+        if kw.get("persistent_workers"):
+            loader._iterator._shutdown()
+        return out
+
+    ref = epochs()
+    assert ref[0] != ref[1]
+    assert epochs(num_workers=2, persistent_workers=True) == ref
+    assert epochs(num_workers=2) == ref

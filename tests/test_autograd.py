@@ -298,3 +298,9 @@ def test_engine_on_gpu_chain_and_hooks():
     y.sum().backward()
     assert fired and fired[0].type == "cuda"
     np.testing.assert_allclose(x.grad.cpu().numpy(), 1.001 ** 1000, rtol=1e-3)
+
+
+def test_gradient_takes_the_inputs_dtype():
+    w = tb.ones(2, requires_grad=True)                    # float32
+    (w * tb.ones(2, dtype=tb.float64)).sum().backward()   # the product is float64
+    assert w.grad.dtype == tb.float32

@@ -145,6 +145,8 @@ def test_shape_errors_name_both_shapes():
         tb.ones(2, 3).T.view(6)
     with pytest.raises(IndexError, match=r"\(2, 3\)"):
         tb.ones(2, 3)[5]
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        tb.tensor([2]) ** -1
 
 
 def test_cuda_answers_honestly_without_a_gpu():

@@ -51,6 +51,8 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
     try:
         out = forward(ad, bd)
     except ValueError as exc:
+        if "broadcast" not in str(exc):   # e.g. integers to negative integer powers
+            raise RuntimeError(f"{name.replace('Backward', '').lower()}: {exc}") from None
         raise shape_error(name.replace("Backward", "").lower(), ad, bd, exc) from None
     need_a = ta and a.requires_grad
     need_b = tb_ and b.requires_grad

@@ -159,7 +159,12 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                     g = g.copy()
                 else:
                     handed.append(g)
-                if g.shape != t.data.shape:
+                td = t.data
+                if g.dtype != td.dtype:
+                    # A float32 input meeting a float64 one gets a float64 gradient from the op;
+                    # the input's gradient takes the input's dtype, as in PyTorch.
+                    g = g.astype(td.dtype)
+                if g.shape != td.shape:
                     raise RuntimeError(
                         f"{node.name} returned a gradient of shape {tuple(g.shape)} for an input of "
                         f"shape {tuple(t.data.shape)} (an op's backward is wrong; please report it)")

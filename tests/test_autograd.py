@@ -304,3 +304,21 @@ def test_gradient_takes_the_inputs_dtype():
     w = tb.ones(2, requires_grad=True)                    # float32
     (w * tb.ones(2, dtype=tb.float64)).sum().backward()   # the product is float64
     assert w.grad.dtype == tb.float32
+
+
+# ***** gradcheck catches what it is for *****
+def test_gradcheck_catches_wrong_gradient_forward_and_torch_mismatch():
+    from tensorbrain._ops.core import make
+    from tensorbrain.testing import GradcheckError, torch_available
+
+    def bad_square(a):   # forward right, backward off by a factor 2
+        return make(a.data ** 2, (a,), lambda g: (g * a.data,), "BadSquareBackward")
+    x = np.random.default_rng(0).random((2, 3))
+    with pytest.raises(GradcheckError, match=r"gradient of input 0 .* finite differences"):
+        gradcheck(bad_square, [x])
+    with pytest.raises(GradcheckError, match="forward output 0 vs NumPy"):
+        gradcheck(lambda a: a * 2, [x], numpy_fn=lambda a: a * 3)
+    assert gradcheck(lambda a: a * a, [x], numpy_fn=lambda a: a * a)
+    if torch_available():
+        with pytest.raises(GradcheckError, match="vs torch"):
+            gradcheck(lambda a: a * 2, [x], torch_fn=lambda a: a * 2.5)

@@ -234,6 +234,8 @@ class _MultiProcessIter:
                             loader.batch_size, loader.drop_last)
         ctx = multiprocessing.get_context("fork")
         pipes = [(os.pipe(), os.pipe()) for _ in range(n)]  # (task r, w), (result r, w)
+        for _, (res_r, _) in pipes:
+            _widen_pipe(res_r)
         all_fds = [fd for pair in pipes for p in pair for fd in p]
         try:
             for wid, ((task_r, task_w), (res_r, res_w)) in enumerate(pipes):
@@ -409,6 +411,16 @@ class _MultiProcessIter:
 
     def __len__(self):
         return len(self._loader)
+
+
+def _widen_pipe(fd):
+    """Grow a result pipe's kernel buffer from 64 KiB to 1 MiB (Linux's default cap for
+    unprivileged users): a batch then crosses in 16x fewer read/write rounds."""
+    try:
+        import fcntl
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):
+        pass  # not Linux, or a lower pipe-max-size: the default buffer still works
 
 
 def _json_index(task):

@@ -296,6 +296,9 @@ def main(argv=None) -> int:
     p.add_argument("--plot", default=None, help="PNG of busbw against size (needs matplotlib)")
     p.add_argument("--nproc", type=int, default=2, help="ranks to start when not under tbrun")
     p.add_argument("-c", "--check", type=int, default=1, help="count #wrong (0: skip)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="alternate ours and the baseline this many times per size; report the "
+                        "median of the rounds")
     p.add_argument("--stat", choices=["median", "mean"], default="median",
                    help="time per op: median of the per-call times (default) or the mean of "
                         "back-to-back calls (nccl-tests)")
@@ -367,35 +370,43 @@ def main(argv=None) -> int:
     factor = bus_factor(args.op, n)
     records, wrong_total, busbws = [], 0, []
     for size in sizes:
-        row = {}
-        for inplace in (False, True):
-            if inplace and args.op in ("all_to_all", "gather", "scatter", "sendrecv"):
-                row[inplace] = None  # no in-place form
-                continue
-            case = Case("tb", args.op, size, args.dtype, args.redop, max(root, 0), rank, n, inplace)
-            t = time_case(case, args.iters, args.warmup_iters, dist.barrier, reduce_max,
-                          args.stat)
-            wrong = int(reduce_max(float(case.wrong()))) if args.check else 0
-            row[inplace] = (case, t, wrong)
+        # --rounds R alternates ours and the baseline R times and keeps the median of each, so
+        # both see the same bursts of load from other processes on a shared machine.
+        row, times, tts = {}, {False: [], True: []}, []
+        for rnd in range(args.rounds):
+            for inplace in (False, True):
+                if inplace and args.op in ("all_to_all", "gather", "scatter", "sendrecv"):
+                    row[inplace] = None  # no in-place form
+                    continue
+                case = Case("tb", args.op, size, args.dtype, args.redop, max(root, 0), rank, n,
+                            inplace)
+                times[inplace].append(time_case(case, args.iters, args.warmup_iters,
+                                                dist.barrier, reduce_max, args.stat))
+                if rnd == args.rounds - 1:
+                    wrong = int(reduce_max(float(case.wrong()))) if args.check else 0
+                    row[inplace] = (case, float(np.median(times[inplace])), wrong)
+            tt = None
+            if mpi_ok:
+                from mpi4py import MPI
+                tcase = Case("mpi4py", args.op, size, args.dtype, args.redop, max(root, 0), rank,
+                             n, inplace=args.op in ("all_reduce", "broadcast", "reduce"))
+                tt = time_case(tcase, args.iters, args.warmup_iters, MPI.COMM_WORLD.Barrier,
+                               reduce_max, args.stat)
+            if torch_ok:
+                import torch.distributed as tdist
+                tcase = Case("torch", args.op, size, args.dtype, args.redop, max(root, 0), rank,
+                             n, inplace=args.op in ("all_reduce", "broadcast", "reduce"))
+                try:
+                    tt = time_case(tcase, args.iters, args.warmup_iters, tdist.barrier,
+                                   reduce_max, args.stat)
+                except RuntimeError as exc:  # e.g. an op gloo does not implement
+                    tt = None
+                    out(f"# torch gloo: {args.op} failed: {str(exc).splitlines()[0]}")
+            if tt is not None:
+                tts.append(tt)
+        tt = float(np.median(tts)) if tts else None
         base = row[True] or row[False]
         case = base[0]
-        tt = None
-        if mpi_ok:
-            from mpi4py import MPI
-            tcase = Case("mpi4py", args.op, size, args.dtype, args.redop, max(root, 0), rank, n,
-                         inplace=args.op in ("all_reduce", "broadcast", "reduce"))
-            tt = time_case(tcase, args.iters, args.warmup_iters, MPI.COMM_WORLD.Barrier,
-                           reduce_max)
-        if torch_ok:
-            import torch.distributed as tdist
-            tcase = Case("torch", args.op, size, args.dtype, args.redop, max(root, 0), rank, n,
-                         inplace=args.op in ("all_reduce", "broadcast", "reduce"))
-            try:
-                tt = time_case(tcase, args.iters, args.warmup_iters, tdist.barrier, reduce_max,
-                               args.stat)
-            except RuntimeError as exc:  # e.g. an op gloo does not implement
-                tt = None
-                out(f"# torch gloo: {args.op} failed: {str(exc).splitlines()[0]}")
         line = (f"{case.nbytes:>12} {case.count:>12} {case.dtype.name:>8} {redop:>6} "
                 f"{root:>5}")
         for inplace in (False, True):

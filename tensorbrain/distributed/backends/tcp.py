@@ -412,7 +412,10 @@ class TCPBackend(Backend):
                 exc = DistBackendError(f"{where} failed: {type(exc).__name__}: {exc}")
             elif isinstance(exc, DistBackendError) and f"seq {work.seq}" not in str(exc):
                 # a transport below (e.g. shared memory) that does not know the sequence number
-                exc = type(exc)(f"{where}: {exc}")
+                try:
+                    exc = type(exc)(f"{where}: {exc}")
+                except Exception:  # noqa: BLE001 - an exception class with another signature
+                    exc = DistBackendError(f"{where}: {exc}")
             self._poison(exc)
             work._complete(exc=exc)
 

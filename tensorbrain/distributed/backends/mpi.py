@@ -399,9 +399,11 @@ class MPIBackend(base.Backend):
                       "max": MPI.MAX, "band": MPI.BAND, "bor": MPI.BOR, "bxor": MPI.BXOR}[op]
         # float16: MPI has no portable float16 sum (MPIX_C_FLOAT16 is an extension, and it would
         # round after every partial sum in an order that depends on the algorithm). We reduce a
-        # float32 copy and round once: the result is the correctly rounded sum of the float16
-        # inputs for any rank count and algorithm, and a sum that fits in float16 never overflows
-        # on the way. The cost is a cast each way (float16 is rare on CPU).
+        # float32 copy and round to float16 once. float32 carries 13 more mantissa bits, so the
+        # sum of a few float16 values is exact in it unless their magnitudes differ by more than
+        # about 2^13: the result is then the correctly rounded float16 sum whatever MPI's order,
+        # and a sum that fits in float16 never overflows on the way (float16's max is 65504).
+        # The cost is a cast each way (float16 is rare on CPU). Tested against NumPy.
         work_dtype = np.float32 if name == "float16" else None
         return mpi_op, work_dtype, (1.0 / self.size if op == "avg" else None)
 

@@ -73,7 +73,8 @@ def hardware_line() -> str:
         mem = float("nan")
     return (f"# Hardware: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, "
             f"{platform.system()} {platform.release()}, Python {platform.python_version()}, "
-            f"NumPy {np.__version__}, host {socket.gethostname()}")
+            f"NumPy {np.__version__}, host {socket.gethostname()}, load average "
+            f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} (other processes share the cores)")
 
 
 # ***** one op, for tb and for torch *****

@@ -10,9 +10,9 @@ import pytest
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "collectives.py"
 
 
-# one op of each shape (reducing, gathering, rooted, point to point) keeps CI short; every op's
+# a reducing op and a rooted op without an in-place form keep CI short; every op's
 # #wrong check is exercised by running the benchmark with --op
-@pytest.mark.parametrize("op", ["all_reduce", "reduce_scatter", "gather", "sendrecv"])
+@pytest.mark.parametrize("op", ["all_reduce", "gather"])
 def test_benchmark_table(tmp_path, op):
     out = tmp_path / "bench.jsonl"
     proc = subprocess.run([sys.executable, str(BENCH), "-b", "8", "-e", "2K", "-f", "16", "-n", "2",

@@ -177,30 +177,47 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     n, c, h, w = x.shape
     fill = -math.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
     xpad = _pad4(xp, x, ph, ph + eh, pw, pw + ew, fill)
-    # Running max over kernel positions: KH*KW passes over the output, no window copy.
-    best = xpad[_slice(0, 0, sh, sw, dh, dw, oh, ow)].copy()
-    arg = xp.zeros(best.shape, dtype=xp.int64)
-    for p in range(1, kh * kw):
-        s = xpad[_slice(p // kw, p % kw, sh, sw, dh, dw, oh, ow)]
-        m = s > best
-        if x.dtype.kind == "f":
-            m |= xp.isnan(s) & ~xp.isnan(best)   # NaN wins, as in PyTorch
-        xp.copyto(best, s, where=m)
-        xp.copyto(arg, p, where=m)
+    # Running max over the KH*KW strided slices: no window copy. np.maximum propagates NaN as
+    # PyTorch does. Which position won is not tracked here (copyto(where=) costs 15x a compare);
+    # backward and return_indices recover it as the first position equal to the max.
+    slices = [_slice(p // kw, p % kw, sh, sw, dh, dw, oh, ow) for p in range(kh * kw)]
+    best = xpad[slices[0]].copy()
+    for sl in slices[1:]:
+        xp.maximum(best, xpad[sl], out=best)
     out = best[0] if unbatched else best
-    ki, kj = arg // kw, arg % kw
+    nan_path = x.dtype.kind == "f" and bool(xp.isnan(best).any())
+    if input.requires_grad or return_indices:
+        best = best.copy()   # the caller may change the output in place; backward needs the max
+
+    def winners():
+        """Yield (slice, mask): the outputs whose max came first from each kernel position."""
+        taken = xp.zeros(best.shape, dtype=bool)
+        for sl in slices:
+            s = xpad[sl]
+            m = s == best
+            if nan_path:
+                m |= xp.isnan(s) & xp.isnan(best)
+            m &= ~taken
+            taken |= m
+            yield sl, m
 
     def backward(g):
         if unbatched:
             g = g[None]
+        g = xp.ascontiguousarray(g)   # a stride-0 g from sum() makes every where() slower
         gxp = xp.zeros(xpad.shape, dtype=g.dtype)
-        for p in range(kh * kw):
-            gxp[_slice(p // kw, p % kw, sh, sw, dh, dw, oh, ow)] += g * (arg == p)
+        zero = xp.zeros((), dtype=g.dtype)
+        for sl, m in winners():
+            gxp[sl] += xp.where(m, g, zero)
         gx = gxp[:, :, ph:ph + h, pw:pw + w]
         return (gx[0] if unbatched else gx,)
     res = make(out, (input,), backward, "MaxPool2DWithIndicesBackward")
     if not return_indices:
         return res
+    arg = xp.zeros(best.shape, dtype=xp.int64)
+    for p, (sl, m) in enumerate(winners()):
+        arg[m] = p
+    ki, kj = arg // kw, arg % kw
     rows = xp.arange(oh).reshape(oh, 1) * sh + ki * dh - ph
     colsi = xp.arange(ow) * sw + kj * dw - pw
     idx = rows * w + colsi

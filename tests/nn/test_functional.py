@@ -513,3 +513,16 @@ def test_functional_on_gpu_matches_cpu():
         (lambda x: F.layer_norm(x, (5,)), [x]),
     ]:
         gradcheck(fn, args, device="cuda")
+
+
+def test_max_pool2d_propagates_nan_and_survives_in_place_on_output():
+    x = rng.standard_normal((1, 1, 4, 4))
+    x[0, 0, 1, 1] = np.nan
+    out = F.max_pool2d(tb.tensor(x), 2).numpy()
+    assert np.isnan(out[0, 0, 0, 0]) and not np.isnan(out[0, 0, 1, 1])
+    xt = tb.tensor(rng.standard_normal((1, 1, 4, 4)), requires_grad=True)
+    y = F.max_pool2d(xt, 2)
+    with tb.no_grad():
+        y.data[...] = 100.0          # changing the output must not change which inputs get grad
+    y.backward(tb.ones(1, 1, 2, 2, dtype=tb.float64))
+    assert xt.grad.numpy().sum() == 4 and set(np.unique(xt.grad.numpy())) == {0.0, 1.0}

@@ -473,3 +473,31 @@ def test_children_left_by_successful_workers_are_stopped(tmp_path):
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(alive(p) for p in pids)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux-only")
+def test_workers_die_with_a_sigkilled_tbrun(tmp_path):
+    w = script(tmp_path, """
+        import os, time
+        print("up", os.getpid(), flush=True)
+        time.sleep(60)
+    """)
+    p = start_tbrun("--standalone", "--nproc_per_node", "2", w)
+    try:
+        pids = []
+        deadline = time.monotonic() + 20
+        while len(pids) < 2 and time.monotonic() < deadline:
+            line = p.stdout.readline()
+            m = re.search(r"\] up (\d+)", line)
+            if m:
+                pids.append(int(m.group(1)))
+        assert len(pids) == 2
+        p.kill()  # no chance to clean up: the kernel must do it
+        p.wait(10)
+        deadline = time.monotonic() + 5
+        while any(alive(x) for x in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(x) for x in pids)
+    finally:
+        if p.poll() is None:
+            p.kill()

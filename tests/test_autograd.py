@@ -322,3 +322,17 @@ def test_gradcheck_catches_wrong_gradient_forward_and_torch_mismatch():
     if torch_available():
         with pytest.raises(GradcheckError, match="vs torch"):
             gradcheck(lambda a: a * 2, [x], torch_fn=lambda a: a * 2.5)
+
+
+def test_chain_of_in_place_ops_on_a_non_leaf():
+    def f(x):
+        y = x * 2
+        y.relu_()
+        y.add_(x)
+        y.exp_()
+        y.sub_(x, alpha=2)
+        y.neg_()
+        y.mul_(x)
+        return y
+    x = np.random.default_rng(3).standard_normal(5)
+    gradcheck(f, [x], numpy_fn=lambda x: -(np.exp(np.maximum(2 * x, 0) + x) - 2 * x) * x)

@@ -417,7 +417,8 @@ def cleanup_shm(run_id: str, root: str = "/dev/shm") -> list[str]:
     removed = []
     if not run_id:
         return removed
-    for path in glob.glob(os.path.join(root, f"tb_{glob.escape(run_id)}_*")):
+    safe = run_id.replace("/", "-")[:200]  # as the shm transport spells it (_shm/_layout.py)
+    for path in glob.glob(os.path.join(root, f"tb_{glob.escape(safe)}_*")):
         try:
             os.unlink(path)
             removed.append(path)

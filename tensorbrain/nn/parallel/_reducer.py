@@ -165,7 +165,8 @@ class Reducer:
         self._rebuilt = False
         self.rebuild_pending = False
         self.iterations = 0             # synchronised backward passes finished
-        self.timings = None             # set to a list to record (launch, start, done) per bucket
+        self.timings = None             # set to a list to record (launch, done) per bucket
+        self.inline_last = True         # reduce the last bucket in _finalize's thread
         me = weakref.ref(self)
         self._handles = [p.register_post_accumulate_grad_hook(
             lambda _p, i=i: (r := me()) is not None and r._on_grad(i))
@@ -299,9 +300,17 @@ class Reducer:
 
     def _launch_ready(self):
         buckets = self.buckets
+        last = len(buckets) - 1
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
-            self._works[self._next] = self._launch(b)
+            if self._next == last and self.comm_hook is None and self.inline_last:
+                # The last bucket fills at the very end of backward: nothing is left to overlap
+                # it with, so _finalize reduces it synchronously, in this thread, once the
+                # others are done. That skips two thread hand-offs (to the backend's worker and
+                # back), which cost milliseconds when the machine is loaded.
+                self._works[self._next] = None
+            else:
+                self._works[self._next] = self._launch(b)
             self._next += 1
 
     def _launch(self, bucket):
@@ -335,13 +344,15 @@ class Reducer:
             return
         for i in missing:     # reduce zeros for them first: the other ranks must not hang
             self._mark_ready(i, grad_arrived=False)
-        used_work = used = None
-        if self.find_unused and self.world_size > 1:
-            used = np.asarray(self._used, dtype=np.int32)
-            used_work = self.dist.all_reduce(Tensor._wrap(used), group=self.group, async_op=True)
         first_exc = None
         for b, work in zip(self.buckets, self._works):
             try:
+                if work is None:  # the last bucket (see _launch_ready)
+                    t0 = time.perf_counter()
+                    self.dist.all_reduce(b.buffer, group=self.group)
+                    if self.timings is not None:
+                        self.timings.append([t0, time.perf_counter()])
+                    continue
                 result = work.wait()
             except BaseException as exc:  # noqa: BLE001 - wait for the others, then raise
                 first_exc = first_exc or exc
@@ -350,12 +361,15 @@ class Reducer:
                 arr = result.data if isinstance(result, Tensor) else result
                 if arr is not b.buffer.data:
                     b.buffer.data[...] = arr.reshape(b.buffer.data.shape)
-        if used_work is not None:
-            used_work.wait()
-        if t_end is not None:
-            self.timings.append(("backward_end", t_end, time.perf_counter()))
         if first_exc is not None:
             raise first_exc
+        used = None
+        if self.find_unused and self.world_size > 1:
+            # After every bucket, on every rank (shadow_backward issues it in the same place).
+            used = np.asarray(self._used, dtype=np.int32)
+            self.dist.all_reduce(Tensor._wrap(used), group=self.group)
+        if t_end is not None:
+            self.timings.append(("backward_end", t_end, time.perf_counter()))
         self._check_missing(missing)
         for i, p in enumerate(self.params):
             b_idx, k = self._loc[i]

@@ -301,6 +301,9 @@ def plot(records, path, n) -> None:
 # ***** the flat / reduce-scatter crossover *****
 def _crossover_rank(rank, n, name, sizes, rounds, q):
     from tensorbrain.distributed import _shm
+    deadline = time.monotonic() + 30
+    while rank and not os.path.exists("/dev/shm/" + name) and time.monotonic() < deadline:
+        time.sleep(0.01)  # rank 0 creates the segment
     g = _shm.open_group(name, rank, n, rank == 0, timeout=60, native=True)
     g.wait_attached()
 

@@ -133,6 +133,16 @@ def _worker_loop(wid, num_workers, seed, dataset, fetch, task_fd, result_fd, clo
         except Exception as exc:
             _send_error(result_fd, -1, exc)
             return
+    try:
+        _serve(fetch, task_fd, result_fd)
+    except (BrokenPipeError, KeyboardInterrupt):
+        # The main process went away (or Ctrl-C reached the whole process group): leave
+        # quietly; the main process reports what matters.
+        return
+
+
+def _serve(fetch, task_fd, result_fd):
+    """Answer task frames until a stop frame or the main process closes the pipe."""
     while True:
         try:
             meta, _ = _wire.read_frame(task_fd)

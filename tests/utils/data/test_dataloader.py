@@ -313,3 +313,16 @@ def test_persistent_workers_shuffle_like_the_main_process_every_epoch():
     assert ref[0] != ref[1]
     assert epochs(num_workers=2, persistent_workers=True) == ref
     assert epochs(num_workers=2) == ref
+
+
+def test_workers_leave_quietly_when_the_main_side_goes_away():
+    it = iter(DataLoader(TensorDataset(tb.arange(100)), batch_size=2, num_workers=2))
+    next(it)
+    procs = [w.proc for w in it._workers]
+    for w in it._workers:  # what the kernel does when the main process dies
+        os.close(w.task_fd)
+        os.close(w.result_fd)
+    for p in procs:
+        p.join(5)
+        assert p.exitcode == 0  # EOF or a broken pipe: a clean exit, no traceback
+    it._workers.clear()

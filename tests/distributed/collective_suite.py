@@ -406,20 +406,6 @@ def check_new_group(rank, size, backend_name):
     return n
 
 
-ALL_CHECKS = [check_all_reduce, check_broadcast, check_reduce, check_all_gather,
-              check_gather_scatter, check_reduce_scatter, check_all_to_all, check_barrier,
-              check_send_recv, check_async_ordering, check_object_collectives, check_new_group]
-
-
-def run_all(rank, size, backend_name="tcp"):
-    """Every check in this world; returns {check name: cases checked}."""
-    return {fn.__name__: fn(rank, size, backend_name) for fn in ALL_CHECKS}
-
-
-def run_some(rank, size, backend_name, names):
-    return {name: globals()[name](rank, size, backend_name) for name in names}
-
-
 def check_cuda(rank, size, backend_name):
     """CUDA tensors (CPU backends stage them through host memory); run only with a GPU."""
     from tensorbrain import _xp
@@ -439,3 +425,86 @@ def check_cuda(rank, size, backend_name):
             assert_equal(_xp.to_numpy(outs[j].data), inputs[j], f"cuda all_gather x{count}", rank)
         n += 3
     return n
+
+
+def check_random_sequence(rank, size, backend_name, steps=120):
+    """A seeded random mix of collectives, sizes, dtypes, async and sync calls and p2p, the same
+    sequence on every rank; each result checked. Catches ordering and framing bugs that fixed
+    patterns miss."""
+    rng = np.random.default_rng(1234)  # the same stream on every rank
+    pending = []
+    n = 0
+    for step in range(steps):
+        kind = rng.choice(["all_reduce", "broadcast", "all_gather", "reduce_scatter",
+                           "all_to_all", "barrier", "p2p"])
+        count = int(rng.choice([1, 3, 17, 1000, 70_000]))
+        dtype = str(rng.choice(["float32", "int64", "float16", "uint8"]))
+        async_op = bool(rng.integers(0, 2))
+        salt = 100 + step
+        if kind == "all_reduce":
+            op = "max" if dtype == "uint8" else "sum"
+            inputs = [data(r, count, dtype, salt=salt, op=op) for r in range(size)]
+            t = T(inputs[rank])
+            w = dist.all_reduce(t, op=OPS[op], async_op=async_op)
+            pending.append((w, t, reference(inputs, op), f"step {step} all_reduce"))
+        elif kind == "broadcast":
+            root = int(rng.integers(0, size))
+            want = data(root, count, dtype, salt=salt)
+            t = T(want if rank == root else np.zeros(count, dtype))
+            w = dist.broadcast(t, src=root, async_op=async_op)
+            pending.append((w, t, want, f"step {step} broadcast from {root}"))
+        elif kind == "all_gather":
+            inputs = [data(r, count, dtype, salt=salt) for r in range(size)]
+            out = T(np.zeros(count * size, dtype))
+            w = dist.all_gather_into_tensor(out, T(inputs[rank]), async_op=async_op)
+            pending.append((w, out, np.concatenate(inputs), f"step {step} all_gather"))
+        elif kind == "reduce_scatter":
+            if dtype == "float16":
+                dtype = "float32"
+            inputs = [data(r, count * size, dtype, salt=salt) for r in range(size)]
+            out = T(np.zeros(count, dtype))
+            w = dist.reduce_scatter_tensor(out, T(inputs[rank]), async_op=async_op)
+            want = reference([x[rank * count:(rank + 1) * count] for x in inputs], "sum")
+            pending.append((w, out, want, f"step {step} reduce_scatter"))
+        elif kind == "all_to_all":
+            x = T(np.concatenate([data(rank, count, dtype, salt=salt + j) for j in range(size)]))
+            y = T(np.zeros(count * size, dtype))
+            w = dist.all_to_all_single(y, x, async_op=async_op)
+            want = np.concatenate([data(j, count, dtype, salt=salt + rank) for j in range(size)])
+            pending.append((w, y, want, f"step {step} all_to_all"))
+        elif kind == "barrier":
+            w = dist.barrier(async_op=async_op)
+            pending.append((w, None, None, f"step {step} barrier"))
+        elif size > 1:
+            # rank r sends to r+1 with a tag; async or not, matched by tag on the receiver
+            tag = int(rng.integers(0, 4))
+            out = T(data(rank, count, dtype, salt=salt))
+            got = T(np.zeros(count, dtype))
+            right, left = (rank + 1) % size, (rank - 1) % size
+            ws = dist.batch_isend_irecv([dist.P2POp(dist.isend, out, right, tag=tag),
+                                         dist.P2POp(dist.irecv, got, left, tag=tag)])
+            pending.append((ws[0], got, data(left, count, dtype, salt=salt), f"step {step} p2p"))
+        if rng.integers(0, 4) == 0 or step == steps - 1:  # sometimes wait for everything
+            for w, t, want, what in pending:
+                if w is not None:
+                    w.wait()
+                if t is not None:
+                    assert_equal(t.data, want, what, rank)
+                n += 1
+            pending = []
+    return n
+
+
+ALL_CHECKS = [check_all_reduce, check_broadcast, check_reduce, check_all_gather,
+              check_gather_scatter, check_reduce_scatter, check_all_to_all, check_barrier,
+              check_send_recv, check_async_ordering, check_object_collectives, check_new_group,
+              check_random_sequence]
+
+
+def run_all(rank, size, backend_name="tcp"):
+    """Every check in this world; returns {check name: cases checked}."""
+    return {fn.__name__: fn(rank, size, backend_name) for fn in ALL_CHECKS}
+
+
+def run_some(rank, size, backend_name, names):
+    return {name: globals()[name](rank, size, backend_name) for name in names}

@@ -268,7 +268,6 @@ def test_repr_matches_torch_when_installed():
 
 
 def test_modules_are_not_picklable():
-    import copyreg  # noqa: F401  (the protocol the refusal hooks into)
     with pytest.raises(TypeError, match="not picklable"):
         nn.Linear(1, 1).__reduce_ex__(4)
 

@@ -113,6 +113,9 @@ def _reduce_into_xp(dst, src, op: str) -> None:
     if op not in OPS:
         raise ValueError(f"reduce_into: unknown op '{op}'; expected one of sum, prod, min, max, "
                          "band, bor, bxor (AVG is sum then scale_into)")
+    for arg, a in (("dst", dst), ("src", src)):
+        if not hasattr(a, "dtype") or not hasattr(a, "flags"):
+            raise TypeError(f"reduce_into: {arg} must be a NumPy or CuPy array, got {type(a).__name__}")
     name = _check_dtype("reduce_into", "dst", dst)
     if src.dtype != dst.dtype:
         raise TypeError(f"reduce_into: dtype mismatch: dst is {dst.dtype}, src is {src.dtype}; "
@@ -123,7 +126,11 @@ def _reduce_into_xp(dst, src, op: str) -> None:
         raise ValueError(f"reduce_into: shape mismatch: dst {dst.shape} vs src {src.shape}")
     if not getattr(dst.flags, "writeable", True):  # CuPy arrays have no writeable flag
         raise ValueError("reduce_into: dst is read-only; it is written in place")
-    ufunc = getattr(get_array_module(dst), _UFUNC[op])
+    xp = get_array_module(dst)
+    if get_array_module(src) is not xp:
+        raise TypeError(f"reduce_into: dst is a {type(dst).__module__}.{type(dst).__name__}, src is a "
+                        f"{type(src).__module__}.{type(src).__name__}; both must be on the same device")
+    ufunc = getattr(xp, _UFUNC[op])
     if name in _FLOAT:
         with np.errstate(all="ignore"):  # overflow to inf / NaN is the result, as in C++: no warning
             ufunc(dst, src, out=dst)
@@ -132,6 +139,8 @@ def _reduce_into_xp(dst, src, op: str) -> None:
 
 
 def _scale_into_xp(dst, factor: float) -> None:
+    if not hasattr(dst, "dtype") or not hasattr(dst, "flags"):
+        raise TypeError(f"scale_into: dst must be a NumPy or CuPy array, got {type(dst).__name__}")
     name = _check_dtype("scale_into", "dst", dst)
     if name not in _FLOAT:
         raise TypeError(f"scale_into: needs a floating dtype (float16/32/64), got {name}; "

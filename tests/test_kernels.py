@@ -173,6 +173,8 @@ def test_bad_input_names_shapes_dtypes_and_ops(native):
         _kernels.reduce_into(a, a.copy(), "avg", native=native)
     with pytest.raises(TypeError, match="unsupported dtype complex64"):
         _kernels.reduce_into(np.zeros(2, np.complex64), np.zeros(2, np.complex64), "sum", native=native)
+    with pytest.raises(TypeError, match="src must be a NumPy or CuPy array, got list"):
+        _kernels.reduce_into(np.zeros(2), [1.0, 2.0], "sum", native=None if native else False)
     swapped = np.zeros(2, np.dtype(np.float32).newbyteorder())
     with pytest.raises(TypeError, match="unsupported dtype >f4"):
         _kernels.reduce_into(swapped, swapped.copy(), "sum", native=native)

@@ -287,3 +287,50 @@ def test_containers():
     assert [n for n, _ in pl.named_parameters()] == ["0", "1"]
     pd = nn.ParameterDict({"x": tb.zeros(1)})
     assert isinstance(pd["x"], nn.Parameter)
+
+
+def test_full_backward_hooks_match_torch():
+    torch = pytest.importorskip("torch")
+    ours, theirs = nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    theirs.load_state_dict({k: torch.from_numpy(np.array(v.data))
+                            for k, v in ours.state_dict().items()})
+    seen = {"ours": [], "theirs": []}
+
+    def recorder(key):
+        def hook(module, grad_input, grad_output):
+            seen[key].append(([None if g is None else np.array(g.detach().numpy() if key ==
+                                                                "theirs" else g.data)
+                               for g in grad_input],
+                              np.array(grad_output[0].detach().numpy() if key == "theirs"
+                                       else grad_output[0].data)))
+            return tuple(None if g is None else g * 2 for g in grad_input)
+        return hook
+
+    ours.register_full_backward_hook(recorder("ours"))
+    theirs.register_full_backward_hook(recorder("theirs"))
+    x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    xt, xr = tb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    (ours(xt) ** 2).sum().backward()
+    (theirs(xr) ** 2).sum().backward()
+    (gi_o, go_o), = seen["ours"]
+    (gi_t, go_t), = seen["theirs"]
+    np.testing.assert_allclose(go_o, go_t, rtol=1e-5)
+    np.testing.assert_allclose(gi_o[0], gi_t[0], rtol=1e-5)
+    np.testing.assert_allclose(xt.grad.data, xr.grad.numpy(), rtol=1e-5)  # doubled by the hook
+
+
+def test_full_backward_pre_hook_and_hooks_without_input_grad():
+    lin = nn.Linear(2, 2)
+    calls = []
+    lin.register_full_backward_pre_hook(lambda m, go: (go[0] * 0,))
+    lin.register_full_backward_hook(lambda m, gi, go: calls.append((gi, go[0].tolist())))
+    lin(tb.ones(3, 2)).sum().backward()  # the input needs no grad: hook gets (None,)
+    assert calls == [((None,), [[0.0, 0.0]] * 3)]
+    assert not lin.weight.grad.data.any()  # the pre-hook zeroed grad_output
+    with pytest.raises(NotImplementedError, match="one positional input"):
+        class Add(nn.Module):
+            def forward(self, a, b):
+                return a + b
+        m = Add()
+        m.register_full_backward_hook(lambda *a: None)
+        m(tb.ones(1, requires_grad=True), tb.ones(1, requires_grad=True))

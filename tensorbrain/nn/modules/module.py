@@ -28,6 +28,7 @@ import numpy as np
 
 from ... import _dtype, _xp
 from ..._device import as_device, device
+from ...autograd import grad_mode
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
 
@@ -91,6 +92,8 @@ class Module:
         d["_forward_hooks"] = OrderedDict()
         d["_forward_hooks_with_kwargs"] = set()
         d["_forward_hooks_always_called"] = set()
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
 
@@ -100,11 +103,17 @@ class Module:
 
     # ***** calling *****
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
+                self._backward_pre_hooks):
             return self.forward(*args, **kwargs)  # the common case: no hook bookkeeping at all
         return self._call_with_hooks(args, kwargs)
 
     def _call_with_hooks(self, args, kwargs):
+        if (self._backward_hooks or self._backward_pre_hooks) and grad_mode.is_grad_enabled():
+            return _BackwardHookCall(self).run(args, kwargs)
+        return self._call_forward_hooks(args, kwargs)
+
+    def _call_forward_hooks(self, args, kwargs):
         for hid, hook in list(self._forward_pre_hooks.items()):
             if hid in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
@@ -156,6 +165,29 @@ class Module:
             self._forward_hooks_always_called.add(handle.id)
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output) -> None | new grad_output`` runs when the gradient of
+        this module's output has been computed, before it flows into the module."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """``hook(module, grad_input, grad_output) -> None | new grad_input`` runs once the
+        gradients with respect to the module's tensor inputs are computed (``grad_input`` has
+        one entry per positional argument, None where no gradient flows).
+
+        Supported for modules with one tensor output and at most one positional input that
+        requires grad (every built-in layer); PyTorch's multi-input case raises a clear error.
+        """
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def register_state_dict_post_hook(self, hook):
@@ -624,6 +656,71 @@ class Module:
     def __reduce_ex__(self, proto):
         raise TypeError("Modules are not picklable in TensorBrain (no pickle anywhere); save "
                         "model.state_dict() with tb.save(...) and rebuild the model instead")
+
+
+class _BackwardHookCall:
+    """One forward call with backward hooks: identity nodes on the input and the output catch
+    ``grad_input`` and ``grad_output`` (PyTorch's BackwardHook, for one input and one output)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.grad_output = None
+        self.input_index = None
+
+    def run(self, args, kwargs):
+        from ..._ops.core import make
+        wanted = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        if len(wanted) > 1:
+            raise NotImplementedError(
+                f"{type(self.module).__name__}: full backward hooks support one positional input "
+                f"that requires grad, got {len(wanted)}; register hooks on the tensors instead "
+                f"(tensor.register_hook)")
+        self.n_args = len(args)
+        if wanted:
+            i = self.input_index = wanted[0]
+            x = args[i]
+            args = args[:i] + (make(x.data, (x,), lambda g: (self._on_input(g),),
+                                    "BackwardHookFunctionBackward"),) + args[i + 1:]
+        out = self.module._call_forward_hooks(args, kwargs)
+        if not isinstance(out, Tensor):
+            raise NotImplementedError(f"{type(self.module).__name__}: full backward hooks need "
+                                      f"a single tensor output, got {type(out).__name__}")
+        if not out.requires_grad:
+            return out
+        return make(out.data, (out,), lambda g: (self._on_output(g),),
+                    "BackwardHookFunctionBackward")
+
+    def _on_output(self, g):
+        for hook in list(self.module._backward_pre_hooks.values()):
+            res = hook(self.module, (Tensor._wrap(g),))
+            if res is not None:
+                g = (res[0] if isinstance(res, (tuple, list)) else res).data
+        self.grad_output = (Tensor._wrap(g),)
+        if self.input_index is None:  # nothing flows into the inputs: call the hooks now
+            self._call_hooks(None)
+        return g
+
+    def _on_input(self, g):
+        return self._call_hooks(g)
+
+    def _call_hooks(self, g):
+        grad_input = [None] * self.n_args
+        if g is not None:
+            grad_input[self.input_index] = Tensor._wrap(g)
+        for hook in list(self.module._backward_hooks.values()):
+            res = hook(self.module, tuple(grad_input), self.grad_output)
+            if res is not None:
+                grad_input = list(res)
+        if g is None:
+            return None
+        new = grad_input[self.input_index]
+        if new is None:
+            return g * 0
+        if tuple(new.shape) != tuple(g.shape):
+            raise RuntimeError(f"backward hook of {type(self.module).__name__} returned a "
+                               f"grad_input of shape {tuple(new.shape)} for an input of shape "
+                               f"{tuple(g.shape)}")
+        return new.data
 
 
 def _convert(array, dev, dtype):

@@ -224,7 +224,9 @@ def main(argv=None) -> int:
         for path in a.from_json.split(","):
             with open(path) as f:
                 records += json.load(f)
-        plot(records, a.plot or "shm_busbw.png", None)
+        markdown(records)
+        if a.plot:
+            plot(records, a.plot, None)
         return 0
     impls = a.impls.split(",")
     print(hardware_line())
@@ -263,6 +265,27 @@ def main(argv=None) -> int:
     if a.plot:
         plot(records, a.plot, a.nproc)
     return 0
+
+
+def markdown(records) -> None:
+    """Tables for docs/shm.md: time (us) and busbw (GB/s) per implementation, per rank count."""
+    impls = [i for i in IMPLS if any(r["impl"] == i for r in records)]
+    for k in sorted({r["nproc"] for r in records}):
+        rows = {(r["impl"], r["size"]): r for r in records if r["nproc"] == k}
+        sizes = sorted({s for _, s in rows})
+        print(f"\n{k} ranks: time in us / busbw in GB/s; last column shm busbw / MPICH busbw\n")
+        print("| size | " + " | ".join(impls) + " | shm / MPICH |")
+        print("| ---: |" + " ---: |" * (len(impls) + 1))
+        for s in sizes:
+            cells = []
+            for i in impls:
+                r = rows.get((i, s))
+                cells.append("-" if r is None else
+                             f"{r['time_us']:.1f} / {r['busbw']:.3g}" if s >= 1024 else
+                             f"{r['time_us']:.1f} / -")
+            ratio = (rows[("mpi", s)]["time_us"] / rows[("shm", s)]["time_us"]
+                     if ("mpi", s) in rows and ("shm", s) in rows else float("nan"))
+            print(f"| {human(s)} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
 
 
 def plot(records, path, n) -> None:

@@ -28,7 +28,6 @@ import numpy as np
 
 from ... import _native
 from .. import errors
-from . import _layout
 from ._layout import DEFAULT_BUF_BYTES, flat_max_bytes, segment_name
 from ._reduce import reduce_ranks
 from ._twin import ShmGroup as TwinGroup
@@ -114,10 +113,13 @@ def all_reduce(group, input: np.ndarray, output: np.ndarray, op: str) -> None:
 
 
 @atexit.register
-def _close_all() -> None:
-    """At exit, unmap every group still open (names are unlinked once all ranks attached)."""
+def _unlink_all() -> None:
+    """At exit, unlink the names this process created and that are still there (a group whose
+    peers never attached). The mappings go with the process: unmapping here could pull memory
+    from under a daemon thread still inside a collective."""
     for g in list(_live):
         try:
-            close(g)
+            if g.rank == 0 and not g.closed:
+                g.unlink()
         except Exception:
             pass

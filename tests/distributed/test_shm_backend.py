@@ -129,3 +129,32 @@ def test_hierarchical_all_reduce_across_simulated_hosts(run_id):
     out = run_workers("tests.distributed.test_shm_backend:w_hierarchical", 4, init=None,
                       timeout=90.0, env={"TB_RUN_ID": run_id})
     assert out == [True] * 4
+
+
+def w_dies(rank, world):
+    import time
+
+    import tensorbrain as tb
+    import tensorbrain.distributed as dist
+    t = tb.ones(1000)
+    dist.all_reduce(t)
+    if rank == world - 1:
+        os._exit(3)
+    t0 = time.monotonic()
+    try:
+        dist.all_reduce(t)
+    except Exception as exc:  # noqa: BLE001 - the error is the result
+        return [type(exc).__name__, str(exc), time.monotonic() - t0]
+    return ["no error", "", 0.0]
+
+
+def test_dead_peer_fails_the_collective_naming_the_group_rank(run_id):
+    res = run_workers("tests.distributed.test_shm_backend:w_dies", 3, backend="tcp",
+                      timeout=60.0, group_timeout=20.0, env={"TB_RUN_ID": run_id},
+                      raise_on_error=False)
+    assert res[2].exitcode == 3
+    for r in res[:2]:
+        kind, msg, waited = r.value
+        assert kind == "DistBackendError", r.value
+        assert "group rank 2" in msg and "died" in msg and "all_reduce" in msg, msg
+        assert waited < 5.0

@@ -176,12 +176,18 @@ class DistributedDataParallel(Module):
         grad_on = grad_mode.is_grad_enabled()
         sync = grad_on and self.require_backward_grad_sync
         div = None
-        if self._join is not None and grad_on and self.module.training:
-            div = self._join._notify(active=True, sync=sync)
-        if grad_on and self.reducer.rebuild_pending:
-            self.reducer.rebuild_buckets(self._join._authority if self._join else self._src)
-        if self._will_sync_buffers():
-            self._sync_buffers(self._join._authority if self._join else self._src)
+        collective = True  # may this forward issue collectives?
+        if self._join is not None:
+            # Inside join() only training forwards are mirrored by the ranks that ran out of
+            # data (they wait for the notify all_reduce), so only those may communicate.
+            collective = grad_on and self.module.training
+            if collective:
+                div = self._join._notify(active=True, sync=sync)
+        src = self._join._authority if self._join is not None else self._src
+        if collective and grad_on and self.reducer.rebuild_pending:
+            self.reducer.rebuild_buckets(src)
+        if collective and self._will_sync_buffers():
+            self._sync_buffers(src)
         if self.device_ids:
             inputs, kwargs = _move_to(inputs, self.device_ids[0]), _move_to(kwargs, self.device_ids[0])
         out = self.module(*inputs, **kwargs)

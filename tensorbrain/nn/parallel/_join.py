@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import _xp
 from ...autograd import grad_mode
 from ...tensor import Tensor
 
@@ -60,7 +61,9 @@ class _JoinContext:
             v[ddp._rank] = 1
             v[W] = 1 if sync else 0
             self._iters += 1
+        v = ddp.reducer._control_array(v, np.int64)  # on the parameters' device (NCCL)
         ddp._dist.all_reduce(Tensor._wrap(v), group=ddp.process_group)
+        v = _xp.to_numpy(v)
         self._active = int(v[:W].sum())
         self._sync = bool(v[W])
         if self._active:
@@ -105,7 +108,9 @@ class _JoinContext:
         W = ddp._world_size
         counts = np.zeros(W, dtype=np.int64)
         counts[ddp._rank] = self._iters
+        counts = ddp.reducer._control_array(counts, np.int64)
         ddp._dist.all_reduce(Tensor._wrap(counts), group=ddp.process_group)
+        counts = _xp.to_numpy(counts)
         last = int(np.argmax(counts))  # first rank with the most iterations
         if counts.min() == counts.max() or W == 1:
             return  # even inputs: every replica already holds the same model

@@ -203,10 +203,10 @@ class Reducer:
         n = len(self.params)
         seen = set(self._arrival)
         order = list(self._arrival) + [i for i in reversed(range(n)) if i not in seen]
-        arr = np.asarray(order, dtype=np.int64)
+        arr = self._control_array(order, np.int64)
         if self.world_size > 1:
             self.dist.broadcast(Tensor._wrap(arr), src=src_rank, group=self.group)
-        order = arr.tolist()
+        order = [int(i) for i in _xp.to_numpy(arr)]
         if sorted(order) != list(range(n)):
             raise RuntimeError(f"DistributedDataParallel: the bucket order broadcast from rank "
                                f"{src_rank} is not a permutation of this rank's {n} parameters")
@@ -366,8 +366,9 @@ class Reducer:
         used = None
         if self.find_unused and self.world_size > 1:
             # After every bucket, on every rank (shadow_backward issues it in the same place).
-            used = np.asarray(self._used, dtype=np.int32)
-            self.dist.all_reduce(Tensor._wrap(used), group=self.group)
+            used_arr = self._control_array(self._used, np.int32)
+            self.dist.all_reduce(Tensor._wrap(used_arr), group=self.group)
+            used = _xp.to_numpy(used_arr)
         if t_end is not None:
             self.timings.append(("backward_end", t_end, time.perf_counter()))
         self._check_missing(missing)
@@ -415,12 +416,19 @@ class Reducer:
             works.append(self._launch(b))
         used_work = None
         if self.find_unused and self.world_size > 1:
-            used_work = self.dist.all_reduce(Tensor._wrap(np.zeros(len(self.params), np.int32)),
+            used_work = self.dist.all_reduce(Tensor._wrap(self._control_array(
+                                             [0] * len(self.params), np.int32)),
                                              group=self.group, async_op=True)
         for w in works:
             w.wait()
         if used_work is not None:
             used_work.wait()
+
+    def _control_array(self, values, dtype):
+        """A small array for a control collective, on the parameters' device (NCCL groups
+        only take device arrays)."""
+        xp = _xp.get_array_module(self.params[0].data)
+        return xp.asarray(np.asarray(values, dtype=dtype))
 
     def remove_hooks(self):
         for h in self._handles:

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import contextlib
 
-import numpy as np
 
 from ... import _xp
 from ...autograd import grad_mode
 from ...tensor import Tensor
 from ..modules.module import Module
-from ._reducer import MiB, Reducer, _tensors_in
+from ._reducer import MiB, Reducer
 
 __all__ = ["DistributedDataParallel"]
 

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from tensorbrain.utils.data.distributed import DistributedSampler
@@ -136,7 +135,7 @@ def test_without_group_or_arguments_says_what_to_do():
 
 
 def test_matches_torch_when_installed():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from torch.utils.data.distributed import DistributedSampler as TorchDS
     for n, R, drop in [(10, 3, False), (10, 3, True), (4, 3, False)]:
         for r in range(R):

@@ -40,6 +40,10 @@ turns it off), so ``mpiexec`` ends every rank at once instead of leaving the oth
 forever in a collective; a rank killed by a signal is seen by ``mpiexec``, which ends the job.
 MPI cannot cancel a started collective: after a timeout the group is unusable, and the job
 should exit (which the excepthook turns into a clean ``MPI_Abort``).
+
+>>> from tensorbrain.distributed.backends import mpi
+>>> mpi.is_available() == (mpi.why_unavailable() is None)   # does not start MPI
+True
 """
 from __future__ import annotations
 

@@ -32,6 +32,10 @@ How it works
 
 Without a GPU, ``is_available()`` is False and ``why_unavailable()`` says which part is missing
 (the binding, the NCCL library, CuPy or a GPU); creating the backend raises that reason.
+
+>>> from tensorbrain.distributed.backends import nccl
+>>> nccl.is_available() == (nccl.why_unavailable() is None)
+True
 """
 from __future__ import annotations
 

@@ -526,3 +526,12 @@ def test_max_pool2d_propagates_nan_and_survives_in_place_on_output():
         y.data[...] = 100.0          # changing the output must not change which inputs get grad
     y.backward(tb.ones(1, 1, 2, 2, dtype=tb.float64))
     assert xt.grad.numpy().sum() == 4 and set(np.unique(xt.grad.numpy())) == {0.0, 1.0}
+
+
+def test_conv2d_small_images_take_the_single_gemm_path():
+    # L = OH*OW <= 16 switches to one (OC x K)@(K x N*L) GEMM; same answers.
+    x, w, b = rng.standard_normal((3, 4, 4, 4)), rng.standard_normal((5, 4, 3, 3)), rng.standard_normal(5)
+    gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b],
+              numpy_fn=lambda x, w, b: np_conv2d(x, w, b, padding=1),
+              torch_fn=tfn(lambda TF: lambda x, w, b: TF.conv2d(x, w, b, padding=1)))
+    gradcheck(lambda x, w: F.conv2d(x, w, stride=2), [x[:, :, :, :], w], numpy_fn=lambda x, w: np_conv2d(x, w, None, stride=2))

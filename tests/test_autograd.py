@@ -336,3 +336,30 @@ def test_chain_of_in_place_ops_on_a_non_leaf():
         return y
     x = np.random.default_rng(3).standard_normal(5)
     gradcheck(f, [x], numpy_fn=lambda x: -(np.exp(np.maximum(2 * x, 0) + x) - 2 * x) * x)
+
+
+# ***** custom functions *****
+class _ClampedExp(tb.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, limit):
+        out = x.exp().clamp(max=limit)
+        ctx.save_for_backward(out)
+        ctx.limit = limit
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * out * (out < ctx.limit), None
+
+
+def test_custom_function_gradient_and_saved_tensor_check():
+    x = np.array([0.1, 0.5, 2.0])
+    gradcheck(lambda x: _ClampedExp.apply(x, 3.0), [x], numpy_fn=lambda x: np.minimum(np.exp(x), 3.0))
+    t = tb.tensor(x, requires_grad=True)
+    y = _ClampedExp.apply(t, 3.0)
+    assert y.grad_fn.name == "_ClampedExpBackward"
+    with tb.no_grad():
+        y.mul_(2)   # the saved output changed: backward must refuse
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

@@ -253,3 +253,16 @@ def test_gpu_tensor_roundtrip_and_errors():
     ((y + 1) ** 2).sum().backward()
     assert y.grad.is_cuda and y.grad.cpu().tolist() == [[2, 2, 2], [2, 2, 2]]
     tb.cuda.synchronize()
+
+
+@pytest.mark.parametrize("module", ["tensorbrain", "tensorbrain.tensor", "tensorbrain.autograd",
+                                    "tensorbrain.autograd.function", "tensorbrain.autograd.grad_mode",
+                                    "tensorbrain.nn.functional", "tensorbrain.testing.gradcheck",
+                                    "tensorbrain._device"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+    import sys
+    importlib.import_module(module)
+    res = doctest.testmod(sys.modules[module])
+    assert res.failed == 0

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from .engine import queue_callback, run_backward
+from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .graph import Node, reachable_leaves
 
-__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+__all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "queue_callback", "Node", "reachable_leaves"]
 
 

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import collections
 import errno
+import os
+import queue
 import select
 import socket
 import struct
+import threading
 import time
 
 import numpy as np
@@ -214,6 +217,75 @@ class Conn:
         self.sock.close()
 
 
+class Sender:
+    """A thread that writes the frames of large operations, so that copying into the kernel
+    (send) and out of it (receive, then reduce) run on two cores at once, and a rank waiting for
+    its peer does not also hold back its own sends. Completions are reported through a pipe the
+    engine polls together with its sockets."""
+
+    def __init__(self):
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.done: collections.deque = collections.deque()
+        self.rfd, self.wfd = os.pipe()
+        os.set_blocking(self.rfd, False)
+        self.thread = threading.Thread(target=self._loop, daemon=True, name="tb-tcp-sender")
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            conn, bufs, deadline = item
+            err = None
+            if conn.closed:
+                err = (conn, BrokenPipeError("connection closed"))
+            else:
+                try:
+                    self._send(conn, bufs, deadline)
+                except BaseException as exc:  # noqa: BLE001 - handed to the engine's thread
+                    err = (conn, exc)
+            self.done.append(err)
+            try:
+                os.write(self.wfd, b"x")
+            except OSError:
+                return
+
+    @staticmethod
+    def _send(conn, bufs, deadline) -> None:
+        poller = None
+        while bufs:
+            try:
+                n = conn.sock.sendmsg(bufs)
+            except (BlockingIOError, InterruptedError):
+                if poller is None:
+                    poller = select.poll()
+                    poller.register(conn.fd, select.POLLOUT)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("send did not complete") from None
+                ev = poller.poll(left * 1000.0 + 1)
+                if ev and ev[0][1] & (select.POLLERR | select.POLLNVAL | select.POLLHUP):
+                    raise BrokenPipeError("connection closed by the peer") from None
+                continue
+            while n:
+                first = bufs[0]
+                if n >= len(first):
+                    n -= len(first)
+                    bufs.pop(0)
+                else:
+                    bufs[0] = first[n:]
+                    n = 0
+
+    def close(self) -> None:
+        self.queue.put(None)
+        for fd in (self.rfd, self.wfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 class Engine:
     """Drives the connections of one operation until every queued send and receive is done."""
 
@@ -225,16 +297,34 @@ class Engine:
         self.deadline = 0.0
         self.op = "?"
         self.seq = -1
+        self.threaded = False        # this op's sends go through the Sender thread
+        self.sender: Sender | None = None
+        self.inflight = 0            # frames handed to the Sender and not yet reported done
 
     def begin(self, op: str, seq: int, timeout: float) -> None:
         self.op, self.seq = op, seq
         self.deadline = time.monotonic() + timeout
+        self.threaded = False
+        self.inflight = 0
+
+    def use_sender(self) -> None:
+        """Send this op's frames from the sender thread (large ops; see Sender)."""
+        if self.sender is None:
+            self.sender = Sender()
+        self.threaded = True
 
     # ***** posting *****
     def send(self, conn: Conn, kind: int, dtype: int, total: int, payload: memoryview,
              callback=None, tag: int = 0, seq: int | None = None) -> None:
         header = HEADER.pack(MAGIC, kind, dtype, tag, self.seq if seq is None else seq, total,
                              len(payload))
+        if self.threaded and callback is None:
+            bufs = [memoryview(header)]
+            if len(payload):
+                bufs.append(payload)
+            self.inflight += 1
+            self.sender.queue.put((conn, bufs, self.deadline))
+            return
         conn.queue_send(header, payload, callback)
         self.active[conn.fd] = conn
 
@@ -252,13 +342,17 @@ class Engine:
             # first pass without poll: small frames usually go out (and may already be in)
             for conn in list(active.values()):
                 self._pump(conn)
-            while active:
+            self._collect_sent()
+            while active or self.inflight:
                 self._register()
                 left = self.deadline - time.monotonic()
                 if left <= 0:
                     raise self.timed_out()
                 events = self.poller.poll(min(left, 3600.0) * 1000.0 + 1)
                 for fd, ev in events:
+                    if self.sender is not None and fd == self.sender.rfd:
+                        self._collect_sent()
+                        continue
                     conn = active.get(fd)
                     if conn is not None:
                         if ev & (select.POLLERR | select.POLLNVAL) and not ev & select.POLLIN:
@@ -270,6 +364,26 @@ class Engine:
                         self._pump(conn)
         finally:
             self._clear()
+
+    def _collect_sent(self) -> None:
+        sender = self.sender
+        if sender is None or not self.inflight:
+            return
+        try:
+            os.read(sender.rfd, 65536)
+        except (BlockingIOError, InterruptedError):
+            pass
+        while sender.done:
+            err = sender.done.popleft()
+            self.inflight -= 1
+            if err is not None:
+                conn, exc = err
+                if isinstance(exc, TimeoutError):
+                    raise self.timed_out()
+                if isinstance(exc, OSError):
+                    raise self.peer_error(conn, exc)
+                raise DistBackendError(f"{self._where()}: sending to {conn.describe()} failed: "
+                                       f"{type(exc).__name__}: {exc}")
 
     def _pump(self, conn: Conn) -> None:
         try:
@@ -294,7 +408,11 @@ class Engine:
                 else:
                     poller.register(fd, mask)
                 registered[fd] = mask
-        for fd in [fd for fd in registered if fd not in self.active]:
+        sfd = self.sender.rfd if self.sender is not None and self.inflight else None
+        if sfd is not None and sfd not in registered:
+            poller.register(sfd, select.POLLIN)
+            registered[sfd] = select.POLLIN
+        for fd in [fd for fd in registered if fd not in self.active and fd != sfd]:
             poller.unregister(fd)
             del registered[fd]
 
@@ -347,6 +465,11 @@ class Engine:
             f"{self._where()}: mismatch between ranks: peer {conn.describe()} sent {theirs} but "
             f"this rank expects {mine}. Every rank must call the same collectives in the same "
             f"order with tensors of the same size and dtype.")
+
+    def close(self) -> None:
+        if self.sender is not None:
+            self.sender.close()
+            self.sender = None
 
     def timed_out(self) -> DistTimeoutError:
         waiting = [c.describe() for c in self.active.values() if c.recvq]

@@ -67,6 +67,8 @@ SMALL_BCAST = 1 << 20
 # Direct vs ring all_gather (bytes of the gathered result) and reduce_scatter (bytes of the
 # input): both move the same bytes either way, direct does it in one round but buffers it all.
 SMALL_ALLGATHER = 2 << 20
+# Large ops send from a second thread (see _tcp_wire.Sender) from this many bytes on.
+THREADED_SEND = 1 << 20
 
 _SOCKBUF = 4 << 20  # the kernel's wmem_max/rmem_max here; bigger buffers = fewer poll wakeups
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
@@ -530,6 +532,8 @@ class TCPBackend(Backend):
         segs = [_segments(a, b, seg) for a, b in bounds]
         tmp = np.empty(min(seg, max(b - a for a, b in bounds)), flat.dtype)
         reduce_into = _kernels.reduce_into
+        if total >= THREADED_SEND:
+            E.use_sender()
         as_bytes = W.as_bytes
 
         for a, b in segs[(r - 1) % n]:
@@ -583,6 +587,8 @@ class TCPBackend(Backend):
             E.run()
             return
         # pipelined chain root -> root+1 -> ... ; each segment is forwarded as soon as it lands
+        if total >= THREADED_SEND:
+            E.use_sender()
         nxt = self.conns[real(v + 1)] if v < n - 1 else None
         prev = self.conns[real(v - 1)] if v > 0 else None
         for a, b in _segments(0, flat.size, max(1, SEGMENT // flat.itemsize)):
@@ -635,6 +641,8 @@ class TCPBackend(Backend):
             prev = self.conns[real(v - 1)] if v > 0 else None      # towards the root
             seg = max(1, SEGMENT // acc.itemsize)
             tmp = np.empty(min(seg, acc.size), acc.dtype)
+            if total >= THREADED_SEND:
+                E.use_sender()
             for a, b in _segments(0, acc.size, seg):
                 if nxt is None:
                     E.send(prev, kind, dc, total, W.as_bytes(acc[a:b]))
@@ -690,6 +698,8 @@ class TCPBackend(Backend):
         right, left = self.conns[(r + 1) % n], self.conns[(r - 1) % n]
         seg = max(1, SEGMENT // src.itemsize)
         pieces = _segments(0, src.size, seg)
+        if total >= THREADED_SEND:
+            E.use_sender()
         for a, b in pieces:
             E.send(right, kind, dc, total, W.as_bytes(blocks[r][a:b]))
         for t in range(n - 1):
@@ -976,6 +986,7 @@ class TCPBackend(Backend):
         if worker is not None and worker.is_alive():
             self._queue.put(None)
             worker.join(self.timeout + 1.0)
+        self._engine.close()
         if self._shm is not None and not (worker is not None and worker.is_alive()):
             self._shm.close()  # unmap only when no collective can be running in it
         for c in self.conns:

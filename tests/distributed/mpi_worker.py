@@ -225,6 +225,10 @@ def run_suite() -> None:
     for check in shared_suite():
         check(rank, size, "mpi")
         report(f"PASS suite.{check.__name__}")
+    if tb.cuda.is_available():  # CuPy tensors through MPI (CUDA-aware or staged via the host)
+        import collective_suite
+        collective_suite.check_cuda(rank, size, "mpi")
+        report("PASS suite.check_cuda")
     for check in MPI_CHECKS:
         if check is check_mpi_error_becomes_dist_backend_error and size < 2:
             continue

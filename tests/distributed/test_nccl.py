@@ -271,3 +271,11 @@ def test_gpu_benchmark_says_why_it_cannot_run():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "the nccl backend cannot run here" in proc.stdout
+
+
+@pytest.mark.gpu
+def test_shared_suite_cuda_check_on_nccl(nccl_world):
+    # The shared collective suite's CUDA check (all_reduce, broadcast, all_gather on CuPy
+    # tensors against NumPy), here on the nccl backend at world size 1.
+    from tests.distributed import collective_suite
+    assert collective_suite.check_cuda(0, 1, "nccl") == 6

@@ -50,7 +50,14 @@ def _slice(i, j, sh, sw, dh, dw, oh, ow):
 def _pad4(xp, x, top, bottom, left, right, value=0.0):
     if not (top or bottom or left or right):
         return x
-    return xp.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=value)
+    # By hand rather than xp.pad: np.pad spent ~0.4 ms per call in argument handling alone
+    # (cProfile of a ResNet-18 step: 16 ms over 36 calls), more than the copy itself.
+    n, c, h, w = x.shape
+    out = (xp.zeros if value == 0 else xp.empty)((n, c, h + top + bottom, w + left + right), dtype=x.dtype)
+    if value != 0:
+        out.fill(value)
+    out[:, :, top:top + h, left:left + w] = x
+    return out
 
 
 def _check_4d(name, x):

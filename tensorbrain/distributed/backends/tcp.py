@@ -52,14 +52,14 @@ from .base import Backend, stage, stage_in
 
 # ***** measured thresholds *****
 # all_reduce: direct exchange while the bytes each rank sends, nbytes * (n - 1), stay under this.
-# Measured with 2 ranks, float32, best of 3 x 20 calls (load ~5 on the 2 cores): direct vs ring
-# 256 KiB 52 vs 199 us, 1 MiB 315-348 vs 490-587 us, 2 MiB 1139 vs 1181-1678 us, 4 MiB 2718-2749
-# vs 1556-2580 us: the ring's extra rounds cost more than they save below ~2 MiB.
-SMALL_ALLREDUCE = 2 << 20
+# Measured with 2 ranks over Unix sockets, float32, median of 15 calls in each of 3 interleaved
+# rounds (load ~10 on the 2 cores), direct vs ring: 256 KiB 145 vs 183 us, 512 KiB 278 vs 241,
+# 1 MiB 478 vs 522, 2 MiB 1094 vs 981, 4 MiB 2974 vs 2255 us: the crossover is at ~1 MiB.
+SMALL_ALLREDUCE = 1 << 20
 # Ring/chain frame size. 256 KiB..4 MiB measured within noise of each other at 16-64 MiB
-# (64 MiB: 57.6 / 63.6 / 58.9 / 51.5 ms); 1 MiB keeps the ~15 us Python cost per frame under 5%
-# of its transfer time, gives >= 2 frames per chunk from 4 MiB up at 2 ranks, and matches Gloo's
-# newer 1 MiB segments.
+# (64 MiB: 57.6 / 63.6 / 58.9 / 51.5 ms); at 2-4 MiB 1 MiB frames beat 256 KiB ones (981 vs
+# 1010 us, 2255 vs 2779 us). 1 MiB keeps the ~15 us Python cost per frame under 5% of its
+# transfer time and matches Gloo's newer 1 MiB segments.
 SEGMENT = 1 << 20
 # Binomial tree vs pipelined chain for broadcast/reduce: the chain only pays off once a message
 # is several segments long; below, the tree's log2(n) rounds win.
@@ -67,7 +67,9 @@ SMALL_BCAST = 1 << 20
 # Direct vs ring all_gather (bytes of the gathered result) and reduce_scatter (bytes of the
 # input): both move the same bytes either way, direct does it in one round but buffers it all.
 SMALL_ALLGATHER = 2 << 20
-# Large ops send from a second thread (see _tcp_wire.Sender) from this many bytes on.
+# Large ops send from a second thread (see _tcp_wire.Sender) from this many bytes on. 2 ranks,
+# Unix sockets, load ~9, 3 rounds: 32 MiB 27.9/26.4/26.7 ms without, 27.8/24.0/25.0 ms with;
+# 4 MiB 4.7/1.7/1.6 vs 2.6/1.6/2.0 ms: a small gain, and sends keep flowing while we reduce.
 THREADED_SEND = 1 << 20
 
 _SOCKBUF = 4 << 20  # the kernel's wmem_max/rmem_max here; bigger buffers = fewer poll wakeups

@@ -558,7 +558,8 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):
         mask = xp.zeros(x.shape, dtype=x.dtype)
     else:
         u = _random.uniform(0.0, 1.0, x.shape, np.float32, x, generator)
-        mask = ((u >= p) * (1.0 / (1.0 - p))).astype(x.dtype)
+        mask = (u >= p).astype(x.dtype)   # in x's dtype from the start: no float64 temporary
+        mask *= 1.0 / (1.0 - p)
     if inplace:
         return input.mul_(Tensor._wrap(mask))
     return make(x * mask, (input,), lambda g: (g * mask,), "NativeDropoutBackward")
@@ -591,6 +592,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
         scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
         w[rows] *= scale[:, None]
+        weight._version[0] += 1
     out = w[idx]
     flat = idx.reshape(-1)
 

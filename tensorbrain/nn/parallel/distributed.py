@@ -193,6 +193,8 @@ class DistributedDataParallel(Module):
         if sync:
             self.reducer.prepare_for_backward(
                 out if (self.find_unused_parameters or self.static_graph) else None, div)
+        elif grad_on:
+            self.reducer.expect_hooks = False  # no_sync(): this forward's backward stays local
         return out
 
     def _will_sync_buffers(self):

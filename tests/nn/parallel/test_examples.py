@@ -1,6 +1,7 @@
 """The data-parallel examples run and check what they claim, in real processes."""
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +15,18 @@ for _v in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
 
 
 def _run(args, timeout=120):
-    p = subprocess.run(args, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
-    return p.stdout + p.stderr
+    """Run to completion; on timeout kill the whole process group (tbrun and its workers)."""
+    p = subprocess.Popen(args, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        raise AssertionError(f"{args} still running after {timeout} s (killed):\n"
+                             f"{out[-2000:]}{err[-3000:]}") from None
+    assert p.returncode == 0, out[-2000:] + err[-3000:]
+    return out + err
 
 
 def _tbrun(*args):

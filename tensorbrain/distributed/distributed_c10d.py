@@ -398,8 +398,13 @@ def _same(a, b, what: str) -> None:
         raise TypeError(f"{what}: dtype mismatch ({a.dtype} vs {b.dtype})")
 
 
-def _ret(work, async_op):
-    return work if async_op else None
+def _ret(work, async_op, tensors=None):
+    """The Work for async ops (its ``result()`` is the output Tensors, as in torch), else None."""
+    if not async_op:
+        return None
+    if tensors is not None:
+        work._on_done(lambda w: setattr(w, "_result", tensors))
+    return work
 
 
 # ***** collectives *****
@@ -409,7 +414,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if pg is None:
         return None
     return _ret(pg.backend.allreduce([_arr(tensor, "all_reduce: tensor")], _op(op),
-                                     async_op=async_op), async_op)
+                                     async_op=async_op), async_op, [tensor])
 
 
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
@@ -427,7 +432,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
         return None
     root = _root(pg, src, group_src, "src")
     return _ret(pg.backend.broadcast(_arr(tensor, "broadcast: tensor"), root, async_op=async_op),
-                async_op)
+                async_op, [tensor])
 
 
 def _root(pg, global_rank, group_rank, what) -> int:
@@ -462,7 +467,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
             raise ValueError(f"all_gather: tensor_list[{i}] has shape {o.shape}, the input "
                              f"{src.shape}; all must match")
         _same(o, src, "all_gather")
-    return _ret(pg.backend.allgather(outs, src, async_op=async_op), async_op)
+    return _ret(pg.backend.allgather(outs, src, async_op=async_op), async_op, [list(tensor_list)])
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -475,7 +480,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
         raise ValueError(f"all_gather_into_tensor: output has {out.size} elements, expected "
                          f"world_size x input = {pg.size()} x {src.size}")
     _same(out, src, "all_gather_into_tensor")
-    return _ret(pg.backend.allgather_into(out, src, async_op=async_op), async_op)
+    return _ret(pg.backend.allgather_into(out, src, async_op=async_op), async_op, [output_tensor])
 
 
 _all_gather_base = all_gather_into_tensor
@@ -546,7 +551,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         raise ValueError(f"reduce_scatter_tensor: input has {src.size} elements, expected "
                          f"world_size x output = {pg.size()} x {out.size}")
     _same(out, src, "reduce_scatter_tensor")
-    return _ret(pg.backend.reduce_scatter_into(out, src, _op(op), async_op=async_op), async_op)
+    return _ret(pg.backend.reduce_scatter_into(out, src, _op(op), async_op=async_op), async_op,
+                [output])
 
 
 _reduce_scatter_base = reduce_scatter_tensor

@@ -327,6 +327,7 @@ def check_async_ordering(rank, size, backend_name):
     b = T(np.arange(10, dtype=np.float32) if rank == 0 else np.zeros(10, np.float32))
     w = dist.broadcast(b, src=0, async_op=True)
     w.wait(timeout=30)
+    assert w.result()[0] is b   # torch: result() is the output tensors
     assert_equal(b.data, np.arange(10, dtype=np.float32), "async broadcast", rank)
     return len(works) + 2
 

@@ -91,6 +91,10 @@ declare("TB_MPI_ABORT_ON_ERROR", _bool, True,
 declare("TB_IFNAME", _str, "",
         "Network interface whose IPv4 address the tcp backend listens on and advertises to "
         "peers (e.g. eth0). Empty: the address that routes to the store's host (MASTER_ADDR).")
+declare("TB_DISTRIBUTED_DEBUG", _str, "OFF",
+        "DETAIL: before every collective, ranks compare what they are about to run (op, dtypes, "
+        "sizes, root) and raise on every rank, naming each rank's call, when they differ "
+        "(as TORCH_DISTRIBUTED_DEBUG=DETAIL). Costs one small exchange per collective. OFF: no check.")
 declare("TB_TCP_UNIX", _bool, True,
         "tcp backend: connect ranks on the same host through Unix stream sockets (2-3x the "
         "throughput of TCP loopback here). 0 uses TCP for every peer.")

@@ -159,3 +159,26 @@ def test_monitored_barrier_without_rank0(workers):
     res = workers(f"{HERE}:monitored_rank0_absent", 2, timeout=30, group_timeout=10)
     assert res[1]["timeout"] and "rank 0 did not arrive" in res[1]["msg"], res[1]
     assert res[1]["secs"] < 4.0, res[1]
+
+
+@pytest.mark.parametrize("kind", ["size", "dtype", "op"])
+def test_detail_debug_catches_mismatches_on_any_transport(workers, kind):
+    """TB_DISTRIBUTED_DEBUG=DETAIL compares every call over the sockets first, so a mismatch is
+    caught on every rank even when the op itself would run in shared memory."""
+    res = workers(f"{HERE}:mismatch_worker", 3, kind, timeout=30, group_timeout=10,
+                  env={"TB_SHM": "1", "TB_DISTRIBUTED_DEBUG": "DETAIL"})
+    for obs in res:
+        assert obs["backend_error"] and not obs.get("next_op"), (kind, res)
+        assert "TB_DISTRIBUTED_DEBUG=DETAIL" in obs["msg"] and "rank 2:" in obs["msg"], obs
+
+
+def detail_ok_worker(rank, size):
+    from tests.distributed import collective_suite as S
+    return S.run_some(rank, size, "tcp", ["check_all_reduce", "check_broadcast",
+                                          "check_reduce_scatter", "check_barrier"])
+
+
+def test_detail_debug_passes_matching_calls(workers):
+    res = workers(f"{HERE}:detail_ok_worker", 3, timeout=60, group_timeout=20,
+                  env={"TB_DISTRIBUTED_DEBUG": "DETAIL"})
+    assert res[0] == res[1] == res[2]

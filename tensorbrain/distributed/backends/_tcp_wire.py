@@ -42,7 +42,7 @@ MAGIC = 0x7442  # "Bt"
 MAX_STASH = 1 << 30  # an early p2p frame larger than this is refused (bounded allocation)
 
 KINDS = ["none", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
-         "reduce_scatter", "all_to_all", "barrier", "p2p", "hello"]
+         "reduce_scatter", "all_to_all", "barrier", "p2p", "hello", "check"]
 KIND = {name: i for i, name in enumerate(KINDS)}
 _P2P = KIND["p2p"]
 

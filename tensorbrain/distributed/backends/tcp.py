@@ -192,6 +192,7 @@ class TCPBackend(Backend):
         self._engine = W.Engine(self)
         self._abort_reasons: dict = {}
         self._shm = None
+        self._debug = str(_config.get("TB_DISTRIBUTED_DEBUG")).upper() == "DETAIL"
         if size > 1:
             self._connect_mesh()
         else:
@@ -365,7 +366,13 @@ class TCPBackend(Backend):
 
     # ***** op execution: ordering, sequence numbers, poisoning *****
     def _submit(self, op: str, body, async_op: bool, finish=None, result=None,
-                collective: bool = True) -> _work.Work:
+                collective: bool = True, desc=None) -> _work.Work:
+        if self._debug and desc is not None and self.size > 1:
+            inner = body
+
+            def body():
+                self._check_fingerprint(op, desc())
+                return inner()
         with self._submit_lock:
             if self._poisoned is not None:
                 raise DistBackendError(
@@ -422,6 +429,29 @@ class TCPBackend(Backend):
                     exc = DistBackendError(f"{where}: {exc}")
             self._poison(exc)
             work._complete(exc=exc)
+
+    def _check_fingerprint(self, op: str, desc: str) -> None:
+        """TB_DISTRIBUTED_DEBUG=DETAIL: before the op, every rank sends every peer what it is
+        about to run (op, dtypes, sizes, root, reduce op) over the sockets, whatever transport
+        then runs the op; any difference raises on every rank, naming each rank's call (torch's
+        DETAIL mode does the same)."""
+        n, r, E = self.size, self.rank, self._engine
+        text = f"{op} {desc}".encode()[:_FP_BYTES]
+        mine = np.zeros(_FP_BYTES, np.uint8)
+        mine[:len(text)] = np.frombuffer(text, np.uint8)
+        rows = np.zeros((n, _FP_BYTES), np.uint8)
+        for k in range(1, n):
+            E.send(self.conns[(r + k) % n], K["check"], 0, _FP_BYTES, W.as_bytes(mine))
+            E.recv(self.conns[(r - k) % n], K["check"], 0, _FP_BYTES,
+                   W.as_bytes(rows[(r - k) % n]))
+        E.run()
+        rows[r] = mine
+        calls = [bytes(row).rstrip(b"\0").decode(errors="replace") for row in rows]
+        if len(set(calls)) > 1:
+            detail = "; ".join(f"rank {j}: {c}" for j, c in enumerate(calls))
+            raise DistBackendError(
+                f"{op} (seq {E.seq}) of group {self.group_name!r} on rank {r}: mismatch between "
+                f"ranks detected by TB_DISTRIBUTED_DEBUG=DETAIL: {detail}")
 
     def _ensure_worker(self) -> None:
         if self._worker is None or not self._worker.is_alive():
@@ -484,7 +514,8 @@ class TCPBackend(Backend):
             for h in hosts:
                 self._allreduce_one(h, op)
 
-        return self._submit("all_reduce", body, async_op, _finisher(staged), list(arrays))
+        return self._submit("all_reduce", body, async_op, _finisher(staged), list(arrays),
+                            desc=lambda: _fp(*hosts, op=op))
 
     def _allreduce_one(self, arr, op) -> None:
         n = self.size
@@ -563,7 +594,7 @@ class TCPBackend(Backend):
     def broadcast(self, array, root, *, async_op=True):
         host, finish = stage(array, copy_in=(self.rank == root))
         return self._submit("broadcast", lambda: self._broadcast(host.reshape(-1), root),
-                            async_op, finish, array)
+                            async_op, finish, array, desc=lambda: _fp(host, root=root))
 
     def _broadcast(self, flat, root) -> None:
         n, r, E = self.size, self.rank, self._engine
@@ -608,7 +639,7 @@ class TCPBackend(Backend):
         if self.rank != root:
             finish = None  # non-roots keep their input unchanged
         return self._submit("reduce", lambda: self._reduce(host.reshape(-1), root, op),
-                            async_op, finish, array)
+                            async_op, finish, array, desc=lambda: _fp(host, root=root, op=op))
 
     def _reduce(self, flat, root, op) -> None:
         n, r, E = self.size, self.rank, self._engine
@@ -666,7 +697,7 @@ class TCPBackend(Backend):
         staged = [stage(o, copy_in=False) for o in outputs]
         blocks = [h.reshape(-1) for h, _ in staged]
         return self._submit("all_gather", lambda: self._allgather(blocks, src.reshape(-1)),
-                            async_op, _finisher(staged), list(outputs))
+                            async_op, _finisher(staged), list(outputs), desc=lambda: _fp(src))
 
     def allgather_into(self, output, input, *, async_op=True):
         src = stage_in(input)
@@ -675,7 +706,7 @@ class TCPBackend(Backend):
         m = src.size
         blocks = [flat[j * m:(j + 1) * m] for j in range(self.size)]
         return self._submit("all_gather", lambda: self._allgather(blocks, src.reshape(-1)),
-                            async_op, finish, output)
+                            async_op, finish, output, desc=lambda: _fp(src))
 
     def _allgather(self, blocks, src) -> None:
         n, r, E = self.size, self.rank, self._engine
@@ -731,7 +762,8 @@ class TCPBackend(Backend):
             else:
                 E.send(self.conns[root], kind, dc, total, W.as_bytes(src))
             E.run()
-        return self._submit("gather", body, async_op, _finisher(staged), outputs)
+        return self._submit("gather", body, async_op, _finisher(staged), outputs,
+                            desc=lambda: _fp(src, root=root))
 
     def scatter(self, output, inputs, root, *, async_op=True):
         host, finish = stage(output, copy_in=False)
@@ -752,7 +784,8 @@ class TCPBackend(Backend):
             else:
                 E.recv(self.conns[root], kind, dc, total, W.as_bytes(host))
             E.run()
-        return self._submit("scatter", body, async_op, finish, output)
+        return self._submit("scatter", body, async_op, finish, output,
+                            desc=lambda: _fp(host, root=root))
 
     # ***** reduce_scatter *****
     def reduce_scatter(self, output, inputs, op="sum", *, async_op=True):
@@ -766,7 +799,8 @@ class TCPBackend(Backend):
                     raise ValueError(f"reduce_scatter: input {j} is {s.size} x {s.dtype}, the "
                                      f"output {host.size} x {host.dtype}")
             self._reduce_scatter(host.reshape(-1), np.concatenate(srcs) if srcs else host, op)
-        return self._submit("reduce_scatter", body, async_op, finish, output)
+        return self._submit("reduce_scatter", body, async_op, finish, output,
+                            desc=lambda: _fp(host, op=op))
 
     def reduce_scatter_into(self, output, input, op="sum", *, async_op=True):
         src = stage_in(input).reshape(-1)
@@ -777,7 +811,7 @@ class TCPBackend(Backend):
                              f"= {self.size} x {host.size} elements, got {src.size}")
         return self._submit("reduce_scatter",
                             lambda: self._reduce_scatter(host.reshape(-1), src.copy(), op),
-                            async_op, finish, output)
+                            async_op, finish, output, desc=lambda: _fp(host, op=op))
 
     def _reduce_scatter(self, out, scratch, op) -> None:
         """``scratch`` (n x m, ours to modify) -> out = reduction of block ``rank``."""
@@ -811,7 +845,8 @@ class TCPBackend(Backend):
         staged = [stage(o, copy_in=False) for o in outputs]
         dsts = [h.reshape(-1) for h, _ in staged]
         return self._submit("all_to_all", lambda: self._alltoall(dsts, srcs), async_op,
-                            _finisher(staged), list(outputs))
+                            _finisher(staged), list(outputs),
+                            desc=lambda: f"{srcs[0].dtype if srcs else '-'} x{len(srcs)}")
 
     def alltoall_single(self, output, input, out_splits=None, in_splits=None, *, async_op=True):
         n = self.size
@@ -828,7 +863,7 @@ class TCPBackend(Backend):
         srcs = [fs[oi[j]:oi[j + 1]] for j in range(n)]
         dsts = [fd[oo[j]:oo[j + 1]] for j in range(n)]
         return self._submit("all_to_all", lambda: self._alltoall(dsts, srcs, check_total=False),
-                            async_op, finish, output)
+                            async_op, finish, output, desc=lambda: f"{src.dtype} single")
 
     def _alltoall(self, dsts, srcs, check_total=True) -> None:
         n, r, E = self.size, self.rank, self._engine
@@ -865,7 +900,7 @@ class TCPBackend(Backend):
                 E.recv(self.conns[(r - dist) % n], K["barrier"], 0, 0, W._EMPTY)
                 E.run()
                 dist <<= 1
-        return self._submit("barrier", body, async_op)
+        return self._submit("barrier", body, async_op, desc=lambda: "")
 
     # ***** point to point *****
     def send(self, array, dst, tag=0, *, async_op=True):
@@ -1034,6 +1069,16 @@ def _finisher(staged):
 
 
 _CHECKED: set = set()  # (op, dtype) pairs already validated: keeps the latency path short
+
+
+_FP_BYTES = 128  # fingerprint of one call (TB_DISTRIBUTED_DEBUG=DETAIL)
+
+
+def _fp(*arrays, **extra) -> str:
+    """What a call moves, for the DETAIL check: dtypes and element counts, plus root/op."""
+    parts = [",".join(f"{a.dtype}[{a.size}]" for a in arrays)]
+    parts += [f"{k}={v}" for k, v in extra.items()]
+    return " ".join(parts)
 
 
 def _check_op(op: str, dtype) -> None:

@@ -264,11 +264,27 @@ class Tensor:
             if base.grad_fn is None:
                 raise RuntimeError(f"a view of a leaf Variable that requires grad is being used in "
                                    f"an in-place operation ({what})")
-            # PyTorch rebases the base onto a CopySlices node; TensorBrain does not track views
-            # that far, and without it later uses of the base would get wrong gradients silently.
-            raise RuntimeError(f"{what} on a view of a tensor that requires grad is not supported "
-                               f"(the view's base would get a wrong gradient): modify the base "
-                               f"(base[index] = ...) or the view's .clone() instead")
+            # A view made by basic indexing (``y[0]``, ``y[:, 1:]``, ``y[0][1:]``) writes its
+            # new value back into its parent afterwards (see _write_back), PyTorch's
+            # CopySlices. Other views (reshape, permute, expand) are not tracked that far:
+            # refuse rather than give the base a wrong gradient.
+            vo = self.__dict__.get("_view_of")
+            while vo is not None and vo[0]._base is not None:   # up to the base, all indexing
+                vo = vo[0].__dict__.get("_view_of")
+            if vo is None:
+                raise RuntimeError(f"{what} on this view of a tensor that requires grad is not "
+                                   f"supported (only views made by indexing are): modify the "
+                                   f"base (base[index] = ...) or a .clone()")
+
+    def _write_back(self):
+        """After an in-place op on an indexing view of a non-leaf, rebase the view's base onto
+        ``base[index] = view``, so the base's gradient flows through the view's new value."""
+        vo = self.__dict__.get("_view_of")
+        if vo is None or not grad_mode.is_grad_enabled():
+            return
+        parent, index = vo
+        if parent.requires_grad and parent.grad_fn is not None:
+            parent.__setitem__(index, self)   # a view's parent writes back into its own parent
 
     def _inplace(self, what, result_fn, *others, reads_input=True):
         """Run an in-place op: compute out of place, write back, bump the version counter.
@@ -297,6 +313,8 @@ class Tensor:
         if record:
             self.grad_fn = res.grad_fn
             self.requires_grad = res.requires_grad
+            if self._base is not None:
+                self._write_back()
         return self
 
     def add_(self, other, alpha=1):
@@ -353,6 +371,7 @@ class Tensor:
         if grad_mode.is_grad_enabled() and self.grad_fn is not None:
             self.grad_fn = None  # the value no longer depends on anything
             self.requires_grad = False
+            self._write_back()
         return self
 
     def fill_(self, value):
@@ -362,6 +381,7 @@ class Tensor:
         if grad_mode.is_grad_enabled() and self.grad_fn is not None:
             self.grad_fn = None
             self.requires_grad = False
+            self._write_back()
         return self
 
     def copy_(self, src, non_blocking=False):

@@ -142,11 +142,37 @@ def test_inplace_on_non_leaf_is_differentiated():
               numpy_fn=lambda x: np.array([3 * x[1] ** 2, 3 * x[1] ** 2, 3 * x[2] ** 2]))
 
 
-def test_inplace_on_view_of_non_leaf_is_refused_not_silently_wrong():
+def test_inplace_on_indexing_views_of_a_non_leaf_reaches_the_base():
+    def fn(x):
+        y = x * 2
+        y[0].mul_(3)          # an in-place op on a view: the base y must see it (CopySlices)
+        y[1] += x[0]          # getitem, iadd on the view, setitem
+        v = y[:, 1:]
+        v.relu_()
+        y[2, :2].zero_()
+        y[2][2:].mul_(-1.5)   # a view of a view: written back through both
+        return y * y
+
+    def ref(x):
+        y = x * 2
+        y[0] *= 3
+        y[1] += x[0]
+        y[:, 1:] = np.maximum(y[:, 1:], 0)
+        y[2, :2] = 0
+        y[2, 2:] *= -1.5
+        return y * y
+    x = np.random.default_rng(4).standard_normal((3, 4))
+    x[np.abs(x) < 0.1] = 0.5
+    gradcheck(fn, [x], numpy_fn=ref)
+
+
+def test_inplace_on_other_views_of_a_non_leaf_is_refused_not_silently_wrong():
     x = leaf(2, 3)
     y = x * 2
     with pytest.raises(RuntimeError, match="view"):
-        y[0].mul_(2)
+        y.reshape(6).mul_(2)
+    with pytest.raises(RuntimeError, match="view"):
+        y.t()[0].mul_(2)
 
 
 # ***** hooks for the distributed stack *****

@@ -222,7 +222,10 @@ def getitem(a, index):
                 cupyx.scatter_add(gx, idx, g)
         return (gx,)
     if _is_basic(idx):
-        return make_view(out, a, backward, "SliceBackward")
+        t = make_view(out, a, backward, "SliceBackward")
+        if t.grad_fn is not None and t._base is not None:
+            t._view_of = (a, idx)   # lets an in-place op on t write back into a (CopySlices)
+        return t
     return make(out, (a,), backward, "IndexBackward")
 
 

@@ -258,7 +258,7 @@ def test_gpu_tensor_roundtrip_and_errors():
 @pytest.mark.parametrize("module", ["tensorbrain", "tensorbrain.tensor", "tensorbrain.autograd",
                                     "tensorbrain.autograd.function", "tensorbrain.autograd.grad_mode",
                                     "tensorbrain.nn.functional", "tensorbrain.testing.gradcheck",
-                                    "tensorbrain._device"])
+                                    "tensorbrain._ops.loss", "tensorbrain._ops.norm", "tensorbrain._device"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib

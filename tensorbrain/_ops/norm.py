@@ -1,0 +1,149 @@
+"""Normalisation layers as fused ops: layer_norm, batch_norm, group_norm (PyTorch semantics).
+
+One graph node each, with the closed-form backward of ``xhat = (x - mean) * rstd``.
+"""
+from __future__ import annotations
+
+import numbers
+
+from .core import make
+from .._xp import get_array_module
+
+
+# ***** normalisation *****
+def _norm_backward(xp, gxhat, xhat, rstd, axes):
+    """d/dx of xhat = (x - mean) * rstd over ``axes``, given d/dxhat (standard formula)."""
+    m1 = gxhat.mean(axis=axes, keepdims=True)
+    m2 = (gxhat * xhat).mean(axis=axes, keepdims=True)
+    return rstd * (gxhat - m1 - xhat * m2)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing ``normalized_shape`` dims, one fused op."""
+    x = input.data
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if tuple(x.shape[x.ndim - k:]) != normalized_shape:
+        raise RuntimeError(f"layer_norm: input of shape {tuple(x.shape)} does not end with "
+                           f"normalized_shape {normalized_shape}")
+    xp = get_array_module(x)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    xc = x - mu
+    rstd = 1 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
+    xhat = xc * rstd
+    out = xhat * weight.data if weight is not None else xhat.copy()
+    if bias is not None:
+        out += bias.data
+    lead = tuple(range(x.ndim - k))
+
+    def backward(g):
+        gx = gw = gb = None
+        if input.requires_grad:
+            gxhat = g * weight.data if weight is not None else g
+            gx = _norm_backward(xp, gxhat, xhat, rstd, axes)
+        if weight is not None and weight.requires_grad:
+            gw = (g * xhat).sum(axis=lead)
+        if bias is not None and bias.requires_grad:
+            gb = g.sum(axis=lead)
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "NativeLayerNormBackward", (weight,) if weight is not None else ())
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Batch norm over dim 1 of (N, C, ...). In training the batch statistics are used and the
+    running statistics (plain tensors) are updated in place; otherwise the running ones are used."""
+    x = input.data
+    if x.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected at least 2-D input (N, C, ...), got shape {tuple(x.shape)}")
+    xp = get_array_module(x)
+    c = x.shape[1]
+    axes = (0,) + tuple(range(2, x.ndim))
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != (c,):
+            raise RuntimeError(f"batch_norm: {name} must have shape ({c},) for input of shape "
+                               f"{tuple(x.shape)}, got {tuple(t.shape)}")
+    if training:
+        n = x.size // c
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {tuple(x.shape)}")
+        mu = x.mean(axis=axes, keepdims=True)
+        xc = x - mu
+        var = (xc * xc).mean(axis=axes, keepdims=True)
+        rstd = 1 / xp.sqrt(var + eps)
+        if running_mean is not None:
+            m = 0.0 if momentum is None else momentum
+            rm = running_mean.data
+            rm *= 1 - m
+            rm += m * mu.reshape(c).astype(rm.dtype)
+            running_mean._version[0] += 1
+        if running_var is not None:
+            m = 0.0 if momentum is None else momentum
+            rv = running_var.data
+            rv *= 1 - m
+            rv += (m * n / (n - 1)) * var.reshape(c).astype(rv.dtype)   # unbiased, as PyTorch
+            running_var._version[0] += 1
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var are needed when training=False")
+        mu = running_mean.data.reshape(bshape).astype(x.dtype, copy=False)
+        xc = x - mu
+        rstd = (1 / xp.sqrt(running_var.data.reshape(bshape) + eps)).astype(x.dtype, copy=False)
+    xhat = xc * rstd
+    wd = weight.data.reshape(bshape) if weight is not None else None
+    out = xhat * wd if wd is not None else xhat.copy()
+    if bias is not None:
+        out += bias.data.reshape(bshape)
+
+    def backward(g):
+        gx = gw = gb = None
+        if input.requires_grad:
+            gxhat = g * wd if wd is not None else g
+            gx = _norm_backward(xp, gxhat, xhat, rstd, axes) if training else gxhat * rstd
+        if weight is not None and weight.requires_grad:
+            gw = (g * xhat).sum(axis=axes)
+        if bias is not None and bias.requires_grad:
+            gb = g.sum(axis=axes)
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "NativeBatchNormBackward",
+                (weight,) if weight is not None else ())
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise each of ``num_groups`` channel groups per sample, then a per-channel affine."""
+    x = input.data
+    n, c = x.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"group_norm: {c} channels (input shape {tuple(x.shape)}) are not "
+                           f"divisible by num_groups={num_groups}")
+    xp = get_array_module(x)
+    xg = x.reshape(n, num_groups, -1)
+    mu = xg.mean(axis=2, keepdims=True)
+    xc = xg - mu
+    rstd = 1 / xp.sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
+    xhat = (xc * rstd).reshape(x.shape)
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    wd = weight.data.reshape(bshape) if weight is not None else None
+    out = xhat * wd if wd is not None else xhat.copy()
+    if bias is not None:
+        out += bias.data.reshape(bshape)
+    axes = (0,) + tuple(range(2, x.ndim))
+
+    def backward(g):
+        gx = gw = gb = None
+        if input.requires_grad:
+            gxhat = (g * wd if wd is not None else g).reshape(n, num_groups, -1)
+            gx = _norm_backward(xp, gxhat, xhat.reshape(n, num_groups, -1), rstd, 2).reshape(x.shape)
+        if weight is not None and weight.requires_grad:
+            gw = (g * xhat).sum(axis=axes)
+        if bias is not None and bias.requires_grad:
+            gb = g.sum(axis=axes)
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "NativeGroupNormBackward",
+                (weight,) if weight is not None else ())

@@ -222,34 +222,41 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     if input.requires_grad or return_indices:
         best = best.copy()   # the caller may change the output in place; backward needs the max
 
-    def winners():
-        """Yield (slice, mask): the outputs whose max came first from each kernel position."""
-        taken = xp.zeros(best.shape, dtype=bool)
-        for sl in slices:
-            s = xpad[sl]
-            m = s == best
+    def winner():
+        """Per output, the first kernel position holding the max (PyTorch's tie rule): written
+        in reverse so the earliest position is the last to write, 2 passes per position."""
+        arg = xp.zeros(best.shape, dtype=xp.int8 if kh * kw < 128 else xp.int64)
+        for p in range(kh * kw - 1, -1, -1):
+            s = xpad[slices[p]]
+            hit = s == best
             if nan_path:
-                m |= xp.isnan(s) & xp.isnan(best)
-            m &= ~taken
-            taken |= m
-            yield sl, m
+                hit |= xp.isnan(s) & xp.isnan(best)
+            arg = xp.where(hit, arg.dtype.type(p), arg)
+        return arg
+
+    # Windows that tile the input exactly (stride == kernel, no padding or dilation) can assign
+    # their gradient slices instead of accumulating them into a zeroed buffer.
+    tiles = (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and not (ph or pw or eh or ew) \
+        and h == oh * kh and w == ow * kw
 
     def backward(g):
         if unbatched:
             g = g[None]
         g = xp.ascontiguousarray(g)   # a stride-0 g from sum() makes every where() slower
-        gxp = xp.zeros(xpad.shape, dtype=g.dtype)
+        arg = winner()
+        gxp = (xp.empty if tiles else xp.zeros)(xpad.shape, dtype=g.dtype)
         zero = xp.zeros((), dtype=g.dtype)
-        for sl, m in winners():
-            gxp[sl] += xp.where(m, g, zero)
+        for p, sl in enumerate(slices):
+            if tiles:
+                gxp[sl] = xp.where(arg == p, g, zero)
+            else:
+                gxp[sl] += xp.where(arg == p, g, zero)
         gx = gxp[:, :, ph:ph + h, pw:pw + w]
         return (gx[0] if unbatched else gx,)
     res = make(out, (input,), backward, "MaxPool2DWithIndicesBackward")
     if not return_indices:
         return res
-    arg = xp.zeros(best.shape, dtype=xp.int64)
-    for p, (sl, m) in enumerate(winners()):
-        arg[m] = p
+    arg = winner().astype(xp.int64)
     ki, kj = arg // kw, arg % kw
     rows = xp.arange(oh).reshape(oh, 1) * sh + ki * dh - ph
     colsi = xp.arange(ow) * sw + kj * dw - pw

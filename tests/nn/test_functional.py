@@ -535,3 +535,16 @@ def test_conv2d_small_images_take_the_single_gemm_path():
               numpy_fn=lambda x, w, b: np_conv2d(x, w, b, padding=1),
               torch_fn=tfn(lambda TF: lambda x, w, b: TF.conv2d(x, w, b, padding=1)))
     gradcheck(lambda x, w: F.conv2d(x, w, stride=2), [x[:, :, :, :], w], numpy_fn=lambda x, w: np_conv2d(x, w, None, stride=2))
+
+
+def test_max_pool2d_ties_send_the_gradient_to_the_first_position():
+    # All-zero windows (common after ReLU): PyTorch gives the whole gradient to the first max.
+    x = tb.zeros(1, 1, 4, 4, dtype=tb.float64, requires_grad=True)
+    F.max_pool2d(x, 2).sum().backward()
+    want = np.zeros((4, 4))
+    want[::2, ::2] = 1
+    np.testing.assert_array_equal(x.grad.numpy()[0, 0], want)
+    if torch is not None:
+        xt = torch.zeros(1, 1, 4, 4, dtype=torch.float64, requires_grad=True)
+        TF.max_pool2d(xt, 2).sum().backward()
+        np.testing.assert_array_equal(xt.grad.numpy()[0, 0], want)

@@ -268,3 +268,13 @@ def test_gpu_indexing_with_device_index_tensors():
     j = tb.tensor(np.array([[[0, 0], [3, 1], [2, 2]]] * 2), device="cuda")
     gradcheck(lambda x: x.gather(2, j), [a], device="cuda",
               numpy_fn=lambda x: np.take_along_axis(x, np.array([[[0, 0], [3, 1], [2, 2]]] * 2), 2))
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), data=st.data())
+def test_basic_and_integer_indexing_reads_are_differentiable(shape, data):
+    x = np.random.default_rng(sum(shape)).standard_normal(shape)
+    idx = data.draw(hnp.basic_indices(shape, allow_newaxis=True, allow_ellipsis=True))
+    gradcheck(lambda a: a[idx], [x], numpy_fn=lambda a: a[idx])
+    rows = data.draw(st.lists(st.integers(-shape[0], shape[0] - 1), min_size=1, max_size=5))
+    gradcheck(lambda a: a[tb.tensor(rows)], [x], numpy_fn=lambda a: a[rows])   # repeats add up

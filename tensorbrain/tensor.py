@@ -192,6 +192,10 @@ class Tensor:
             if g.shape != self.data.shape:
                 raise RuntimeError(f"backward: gradient has shape {tuple(g.shape)} but the tensor "
                                    f"has shape {tuple(self.data.shape)}")
+        if inputs is not None:
+            from .autograd import backward as _backward
+            _backward([self], [Tensor._wrap(g)], retain_graph, inputs)
+            return
         engine.run_backward([self], [g], retain_graph=bool(retain_graph))
 
     def detach(self):

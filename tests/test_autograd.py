@@ -389,3 +389,12 @@ def test_custom_function_gradient_and_saved_tensor_check():
         y.mul_(2)   # the saved output changed: backward must refuse
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_backward_with_inputs_accumulates_only_into_those():
+    a, b = leaf(3), leaf(3, seed=1)
+    h = a * b
+    (h * h).sum().backward(inputs=[a, h])
+    assert b.grad is None
+    np.testing.assert_allclose(a.grad.numpy(), 2 * (a * b * b).detach().numpy())
+    np.testing.assert_allclose(h.grad.numpy(), 2 * h.detach().numpy())

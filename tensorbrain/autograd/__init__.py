@@ -34,9 +34,29 @@ def _default_grads(outputs, grad_outputs):
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, inputs=None):
-    """Accumulate gradients of ``tensors`` into the leaves (``torch.autograd.backward``)."""
+    """Accumulate gradients of ``tensors`` into the leaves (``torch.autograd.backward``); with
+    ``inputs``, into those tensors' ``.grad`` only (leaves or not)."""
     tensors = _seq(tensors)
-    run_backward(tensors, _default_grads(tensors, _seq(grad_tensors)), bool(retain_graph))
+    grads = _default_grads(tensors, _seq(grad_tensors))
+    if inputs is None:
+        run_backward(tensors, grads, bool(retain_graph))
+        return
+    _accumulate_into(_seq(inputs), run_backward(tensors, grads, bool(retain_graph),
+                                                inputs=_seq(inputs)))
+
+
+def _accumulate_into(inputs, results):
+    from ..tensor import Tensor
+    for t in inputs:
+        g = results.get(id(t))
+        if g is None:
+            continue
+        if t.grad is None:
+            t.grad = Tensor._wrap(g.copy())
+        else:
+            t.grad.data += g
+        for hook in t._post_acc_hooks or ():
+            hook(t)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

@@ -143,19 +143,25 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         _check_targets("cross_entropy", input, target)
         t = target.data.reshape(-1)
         valid = t != ignore_index
-        ts = xp.where(valid, t, 0)
         if valid.all():
-            valid = None
+            valid, ts = None, t
+        else:
+            ts = xp.where(valid, t, 0)
         if ts.size and (int(ts.min()) < 0 or int(ts.max()) >= c):
             bad = int(ts.max()) if int(ts.max()) >= c else int(ts.min())
             raise IndexError(f"cross_entropy: target {bad} is out of bounds for {c} classes "
                              f"(input shape {tuple(shape)})")
         rows = xp.arange(m)
-        wt = xp.ones(m, dtype=x.dtype) if w is None else w[ts]
-        if valid is not None:
-            wt = wt * valid
-        # q: the target distribution, kept implicit: (1-eps) * wt at the class, eps/C * w elsewhere.
-        per = -(1 - eps) * wt * logp[rows, ts]
+        picked = logp[rows, ts]
+        if w is None and valid is None:   # the common case: no per-sample weights at all
+            wt = None
+            per = -picked if not eps else -(1 - eps) * picked
+        else:
+            wt = xp.ones(m, dtype=x.dtype) if w is None else w[ts]
+            if valid is not None:
+                wt = wt * valid
+            # q, the target distribution, stays implicit: (1-eps) * wt at the class, eps/C * w.
+            per = -(1 - eps) * wt * picked
         if eps:
             smooth = -(logp * (w if w is not None else 1)).sum(axis=1)
             if valid is not None:
@@ -187,7 +193,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                 qq = q
             else:
                 qq = xp.zeros_like(p)
-                qq[rows, ts] = (1 - eps) * wt
+                qq[rows, ts] = (1 - eps) * (1 if wt is None else wt)
                 if eps:
                     sm = (eps / c) * (w if w is not None else xp.ones(c, dtype=p.dtype))
                     qq += sm[None, :] * (valid[:, None] if valid is not None else 1)

@@ -43,6 +43,7 @@ class WorkerResult:
     exitcode: int | None = None
     output: str = ""
     timed_out: bool = False
+    pid: int = 0
 
     @property
     def ok(self) -> bool:
@@ -140,7 +141,7 @@ def run_workers(fn_ref: str, world_size: int, *args, backend: str = "tcp", timeo
         text = outs[rank].read().decode(errors="replace")
         outs[rank].close()
         res = WorkerResult(rank, exitcode=p.returncode, output=text,
-                           timed_out=rank in timed_out)
+                           timed_out=rank in timed_out, pid=p.pid)
         path = os.path.join(tmp, f"result-{rank}")
         if os.path.exists(path):
             with open(path, "rb") as f:

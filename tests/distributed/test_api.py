@@ -143,3 +143,23 @@ def test_address_in_use_is_named():
             dist.TCPStore("127.0.0.1", port, is_master=True, wait_for_workers=False, timeout=2)
     finally:
         s.close()
+
+
+def hang_worker(rank, size):
+    import time
+    if rank == 1:
+        time.sleep(600)
+    raise KeyError("rank 0 fails on purpose")
+
+
+def test_harness_names_failing_rank_and_kills_leftovers():
+    import os
+    from tensorbrain.testing.distributed import WorkerFailure, run_workers
+    with pytest.raises(WorkerFailure) as info:
+        run_workers(f"{HERE}:hang_worker", 2, timeout=8)
+    text = str(info.value)
+    assert "rank 0 raised KeyError" in text and "fails on purpose" in text, text
+    assert "rank 1 still running at the harness timeout (killed)" in text, text
+    for r in info.value.results:   # every process is gone (killed and reaped)
+        with pytest.raises(ProcessLookupError):
+            os.kill(r.pid, 0)

@@ -169,14 +169,15 @@ Group::Group(const std::string &name, int rank, int nranks, bool create, std::si
     spin_iters_ = nranks > ncpu ? 0 : kSpinPauses;  // oversubscribed: PAUSE only delays the peer
     yield_us = kYieldUs;
     // Measured crossover (dev VM, float32, interleaved A/B of both algorithms in one group, min of
-    // 5-7 rounds; reproduce with python benchmarks/shm.py --crossover --nproc N):
-    //   2 ranks: flat 6.2 us vs rs/ag 7.6 us at 64 KiB, 25.4 vs 23.8 us at 256 KiB, 112 vs 95 at
-    //            1 MiB -> flat up to 128 KiB;
-    //   3 ranks: 15.0 vs 14.4 us at 64 KiB, 57 vs 44 at 256 KiB -> flat up to 32 KiB;
-    //   4 ranks: 11.7 vs 14.8 us at 16 KiB, 28.4 vs 23.9 at 64 KiB -> flat up to 32 KiB.
-    // The flat exchange has one barrier but every rank reads all n buffers; rs/ag has two
-    // barriers per chunk and each rank reduces 1/n, which wins once the reads dominate.
-    flat_max_bytes = std::min<std::size_t>(nranks == 2 ? 128 * 1024 : 32 * 1024, buf_bytes_);
+    // 3 rounds, load average ~4; reproduce with python benchmarks/shm.py --crossover --nproc N):
+    //   2 ranks: flat 0.4 us vs rs/ag 0.5 us at 2 KiB, 1.0 vs 0.6 at 4 KiB, 6.1 vs 2.8 at 64 KiB
+    //            -> flat up to 2 KiB (reading a peer's whole buffer across cores costs more than
+    //            the second barrier from 4 KiB on);
+    //   3 ranks: 5.4 vs 6.3 us at 16 KiB, 8.0 vs 7.5 at 32 KiB -> flat up to 16 KiB;
+    //   4 ranks: 7.0 vs 8.1 us at 16 KiB, 11.0 vs 9.6 at 32 KiB -> flat up to 16 KiB.
+    // Under heavy load (load average 6-8) barriers get dearer and flat won up to 64 KiB on 2
+    // ranks (6.2 vs 7.6 us); the thresholds follow the quiet machine, where latency matters.
+    flat_max_bytes = std::min<std::size_t>(nranks == 2 ? 2 * 1024 : 16 * 1024, buf_bytes_);
 
     __atomic_store_n(at<int32_t>(base_, kCtlStride * (rank_ + 1) + kCtlPid),
                      static_cast<int32_t>(::getpid()), __ATOMIC_SEQ_CST);

@@ -33,7 +33,7 @@ DEFAULT_BUF_BYTES = 1 << 20
 def flat_max_bytes(nranks: int) -> int:
     """all_reduce uses the single-copy flat exchange up to this size and reduce-scatter/all-gather
     above it: the measured crossover (see the comment in csrc/shm/shm.cpp, same values)."""
-    return (128 << 10) if nranks == 2 else (32 << 10)
+    return (2 << 10) if nranks == 2 else (16 << 10)
 
 
 def header_bytes(nranks: int) -> int:

@@ -695,6 +695,29 @@ def _wrap(arr):
     return Tensor._wrap(arr)
 
 
+class _ObjBuffers:
+    """Where an object collective's byte buffers live. NCCL moves device memory only, so for an
+    NCCL group the buffers go to the group's GPU and come back to the host after the call (as
+    torch stages objects on ``torch.cuda.current_device()``); every other backend works on the
+    host arrays directly."""
+
+    def __init__(self, pg):
+        self.device = getattr(pg.backend, "device", None) if pg.backend_name == "nccl" else None
+
+    def put(self, arr):
+        if self.device is None or arr is None:
+            return arr
+        from .. import _xp
+        with self.device:
+            return _xp.cupy().asarray(arr)
+
+    def get(self, arr):
+        if self.device is None:
+            return arr
+        from .. import _xp
+        return _xp.to_numpy(arr)
+
+
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
     """Broadcast ``src``'s picklable-in-torch objects (here: data only, see ``_codec``) into
     every rank's ``object_list``, in place."""
@@ -707,10 +730,15 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
         sizes = np.array([len(b) for b in blobs], dtype=np.int64)
     else:
         sizes = np.zeros(len(object_list), dtype=np.int64)
-    pg.backend.broadcast(sizes, root, async_op=False)
+    buf = _ObjBuffers(pg)
+    sizes_d = buf.put(sizes)
+    pg.backend.broadcast(sizes_d, root, async_op=False)
+    sizes = buf.get(sizes_d)
     payload = (np.frombuffer(b"".join(blobs), dtype=np.uint8).copy() if pg.rank() == root
                else np.empty(int(sizes.sum()), dtype=np.uint8))
-    pg.backend.broadcast(payload, root, async_op=False)
+    payload_d = buf.put(payload)
+    pg.backend.broadcast(payload_d, root, async_op=False)
+    payload = buf.get(payload_d)
     if pg.rank() != root:
         off = 0
         for i, n in enumerate(sizes.tolist()):
@@ -719,10 +747,11 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
 
 
 def _gather_sizes(pg, n: int) -> list:
-    mine = np.array([n], dtype=np.int64)
-    allsz = np.zeros(pg.size(), dtype=np.int64)
+    buf = _ObjBuffers(pg)
+    mine = buf.put(np.array([n], dtype=np.int64))
+    allsz = buf.put(np.zeros(pg.size(), dtype=np.int64))
     pg.backend.allgather_into(allsz, mine, async_op=False)
-    return allsz.tolist()
+    return buf.get(allsz).tolist()
 
 
 def all_gather_object(object_list, obj, group=None):
@@ -738,8 +767,10 @@ def all_gather_object(object_list, obj, group=None):
     width = max(sizes)
     mine = np.zeros(width, dtype=np.uint8)
     mine[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
-    out = np.empty(width * pg.size(), dtype=np.uint8)
-    pg.backend.allgather_into(out, mine, async_op=False)
+    buf = _ObjBuffers(pg)
+    out = buf.put(np.empty(width * pg.size(), dtype=np.uint8))
+    pg.backend.allgather_into(out, buf.put(mine), async_op=False)
+    out = buf.get(out)
     for j, n in enumerate(sizes):
         object_list[j] = _codec.decode(out[j * width:j * width + n].tobytes())
 
@@ -759,9 +790,11 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
     width = max(sizes)
     mine = np.zeros(width, dtype=np.uint8)
     mine[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
-    outs = [np.empty(width, dtype=np.uint8) for _ in range(pg.size())] \
+    buf = _ObjBuffers(pg)
+    outs = [buf.put(np.empty(width, dtype=np.uint8)) for _ in range(pg.size())] \
         if pg.rank() == root else None
-    pg.backend.gather(outs, mine, root, async_op=False)
+    pg.backend.gather(outs, buf.put(mine), root, async_op=False)
+    outs = [buf.get(o) for o in outs] if outs is not None else None
     if pg.rank() == root:
         for j, n in enumerate(sizes):
             object_gather_list[j] = _codec.decode(outs[j][:n].tobytes())
@@ -785,7 +818,10 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
         sizes = np.array([len(b) for b in blobs], dtype=np.int64)
     else:
         sizes = np.zeros(pg.size(), dtype=np.int64)
-    pg.backend.broadcast(sizes, root, async_op=False)
+    buf = _ObjBuffers(pg)
+    sizes_d = buf.put(sizes)
+    pg.backend.broadcast(sizes_d, root, async_op=False)
+    sizes = buf.get(sizes_d)
     width = int(sizes.max())
     ins = None
     if pg.rank() == root:
@@ -794,8 +830,10 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
             a = np.zeros(width, dtype=np.uint8)
             a[:len(b)] = np.frombuffer(b, dtype=np.uint8)
             ins.append(a)
-    out = np.empty(width, dtype=np.uint8)
-    pg.backend.scatter(out, ins, root, async_op=False)
+    out = buf.put(np.empty(width, dtype=np.uint8))
+    pg.backend.scatter(out, [buf.put(a) for a in ins] if ins is not None else None, root,
+                       async_op=False)
+    out = buf.get(out)
     scatter_object_output_list[0] = _codec.decode(out[:int(sizes[pg.rank()])].tobytes())
 
 

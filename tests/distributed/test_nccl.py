@@ -279,3 +279,24 @@ def test_shared_suite_cuda_check_on_nccl(nccl_world):
     # tensors against NumPy), here on the nccl backend at world size 1.
     from tests.distributed import collective_suite
     assert collective_suite.check_cuda(0, 1, "nccl") == 6
+
+
+@pytest.mark.gpu
+def test_nccl_object_collectives_stage_through_the_gpu(nccl_world):
+    """NCCL moves device memory only: object collectives must stage their bytes on the GPU."""
+    import numpy as np
+    dist = nccl_world
+    obj = {"epoch": 3, "names": ["a", "b"], "w": np.arange(4.0)}
+    got = [None]
+    dist.all_gather_object(got, obj)
+    assert got[0]["epoch"] == 3 and got[0]["names"] == ["a", "b"]
+    np.testing.assert_array_equal(got[0]["w"], obj["w"])
+    lst = [obj, 7]
+    dist.broadcast_object_list(lst, src=0)
+    assert lst[1] == 7
+    gathered = [None]
+    dist.gather_object("x", gathered, dst=0)
+    assert gathered == ["x"]
+    out = [None]
+    dist.scatter_object_list(out, ["only"], src=0)
+    assert out == ["only"]

@@ -3,10 +3,7 @@ by a veth pair): 2 ranks per host under two `tbrun --nnodes 2` invocations run t
 suite; ranks on different hosts must talk TCP over the veth link (advertised address = the one
 that routes to MASTER_ADDR), ranks on one host their local transport. Skips without root/netns.
 """
-import sys
-import textwrap
-
-from tests.distributed.test_netns import _in_ns, two_hosts  # noqa: F401  (fixture)
+from tests.distributed._netns import run_tbrun_nodes, two_hosts  # noqa: F401  (fixture)
 
 WORKER = """
 import tensorbrain.distributed as dist
@@ -24,23 +21,7 @@ dist.destroy_process_group()
 
 
 def test_collectives_across_network_namespaces(two_hosts, tmp_path):  # noqa: F811
-    (ns0, ns1), (a0, a1) = two_hosts
-    w = tmp_path / "w.py"
-    w.write_text(textwrap.dedent(WORKER))
-    common = [sys.executable, "-m", "tensorbrain.distributed.run", "--nnodes", "2",
-              "--nproc_per_node", "2", "--master_addr", a0, "--master_port", "29575",
-              "--rdzv_conf", "join_timeout=20"]
-    nodes = [_in_ns(ns1, [*common, "--node_rank", "1", str(w)]),
-             _in_ns(ns0, [*common, "--node_rank", "0", str(w)])]
-    results = []
-    try:
-        for p in nodes:
-            out, err = p.communicate(timeout=100)
-            results.append((p.returncode, out, err))
-    finally:
-        for p in nodes:
-            if p.poll() is None:
-                p.kill()
+    results = run_tbrun_nodes(two_hosts, tmp_path, WORKER, port=29575, timeout=100)
     lines = []
     for rc, out, err in results:
         assert rc == 0, out + err

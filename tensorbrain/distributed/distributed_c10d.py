@@ -398,6 +398,28 @@ def _same(a, b, what: str) -> None:
         raise TypeError(f"{what}: dtype mismatch ({a.dtype} vs {b.dtype})")
 
 
+def _each_like(arrs, ref, what: str, name: str, role: str, hint: str = "") -> None:
+    """Each array of the list ``name`` must have the size and dtype of the collective's single
+    ``role`` array ``ref``."""
+    for i, a in enumerate(arrs):
+        if a.size != ref.size:
+            raise ValueError(f"{what}: {name}[{i}] has shape {a.shape}, the {role} "
+                             f"{ref.shape}{hint}")
+        _same(a, ref, what)
+
+
+def _root_list(pg, root, tensors, ref, what: str, name: str, role: str, side: str):
+    """The arrays of ``tensors`` on the root (checked against ``ref``), None elsewhere, where
+    the list must be None or empty (gather's and scatter's contract, as in torch)."""
+    if pg.rank() == root:
+        arrs = _arrs(tensors, f"{what}: {name}", pg.size())
+        _each_like(arrs, ref, what, name, role)
+        return arrs
+    if tensors:
+        raise ValueError(f"{what}: {name} must be None or empty on non-{side} ranks")
+    return None
+
+
 def _ret(work, async_op, tensors=None):
     """The Work for async ops (its ``result()`` is the output Tensors, as in torch), else None."""
     if not async_op:
@@ -462,11 +484,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         return None
     outs = _arrs(tensor_list, "all_gather: tensor_list", pg.size())
     src = _arr(tensor, "all_gather: tensor")
-    for i, o in enumerate(outs):
-        if o.size != src.size:
-            raise ValueError(f"all_gather: tensor_list[{i}] has shape {o.shape}, the input "
-                             f"{src.shape}; all must match")
-        _same(o, src, "all_gather")
+    _each_like(outs, src, "all_gather", "tensor_list", "input", "; all must match")
     return _ret(pg.backend.allgather(outs, src, async_op=async_op), async_op, [list(tensor_list)])
 
 
@@ -493,16 +511,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         return None
     root = _root(pg, dst, group_dst, "dst")
     src = _arr(tensor, "gather: tensor")
-    outs = None
-    if pg.rank() == root:
-        outs = _arrs(gather_list, "gather: gather_list", pg.size())
-        for i, o in enumerate(outs):
-            if o.size != src.size:
-                raise ValueError(f"gather: gather_list[{i}] has shape {o.shape}, the input "
-                                 f"{src.shape}")
-            _same(o, src, "gather")
-    elif gather_list:
-        raise ValueError("gather: gather_list must be None or empty on non-destination ranks")
+    outs = _root_list(pg, root, gather_list, src, "gather", "gather_list", "input", "destination")
     return _ret(pg.backend.gather(outs, src, root, async_op=async_op), async_op)
 
 
@@ -513,16 +522,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         return None
     root = _root(pg, src, group_src, "src")
     out = _arr(tensor, "scatter: tensor")
-    ins = None
-    if pg.rank() == root:
-        ins = _arrs(scatter_list, "scatter: scatter_list", pg.size())
-        for i, x in enumerate(ins):
-            if x.size != out.size:
-                raise ValueError(f"scatter: scatter_list[{i}] has shape {x.shape}, the output "
-                                 f"{out.shape}")
-            _same(x, out, "scatter")
-    elif scatter_list:
-        raise ValueError("scatter: scatter_list must be None or empty on non-source ranks")
+    ins = _root_list(pg, root, scatter_list, out, "scatter", "scatter_list", "output", "source")
     return _ret(pg.backend.scatter(out, ins, root, async_op=async_op), async_op)
 
 
@@ -533,11 +533,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         return None
     out = _arr(output, "reduce_scatter: output")
     ins = _arrs(input_list, "reduce_scatter: input_list", pg.size())
-    for i, x in enumerate(ins):
-        if x.size != out.size:
-            raise ValueError(f"reduce_scatter: input_list[{i}] has shape {x.shape}, the output "
-                             f"{out.shape}")
-        _same(x, out, "reduce_scatter")
+    _each_like(ins, out, "reduce_scatter", "input_list", "output")
     return _ret(pg.backend.reduce_scatter(out, ins, _op(op), async_op=async_op), async_op)
 
 

@@ -219,5 +219,28 @@ def stage_in(array):
     return np.ascontiguousarray(_xp.to_numpy(array))
 
 
+def row_bytes(array) -> int:
+    """Bytes in one row (dim 0 entry) of ``array``; a 0-d array counts as one row."""
+    if array.ndim == 0:
+        return array.itemsize
+    return int(np.prod(array.shape[1:], dtype=np.int64)) * array.itemsize
+
+
+def row_splits(splits, array, size: int) -> list:
+    """all_to_all_single's rows of ``array`` (dim 0) per rank: ``splits`` checked against the
+    row count, or an even split over ``size`` ranks when None."""
+    rows = array.shape[0] if array.ndim else 0
+    if splits is None:
+        if rows % size:
+            raise ValueError(f"all_to_all_single: dim 0 ({rows} rows) does not divide evenly "
+                             f"among {size} ranks; pass the split sizes")
+        return [rows // size] * size
+    splits = [int(s) for s in splits]
+    if len(splits) != size or sum(splits) != rows:
+        raise ValueError(f"all_to_all_single: split sizes {splits} must have {size} entries "
+                         f"summing to dim 0 ({rows})")
+    return splits
+
+
 def _noop():
     return None

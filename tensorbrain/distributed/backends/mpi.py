@@ -574,9 +574,9 @@ class MPIBackend(base.Backend):
         if out_splits is None and in_splits is None:
             return self._start("all_to_all_single", lambda: self.comm.Ialltoall(
                 _raw(send), _raw(recv)), _then(finish, output), async_op)
-        row_in, row_out = _row_bytes(send), _row_bytes(recv)
-        in_splits = _splits(in_splits, send.shape[0] if send.ndim else 0, self.size)
-        out_splits = _splits(out_splits, recv.shape[0] if recv.ndim else 0, self.size)
+        row_in, row_out = base.row_bytes(send), base.row_bytes(recv)
+        in_splits = base.row_splits(in_splits, send, self.size)
+        out_splits = base.row_splits(out_splits, recv, self.size)
         s_counts = [n * row_in for n in in_splits]
         r_counts = [n * row_out for n in out_splits]
         byte = self._MPI.BYTE
@@ -725,25 +725,6 @@ def _shares_memory(a, b) -> bool:
 
 def _all_cupy_direct(arrays) -> bool:
     return all(_xp.is_cupy_array(a) and a.flags.c_contiguous for a in arrays) and cuda_aware()
-
-
-def _row_bytes(array) -> int:
-    if array.ndim == 0:
-        return array.itemsize
-    return int(np.prod(array.shape[1:], dtype=np.int64)) * array.itemsize
-
-
-def _splits(splits, rows: int, size: int) -> list:
-    if splits is None:
-        if rows % size:
-            raise ValueError(f"all_to_all_single: dim 0 ({rows} rows) does not divide evenly "
-                             f"among {size} ranks; pass the split sizes")
-        return [rows // size] * size
-    splits = [int(s) for s in splits]
-    if len(splits) != size or sum(splits) != rows:
-        raise ValueError(f"all_to_all_single: split sizes {splits} must have {size} entries "
-                         f"summing to dim 0 ({rows})")
-    return splits
 
 
 def _displs(counts) -> list:

@@ -395,9 +395,9 @@ class NCCLBackend(base.Backend):
         self._check("all_to_all_single", output, input)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
-        in_rows = _splits(in_splits, send.shape[0] if send.ndim else 0, self.size)
-        out_rows = _splits(out_splits, recv.shape[0] if recv.ndim else 0, self.size)
-        in_row, out_row = _row_bytes(send), _row_bytes(recv)
+        in_rows = base.row_splits(in_splits, send, self.size)
+        out_rows = base.row_splits(out_splits, recv, self.size)
+        in_row, out_row = base.row_bytes(send), base.row_bytes(recv)
         comm, calls = self.comm, []
         s_off = r_off = 0
         for peer in range(self.size):
@@ -560,22 +560,3 @@ class NCCLBackend(base.Backend):
     def abort(self) -> None:
         self._fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self._stop.set()
-
-
-def _row_bytes(array) -> int:
-    if array.ndim == 0:
-        return array.itemsize
-    return int(np.prod(array.shape[1:], dtype=np.int64)) * array.itemsize
-
-
-def _splits(splits, rows: int, size: int) -> list:
-    if splits is None:
-        if rows % size:
-            raise ValueError(f"all_to_all_single: dim 0 ({rows} rows) does not divide evenly "
-                             f"among {size} ranks; pass the split sizes")
-        return [rows // size] * size
-    splits = [int(s) for s in splits]
-    if len(splits) != size or sum(splits) != rows:
-        raise ValueError(f"all_to_all_single: split sizes {splits} must have {size} entries "
-                         f"summing to dim 0 ({rows})")
-    return splits

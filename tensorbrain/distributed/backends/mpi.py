@@ -468,8 +468,9 @@ class MPIBackend(base.Backend):
         return self._start("reduce", lambda: self.comm.Ireduce(send, None, mpi_op, root),
                            None, async_op)
 
-    def allgather(self, outputs, input, *, async_op: bool = True):
-        send = self._input(input)
+    def _gather_buffer(self, send, outputs):
+        """One (size, *send.shape) receive buffer on ``send``'s device, and the finish that
+        copies its blocks into ``outputs``."""
         xp = _xp.get_array_module(send)
         gathered = xp.empty((self.size,) + send.shape, send.dtype)
 
@@ -477,6 +478,11 @@ class MPIBackend(base.Backend):
             for out, block in zip(outputs, gathered):
                 _copy_into(out, block)
             return outputs
+        return gathered, finish
+
+    def allgather(self, outputs, input, *, async_op: bool = True):
+        send = self._input(input)
+        gathered, finish = self._gather_buffer(send, outputs)
         return self._start("all_gather", lambda: self.comm.Iallgather(_raw(send), _raw(gathered)),
                            finish, async_op)
 
@@ -494,13 +500,7 @@ class MPIBackend(base.Backend):
         if self.rank != root:
             return self._start("gather", lambda: self.comm.Igather(_raw(send), None, root),
                                None, async_op)
-        xp = _xp.get_array_module(send)
-        gathered = xp.empty((self.size,) + send.shape, send.dtype)
-
-        def finish():
-            for out, block in zip(outputs, gathered):
-                _copy_into(out, block)
-            return outputs
+        gathered, finish = self._gather_buffer(send, outputs)
         return self._start("gather", lambda: self.comm.Igather(_raw(send), _raw(gathered), root),
                            finish, async_op)
 

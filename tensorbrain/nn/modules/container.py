@@ -142,40 +142,51 @@ class ModuleList(Module):
                                   "forward instead")
 
 
-class ModuleDict(Module):
+class _RegistryDict:
+    """The mapping protocol over one of Module's registries, the one named by ``_registry``:
+    ModuleDict and ParameterDict differ only in that registry and in how ``__setitem__``
+    registers a value."""
+    _registry: str
+
+    def _store(self) -> dict:
+        return self.__dict__[self._registry]
+
+    def __getitem__(self, key):
+        return self._store()[key]
+
+    def __delitem__(self, key):
+        del self._store()[key]
+
+    def __len__(self):
+        return len(self._store())
+
+    def __iter__(self):
+        return iter(self._store())
+
+    def __contains__(self, key):
+        return key in self._store()
+
+    def keys(self):
+        return self._store().keys()
+
+    def items(self):
+        return self._store().items()
+
+    def values(self):
+        return self._store().values()
+
+
+class ModuleDict(_RegistryDict, Module):
     """A dict of modules (insertion ordered), registered under their keys."""
+    _registry = "_modules"
 
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        return self._modules[key]
-
     def __setitem__(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def items(self):
-        return self._modules.items()
-
-    def values(self):
-        return self._modules.values()
 
     def pop(self, key):
         return self._modules.pop(key)
@@ -223,44 +234,20 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
-                         for k, p in self._parameters.items())
+        return _parameters_repr(self)
 
 
-class ParameterDict(Module):
+class ParameterDict(_RegistryDict, Module):
     """A dict of parameters registered under their keys."""
+    _registry = "_parameters"
 
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key):
-        return self._parameters[key]
-
     def __setitem__(self, key, value):
         self.register_parameter(key, _as_param(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def items(self):
-        return self._parameters.items()
-
-    def values(self):
-        return self._parameters.values()
 
     def update(self, parameters):
         items = parameters.items() if hasattr(parameters, "items") else parameters
@@ -268,8 +255,12 @@ class ParameterDict(Module):
             self[k] = v
 
     def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
-                         for k, p in self._parameters.items())
+        return _parameters_repr(self)
+
+
+def _parameters_repr(module) -> str:
+    return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {tuple(p.shape)}]"
+                     for k, p in module._parameters.items())
 
 
 def _as_param(value):

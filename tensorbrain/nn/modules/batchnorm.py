@@ -14,8 +14,8 @@ from ... import _dtype
 from ...tensor import ones, tensor, zeros
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
 from .module import Module
+from .normalization import _register_affine
 
 
 class _NormBase(Module):
@@ -31,15 +31,7 @@ class _NormBase(Module):
         self.affine, self.track_running_stats = affine, track_running_stats
         self.use_bias = affine and bias  # PyTorch 2.13's `bias=False` drops only the shift
         dtype = dtype or _dtype.get_default_dtype()
-        if affine:
-            self.weight = Parameter(ones(num_features, dtype=dtype, device=device))
-            if self.use_bias:
-                self.bias = Parameter(zeros(num_features, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, (num_features,), affine, self.use_bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))

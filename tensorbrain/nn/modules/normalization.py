@@ -11,6 +11,27 @@ from ..parameter import Parameter
 from .module import Module
 
 
+def _register_affine(module, shape, affine: bool, bias: bool, dtype, device) -> None:
+    """Register ``weight`` (ones) and ``bias`` (zeros) of ``shape`` on ``module``, each None
+    where switched off (no weight without ``affine``); shared with the BatchNorm classes."""
+    if affine:
+        module.weight = Parameter(ones(*shape, dtype=dtype, device=device))
+        if bias:
+            module.bias = Parameter(zeros(*shape, dtype=dtype, device=device))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module) -> None:
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` dims, then scale and shift.
 
@@ -27,22 +48,11 @@ class LayerNorm(Module):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine, self.use_bias = eps, elementwise_affine, bias
-        dtype = dtype or _dtype.get_default_dtype()
-        if elementwise_affine:
-            self.weight = Parameter(ones(*self.normalized_shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(zeros(*self.normalized_shape, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, self.normalized_shape, elementwise_affine, bias,
+                         dtype or _dtype.get_default_dtype(), device)
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -64,22 +74,11 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps, self.affine = \
             num_groups, num_channels, eps, affine
         self.use_bias = affine and bias
-        dtype = dtype or _dtype.get_default_dtype()
-        if affine:
-            self.weight = Parameter(ones(num_channels, dtype=dtype, device=device))
-            if self.use_bias:
-                self.bias = Parameter(zeros(num_channels, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, (num_channels,), affine, self.use_bias,
+                         dtype or _dtype.get_default_dtype(), device)
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

@@ -17,6 +17,8 @@ import numpy as np
 
 from tensorbrain import _kernels, _native
 
+import _common  # benchmarks/ is sys.path[0] when a benchmark runs as a script
+
 
 def best_of(fn, repeat: int) -> float:
     best = float("inf")
@@ -33,8 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     if not _native.is_available():
         raise SystemExit(f"native module unavailable: {_native.why_unavailable()}")
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor()) if os.path.exists("/proc/cpuinfo") else platform.processor()
+    cpu = _common.cpu_model(default=platform.processor())
     print(f"hardware: {cpu}, {os.cpu_count()} cpus; numpy {np.__version__}")
     sizes = [1 << 10, 1 << 20] if args.quick else [1 << 10, 1 << 16, 1 << 20, 1 << 24]
     cases = [("float32", "sum"), ("float32", "max"), ("float16", "sum"), ("float64", "sum"),

@@ -38,27 +38,16 @@ import numpy as np  # noqa: E402
 import tensorbrain as tb  # noqa: E402
 import tensorbrain.nn.functional as F  # noqa: E402
 
+import _common  # noqa: E402  (benchmarks/ is sys.path[0] when a benchmark runs as a script)
+
 LR, MOMENTUM = 0.01, 0.9
 SIZES = (784, 512, 512, 10)
 
 
 def hardware() -> str:
-    model = platform.processor() or "unknown cpu"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    blas = "?"
-    try:
-        info = np.show_config(mode="dicts")
-        blas = info["Build Dependencies"]["blas"]["name"]
-    except Exception:
-        pass
-    return (f"{model}; {os.cpu_count()} logical cores; Python {platform.python_version()}; "
+    blas = _common.blas().get("name", "?")
+    return (f"{_common.cpu_model()}; {os.cpu_count()} logical cores; "
+            f"Python {platform.python_version()}; "
             f"NumPy {np.__version__} ({blas}); BLAS threads {ARGS.threads}")
 
 

@@ -35,27 +35,16 @@ import tensorbrain as tb  # noqa: E402
 from tensorbrain import nn  # noqa: E402
 from tensorbrain.nn import functional as F  # noqa: E402
 
+import _common  # noqa: E402  (benchmarks/ is sys.path[0] when a benchmark runs as a script)
+
 LR, MOMENTUM = 0.01, 0.9
 
 
 # ***** hardware *****
 def hardware() -> str:
-    cpu = platform.processor() or "unknown cpu"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    blas = "unknown BLAS"
-    try:
-        cfg = np.show_config(mode="dicts")
-        info = cfg["Build Dependencies"]["blas"]
-        blas = f"{info.get('name')} {info.get('version', '')}".strip()
-    except Exception:
-        pass
+    cpu = _common.cpu_model()
+    info = _common.blas()
+    blas = f"{info.get('name')} {info.get('version', '')}".strip() if info else "unknown BLAS"
     lines = [f"cpu: {cpu}, {os.cpu_count()} logical cores, load average "
              f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else f"cpu: {cpu}",
              f"python {platform.python_version()}, numpy {np.__version__} ({blas}), "

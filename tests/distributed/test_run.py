@@ -46,6 +46,21 @@ def start_tbrun(*args, extra_env=None):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def two_tbruns(first_args, second_args, delay=0.0, timeout=30):
+    """Start tbrun ``first_args`` in the background, after ``delay`` s run tbrun ``second_args``
+    to the end, then wait for the first (at most ``timeout`` s; killed if still running).
+    Returns ``(first Popen, its stdout, its stderr, second CompletedProcess)``."""
+    first = start_tbrun(*first_args)
+    try:
+        time.sleep(delay)
+        second = tbrun(*second_args)
+        out, err = first.communicate(timeout=timeout)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    return first, out, err, second
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -252,13 +267,9 @@ def test_two_nodes_form_one_four_rank_world(tmp_path):
     port = str(free_port())
     common = ["--nnodes", "2", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
               "--master_port", port]
-    node1 = start_tbrun(*common, "--node_rank", "1", w)  # node 1 may start first
-    try:
-        node0 = tbrun(*common, "--node-rank", "0", w)
-        out1, err1 = node1.communicate(timeout=30)
-    finally:
-        if node1.poll() is None:
-            node1.kill()
+    # node 1 may start first
+    node1, out1, err1, node0 = two_tbruns([*common, "--node_rank", "1", w],
+                                          [*common, "--node-rank", "0", w])
     assert node0.returncode == 0 and node1.returncode == 0, node0.stderr + err1
     expected = "world 4 ['0:0', '0:1', '1:0', '1:1']"
     assert node0.stdout.splitlines() and out1.splitlines()
@@ -272,13 +283,8 @@ def test_a_failure_on_one_node_stops_the_other(tmp_path):
     w = script(tmp_path, FAILING)  # global rank 1 lives on node 0
     port = str(free_port())
     common = ["--nnodes", "2", "--nproc_per_node", "2", "--master_port", port]
-    node1 = start_tbrun(*common, "--node_rank", "1", w)
-    try:
-        node0 = tbrun(*common, "--node_rank", "0", w)
-        out1, err1 = node1.communicate(timeout=30)
-    finally:
-        if node1.poll() is None:
-            node1.kill()
+    node1, out1, err1, node0 = two_tbruns([*common, "--node_rank", "1", w],
+                                          [*common, "--node_rank", "0", w])
     assert node0.returncode == 1 and node1.returncode == 1
     for err in (node0.stderr, err1):
         assert re.search(r"first failure: rank 1 \(local rank 1 on node 0", err), err
@@ -303,13 +309,8 @@ def test_a_failure_restarts_every_node(tmp_path):
     port = str(free_port())
     common = ["--nnodes", "2", "--nproc_per_node", "2", "--master_port", port,
               "--max_restarts", "1"]
-    node1 = start_tbrun(*common, "--node_rank", "1", w)
-    try:
-        node0 = tbrun(*common, "--node_rank", "0", w)
-        out1, err1 = node1.communicate(timeout=30)
-    finally:
-        if node1.poll() is None:
-            node1.kill()
+    node1, out1, err1, node0 = two_tbruns([*common, "--node_rank", "1", w],
+                                          [*common, "--node_rank", "0", w])
     assert node0.returncode == 0 and node1.returncode == 0, node0.stderr + err1
     for out in (node0.stdout, out1):
         assert sorted(re.findall(r"attempt (\d) world 4", out)) == ["0", "0", "1", "1"], out
@@ -355,14 +356,8 @@ def test_elastic_min_max(tmp_path):
     # two nodes (MAX) with different worker counts: 2 + 1 ranks, node ranks by arrival
     port = str(free_port())
     common = ["--nnodes", "1:2", "--master_port", port, "--rdzv_conf", "last_call_timeout=10"]
-    first = start_tbrun(*common, "--nproc_per_node", "2", w)
-    try:
-        time.sleep(0.5)
-        second = tbrun(*common, "--nproc_per_node", "1", w)
-        out1, err1 = first.communicate(timeout=30)
-    finally:
-        if first.poll() is None:
-            first.kill()
+    first, out1, err1, second = two_tbruns([*common, "--nproc_per_node", "2", w],
+                                           [*common, "--nproc_per_node", "1", w], delay=0.5)
     assert first.returncode == 0 and second.returncode == 0, err1 + second.stderr
     envs = {**parse_env_lines(out1), **parse_env_lines(second.stdout)}
     assert sorted(envs) == [0, 1, 2] and {e["WORLD_SIZE"] for e in envs.values()} == {"3"}

@@ -196,7 +196,9 @@ def test_peer_that_never_arrives_times_out(impl, run_id):
 def test_native_collective_releases_the_gil(run_id):
     ticks = run_workers("tests.distributed.test_shm:w_gil_released", 2, init=None,
                         timeout=60.0, env={"TB_RUN_ID": run_id})[0]
-    assert ticks >= 100, f"a Python thread ran only {ticks} times in ~0.5 s of all_reduce"
+    # with the GIL held the thread could not tick at all while rank 0 waits ~0.5 s inside the
+    # call; a loaded machine stretches sleep(0.001), hence the low bar
+    assert ticks >= 20, f"a Python thread ran only {ticks} times in ~0.5 s of all_reduce"
 
 
 def test_segment_name_uses_the_run_id(monkeypatch):

@@ -18,6 +18,25 @@ def _norm_backward(xp, gxhat, xhat, rstd, axes):
     return rstd * (gxhat - m1 - xhat * m2)
 
 
+def _scale_shift(xhat, w, b):
+    """``xhat * w + b`` in a new array, either factor left out where None."""
+    out = xhat * w if w is not None else xhat.copy()
+    if b is not None:
+        out += b
+    return out
+
+
+def _affine_grads(g, xhat, weight, bias, axes):
+    """Gradients of ``weight`` and ``bias`` in ``xhat * weight + bias`` (summed over ``axes``),
+    None for one that is absent or needs no gradient."""
+    gw = gb = None
+    if weight is not None and weight.requires_grad:
+        gw = (g * xhat).sum(axis=axes)
+    if bias is not None and bias.requires_grad:
+        gb = g.sum(axis=axes)
+    return gw, gb
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, one fused op."""
     x = input.data
@@ -34,21 +53,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     xc = x - mu
     rstd = 1 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
     xhat = xc * rstd
-    out = xhat * weight.data if weight is not None else xhat.copy()
-    if bias is not None:
-        out += bias.data
+    out = _scale_shift(xhat, None if weight is None else weight.data,
+                       None if bias is None else bias.data)
     lead = tuple(range(x.ndim - k))
 
     def backward(g):
-        gx = gw = gb = None
+        gx = None
         if input.requires_grad:
             gxhat = g * weight.data if weight is not None else g
             gx = _norm_backward(xp, gxhat, xhat, rstd, axes)
-        if weight is not None and weight.requires_grad:
-            gw = (g * xhat).sum(axis=lead)
-        if bias is not None and bias.requires_grad:
-            gb = g.sum(axis=lead)
-        return gx, gw, gb
+        return (gx, *_affine_grads(g, xhat, weight, bias, lead))
     return make(out, (input, weight, bias), backward, "NativeLayerNormBackward", (weight,) if weight is not None else ())
 
 
@@ -97,20 +111,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         rstd = (1 / xp.sqrt(running_var.data.reshape(bshape) + eps)).astype(x.dtype, copy=False)
     xhat = xc * rstd
     wd = weight.data.reshape(bshape) if weight is not None else None
-    out = xhat * wd if wd is not None else xhat.copy()
-    if bias is not None:
-        out += bias.data.reshape(bshape)
+    out = _scale_shift(xhat, wd, None if bias is None else bias.data.reshape(bshape))
 
     def backward(g):
-        gx = gw = gb = None
+        gx = None
         if input.requires_grad:
             gxhat = g * wd if wd is not None else g
             gx = _norm_backward(xp, gxhat, xhat, rstd, axes) if training else gxhat * rstd
-        if weight is not None and weight.requires_grad:
-            gw = (g * xhat).sum(axis=axes)
-        if bias is not None and bias.requires_grad:
-            gb = g.sum(axis=axes)
-        return gx, gw, gb
+        return (gx, *_affine_grads(g, xhat, weight, bias, axes))
     return make(out, (input, weight, bias), backward, "NativeBatchNormBackward",
                 (weight,) if weight is not None else ())
 
@@ -130,20 +138,14 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     xhat = (xc * rstd).reshape(x.shape)
     bshape = (1, c) + (1,) * (x.ndim - 2)
     wd = weight.data.reshape(bshape) if weight is not None else None
-    out = xhat * wd if wd is not None else xhat.copy()
-    if bias is not None:
-        out += bias.data.reshape(bshape)
+    out = _scale_shift(xhat, wd, None if bias is None else bias.data.reshape(bshape))
     axes = (0,) + tuple(range(2, x.ndim))
 
     def backward(g):
-        gx = gw = gb = None
+        gx = None
         if input.requires_grad:
             gxhat = (g * wd if wd is not None else g).reshape(n, num_groups, -1)
             gx = _norm_backward(xp, gxhat, xhat.reshape(n, num_groups, -1), rstd, 2).reshape(x.shape)
-        if weight is not None and weight.requires_grad:
-            gw = (g * xhat).sum(axis=axes)
-        if bias is not None and bias.requires_grad:
-            gb = g.sum(axis=axes)
-        return gx, gw, gb
+        return (gx, *_affine_grads(g, xhat, weight, bias, axes))
     return make(out, (input, weight, bias), backward, "NativeGroupNormBackward",
                 (weight,) if weight is not None else ())

@@ -116,20 +116,22 @@ def amax(a, dim=None, keepdim=False):
     return make(out, (a,), backward, "AmaxBackward")
 
 
-def argmax(a, dim=None, keepdim=False):
+def _arg_index(a, dim, keepdim, method):
+    """The index tensor of the array method ``method`` ("argmax"/"argmin"), over all elements
+    when ``dim`` is None (a 0-d result), else along ``dim``."""
     x = a.data
     Tensor = tensor_cls()
     if dim is None:
-        return Tensor._wrap(get_array_module(x).asarray(x.argmax()))
-    return Tensor._wrap(x.argmax(axis=_axes(dim, x.ndim)[0], keepdims=keepdim))
+        return Tensor._wrap(get_array_module(x).asarray(getattr(x, method)()))
+    return Tensor._wrap(getattr(x, method)(axis=_axes(dim, x.ndim)[0], keepdims=keepdim))
+
+
+def argmax(a, dim=None, keepdim=False):
+    return _arg_index(a, dim, keepdim, "argmax")
 
 
 def argmin(a, dim=None, keepdim=False):
-    x = a.data
-    Tensor = tensor_cls()
-    if dim is None:
-        return Tensor._wrap(get_array_module(x).asarray(x.argmin()))
-    return Tensor._wrap(x.argmin(axis=_axes(dim, x.ndim)[0], keepdims=keepdim))
+    return _arg_index(a, dim, keepdim, "argmin")
 
 
 def var(a, dim=None, unbiased=None, keepdim=False, correction=None):

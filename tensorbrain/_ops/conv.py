@@ -60,18 +60,21 @@ def _pad4(xp, x, top, bottom, left, right, value=0.0):
     return out
 
 
-def _check_4d(name, x):
+def _as_4d(name, x):
+    """``(x as (N, C, H, W), unbatched)``: a 3-D (C, H, W) input gains a batch dim of 1 (to be
+    dropped from the result again); any other rank than 3 or 4 is an error."""
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
     if x.ndim != 4:
         raise RuntimeError(f"{name}: expected a 4-D input (N, C, H, W), got shape {tuple(x.shape)}")
+    return x, unbatched
 
 
 # ***** convolution *****
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, w = input.data, weight.data
-    unbatched = x.ndim == 3
-    if unbatched:
-        x = x[None]
-    _check_4d("conv2d", x)
+    x, unbatched = _as_4d("conv2d", x)
     if w.ndim != 4:
         raise RuntimeError(f"conv2d: weight must be 4-D (out_channels, in_channels/groups, kH, kW), "
                            f"got shape {tuple(w.shape)}")
@@ -200,10 +203,7 @@ def _pool_geometry(name, x, kernel_size, stride, padding, dilation, ceil_mode):
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     x = input.data
-    unbatched = x.ndim == 3
-    if unbatched:
-        x = x[None]
-    _check_4d("max_pool2d", x)
+    x, unbatched = _as_4d("max_pool2d", x)
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew = _pool_geometry(
         "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
     xp = get_array_module(x)
@@ -276,10 +276,7 @@ def _avg_divisor(xp, size, k, s, p, o, count_include_pad):
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     x = input.data
-    unbatched = x.ndim == 3
-    if unbatched:
-        x = x[None]
-    _check_4d("avg_pool2d", x)
+    x, unbatched = _as_4d("avg_pool2d", x)
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew = _pool_geometry(
         "avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode)
     xp = get_array_module(x)

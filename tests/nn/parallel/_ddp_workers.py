@@ -86,7 +86,9 @@ def check_equivalence(rank, world, opt_name, as_view, steps=STEPS):
         opt.zero_grad()
         F.cross_entropy(ddp(x), y).backward()
         opt.step()
-    return {"params": params_of(model), "buckets": len(ddp.reducer.buckets)}
+    views = [any(np.shares_memory(p.grad.data, b.buffer.data) for b in ddp.reducer.buckets)
+             for p in model.parameters()]
+    return {"params": params_of(model), "buckets": len(ddp.reducer.buckets), "views": views}
 
 
 def check_no_sync(rank, world, as_view, k=3):

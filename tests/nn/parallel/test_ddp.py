@@ -73,6 +73,9 @@ def test_equivalence_adam(world, check, request):
     per_rank = [r[check]["params"] for r in res]
     assert_same_on_every_rank(per_rank)
     assert_close(per_rank[0], ref_train(world, "adam"), atol=1e-5)
+    # gradient_as_bucket_view: every .grad lives in a bucket (also after the rebuild); else none
+    assert all(res[0][check]["views"]) if check.endswith("view") else \
+        not any(res[0][check]["views"])
 
 
 @pytest.mark.parametrize("check", ["no_sync", "no_sync_view"])

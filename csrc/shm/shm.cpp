@@ -34,7 +34,7 @@ namespace {
 // Header field offsets (mirrored in _layout.py).
 constexpr std::size_t kOffMagic = 0, kOffVersion = 8, kOffNranks = 12, kOffBufBytes = 16,
                       kOffAttached = 24, kOffAbort = 28, kOffAbortRank = 32, kOffAbortKind = 36;
-constexpr std::size_t kCtlSeq = 0, kCtlWaiters = 4, kCtlPid = 8;
+constexpr std::size_t kCtlSeq = 0, kCtlWaiters = 4, kCtlPid = 8, kCtlFp = 16;
 
 // futex sleep slice: how often a sleeping rank checks peer liveness, abort and the deadline.
 // 50 ms keeps the detection of a dead peer well under a second at no measurable cost.
@@ -345,17 +345,74 @@ void Group::check_usable(const char *what) {
         throw ShmError(kind == 1 ? 1 : 0, r,
                        std::string("shm: ") + what + " on rank " + std::to_string(rank_) +
                            ": group " + name_ + " was aborted" +
-                           (r >= 0 ? (kind == 2 ? " by rank " + std::to_string(r)
-                                                : " because rank " + std::to_string(r) +
-                                                      (kind == 1 ? " timed out" : " died"))
+                           (r >= 0 ? (kind == 2   ? " by rank " + std::to_string(r)
+                                      : kind == 3 ? " because rank " + std::to_string(r) +
+                                                        " called a mismatched collective"
+                                                  : " because rank " + std::to_string(r) +
+                                                        (kind == 1 ? " timed out" : " died"))
                                    : std::string()) +
                            "; destroy the process group");
+    }
+}
+
+// ***** collective fingerprints *****
+// Each collective publishes (kind, dtype, reduce op, root, bytes) in the caller's control block
+// before its first arrival, in slot coll_ % 2, and compares all ranks' slots right after its first
+// wait. Two slots suffice: a peer can write slot coll_ % 2 again only in collective coll_ + 2,
+// which it reaches only after this rank arrived in collective coll_ + 1, i.e. after the compare.
+// The check therefore costs no extra synchronisation. The NumPy twin uses the same encoding.
+enum Kind : int { kAllReduce = 1, kBroadcast, kAllGather, kReduceScatter, kAllToAll, kBarrier };
+constexpr int kNone = 255;
+
+static std::string describe(uint64_t a, uint64_t bytes) {
+    static const char *kinds[] = {"?", "all_reduce", "broadcast", "all_gather", "reduce_scatter",
+                                  "all_to_all", "barrier"};
+    int kind = static_cast<int>(a & 0xff), dt = static_cast<int>((a >> 8) & 0xff),
+        op = static_cast<int>((a >> 16) & 0xff);
+    int64_t root = static_cast<int64_t>(a >> 32) - 1;
+    std::string out = kind >= 1 && kind <= 6 ? kinds[kind] : "?";
+    out += "(";
+    if (dt != kNone) out += std::string(dtype_name(static_cast<DType>(dt))) + ", ";
+    if (op != kNone) out += std::string(op_name(static_cast<Op>(op))) + ", ";
+    if (root >= 0) out += "root " + std::to_string(root) + ", ";
+    return out + std::to_string(bytes) + " bytes)";
+}
+
+void Group::begin(int kind, int dtype, int op, int root, uint64_t bytes) {
+    ++coll_;
+    uint64_t a = static_cast<uint64_t>(kind & 0xff) | static_cast<uint64_t>(dtype & 0xff) << 8 |
+                 static_cast<uint64_t>(op & 0xff) << 16 |
+                 static_cast<uint64_t>(static_cast<uint32_t>(root + 1)) << 32;
+    std::size_t at_ = kCtlStride * (rank_ + 1) + kCtlFp + 16 * (coll_ & 1);
+    __atomic_store_n(at<uint64_t>(base_, at_), a, __ATOMIC_RELAXED);
+    __atomic_store_n(at<uint64_t>(base_, at_ + 8), bytes, __ATOMIC_RELAXED);
+    fp_pending_ = true;  // published by the release store of arrive()
+}
+
+void Group::check_fingerprints() {
+    fp_pending_ = false;
+    const std::size_t slot = kCtlFp + 16 * (coll_ & 1);
+    auto word = [&](int r, std::size_t off) {
+        return __atomic_load_n(at<uint64_t>(base_, kCtlStride * (r + 1) + slot + off),
+                               __ATOMIC_RELAXED);
+    };
+    uint64_t a = word(rank_, 0), b = word(rank_, 8);
+    for (int k = 1; k < n_; ++k) {
+        int p = (rank_ + k) % n_;
+        uint64_t pa = word(p, 0), pb = word(p, 8);
+        if (pa != a || pb != b)
+            fail(3, p, "shm: mismatch between ranks in collective #" + std::to_string(coll_) +
+                           " of group " + name_ + ": rank " + std::to_string(rank_) + " called " +
+                           describe(a, b) + " but rank " + std::to_string(p) + " called " +
+                           describe(pa, pb) + "; every rank must make the same calls in the "
+                           "same order with the same sizes and dtypes");
     }
 }
 
 // ***** collectives *****
 void Group::barrier() {
     check_usable("barrier");
+    if (n_ > 1) begin(kBarrier, kNone, kNone, -1, 0);
     sync();
 }
 
@@ -369,6 +426,7 @@ void Group::all_reduce(const void *in_, void *out_, std::size_t count, DType d, 
         if (out != in) std::memmove(out, in, bytes);
         return;
     }
+    begin(kAllReduce, static_cast<int>(d), static_cast<int>(op), -1, bytes);
     if (bytes <= flat_max_bytes) all_reduce_flat(in, out, count, d, op);
     else all_reduce_rsag(in, out, count, d, op);
 }
@@ -431,6 +489,7 @@ void Group::broadcast(void *data_, std::size_t bytes, int root) {
                                     " is out of range for " + std::to_string(n_) + " ranks");
     char *data = static_cast<char *>(data_);
     if (n_ == 1) return;
+    begin(kBroadcast, kNone, kNone, root, bytes);
     for (std::size_t off = 0; off < bytes || (bytes == 0 && off == 0); off += buf_bytes_) {
         std::size_t len = bytes - off < buf_bytes_ ? bytes - off : buf_bytes_;
         uint32_t g = gen_++;
@@ -445,6 +504,7 @@ void Group::all_gather(const void *in_, void *out_, std::size_t S) {
     check_usable("all_gather");
     const char *in = static_cast<const char *>(in_);
     char *out = static_cast<char *>(out_);
+    if (n_ > 1) begin(kAllGather, kNone, kNone, -1, S);
     for (std::size_t off = 0; off < S || (S == 0 && off == 0); off += buf_bytes_) {
         std::size_t len = S - off < buf_bytes_ ? S - off : buf_bytes_;
         uint32_t g = gen_++;
@@ -463,6 +523,7 @@ void Group::reduce_scatter(const void *in_, void *out_, std::size_t c, DType d, 
     char *out = static_cast<char *>(out_);
     const std::size_t esz = dtype_size(d);
     const std::size_t cc = buf_bytes_ / esz / n_;  // elements per destination per chunk
+    if (n_ > 1) begin(kReduceScatter, static_cast<int>(d), static_cast<int>(op), -1, c * esz);
     std::vector<const void *> &s = srcs_;
     for (std::size_t off = 0; off < c || (c == 0 && off == 0); off += cc) {
         std::size_t len = c - off < cc ? c - off : cc;
@@ -484,6 +545,7 @@ void Group::all_to_all(const void *in_, void *out_, std::size_t S) {
     const char *in = static_cast<const char *>(in_);
     char *out = static_cast<char *>(out_);
     const std::size_t cs = buf_bytes_ / n_;
+    if (n_ > 1) begin(kAllToAll, kNone, kNone, -1, S);
     for (std::size_t off = 0; off < S || (S == 0 && off == 0); off += cs) {
         std::size_t len = S - off < cs ? S - off : cs;
         uint32_t g = gen_++;

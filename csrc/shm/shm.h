@@ -7,7 +7,8 @@
 //   [0, header_bytes)  header: magic u64 @0, version u32 @8, nranks u32 @12, buf_bytes u64 @16,
 //                      attached u32 @24, abort u32 @28, abort_rank i32 @32, abort_kind u32 @36;
 //                      then one 128-byte control block per rank at 128*(r+1):
-//                      seq u32 @+0 (the futex word), waiters u32 @+4, pid i32 @+8.
+//                      seq u32 @+0 (the futex word), waiters u32 @+4, pid i32 @+8,
+//                      two collective fingerprints of 16 bytes at @+16 and @+32 (see begin()).
 //                      128 bytes apart so two ranks' counters never share a cache line (nor the
 //                      adjacent-line prefetch pair).
 //   then per rank r, two buffers of buf_bytes each: data_off + (2*r + b) * buf_bytes.
@@ -35,11 +36,12 @@
 namespace tb_shm {
 
 constexpr uint64_t kMagic = 0x31304d5342544254ULL;  // "TBTBSM01" little-endian
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: collective fingerprints in the control blocks
 constexpr std::size_t kCtlStride = 128;
 
 // A failure the Python side maps to tensorbrain.distributed.errors: kind 0 = DistBackendError
-// (peer died / group aborted), 1 = DistTimeoutError.
+// (peer died / group aborted), 1 = DistTimeoutError, 3 = DistBackendError (ranks called
+// mismatched collectives: different op, dtype, reduce op, root or size).
 struct ShmError : std::runtime_error {
     int kind;
     int rank;  // the peer concerned, -1 if none
@@ -101,7 +103,15 @@ class Group {
     void check_alive(int peer);
     [[noreturn]] void fail(int kind, int peer, const std::string &msg);
     void check_usable(const char *what);
-    void sync() { arrive(); wait_peers(); }
+    // The first sync of every collective also compares the fingerprints the ranks published in
+    // begin(): a mismatch raises on every rank instead of silently mixing unrelated buffers.
+    void sync() {
+        arrive();
+        wait_peers();
+        if (fp_pending_) check_fingerprints();
+    }
+    void begin(int kind, int dtype, int op, int root, uint64_t bytes);
+    void check_fingerprints();
 
     void all_reduce_flat(const char *in, char *out, std::size_t count, DType d, Op op);
     void all_reduce_rsag(const char *in, char *out, std::size_t count, DType d, Op op);
@@ -115,6 +125,8 @@ class Group {
     uint32_t gen_ = 0;   // buffer generation, identical on all ranks
     int spin_iters_;  // phase 1 of a wait: PAUSE iterations
     bool broken_ = false;
+    uint32_t coll_ = 0;        // collectives begun, identical on all ranks
+    bool fp_pending_ = false;  // begin() published a fingerprint the next sync must check
     std::vector<const void *> srcs_;  // reduction sources, reused by every call
 };
 

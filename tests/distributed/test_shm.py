@@ -138,6 +138,39 @@ def w_peer_hangs(rank, world, impl):
     return ["no error", "", time.monotonic() - t0]
 
 
+MISMATCHES = {
+    # name: (what rank 0 calls, what the others call); (x, out) are float32[16] buffers
+    "size": (lambda g, x, o: g.all_reduce(x, o, "sum"), lambda g, x, o: g.all_reduce(x[:8], o[:8], "sum")),
+    "dtype": (lambda g, x, o: g.all_reduce(x, o, "sum"),
+              lambda g, x, o: g.all_reduce(x.view(np.int32), o.view(np.int32), "sum")),
+    "op": (lambda g, x, o: g.all_reduce(x, o, "sum"), lambda g, x, o: g.all_reduce(x, o, "max")),
+    "kind": (lambda g, x, o: g.broadcast(x, 0), lambda g, x, o: g.all_reduce(x, o, "sum")),
+    "root": (lambda g, x, o: g.broadcast(x, 0), lambda g, x, o: g.broadcast(x, 1)),
+    "large": (lambda g, x, o: g.all_reduce(np.ones(1 << 16, np.float32), np.ones(1 << 16, np.float32), "sum"),
+              lambda g, x, o: g.all_reduce(np.ones(1 << 15, np.float32), np.ones(1 << 15, np.float32), "sum")),
+}
+
+
+def w_mismatch(rank, world, impl, kind):
+    store, g = _group(rank, world, impl, timeout=10.0)
+    x, o = np.ones(16, np.float32), np.zeros(16, np.float32)
+    g.all_reduce(x, o, "sum")  # a matching collective first: the check must not misfire
+    call = MISMATCHES[kind][0 if rank == 0 else 1]
+    t0 = time.monotonic()
+    try:
+        call(g, x, o)
+    except Exception as exc:  # noqa: BLE001 - the type and message are the result
+        first = [type(exc).__name__, str(exc), time.monotonic() - t0]
+    else:
+        first = ["no error", "", time.monotonic() - t0]
+    try:  # the group is aborted: later collectives refuse at once
+        g.barrier()
+        later = "no error"
+    except Exception as exc:  # noqa: BLE001
+        later = type(exc).__name__
+    return first + [later]
+
+
 def w_gil_released(rank, world):
     store, g = _group(rank, world, "native")
     x = np.ones(1000, np.float32)
@@ -190,6 +223,21 @@ def test_peer_that_never_arrives_times_out(impl, run_id):
     assert kind == "DistTimeoutError", out[0]
     assert "waiting for rank 1" in msg
     assert 0.9 < waited < 3.5
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("kind", sorted(MISMATCHES))
+def test_mismatched_calls_raise_on_every_rank(impl, kind, run_id):
+    """Ranks that call different collectives (size, dtype, reduce op, kind, root) all raise a
+    DistBackendError naming both calls, within the first synchronisation, instead of mixing
+    unrelated buffers; the group refuses everything afterwards."""
+    out = run_workers("tests.distributed.test_shm:w_mismatch", 3, impl, kind, init=None,
+                      timeout=60.0, env={"TB_RUN_ID": run_id})
+    for rank, (typ, msg, waited, later) in enumerate(out):
+        assert typ == "DistBackendError", (rank, out)
+        assert waited < 5.0, (rank, out)
+        assert later == "DistBackendError", (rank, out)
+    assert any("mismatch between ranks" in msg and "but rank" in msg for _, msg, _, _ in out), out
 
 
 @needs_native

@@ -103,9 +103,7 @@ def mismatch_worker(rank, size, kind):
     return obs
 
 
-@pytest.mark.parametrize("shm", ["0", pytest.param("1", marks=pytest.mark.xfail(
-    reason="the same-host shm transport does not compare op/size/dtype across ranks yet: "
-           "mismatches go undetected there (reported to its owner)", strict=False))])
+@pytest.mark.parametrize("shm", ["0", "1"])
 @pytest.mark.parametrize("kind", ["size", "size-ring", "dtype", "op"])
 def test_mismatch_raises_on_every_rank(workers, kind, shm):
     res = workers(f"{HERE}:mismatch_worker", 3, kind, timeout=30, group_timeout=10,

@@ -90,6 +90,7 @@ class ShmGroup:
         self.name, self.rank, self.size = name.lstrip("/"), rank, nranks
         self.timeout_s = float(timeout_s)
         self._creator, self._unlinked, self._step, self._gen = create, False, 0, 0
+        self._coll, self._fp_pending = 0, False
         size = L.segment_bytes(nranks, buf_bytes) if create else 0
         try:
             self._shm = _open(self.name, create, size)
@@ -101,6 +102,7 @@ class ShmGroup:
         buf = self._shm.buf
         self._u32 = np.ndarray((len(buf) // 4,), np.uint32, buf)
         self._i32 = np.ndarray((len(buf) // 4,), np.int32, buf)
+        self._u64 = np.ndarray((len(buf) // 8,), np.uint64, buf)
         hdr64 = np.ndarray((3,), np.uint64, buf)
         if create:
             self._u32[L.OFF_VERSION // 4] = L.VERSION
@@ -164,7 +166,7 @@ class ShmGroup:
 
     def close(self) -> None:
         if self._shm is not None:
-            self._u32 = self._i32 = self._data = None
+            self._u32 = self._i32 = self._u64 = self._data = None
             try:
                 self._shm.close()
             except BufferError:  # a caller still holds a view; the mapping goes with the process
@@ -233,6 +235,36 @@ class ShmGroup:
     def _sync(self) -> None:
         self._arrive()
         self._wait_peers()
+        if self._fp_pending:
+            self._check_fingerprints()
+
+    # Collective fingerprints: the same protocol as csrc/shm/shm.cpp (begin/check_fingerprints).
+    def _fp_index(self, rank: int) -> int:
+        return (L.CTL_STRIDE * (rank + 1) + L.CTL_FP + 16 * (self._coll & 1)) // 8
+
+    def _begin(self, kind: int, nbytes: int, dtype=None, op=None, root: int = -1) -> None:
+        self._coll = (self._coll + 1) & 0xFFFFFFFF
+        a = L.fingerprint(kind, L.NONE if dtype is None else L.DTYPE_CODES[np.dtype(dtype).name],
+                          L.NONE if op is None else L.OP_CODES[op], root)
+        i = self._fp_index(self.rank)
+        self._u64[i] = a
+        self._u64[i + 1] = nbytes
+        self._fp_pending = True
+
+    def _check_fingerprints(self) -> None:
+        self._fp_pending = False
+        i = self._fp_index(self.rank)
+        a, b = int(self._u64[i]), int(self._u64[i + 1])
+        for k in range(1, self.size):
+            p = (self.rank + k) % self.size
+            j = self._fp_index(p)
+            pa, pb = int(self._u64[j]), int(self._u64[j + 1])
+            if (pa, pb) != (a, b):
+                self._fail(3, p, f"shm: mismatch between ranks in collective #{self._coll} of "
+                                 f"group {self.name}: rank {self.rank} called {L.describe(a, b)} "
+                                 f"but rank {p} called {L.describe(pa, pb)}; every rank must "
+                                 "make the same calls in the same order with the same sizes and "
+                                 "dtypes")
 
     def _fail(self, kind: int, peer: int, msg: str):
         if self._u32[L.OFF_ABORT // 4] == 0:
@@ -268,6 +300,7 @@ class ShmGroup:
             r = int(self._i32[L.OFF_ABORT_RANK // 4])
             kind = int(self._u32[L.OFF_ABORT_KIND // 4])
             why = ("" if r < 0 else f" by rank {r}" if kind == 2
+                   else f" because rank {r} called a mismatched collective" if kind == 3
                    else f" because rank {r} {'timed out' if kind == 1 else 'died'}")
             cls = errors.DistTimeoutError if kind == 1 else errors.DistBackendError
             exc = cls(f"shm: {what} on rank {self.rank}: group {self.name} was aborted{why}; "
@@ -278,6 +311,8 @@ class ShmGroup:
     # ***** collectives (same algorithms and chunking as shm.cpp) *****
     def barrier(self) -> None:
         self._check_usable("barrier")
+        if self.size > 1:
+            self._begin(L.KIND_BARRIER, 0)
         self._sync()
 
     def all_reduce(self, input: np.ndarray, output: np.ndarray, op: str) -> None:
@@ -288,6 +323,7 @@ class ShmGroup:
             if dst is not src:
                 np.copyto(dst, src)
             return
+        self._begin(L.KIND_ALL_REDUCE, src.nbytes, src.dtype, op)
         if src.nbytes <= self.flat_max_bytes:
             chunk = self.buf_bytes // src.itemsize
             for off in range(0, src.size, chunk):
@@ -329,6 +365,7 @@ class ShmGroup:
         if self.size == 1:
             return
         data = buffer.reshape(-1).view(np.uint8)
+        self._begin(L.KIND_BROADCAST, data.size, root=root)
         for off in range(0, max(data.size, 1), self.buf_bytes):
             ln = min(self.buf_bytes, data.size - off)
             g = self._gen
@@ -344,6 +381,8 @@ class ShmGroup:
         src = input.reshape(-1).view(np.uint8)
         dst = output.reshape(-1).view(np.uint8)
         S = src.size
+        if self.size > 1:
+            self._begin(L.KIND_ALL_GATHER, S)
         for off in range(0, max(S, 1), self.buf_bytes):
             ln = min(self.buf_bytes, S - off)
             g = self._gen
@@ -360,6 +399,8 @@ class ShmGroup:
         src, dst = input.reshape(-1), output.reshape(-1)
         n, r, c, esz = self.size, self.rank, dst.size, src.itemsize
         cc = self.buf_bytes // esz // n
+        if n > 1:
+            self._begin(L.KIND_REDUCE_SCATTER, c * esz, src.dtype, op)
         for off in range(0, max(c, 1), cc):
             ln = min(cc, c - off)
             g = self._gen
@@ -379,6 +420,8 @@ class ShmGroup:
         dst = output.reshape(-1).view(np.uint8)
         n, r = self.size, self.rank
         S, cs = src.size // n, self.buf_bytes // n
+        if n > 1:
+            self._begin(L.KIND_ALL_TO_ALL, S)
         for off in range(0, max(S, 1), cs):
             ln = min(cs, S - off)
             g = self._gen

@@ -118,6 +118,7 @@ def world_rank_size() -> tuple[int, int]:
 
 # ***** dead ranks end the job *****
 _hook_installed = False
+_ABORT_GRACE_S = 0.3  # seconds between printing the traceback and MPI_Abort (see the hook)
 
 
 def _install_abort_hook(MPI) -> None:
@@ -137,6 +138,11 @@ def _install_abort_hook(MPI) -> None:
                              f"{exc_type.__name__}; calling MPI_Abort so the other ranks end too "
                              "(TB_MPI_ABORT_ON_ERROR=0 turns this off)\n")
             sys.stderr.flush()
+            sys.stdout.flush()
+            # MPI_Abort makes mpiexec tear every rank down at once, and it can do so before its
+            # proxy has forwarded this rank's traceback (seen here: 2 of 6 runs printed nothing).
+            # A short pause lets the user see why the job ended; the others are blocked anyway.
+            time.sleep(_ABORT_GRACE_S)
             MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = hook

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import _config, autograd, cuda
+from . import _config, _malloc, autograd, cuda
 from ._device import device
 from ._dtype import (bool_, double, float, float16, float32, float64, get_default_dtype, half, int,
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
@@ -25,6 +25,8 @@ from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, fr
                      randn_like, randperm, tensor, zeros, zeros_like)
 
 bool = bool_  # noqa: A001  (torch.bool)
+
+_malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their freed arrays' pages
 
 # ***** ops as tb.* functions *****
 add, sub, mul, div, pow, neg = _E.add, _E.sub, _E.mul, _E.div, _E.pow, _E.neg

@@ -70,6 +70,10 @@ declare("TB_NATIVE", _str, "auto",
         "Install time (pip install): 'auto' builds tensorbrain._C and falls back to pure Python if "
         "the build fails, 'require' fails the install instead, 'skip' never builds it. Run time: "
         "0/off/skip ignore an installed tensorbrain._C (tensorbrain/_native.py); other values error.")
+declare("TB_MALLOC_TUNING", _bool, True,
+        "On glibc, keep freed blocks up to 32 MiB in the process heap (mallopt, set once at import) "
+        "so training steps stop faulting in fresh pages (MLP B=512: 20.4 -> 16.1 ms/step). 0 "
+        "leaves glibc's defaults alone.")
 declare("TB_SHM", _bool, True,
         "Use the shared-memory transport for ranks on the same host (tcp backend). 0 turns it off.")
 # NCCL backend (tensorbrain/distributed/_nccl_lib.py)

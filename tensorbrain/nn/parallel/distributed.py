@@ -19,47 +19,14 @@ What happens, and why (PyTorch's design, REFERENCE.md "PyTorch DDP"):
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import platform
-import sys
 
-from ... import _xp
+from ... import _malloc, _xp
 from ...autograd import grad_mode
 from ...tensor import Tensor
 from ..modules.module import Module
 from ._reducer import MiB, Reducer
 
 __all__ = ["DistributedDataParallel"]
-
-# glibc malloc returns blocks above M_MMAP_THRESHOLD to the kernel on free, and trims the heap
-# top above M_TRIM_THRESHOLD; both start at 128 KiB/256 KiB and only grow after a large mmapped
-# block is freed. A step's activations and gradients (1-2 MiB at MLP 784-512-512-10, B=512) are
-# then fresh zeroed pages every step: 1,640 minor page faults per step and 21.5 ms/step on 2 ranks
-# in a script without torch, 0 faults and 18.8 ms with the thresholds below (one process: 2,216
-# faults, 20.9 ms vs 17.1 ms; docs/ddp.md "Memory allocator"). The faults also cost the
-# overlap: 2-rank efficiency 0.77 (72% hidden) vs 0.92 (93%) in benchmarks/ddp.py, whose
-# --compare torch run looked fine only because torch's 25 MiB buckets had raised glibc's dynamic
-# threshold. The values are the ceiling glibc's own heuristic reaches (32 MiB on 64-bit, trim at
-# twice that).
-_MMAP_THRESHOLD, _TRIM_THRESHOLD = 32 << 20, 64 << 20
-_malloc_tuned = False
-
-
-def _keep_freed_memory():
-    """Once per process on glibc: keep freed blocks up to 32 MiB in the heap (see above)."""
-    global _malloc_tuned
-    if _malloc_tuned:
-        return
-    _malloc_tuned = True
-    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
-        return
-    try:
-        libc = ctypes.CDLL(None)
-        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
-        libc.mallopt(M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-        libc.mallopt(M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
-    except (OSError, AttributeError):
-        pass
 
 #: PyTorch broadcasts module state in messages of at most 250 MiB (``_DEFAULT_BUCKET_CAP``...)
 BROADCAST_BUCKET_BYTES = 250 * MiB
@@ -141,7 +108,7 @@ class DistributedDataParallel(Module):
                                  f"device_ids {device_ids}, output_device {output_device}, and "
                                  f"module parameters on {sorted(map(str, devices))}; pass "
                                  f"device_ids=None for CPU modules")
-        _keep_freed_memory()
+        _malloc.keep_freed_memory()  # normally done at import already; see tensorbrain/_malloc.py
         self.module = module
         self.device_ids = device_ids
         self.output_device = output_device if output_device is not None else (

@@ -6,6 +6,7 @@ Skipped cleanly when mpi4py or ``mpiexec`` is missing (``pip install tensorbrain
 both: mpi4py and the mpich wheel). Every job has a hard timeout; ``mpiexec`` is killed with its
 process group if it passes it.
 """
+import glob
 import os
 import re
 import shutil
@@ -56,7 +57,22 @@ def run_job(n: int | None, scenario: str, timeout: float = 60.0, out_dir=None, *
         full_env["TB_MPI_TEST_OUT"] = str(out_dir)
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         full_env.pop(key, None)  # a torchrun-style variable would outrank MPI's
-    return run_cmd(cmd, full_env, timeout, cwd=ROOT)
+    before = _mpich_segments()
+    try:
+        return run_cmd(cmd, full_env, timeout, cwd=ROOT)
+    finally:
+        # MPICH does not unlink its shared-memory segment when a job ends through MPI_Abort (the
+        # dead-rank and timeout jobs do so on purpose): remove what this job left behind, so the
+        # suite leaves /dev/shm clean. The job's processes are gone by now.
+        for path in _mpich_segments() - before:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def _mpich_segments() -> set:
+    return set(glob.glob("/dev/shm/mpich_shm_*"))
 
 
 def run_cmd(cmd, env, timeout, cwd):

@@ -102,6 +102,20 @@ def scale_into(dst, factor: float, *, native: bool | None = None) -> None:
 
 # ***** the NumPy/CuPy twins (same checks, same words as csrc/kernels/bind.cpp) *****
 
+def avg_plan(buf, op: str, n: int):
+    """How a backend runs ``op`` over ``n`` ranks on ``buf``: (op to run, factor for
+    :func:`scale_into` afterwards, or None). AVG on float16 divides each contribution by n (in
+    float32) before summing, in place on ``buf``, so an average that fits in float16 never
+    overflows on the way; on float32/64 it is a sum, then one scale by 1/n.
+    """
+    if op != "avg":
+        return op, None
+    if buf.dtype == np.float16:
+        buf[...] = buf.astype(np.float32) * np.float32(1.0 / n)
+        return "sum", None
+    return "sum", 1.0 / n
+
+
 def _check_dtype(fn: str, arg: str, a) -> str:
     name = _NATIVE_DTYPES.get(a.dtype)  # a dict lookup: str(dtype) costs ~2 us per call
     if name is None:

@@ -68,7 +68,7 @@ class IntraHost:
     # ***** collectives (True: done here; False: the backend's sockets do it) *****
     def allreduce(self, flat: np.ndarray, op: str) -> bool:
         g = self.group
-        op, post = _avg_plan(flat, op, self.backend.size)
+        op, post = _kernels.avg_plan(flat, op, self.backend.size)
         self._run("all_reduce", g.all_reduce, flat, flat, op)
         if not self.whole:
             if self.is_leader:  # hierarchical: leaders exchange host results over the sockets
@@ -115,7 +115,7 @@ class IntraHost:
     def reduce_scatter(self, out: np.ndarray, scratch: np.ndarray, op: str) -> bool:
         if not self.whole:
             return False
-        op, post = _avg_plan(scratch, op, self.backend.size)
+        op, post = _kernels.avg_plan(scratch, op, self.backend.size)
         self._run("reduce_scatter", self.group.reduce_scatter, scratch, out, op)
         if post is not None:
             _kernels.scale_into(out, post)
@@ -153,16 +153,6 @@ class IntraHost:
     def close(self) -> None:
         """Unmap the segment (call only when no collective is running)."""
         close(self.group)
-
-
-def _avg_plan(buf: np.ndarray, op: str, n: int):
-    """(op to run, factor to scale by afterwards): the tcp backend's AVG semantics."""
-    if op != "avg":
-        return op, None
-    if buf.dtype == np.float16:
-        buf[...] = buf.astype(np.float32) * np.float32(1.0 / n)
-        return "sum", None
-    return "sum", 1.0 / n
 
 
 def reduce_ranks(dst: np.ndarray, srcs, op: str) -> None:

@@ -525,7 +525,7 @@ class TCPBackend(Backend):
         shm = self._intra_host_transport()
         if shm is not None and shm.allreduce(flat, op):
             return
-        op, post = _avg_plan(flat, op, n)
+        op, post = _kernels.avg_plan(flat, op, n)
         if flat.nbytes * (n - 1) <= SMALL_ALLREDUCE:
             self._direct_allreduce(flat, op)
         else:
@@ -647,7 +647,7 @@ class TCPBackend(Backend):
             return
         kind, dc, total = K["reduce"], W.dtype_code(flat.dtype), flat.nbytes
         acc = flat if r == root else flat.copy()
-        op, post = _avg_plan(acc, op, n)
+        op, post = _kernels.avg_plan(acc, op, n)
         v = (r - root) % n
         real = lambda vv: (vv + root) % n  # noqa: E731
         if total <= SMALL_BCAST:
@@ -819,7 +819,7 @@ class TCPBackend(Backend):
         shm = self._intra_host_transport()
         if n > 1 and shm is not None and shm.reduce_scatter(out, scratch, op):
             return
-        op, post = _avg_plan(scratch, op, n)
+        op, post = _kernels.avg_plan(scratch, op, n)
         kind = K["reduce_scatter"]
         if n > 1 and scratch.nbytes <= SMALL_ALLGATHER:
             dc, total = W.dtype_code(out.dtype), scratch.nbytes
@@ -1099,16 +1099,6 @@ def _check_op_uncached(op: str, dtype) -> None:
                         f"are not defined here, as in torch's Gloo): use SUM and divide")
     if op in ("band", "bor", "bxor") and dtype.kind not in "iub":
         raise TypeError(f"ReduceOp.{op.upper()} needs an integer or bool dtype, got {dtype}")
-
-
-def _avg_plan(buf, op: str, n: int):
-    """(op to run, factor to scale by afterwards). float16 AVG pre-divides (see module doc)."""
-    if op != "avg":
-        return op, None
-    if buf.dtype == np.float16:
-        buf[...] = buf.astype(np.float32) * np.float32(1.0 / n)
-        return "sum", None
-    return "sum", 1.0 / n
 
 
 def _reduce_rows(out, rows, op) -> None:

@@ -81,6 +81,19 @@ class Recv:
         self.header_ok = False
 
 
+
+def _consume(bufs: list, n: int) -> None:
+    """Drop the first ``n`` sent bytes from ``bufs`` (memoryviews, in place), as a partial
+    ``sendmsg`` leaves them: whole buffers are popped, the next one is sliced."""
+    while n:
+        first = bufs[0]
+        if n >= len(first):
+            n -= len(first)
+            bufs.pop(0)
+        else:
+            bufs[0] = first[n:]
+            n = 0
+
 class Conn:
     """A connection to one peer (TCP or Unix stream socket), non-blocking."""
 
@@ -118,14 +131,7 @@ class Conn:
                 n = self.sock.sendmsg(bufs)
             except (BlockingIOError, InterruptedError):
                 return False
-            while n:
-                first = bufs[0]
-                if n >= len(first):
-                    n -= len(first)
-                    bufs.pop(0)
-                else:
-                    bufs[0] = first[n:]
-                    n = 0
+            _consume(bufs, n)
             if not bufs:
                 sendq.popleft()
                 if entry[1] is not None:
@@ -268,14 +274,7 @@ class Sender:
                 if ev and ev[0][1] & (select.POLLERR | select.POLLNVAL | select.POLLHUP):
                     raise BrokenPipeError("connection closed by the peer") from None
                 continue
-            while n:
-                first = bufs[0]
-                if n >= len(first):
-                    n -= len(first)
-                    bufs.pop(0)
-                else:
-                    bufs[0] = first[n:]
-                    n = 0
+            _consume(bufs, n)
 
     def close(self) -> None:
         self.queue.put(None)

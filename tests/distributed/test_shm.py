@@ -5,7 +5,6 @@ import glob
 import os
 import threading
 import time
-import uuid
 
 import numpy as np
 import pytest
@@ -21,17 +20,6 @@ IMPLS = ["twin", pytest.param("native", marks=needs_native),
 UFUNC = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
          "band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}
 SMALL_BUF = 8192  # tiny buffers: the flat path, the rs/ag path and chunking all run on small data
-
-
-@pytest.fixture
-def run_id():
-    """A TB_RUN_ID for the workers; after the test no /dev/shm/tb_<run_id>_* may remain."""
-    rid = "t" + uuid.uuid4().hex[:10]
-    yield rid
-    left = glob.glob(f"/dev/shm/tb_{rid}_*")
-    for path in left:
-        os.unlink(path)
-    assert not left, f"shared-memory segments left behind: {left}"
 
 
 def _native_for(impl, rank):

@@ -1,24 +1,12 @@
 """The tcp backend with its same-host shared-memory transport: used automatically, TB_SHM=0 turns it
 off, results equal NumPy references either way; the hierarchical all_reduce of a multi-host group
 (hosts simulated by giving ranks different host identities: this machine is one host)."""
-import glob
 import os
-import uuid
 
 import numpy as np
 import pytest
 
 from tensorbrain.testing.distributed import run_workers
-
-
-@pytest.fixture
-def run_id():
-    rid = "t" + uuid.uuid4().hex[:10]
-    yield rid
-    left = glob.glob(f"/dev/shm/tb_{rid}_*")
-    for path in left:
-        os.unlink(path)
-    assert not left, f"shared-memory segments left behind: {left}"
 
 
 def _x(rank, size, dtype, seed):

@@ -51,20 +51,8 @@ LR, MOMENTUM = 0.01, 0.9
 
 
 # ***** models (the same architecture in both frameworks) *****
-def build_tb(name):
-    import tensorbrain as tb
-    nn = tb.nn
-    if name == "mlp":
-        return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                             nn.Linear(512, 10)), (784,)
-    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(),
-                         nn.Linear(128, 10)), (1, 28, 28)
-
-
-def build_torch(name):
-    import torch.nn as nn
+def build(nn, name):
+    """The model and its input shape, from ``nn`` = ``tb.nn`` or ``torch.nn`` (same names)."""
     if name == "mlp":
         return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                              nn.Linear(512, 10)), (784,)
@@ -115,15 +103,15 @@ def _setup_tb(a, rank, world, port):
                             world_size=world)
     solo = dist.new_group([0])
     rng = np.random.default_rng(rank)
-    model, shape = build_tb(a.model)
+    model, shape = build(tb.nn, a.model)
     x = tb.from_numpy(rng.standard_normal((a.batch, *shape)).astype(np.float32))
     y = tb.from_numpy(rng.integers(0, 10, a.batch))
     DDP = tb.nn.parallel.DistributedDataParallel
     ddp_n = DDP(model)
     steps = {"N": _stepper(tb, ddp_n, x, y)}
     if rank == 0:
-        steps["plain"] = _stepper(tb, build_tb(a.model)[0], x, y)
-        steps["one"] = _stepper(tb, DDP(build_tb(a.model)[0], process_group=solo), x, y)
+        steps["plain"] = _stepper(tb, build(tb.nn, a.model)[0], x, y)
+        steps["one"] = _stepper(tb, DDP(build(tb.nn, a.model)[0], process_group=solo), x, y)
     return dist, steps, ddp_n.reducer
 
 
@@ -136,13 +124,13 @@ def _setup_torch(a, rank, world, port):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     solo = dist.new_group([0])
     g = torch.Generator().manual_seed(rank)
-    model, shape = build_torch(a.model)
+    model, shape = build(torch.nn, a.model)
     x = torch.randn(a.batch, *shape, generator=g)
     y = torch.randint(0, 10, (a.batch,), generator=g)
     DDP = torch.nn.parallel.DistributedDataParallel
     steps = {"N": _stepper(torch, DDP(model), x, y)}
     if rank == 0:
-        steps["one"] = _stepper(torch, DDP(build_torch(a.model)[0], process_group=solo), x, y)
+        steps["one"] = _stepper(torch, DDP(build(torch.nn, a.model)[0], process_group=solo), x, y)
     return dist, steps, None
 
 

@@ -31,3 +31,10 @@ def blas() -> dict:
         return dict(np.show_config(mode="dicts")["Build Dependencies"]["blas"])
     except Exception:
         return {}
+
+
+def parse_size(text: str) -> int:
+    """A size argument in bytes: ``8``, ``1K``, ``64KB``, ``32M``, ``1.5G`` (powers of 1024)."""
+    text = text.strip().upper().rstrip("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(float(text[:-1] if text[-1:] in "KMG" else text) * mult)

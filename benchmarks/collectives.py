@@ -32,6 +32,8 @@ import time
 
 import numpy as np
 
+from _common import parse_size  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import tensorbrain as tb  # noqa: E402
@@ -43,12 +45,6 @@ REDOPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "min": dist.R
           "max": dist.ReduceOp.MAX, "avg": dist.ReduceOp.AVG}
 _ROOTED = {"broadcast", "reduce", "gather", "scatter"}
 _REDUCING = {"all_reduce", "reduce", "reduce_scatter"}
-
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper().rstrip("B")
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-    return int(float(text[:-1] if text[-1:] in "KMG" else text) * mult)
 
 
 def bus_factor(op: str, n: int) -> float:

@@ -33,13 +33,8 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
+from _common import parse_size  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
 
-def parse_size(text: str) -> int:
-    text = text.strip().upper()
-    for suffix, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if text.endswith(suffix):
-            return int(float(text[:-1]) * scale)
-    return int(text)
 
 
 def sizes(lo: int, hi: int, factor: int) -> list:

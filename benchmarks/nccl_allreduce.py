@@ -26,11 +26,7 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # noqa: E402
 
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper().rstrip("B")
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-    return int(float(text[:-1] if text[-1:] in "KMG" else text) * mult)
+from _common import parse_size  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
 
 
 def main(argv=None) -> int:

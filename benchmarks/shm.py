@@ -36,6 +36,8 @@ import time
 
 import numpy as np
 
+from _common import parse_size  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -57,12 +59,6 @@ def hardware_line() -> str:
     return (f"# Hardware: {cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.system()} "
             f"{platform.release()}, Python {platform.python_version()}, NumPy {np.__version__}, "
             f"load average {load:.1f} at start")
-
-
-def parse_size(text: str) -> int:
-    text = text.strip().upper().rstrip("B")
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-    return int(float(text[:-1] if text[-1:] in "KMG" else text) * mult)
 
 
 # ***** the workers: one process per rank, one implementation *****

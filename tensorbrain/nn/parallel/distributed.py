@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ... import _malloc, _xp
+from ... import _xp
 from ...autograd import grad_mode
 from ...tensor import Tensor
 from ..modules.module import Module
@@ -108,7 +108,6 @@ class DistributedDataParallel(Module):
                                  f"device_ids {device_ids}, output_device {output_device}, and "
                                  f"module parameters on {sorted(map(str, devices))}; pass "
                                  f"device_ids=None for CPU modules")
-        _malloc.keep_freed_memory()  # normally done at import already; see tensorbrain/_malloc.py
         self.module = module
         self.device_ids = device_ids
         self.output_device = output_device if output_device is not None else (

@@ -87,7 +87,7 @@ class _NCCLWork(_work.Work):
         if not self._done:
             event = self._done_event
             if event is not None:
-                _xp.cupy().cuda.get_current_stream().wait_event(event)
+                self._backend._cp.cuda.get_current_stream().wait_event(event)
             if timeout is not None:
                 deadline = time.monotonic() + timeout
                 while not self.is_completed():
@@ -117,13 +117,9 @@ class NCCLBackend(base.Backend):
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):
-        reason = why_unavailable()
-        if reason is not None:
-            raise RuntimeError(f"the nccl backend cannot be used here: {reason}. Use backend='tcp' "
-                               "or 'mpi' for CPU tensors")
         super().__init__(store, rank, size, timeout, group_name)
-        self._nccl = _nccl_lib.binding()
-        cp = self._cp = _xp.cupy()
+        self._nccl, self._cp = self._runtime(store)
+        cp = self._cp
         self.device = cp.cuda.Device()
         self._seq = 0
         self._failure: BaseException | None = None
@@ -142,6 +138,15 @@ class NCCLBackend(base.Backend):
         self._watchdog = threading.Thread(target=self._watch, name=f"tb-nccl-watchdog-{group_name}",
                                           daemon=True)
         self._watchdog.start()
+
+    def _runtime(self, store):
+        """``(binding, cupy)``: NCCL's binding and the CuPy module, or RuntimeError saying why
+        they cannot be used. The one seam a test stand-in replaces (tensorbrain.testing.nccl_standin)."""
+        reason = why_unavailable()
+        if reason is not None:
+            raise RuntimeError(f"the nccl backend cannot be used here: {reason}. Use backend='tcp' "
+                               "or 'mpi' for CPU tensors")
+        return _nccl_lib.binding(), _xp.cupy()
 
     def _exchange_unique_id(self, store) -> bytes:
         if self.rank == 0:
@@ -168,7 +173,7 @@ class NCCLBackend(base.Backend):
         for a in arrays:
             if a is None:
                 continue
-            if not _xp.is_cupy_array(a):
+            if not isinstance(a, self._cp.ndarray):
                 raise ValueError(f"the nccl backend takes CUDA tensors; {op} got a "
                                  f"{type(a).__name__} on the CPU. Move it with .cuda() or use "
                                  "backend='tcp'/'mpi' for CPU tensors")
@@ -240,7 +245,8 @@ class NCCLBackend(base.Backend):
                             f"{', '.join(self._nccl.DTYPES)}, bool")
         if op == "avg" and name not in ("float16", "float32", "float64", "bfloat16"):
             raise TypeError(f"ReduceOp.AVG needs a floating dtype, got {name}")
-        return self._nccl.DTYPES[name], self._nccl.RED_OPS[op]
+        # The binding names ncclProd "product" (nccl.h's spelling); ours is "prod".
+        return self._nccl.DTYPES[name], self._nccl.RED_OPS["product" if op == "prod" else op]
 
     def _contiguous(self, array):
         """``(contiguous array, copy_back or None)``; the copy runs on the communication stream."""

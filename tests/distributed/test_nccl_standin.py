@@ -1,0 +1,158 @@
+"""The nccl backend's multi-rank code, run on CPUs through a stand-in for NCCL and CuPy.
+
+Why a stand-in: NCCL refuses two ranks on one GPU and CI has no GPU, so the backend's multi-rank
+paths (unique-id exchange through the store, dtype/op mapping, grouped send/recv for gather,
+scatter and all_to_all, staging of non-contiguous arrays, the watchdog) could otherwise never run
+before a user's job. ``tensorbrain.testing.nccl_standin`` replaces only what
+``NCCLBackend._runtime`` returns (the binding and CuPy) with a tcp-backed communicator whose calls
+are queued on worker-thread "streams", so launches are asynchronous to the host as on a GPU.
+Every result is compared with NumPy on inputs every rank can recompute.
+"""
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+import tensorbrain.distributed as dist
+from tensorbrain.testing.distributed import run_workers
+
+HERE = "tests.distributed.test_nccl_standin"
+DTYPES = ["float32", "float64", "float16", "int32", "int64", "uint8", "int8"]
+
+
+def _data(rank, n, dtype, salt=0):
+    rng = np.random.default_rng([rank, n, salt, DTYPES.index(dtype)])
+    return rng.integers(1, 4, size=n).astype(dtype)
+
+
+def _init():
+    from tensorbrain.testing import nccl_standin
+    nccl_standin.register()
+    dist.init_process_group("nccl-standin", timeout=30)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def _check(got, want, what):
+    np.testing.assert_array_equal(np.asarray(got), want, err_msg=what)
+
+
+def _every_collective(rank, world):
+    rank, n = _init()
+    everyone = lambda count, dtype, salt=0: [_data(r, count, dtype, salt) for r in range(n)]  # noqa: E731
+    cases = 0
+    reference = {"sum": lambda xs: np.sum(xs, axis=0), "prod": lambda xs: np.prod(xs, axis=0),
+                 "min": lambda xs: np.min(xs, axis=0), "max": lambda xs: np.max(xs, axis=0),
+                 "avg": lambda xs: np.sum(xs, axis=0) / n}
+    for dtype in DTYPES:
+        for op in ("sum", "prod", "min", "max") + (("avg",) if dtype.startswith("f") else ()):
+            xs = everyone(13, dtype)
+            t = tb.tensor(xs[rank].copy())
+            dist.all_reduce(t, op=op)
+            want = reference[op](np.stack(xs)).astype(dtype)
+            if op == "avg":  # sum then one scale by 1/n in the dtype: within its rounding
+                np.testing.assert_allclose(t.numpy(), want, rtol=np.finfo(dtype).eps * 2,
+                                           err_msg=f"all_reduce avg {dtype}")
+            else:
+                _check(t.numpy(), want, f"all_reduce {op} {dtype}")
+            cases += 1
+    # non-contiguous: staged through a contiguous copy on the stream and written back
+    base = tb.tensor(np.arange(24, dtype="float32").reshape(4, 6) * (rank + 1))
+    dist.all_reduce(base.t())
+    _check(base.numpy(), np.arange(24, dtype="float32").reshape(4, 6) * sum(range(1, n + 1)),
+           "all_reduce of a transposed view")
+    xs = everyone(7, "int64", 1)
+    t = tb.tensor(xs[rank].copy())
+    dist.broadcast(t, src=n - 1)
+    _check(t.numpy(), xs[n - 1], "broadcast")
+    t = tb.tensor(xs[rank].copy())
+    dist.reduce(t, dst=1, op=dist.ReduceOp.MAX)
+    _check(t.numpy(), np.max(xs, axis=0) if rank == 1 else xs[rank], "reduce")
+    outs = [tb.zeros(7, dtype=tb.int64) for _ in range(n)]
+    dist.all_gather(outs, tb.tensor(xs[rank]))
+    for r in range(n):
+        _check(outs[r].numpy(), xs[r], f"all_gather from {r}")
+    out = tb.zeros(7 * n, dtype=tb.int64)
+    dist.all_gather_into_tensor(out, tb.tensor(xs[rank]))
+    _check(out.numpy(), np.concatenate(xs), "all_gather_into_tensor")
+    ys = everyone(5 * n, "float32", 2)
+    out = tb.zeros(5)
+    dist.reduce_scatter_tensor(out, tb.tensor(ys[rank]))
+    _check(out.numpy(), np.sum(ys, axis=0)[5 * rank:5 * rank + 5], "reduce_scatter_tensor")
+    out = tb.zeros(5)
+    dist.reduce_scatter(out, [tb.tensor(ys[rank][5 * j:5 * j + 5]) for j in range(n)])
+    _check(out.numpy(), np.sum(ys, axis=0)[5 * rank:5 * rank + 5], "reduce_scatter")
+    gathered = [tb.zeros(7, dtype=tb.int64) for _ in range(n)] if rank == 0 else None
+    dist.gather(tb.tensor(xs[rank]), gathered, dst=0)
+    if rank == 0:
+        for r in range(n):
+            _check(gathered[r].numpy(), xs[r], f"gather from {r}")
+    out = tb.zeros(7, dtype=tb.int64)
+    dist.scatter(out, [tb.tensor(x) for x in xs] if rank == 0 else None, src=0)
+    _check(out.numpy(), xs[rank], "scatter")
+    # all_to_all: block j of rank i's input goes to rank j
+    blocks = lambda r: [np.full(3, 10 * r + j, "int32") for j in range(n)]  # noqa: E731
+    outs = [tb.zeros(3, dtype=tb.int32) for _ in range(n)]
+    dist.all_to_all(outs, [tb.tensor(b) for b in blocks(rank)])
+    for r in range(n):
+        _check(outs[r].numpy(), blocks(r)[rank], f"all_to_all from {r}")
+    # uneven all_to_all_single: rank r sends j+1 rows to rank j
+    send = np.concatenate([np.full((j + 1, 2), 100 * rank + j, "float64") for j in range(n)])
+    out = tb.zeros((rank + 1) * n, 2, dtype=tb.float64)
+    dist.all_to_all_single(out, tb.tensor(send), output_split_sizes=[rank + 1] * n,
+                           input_split_sizes=[j + 1 for j in range(n)])
+    want = np.concatenate([np.full((rank + 1, 2), 100 * r + rank, "float64") for r in range(n)])
+    _check(out.numpy(), want, "all_to_all_single")
+    # point to point around a ring, batched (both directions at once must not deadlock)
+    right, left = (rank + 1) % n, (rank - 1) % n
+    got = tb.zeros(4)
+    works = dist.batch_isend_irecv([dist.P2POp(dist.isend, tb.full((4,), float(rank)), right),
+                                    dist.P2POp(dist.irecv, got, left)])
+    for w in works:
+        w.wait()
+    _check(got.numpy(), np.full(4, float(left)), "batch_isend_irecv")
+    # async ops queue on the communication stream in order; wait() makes results visible
+    ts = [tb.tensor(np.full(1000, float(rank + k), "float32")) for k in range(6)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    for w in works:
+        w.wait()
+    for k, t in enumerate(ts):
+        _check(t.numpy(), np.full(1000, float(sum(r + k for r in range(n))), "float32"),
+               f"async all_reduce {k}")
+    dist.barrier()
+    objs = [None] * n
+    dist.all_gather_object(objs, {"rank": rank})
+    assert objs == [{"rank": r} for r in range(n)]
+    with pytest.raises(ValueError, match="no bitwise reductions"):
+        dist.all_reduce(tb.ones(3, dtype=tb.int32), op=dist.ReduceOp.BAND)
+    dist.destroy_process_group()
+    return cases
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_every_collective_against_numpy(world_size):
+    results = run_workers(f"{HERE}:_every_collective", world_size, init=None, timeout=120)
+    assert all(r == 31 for r in results)
+
+
+def _peer_dies(rank, world):
+    import os
+    _init()
+    t = tb.ones(1 << 16)
+    dist.all_reduce(t)            # the group works
+    if rank == 1:
+        os._exit(3)               # dies without a word, as a killed process does
+    try:
+        dist.all_reduce(t, async_op=True).wait(timeout=60)
+    except dist.DistBackendError as exc:
+        try:
+            dist.all_reduce(t)
+        except dist.DistBackendError as later:
+            return [str(exc), str(later)]
+    return ["no error", ""]
+
+
+def test_a_dead_peer_fails_the_op_through_the_watchdog_and_poisons_the_group():
+    results = run_workers(f"{HERE}:_peer_dies", 2, init=None, timeout=90, raise_on_error=False)
+    first, later = results[0].value
+    assert "NCCL reported an asynchronous error" in first and "all_reduce (seq 1)" in first, first
+    assert "failed earlier" in later, later
+    assert results[1].exitcode == 3

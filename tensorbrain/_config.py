@@ -79,7 +79,7 @@ declare("TB_SHM", _bool, True,
 # NCCL backend (tensorbrain/distributed/_nccl_lib.py)
 declare("TB_NCCL_LIBRARY", _str, "",
         "Path of the NCCL library (libnccl.so.2) the nccl backend opens; when set, only this file "
-        "is tried. Unset: the nvidia-nccl-cu12 wheel, then the system library path.")
+        "is tried. Unset: the nvidia-nccl-cu12/-cu13 wheel, then the system library path.")
 # Stores and launcher (tensorbrain/distributed/_store/, rendezvous.py, run.py)
 declare("TB_STORE_SECRET", _str, "",
         "Shared secret for TCPStore connections: when set (same value on every node), client and "

@@ -23,7 +23,8 @@ except Exception as exc:  # ImportError, or a broken CUDA install
     _CUPY_ERROR = f"CuPy is not importable ({type(exc).__name__}: {exc})"
 
 CUDA_INSTALL_HINT = (
-    "install the CUDA extra with `pip install tensorbrain[cuda]` (cupy-cuda12x) on a machine "
+    "install the CUDA extra for your CUDA version, `pip install tensorbrain[cuda12]` or "
+    "`tensorbrain[cuda13]` (cupy-cuda12x / cupy-cuda13x), on a machine "
     "with an NVIDIA GPU and driver")
 
 

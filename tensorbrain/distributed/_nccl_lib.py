@@ -6,7 +6,8 @@ file it opens, in this order:
 
 1. ``TB_NCCL_LIBRARY`` (a path to ``libnccl.so*``), when set: only that file is tried, so a
    typo is reported instead of silently falling back to another NCCL;
-2. the ``nvidia-nccl-cu12`` wheel (``pip install tensorbrain[nccl]``): ``nvidia/nccl/lib/
+2. the ``nvidia-nccl-cu12`` or ``nvidia-nccl-cu13`` wheel (``pip install tensorbrain[nccl-cu12]``
+   or ``[nccl-cu13]``; both put the library at ``nvidia/nccl/lib/
    libnccl.so.2`` inside the ``nvidia`` namespace package (it has no ``__init__.py``, so it is
    found through the package's search path, and every ``sys.path`` entry as a fallback);
 3. the system library path (``libnccl.so.2``, then ``libnccl.so``), as ``ldconfig`` knows it.
@@ -27,8 +28,9 @@ from .. import _config
 
 WHEEL_RELATIVE = os.path.join("nccl", "lib", "libnccl.so.2")  # inside the nvidia/ namespace
 SYSTEM_NAMES = ("libnccl.so.2", "libnccl.so")
-INSTALL_HINT = ("install NCCL with `pip install tensorbrain[nccl]` (nvidia-nccl-cu12 and "
-                "cupy-cuda12x) or point TB_NCCL_LIBRARY at libnccl.so.2")
+INSTALL_HINT = ("install NCCL with `pip install tensorbrain[nccl-cu12]` (CUDA 12) or "
+                "`tensorbrain[nccl-cu13]` (CUDA 13), or point TB_NCCL_LIBRARY at libnccl.so.2")
+WHEEL = "nvidia-nccl wheel (cu12 or cu13)"
 
 _lock = threading.Lock()
 _loaded_from: str | None = None
@@ -56,7 +58,7 @@ def candidates(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     explicit = _config.get("TB_NCCL_LIBRARY", env=env)
     if explicit:
         return [(explicit, "TB_NCCL_LIBRARY")]
-    found = [(os.path.join(d, WHEEL_RELATIVE), "nvidia-nccl-cu12 wheel") for d in _nvidia_dirs()]
+    found = [(os.path.join(d, WHEEL_RELATIVE), WHEEL) for d in _nvidia_dirs()]
     found = [(path, where) for path, where in found if os.path.isfile(path)]
     return found + [(name, "system library path") for name in SYSTEM_NAMES]
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 needs_native = pytest.mark.skipif(not _native.is_available(),
                                   reason=f"no native module: {_native.why_unavailable()}")
-_WHEEL = [p for p, where in _nccl_lib.candidates(env={}) if where == "nvidia-nccl-cu12 wheel"]
+_WHEEL = [p for p, where in _nccl_lib.candidates(env={}) if where == _nccl_lib.WHEEL]
 needs_wheel = pytest.mark.skipif(not _WHEEL, reason="nvidia-nccl-cu12 is not installed "
                                  "(pip install nvidia-nccl-cu12 to run this test)")
 no_gpu = pytest.mark.skipif(tb.cuda.is_available(), reason="checks the no-GPU behaviour")
@@ -79,7 +79,7 @@ def test_bad_library_path_names_the_path_and_the_variable():
         print(_nccl_lib.why_unavailable())
     """, TB_NCCL_LIBRARY="/nonexistent/libnccl.so.2")
     assert "TB_NCCL_LIBRARY" in out and "/nonexistent/libnccl.so.2" in out
-    assert "pip install tensorbrain[nccl]" in out
+    assert "pip install tensorbrain[nccl-cu12]" in out and "tensorbrain[nccl-cu13]" in out
 
 
 def test_without_the_native_module_the_reason_says_so():
@@ -103,7 +103,7 @@ def test_candidate_order_explicit_then_wheel_then_system(tmp_path):
     (lib / "libnccl.so.2").write_bytes(b"")
     sys.path.insert(0, str(tmp_path))
     try:
-        paths = [p for p, where in _nccl_lib.candidates(env={}) if where == "nvidia-nccl-cu12 wheel"]
+        paths = [p for p, where in _nccl_lib.candidates(env={}) if where == _nccl_lib.WHEEL]
     finally:
         sys.path.remove(str(tmp_path))
     assert str(lib / "libnccl.so.2") in paths

@@ -1,0 +1,63 @@
+"""The GPU run's entry point and benchmarks stay runnable on machines without a GPU.
+
+The device machine is lent rarely and only for minutes, so its one command
+(benchmarks/gpu/run_all.sh) must not fail on a typo. These checks run the scripts' CPU paths:
+the training-step benchmark on NumPy (the same code as on CuPy), the no-GPU exits of the others,
+and the summary on files in the formats the benchmarks write.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tensorbrain as tb
+
+ROOT = Path(__file__).resolve().parents[1]
+GPU = ROOT / "benchmarks" / "gpu"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _run(*args, timeout=180):
+    return subprocess.run([sys.executable, *map(str, args)], cwd=ROOT, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_run_all_is_valid_bash():
+    proc = subprocess.run(["bash", "-n", str(GPU / "run_all.sh")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_train_step_runs_its_cpu_path(tmp_path):
+    out = tmp_path / "t.json"
+    proc = _run(GPU / "train_step.py", "--device", "cpu", "--workloads", "mlp", "--rounds", "1",
+                "--steps", "1", "--no-torch", "--json", out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["workload"] == "mlp" and row["tb_ms"] > 0 and "error" not in row
+
+
+@pytest.mark.skipif(tb.cuda.is_available(), reason="checks the no-GPU exit")
+@pytest.mark.parametrize("script", ["nccl_overhead.py", "copy_bandwidth.py", "train_step.py"])
+def test_gpu_benchmarks_say_why_they_cannot_run(script):
+    proc = _run(GPU / script, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot run here" in proc.stdout or "no GPU" in proc.stdout
+
+
+def test_summary_reads_what_the_benchmarks_write(tmp_path):
+    (tmp_path / "train.rc").write_text("0\n")
+    (tmp_path / "train-step.json").write_text(json.dumps({"rows": [
+        {"workload": "mlp", "tb_ms": 2.0, "torch_ms": 1.0, "ratio": 2.0,
+         "throughput_vs_torch": 0.5, "tb_peak_bytes": 3 << 20, "torch_peak_bytes": None},
+        {"workload": "gpt", "error": "ValueError: boom"}]}))
+    (tmp_path / "nccl-overhead.json").write_text(json.dumps({"device": "H100", "rows": [
+        {"bytes": 8, "tb_us": 12.5, "bare_us": 4.0, "wrong": 0}]}))
+    proc = _run(GPU / "summarize.py", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "| mlp | 2.00 | 1.00 | 2.00 | 0.50 | 3 | - |" in proc.stdout
+    assert "| gpt | error: ValueError: boom" in proc.stdout
+    assert "| 8 | 12.50 | 4.00 | - | - | 0 |" in proc.stdout
+    assert "train exit 0" in proc.stdout

@@ -57,7 +57,7 @@ class _Encoder:
     def encode(self, obj, path: str):
         if isinstance(obj, Tensor):
             name = self.name(path)
-            self.arrays[name] = _contiguous(_xp.to_numpy(obj.data))
+            self.arrays[name] = _contiguous(_xp.to_numpy(obj._data))
             node = {"T": "tensor", "name": name, "device": str(obj.device)}
             if obj.requires_grad:
                 node["requires_grad"] = True
@@ -194,7 +194,7 @@ def _decode(node, arrays, map_location):
             arr = arr.copy()
         if kind == "ndarray":
             return arr if node.get("device", "cpu") == "cpu" and map_location is None else \
-                _place(Tensor._wrap(arr), node.get("device", "cpu"), map_location).data
+                _place(Tensor._wrap(arr), node.get("device", "cpu"), map_location)._data
         t = _place(Tensor._wrap(arr), node.get("device", "cpu"), map_location)
         if node.get("parameter"):
             from .nn import Parameter

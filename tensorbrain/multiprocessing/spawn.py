@@ -186,6 +186,9 @@ def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: boo
         ProcessContext(processes, error_files).terminate(0.5)
         raise
     context = ProcessContext(processes, error_files)
+    # Process.start() drops its reference to args; shared tensors among them must outlive the
+    # children's attaching to their segments, so the context keeps them.
+    context._keepalive = args
     if not join:
         return context
     try:

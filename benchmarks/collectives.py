@@ -328,7 +328,7 @@ def main(argv=None) -> int:
     def reduce_max(x):
         t = tb.Tensor._wrap(np.array([x]))
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return float(t.data[0])
+        return float(t._data[0])
 
     lo, hi = parse_size(args.minbytes), parse_size(args.maxbytes)
     sizes = []

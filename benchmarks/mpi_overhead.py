@@ -133,7 +133,7 @@ def main() -> None:
         check = tb.from_numpy(((np.arange(count) % 7 + rank) % 5).astype(dtype))
         dist.all_reduce(check)
         want = sum(((np.arange(count) % 7 + r) % 5).astype(dtype) for r in range(n))
-        wrong = int(np.count_nonzero(check.data != want))
+        wrong = int(np.count_nonzero(check._data != want))
         wrong = comm.allreduce(wrong, op=MPI.SUM)
         wrong_total += wrong
         sec = statistics.median(ours)

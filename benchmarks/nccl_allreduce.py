@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     def slowest(seconds: float) -> float:
         t = tb.Tensor._wrap(cp.asarray([seconds], dtype=cp.float64))
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return float(t.data[0])
+        return float(t._data[0])
 
     def timed(call, iters: int, warm: int) -> float:
         for _ in range(warm):
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
         check = tb.Tensor._wrap(cp.asarray(values(rank)))
         dist.all_reduce(check)
         want = sum(values(r) for r in range(n)).astype(dtype)
-        wrong = int(slowest(float(np.count_nonzero(cp.asnumpy(check.data) != want))))
+        wrong = int(slowest(float(np.count_nonzero(cp.asnumpy(check._data) != want))))
         wrong_total += wrong
         sec, bare_sec = statistics.median(ours), statistics.median(bare)
         nbytes = count * dtype.itemsize

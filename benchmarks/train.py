@@ -260,7 +260,7 @@ def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time):
         x = rng.standard_normal((batch, 1, 28, 28), dtype=np.float32)
         model = TbCNN()
     y = rng.integers(0, 10, batch).astype(np.int64)
-    weights = [p.data.copy() for p in model.parameters()]  # same start for everyone
+    weights = [p._data.copy() for p in model.parameters()]  # same start for everyone
     np_weights = [w.copy() for w in weights]
     runners = {"tensorbrain": tb_runner(model, x, y),
                "numpy": (numpy_mlp_runner if kind == "mlp" else numpy_cnn_runner)(
@@ -272,7 +272,7 @@ def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time):
             run()
     # the baseline must be the same math: after the same 3 steps the parameters agree
     for p, w in zip(model.parameters(), np_weights):
-        np.testing.assert_allclose(p.data, w, rtol=1e-3, atol=1e-5,
+        np.testing.assert_allclose(p._data, w, rtol=1e-3, atol=1e-5,
                                    err_msg=f"{kind}: hand-written NumPy diverged from TensorBrain")
     samples = {name: [] for name in runners}
     for _ in range(rounds):  # alternate so load changes hit every implementation alike

@@ -72,13 +72,13 @@ def numel(t: Tensor) -> int:
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
     from ._xp import to_numpy
     import numpy as _np
-    return _np.allclose(to_numpy(a.data), to_numpy(b.data), rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return _np.allclose(to_numpy(a._data), to_numpy(b._data), rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
 def equal(a, b) -> bool:
     from ._xp import to_numpy
     import numpy as _np
-    return a.shape == b.shape and _np.array_equal(to_numpy(a.data), to_numpy(b.data))
+    return a.shape == b.shape and _np.array_equal(to_numpy(a._data), to_numpy(b._data))
 
 
 def is_floating_point(t: Tensor) -> bool:
@@ -87,7 +87,8 @@ def is_floating_point(t: Tensor) -> bool:
 
 # Subpackages load on first use: `import tensorbrain` stays fast and never needs MPI, CUDA or a
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
-_SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization")
+_SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
+               "multiprocessing", "backends", "accelerator", "onnx", "as_torch")
 
 
 def __getattr__(name):

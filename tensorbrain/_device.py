@@ -28,10 +28,9 @@ class device:
             if not ordinal.isdigit():
                 raise ValueError(f"bad device index in {spec!r}")
             index = int(ordinal)
-        if kind == "cpu" and index not in (None, 0):
-            raise ValueError(f"the cpu device has no index {index}")
+        # torch accepts 'cpu:N' and keeps N; there is one host memory, so every cpu index is it
         self.type = kind
-        self.index = None if kind == "cpu" else index
+        self.index = index
 
     def __eq__(self, other):
         if isinstance(other, str):

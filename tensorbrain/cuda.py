@@ -18,7 +18,17 @@ def current_device() -> int:
 
 
 def set_device(dev) -> None:
+    """Make GPU ``dev`` (an index, 'cuda:N' or a device) current.
+
+    Raises:
+        RuntimeError: no usable GPU (as torch on a machine without CUDA), saying why and what to
+            use instead.
+    """
     from ._device import device as _device
+    if not _xp.cuda_available():
+        raise RuntimeError(f"tb.cuda.set_device({dev!r}): CUDA is not available on this machine "
+                           f"({why_unavailable()}). Run on the CPU instead: device 'cpu' and "
+                           f"the 'gloo' backend")
     if not isinstance(dev, int):
         dev = _device(dev).index or 0
     _xp.cupy().cuda.Device(dev).use()
@@ -36,3 +46,25 @@ def synchronize(dev=None) -> None:
 def why_unavailable() -> str | None:
     """The reason CUDA cannot be used, or None when it can."""
     return None if _xp.cuda_available() else f"{_xp._CUPY_ERROR}; {_xp.CUDA_INSTALL_HINT}"
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the current GPU's generator (CuPy's); a no-op without CUDA, as torch's lazy seeding."""
+    if _xp.cuda_available():
+        _xp.cupy().random.seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed every GPU's generator (CuPy keeps one per device); a no-op without CUDA, as torch."""
+    if not _xp.cuda_available():
+        return
+    cp = _xp.cupy()
+    for i in range(device_count()):
+        with cp.cuda.Device(i):
+            cp.random.seed(int(seed))
+
+
+def empty_cache() -> None:
+    """Free CuPy's cached GPU blocks; a no-op without CUDA."""
+    if _xp.cuda_available():
+        _xp.cupy().get_default_memory_pool().free_all_blocks()

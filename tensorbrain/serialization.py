@@ -28,6 +28,9 @@ import numpy as np
 from . import _xp
 from ._device import as_device
 from .tensor import Tensor
+from . import _checkpoint_io
+from ._checkpoint_io import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
+                             safe_globals)
 
 FORMAT = "tensorbrain.checkpoint/1"
 _INSTALL_HINT = "install it with `pip install tensorbrain[io]` (or `pip install safetensors`)"
@@ -57,7 +60,7 @@ class _Encoder:
     def encode(self, obj, path: str):
         if isinstance(obj, Tensor):
             name = self.name(path)
-            self.arrays[name] = _contiguous(_xp.to_numpy(obj.data))
+            self.arrays[name] = _contiguous(_xp.to_numpy(obj._data))
             node = {"T": "tensor", "name": name, "device": str(obj.device)}
             if obj.requires_grad:
                 node["requires_grad"] = True
@@ -106,7 +109,13 @@ def _is_parameter(t):
 
 
 def save(obj, f) -> None:
-    """Save ``obj`` (nested dicts/lists of tensors, arrays, numbers, strings) to ``f`` atomically."""
+    """Save ``obj`` (nested dicts/lists of tensors, arrays, numbers, strings) to ``f`` atomically.
+
+    ``f`` may also be an open binary file or ``io.BytesIO``; an ``obj`` beyond plain data (a
+    whole module) is pickled around its tensors, as torch does (see ``_checkpoint_io``).
+    """
+    if hasattr(f, "write") or not _checkpoint_io.is_plain(obj):
+        return _checkpoint_io.save(obj, f)
     stn, _ = _safetensors()
     path = os.fspath(f)
     enc = _Encoder()
@@ -143,8 +152,12 @@ def load(f, map_location=None, weights_only=True):
     ``map_location``: None puts tensors back on the device they were saved from; a device
     (``'cpu'``, ``'cuda:0'``) puts them all there; a dict maps saved devices to new ones. A plain
     safetensors file (no TensorBrain structure) loads as a flat ``{name: Tensor}`` dict.
-    ``weights_only`` is accepted for PyTorch compatibility: loading never runs code anyway.
+    ``f`` may be a path, an open binary file or ``io.BytesIO``. ``weights_only`` (default True,
+    as torch 2.6+) matters only for files holding whole objects: True refuses classes that are
+    not allowlisted (``add_safe_globals``), False unpickles them after a warning.
     """
+    if hasattr(f, "read") or _checkpoint_io.is_pickled(f):
+        return _checkpoint_io.load(f, map_location, weights_only)
     stn, safe_open = _safetensors()
     path = os.fspath(f)
     if not os.path.exists(path):
@@ -194,7 +207,7 @@ def _decode(node, arrays, map_location):
             arr = arr.copy()
         if kind == "ndarray":
             return arr if node.get("device", "cpu") == "cpu" and map_location is None else \
-                _place(Tensor._wrap(arr), node.get("device", "cpu"), map_location).data
+                _place(Tensor._wrap(arr), node.get("device", "cpu"), map_location)._data
         t = _place(Tensor._wrap(arr), node.get("device", "cpu"), map_location)
         if node.get("parameter"):
             from .nn import Parameter

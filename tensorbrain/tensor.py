@@ -1,7 +1,8 @@
 """The Tensor: an array (NumPy on 'cpu', CuPy on 'cuda') plus autograd bookkeeping.
 
-``Tensor.data`` is the array itself: code that needs raw speed (optimizers, collectives) works on
-it directly and in place. Everything else goes through the ops in ``tensorbrain/_ops``.
+``Tensor._data`` is the array itself: code inside TensorBrain that needs raw speed (optimizers,
+collectives) works on it directly and in place. Everything else goes through the ops in
+``tensorbrain/_ops``. ``Tensor.data`` is torch's: a Tensor sharing the storage, without history.
 """
 from __future__ import annotations
 
@@ -20,17 +21,17 @@ from .autograd import engine, grad_mode
 
 
 class Tensor:
-    __slots__ = ("data", "requires_grad", "grad", "grad_fn", "_version", "_hooks",
+    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_version", "_hooks",
                  "_post_acc_hooks", "_base", "__weakref__", "__dict__")
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
         t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
-        self._init_from(t.data, requires_grad)
+        self._init_from(t._data, requires_grad)
 
     def _init_from(self, array, requires_grad=False):
-        if isinstance(array, np.generic):  # a NumPy scalar from a reduction: keep .data an array
+        if isinstance(array, np.generic):  # a NumPy scalar from a reduction: keep ._data an array
             array = np.asarray(array)
-        self.data = array
+        self._data = array
         self.requires_grad = bool(requires_grad)
         self.grad = None
         self.grad_fn = None
@@ -48,40 +49,64 @@ class Tensor:
 
     # ***** properties *****
     @property
+    def data(self):
+        """A Tensor sharing this tensor's storage, with no autograd history (torch's ``.data``).
+
+        In-place changes through it (``p.data.add_(g, alpha=-lr)``, ``.fill_``, ``.copy_``) change
+        this tensor and are not recorded by autograd. Assigning ``t.data = other`` makes ``t``
+        use ``other``'s storage (an array is accepted too).
+
+        Example:
+            >>> import tensorbrain as tb
+            >>> w = tb.ones(2, requires_grad=True)
+            >>> _ = w.data.mul_(3)
+            >>> w.tolist(), w.data.requires_grad
+            ([3.0, 3.0], False)
+        """
+        return Tensor._wrap(self._data)
+
+    @data.setter
+    def data(self, value):
+        array = value._data if isinstance(value, Tensor) else value
+        if not (isinstance(array, np.ndarray) or _xp.is_cupy_array(array)):
+            raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
+        self._data = array
+
+    @property
     def shape(self):
-        return Size(self.data.shape)
+        return Size(self._data.shape)
 
     def size(self, dim=None):
-        return Size(self.data.shape) if dim is None else self.data.shape[dim]
+        return Size(self._data.shape) if dim is None else self._data.shape[dim]
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def device(self) -> device:
-        if _xp.is_cupy_array(self.data):
-            return device("cuda", self.data.device.id)
+        if _xp.is_cupy_array(self._data):
+            return device("cuda", self._data.device.id)
         return CPU
 
     @property
     def is_cuda(self) -> bool:
-        return _xp.is_cupy_array(self.data)
+        return _xp.is_cupy_array(self._data)
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     def dim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     def numel(self):
-        return int(self.data.size)
+        return int(self._data.size)
 
     nelement = numel
 
     def element_size(self):
-        return self.data.itemsize
+        return self._data.itemsize
 
     @property
     def is_leaf(self):
@@ -89,25 +114,59 @@ class Tensor:
 
     @property
     def T(self):
-        return S.permute(self, *reversed(range(self.data.ndim)))
+        return S.permute(self, *reversed(range(self._data.ndim)))
 
     @property
     def mT(self):
         return S.transpose(self, -2, -1)
 
     def data_ptr(self) -> int:
-        if _xp.is_cupy_array(self.data):
-            return int(self.data.data.ptr)
-        return int(self.data.__array_interface__["data"][0])
+        if _xp.is_cupy_array(self._data):
+            return int(self._data.data.ptr)
+        return int(self._data.__array_interface__["data"][0])
+
+    def share_memory_(self):
+        """Move this CPU tensor's storage into shared memory (no-op if already there or on CUDA).
+
+        Child processes started by ``tensorbrain.multiprocessing`` that receive the tensor map
+        the same memory: writes on either side are seen by both (hogwild training).
+
+        Returns:
+            self
+        """
+        from . import _shared_memory
+        if not self.is_cuda and not _shared_memory.is_shared(self._data):
+            self._data = _shared_memory.share_array(self._data)
+        return self
+
+    def is_shared(self) -> bool:
+        """True when the storage is in shared memory (see :meth:`share_memory_`)."""
+        from . import _shared_memory
+        return _shared_memory.is_shared(self._data)
+
+    def pin_memory(self, device=None):
+        """Page-locked memory only matters for CUDA copies; here it returns self, as a no-op."""
+        return self
+
+    def is_pinned(self, device=None) -> bool:
+        return False
+
+    @property
+    def is_xpu(self) -> bool:
+        return False
+
+    @property
+    def is_mps(self) -> bool:
+        return False
 
     def is_contiguous(self):
-        return bool(self.data.flags.c_contiguous)
+        return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self):
-        return self.data.dtype.kind == "f"
+        return self._data.dtype.kind == "f"
 
     def stride(self, dim=None):
-        st = tuple(s // self.data.itemsize for s in self.data.strides)
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
         return st if dim is None else st[dim]
 
     # ***** conversion *****
@@ -115,26 +174,26 @@ class Tensor:
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if _xp.is_cupy_array(self.data):
+        if _xp.is_cupy_array(self._data):
             if not force:
                 raise TypeError("can't convert cuda tensor to numpy. Use Tensor.cpu() to copy the "
                                 "tensor to host memory first.")
-            return _xp.to_numpy(self.data)
-        return self.data
+            return _xp.to_numpy(self._data)
+        return self._data
 
     def item(self):
-        if self.data.size != 1:
-            raise RuntimeError(f"a Tensor with {self.data.size} elements cannot be converted to "
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to "
                                f"a Python number (item() needs exactly one element; shape "
-                               f"{tuple(self.data.shape)})")
-        return self.data.reshape(()).item() if not _xp.is_cupy_array(self.data) else \
-            _xp.to_numpy(self.data).reshape(()).item()
+                               f"{tuple(self._data.shape)})")
+        return self._data.reshape(()).item() if not _xp.is_cupy_array(self._data) else \
+            _xp.to_numpy(self._data).reshape(()).item()
 
     def tolist(self):
-        return _xp.to_numpy(self.data).tolist()
+        return _xp.to_numpy(self._data).tolist()
 
     def __array__(self, dtype=None, copy=None):
-        arr = _xp.to_numpy(self.data)
+        arr = _xp.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype)
 
     def to(self, *args, **kwargs):
@@ -147,7 +206,7 @@ class Tensor:
         for arg in args:
             if isinstance(arg, Tensor):
                 dev, dtype = arg.device, arg.dtype
-            elif isinstance(arg, (str, device)) and not _looks_like_dtype(arg):
+            elif isinstance(arg, (str, device, int)) and not _looks_like_dtype(arg):
                 dev = arg
             else:
                 dtype = arg
@@ -182,16 +241,16 @@ class Tensor:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a "
                                "grad_fn: nothing to backpropagate")
         if gradient is None:
-            if self.data.size != 1:
+            if self._data.size != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
-                                   f"(this tensor has shape {tuple(self.data.shape)}); pass "
+                                   f"(this tensor has shape {tuple(self._data.shape)}); pass "
                                    f"gradient=")
-            g = _xp.get_array_module(self.data).ones(self.data.shape, dtype=self.data.dtype)
+            g = _xp.get_array_module(self._data).ones(self._data.shape, dtype=self._data.dtype)
         else:
-            g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient)
-            if g.shape != self.data.shape:
+            g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient)
+            if g.shape != self._data.shape:
                 raise RuntimeError(f"backward: gradient has shape {tuple(g.shape)} but the tensor "
-                                   f"has shape {tuple(self.data.shape)}")
+                                   f"has shape {tuple(self._data.shape)}")
         if inputs is not None:
             from .autograd import backward as _backward
             _backward([self], [Tensor._wrap(g)], retain_graph, inputs)
@@ -199,11 +258,15 @@ class Tensor:
         engine.run_backward([self], [g], retain_graph=bool(retain_graph))
 
     def detach(self):
-        t = Tensor._wrap(self.data)
+        t = Tensor._wrap(self._data)
         t._version = self._version
         return t
 
     def detach_(self):
+        """Detach this tensor from the graph in place (it becomes a leaf without grad)."""
+        if self._base is not None and self._base.requires_grad:
+            raise RuntimeError("detach_() on a view of a tensor that requires grad is not "
+                               "allowed (as in torch); use detach() for an out-of-place copy")
         self.grad_fn = None
         self.requires_grad = False
         return self
@@ -211,9 +274,9 @@ class Tensor:
     def requires_grad_(self, requires_grad=True):
         if self.grad_fn is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
-        if requires_grad and self.data.dtype.kind not in "fc":
+        if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
-                               f"(got {self.data.dtype})")
+                               f"(got {self._data.dtype})")
         self.requires_grad = bool(requires_grad)
         return self
 
@@ -232,7 +295,7 @@ class Tensor:
 
         def array_hook(g, hook=hook):
             new = hook(Tensor._wrap(g))
-            return g if new is None else new.data
+            return g if new is None else new._data
         return _Handle(node.pre_hooks, array_hook)
 
     def register_post_accumulate_grad_hook(self, hook):
@@ -249,7 +312,7 @@ class Tensor:
         me = self
 
         def keep(g):
-            me.grad = Tensor._wrap(g.copy()) if me.grad is None else Tensor._wrap(me.grad.data + g)
+            me.grad = Tensor._wrap(g.copy()) if me.grad is None else Tensor._wrap(me.grad._data + g)
             return g
         if self.grad_fn.pre_hooks is None:
             self.grad_fn.pre_hooks = []
@@ -301,18 +364,18 @@ class Tensor:
         self._check_inplace(what)
         record = grad_mode.is_grad_enabled() and (self.requires_grad or any(map(_req, others)))
         if record:
-            old = Tensor._wrap(self.data.copy() if reads_input else self.data, self.requires_grad)
+            old = Tensor._wrap(self._data.copy() if reads_input else self._data, self.requires_grad)
             old.grad_fn = self.grad_fn
             res = result_fn(old)
         else:
             with grad_mode.no_grad():
                 res = result_fn(self)
-        rd = res.data
-        if rd.shape != self.data.shape:
-            raise RuntimeError(f"{what}: output with shape {tuple(self.data.shape)} doesn't match "
+        rd = res._data
+        if rd.shape != self._data.shape:
+            raise RuntimeError(f"{what}: output with shape {tuple(self._data.shape)} doesn't match "
                                f"the broadcast shape {tuple(rd.shape)}")
-        if rd is not self.data:
-            self.data[...] = rd
+        if rd is not self._data:
+            self._data[...] = rd
         self._version[0] += 1
         if record:
             self.grad_fn = res.grad_fn
@@ -324,13 +387,13 @@ class Tensor:
     def add_(self, other, alpha=1):
         if not grad_mode.is_grad_enabled() or not (self.requires_grad or _req(other)):
             self._check_inplace("add_")
-            o = other.data if isinstance(other, Tensor) else other
+            o = other._data if isinstance(other, Tensor) else other
             if alpha != 1:
                 o = o * alpha
             try:
-                self.data += o
+                self._data += o
             except ValueError as exc:
-                raise RuntimeError(f"add_: shapes {tuple(self.data.shape)} and "
+                raise RuntimeError(f"add_: shapes {tuple(self._data.shape)} and "
                                    f"{tuple(np.shape(o))} do not match ({exc})") from None
             self._version[0] += 1
             return self
@@ -342,7 +405,7 @@ class Tensor:
     def mul_(self, other):
         if not grad_mode.is_grad_enabled() or not (self.requires_grad or _req(other)):
             self._check_inplace("mul_")
-            self.data *= other.data if isinstance(other, Tensor) else other
+            self._data *= other._data if isinstance(other, Tensor) else other
             self._version[0] += 1
             return self
         return self._inplace("mul_", lambda s: E.mul(s, other), other)
@@ -370,7 +433,7 @@ class Tensor:
 
     def zero_(self):
         self._check_inplace("zero_")
-        self.data.fill(0)
+        self._data.fill(0)
         self._version[0] += 1
         if grad_mode.is_grad_enabled() and self.grad_fn is not None:
             self.grad_fn = None  # the value no longer depends on anything
@@ -380,7 +443,7 @@ class Tensor:
 
     def fill_(self, value):
         self._check_inplace("fill_")
-        self.data.fill(value.item() if isinstance(value, Tensor) else value)
+        self._data.fill(value.item() if isinstance(value, Tensor) else value)
         self._version[0] += 1
         if grad_mode.is_grad_enabled() and self.grad_fn is not None:
             self.grad_fn = None
@@ -392,20 +455,20 @@ class Tensor:
         if not isinstance(src, Tensor):
             src = tensor(src)
         if grad_mode.is_grad_enabled() and (self.requires_grad or src.requires_grad):
-            xp = _xp.get_array_module(self.data)
-            shape, dt = self.data.shape, self.data.dtype
+            xp = _xp.get_array_module(self._data)
+            shape, dt = self._data.shape, self._data.dtype
 
             def result(s):
                 moved = _to_device(src, self.device)
                 b = S.expand(S.to_dtype(moved, dt), *shape)
-                return make(xp.array(b.data, copy=True), (b,), lambda g: (g,), "CopyBackward")
+                return make(xp.array(b._data, copy=True), (b,), lambda g: (g,), "CopyBackward")
             return self._inplace("copy_", result, src)
         self._check_inplace("copy_")
-        data = src.data
-        if type(data) is not type(self.data):
+        data = src._data
+        if type(data) is not type(self._data):
             data = _xp.to_numpy(data) if not self.is_cuda else _xp.cupy().asarray(data)
         try:
-            self.data[...] = data
+            self._data[...] = data
         except ValueError as exc:
             raise RuntimeError(f"copy_: source of shape {tuple(src.shape)} cannot be copied into "
                                f"a tensor of shape {tuple(self.shape)} ({exc})") from None
@@ -414,13 +477,13 @@ class Tensor:
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         with grad_mode.no_grad():
-            self.data[...] = _random.uniform(a, b, self.data.shape, self.data.dtype, self.data, generator)
+            self._data[...] = _random.uniform(a, b, self._data.shape, self._data.dtype, self._data, generator)
         self._version[0] += 1
         return self
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
         with grad_mode.no_grad():
-            self.data[...] = _random.normal(mean, std, self.data.shape, self.data.dtype, self.data, generator)
+            self._data[...] = _random.normal(mean, std, self._data.shape, self._data.dtype, self._data, generator)
         self._version[0] += 1
         return self
 
@@ -428,10 +491,10 @@ class Tensor:
         idx = S._index_data(index)
         if grad_mode.is_grad_enabled() and (self.requires_grad or _req(value)):
             def result(s):
-                xp = _xp.get_array_module(s.data)
-                v = value if isinstance(value, Tensor) else Tensor._wrap(xp.asarray(value, dtype=s.data.dtype))
-                out = s.data.copy()
-                out[idx] = v.data
+                xp = _xp.get_array_module(s._data)
+                v = value if isinstance(value, Tensor) else Tensor._wrap(xp.asarray(value, dtype=s._data.dtype))
+                out = s._data.copy()
+                out[idx] = v._data
 
                 def backward(g):
                     gs = g.copy()
@@ -439,29 +502,29 @@ class Tensor:
                     gv = None
                     if v.requires_grad:
                         from ._ops.core import unbroadcast
-                        gv = unbroadcast(g[idx], v.data.shape) if g[idx].shape != v.data.shape else g[idx]
+                        gv = unbroadcast(g[idx], v._data.shape) if g[idx].shape != v._data.shape else g[idx]
                     return gs, gv
                 return make(out, (s, v), backward, "IndexPutBackward")
             self._inplace("__setitem__", result, value)
             return
         self._check_inplace("__setitem__")
-        self.data[idx] = value.data if isinstance(value, Tensor) else value
+        self._data[idx] = value._data if isinstance(value, Tensor) else value
         self._version[0] += 1
 
     # ***** Python protocol *****
     def __len__(self):
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._data.shape[0]
 
     def __iter__(self):
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.data.shape[0]))
+        return (self[i] for i in range(self._data.shape[0]))
 
     def __bool__(self):
-        if self.data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {self.data.size} elements is "
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} elements is "
                                f"ambiguous")
         return bool(self.item())
 
@@ -472,14 +535,20 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __format__(self, format_spec):
+        """``f"{loss:.4f}"``: a 0-d tensor formats as its Python number, as in torch."""
+        if self._data.ndim == 0:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def __repr__(self):
-        body = np.array2string(_xp.to_numpy(self.data), separator=", ", precision=4,
+        body = np.array2string(_xp.to_numpy(self._data), separator=", ", precision=4,
                                prefix="tensor(")
         extras = []
         if self.is_cuda:
             extras.append(f"device='{self.device}'")
-        if self.data.dtype not in (_dtype.float32, _dtype.int64, _dtype.bool_):
-            extras.append(f"dtype={self.data.dtype}")
+        if self._data.dtype not in (_dtype.float32, _dtype.int64, _dtype.bool_):
+            extras.append(f"dtype={self._data.dtype}")
         if self.grad_fn is not None:
             extras.append(f"grad_fn=<{self.grad_fn.name}>")
         elif self.requires_grad:
@@ -513,13 +582,13 @@ class Tensor:
     def __abs__(self): return E.abs(self)
 
     def __invert__(self):
-        return Tensor._wrap(~self.data)
+        return Tensor._wrap(~self._data)
 
-    def __and__(self, other): return Tensor._wrap(self.data & _raw(other))
-    def __or__(self, other): return Tensor._wrap(self.data | _raw(other))
-    def __xor__(self, other): return Tensor._wrap(self.data ^ _raw(other))
-    def __floordiv__(self, other): return Tensor._wrap(self.data // _raw(other))
-    def __mod__(self, other): return Tensor._wrap(self.data % _raw(other))
+    def __and__(self, other): return Tensor._wrap(self._data & _raw(other))
+    def __or__(self, other): return Tensor._wrap(self._data | _raw(other))
+    def __xor__(self, other): return Tensor._wrap(self._data ^ _raw(other))
+    def __floordiv__(self, other): return Tensor._wrap(self._data // _raw(other))
+    def __mod__(self, other): return Tensor._wrap(self._data % _raw(other))
 
     def __iadd__(self, other): return self.add_(other)
     def __isub__(self, other): return self.sub_(other)
@@ -556,7 +625,7 @@ class _Handle:
 
 
 def _raw(x):
-    return x.data if isinstance(x, Tensor) else x
+    return x._data if isinstance(x, Tensor) else x
 
 
 def _req(x):
@@ -564,8 +633,8 @@ def _req(x):
 
 
 def _looks_like_dtype(x):
-    if isinstance(x, device):
-        return False
+    if isinstance(x, device) or isinstance(x, int) and not isinstance(x, bool):
+        return False  # an int is a CUDA device index, as in torch: t.to(rank)
     if isinstance(x, str):
         return x.split(":")[0] not in ("cpu", "cuda")
     return True
@@ -574,7 +643,7 @@ def _looks_like_dtype(x):
 def _as_tensor(x, like):
     if isinstance(x, Tensor):
         return x
-    return Tensor._wrap(_xp.get_array_module(like.data).asarray(x))
+    return Tensor._wrap(_xp.get_array_module(like._data).asarray(x))
 
 
 def _to_device(t, dev: device):
@@ -582,14 +651,14 @@ def _to_device(t, dev: device):
     if dev.type == "cpu":
         if not src_cuda:
             return t
-        out = _xp.to_numpy(t.data)
-        return make(out, (t,), lambda g, d=t.data.device.id: (_xp.cupy().asarray(g),), "ToCopyBackward")
+        out = _xp.to_numpy(t._data)
+        return make(out, (t,), lambda g, d=t._data.device.id: (_xp.cupy().asarray(g),), "ToCopyBackward")
     cp = _xp.cupy()
     idx = dev.index if dev.index is not None else cp.cuda.runtime.getDevice()
-    if src_cuda and t.data.device.id == idx:
+    if src_cuda and t._data.device.id == idx:
         return t
     with cp.cuda.Device(idx):
-        out = cp.asarray(t.data) if not src_cuda else t.data.copy()
+        out = cp.asarray(t._data) if not src_cuda else t._data.copy()
     if src_cuda:
         return make(out, (t,), lambda g: (g.copy(),), "ToCopyBackward")
     return make(out, (t,), lambda g: (_xp.to_numpy(g),), "ToCopyBackward")
@@ -626,7 +695,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     """
     dtype = _dtype.as_dtype(dtype)
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     dev = as_device(device) if device is not None else (
         device_of(data) if _xp.is_cupy_array(data) else CPU)
     if dtype is None and not hasattr(data, "dtype"):
@@ -760,7 +829,10 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     return t.requires_grad_(True) if requires_grad else t
 
 
-def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
+def randint(low, high=None, size=(), dtype=None, device=None, generator=None, requires_grad=False):
+    """Integers in ``[low, high)``: ``randint(high, size)`` or ``randint(low, high, size)``, as torch."""
+    if isinstance(high, (tuple, list)) and size == ():
+        low, high, size = 0, low, high  # randint(high, size)
     if high is None:
         low, high = 0, low
     arr = _random.integers(low, high, tuple(size), generator)

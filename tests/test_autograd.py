@@ -88,8 +88,8 @@ def test_detach_and_requires_grad_():
     x = leaf(2)
     d = x.detach()
     assert not d.requires_grad and d.grad_fn is None
-    d.data[0] = 5.0     # shares memory, as in torch
-    assert x.data[0] == 5.0
+    d._data[0] = 5.0     # shares memory, as in torch
+    assert x._data[0] == 5.0
     t = tb.ones(2)
     assert t.requires_grad_() is t and t.requires_grad
     with pytest.raises(RuntimeError, match="floating point"):
@@ -338,7 +338,7 @@ def test_gradcheck_catches_wrong_gradient_forward_and_torch_mismatch():
     from tensorbrain.testing import GradcheckError, torch_available
 
     def bad_square(a):   # forward right, backward off by a factor 2
-        return make(a.data ** 2, (a,), lambda g: (g * a.data,), "BadSquareBackward")
+        return make(a._data ** 2, (a,), lambda g: (g * a._data,), "BadSquareBackward")
     x = np.random.default_rng(0).random((2, 3))
     with pytest.raises(GradcheckError, match=r"gradient of input 0 .* finite differences"):
         gradcheck(bad_square, [x])

@@ -41,7 +41,7 @@ def test_resumed_run_matches_uninterrupted_run(digits, tmp_path):
     ref, got = full.model.state_dict(), resumed.model.state_dict()
     assert list(ref) == list(got)
     for key in ref:
-        np.testing.assert_array_equal(got[key].data, ref[key].data, err_msg=key)
+        np.testing.assert_array_equal(got[key]._data, ref[key]._data, err_msg=key)
     assert resumed.history[0]["test_acc"] == full.history[-1]["test_acc"]
     # the optimizer state came back too (Adam's step counts and moments)
     s_ref, s_got = full.optimizer.state_dict(), resumed.optimizer.state_dict()

@@ -30,9 +30,9 @@ def test_resnet50_state_dict_keys_follow_torchvision():
 def test_resnet18_forward_backward_shapes_and_init():
     tb.manual_seed(0)
     m = models.resnet18(num_classes=7, zero_init_residual=True)
-    assert (m.layer1[0].bn2.weight.data == 0).all()
+    assert (m.layer1[0].bn2.weight._data == 0).all()
     fan_out = 64 * 7 * 7  # conv1: kaiming_normal_(mode="fan_out", nonlinearity="relu")
-    assert m.conv1.weight.data.std() == pytest.approx(np.sqrt(2 / fan_out), rel=0.05)
+    assert m.conv1.weight._data.std() == pytest.approx(np.sqrt(2 / fan_out), rel=0.05)
     out = m(tb.randn(2, 3, 32, 32))
     assert out.shape == (2, 7)
     out.sum().backward()
@@ -46,13 +46,13 @@ def test_resnet_matches_torch_with_copied_weights():
     tv_models = pytest.importorskip("torchvision.models")
     ours = models.resnet18(num_classes=5)
     theirs = tv_models.resnet18(num_classes=5)
-    theirs.load_state_dict({k: torch.from_numpy(np.array(v.data))
+    theirs.load_state_dict({k: torch.from_numpy(np.array(v._data))
                             for k, v in ours.state_dict().items()})
     x = np.random.default_rng(0).standard_normal((2, 3, 32, 32)).astype(np.float32)
     for train in (True, False):
         ours.train(train)
         theirs.train(train)
-        np.testing.assert_allclose(ours(tb.tensor(x)).data,
+        np.testing.assert_allclose(ours(tb.tensor(x))._data,
                                    theirs(torch.tensor(x)).detach().numpy(), rtol=1e-3, atol=1e-4)
 
 
@@ -83,16 +83,16 @@ def test_bottleneck_block_matches_torch():
     down = nn.Sequential(models.resnet.conv1x1(8, 16, 2), nn.BatchNorm2d(16))
     ours = models.Bottleneck(8, 4, stride=2, downsample=down)
     theirs = TorchBottleneck(8, 4, 2)
-    theirs.load_state_dict({k: torch.from_numpy(np.array(v.data))
+    theirs.load_state_dict({k: torch.from_numpy(np.array(v._data))
                             for k, v in ours.state_dict().items()})
     x = np.random.default_rng(1).standard_normal((2, 8, 9, 9)).astype(np.float32)
     xt, xr = tb.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     out, ref = ours(xt), theirs(xr)
-    np.testing.assert_allclose(out.data, ref.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out._data, ref.detach().numpy(), rtol=1e-4, atol=1e-4)
     out.sum().backward()
     ref.sum().backward()
-    np.testing.assert_allclose(xt.grad.data, xr.grad.numpy(), rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose(ours.conv2.weight.grad.data, theirs.conv2.weight.grad.numpy(),
+    np.testing.assert_allclose(xt.grad._data, xr.grad.numpy(), rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(ours.conv2.weight.grad._data, theirs.conv2.weight.grad.numpy(),
                                rtol=1e-3, atol=1e-3)
 
 

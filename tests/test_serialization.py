@@ -77,11 +77,13 @@ def test_plain_safetensors_file_loads_flat(tmp_path):
     assert list(back) == ["a"] and back["a"].tolist() == [1.0, 1.0, 1.0]
 
 
-def test_unsupported_objects_are_refused(tmp_path):
-    with pytest.raises(TypeError, match="cannot store a object"):
-        tb.save({"x": object()}, tmp_path / "bad")
-    with pytest.raises(TypeError, match="dict keys"):
-        tb.save({(1, 2): 3}, tmp_path / "bad")
+def test_objects_beyond_plain_data_need_weights_only_false(tmp_path):
+    # torch 2.6+: saving works; the default weights_only=True load refuses (tests/test_checkpoint_io.py)
+    tb.save({"x": object()}, tmp_path / "obj")
+    with pytest.raises(Exception, match="weights_only=False"):
+        tb.load(tmp_path / "obj")
+    tb.save({(1, 2): 3}, tmp_path / "keys")  # pickled, but names no class: loads as in torch
+    assert tb.load(tmp_path / "keys") == {(1, 2): 3}
     assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
 
 

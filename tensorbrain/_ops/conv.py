@@ -73,7 +73,7 @@ def _as_4d(name, x):
 
 # ***** convolution *****
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    x, w = input.data, weight.data
+    x, w = input._data, weight._data
     x, unbatched = _as_4d("conv2d", x)
     if w.ndim != 4:
         raise RuntimeError(f"conv2d: weight must be 4-D (out_channels, in_channels/groups, kH, kW), "
@@ -132,7 +132,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     else:
         out = xp.matmul(w3, columns()).reshape(n, oc, oh, ow)   # a GEMM per image and group
     if bias is not None:
-        out += bias.data.reshape(1, oc, 1, 1)
+        out += bias._data.reshape(1, oc, 1, 1)
     if unbatched:
         out = out[0]
 
@@ -202,7 +202,7 @@ def _pool_geometry(name, x, kernel_size, stride, padding, dilation, ceil_mode):
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    x = input.data
+    x = input._data
     x, unbatched = _as_4d("max_pool2d", x)
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew = _pool_geometry(
         "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
@@ -275,7 +275,7 @@ def _avg_divisor(xp, size, k, s, p, o, count_include_pad):
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    x = input.data
+    x = input._data
     x, unbatched = _as_4d("avg_pool2d", x)
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew = _pool_geometry(
         "avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode)
@@ -318,7 +318,7 @@ def _adaptive_matrix(xp, size, out, dtype):
 
 
 def adaptive_avg_pool2d(input, output_size):
-    x = input.data
+    x = input._data
     if x.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape {tuple(x.shape)}")
     h, w = x.shape[-2:]

@@ -23,10 +23,10 @@ def tensor_cls():
 
 def make(out, inputs, backward, name, saved=()):
     """Wrap ``out`` as a Tensor; record a graph node when grad mode is on and an input needs it."""
-    if isinstance(out, np.generic):  # NumPy reductions return scalars; .data is always an array
+    if isinstance(out, np.generic):  # NumPy reductions return scalars; ._data is always an array
         out = np.asarray(out)
     t = _new(Tensor)
-    t.data = out
+    t._data = out
     t.grad = None
     t._version = [0]
     t._hooks = None
@@ -49,7 +49,7 @@ _new = object.__new__
 def make_view(out, base, backward, name):
     """Like ``make`` for ops whose output shares memory with ``base`` (shares its version)."""
     t = make(out, (base,), backward, name)
-    if _shares_memory(out, base.data):
+    if _shares_memory(out, base._data):
         t._version = base._version
         t._base = base if base._base is None else base._base
     return t
@@ -78,14 +78,14 @@ def unbroadcast(grad, shape):
 def as_operand(x, like):
     """A Tensor, or a Python/NumPy scalar left bare (weak, NEP 50 promotion) for ``like``'s op."""
     if isinstance(x, Tensor):
-        if type(x.data) is not type(like.data):
+        if type(x._data) is not type(like._data):
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, "
                 f"{like.device} and {x.device}: move one with .to(device)")
         return x
     if isinstance(x, (numbers.Number, np.generic)):
         return x
-    xp = get_array_module(like.data)
+    xp = get_array_module(like._data)
     return Tensor._wrap(xp.asarray(x))
 
 

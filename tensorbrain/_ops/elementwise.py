@@ -21,7 +21,7 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
     T = _core.Tensor
     ta, tb_ = isinstance(a, T), isinstance(b, T)
     if ta and tb_:
-        ad, bd = a.data, b.data
+        ad, bd = a._data, b._data
         if type(ad) is not type(bd):
             as_operand(b, a)  # raises the device error naming both devices
         ka, kb = ad.dtype.kind, bd.dtype.kind
@@ -39,8 +39,8 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
         else:  # reflected op: scalar on the left
             a = as_operand(a, b)
             ta = isinstance(a, T)
-        ad = a.data if ta else a
-        bd = b.data if tb_ else b
+        ad = a._data if ta else a
+        bd = b._data if tb_ else b
     # Where PyTorch and NumPy differ, follow PyTorch: an integer/bool tensor combined with a
     # Python float gives the default float dtype (NumPy would give float64).
     if not (ta and tb_):
@@ -103,17 +103,17 @@ def div(a, b, rounding_mode=None):
             raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
         q = div(a, b)
         r = floor(q) if rounding_mode == "floor" else trunc(q)
-        ints = [t.data.dtype for t in (a, b) if _is_tensor(t)]
+        ints = [t._data.dtype for t in (a, b) if _is_tensor(t)]
         if ints and all(d.kind in "biu" for d in ints):
-            r = tensor_cls()._wrap(r.data.astype(np.result_type(*ints)))
+            r = tensor_cls()._wrap(r._data.astype(np.result_type(*ints)))
         return r
     # True division of integers gives the default float dtype, as in PyTorch.
-    if _is_tensor(a) and a.data.dtype.kind in "biu" and (not _is_tensor(b) or b.data.dtype.kind in "biu"):
-        a = tensor_cls()._wrap(a.data.astype(get_default_dtype()))
+    if _is_tensor(a) and a._data.dtype.kind in "biu" and (not _is_tensor(b) or b._data.dtype.kind in "biu"):
+        a = tensor_cls()._wrap(a._data.astype(get_default_dtype()))
         if _is_tensor(b):
-            b = tensor_cls()._wrap(b.data.astype(get_default_dtype()))
-    elif _is_tensor(b) and b.data.dtype.kind in "biu" and not _is_tensor(a) and not isinstance(a, float):
-        b = tensor_cls()._wrap(b.data.astype(get_default_dtype()))
+            b = tensor_cls()._wrap(b._data.astype(get_default_dtype()))
+    elif _is_tensor(b) and b._data.dtype.kind in "biu" and not _is_tensor(a) and not isinstance(a, float):
+        b = tensor_cls()._wrap(b._data.astype(get_default_dtype()))
     return _binary("DivBackward", a, b, lambda x, y: x / y,
                    lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), "b", True)
 
@@ -151,7 +151,7 @@ def _tie(strict, equal):
 
 
 def neg(a):
-    return make(-a.data, (a,), lambda g: (-g,), "NegBackward")
+    return make(-a._data, (a,), lambda g: (-g,), "NegBackward")
 
 
 # ***** comparisons (no gradient) *****
@@ -165,11 +165,11 @@ def _compare(fn):
         else:
             f = fn
         b = as_operand(b, a)
-        bd = b.data if _is_tensor(b) else b
+        bd = b._data if _is_tensor(b) else b
         try:
-            return Tensor._wrap(f(a.data, bd))
+            return Tensor._wrap(f(a._data, bd))
         except ValueError as exc:
-            raise shape_error(fn.__name__, a.data, bd, exc) from None
+            raise shape_error(fn.__name__, a._data, bd, exc) from None
     return op
 
 
@@ -187,54 +187,54 @@ lt_, gt_, le_, ge_, eq_, ne_ = (_compare(f) for f in (lt, gt, le, ge, eq, ne))
 
 # ***** unary math *****
 def exp(a):
-    out = get_array_module(a.data).exp(a.data)
+    out = get_array_module(a._data).exp(a._data)
     return make(out, (a,), lambda g: (g * out,), "ExpBackward")
 
 
 def log(a):
-    x = a.data
+    x = a._data
     return make(get_array_module(x).log(x), (a,), lambda g: (g / x,), "LogBackward", (a,))
 
 
 def sqrt(a):
-    out = get_array_module(a.data).sqrt(a.data)
+    out = get_array_module(a._data).sqrt(a._data)
     return make(out, (a,), lambda g: (g / (2 * out),), "SqrtBackward")
 
 
 def rsqrt(a):
-    out = 1 / get_array_module(a.data).sqrt(a.data)
+    out = 1 / get_array_module(a._data).sqrt(a._data)
     return make(out, (a,), lambda g: (-0.5 * g * out * out * out,), "RsqrtBackward")
 
 
 def abs(a):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     return make(xp.abs(x), (a,), lambda g: (g * xp.sign(x),), "AbsBackward", (a,))
 
 
 def sign(a):
-    return tensor_cls()._wrap(get_array_module(a.data).sign(a.data))
+    return tensor_cls()._wrap(get_array_module(a._data).sign(a._data))
 
 
 def sin(a):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     return make(xp.sin(x), (a,), lambda g: (g * xp.cos(x),), "SinBackward", (a,))
 
 
 def cos(a):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     return make(xp.cos(x), (a,), lambda g: (-g * xp.sin(x),), "CosBackward", (a,))
 
 
 def clamp(a, min=None, max=None):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
-    mn = min.data if _is_tensor(min) else min
-    mx = max.data if _is_tensor(max) else max
+    mn = min._data if _is_tensor(min) else min
+    mx = max._data if _is_tensor(max) else max
     out = xp.clip(x, mn, mx)
     if out.dtype != x.dtype and not _is_tensor(min) and not _is_tensor(max):
         out = out.astype(x.dtype)
@@ -252,12 +252,12 @@ def clamp(a, min=None, max=None):
 def where(cond, a, b):
     Tensor = tensor_cls()
     like = a if _is_tensor(a) else b
-    c = cond.data if _is_tensor(cond) else cond
+    c = cond._data if _is_tensor(cond) else cond
     a = as_operand(a, like) if _is_tensor(like) else a
     b = as_operand(b, like) if _is_tensor(like) else b
-    ad = a.data if _is_tensor(a) else a
-    bd = b.data if _is_tensor(b) else b
-    xp = get_array_module(like.data) if _is_tensor(like) else np
+    ad = a._data if _is_tensor(a) else a
+    bd = b._data if _is_tensor(b) else b
+    xp = get_array_module(like._data) if _is_tensor(like) else np
     out = xp.where(c, ad, bd)
     if not _is_tensor(like):
         return Tensor._wrap(out)
@@ -272,13 +272,13 @@ def where(cond, a, b):
 
 # ***** activations *****
 def relu(a):
-    x = a.data
+    x = a._data
     out = get_array_module(x).maximum(x, 0)
     return make(out, (a,), lambda g: (g * (out > 0),), "ReluBackward")
 
 
 def sigmoid(a):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     # Split by sign so exp never overflows (float16 and float32 alike).
     e = xp.exp(-xp.abs(x))
@@ -287,7 +287,7 @@ def sigmoid(a):
 
 
 def tanh(a):
-    out = get_array_module(a.data).tanh(a.data)
+    out = get_array_module(a._data).tanh(a._data)
     return make(out, (a,), lambda g: (g * (1 - out * out),), "TanhBackward")
 
 
@@ -295,7 +295,7 @@ _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
 def gelu(a, approximate="none"):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)
@@ -335,25 +335,25 @@ _np_erf = np.frompyfunc(math.erf, 1, 1)
 
 
 def silu(a):
-    x = a.data
-    s = sigmoid(tensor_cls()._wrap(x)).data
+    x = a._data
+    s = sigmoid(tensor_cls()._wrap(x))._data
     out = x * s
     return make(out, (a,), lambda g: (g * (s * (1 + x * (1 - s))),), "SiluBackward", (a,))
 
 
 # ***** more unary math *****
 def log1p(a):
-    x = a.data
+    x = a._data
     return make(get_array_module(x).log1p(x), (a,), lambda g: (g / (1 + x),), "Log1PBackward", (a,))
 
 
 def expm1(a):
-    out = get_array_module(a.data).expm1(a.data)
+    out = get_array_module(a._data).expm1(a._data)
     return make(out, (a,), lambda g: (g * (out + 1),), "Expm1Backward")
 
 
 def erf(a):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     out = _erf(x).astype(x.dtype, copy=False)
     return make(out, (a,), lambda g: (g * (2 / math.sqrt(math.pi)) * xp.exp(-x * x),), "ErfBackward", (a,))
@@ -364,13 +364,13 @@ def square(a):
 
 
 def reciprocal(a):
-    out = 1 / a.data
+    out = 1 / a._data
     return make(out, (a,), lambda g: (-g * out * out,), "ReciprocalBackward")
 
 
 def _no_grad_unary(name, fn):
     def op(a):
-        return tensor_cls()._wrap(fn(get_array_module(a.data), a.data))
+        return tensor_cls()._wrap(fn(get_array_module(a._data), a._data))
     op.__name__ = name
     op.__doc__ = f"``{name}`` elementwise (no gradient: piecewise constant or boolean)."
     return op
@@ -386,18 +386,18 @@ logical_not = _no_grad_unary("logical_not", lambda xp, x: xp.logical_not(x))
 
 
 def round(a, decimals=0):
-    return tensor_cls()._wrap(get_array_module(a.data).round(a.data, decimals))
+    return tensor_cls()._wrap(get_array_module(a._data).round(a._data, decimals))
 
 
 def masked_fill(a, mask, value):
     """``a`` with ``value`` where ``mask`` is True (gradient flows to the kept elements)."""
-    m = mask.data if _is_tensor(mask) else mask
+    m = mask._data if _is_tensor(mask) else mask
     if getattr(m, "dtype", None) is not None and m.dtype != np.bool_:
         raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype {m.dtype}")
     if _is_tensor(value):
-        value = value.data.item() if value.data.size == 1 else value
+        value = value._data.item() if value._data.size == 1 else value
     out = where(mask, value, a)
-    if out.data.dtype != a.data.dtype:
-        out = make(out.data.astype(a.data.dtype), (out,), lambda g, d=out.data.dtype: (g.astype(d),),
+    if out._data.dtype != a._data.dtype:
+        out = make(out._data.astype(a._data.dtype), (out,), lambda g, d=out._data.dtype: (g.astype(d),),
                    "ToCopyBackward")
     return out

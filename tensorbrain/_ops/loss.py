@@ -31,7 +31,7 @@ def _legacy_reduction(size_average, reduce, reduction):
 def _same_device(name, *ts):
     kinds = [t for t in ts if isinstance(t, _core.Tensor)]
     for t in kinds[1:]:
-        if type(t.data) is not type(kinds[0].data):
+        if type(t._data) is not type(kinds[0]._data):
             raise RuntimeError(f"{name}: expected all tensors on the same device, got "
                                f"{kinds[0].device} and {t.device}")
 
@@ -87,7 +87,7 @@ def _class_first(g2, shape):
 
 
 def _check_targets(name, input, target):
-    x, t = input.data, target.data
+    x, t = input._data, target._data
     if x.ndim == 1:
         ok = t.ndim == 0
     else:
@@ -116,22 +116,22 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     _same_device("cross_entropy", input, target, weight)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-    x = input.data
+    x = input._data
     xp = get_array_module(x)
     shape = x.shape
     x2 = _class_last(x)
     m, c = x2.shape
     logp = _log_softmax_array(xp, x2, 1)
-    w = None if weight is None else weight.data.astype(x.dtype, copy=False)
+    w = None if weight is None else weight._data.astype(x.dtype, copy=False)
     if w is not None and w.shape != (c,):
         raise RuntimeError(f"cross_entropy: weight must have shape ({c},) for input of shape "
                            f"{tuple(shape)}, got {tuple(w.shape)}")
     eps = float(label_smoothing)
-    if target.data.dtype.kind == "f":   # probabilities
-        if target.data.shape != shape:
+    if target._data.dtype.kind == "f":   # probabilities
+        if target._data.shape != shape:
             raise RuntimeError(f"cross_entropy: probability targets must have the input's shape "
-                               f"{tuple(shape)}, got {tuple(target.data.shape)}")
-        q = _class_last(target.data).astype(x.dtype, copy=False)
+                               f"{tuple(shape)}, got {tuple(target._data.shape)}")
+        q = _class_last(target._data).astype(x.dtype, copy=False)
         if eps:
             q = q * (1 - eps) + eps / c
         if w is not None:
@@ -141,7 +141,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         valid = None
     else:
         _check_targets("cross_entropy", input, target)
-        t = target.data.reshape(-1)
+        t = target._data.reshape(-1)
         valid = t != ignore_index
         if valid.all():
             valid, ts = None, t
@@ -184,12 +184,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         else:
             r = g / denom
         p = xp.exp(logp)
-        if valid is None and target.data.dtype.kind != "f" and not eps and w is None:
+        if valid is None and target._data.dtype.kind != "f" and not eps and w is None:
             # The common case: grad = (softmax - onehot) * r.
             p[rows, ts] -= 1
             gx = p * r
         else:
-            if target.data.dtype.kind == "f":
+            if target._data.dtype.kind == "f":
                 qq = q
             else:
                 qq = xp.zeros_like(p)
@@ -208,17 +208,17 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_targets("nll_loss", input, target)
-    x = input.data
+    x = input._data
     xp = get_array_module(x)
     shape = x.shape
     x2 = _class_last(x)
     m, c = x2.shape
-    t = target.data.reshape(-1)
+    t = target._data.reshape(-1)
     valid = t != ignore_index
     ts = xp.where(valid, t, 0)
     if ts.size and (int(ts.min()) < 0 or int(ts.max()) >= c):
         raise IndexError(f"nll_loss: target out of bounds for {c} classes (input shape {tuple(shape)})")
-    wt = (xp.ones(m, dtype=x.dtype) if weight is None else weight.data.astype(x.dtype)[ts]) * valid
+    wt = (xp.ones(m, dtype=x.dtype) if weight is None else weight._data.astype(x.dtype)[ts]) * valid
     rows = xp.arange(m)
     per = -wt * x2[rows, ts]
     if reduction == "none":
@@ -242,8 +242,8 @@ def _pointwise_loss(name, input, target, reduction, value_fn, grad_fn, weight=No
     """A loss ``value_fn(d)`` of ``d = input - target`` with derivative ``grad_fn(d)``."""
     _check_reduction(reduction)
     _same_device(name, input, target)
-    x = input.data
-    y = target.data if isinstance(target, _core.Tensor) else target
+    x = input._data
+    y = target._data if isinstance(target, _core.Tensor) else target
     xp = get_array_module(x)
     try:
         d = x - y
@@ -252,13 +252,13 @@ def _pointwise_loss(name, input, target, reduction, value_fn, grad_fn, weight=No
                            f"{tuple(np.shape(y))} cannot be broadcast together") from None
     per = value_fn(xp, d)
     if weight is not None:
-        per = per * weight.data
+        per = per * weight._data
     out = _reduce_array(xp, per, reduction)
 
     def backward(g):
         gd = _reduce_grad(xp, g, per.shape, reduction, per.dtype) * grad_fn(xp, d)
         if weight is not None:
-            gd = gd * weight.data
+            gd = gd * weight._data
         gx = unbroadcast(gd, x.shape) if input.requires_grad else None
         gy = unbroadcast(-gd, y.shape) if isinstance(target, _core.Tensor) and target.requires_grad else None
         return gx, gy
@@ -301,28 +301,28 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _same_device("binary_cross_entropy_with_logits", input, target, weight, pos_weight)
-    x, t = input.data, target.data
+    x, t = input._data, target._data
     if x.shape != t.shape:
         raise ValueError(f"binary_cross_entropy_with_logits: target size {tuple(t.shape)} must be "
                          f"the same as input size {tuple(x.shape)}")
     xp = get_array_module(x)
     sp = xp.logaddexp(0, -x)                # softplus(-x), no overflow
-    lw = 1 if pos_weight is None else 1 + (pos_weight.data - 1) * t
+    lw = 1 if pos_weight is None else 1 + (pos_weight._data - 1) * t
     per = (1 - t) * x + lw * sp
     if weight is not None:
-        per = per * weight.data
+        per = per * weight._data
     per = per.astype(x.dtype, copy=False)
     out = _reduce_array(xp, per, reduction)
 
     def backward(g):
         r = _reduce_grad(xp, g, per.shape, reduction, per.dtype)
         if weight is not None:
-            r = r * weight.data
+            r = r * weight._data
         sig_neg = 1 / (1 + xp.exp(x))      # sigmoid(-x)
         gx = (r * ((1 - t) - lw * sig_neg)).astype(x.dtype, copy=False) if input.requires_grad else None
         gt = None
         if target.requires_grad:
-            pw = 1 if pos_weight is None else pos_weight.data
+            pw = 1 if pos_weight is None else pos_weight._data
             gt = (r * (-x + (pw - 1) * sp)).astype(t.dtype, copy=False)
         return gx, gt
     return make(out, (input, target), backward, "BinaryCrossEntropyWithLogitsBackward")
@@ -333,7 +333,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """BCE on probabilities; logs are clamped at -100 as in PyTorch."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    p, t = input.data, target.data
+    p, t = input._data, target._data
     if p.shape != t.shape:
         raise ValueError(f"binary_cross_entropy: target size {tuple(t.shape)} must be the same as "
                          f"input size {tuple(p.shape)}")
@@ -345,14 +345,14 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         l1p = xp.maximum(xp.log1p(-p), -100)
     per = -(t * lp + (1 - t) * l1p)
     if weight is not None:
-        per = per * weight.data
+        per = per * weight._data
     per = per.astype(p.dtype, copy=False)
     out = _reduce_array(xp, per, reduction)
 
     def backward(g):
         r = _reduce_grad(xp, g, per.shape, reduction, per.dtype)
         if weight is not None:
-            r = r * weight.data
+            r = r * weight._data
         gx = r * (p - t) / xp.maximum(p * (1 - p), 1e-12)
         gt = r * (l1p - lp) if target.requires_grad else None
         return gx.astype(p.dtype, copy=False), gt
@@ -364,7 +364,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         per = _E.mul(_E.exp(target), _E.sub(target, input))
     else:
-        x, t = input.data, target.data
+        x, t = input._data, target._data
         xp = get_array_module(x)
         pos = t > 0
         logt = xp.log(xp.where(pos, t, 1))

@@ -39,7 +39,7 @@ def _affine_grads(g, xhat, weight, bias, axes):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, one fused op."""
-    x = input.data
+    x = input._data
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (int(normalized_shape),)
     normalized_shape = tuple(normalized_shape)
@@ -53,14 +53,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     xc = x - mu
     rstd = 1 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
     xhat = xc * rstd
-    out = _scale_shift(xhat, None if weight is None else weight.data,
-                       None if bias is None else bias.data)
+    out = _scale_shift(xhat, None if weight is None else weight._data,
+                       None if bias is None else bias._data)
     lead = tuple(range(x.ndim - k))
 
     def backward(g):
         gx = None
         if input.requires_grad:
-            gxhat = g * weight.data if weight is not None else g
+            gxhat = g * weight._data if weight is not None else g
             gx = _norm_backward(xp, gxhat, xhat, rstd, axes)
         return (gx, *_affine_grads(g, xhat, weight, bias, lead))
     return make(out, (input, weight, bias), backward, "NativeLayerNormBackward", (weight,) if weight is not None else ())
@@ -70,7 +70,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                momentum=0.1, eps=1e-5):
     """Batch norm over dim 1 of (N, C, ...). In training the batch statistics are used and the
     running statistics (plain tensors) are updated in place; otherwise the running ones are used."""
-    x = input.data
+    x = input._data
     if x.ndim < 2:
         raise RuntimeError(f"batch_norm: expected at least 2-D input (N, C, ...), got shape {tuple(x.shape)}")
     xp = get_array_module(x)
@@ -93,25 +93,25 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         rstd = 1 / xp.sqrt(var + eps)
         if running_mean is not None:
             m = 0.0 if momentum is None else momentum
-            rm = running_mean.data
+            rm = running_mean._data
             rm *= 1 - m
             rm += m * mu.reshape(c).astype(rm.dtype)
             running_mean._version[0] += 1
         if running_var is not None:
             m = 0.0 if momentum is None else momentum
-            rv = running_var.data
+            rv = running_var._data
             rv *= 1 - m
             rv += (m * n / (n - 1)) * var.reshape(c).astype(rv.dtype)   # unbiased, as PyTorch
             running_var._version[0] += 1
     else:
         if running_mean is None or running_var is None:
             raise RuntimeError("batch_norm: running_mean and running_var are needed when training=False")
-        mu = running_mean.data.reshape(bshape).astype(x.dtype, copy=False)
+        mu = running_mean._data.reshape(bshape).astype(x.dtype, copy=False)
         xc = x - mu
-        rstd = (1 / xp.sqrt(running_var.data.reshape(bshape) + eps)).astype(x.dtype, copy=False)
+        rstd = (1 / xp.sqrt(running_var._data.reshape(bshape) + eps)).astype(x.dtype, copy=False)
     xhat = xc * rstd
-    wd = weight.data.reshape(bshape) if weight is not None else None
-    out = _scale_shift(xhat, wd, None if bias is None else bias.data.reshape(bshape))
+    wd = weight._data.reshape(bshape) if weight is not None else None
+    out = _scale_shift(xhat, wd, None if bias is None else bias._data.reshape(bshape))
 
     def backward(g):
         gx = None
@@ -125,7 +125,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups per sample, then a per-channel affine."""
-    x = input.data
+    x = input._data
     n, c = x.shape[:2]
     if c % num_groups:
         raise RuntimeError(f"group_norm: {c} channels (input shape {tuple(x.shape)}) are not "
@@ -137,8 +137,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     rstd = 1 / xp.sqrt((xc * xc).mean(axis=2, keepdims=True) + eps)
     xhat = (xc * rstd).reshape(x.shape)
     bshape = (1, c) + (1,) * (x.ndim - 2)
-    wd = weight.data.reshape(bshape) if weight is not None else None
-    out = _scale_shift(xhat, wd, None if bias is None else bias.data.reshape(bshape))
+    wd = weight._data.reshape(bshape) if weight is not None else None
+    out = _scale_shift(xhat, wd, None if bias is None else bias._data.reshape(bshape))
     axes = (0,) + tuple(range(2, x.ndim))
 
     def backward(g):

@@ -31,7 +31,7 @@ def _expand_back(g, shape, axes, keepdim):
 
 
 def sum(a, dim=None, keepdim=False, dtype=None):
-    x = a.data
+    x = a._data
     axes = _axes(dim, x.ndim)
     if x.ndim == 0:
         axes = None
@@ -44,7 +44,7 @@ def sum(a, dim=None, keepdim=False, dtype=None):
 
 
 def mean(a, dim=None, keepdim=False, dtype=None):
-    x = a.data
+    x = a._data
     if x.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be floating "
                            f"point, but got {x.dtype}")
@@ -59,7 +59,7 @@ def mean(a, dim=None, keepdim=False, dtype=None):
 
 
 def _minmax(name, a, dim, keepdim, pick, argpick):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     Tensor = tensor_cls()
     if dim is None:
@@ -104,7 +104,7 @@ def min(a, dim=None, keepdim=False):
 
 
 def amax(a, dim=None, keepdim=False):
-    x = a.data
+    x = a._data
     axes = _axes(dim, x.ndim)
     out = x.max(axis=axes, keepdims=keepdim)
 
@@ -119,7 +119,7 @@ def amax(a, dim=None, keepdim=False):
 def _arg_index(a, dim, keepdim, method):
     """The index tensor of the array method ``method`` ("argmax"/"argmin"), over all elements
     when ``dim`` is None (a 0-d result), else along ``dim``."""
-    x = a.data
+    x = a._data
     Tensor = tensor_cls()
     if dim is None:
         return Tensor._wrap(get_array_module(x).asarray(getattr(x, method)()))
@@ -138,7 +138,7 @@ def var(a, dim=None, unbiased=None, keepdim=False, correction=None):
     """Variance; ``correction`` (default 1, Bessel) as in PyTorch; ``unbiased=False`` means 0."""
     if correction is None:
         correction = 0 if unbiased is False else 1
-    x = a.data
+    x = a._data
     axes = _axes(dim, x.ndim)
     mu = x.mean(axis=axes, keepdims=True)
     d = x - mu
@@ -158,7 +158,7 @@ def std(a, dim=None, unbiased=None, keepdim=False, correction=None):
 
 
 def logsumexp(a, dim, keepdim=False):
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     axes = _axes(dim, x.ndim)
     m = x.max(axis=axes, keepdims=True)
@@ -174,7 +174,7 @@ def logsumexp(a, dim, keepdim=False):
 
 
 def prod(a, dim=None, keepdim=False):
-    x = a.data
+    x = a._data
     axes = _axes(dim, x.ndim)
     out = x.prod(axis=axes, keepdims=keepdim)
     shape = x.shape
@@ -187,7 +187,7 @@ def prod(a, dim=None, keepdim=False):
 
 
 def cumsum(a, dim, dtype=None):
-    x = a.data
+    x = a._data
     d = _axes(dim, x.ndim)[0] if x.ndim else 0
     if dtype is None and x.dtype.kind in "biu":
         dtype = "int64"
@@ -202,12 +202,12 @@ def cumsum(a, dim, dtype=None):
 
 
 def all(a, dim=None, keepdim=False):
-    x = a.data
+    x = a._data
     return tensor_cls()._wrap(x.all(axis=_axes(dim, x.ndim), keepdims=keepdim))
 
 
 def any(a, dim=None, keepdim=False):
-    x = a.data
+    x = a._data
     return tensor_cls()._wrap(x.any(axis=_axes(dim, x.ndim), keepdims=keepdim))
 
 

@@ -15,7 +15,7 @@ def _shape_arg(shape):
 
 def reshape(a, *shape):
     shape = _shape_arg(shape)
-    x = a.data
+    x = a._data
     try:
         out = x.reshape(shape)
     except ValueError:
@@ -26,15 +26,32 @@ def reshape(a, *shape):
 
 
 def view(a, *shape):
-    x = a.data
-    if not (x.flags.c_contiguous):
+    """``Tensor.view``: a reshape that never copies, under torch's stride rule.
+
+    A view is possible when every group of dims being merged is contiguous among itself (each
+    dim's stride equals the next one's stride times its size), which is exactly when NumPy can
+    reshape without a copy: ``x.transpose(1, 2).contiguous().view(B, T, C)`` works, a view of a
+    transposed tensor across the swapped dims does not.
+    """
+    shape = _shape_arg(shape)
+    x = a._data
+    try:
+        if isinstance(x, np.ndarray):
+            np.reshape(x, shape, copy=False)
+        elif not x.flags.c_contiguous:  # CuPy: only a contiguous array is known to view safely
+            raise ValueError("not contiguous")
+    except ValueError:
+        if x.size != int(np.prod([d for d in shape if d != -1])) and -1 not in shape:
+            return reshape(a, *shape)  # raises reshape's 'invalid for input of size' error
         raise RuntimeError(f"view size is not compatible with input tensor's size and stride "
-                           f"(shape {tuple(x.shape)} is not contiguous). Use .reshape(...) instead.")
+                           f"(shape {tuple(x.shape)}, strides {a.stride()}): at least one "
+                           f"dimension spans across two contiguous subspaces. Use "
+                           f".reshape(...) instead.") from None
     return reshape(a, *shape)
 
 
 def flatten(a, start_dim=0, end_dim=-1):
-    shape = a.data.shape
+    shape = a._data.shape
     if not shape:
         return reshape(a, 1)
     s, e = start_dim % len(shape), end_dim % len(shape)
@@ -43,14 +60,14 @@ def flatten(a, start_dim=0, end_dim=-1):
 
 
 def unflatten(a, dim, sizes):
-    shape = a.data.shape
+    shape = a._data.shape
     d = dim % len(shape)
     return reshape(a, shape[:d] + tuple(sizes) + shape[d + 1:])
 
 
 def permute(a, *dims):
     dims = _shape_arg(dims)
-    x = a.data
+    x = a._data
     if sorted(d % x.ndim for d in dims) != list(range(x.ndim)):
         raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of {x.ndim} dims")
     inv = np.argsort([d % x.ndim for d in dims])
@@ -58,7 +75,7 @@ def permute(a, *dims):
 
 
 def transpose(a, dim0, dim1):
-    x = a.data
+    x = a._data
     if x.ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
         return make_view(x, a, lambda g: (g,), "TransposeBackward")
     out = get_array_module(x).swapaxes(x, dim0, dim1)
@@ -66,13 +83,13 @@ def transpose(a, dim0, dim1):
 
 
 def t(a):
-    if a.data.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.data.ndim}D")
-    return transpose(a, 0, -1) if a.data.ndim == 2 else a
+    if a._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a._data.ndim}D")
+    return transpose(a, 0, -1) if a._data.ndim == 2 else a
 
 
 def squeeze(a, dim=None):
-    x = a.data
+    x = a._data
     if dim is None:
         out = x.squeeze()
     else:
@@ -84,7 +101,7 @@ def squeeze(a, dim=None):
 
 
 def unsqueeze(a, dim):
-    x = a.data
+    x = a._data
     d = dim if dim >= 0 else dim + x.ndim + 1
     if not 0 <= d <= x.ndim:
         raise IndexError(f"unsqueeze: dim {dim} out of range for a {x.ndim}-d tensor")
@@ -94,7 +111,7 @@ def unsqueeze(a, dim):
 
 def expand(a, *sizes):
     sizes = _shape_arg(sizes)
-    x = a.data
+    x = a._data
     lead = len(sizes) - x.ndim
     if lead < 0:
         raise RuntimeError(f"expand: the number of sizes ({len(sizes)}) must be at least the "
@@ -113,21 +130,21 @@ def expand_as(a, other):
 
 
 def contiguous(a):
-    x = a.data
+    x = a._data
     if x.flags.c_contiguous:
         return a
     return make(get_array_module(x).ascontiguousarray(x), (a,), lambda g: (g,), "CloneBackward")
 
 
 def clone(a):
-    return make(a.data.copy(), (a,), lambda g: (g,), "CloneBackward")
+    return make(a._data.copy(), (a,), lambda g: (g,), "CloneBackward")
 
 
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("cat(): expected a non-empty list of tensors")
-    datas = [t.data for t in tensors]
+    datas = [t._data for t in tensors]
     xp = get_array_module(datas[0])
     if any(type(d) is not type(datas[0]) for d in datas):
         raise RuntimeError("cat(): expected all tensors to be on the same device, got "
@@ -179,7 +196,7 @@ def chunk(a, chunks, dim=0):
 
 
 def narrow(a, dim, start, length):
-    idx = [slice(None)] * a.data.ndim
+    idx = [slice(None)] * a._data.ndim
     idx[dim] = slice(start, start + length)
     return getitem(a, tuple(idx))
 
@@ -187,11 +204,11 @@ def narrow(a, dim, start, length):
 def _index_data(index):
     Tensor = tensor_cls()
     if isinstance(index, Tensor):
-        return index.data
+        return index._data
     if isinstance(index, tuple):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+        return tuple(i._data if isinstance(i, Tensor) else i for i in index)
     if isinstance(index, list):
-        return [i.data if isinstance(i, Tensor) else i for i in index]
+        return [i._data if isinstance(i, Tensor) else i for i in index]
     return index
 
 
@@ -201,7 +218,7 @@ def _is_basic(index):
 
 
 def getitem(a, index):
-    x = a.data
+    x = a._data
     idx = _index_data(index)
     try:
         out = x[idx]
@@ -230,7 +247,7 @@ def getitem(a, index):
 
 
 def matmul(a, b):
-    x, y = a.data, b.data
+    x, y = a._data, b._data
     if type(x) is not type(y):
         raise RuntimeError(f"matmul: expected both tensors on the same device, got {a.device} "
                            f"and {b.device}")
@@ -267,7 +284,7 @@ def _fmt(shape):
 
 
 def to_dtype(a, dtype):
-    x = a.data
+    x = a._data
     if x.dtype == dtype:
         return a
     out = x.astype(dtype)
@@ -288,7 +305,7 @@ def _index_add(xp, target, idx, values):
 
 
 def gather(a, dim, index):
-    x, idx = a.data, index.data
+    x, idx = a._data, index._data
     if idx.ndim != x.ndim:
         raise RuntimeError(f"gather: index of shape {tuple(idx.shape)} must have as many dims as "
                            f"the input of shape {tuple(x.shape)}")
@@ -306,7 +323,7 @@ def gather(a, dim, index):
 
 
 def index_select(a, dim, index):
-    x, idx = a.data, index.data
+    x, idx = a._data, index._data
     if idx.ndim > 1:
         raise IndexError(f"index_select: index must be 1-D, got shape {tuple(idx.shape)}")
     xp = get_array_module(x)
@@ -322,7 +339,7 @@ def index_select(a, dim, index):
 
 def _tri(name, keep):
     def op(a, diagonal=0):
-        x = a.data
+        x = a._data
         xp = get_array_module(x)
         mask = keep(xp.ones(x.shape[-2:], dtype=bool), diagonal)
         return make(xp.where(mask, x, 0).astype(x.dtype, copy=False), (a,),
@@ -338,7 +355,7 @@ triu = _tri("Triu", lambda m, k: get_array_module(m).triu(m, k))
 def repeat(a, *sizes):
     """Tile ``a`` (torch's ``repeat``: sizes per dim, leading ones added as needed)."""
     sizes = _shape_arg(sizes)
-    x = a.data
+    x = a._data
     if len(sizes) < x.ndim:
         raise RuntimeError(f"repeat: number of repeat dims ({len(sizes)}) can not be smaller than "
                            f"number of tensor dims ({x.ndim})")
@@ -356,13 +373,13 @@ def repeat(a, *sizes):
 
 def flip(a, dims):
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    xp = get_array_module(a.data)
-    return make(xp.flip(a.data, dims), (a,), lambda g: (xp.flip(g, dims),), "FlipBackward")
+    xp = get_array_module(a._data)
+    return make(xp.flip(a._data, dims), (a,), lambda g: (xp.flip(g, dims),), "FlipBackward")
 
 
 def sort(a, dim=-1, descending=False, stable=False):
     """(values, indices) along ``dim``; values carry the gradient back to their positions."""
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     d = dim % max(x.ndim, 1)
     if descending and x.dtype.kind in "fi":
@@ -380,19 +397,19 @@ def argsort(a, dim=-1, descending=False, stable=False):
 
 
 def topk(a, k, dim=-1, largest=True, sorted=True):
-    x = a.data
+    x = a._data
     d = dim % max(x.ndim, 1)
     if k > x.shape[d]:
         raise RuntimeError(f"topk: k={k} is larger than dim {dim} of size {x.shape[d]}")
     vals, idx = sort(a, d, descending=largest)
     sl = tuple(slice(None) if i != d else slice(0, k) for i in range(x.ndim))
     from ..return_types import Sort
-    return Sort(getitem(vals, sl), tensor_cls()._wrap(idx.data[sl]))
+    return Sort(getitem(vals, sl), tensor_cls()._wrap(idx._data[sl]))
 
 
 def dot(a, b):
-    if a.data.ndim != 1 or b.data.ndim != 1:
-        raise RuntimeError(f"dot: 1D tensors expected, but got {a.data.ndim}D and {b.data.ndim}D tensors")
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError(f"dot: 1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
     return matmul(a, b)
 
 

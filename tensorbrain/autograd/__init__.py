@@ -23,12 +23,12 @@ def _default_grads(outputs, grad_outputs):
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if grad_outputs is not None else None
         if g is None:
-            if out.data.size != 1:
+            if out._data.size != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs "
                                    f"(output {i} has shape {tuple(out.shape)})")
-            g = get_array_module(out.data).ones(out.data.shape, dtype=out.data.dtype)
+            g = get_array_module(out._data).ones(out._data.shape, dtype=out._data.dtype)
         else:
-            g = g.data if hasattr(g, "data") and not hasattr(g, "__array_interface__") else g
+            g = g._data if hasattr(g, "data") and not hasattr(g, "__array_interface__") else g
         grads.append(g)
     return grads
 
@@ -54,7 +54,7 @@ def _accumulate_into(inputs, results):
         if t.grad is None:
             t.grad = Tensor._wrap(g.copy())
         else:
-            t.grad.data += g
+            t.grad._data += g
         for hook in t._post_acc_hooks or ():
             hook(t)
 

@@ -46,7 +46,7 @@ def _accumulate_leaf(leaf, grad, inputs_filter, results):
         for hook in hooks:
             new = hook(Tensor._wrap(grad))
             if new is not None:
-                grad = new.data
+                grad = new._data
     if inputs_filter is not None:  # autograd.grad: collect instead of accumulating into .grad
         if id(leaf) in inputs_filter:
             prev = results.get(id(leaf))
@@ -59,7 +59,7 @@ def _accumulate_leaf(leaf, grad, inputs_filter, results):
             grad = grad.copy()
         leaf.grad = Tensor._wrap(grad)
     else:
-        g = leaf.grad.data
+        g = leaf.grad._data
         if g.shape != grad.shape:
             raise RuntimeError(f"gradient of shape {tuple(grad.shape)} cannot be accumulated into "
                                f".grad of shape {tuple(g.shape)}")
@@ -160,7 +160,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                     g = g.copy()
                 else:
                     handed.append(g)
-                td = t.data
+                td = t._data
                 if g.dtype != td.dtype:
                     # A float32 input meeting a float64 one gets a float64 gradient from the op;
                     # the input's gradient takes the input's dtype, as in PyTorch.
@@ -168,7 +168,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                 if g.shape != td.shape:
                     raise RuntimeError(
                         f"{node.name} returned a gradient of shape {tuple(g.shape)} for an input of "
-                        f"shape {tuple(t.data.shape)} (an op's backward is wrong; please report it)")
+                        f"shape {tuple(t._data.shape)} (an op's backward is wrong; please report it)")
                 nxt = e if type(e) is Node else None
                 k = e if nxt is not None else id(e)
                 prev = pending.get(k)

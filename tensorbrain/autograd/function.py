@@ -65,8 +65,8 @@ class Function:
             if len(grads) != len(args):
                 raise RuntimeError(f"{cls.__name__}.backward returned {len(grads)} gradients, "
                                    f"forward took {len(args)} arguments")
-            return tuple(None if grads[i] is None else grads[i].data for i in positions)
-        res = make(out.data, tuple(args[i] for i in positions), backward, cls.__name__ + "Backward",
+            return tuple(None if grads[i] is None else grads[i]._data for i in positions)
+        res = make(out._data, tuple(args[i] for i in positions), backward, cls.__name__ + "Backward",
                    tuple(ctx.saved_tensors))
         res._version = out._version   # same array: an in-place change of res must show on out
         return res

@@ -27,6 +27,22 @@ from .errors import (DistBackendError, DistError, DistNetworkError, DistStoreErr
 from .store import FileStore, HashStore, PrefixStore, Store, TCPStore
 
 
+reduce_op = ReduceOp  # torch's old name, still used by tutorials (dist.reduce_op.SUM)
+
+
+def get_default_backend_for_device(device) -> str:
+    """``'nccl'`` for a CUDA device, ``'gloo'`` (TensorBrain's tcp backend) for the CPU, as torch."""
+    from .._device import as_device
+    kind = as_device(device).type if not isinstance(device, str) or ":" in device or \
+        device in ("cpu", "cuda") else device
+    if kind == "cuda":
+        return "nccl"
+    if kind == "cpu":
+        return "gloo"
+    raise ValueError(f"no default distributed backend for device type {kind!r}: TensorBrain "
+                     f"knows 'cpu' (gloo/tcp) and 'cuda' (nccl)")
+
+
 def __getattr__(name):
     # rendezvous lives in its own module (added with the launcher); import it on first use
     if name == "rendezvous":
@@ -44,7 +60,7 @@ __all__ = [
     "broadcast_object_list", "default_pg_timeout", "destroy_process_group", "gather",
     "gather_object", "get_backend", "get_global_rank", "get_group_rank", "get_local_rank",
     "get_local_world_size", "get_node_rank", "get_process_group_ranks", "get_rank",
-    "get_world_size", "group", "init_process_group", "irecv", "is_available",
+    "get_world_size", "group", "reduce_op", "get_default_backend_for_device", "init_process_group", "irecv", "is_available",
     "is_backend_available", "is_gloo_available", "is_initialized", "is_mpi_available",
     "is_nccl_available", "is_tcp_available", "isend", "monitored_barrier", "new_group", "recv",
     "reduce", "reduce_scatter", "reduce_scatter_tensor", "rendezvous", "scatter",

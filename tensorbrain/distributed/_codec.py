@@ -100,7 +100,7 @@ def _enc(obj, out: bytearray, path: str, depth: int) -> None:
         dev = str(obj.device).encode()
         _varint(len(dev), out)
         out += dev
-        _enc_array(_xp.to_numpy(obj.data), out, path)
+        _enc_array(_xp.to_numpy(obj._data), out, path)
     else:
         raise TypeError(f"object collectives carry data only ({_ALLOWED}); got "
                         f"{type(obj).__name__} at {path}")

@@ -366,7 +366,7 @@ def _arr(t, what: str):
     from ..tensor import Tensor
     if not isinstance(t, Tensor):
         raise TypeError(f"{what} must be a tensorbrain Tensor, got {type(t).__name__}")
-    return t.data
+    return t._data
 
 
 def _arrs(ts, what: str, n: int | None = None) -> list:

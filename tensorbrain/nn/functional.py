@@ -50,7 +50,7 @@ def linear(input, weight, bias=None):
     >>> tb.nn.functional.linear(tb.ones(2, 3), tb.ones(4, 3), tb.zeros(4)).shape
     tb.Size([2, 4])
     """
-    x, w = input.data, weight.data
+    x, w = input._data, weight._data
     _same_device("linear", input, weight, bias)
     if x.shape[-1] != w.shape[-1] or w.ndim != 2:
         raise RuntimeError(f"linear: mat1 and mat2 shapes cannot be multiplied "
@@ -60,7 +60,7 @@ def linear(input, weight, bias=None):
     xp = get_array_module(x)
     out = x2 @ w.T
     if bias is not None:
-        out += bias.data
+        out += bias._data
     if x.ndim != 2:
         out = out.reshape(x.shape[:-1] + (w.shape[0],))
 
@@ -113,13 +113,13 @@ def silu(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    x = input.data
+    x = input._data
     factor = get_array_module(x).where(x > 0, 1, negative_slope).astype(x.dtype)
     return make(x * factor, (input,), lambda g: (g * factor,), "LeakyReluBackward")
 
 
 def elu(input, alpha=1.0, inplace=False):
-    x = input.data
+    x = input._data
     xp = get_array_module(x)
     neg = alpha * xp.expm1(xp.minimum(x, 0))
     out = xp.where(x > 0, x, neg).astype(x.dtype, copy=False)
@@ -128,7 +128,7 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    x = input.data
+    x = input._data
     xp = get_array_module(x)
     bx = beta * x
     out = xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
@@ -144,7 +144,7 @@ def logsigmoid(input):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    x = input.data
+    x = input._data
     xp = get_array_module(x)
     out = xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
     inside = (x > min_val) & (x < max_val)   # PyTorch: zero gradient at the edges
@@ -159,12 +159,12 @@ def _softmax_dim(ndim, dim):
 
 
 def softmax(input, dim=None, dtype=None):
-    x = input.data if dtype is None else input.data.astype(dtype)
+    x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)
     d = _softmax_dim(x.ndim, dim)
     e = xp.exp(x - x.max(axis=d, keepdims=True))
     e /= e.sum(axis=d, keepdims=True)
-    src = input.data.dtype
+    src = input._data.dtype
 
     def backward(g):
         gx = e * (g - (g * e).sum(axis=d, keepdims=True))
@@ -176,11 +176,11 @@ def softmin(input, dim=None, dtype=None):
     return softmax(_E.neg(input), dim, dtype)
 
 def log_softmax(input, dim=None, dtype=None):
-    x = input.data if dtype is None else input.data.astype(dtype)
+    x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)
     d = _softmax_dim(x.ndim, dim)
     out = _log_softmax_array(xp, x, d)
-    src = input.data.dtype
+    src = input._data.dtype
 
     def backward(g):
         gx = g - xp.exp(out) * g.sum(axis=d, keepdims=True)
@@ -194,7 +194,7 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    x = input.data
+    x = input._data
     xp = get_array_module(x)
     if p == 1.0:
         mask = xp.zeros(x.shape, dtype=x.dtype)
@@ -218,8 +218,8 @@ def _index_add(xp, target, idx, values):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` picked by the integer tensor ``input``; repeated ids accumulate grad."""
-    idx = input.data
-    w = weight.data
+    idx = input._data
+    w = weight._data
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"embedding: indices must be an integer tensor, got {idx.dtype}")
     n = w.shape[0]
@@ -253,7 +253,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 # ***** shape helpers *****
 def _take_axis(a, idx, axis):
     """``take`` along ``axis`` with an index vector (repeats accumulate in backward)."""
-    x = a.data
+    x = a._data
     xp = get_array_module(x)
     out = xp.take(x, idx, axis=axis)
 
@@ -267,7 +267,7 @@ def _take_axis(a, idx, axis):
 def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad)//2`` dims: ``pad = (left, right, top, bottom, ...)`` from the last
     dim backwards. ``mode``: 'constant' (negative pads crop), 'reflect', 'replicate', 'circular'."""
-    x = input.data
+    x = input._data
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: padding length {len(pad)} must be even and at most 2 * ndim "
                          f"({2 * x.ndim}) for input of shape {tuple(x.shape)}")
@@ -307,7 +307,7 @@ def pad(input, pad, mode="constant", value=None):
 
 def one_hot(tensor, num_classes=-1):
     """int64 one-hot encoding with a new last dim of ``num_classes`` (max + 1 when -1)."""
-    t = tensor.data
+    t = tensor._data
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"one_hot is only applicable to index tensors, got {t.dtype}")
     xp = get_array_module(t)
@@ -341,7 +341,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
     """``softmax(q k^T * scale + mask) v``, written from primitive ops (as PyTorch's math path)."""
-    q, k = query.data, key.data
+    q, k = query._data, key._data
     if q.shape[-1] != k.shape[-1]:
         raise RuntimeError(f"scaled_dot_product_attention: query {tuple(q.shape)} and key "
                            f"{tuple(k.shape)} must share the last (embedding) dim")
@@ -353,7 +353,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         causal = xp.tril(xp.ones((L, S), dtype=bool))
         scores = _E.where(Tensor._wrap(causal), scores, -math.inf)
     if attn_mask is not None:
-        if attn_mask.data.dtype == np.bool_:
+        if attn_mask._data.dtype == np.bool_:
             scores = _E.where(attn_mask, scores, -math.inf)
         else:
             scores = _E.add(scores, attn_mask)

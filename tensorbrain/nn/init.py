@@ -74,7 +74,7 @@ def _calculate_correct_fan(tensor, mode):
 def _fill(tensor, array):
     """Write a host array into ``tensor`` in place (moved to the GPU when the tensor lives there)."""
     with grad_mode.no_grad():
-        data = tensor.data
+        data = tensor._data
         data[...] = _xp.cupy().asarray(array) if _xp.is_cupy_array(data) else array
     tensor._version[0] += 1
     return tensor
@@ -94,7 +94,7 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 
 def constant_(tensor, val: float):
     with grad_mode.no_grad():
-        tensor.data.fill(val)
+        tensor._data.fill(val)
     tensor._version[0] += 1
     return tensor
 

@@ -1,7 +1,7 @@
 """``tb.nn.Parameter``: a Tensor that a Module registers as a learnable parameter.
 
 A Parameter shares its array with the tensor it wraps (as ``torch.nn.Parameter`` shares storage),
-so optimizers and collectives can keep working on ``param.data`` in place.
+so optimizers and collectives can keep working on ``param._data`` in place.
 
 >>> import tensorbrain as tb
 >>> p = tb.nn.Parameter(tb.zeros(2))
@@ -22,7 +22,7 @@ class Parameter(Tensor):
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = Tensor._wrap(np.empty((0,), dtype=np.float32))
-        array = data.data if isinstance(data, Tensor) else _xp.get_array_module(data).asarray(data)
+        array = data._data if isinstance(data, Tensor) else _xp.get_array_module(data).asarray(data)
         if requires_grad and array.dtype.kind not in "fc":
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
                                f"(got {array.dtype}); pass requires_grad=False for integer "
@@ -39,20 +39,18 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
-    def __reduce_ex__(self, proto):
-        raise TypeError("Parameters are not picklable in TensorBrain; save a state_dict with "
-                        "tb.save(model.state_dict(), path) instead")
-
 
 class Buffer(Tensor):
     """Marks a tensor as a buffer when assigned to a Module attribute (``torch.nn.Buffer``)."""
 
-    def __new__(cls, data, persistent=True):
-        array = data.data if isinstance(data, Tensor) else _xp.get_array_module(data).asarray(data)
+    def __new__(cls, data=None, persistent=True):
+        if data is None:  # unpickling (copy.deepcopy) builds the object first, then its state
+            data = np.empty((0,), dtype=np.float32)
+        array = data._data if isinstance(data, Tensor) else _xp.get_array_module(data).asarray(data)
         b = Tensor.__new__(cls)
         b._init_from(array, False)
         b.persistent = persistent
         return b
 
-    def __init__(self, data, persistent=True):
+    def __init__(self, data=None, persistent=True):
         pass

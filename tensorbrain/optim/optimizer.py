@@ -1,6 +1,6 @@
 """The Optimizer base: param groups, per-parameter state, state_dict in PyTorch's layout.
 
-Updates run on ``p.data`` in place with preallocated scratch buffers, so a step allocates
+Updates run on ``p._data`` in place with preallocated scratch buffers, so a step allocates
 nothing after the first one (the arrays may be views into DDP buckets or shared memory).
 """
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 else:
-                    p.grad.data.fill(0)
+                    p.grad._data.fill(0)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient."""
@@ -74,14 +74,14 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad.data
-                if g.shape != p.data.shape:
+                g = p.grad._data
+                if g.shape != p._data.shape:
                     raise RuntimeError(f"gradient of shape {tuple(g.shape)} does not match its "
-                                       f"parameter of shape {tuple(p.data.shape)}")
+                                       f"parameter of shape {tuple(p._data.shape)}")
                 state = self.state.get(p)
                 if state is None:
                     state = self.state[p] = {}
-                self._update(p.data, g, state, group)
+                self._update(p._data, g, state, group)
                 p._version[0] += 1
         return loss
 
@@ -126,11 +126,11 @@ class Optimizer:
             new = {}
             for k, v in st.items():
                 if isinstance(v, Tensor) or isinstance(v, np.ndarray) or _xp.is_cupy_array(v):
-                    arr = v.data if isinstance(v, Tensor) else v
-                    xp = _xp.get_array_module(p.data)
+                    arr = v._data if isinstance(v, Tensor) else v
+                    xp = _xp.get_array_module(p._data)
                     arr = xp.asarray(_xp.to_numpy(arr) if xp is np else arr)
-                    if arr.dtype.kind == "f" and arr.shape == p.data.shape:
-                        arr = arr.astype(p.data.dtype, copy=False)
+                    if arr.dtype.kind == "f" and arr.shape == p._data.shape:
+                        arr = arr.astype(p._data.dtype, copy=False)
                     new[k] = arr.copy()
                 else:
                     new[k] = v

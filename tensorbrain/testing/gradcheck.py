@@ -43,7 +43,7 @@ def _as_list(x):
 
 
 def _to_np(x):
-    return _xp.to_numpy(x.data if isinstance(x, Tensor) else x)
+    return _xp.to_numpy(x._data if isinstance(x, Tensor) else x)
 
 
 def _compare(what, got, want, atol, rtol):
@@ -112,7 +112,7 @@ def gradcheck(fn, inputs, *, numpy_fn=None, torch_fn=None, grad_inputs=None, eps
     if check_grad and diff_outs and wanted:
         from ..autograd import backward
         backward([outs[k] for k in diff_outs],
-                 [Tensor._wrap(_on(cot[k].astype(out_np[k].dtype), outs[k].data)) for k in diff_outs])
+                 [Tensor._wrap(_on(cot[k].astype(out_np[k].dtype), outs[k]._data)) for k in diff_outs])
         for i in wanted:
             g = tensors[i].grad
             analytic[i] = np.zeros(base[i].shape) if g is None else _to_np(g).astype(np.float64)

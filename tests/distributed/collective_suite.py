@@ -100,7 +100,7 @@ def check_all_reduce(rank, size, backend_name):
                 inputs = [data(r, count, dtype, op=op) for r in range(size)]
                 t = T(inputs[rank])
                 dist.all_reduce(t, op=OPS[op])
-                assert_equal(t.data, reference(inputs, op), f"all_reduce {op} {dtype} x{count}",
+                assert_equal(t._data, reference(inputs, op), f"all_reduce {op} {dtype} x{count}",
                              rank, tol=(op == "avg"))
                 n += 1
     for dtype, op in [("float32", "sum"), ("float32", "max"), ("float16", "sum"),
@@ -109,7 +109,7 @@ def check_all_reduce(rank, size, backend_name):
         inputs = [data(r, count, dtype, salt=1, op=op) for r in range(size)]
         t = T(inputs[rank])
         dist.all_reduce(t, op=OPS[op])
-        assert_equal(t.data, reference(inputs, op), f"all_reduce {op} {dtype} x{count}", rank,
+        assert_equal(t._data, reference(inputs, op), f"all_reduce {op} {dtype} x{count}", rank,
                      tol=(op == "avg"))
         n += 1
     # non-contiguous input: a transposed view is reduced and written back in place
@@ -121,16 +121,16 @@ def check_all_reduce(rank, size, backend_name):
     # float16 AVG of values near the float16 maximum must not overflow on the way
     t = T(np.full(5, 60000.0, dtype=np.float16))
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
-    assert_equal(t.data, np.full(5, 60000.0, dtype=np.float16), "all_reduce avg float16 big",
+    assert_equal(t._data, np.full(5, 60000.0, dtype=np.float16), "all_reduce avg float16 big",
                  rank, tol=True)
     big = T(np.full(2 * RING, 60000.0, dtype=np.float16))
     dist.all_reduce(big, op=dist.ReduceOp.AVG)
-    assert_equal(big.data, np.full(2 * RING, 60000.0, dtype=np.float16),
+    assert_equal(big._data, np.full(2 * RING, 60000.0, dtype=np.float16),
                  "all_reduce avg float16 big (ring)", rank, tol=True)
     # 0-d and multi-dimensional tensors
     t = T(np.float64(rank))
     dist.all_reduce(t)
-    assert_equal(t.data, np.float64(size * (size - 1) / 2), "all_reduce 0-d", rank)
+    assert_equal(t._data, np.float64(size * (size - 1) / 2), "all_reduce 0-d", rank)
     return n + 4
 
 
@@ -142,7 +142,7 @@ def check_broadcast(rank, size, backend_name):
                 want = data(root, count, dtype, salt=2)
                 t = T(want if rank == root else np.zeros(count, dtype))
                 dist.broadcast(t, src=root)
-                assert_equal(t.data, want, f"broadcast {dtype} x{count} root {root}", rank)
+                assert_equal(t._data, want, f"broadcast {dtype} x{count} root {root}", rank)
                 n += 1
     return n
 
@@ -157,7 +157,7 @@ def check_reduce(rank, size, backend_name):
                 t = T(inputs[rank])
                 dist.reduce(t, dst=root, op=OPS[op])
                 want = reference(inputs, op) if rank == root else inputs[rank]
-                assert_equal(t.data, want, f"reduce {op} {dtype} x{count} root {root}", rank,
+                assert_equal(t._data, want, f"reduce {op} {dtype} x{count} root {root}", rank,
                              tol=(op == "avg"))
                 n += 1
     return n
@@ -171,10 +171,10 @@ def check_all_gather(rank, size, backend_name):
             outs = [T(np.zeros(count, dtype)) for _ in range(size)]
             dist.all_gather(outs, T(inputs[rank]))
             for j in range(size):
-                assert_equal(outs[j].data, inputs[j], f"all_gather {dtype} x{count} [{j}]", rank)
+                assert_equal(outs[j]._data, inputs[j], f"all_gather {dtype} x{count} [{j}]", rank)
             out = T(np.zeros((size, count), dtype))
             dist.all_gather_into_tensor(out, T(inputs[rank]))
-            assert_equal(out.data, np.stack(inputs), f"all_gather_into_tensor {dtype} x{count}",
+            assert_equal(out._data, np.stack(inputs), f"all_gather_into_tensor {dtype} x{count}",
                          rank)
             n += 2
     return n
@@ -189,11 +189,11 @@ def check_gather_scatter(rank, size, backend_name):
             dist.gather(T(inputs[rank]), outs, dst=root)
             if rank == root:
                 for j in range(size):
-                    assert_equal(outs[j].data, inputs[j], f"gather x{count} root {root}", rank)
+                    assert_equal(outs[j]._data, inputs[j], f"gather x{count} root {root}", rank)
             chunks = [data(j, count, "int32", salt=6 + root) for j in range(size)]
             out = T(np.zeros(count, np.int32))
             dist.scatter(out, [T(c) for c in chunks] if rank == root else None, src=root)
-            assert_equal(out.data, chunks[rank], f"scatter x{count} root {root}", rank)
+            assert_equal(out._data, chunks[rank], f"scatter x{count} root {root}", rank)
             n += 2
     return n
 
@@ -208,15 +208,15 @@ def check_reduce_scatter(rank, size, backend_name):
             out = T(np.zeros(count, dtype))
             dist.reduce_scatter(out, [T(x) for x in inputs[rank]], op=OPS[op])
             want = reference([inputs[r][rank] for r in range(size)], op)
-            assert_equal(out.data, want, f"reduce_scatter {op} {dtype} x{count}", rank,
+            assert_equal(out._data, want, f"reduce_scatter {op} {dtype} x{count}", rank,
                          tol=(op == "avg"))
             flat_in = T(np.concatenate(inputs[rank]))
-            before = flat_in.data.copy()
+            before = flat_in._data.copy()
             out2 = T(np.zeros(count, dtype))
             dist.reduce_scatter_tensor(out2, flat_in, op=OPS[op])
-            assert_equal(out2.data, want, f"reduce_scatter_tensor {op} {dtype} x{count}", rank,
+            assert_equal(out2._data, want, f"reduce_scatter_tensor {op} {dtype} x{count}", rank,
                          tol=(op == "avg"))
-            assert_equal(flat_in.data, before, "reduce_scatter_tensor leaves its input", rank)
+            assert_equal(flat_in._data, before, "reduce_scatter_tensor leaves its input", rank)
             n += 2
     return n
 
@@ -228,7 +228,7 @@ def check_all_to_all(rank, size, backend_name):
         outs = [T(np.zeros(count, np.float32)) for _ in range(size)]
         dist.all_to_all(outs, [T(x) for x in ins])
         for j in range(size):
-            assert_equal(outs[j].data, data(j, count, "float32", salt=20 + rank),
+            assert_equal(outs[j]._data, data(j, count, "float32", salt=20 + rank),
                          f"all_to_all x{count} from {j}", rank)
         n += 1
     # all_to_all_single, even split, 2-D rows
@@ -238,7 +238,7 @@ def check_all_to_all(rank, size, backend_name):
     dist.all_to_all_single(y, x)
     want = np.concatenate([(np.arange(rows * 3).reshape(rows, 3) + 100 * j)[2 * rank:2 * rank + 2]
                            for j in range(size)])
-    assert_equal(y.data, want, "all_to_all_single even", rank)
+    assert_equal(y._data, want, "all_to_all_single even", rank)
     # uneven splits: rank r sends (j + 1) rows to rank j, so receives (rank + 1) rows from each
     in_splits = [j + 1 for j in range(size)]
     out_splits = [rank + 1] * size
@@ -246,7 +246,7 @@ def check_all_to_all(rank, size, backend_name):
     y = T(np.zeros(sum(out_splits), np.float64))
     dist.all_to_all_single(y, x, out_splits, in_splits)
     want = np.concatenate([np.full(rank + 1, 10 * j + rank, np.float64) for j in range(size)])
-    assert_equal(y.data, want, "all_to_all_single uneven", rank)
+    assert_equal(y._data, want, "all_to_all_single uneven", rank)
     return n + 2
 
 
@@ -278,7 +278,7 @@ def check_send_recv(rank, size, backend_name):
                                         dist.P2POp(dist.irecv, got, left)])
         for w in works:
             w.wait()
-        assert_equal(got.data, data(left, count, "float32", salt=30), f"ring exchange x{count}",
+        assert_equal(got._data, data(left, count, "float32", salt=30), f"ring exchange x{count}",
                      rank)
         n += 1
     # blocking send/recv between rank 0 and every other rank, two tags sent out of order
@@ -290,9 +290,9 @@ def check_send_recv(rank, size, backend_name):
         b = T(np.zeros(2, np.int32))
         a = T(np.zeros(3, np.int32))
         assert dist.recv(b, src=0, tag=9) == 0   # tag 9 arrives second: tag 7 gets stashed
-        assert_equal(b.data, np.full(2, -rank, np.int32), "recv tag 9", rank)
+        assert_equal(b._data, np.full(2, -rank, np.int32), "recv tag 9", rank)
         dist.recv(a, src=0, tag=7)
-        assert_equal(a.data, np.full(3, rank, np.int32), "recv tag 7", rank)
+        assert_equal(a._data, np.full(3, rank, np.int32), "recv tag 7", rank)
     n += 1
     # recv from any source: rank 0 collects one message from everyone, in arrival order
     if rank == 0:
@@ -300,7 +300,7 @@ def check_send_recv(rank, size, backend_name):
         for _ in range(size - 1):
             buf = T(np.zeros(1, np.int64))
             src = dist.recv(buf, tag=3)
-            assert int(buf.data[0]) == 1000 + src, (src, buf.data)
+            assert int(buf._data[0]) == 1000 + src, (src, buf._data)
             seen.add(src)
         assert seen == set(range(1, size)), seen
     else:
@@ -321,14 +321,14 @@ def check_async_ordering(rank, size, backend_name):
         w.wait()
         assert w.is_completed()
         want = sum(float(r + i) for r in range(size))
-        assert_equal(tensors[i].data, np.full(1000 * (i + 1), want, np.float32),
+        assert_equal(tensors[i]._data, np.full(1000 * (i + 1), want, np.float32),
                      f"async all_reduce #{i}", rank)
-    assert int(s.data[0]) == size * (size - 1) // 2
+    assert int(s._data[0]) == size * (size - 1) // 2
     b = T(np.arange(10, dtype=np.float32) if rank == 0 else np.zeros(10, np.float32))
     w = dist.broadcast(b, src=0, async_op=True)
     w.wait(timeout=30)
     assert w.result()[0] is b   # torch: result() is the output tensors
-    assert_equal(b.data, np.arange(10, dtype=np.float32), "async broadcast", rank)
+    assert_equal(b._data, np.arange(10, dtype=np.float32), "async broadcast", rank)
     return len(works) + 2
 
 
@@ -371,7 +371,7 @@ def check_new_group(rank, size, backend_name):
     mine, members = (g_even, evens) if rank % 2 == 0 else (g_odd, odds)
     t = T(np.array([rank + 1], np.int64))
     dist.all_reduce(t, group=mine)
-    assert int(t.data[0]) == sum(r + 1 for r in members), (t.data, members)
+    assert int(t._data[0]) == sum(r + 1 for r in members), (t._data, members)
     assert dist.get_rank(mine) == members.index(rank)
     assert dist.get_world_size(mine) == len(members)
     n += 1
@@ -388,8 +388,8 @@ def check_new_group(rank, size, backend_name):
         b = T(np.array([7.0]) if rank == members[-1] else np.zeros(1))
         dist.broadcast(b, src=members[-1], group=g)
         w.wait()
-        assert float(x.data[0]) == 10.0 * sum(members), (x.data, members)
-        assert float(b.data[0]) == 7.0
+        assert float(x._data[0]) == 10.0 * sum(members), (x._data, members)
+        assert float(b._data[0]) == 7.0
         n += 1
     if size >= 2:
         sub = pair_a
@@ -399,7 +399,7 @@ def check_new_group(rank, size, backend_name):
                 dist.send(v, dst=0, group=sub)
             else:
                 assert dist.recv(v, src=1, group=sub) == 1
-                assert float(v.data[0]) == 5.0
+                assert float(v._data[0]) == 5.0
     dist.barrier()
     for g in (g_even, g_odd, pair_a, pair_b):
         if g is not None and g is not dist.GroupMember.NON_GROUP_MEMBER:
@@ -415,15 +415,15 @@ def check_cuda(rank, size, backend_name):
         inputs = [data(r, count, "float32") for r in range(size)]
         t = tb.tensor(inputs[rank], device="cuda")
         dist.all_reduce(t)
-        assert_equal(_xp.to_numpy(t.data), reference(inputs, "sum"), f"cuda all_reduce x{count}",
+        assert_equal(_xp.to_numpy(t._data), reference(inputs, "sum"), f"cuda all_reduce x{count}",
                      rank)
         b = tb.tensor(inputs[rank], device="cuda")
         dist.broadcast(b, src=size - 1)
-        assert_equal(_xp.to_numpy(b.data), inputs[size - 1], f"cuda broadcast x{count}", rank)
+        assert_equal(_xp.to_numpy(b._data), inputs[size - 1], f"cuda broadcast x{count}", rank)
         outs = [tb.tensor(np.zeros(count, np.float32), device="cuda") for _ in range(size)]
         dist.all_gather(outs, tb.tensor(inputs[rank], device="cuda"))
         for j in range(size):
-            assert_equal(_xp.to_numpy(outs[j].data), inputs[j], f"cuda all_gather x{count}", rank)
+            assert_equal(_xp.to_numpy(outs[j]._data), inputs[j], f"cuda all_gather x{count}", rank)
         n += 3
     return n
 
@@ -490,7 +490,7 @@ def check_random_sequence(rank, size, backend_name, steps=120):
                 if w is not None:
                     w.wait()
                 if t is not None:
-                    assert_equal(t.data, want, what, rank)
+                    assert_equal(t._data, want, what, rank)
                 n += 1
             pending = []
     return n

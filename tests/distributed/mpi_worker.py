@@ -49,15 +49,15 @@ def check_float16_against_numpy(rank, size):
     for op, ref in (("sum", wide), ("avg", wide / np.float32(size))):
         t = tb.from_numpy(parts[rank].copy())
         dist.all_reduce(t, op=getattr(dist.ReduceOp, op.upper() if op != "avg" else "AVG"))
-        np.testing.assert_array_equal(t.data, ref.astype(np.float16))
+        np.testing.assert_array_equal(t._data, ref.astype(np.float16))
     # A sum that overflows float16 partway but not at the end (65504 is float16's max).
     big = np.full(4, 60000.0 if rank == 0 else -59000.0 / max(size - 1, 1), np.float16)
     ref = np.sum([np.full(4, 60000.0 if r == 0 else -59000.0 / max(size - 1, 1), np.float16)
                   .astype(np.float32) for r in range(size)], axis=0).astype(np.float16)
     t = tb.from_numpy(big)
     dist.all_reduce(t)
-    np.testing.assert_array_equal(t.data, ref)
-    assert np.isfinite(t.data).all()
+    np.testing.assert_array_equal(t._data, ref)
+    assert np.isfinite(t._data).all()
 
 
 def check_ops_and_dtypes(rank, size):
@@ -82,7 +82,7 @@ def check_ops_and_dtypes(rank, size):
                 ref = ref / size
             t = tb.from_numpy(parts[rank].copy())
             dist.all_reduce(t, op=op)
-            np.testing.assert_allclose(t.data, ref, rtol=1e-6 if dtype == np.float32 else 1e-12,
+            np.testing.assert_allclose(t._data, ref, rtol=1e-6 if dtype == np.float32 else 1e-12,
                                        err_msg=f"{np.dtype(dtype).name} {op}")
     try:
         dist.all_reduce(tb.from_numpy(np.zeros(2, np.int32)), op="avg")
@@ -100,7 +100,7 @@ def check_async_out_of_order(rank, size):
     for w in reversed(works):
         assert w.wait()
     for k, t in enumerate(tensors):
-        np.testing.assert_array_equal(t.data, sum(r + k for r in range(size)))
+        np.testing.assert_array_equal(t._data, sum(r + k for r in range(size)))
     t = tb.from_numpy(np.full(8, rank, np.float64))
     w = dist.all_reduce(t, async_op=True)
     errors = []
@@ -108,7 +108,7 @@ def check_async_out_of_order(rank, size):
     thread.start()
     thread.join(30)
     assert errors == [None] and w.is_completed()
-    np.testing.assert_array_equal(t.data, sum(range(size)))
+    np.testing.assert_array_equal(t._data, sum(range(size)))
 
 
 def check_new_group_splits(rank, size):
@@ -118,7 +118,7 @@ def check_new_group_splits(rank, size):
     if rank in (0, size - 1):
         t = tb.from_numpy(np.array([rank], np.int64))
         dist.all_reduce(t, group=first_last)
-        assert t.data.tolist() == [0 + (size - 1) if size > 1 else 0]
+        assert t._data.tolist() == [0 + (size - 1) if size > 1 else 0]
         assert dist.get_world_size(first_last) == len({0, size - 1})
     else:
         assert first_last is dist.GroupMember.NON_GROUP_MEMBER
@@ -127,7 +127,7 @@ def check_new_group_splits(rank, size):
         t = tb.from_numpy(np.array([1.0]))
         dist.broadcast(t, src=members[-1], group=odd)
         dist.all_reduce(t, group=odd)
-        assert t.data.tolist() == [float(len(members))]
+        assert t._data.tolist() == [float(len(members))]
     dist.barrier()
 
 
@@ -143,7 +143,7 @@ def check_noncontiguous_and_p2p(rank, size):
         works = [dist.isend(out, (rank + 1) % size, tag=7), dist.irecv(inbox, None, tag=7)]
         for w in works:
             w.wait()
-        assert (inbox.data == (rank - 1) % size).all()
+        assert (inbox._data == (rank - 1) % size).all()
         assert works[1].result() == (rank - 1) % size
 
 

@@ -202,7 +202,7 @@ def _cuda(array):
 
 
 def _host(t):
-    return tb._xp.to_numpy(t.data)
+    return tb._xp.to_numpy(t._data)
 
 
 @pytest.mark.gpu

@@ -23,7 +23,7 @@ def transports(rank, size):
     x = tb.tensor(np.ones(3, np.float32))
     dist.all_reduce(x)
     return {"ip": rec["ip"], "kinds": sorted({c.transport for c in be.conns if c is not None}),
-            "sum": float(x.data[0])}
+            "sum": float(x._data[0])}
 
 
 def test_ifname_and_plain_tcp(workers):

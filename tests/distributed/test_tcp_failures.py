@@ -137,7 +137,7 @@ def wait_timeout_worker(rank, size):
     w = dist.all_reduce(t, async_op=True)
     first = _observe(lambda: w.wait(timeout=0.3))   # still running: Work.wait times out
     w.wait()                                        # the op itself completes later
-    return {"first": first, "value": float(t.data[0]), "done": w.is_completed()}
+    return {"first": first, "value": float(t._data[0]), "done": w.is_completed()}
 
 
 def test_work_wait_timeout(workers):

@@ -28,8 +28,8 @@ def test_parameter_is_a_leaf_tensor_sharing_memory():
     t = tb.zeros(3)
     p = nn.Parameter(t)
     assert isinstance(p, tb.Tensor) and p.requires_grad and p.is_leaf
-    t.data[0] = 7
-    assert p.data[0] == 7  # shares the array, as torch.nn.Parameter shares storage
+    t._data[0] = 7
+    assert p._data[0] == 7  # shares the array, as torch.nn.Parameter shares storage
     assert repr(p).startswith("Parameter containing:\ntensor(")
     assert not nn.Parameter(tb.zeros(2), requires_grad=False).requires_grad
     with pytest.raises(RuntimeError, match="floating point"):
@@ -79,7 +79,7 @@ def test_state_dict_keys_match_torch_names_and_exclude_non_persistent():
     assert "cache" not in sd
     assert sd["bn.num_batches_tracked"].dtype == tb.int64
     assert not sd["conv.weight"].requires_grad  # detached, shares memory
-    assert np.shares_memory(sd["conv.weight"].data, net.conv.weight.data)
+    assert np.shares_memory(sd["conv.weight"]._data, net.conv.weight._data)
 
 
 def test_state_dict_round_trip_copies_in_place():
@@ -93,7 +93,7 @@ def test_state_dict_round_trip_copies_in_place():
     assert repr(result) == "<All keys matched successfully>"
     assert b.conv.weight is w_before  # identity kept: optimizers keep working
     for k, v in a.state_dict().items():
-        np.testing.assert_array_equal(b.state_dict()[k].data, v.data)
+        np.testing.assert_array_equal(b.state_dict()[k]._data, v._data)
 
 
 def test_load_state_dict_strict_reports_missing_and_unexpected():
@@ -144,7 +144,7 @@ def test_safetensors_file_from_torch_loads_with_same_keys(tmp_path):
     x = np.random.default_rng(0).standard_normal((2, 1, 6, 6)).astype(np.float32)
     tnet.eval()
     net.eval()
-    np.testing.assert_allclose(net(tb.from_numpy(x)).data,
+    np.testing.assert_allclose(net(tb.from_numpy(x))._data,
                                tnet(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
     # and back: a TensorBrain state dict saved with tb.save loads into torch by key
     tb.save(net.state_dict(), tmp_path / "back.safetensors")
@@ -158,12 +158,12 @@ def test_forward_pre_and_post_hooks():
     h1 = lin.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
     h2 = lin.register_forward_hook(lambda m, args, out: calls.append(out.shape) or out + 1)
     out = lin(tb.ones(3, 2))
-    np.testing.assert_allclose(out.data, np.broadcast_to(lin.bias.data + 1, (3, 2)), rtol=1e-6)
+    np.testing.assert_allclose(out._data, np.broadcast_to(lin.bias._data + 1, (3, 2)), rtol=1e-6)
     assert calls == [tb.Size([3, 2])]
     h1.remove()
     h2.remove()
-    np.testing.assert_allclose(lin(tb.ones(1, 2)).data,
-                               (lin.weight.data.sum(1) + lin.bias.data)[None], rtol=1e-6)
+    np.testing.assert_allclose(lin(tb.ones(1, 2))._data,
+                               (lin.weight._data.sum(1) + lin.bias._data)[None], rtol=1e-6)
 
 
 def test_hooks_with_kwargs_prepend_and_context_manager():
@@ -199,7 +199,7 @@ def test_zero_grad_set_to_none_and_zeros():
     lin(tb.ones(1, 2)).sum().backward()
     g = lin.weight.grad
     lin.zero_grad(set_to_none=False)
-    assert lin.weight.grad is g and not g.data.any()
+    assert lin.weight.grad is g and not g._data.any()
     lin.zero_grad()
     assert lin.weight.grad is None
 
@@ -224,9 +224,9 @@ def test_optimizer_built_before_to_still_updates_the_model():
     opt = tb.optim.SGD(lin.parameters(), lr=0.1)
     lin.double()
     lin(tb.ones(1, 2, dtype=tb.float64)).sum().backward()
-    before = lin.bias.data.copy()
+    before = lin.bias._data.copy()
     opt.step()
-    assert lin.bias.data.dtype == np.float64 and lin.bias.data[0] == pytest.approx(before[0] - 0.1)
+    assert lin.bias._data.dtype == np.float64 and lin.bias._data[0] == pytest.approx(before[0] - 0.1)
 
 
 @pytest.mark.gpu
@@ -267,9 +267,16 @@ def test_repr_matches_torch_when_installed():
     assert repr(build(nn)) == repr(build(torch.nn))
 
 
-def test_modules_are_not_picklable():
-    with pytest.raises(TypeError, match="not picklable"):
-        nn.Linear(1, 1).__reduce_ex__(4)
+def test_deepcopy_copies_weights_and_keeps_them_apart():
+    import copy
+    m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    c = copy.deepcopy(m)
+    np.testing.assert_array_equal(c[0].weight.numpy(force=True), m[0].weight.numpy(force=True))
+    assert isinstance(c[0].weight, nn.Parameter) and c[0].weight.requires_grad
+    assert list(dict(c.named_buffers())) == list(dict(m.named_buffers()))
+    with tb.no_grad():
+        c[0].weight.fill_(5.0)
+    assert not (m[0].weight == 5.0).any()
 
 
 def test_containers():
@@ -292,17 +299,17 @@ def test_containers():
 def test_full_backward_hooks_match_torch():
     torch = pytest.importorskip("torch")
     ours, theirs = nn.Linear(3, 2), torch.nn.Linear(3, 2)
-    theirs.load_state_dict({k: torch.from_numpy(np.array(v.data))
+    theirs.load_state_dict({k: torch.from_numpy(np.array(v._data))
                             for k, v in ours.state_dict().items()})
     seen = {"ours": [], "theirs": []}
 
     def recorder(key):
         def hook(module, grad_input, grad_output):
             seen[key].append(([None if g is None else np.array(g.detach().numpy() if key ==
-                                                                "theirs" else g.data)
+                                                                "theirs" else g._data)
                                for g in grad_input],
                               np.array(grad_output[0].detach().numpy() if key == "theirs"
-                                       else grad_output[0].data)))
+                                       else grad_output[0]._data)))
             return tuple(None if g is None else g * 2 for g in grad_input)
         return hook
 
@@ -316,7 +323,7 @@ def test_full_backward_hooks_match_torch():
     (gi_t, go_t), = seen["theirs"]
     np.testing.assert_allclose(go_o, go_t, rtol=1e-5)
     np.testing.assert_allclose(gi_o[0], gi_t[0], rtol=1e-5)
-    np.testing.assert_allclose(xt.grad.data, xr.grad.numpy(), rtol=1e-5)  # doubled by the hook
+    np.testing.assert_allclose(xt.grad._data, xr.grad.numpy(), rtol=1e-5)  # doubled by the hook
 
 
 def test_full_backward_pre_hook_and_hooks_without_input_grad():
@@ -326,7 +333,7 @@ def test_full_backward_pre_hook_and_hooks_without_input_grad():
     lin.register_full_backward_hook(lambda m, gi, go: calls.append((gi, go[0].tolist())))
     lin(tb.ones(3, 2)).sum().backward()  # the input needs no grad: hook gets (None,)
     assert calls == [((None,), [[0.0, 0.0]] * 3)]
-    assert not lin.weight.grad.data.any()  # the pre-hook zeroed grad_output
+    assert not lin.weight.grad._data.any()  # the pre-hook zeroed grad_output
     with pytest.raises(NotImplementedError, match="one positional input"):
         class Add(nn.Module):
             def forward(self, a, b):

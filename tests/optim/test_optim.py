@@ -24,7 +24,7 @@ def run_tb(cls, **kw):
     for g in GRADS:
         p.grad = tb.tensor(g.copy())
         opt.step()
-        out.append(p.data.copy())
+        out.append(p._data.copy())
     return out, opt
 
 
@@ -137,13 +137,13 @@ def test_against_torch(cls, name, kw, ref):
 def test_updates_in_place_without_reallocation():
     p = tb.tensor(P0.copy(), requires_grad=True)
     opt = tb.optim.Adam([p], lr=0.01)
-    buf = p.data
+    buf = p._data
     p.grad = tb.tensor(GRADS[0])
     opt.step()
     state_arrays = [id(v) for v in opt.state[p].values() if hasattr(v, "shape")]
     p.grad = tb.tensor(GRADS[1])
     opt.step()
-    assert p.data is buf
+    assert p._data is buf
     assert [id(v) for v in opt.state[p].values() if hasattr(v, "shape")] == state_arrays
 
 
@@ -155,14 +155,14 @@ def test_state_dict_round_trip_continues_identically():
         p.grad = tb.tensor(g.copy())
         opt.step()
     sd = opt.state_dict()
-    p2 = tb.tensor(p.data.copy(), requires_grad=True)
+    p2 = tb.tensor(p._data.copy(), requires_grad=True)
     opt2 = tb.optim.Adam([p2], lr=0.5, amsgrad=True)
     opt2.load_state_dict(sd)
     assert opt2.param_groups[0]["lr"] == 0.01
     for g in GRADS[2:]:
         p2.grad = tb.tensor(g.copy())
         opt2.step()
-    np.testing.assert_array_equal(p2.data, full[-1])
+    np.testing.assert_array_equal(p2._data, full[-1])
 
 
 def test_param_groups_and_zero_grad():
@@ -172,10 +172,10 @@ def test_param_groups_and_zero_grad():
     assert [g["lr"] for g in opt.param_groups] == [0.1, 1.0]
     (a.sum() + b.sum()).backward()
     opt.step()
-    np.testing.assert_allclose(a.data, 0.9)
-    np.testing.assert_allclose(b.data, 0.0)
+    np.testing.assert_allclose(a._data, 0.9)
+    np.testing.assert_allclose(b._data, 0.0)
     opt.zero_grad(set_to_none=False)
-    assert a.grad is not None and not a.grad.data.any()
+    assert a.grad is not None and not a.grad._data.any()
     opt.zero_grad()
     assert a.grad is None and b.grad is None
     c = tb.ones(1, requires_grad=True)

@@ -45,9 +45,9 @@ class _NormBase(Module):
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
-            self.running_mean.data.fill(0)
-            self.running_var.data.fill(1)
-            self.num_batches_tracked.data.fill(0)
+            self.running_mean._data.fill(0)
+            self.running_var._data.fill(1)
+            self.num_batches_tracked._data.fill(0)
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
@@ -75,7 +75,7 @@ class _NormBase(Module):
         if key in missing_keys[before:]:
             missing_keys.remove(key)
             if self.num_batches_tracked is not None:
-                self.num_batches_tracked.data.fill(0)
+                self.num_batches_tracked._data.fill(0)
 
 
 class _BatchNorm(_NormBase):
@@ -83,9 +83,9 @@ class _BatchNorm(_NormBase):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.data += 1
+            self.num_batches_tracked._data += 1
             if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked.data)
+                factor = 1.0 / float(self.num_batches_tracked._data)
         use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if track else None,

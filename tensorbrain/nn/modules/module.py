@@ -228,7 +228,7 @@ class Module:
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             f"(tb.Tensor or None required)")
         if isinstance(tensor, (Buffer, Parameter)):
-            plain = Tensor._wrap(tensor.data)
+            plain = Tensor._wrap(tensor._data)
             plain._version = tensor._version
             tensor = plain
         self._buffers[name] = tensor
@@ -441,7 +441,7 @@ class Module:
             else:
                 p.grad.grad_fn = None
                 p.grad.requires_grad = False
-                p.grad.data.fill(0)
+                p.grad._data.fill(0)
 
     def apply(self, fn):
         """Call ``fn(module)`` on every child (recursively) and then on self, e.g. to initialise."""
@@ -454,26 +454,26 @@ class Module:
     def _apply(self, convert):
         """Replace every parameter's and buffer's array by ``convert(array)`` in place.
 
-        Parameters keep their identity (``p.data`` is swapped), so an optimizer built before
+        Parameters keep their identity (``p._data`` is swapped), so an optimizer built before
         ``model.to(...)`` still updates the model, as in PyTorch.
         """
         for m in self.modules():
             for p in m._parameters.values():
                 if p is None:
                     continue
-                new = convert(p.data)
-                if new is not p.data:
-                    p.data = new
+                new = convert(p._data)
+                if new is not p._data:
+                    p._data = new
                     p._version[0] += 1
                 if p.grad is not None:
-                    g = convert(p.grad.data)
-                    if g is not p.grad.data:
-                        p.grad.data = g
+                    g = convert(p.grad._data)
+                    if g is not p.grad._data:
+                        p.grad._data = g
             for name, b in m._buffers.items():
                 if b is not None:
-                    new = convert(b.data)
-                    if new is not b.data:
-                        b.data = new
+                    new = convert(b._data)
+                    if new is not b._data:
+                        b._data = new
                         b._version[0] += 1
         return self
 
@@ -526,7 +526,12 @@ class Module:
         return self.to(dst_type)
 
     def share_memory(self):
-        return self  # forked DataLoader workers share pages copy-on-write; nothing to do
+        """Move every parameter, gradient and buffer into shared memory (``Tensor.share_memory_``),
+        so child processes of ``tensorbrain.multiprocessing`` train the same weights (hogwild)."""
+        for t in [*self.parameters(), *(p.grad for p in self.parameters() if p.grad is not None),
+                  *self.buffers()]:
+            t.share_memory_()
+        return self
 
     # ***** state dict *****
     def _save_to_state_dict(self, destination, prefix, keep_vars):
@@ -573,19 +578,19 @@ class Module:
                 missing_keys.append(key)
                 continue
             value = state_dict[key]
-            arr = value.data if isinstance(value, Tensor) else value
+            arr = value._data if isinstance(value, Tensor) else value
             if not hasattr(arr, "shape") or not hasattr(arr, "dtype"):
                 arr = np.asarray(arr)
-            if tuple(arr.shape) != tuple(target.data.shape):
+            if tuple(arr.shape) != tuple(target._data.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
                                   f"{tuple(arr.shape)} from checkpoint, the shape in current "
-                                  f"model is {tuple(target.data.shape)}.")
+                                  f"model is {tuple(target._data.shape)}.")
                 continue
             try:
-                target.data[...] = _convert(arr, target.device, target.data.dtype)
+                target._data[...] = _convert(arr, target.device, target._data.dtype)
             except Exception as exc:
                 error_msgs.append(f'While copying the parameter named "{key}", whose dimensions '
-                                  f'in the model are {tuple(target.data.shape)} and whose '
+                                  f'in the model are {tuple(target._data.shape)} and whose '
                                   f'dimensions in the checkpoint are {tuple(arr.shape)}, an '
                                   f'exception occurred : {exc}.')
                 continue
@@ -653,10 +658,6 @@ class Module:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
 
-    def __reduce_ex__(self, proto):
-        raise TypeError("Modules are not picklable in TensorBrain (no pickle anywhere); save "
-                        "model.state_dict() with tb.save(...) and rebuild the model instead")
-
 
 class _BackwardHookCall:
     """One forward call with backward hooks: identity nodes on the input and the output catch
@@ -679,7 +680,7 @@ class _BackwardHookCall:
         if wanted:
             i = self.input_index = wanted[0]
             x = args[i]
-            args = args[:i] + (make(x.data, (x,), lambda g: (self._on_input(g),),
+            args = args[:i] + (make(x._data, (x,), lambda g: (self._on_input(g),),
                                     "BackwardHookFunctionBackward"),) + args[i + 1:]
         out = self.module._call_forward_hooks(args, kwargs)
         if not isinstance(out, Tensor):
@@ -687,14 +688,14 @@ class _BackwardHookCall:
                                       f"a single tensor output, got {type(out).__name__}")
         if not out.requires_grad:
             return out
-        return make(out.data, (out,), lambda g: (self._on_output(g),),
+        return make(out._data, (out,), lambda g: (self._on_output(g),),
                     "BackwardHookFunctionBackward")
 
     def _on_output(self, g):
         for hook in list(self.module._backward_pre_hooks.values()):
             res = hook(self.module, (Tensor._wrap(g),))
             if res is not None:
-                g = (res[0] if isinstance(res, (tuple, list)) else res).data
+                g = (res[0] if isinstance(res, (tuple, list)) else res)._data
         self.grad_output = (Tensor._wrap(g),)
         if self.input_index is None:  # nothing flows into the inputs: call the hooks now
             self._call_hooks(None)
@@ -720,7 +721,7 @@ class _BackwardHookCall:
             raise RuntimeError(f"backward hook of {type(self.module).__name__} returned a "
                                f"grad_input of shape {tuple(new.shape)} for an input of shape "
                                f"{tuple(g.shape)}")
-        return new.data
+        return new._data
 
 
 def _convert(array, dev, dtype):

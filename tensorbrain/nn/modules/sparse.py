@@ -51,7 +51,7 @@ class Embedding(Module):
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with grad_mode.no_grad():
-                self.weight.data[self.padding_idx] = 0
+                self.weight._data[self.padding_idx] = 0
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None, **kwargs):

@@ -36,7 +36,7 @@ def _dist():
 def sync_batch_norm(input, running_mean, running_var, weight, bias, momentum, eps, group):
     """Training-mode batch norm with statistics and gradient sums all-reduced over ``group``."""
     dist = _dist()
-    x = input.data
+    x = input._data
     xp = get_array_module(x)
     c = x.shape[1]
     axes = (0,) + tuple(range(2, x.ndim))
@@ -59,20 +59,20 @@ def sync_batch_norm(input, running_mean, running_var, weight, bias, momentum, ep
     var = (sq / n).astype(x.dtype)
     rstd = (1 / xp.sqrt(var + eps)).reshape(bshape)
     if running_mean is not None:
-        rm = running_mean.data
+        rm = running_mean._data
         rm *= 1 - momentum
         rm += momentum * mu.reshape(c).astype(rm.dtype)
         running_mean._version[0] += 1
     if running_var is not None:
-        rv = running_var.data
+        rv = running_var._data
         rv *= 1 - momentum
         rv += (momentum * n / (n - 1)) * var.astype(rv.dtype)  # unbiased, as PyTorch
         running_var._version[0] += 1
     xhat = xc * rstd
-    wd = weight.data.reshape(bshape) if weight is not None else None
+    wd = weight._data.reshape(bshape) if weight is not None else None
     out = xhat * wd if wd is not None else xhat.copy()
     if bias is not None:
-        out += bias.data.reshape(bshape)
+        out += bias._data.reshape(bshape)
 
     def backward(g):
         gx = gw = gb = None
@@ -116,9 +116,9 @@ class SyncBatchNorm(_BatchNorm):
             return super().forward(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.data += 1
+            self.num_batches_tracked._data += 1
             if self.momentum is None:
-                factor = 1.0 / float(self.num_batches_tracked.data)
+                factor = 1.0 / float(self.num_batches_tracked._data)
         track = self.track_running_stats
         return sync_batch_norm(input, self.running_mean if track else None,
                                self.running_var if track else None, self.weight, self.bias,

@@ -27,8 +27,8 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 def _additive_mask(mask, like):
     """A float mask to add to attention scores: -inf where a bool mask is True."""
-    arr = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
-    xp = _xp.get_array_module(like.data)
+    arr = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    xp = _xp.get_array_module(like._data)
     if arr.dtype == np.bool_:
         arr = xp.where(xp.asarray(arr), xp.asarray(-np.inf, like.dtype), xp.asarray(0, like.dtype))
     return Tensor._wrap(xp.asarray(arr, dtype=like.dtype))

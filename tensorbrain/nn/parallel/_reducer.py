@@ -56,7 +56,7 @@ def compute_bucket_assignment_by_size(params, order, size_limits):
     """
     closed, open_ = [], {}
     for i in order:
-        a = params[i].data
+        a = params[i]._data
         key = (a.dtype.str, _device_key(a))
         cur = open_.get(key)
         if cur is None:
@@ -76,9 +76,9 @@ class _Bucket:
     __slots__ = ("index", "indices", "buffer", "views", "view_tensors", "pending", "nbytes")
 
     def __init__(self, index, indices, params):
-        a0 = params[indices[0]].data
+        a0 = params[indices[0]]._data
         xp = _xp.get_array_module(a0)
-        sizes = [params[i].data.size for i in indices]
+        sizes = [params[i]._data.size for i in indices]
         total = int(sum(sizes))
         if xp is np:
             flat = np.zeros(total, dtype=a0.dtype)
@@ -90,7 +90,7 @@ class _Bucket:
         self.buffer = Tensor._wrap(flat)
         self.views, off = [], 0
         for i, n in zip(indices, sizes):
-            self.views.append(flat[off:off + n].reshape(params[i].data.shape))
+            self.views.append(flat[off:off + n].reshape(params[i]._data.shape))
             off += n
         self.view_tensors = [Tensor._wrap(v) for v in self.views]
         self.pending = len(indices)
@@ -128,10 +128,10 @@ class GradBucket:
 
     def set_buffer(self, tensor) -> None:
         """Replace the bucket's contents (copied into the existing buffer)."""
-        self._bucket.buffer.data[...] = tensor.data if isinstance(tensor, Tensor) else tensor
+        self._bucket.buffer._data[...] = tensor._data if isinstance(tensor, Tensor) else tensor
 
     def __repr__(self):
-        return (f"GradBucket(index={self.index()}, numel={self._bucket.buffer.data.size}, "
+        return (f"GradBucket(index={self.index()}, numel={self._bucket.buffer._data.size}, "
                 f"dtype={self._bucket.buffer.dtype}, params={len(self._bucket.indices)})")
 
 
@@ -185,7 +185,7 @@ class Reducer:
             for i, g in enumerate(old_grads):
                 if g is not None:
                     b, k = self._loc[i]
-                    self.buckets[b].views[k][...] = g.data
+                    self.buckets[b].views[k][...] = g._data
                     self.params[i].grad = self.buckets[b].view_tensors[k]
 
     def bucket_indices(self):
@@ -283,14 +283,14 @@ class Reducer:
                 view *= div                       # already in the bucket: scale in place
         else:
             xp = _xp.get_array_module(view)
-            if g.data.shape != view.shape:
+            if g._data.shape != view.shape:
                 raise RuntimeError(f"DistributedDataParallel: the gradient of '{self.names[i]}' "
-                                   f"has shape {tuple(g.data.shape)}, the parameter "
+                                   f"has shape {tuple(g._data.shape)}, the parameter "
                                    f"{tuple(view.shape)}")
             if div != 1.0:
-                xp.multiply(g.data, div, out=view)  # copy and average in one pass
+                xp.multiply(g._data, div, out=view)  # copy and average in one pass
             else:
-                xp.copyto(view, g.data)
+                xp.copyto(view, g._data)
             if self.as_view and grad_arrived:
                 p.grad = bucket.view_tensors[k]     # later accumulation goes into the bucket
         self._ready[i] = True
@@ -358,9 +358,9 @@ class Reducer:
                 first_exc = first_exc or exc
                 continue
             if isinstance(work, Future) and result is not None:
-                arr = result.data if isinstance(result, Tensor) else result
-                if arr is not b.buffer.data:
-                    b.buffer.data[...] = arr.reshape(b.buffer.data.shape)
+                arr = result._data if isinstance(result, Tensor) else result
+                if arr is not b.buffer._data:
+                    b.buffer._data[...] = arr.reshape(b.buffer._data.shape)
         if first_exc is not None:
             raise first_exc
         used = None
@@ -383,7 +383,7 @@ class Reducer:
                     p.grad = (bucket.view_tensors[k] if self.as_view
                               else Tensor._wrap(bucket.views[k].copy()))
             elif not (self.as_view and g is bucket.view_tensors[k]):
-                _xp.get_array_module(g.data).copyto(g.data, bucket.views[k])
+                _xp.get_array_module(g._data).copyto(g._data, bucket.views[k])
         self._done_iteration()
 
     def _check_missing(self, missing):
@@ -411,7 +411,7 @@ class Reducer:
         """
         works = []
         for b in self.buckets:
-            b.buffer.data.fill(0)
+            b.buffer._data.fill(0)
         for b in self.buckets:
             works.append(self._launch(b))
         used_work = None
@@ -427,7 +427,7 @@ class Reducer:
     def _control_array(self, values, dtype):
         """A small array for a control collective, on the parameters' device (NCCL groups
         only take device arrays)."""
-        xp = _xp.get_array_module(self.params[0].data)
+        xp = _xp.get_array_module(self.params[0]._data)
         return xp.asarray(np.asarray(values, dtype=dtype))
 
     def remove_hooks(self):

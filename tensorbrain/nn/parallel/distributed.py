@@ -54,21 +54,21 @@ def broadcast_coalesced(dist, tensors, src, group, cap_bytes=BROADCAST_BUCKET_BY
     on TCP, where each message pays ~200 us of latency (REFERENCE.md, Gloo)."""
     groups: dict = {}
     for t in tensors:
-        a = t.data
+        a = t._data
         key = (a.dtype.str, ("cuda", a.device.id) if _xp.is_cupy_array(a) else ("cpu",))
         chunks = groups.setdefault(key, [[]])
-        if chunks[-1] and sum(x.data.nbytes for x in chunks[-1]) + a.nbytes > cap_bytes:
+        if chunks[-1] and sum(x._data.nbytes for x in chunks[-1]) + a.nbytes > cap_bytes:
             chunks.append([])
         chunks[-1].append(t)
     for chunks in groups.values():
         for chunk in chunks:
-            xp = _xp.get_array_module(chunk[0].data)
-            flat = xp.concatenate([t.data.reshape(-1) for t in chunk])
+            xp = _xp.get_array_module(chunk[0]._data)
+            flat = xp.concatenate([t._data.reshape(-1) for t in chunk])
             dist.broadcast(Tensor._wrap(flat), src=src, group=group)
             off = 0
             for t in chunk:
-                n = t.data.size
-                t.data[...] = flat[off:off + n].reshape(t.data.shape)
+                n = t._data.size
+                t._data[...] = flat[off:off + n].reshape(t._data.shape)
                 t._version[0] += 1
                 off += n
 

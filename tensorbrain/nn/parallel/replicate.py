@@ -22,7 +22,7 @@ def _copy_to(t, dev, detach, fresh):
         with grad_mode.no_grad():
             out = t.to(dev)
         if out is t and fresh:
-            out = Tensor._wrap(t.data.copy())
+            out = Tensor._wrap(t._data.copy())
         return out
     return t.to(dev)
 

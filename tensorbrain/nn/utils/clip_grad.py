@@ -19,7 +19,7 @@ from ...tensor import Tensor
 def _grads(parameters):
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    return [p.grad.data for p in parameters if p.grad is not None]
+    return [p.grad._data for p in parameters if p.grad is not None]
 
 
 def _norm(xp, g, norm_type):
@@ -33,7 +33,7 @@ def _norm(xp, g, norm_type):
 
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False):
     """The ``norm_type`` norm of all ``tensors`` together (the norm of their norms)."""
-    arrays = [t.data if isinstance(t, Tensor) else t for t in tensors]
+    arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
     norm_type = float(norm_type)
     if not arrays:
         return _zero()
@@ -64,7 +64,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     if not grads:
         return _zero()
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
-    coef = float(max_norm) / (float(total.data) + 1e-6)
+    coef = float(max_norm) / (float(total._data) + 1e-6)
     if coef < 1.0:
         for g in grads:
             g *= g.dtype.type(coef)

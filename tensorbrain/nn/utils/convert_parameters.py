@@ -14,13 +14,13 @@ def vector_to_parameters(vec: Tensor, parameters) -> None:
     """Copy consecutive slices of ``vec`` into the parameters' arrays in place."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected a Tensor, got {type(vec).__name__}")
-    flat = vec.data.reshape(-1)
+    flat = vec._data.reshape(-1)
     offset = 0
     for p in parameters:
         n = p.numel()
         if offset + n > flat.size:
             raise ValueError(f"vector of {flat.size} elements is too short for the parameters "
                              f"(needs at least {offset + n})")
-        p.data[...] = flat[offset:offset + n].reshape(p.data.shape)
+        p._data[...] = flat[offset:offset + n].reshape(p._data.shape)
         p._version[0] += 1
         offset += n

@@ -25,4 +25,7 @@ def __getattr__(name):
     if name == "DistributedSampler":
         from .distributed import DistributedSampler
         return DistributedSampler
+    if name == "distributed":  # torch.utils.data.distributed resolves without its own import
+        import importlib
+        return importlib.import_module(".distributed", __name__)
     raise AttributeError(f"module 'tensorbrain.utils.data' has no attribute {name!r}")

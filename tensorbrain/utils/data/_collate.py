@@ -38,7 +38,7 @@ def default_collate(batch):
     """Collate a list of samples into a batch (see the module docstring for the rules)."""
     elem = batch[0]
     if isinstance(elem, Tensor):
-        return Tensor._wrap(_stack([b.data for b in batch]))
+        return Tensor._wrap(_stack([b._data for b in batch]))
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "OSUV":
             raise TypeError(f"default_collate: NumPy arrays of dtype {elem.dtype} cannot be "

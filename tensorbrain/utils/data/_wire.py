@@ -42,7 +42,7 @@ def encode(obj):
 
     def enc(x):
         if isinstance(x, Tensor):
-            arrays.append(_c_order(_xp.to_numpy(x.data)))
+            arrays.append(_c_order(_xp.to_numpy(x._data)))
             return {"T": len(arrays) - 1}
         if isinstance(x, np.ndarray):
             if x.dtype.kind in "OV":

@@ -64,13 +64,13 @@ class TensorDataset(Dataset):
         self.tensors = tensors
 
     def __getitem__(self, index):
-        return tuple(Tensor._wrap(t.data[index]) for t in self.tensors)
+        return tuple(Tensor._wrap(t._data[index]) for t in self.tensors)
 
     def _fetch_batch(self, indices):
         # What default_collate would build from the samples (a stack of rows), made by one
         # fancy-index per tensor instead of len(indices) row views and a stack.
         idx = np.asarray(indices, dtype=np.int64)
-        return [Tensor._wrap(t.data[_on_device(idx, t.data)]) for t in self.tensors]
+        return [Tensor._wrap(t._data[_on_device(idx, t._data)]) for t in self.tensors]
 
     def __len__(self):
         return self.tensors[0].shape[0]

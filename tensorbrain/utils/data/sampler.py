@@ -71,16 +71,23 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         rng = _epoch_rng(self.generator)
-        if self.replacement:
-            return iter(rng.integers(0, n, self.num_samples).tolist())
-        # num_samples > n: whole permutations back to back, then a partial one (PyTorch's rule)
-        out = []
-        while len(out) < self.num_samples:
-            out.extend(rng.permutation(n).tolist()[: self.num_samples - len(out)])
-        return iter(out)
+        return _random_indices(rng, n, self.num_samples, self.replacement)
 
     def __len__(self):
         return self.num_samples
+
+
+def _random_indices(rng, n, num_samples, replacement, chunk=1 << 16):
+    """Draw lazily, ``chunk`` at a time: ``num_samples=10**10`` must not allocate 10**10 ints.
+    Without replacement, whole permutations follow each other, the last one cut (torch's rule)."""
+    left = num_samples
+    while left > 0:
+        if replacement:
+            draw = rng.integers(0, n, min(left, chunk))
+        else:
+            draw = rng.permutation(n)[:left]
+        left -= len(draw)
+        yield from draw.tolist()
 
 
 class SubsetRandomSampler(Sampler):

@@ -43,11 +43,11 @@ def make_opt(name, params):
 
 
 def params_of(model):
-    return [p.data.copy() for p in model.parameters()]
+    return [p._data.copy() for p in model.parameters()]
 
 
 def grads_of(model):
-    return [None if p.grad is None else p.grad.data.copy() for p in model.parameters()]
+    return [None if p.grad is None else p.grad._data.copy() for p in model.parameters()]
 
 
 class Branches(nn.Module):
@@ -86,7 +86,7 @@ def check_equivalence(rank, world, opt_name, as_view, steps=STEPS):
         opt.zero_grad()
         F.cross_entropy(ddp(x), y).backward()
         opt.step()
-    views = [any(np.shares_memory(p.grad.data, b.buffer.data) for b in ddp.reducer.buckets)
+    views = [any(np.shares_memory(p.grad._data, b.buffer._data) for b in ddp.reducer.buckets)
              for p in model.parameters()]
     return {"params": params_of(model), "buckets": len(ddp.reducer.buckets), "views": views}
 
@@ -198,18 +198,18 @@ def check_buffers(rank, world):
     for bb in (True, False):
         tb.manual_seed(rank)  # different init per rank: construction must broadcast rank 0's
         model = nn.Sequential(nn.Linear(4, 5), nn.BatchNorm1d(5), nn.Tanh(), nn.Linear(5, 2))
-        model[1].running_mean.data[...] = rank  # differs until broadcast
+        model[1].running_mean._data[...] = rank  # differs until broadcast
         ddp = nn.parallel.DistributedDataParallel(model, broadcast_buffers=bb)
         out[f"init_params_{bb}"] = params_of(model)
-        out[f"init_mean_{bb}"] = model[1].running_mean.data.copy()
+        out[f"init_mean_{bb}"] = model[1].running_mean._data.copy()
         rng = np.random.default_rng(rank + 10)
         for _ in range(2):
             x = tb.from_numpy(rng.standard_normal((6, 4)).astype(np.float32) + rank)
             ddp(x).sum().backward()
         ddp.eval()
         ddp(tb.zeros(2, 4))  # an eval forward also broadcasts rank 0's buffers
-        out[f"mean_{bb}"] = model[1].running_mean.data.copy()
-        out[f"var_{bb}"] = model[1].running_var.data.copy()
+        out[f"mean_{bb}"] = model[1].running_mean._data.copy()
+        out[f"var_{bb}"] = model[1].running_var._data.copy()
     out["state_keys"] = sorted(ddp.state_dict())
     out["module_is_model"] = ddp.module is model
     return out
@@ -284,8 +284,8 @@ def check_syncbn(rank, world):
         opt.zero_grad()
         F.cross_entropy(ddp(x), y).backward()
         opt.step()
-    return {"params": params_of(model), "mean": model[1].running_mean.data.copy(),
-            "var": model[1].running_var.data.copy(), "type": type(model[1]).__name__}
+    return {"params": params_of(model), "mean": model[1].running_mean._data.copy(),
+            "var": model[1].running_var._data.copy(), "type": type(model[1]).__name__}
 
 
 def check_page_faults(rank, world, steps=4):

@@ -17,7 +17,7 @@ def _model():
 
 
 def _grads(model):
-    return [p.grad.data.copy() for p in model.parameters()]
+    return [p.grad._data.copy() for p in model.parameters()]
 
 
 @pytest.mark.parametrize("n_dev,batch", [(2, 8), (3, 10), (4, 3)])
@@ -34,7 +34,7 @@ def test_gradients_equal_a_single_replica(n_dev, batch):
     ref = _model()
     ref_out = ref(x)
     F.cross_entropy(ref_out, y).backward()
-    np.testing.assert_allclose(out.data, ref_out.data, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(out._data, ref_out._data, rtol=1e-6, atol=1e-7)
     for g, w in zip(got, _grads(ref)):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
 
@@ -63,9 +63,9 @@ def test_one_device_or_none_is_a_pass_through():
     model = _model()
     x = tb.randn(4, 5)
     for ids in ([], ["cpu"]):
-        np.testing.assert_array_equal(DataParallel(model, device_ids=ids)(x).data, model(x).data)
-    np.testing.assert_array_equal(data_parallel(model, x, device_ids=["cpu", "cpu"]).data,
-                                  model(x).data)
+        np.testing.assert_array_equal(DataParallel(model, device_ids=ids)(x)._data, model(x)._data)
+    np.testing.assert_array_equal(data_parallel(model, x, device_ids=["cpu", "cpu"])._data,
+                                  model(x)._data)
 
 
 def test_kwargs_tuples_and_dicts_are_scattered_and_gathered():
@@ -82,15 +82,15 @@ def test_kwargs_tuples_and_dicts_are_scattered_and_gathered():
     out = dp(x, scale=2.0, extra=extra)
     ref = dp.module(x, scale=2.0)
     assert set(out) == {"y", "pair"}
-    np.testing.assert_allclose(out["y"].data, ref["y"].data, rtol=1e-6)
-    np.testing.assert_allclose(out["pair"][1].data, ref["pair"][1].data, rtol=1e-6)
+    np.testing.assert_allclose(out["y"]._data, ref["y"]._data, rtol=1e-6)
+    np.testing.assert_allclose(out["pair"][1]._data, ref["pair"][1]._data, rtol=1e-6)
 
 
 def test_building_blocks():
     x = tb.arange(10.0).reshape(5, 2)
     parts = scatter(x, ["cpu", "cpu", "cpu"])
     assert [tuple(p.shape) for p in parts] == [(2, 2), (2, 2), (1, 2)]
-    np.testing.assert_array_equal(gather(parts, "cpu").data, x.data)
+    np.testing.assert_array_equal(gather(parts, "cpu")._data, x._data)
     assert gather([tb.tensor(1.0), tb.tensor(2.0)], "cpu").tolist() == [1.0, 2.0]  # 0-d: stacked
     model = _model()
     reps = replicate(model, ["cpu", "cpu"])
@@ -109,7 +109,7 @@ def test_batchnorm_buffers_replica0_updates_are_kept():
     ref.load_state_dict({k: v for k, v in model.state_dict().items()})
     ref[1].reset_running_stats()
     ref(x[:4])  # replica 0 saw the first half of the batch
-    np.testing.assert_allclose(model[1].running_mean.data, ref[1].running_mean.data, rtol=1e-5)
+    np.testing.assert_allclose(model[1].running_mean._data, ref[1].running_mean._data, rtol=1e-5)
 
 
 def test_error_in_a_replica_names_it():

@@ -239,8 +239,8 @@ def test_sync_batchnorm_equals_batchnorm_on_the_whole_batch(world2):
     assert got["type"] == "SyncBatchNorm"
     assert_same_on_every_rank([r["syncbn"]["params"] for r in world2])
     assert_close(got["params"], W.params_of(model))
-    np.testing.assert_allclose(got["mean"], model[1].running_mean.data, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got["var"], model[1].running_var.data, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["mean"], model[1].running_mean._data, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["var"], model[1].running_var._data, rtol=1e-5, atol=1e-6)
 
 
 def test_steps_reuse_freed_memory_instead_of_faulting_in_pages(world2):
@@ -259,7 +259,7 @@ def test_sync_batchnorm_without_a_group_is_batchnorm():
     assert sbn.weight is bn.weight and sbn.running_mean is bn.running_mean
     x = tb.randn(5, 3)
     ref = tb.nn.BatchNorm1d(3)(x)
-    np.testing.assert_allclose(sbn(x).data, ref.data, rtol=1e-6)
+    np.testing.assert_allclose(sbn(x)._data, ref._data, rtol=1e-6)
 
 
 def test_ddp_without_a_process_group_says_what_to_do():

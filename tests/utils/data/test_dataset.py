@@ -74,7 +74,7 @@ def test_default_collate_matches_torch():
     def same(a, b):
         if isinstance(b, torch.Tensor):
             assert str(a.dtype) == str(b.dtype).replace("torch.", "")
-            np.testing.assert_array_equal(a.data, b.numpy())
+            np.testing.assert_array_equal(a._data, b.numpy())
         elif isinstance(b, dict):
             assert type(a) is type(b) and list(a) == list(b)
             for k in b:

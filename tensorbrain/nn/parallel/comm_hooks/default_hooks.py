@@ -36,7 +36,7 @@ def _allreduce_fut(process_group, tensor) -> Future:
     """Average ``tensor`` in place over the group; the Future's value is ``tensor``."""
     dist = _dist()
     world = dist.get_world_size(process_group)
-    tensor.data *= 1.0 / world
+    tensor._data *= 1.0 / world
     work = dist.all_reduce(tensor, group=process_group, async_op=True)
     return Future.from_work(work, tensor)
 
@@ -58,12 +58,12 @@ def fp16_compress_hook(process_group, bucket) -> Future:
     dist = _dist()
     buf = bucket.buffer()
     world = dist.get_world_size(process_group)
-    compressed = (buf.data * (1.0 / world)).astype(np.float16)
+    compressed = (buf._data * (1.0 / world)).astype(np.float16)
     work = dist.all_reduce(Tensor._wrap(compressed), group=process_group, async_op=True)
 
     def decompress():
         work.wait()
-        buf.data[...] = compressed  # casts back to the bucket's dtype
+        buf._data[...] = compressed  # casts back to the bucket's dtype
         return buf
     return Future(decompress)
 
@@ -93,12 +93,12 @@ def bf16_compress_hook(process_group, bucket) -> Future:
         raise TypeError(f"bf16_compress_hook emulates bfloat16 on float32 buckets; this bucket "
                         f"is {buf.dtype}")
     world = dist.get_world_size(process_group)
-    compressed = bf16_round(buf.data) * np.float32(1.0 / world)
+    compressed = bf16_round(buf._data) * np.float32(1.0 / world)
     compressed = bf16_round(compressed)
     work = dist.all_reduce(Tensor._wrap(compressed), group=process_group, async_op=True)
 
     def decompress():
         work.wait()
-        buf.data[...] = bf16_round(compressed)
+        buf._data[...] = bf16_round(compressed)
         return buf
     return Future(decompress)

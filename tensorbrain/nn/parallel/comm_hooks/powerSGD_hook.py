@@ -113,7 +113,7 @@ def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
     if state.iter < state.start_powerSGD_iter:
         state.maybe_increase_iter(bucket)
         return _allreduce_fut(group, buf_t)
-    buf = buf_t.data
+    buf = buf_t._data
     xp = get_array_module(buf)
     idx = bucket.index()
 
@@ -130,7 +130,7 @@ def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
     # 2. which tensors to compress
     compress, uncompressed = [], []
     for g in bucket.gradients():
-        a = g.data
+        a = g._data
         mat = a.reshape(a.shape[0], -1) if a.ndim >= 1 else a.reshape(1, 1)
         n, m = mat.shape
         r = min(n, m, state.matrix_approximation_rank)

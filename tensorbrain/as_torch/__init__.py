@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -83,6 +84,33 @@ class AliasFinder(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_loader(fullname, _AliasLoader(fullname, real))
 
 
+class _GapMarkingFinder(importlib.abc.MetaPathFinder):
+    """Loads ``tensorbrain.*`` as usual, then marks the module's gaps: a sub-module reached as an
+    attribute (``torch.nn`` after ``import torch``) never passes through :class:`AliasFinder`."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        alias = _alias_of(fullname)
+        if alias is None or "." not in fullname:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module, _run=run, _alias=alias):
+            _run(module)
+            _mark_gaps(module, _alias)
+        spec.loader.exec_module = exec_module  # this spec's own loader instance
+        return spec
+
+
+def _alias_of(real: str) -> str | None:
+    for prefix, target in ALIASES.items():
+        if real == target or real.startswith(target + "."):
+            return prefix + real[len(target):]
+    return None
+
+
 def _mark_gaps(module, alias: str) -> None:
     """Make a missing attribute of an aliased module raise an error naming the TensorBrain gap."""
     if getattr(module, "__tb_gap_getattr__", False):
@@ -133,6 +161,11 @@ def install() -> None:
             raise RuntimeError(f"{name!r} is already imported in this process: the alias must be "
                                f"installed before the program imports it")
     sys.meta_path.insert(0, AliasFinder())
+    sys.meta_path.insert(1, _GapMarkingFinder())
+    for name, module in list(sys.modules.items()):  # TensorBrain modules imported before now
+        alias = _alias_of(name)
+        if alias is not None and module is not None:
+            _mark_gaps(module, alias)
     hook = sys.excepthook
 
     def excepthook(kind, value, tb, _hook=hook):

@@ -81,9 +81,11 @@ def _two_launches(framework, tmp_path, launch, prog):
 
 # name -> (how to run it, relative tolerance of the torch comparison, absolute tolerance)
 CASES = {
-    "mnist_cnn": (lambda fw, tmp: _run(_python(fw, "mnist_cnn.py", "--epochs", "3"), tmp, fw),
-                  0.3, 0.0),
-    "hogwild": (lambda fw, tmp: _run(_python(fw, "hogwild.py"), tmp, fw), 0.3, 0.0),
+    # random init, dropout and shuffling differ between the frameworks: seeds of one framework
+    # alone spread the final loss by about 0.1 here
+    "mnist_cnn": (lambda fw, tmp: _run(_python(fw, "mnist_cnn.py", "--epochs", "5"), tmp, fw),
+                  0.0, 0.2),
+    "hogwild": (lambda fw, tmp: _run(_python(fw, "hogwild.py"), tmp, fw), 0.0, 0.2),
     "ddp_single": (lambda fw, tmp: _run(_python(fw, "ddp_single.py", "5", "2", "--checkpoint",
                                                 str(tmp / f"{fw}.pt")), tmp, fw), 1e-3, 1e-5),
     "ddp_spawn": (lambda fw, tmp: _run(_python(fw, "ddp_spawn.py", "5", "--port", str(_port())),
@@ -111,4 +113,5 @@ def test_program_runs_on_tensorbrain_and_matches_torch(name, tmp_path):
     assert ours == ours and ours < 10  # finite and trained
     pytest.importorskip("torch")
     theirs = _final(run("torch", tmp_path))
+    print(f"\n{name}: tensorbrain {ours:.6f} torch {theirs:.6f}")  # the figures in docs/compat.md
     assert ours == pytest.approx(theirs, rel=rtol, abs=atol), f"{name}: tb {ours} vs torch {theirs}"

@@ -62,7 +62,7 @@ def test(model, device, test_loader):
 def main():
     parser = argparse.ArgumentParser(description="digits CNN")
     parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--log-interval", type=int, default=20)
     args = parser.parse_args()
     torch.manual_seed(1)
@@ -83,7 +83,7 @@ def main():
 
     model = Net().to(device)
     optimizer = optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
+    scheduler = StepLR(optimizer, step_size=1, gamma=0.8)
     for epoch in range(1, args.epochs + 1):
         train(args, model, device, train_loader, optimizer, epoch)
         loss = test(model, device, test_loader)

@@ -88,3 +88,17 @@ def test_alias_table_resolves_prefixes_only():
     assert as_torch.resolve("torch") == "tensorbrain"
     assert as_torch.resolve("torch.utils.data") == "tensorbrain.utils.data"
     assert as_torch.resolve("torchvision") is None and as_torch.resolve("numpy") is None
+
+
+def test_tbrun_as_torch_runs_workers_through_the_alias(capsys):
+    import pytest
+
+    from tensorbrain.distributed.run import UsageError, parse_args
+    cfg = parse_args(["--as-torch", "--nproc_per_node", "2", "train.py", "--lr", "1"])
+    assert cfg.cmd[-5:] == ["tensorbrain.as_torch", "--quiet", "train.py", "--lr", "1"]
+    assert cfg.cmd[1:3] == ["-u", "-m"]
+    assert "`import torch` runs TensorBrain" in capsys.readouterr().err
+    cfg = parse_args(["--as-torch", "-m", "pkg.train"])
+    assert cfg.cmd[-3:] == ["--quiet", "-m", "pkg.train"]
+    with pytest.raises(UsageError, match="no_python"):
+        parse_args(["--as-torch", "--no_python", "prog"])

@@ -33,7 +33,7 @@ def train(rank, args, model, dataset):
     loader = DataLoader(dataset, batch_size=32, shuffle=True)
     optimizer = optim.SGD(model.parameters(), lr=args.lr, momentum=0.5)
     model.train()
-    for epoch in range(args.epochs):
+    for _ in range(args.epochs):
         for data, target in loader:
             optimizer.zero_grad()
             loss = F.nll_loss(model(data), target)

@@ -7,6 +7,7 @@ collectives) works on it directly and in place. Everything else goes through the
 from __future__ import annotations
 
 import numbers
+import os as _os
 
 import numpy as np
 
@@ -542,6 +543,10 @@ class Tensor:
             raise AttributeError(f"'Tensor' object has no attribute {name!r}. Tensor.data is a "
                                  f"Tensor (torch's semantics); the NumPy/CuPy array is "
                                  f"t.numpy() for users and t._data inside TensorBrain")
+        if not name.startswith("_") and _os.environ.get("TENSORBRAIN_AS_TORCH") == "1":
+            raise AttributeError(f"'Tensor' object has no attribute {name!r}: TensorBrain's Tensor "
+                                 f"does not provide it yet. This is a gap in TensorBrain's PyTorch "
+                                 f"compatibility, not an error in your program (see docs/compat.md)")
         raise AttributeError(f"'Tensor' object has no attribute {name!r}")
 
     def __format__(self, format_spec):

@@ -40,6 +40,12 @@ def test_a_missing_attribute_is_named_as_a_tensorbrain_gap(tmp_path):
     assert "gap in TensorBrain's PyTorch compatibility, not an error in your program" in out.stderr
 
 
+def test_a_missing_tensor_method_is_named_as_a_gap(tmp_path):
+    out = _run(tmp_path, "import torch\ntorch.ones(2).no_such_method()\n")
+    assert "'Tensor' object has no attribute 'no_such_method'" in out.stderr
+    assert "gap in TensorBrain's PyTorch compatibility" in out.stderr
+
+
 def test_a_missing_submodule_and_from_import_say_so_too(tmp_path):
     out = _run(tmp_path, "import torch.no_such_module\n")
     assert "No module named 'torch.no_such_module'" in out.stderr and "gap" in out.stderr

@@ -7,6 +7,7 @@ collectives) works on it directly and in place. Everything else goes through the
 from __future__ import annotations
 
 import numbers
+import os as _os
 
 import numpy as np
 
@@ -535,6 +536,19 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __getattr__(self, name):
+        # Only reached when normal lookup fails. Code written when .data was the raw array
+        # (x.data.flags, x.data.astype) lands here: say what changed.
+        if name in _ARRAY_ONLY:
+            raise AttributeError(f"'Tensor' object has no attribute {name!r}. Tensor.data is a "
+                                 f"Tensor (torch's semantics); the NumPy/CuPy array is "
+                                 f"t.numpy() for users and t._data inside TensorBrain")
+        if not name.startswith("_") and _os.environ.get("TENSORBRAIN_AS_TORCH") == "1":
+            raise AttributeError(f"'Tensor' object has no attribute {name!r}: TensorBrain's Tensor "
+                                 f"does not provide it yet. This is a gap in TensorBrain's PyTorch "
+                                 f"compatibility, not an error in your program (see docs/compat.md)")
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}")
+
     def __format__(self, format_spec):
         """``f"{loss:.4f}"``: a 0-d tensor formats as its Python number, as in torch."""
         if self._data.ndim == 0:
@@ -597,6 +611,10 @@ class Tensor:
 
 
 _core.Tensor = Tensor  # the ops build Tensors through _ops.core (see the note there)
+
+
+_ARRAY_ONLY = frozenset({"flags", "strides", "itemsize", "nbytes", "astype", "ravel", "ctypes",
+                         "copy", "fill", "base", "tobytes"})
 
 
 class Size(tuple):

@@ -57,6 +57,9 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
     Show only these local ranks' output on the console (files still get everything).
 ``-m/--module``
     Run the script argument as a module (``python -m``). ``--no_python``: run it as a program.
+``--as-torch``
+    Run an unmodified PyTorch script: in every worker, ``import torch`` resolves to TensorBrain
+    (``python -m tensorbrain.as_torch``; see docs/compat.md). Said once at start-up.
 
 What each worker sees
 ---------------------
@@ -177,6 +180,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     _add(p, "local_ranks_filter", default="", help="show only these local ranks (e.g. 0,2)")
     _add(p, "module", "-m", action="store_true", help="run the target as a module (python -m)")
     _add(p, "no_python", action="store_true", help="run the target as a program, not python")
+    _add(p, "as_torch", action="store_true", help="`import torch` runs TensorBrain in the workers")
     p.add_argument("training_script", help="the script (or module with -m) each worker runs")
     p.add_argument("training_script_args", nargs=argparse.REMAINDER)
     return p
@@ -290,7 +294,14 @@ def parse_args(argv=None) -> Config:
                 from None
     if ns.module and ns.no_python:
         raise UsageError("-m/--module and --no_python exclude each other")
-    if ns.no_python:
+    if ns.as_torch and ns.no_python:
+        raise UsageError("--as-torch runs Python workers; it excludes --no_python")
+    if ns.as_torch:
+        from ..as_torch import notice
+        print(f"tbrun: {notice()}", file=sys.stderr, flush=True)
+        cmd = [sys.executable, "-u", "-m", "tensorbrain.as_torch", "--quiet"] + \
+            (["-m"] if ns.module else []) + [ns.training_script]
+    elif ns.no_python:
         cmd = [ns.training_script]
     elif ns.module:
         cmd = [sys.executable, "-u", "-m", ns.training_script]

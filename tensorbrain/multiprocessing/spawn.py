@@ -52,7 +52,10 @@ def _wrap(fn, i, args, error_file):
         fn(i, *args)
     except KeyboardInterrupt:
         pass  # the parent is tearing down; it will report the real cause
-    except Exception:
+    except Exception as exc:
+        if os.environ.get("TENSORBRAIN_AS_TORCH") == "1":
+            from ..as_torch import annotate
+            annotate(exc)  # a name missing from TensorBrain: say so in the parent's error
         tmp = error_file + ".tmp"
         with open(tmp, "w") as f:
             f.write(traceback.format_exc())

@@ -102,3 +102,19 @@ def test_errors_and_no_grad():
         checkpoint_sequential([abs, abs], 5, tb.randn(2))
     with tb.no_grad():
         assert checkpoint(lambda a: a * 2, tb.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_backward_frees_activations_the_loss_still_references():
+    # checkpointing only saves memory if backward frees the plain part's activations as it goes
+    import gc
+    import weakref
+    x = tb.randn(4, 4, requires_grad=True)
+    h = (x * 2.0).tanh()
+    ref = weakref.ref(h)
+    loss = (h * 3.0).sum()
+    del h
+    gc.collect()
+    assert ref() is not None          # the graph holds it until backward
+    loss.backward()
+    gc.collect()
+    assert ref() is None              # gone although `loss` is still alive

@@ -275,7 +275,7 @@ class _PipelineSchedule:
         scale = 1.0 / M if self.scale_grads else 1.0
         local: dict = {}        # P == 1: messages between stages of this rank
         works, outputs, mb_losses = [], {}, {}
-        compute = 0.0
+        compute, held = 0.0, 0
         t0 = time.perf_counter()
 
         def recv_op(act):
@@ -315,6 +315,7 @@ class _PipelineSchedule:
             if k == F:
                 x = x_mbs[m] if st.is_first else inp
                 out = st.forward_one_chunk(m, x, keep=train)
+                held = max(held, sum(len(t._cache) for t in self._stages))
                 if st.is_last:
                     outputs[m] = out.detach()
                     if train:
@@ -326,6 +327,8 @@ class _PipelineSchedule:
                 loss = mb_losses.get(m) if st.is_last else None
                 g = st.backward_one_chunk(m, grad_out=inp, loss=loss, scale=scale,
                                           last_backward=(m == M - 1))
+                if loss is not None:     # the loss's graph would keep the activations alive
+                    mb_losses[m] = loss.detach()
                 if g is not None:
                     sends.append((g, s - 1, B))
             compute += time.perf_counter() - c0
@@ -347,7 +350,8 @@ class _PipelineSchedule:
                 w.wait()
         self.last_step_stats = {"step_s": time.perf_counter() - t0, "compute_s": compute,
                                 "peak_live": {st.stage_index: st.peak_live
-                                              for st in self._stages}}
+                                              for st in self._stages},
+                                "peak_live_rank": held}
         if losses is not None and mb_losses:
             losses.extend(mb_losses[m].detach() for m in range(M))
         if self.S - 1 in self._by_index:

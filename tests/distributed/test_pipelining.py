@@ -252,3 +252,10 @@ def test_mpi_backend_every_schedule_matches_one_process():
     res.sort(key=lambda r: min(int(k) for k in r[0]["params"]))
     for i, (_kind, n_stages, _m) in enumerate(RUNS_2):
         _check([r[i] for r in res], n_stages)
+
+
+def test_unsupported_torch_names_say_so():
+    with pytest.raises(NotImplementedError, match="ScheduleLoopedBFS is not supported"):
+        from tensorbrain.distributed.pipelining import ScheduleLoopedBFS  # noqa: F401
+    with pytest.raises(NotImplementedError, match="PrepareModuleInput is not supported"):
+        from tensorbrain.distributed.tensor.parallel import PrepareModuleInput  # noqa: F401

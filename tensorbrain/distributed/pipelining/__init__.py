@@ -15,6 +15,18 @@ from .schedules import (PipelineScheduleMulti, PipelineScheduleSingle, Schedule1
 from .stage import (Pipe, PipelineStage, PipeliningShapeError, SplitPoint, pipeline,
                     split_sequential)
 
+_NOT_SUPPORTED = ("ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble",
+                  "ScheduleDualPipeV", "_ScheduleForwardOnly", "get_schedule_class")
+
+
+def __getattr__(name):
+    if name in _NOT_SUPPORTED:
+        raise NotImplementedError(
+            f"tensorbrain.distributed.pipelining.{name} is not supported by TensorBrain; the "
+            f"schedules are ScheduleGPipe, Schedule1F1B and ScheduleInterleaved1F1B")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["Pipe", "PipelineScheduleMulti", "PipelineScheduleSingle", "PipelineStage",
            "PipeliningShapeError", "Schedule1F1B", "ScheduleGPipe", "ScheduleInterleaved1F1B",
            "SplitPoint", "pipeline", "split_sequential"]

@@ -8,5 +8,17 @@
 from .api import parallelize_module
 from .style import ColwiseParallel, ParallelStyle, RowwiseParallel, SequenceParallel
 
+_NOT_SUPPORTED = ("PrepareModuleInput", "PrepareModuleOutput", "PrepareModuleInputOutput",
+                  "loss_parallel")
+
+
+def __getattr__(name):
+    if name in _NOT_SUPPORTED:
+        raise NotImplementedError(
+            f"tensorbrain.distributed.tensor.parallel.{name} is not supported by TensorBrain; "
+            f"ColwiseParallel and RowwiseParallel (replicated inputs/outputs) are")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["ColwiseParallel", "ParallelStyle", "RowwiseParallel", "SequenceParallel",
            "parallelize_module"]

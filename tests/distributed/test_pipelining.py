@@ -259,3 +259,36 @@ def test_unsupported_torch_names_say_so():
         from tensorbrain.distributed.pipelining import ScheduleLoopedBFS  # noqa: F401
     with pytest.raises(NotImplementedError, match="PrepareModuleInput is not supported"):
         from tensorbrain.distributed.tensor.parallel import PrepareModuleInput  # noqa: F401
+
+
+def _peer_dies(rank, world):
+    parts = split_sequential(_model(2), num_stages=2)
+    stage = PipelineStage(parts[rank], rank, 2, "cpu")
+
+    def loss(out, y):
+        raise RuntimeError("loss blew up on purpose")
+    sched = Schedule1F1B(stage, 4, loss_fn=loss)
+    x, y = _data()
+    sched.step(x) if rank == 0 else sched.step(target=y)
+
+
+def test_a_failing_stage_makes_the_other_rank_raise_not_hang():
+    res = run_workers(f"{HERE}:_peer_dies", 2, timeout=60, group_timeout=15,
+                      raise_on_error=False)
+    assert res[1].error_type == "RuntimeError" and "on purpose" in res[1].message
+    assert res[0].error_type in ("DistBackendError", "DistTimeoutError"), res[0].describe()
+    assert "rank 1" in res[0].message
+
+
+def test_forward_only_schedule_returns_the_model_output():
+    dist.init_process_group("tcp", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        model = _model(2)
+        parts = split_sequential(model, num_stages=2)
+        stages = [PipelineStage(p, i, 2, "cpu") for i, p in enumerate(parts)]
+        x, _ = _data()
+        out = ScheduleInterleaved1F1B(stages, 4).step(x)
+        np.testing.assert_allclose(out.numpy(), model(x).detach().numpy(), rtol=1e-6)
+        assert all(p.grad is None for p in model.parameters())
+    finally:
+        dist.destroy_process_group()

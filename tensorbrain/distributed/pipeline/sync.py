@@ -128,6 +128,11 @@ class Pipe(Module):
         self.partitions = _Partitions(parts)
         self.devices = [str(d) for d in devices]
         self._workers = [_Worker(f"tb-pipe-{j}") for j in range(len(parts))]
+        # Random layers draw from the one global generator: partitions that hold one run their
+        # micro-batch under a lock, so a checkpoint's saved generator state is the one its
+        # draws start from and the recomputation repeats them (gradients stay exact).
+        self._random = [any("Dropout" in type(m).__name__ for m in p.modules()) for p in parts]
+        self._rng_lock = threading.Lock()
 
     def __len__(self):
         return sum(len(p) for p in self.partitions)
@@ -161,7 +166,11 @@ class Pipe(Module):
                 h = acts[i]
                 h = ckpt(part, h, use_reentrant=False) if (grad_on and i < stop) else part(h)
                 return h.to(nxt) if nxt is not None else h
-            return run
+
+            def run_locked():
+                with self._rng_lock:
+                    return run()
+            return run_locked if self._random[j] else run
         for clock in range(M + S - 1):
             live = [(i, clock - i) for i in range(M) if 0 <= clock - i < S]
             done = []

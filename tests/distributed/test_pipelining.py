@@ -292,3 +292,68 @@ def test_forward_only_schedule_returns_the_model_output():
         assert all(p.grad is None for p in model.parameters())
     finally:
         dist.destroy_process_group()
+
+
+# ***** torch's tutorial: build the whole transformer, delete what a stage does not run *****
+class _Transformer(tb.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok_embeddings = tb.nn.Embedding(50, 16)
+        self.layers = tb.nn.ModuleDict({str(i): tb.nn.TransformerEncoderLayer(
+            16, 4, dim_feedforward=32, dropout=0.0, batch_first=True) for i in range(4)})
+        self.norm = tb.nn.LayerNorm(16)
+        self.output = tb.nn.Linear(16, 50)
+
+    def forward(self, tokens):
+        h = self.tok_embeddings(tokens) if self.tok_embeddings else tokens
+        for layer in self.layers.values():
+            h = layer(h)
+        h = self.norm(h) if self.norm else h
+        return self.output(h) if self.output else h
+
+
+def _tokens():
+    rng = np.random.default_rng(0)
+    return tb.tensor(rng.integers(0, 50, (8, 6))), tb.tensor(rng.integers(0, 50, (8, 6)))
+
+
+def _token_loss(out, target):
+    return tb.nn.functional.cross_entropy(out.reshape(-1, 50), target.reshape(-1))
+
+
+def _manual_split(rank, world):
+    tb.manual_seed(0)
+    model = _Transformer()
+    if rank == 0:
+        for i in (2, 3):
+            del model.layers[str(i)]
+        model.norm = model.output = None
+    else:
+        model.tok_embeddings = None
+        for i in (0, 1):
+            del model.layers[str(i)]
+    sched = Schedule1F1B(PipelineStage(model, rank, world, "cpu"), 4, loss_fn=_token_loss)
+    opt = tb.optim.SGD(model.parameters(), lr=0.1)
+    x, y = _tokens()
+    for _ in range(STEPS):
+        opt.zero_grad()
+        sched.step(x) if rank == 0 else sched.step(target=y)
+        opt.step()
+    return {n: p.detach().numpy().tolist() for n, p in model.named_parameters()}
+
+
+def test_torch_tutorial_manual_split_transformer_matches_one_process():
+    res = run_workers(f"{HERE}:_manual_split", 2, timeout=120)
+    tb.manual_seed(0)
+    ref = _Transformer()
+    opt = tb.optim.SGD(ref.parameters(), lr=0.1)
+    x, y = _tokens()
+    for _ in range(STEPS):
+        opt.zero_grad()
+        _token_loss(ref(x), y).backward()
+        opt.step()
+    got = {**res[0], **res[1]}
+    assert sorted(got) == sorted(n for n, _ in ref.named_parameters())
+    for n, p in ref.named_parameters():
+        np.testing.assert_allclose(np.asarray(got[n]), p.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6, err_msg=n)

@@ -219,18 +219,19 @@ def test_split_helpers_and_local_errors():
 
 
 _MPI_MAIN = """
-import json
+import json, os
 import tensorbrain.distributed as dist
 from tests.distributed import test_pipelining as T
 dist.init_process_group("mpi")
 res = T._all_schedules(dist.get_rank(), dist.get_world_size(), T.RUNS_2)
-print("RESULT", json.dumps(res), flush=True)
+with open(os.path.join(os.environ["TB_OUT"], f"rank{dist.get_rank()}.json"), "w") as f:
+    json.dump(res, f)   # a file per rank: two ranks' long stdout lines can interleave
 dist.destroy_process_group()
 """
 
 
 @pytest.mark.mpi
-def test_mpi_backend_every_schedule_matches_one_process():
+def test_mpi_backend_every_schedule_matches_one_process(tmp_path):
     import json
     import os
     import subprocess
@@ -243,13 +244,11 @@ def test_mpi_backend_every_schedule_matches_one_process():
     root = str(Path(__file__).resolve().parents[2])
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
-    env.update(PYTHONPATH=root, OMP_NUM_THREADS="1")
+    env.update(PYTHONPATH=root, OMP_NUM_THREADS="1", TB_OUT=str(tmp_path))
     proc = subprocess.run([str(mpiexec), "-n", "2", sys.executable, "-c", _MPI_MAIN], cwd=root,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    res = [json.loads(line.split(" ", 1)[1]) for line in proc.stdout.splitlines()
-           if line.startswith("RESULT ")]
-    res.sort(key=lambda r: min(int(k) for k in r[0]["params"]))
+    res = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     for i, (_kind, n_stages, _m) in enumerate(RUNS_2):
         _check([r[i] for r in res], n_stages)
 

@@ -156,7 +156,7 @@ class _PipelineSchedule:
     def _rank_of(self, stage: int) -> int:
         return stage % self.P
 
-    def _send_meta(self, meta, ok: bool, dst_stage: int) -> None:
+    def _send_meta(self, meta, ok: bool, dst_stage: int, device) -> None:
         from ...tensor import Tensor
         buf = np.full(3 + _MAX_DIMS, -1, dtype=np.int64)
         if ok and meta is not None:
@@ -165,15 +165,17 @@ class _PipelineSchedule:
             buf[3:3 + len(shape)] = shape
         else:
             buf[0] = 0
-        c10d.send(Tensor._wrap(buf), group=self.group, group_dst=self._rank_of(dst_stage),
+        # on the stage's device: NCCL moves device memory only
+        c10d.send(Tensor._wrap(buf).to(device), group=self.group,
+                  group_dst=self._rank_of(dst_stage),
                   tag=_tag(F, dst_stage, 31999, self.S))
 
-    def _recv_meta(self, stage: int):
+    def _recv_meta(self, stage: int, device):
         from ...tensor import Tensor
-        buf = Tensor._wrap(np.zeros(3 + _MAX_DIMS, dtype=np.int64))
+        buf = Tensor._wrap(np.zeros(3 + _MAX_DIMS, dtype=np.int64)).to(device)
         c10d.recv(buf, group=self.group, group_src=self._rank_of(stage - 1),
                   tag=_tag(F, stage, 31999, self.S))
-        b = buf.numpy()
+        b = buf.cpu().numpy()
         if b[0] != 1:
             return None
         return tuple(int(n) for n in b[3:3 + b[2]]), _DTYPES[int(b[1])]
@@ -188,7 +190,7 @@ class _PipelineSchedule:
             if st.is_first:
                 meta, x = (tuple(first_mb.shape), np.dtype(first_mb.data.dtype).name), first_mb
             else:
-                meta = local.pop(s) if self.P == 1 else self._recv_meta(s)
+                meta = local.pop(s) if self.P == 1 else self._recv_meta(s, st.device)
                 x = None if meta is None else \
                     Tensor._wrap(np.zeros(meta[0], dtype=np.dtype(meta[1]))).to(st.device)
             out_meta = None
@@ -215,7 +217,7 @@ class _PipelineSchedule:
                 if self.P == 1:
                     local[s + 1] = out_meta if ok else None
                 else:
-                    self._send_meta(out_meta, ok, s + 1)
+                    self._send_meta(out_meta, ok, s + 1, st.device)
         every = [None] * self.P
         c10d.all_gather_object(every, error, group=self.group)
         first_error = next((e for e in every if e), "")

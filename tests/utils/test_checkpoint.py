@@ -118,3 +118,39 @@ def test_backward_frees_activations_the_loss_still_references():
     loss.backward()
     gc.collect()
     assert ref() is None              # gone although `loss` is still alive
+
+
+class _Halves(tb.nn.Module):
+    """Two checkpointed halves of a net, inside one module (what DDP wraps)."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, h):
+        h = checkpoint(self.net[:6], h, use_reentrant=False)
+        return checkpoint(self.net[6:], h, use_reentrant=False)
+
+
+def _ddp_checkpointed(rank, world):
+    net = _net(4)
+    model = tb.nn.parallel.DistributedDataParallel(_Halves(net))
+    fired = []
+    for p in net.parameters():
+        p.register_post_accumulate_grad_hook(lambda t: fired.append(id(t)))
+    x0 = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+    model(tb.tensor(x0[rank * 4:(rank + 1) * 4])).pow(2).mean().backward()
+    return {"grads": [p.grad.numpy().tolist() for p in net.parameters()],
+            "fired": len(fired), "params": len(list(net.parameters()))}
+
+
+def test_checkpoint_under_ddp_matches_one_process():
+    from tensorbrain.testing.distributed import run_workers
+    res = run_workers("tests.utils.test_checkpoint:_ddp_checkpointed", 2, timeout=90)
+    ref = _net(4)
+    x0 = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+    ref(tb.tensor(x0)).pow(2).mean().backward()
+    for r in res:
+        assert r["fired"] == r["params"]            # each parameter's hook fired exactly once
+        for a, b in zip(r["grads"], _grads(ref), strict=True):
+            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)

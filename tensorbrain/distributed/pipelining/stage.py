@@ -161,7 +161,9 @@ class PipelineStage:
                                                or self.submod.static_graph) else None)
         if loss is not None:
             if loss.requires_grad:
-                loss.backward(Tensor._wrap(np.asarray(scale, dtype=loss.data.dtype)))
+                from ..._xp import get_array_module
+                xp = get_array_module(loss.data)    # the seed on the loss's device
+                loss.backward(Tensor._wrap(xp.asarray(scale, dtype=loss.data.dtype)))
         elif out.requires_grad:
             backward([out], [grad_out])
         if self.is_first or x.data.dtype.kind != "f":

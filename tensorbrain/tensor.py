@@ -670,16 +670,23 @@ def _to_device(t, dev: device):
         if not src_cuda:
             return t
         out = _xp.to_numpy(t._data)
-        return make(out, (t,), lambda g, d=t._data.device.id: (_xp.cupy().asarray(g),), "ToCopyBackward")
+        return make(out, (t,), lambda g, d=t._data.device.id: (_on_gpu(g, d),), "ToCopyBackward")
     cp = _xp.cupy()
     idx = dev.index if dev.index is not None else cp.cuda.runtime.getDevice()
     if src_cuda and t._data.device.id == idx:
         return t
     with cp.cuda.Device(idx):
         out = cp.asarray(t._data) if not src_cuda else t._data.copy()
-    if src_cuda:
-        return make(out, (t,), lambda g: (g.copy(),), "ToCopyBackward")
+    if src_cuda:   # the gradient goes back to the source GPU (copy() copies to the current one)
+        return make(out, (t,), lambda g, d=t._data.device.id: (_on_gpu(g, d),), "ToCopyBackward")
     return make(out, (t,), lambda g: (_xp.to_numpy(g),), "ToCopyBackward")
+
+
+def _on_gpu(arr, dev_id: int):
+    """``arr`` (host or any GPU) as a CuPy array on GPU ``dev_id``."""
+    cp = _xp.cupy()
+    with cp.cuda.Device(dev_id):
+        return arr.copy() if _xp.is_cupy_array(arr) else cp.asarray(arr)
 
 
 # ***** creation *****

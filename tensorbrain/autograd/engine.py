@@ -145,11 +145,15 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
             if node.saved:
                 _check_saved(node)
             in_grads = node.backward(grad)
+            inputs = node.inputs
             if not retain_graph:
                 node.backward = None
                 node.saved = ()
+                # Drop the input tensors too: a graph kept alive by its output (the loss) would
+                # otherwise hold every activation until the loss is freed, as torch does not.
+                node.inputs = ()
             handed = None
-            for e, t, g in zip(node.edges, node.inputs, in_grads):
+            for e, t, g in zip(node.edges, inputs, in_grads):
                 if g is None or e is None:
                     continue
                 # A backward may return one array for several inputs (add returns g twice);

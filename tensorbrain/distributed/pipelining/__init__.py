@@ -1,0 +1,32 @@
+"""``tb.distributed.pipelining``: pipeline parallelism with torch's names.
+
+Cut a model into stages (by hand, with :func:`split_sequential`, or with :func:`pipeline` and
+:class:`SplitPoint` for ``nn.Sequential`` models), wrap this rank's part in a
+:class:`PipelineStage`, and drive it with a schedule: :class:`ScheduleGPipe`,
+:class:`Schedule1F1B` or :class:`ScheduleInterleaved1F1B`. See ``docs/pipeline.md``.
+
+>>> from tensorbrain.distributed.pipelining import PipelineStage, ScheduleGPipe  # doctest: +SKIP
+>>> stage = PipelineStage(my_layers, rank, world_size, "cpu")                   # doctest: +SKIP
+>>> sched = ScheduleGPipe(stage, n_microbatches=4, loss_fn=tb.nn.MSELoss())     # doctest: +SKIP
+>>> sched.step(x) if rank == 0 else sched.step(target=y, losses=[])             # doctest: +SKIP
+"""
+from .schedules import (PipelineScheduleMulti, PipelineScheduleSingle, Schedule1F1B,
+                        ScheduleGPipe, ScheduleInterleaved1F1B)
+from .stage import (Pipe, PipelineStage, PipeliningShapeError, SplitPoint, pipeline,
+                    split_sequential)
+
+_NOT_SUPPORTED = ("ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble",
+                  "ScheduleDualPipeV", "_ScheduleForwardOnly", "get_schedule_class")
+
+
+def __getattr__(name):
+    if name in _NOT_SUPPORTED:
+        raise NotImplementedError(
+            f"tensorbrain.distributed.pipelining.{name} is not supported by TensorBrain; the "
+            f"schedules are ScheduleGPipe, Schedule1F1B and ScheduleInterleaved1F1B")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Pipe", "PipelineScheduleMulti", "PipelineScheduleSingle", "PipelineStage",
+           "PipeliningShapeError", "Schedule1F1B", "ScheduleGPipe", "ScheduleInterleaved1F1B",
+           "SplitPoint", "pipeline", "split_sequential"]

@@ -5,8 +5,9 @@ within each parameter group, parameters are taken largest first and each goes to
 the fewest elements so far (the counts carry over from group to group, ties go to the lowest
 rank). A rank builds ``optimizer_class`` over its own parameters only, so it holds about 1/N of
 the optimizer state; ``step()`` updates the owned parameters, then every rank's parameters are
-broadcast from their owners (one message per owner: packed on the fly, or, with
-``parameters_as_bucket_view=True``, the parameters themselves live in one flat buffer per owner).
+broadcast from their owners (one message per owner, packed on the fly), or, with
+``parameters_as_bucket_view=True``, all-gathered at once: the parameters then live in one flat
+buffer with a region per rank (padded to the largest), so no packing is needed.
 
 Gradients must already be averaged across ranks when ``step()`` runs, which is what
 ``DistributedDataParallel`` does in backward. See ``docs/zero.md``.
@@ -33,8 +34,8 @@ class ZeroRedundancyOptimizer(Optimizer):
         params: tensors or parameter groups (dicts), the same on every rank and in the same order.
         optimizer_class: the local optimizer, e.g. ``tb.optim.Adam``.
         process_group: the group that shares the state (default: the whole world).
-        parameters_as_bucket_view: keep each owner's parameters as views into one flat buffer,
-            so the post-step broadcast sends it without packing and unpacking.
+        parameters_as_bucket_view: keep the parameters as views into one flat buffer with a
+            region per owner; the post-step sync is then one all_gather, without packing.
         overlap_with_ddp: not supported: raises ``NotImplementedError``.
         **defaults: keyword arguments of ``optimizer_class`` (``lr=...``).
 
@@ -160,12 +161,12 @@ class ZeroRedundancyOptimizer(Optimizer):
         dist = self._dist
         with grad_mode.no_grad():
             if self.parameters_as_bucket_view:
-                for r, buckets in enumerate(self._buckets):
-                    for flat, params in buckets:
-                        dist.broadcast(Tensor._wrap(flat), src=self._global_ranks[r],
-                                       group=self.process_group)
-                        for p in params:
-                            p._version[0] += 1
+                for flat, width, params in self._buckets:
+                    send = flat[self.rank * width:(self.rank + 1) * width].copy()
+                    dist.all_gather_into_tensor(Tensor._wrap(flat), Tensor._wrap(send),
+                                                group=self.process_group)
+                    for p in params:
+                        p._version[0] += 1
                 return
             from ...nn.parallel.distributed import broadcast_coalesced
             for r, groups in enumerate(self._partition_parameters()):
@@ -174,27 +175,29 @@ class ZeroRedundancyOptimizer(Optimizer):
                     broadcast_coalesced(dist, owned, self._global_ranks[r], self.process_group)
 
     def _build_param_buckets(self):
-        """Move each owner's parameters into one flat buffer per (dtype, device)."""
-        self._buckets = []
-        for groups in self._partition_parameters():
-            by_key: dict = {}
+        """Move the parameters into one flat buffer per (dtype, device): one region per rank,
+        padded to the largest, so that one all_gather of the regions syncs every parameter."""
+        by_key: dict = {}
+        for r, groups in enumerate(self._partition_parameters()):
             for p in (p for g in groups for p in g["params"]):
                 a = p.data
                 key = (a.dtype.str, ("cuda", a.device.id) if _xp.is_cupy_array(a) else ("cpu",))
-                by_key.setdefault(key, []).append(p)
-            mine = []
-            for params in by_key.values():
-                xp = _xp.get_array_module(params[0].data)
-                flat = xp.empty(sum(p.data.size for p in params), dtype=params[0].data.dtype)
-                off = 0
-                for p in params:
+                by_key.setdefault(key, [[] for _ in range(self.world_size)])[r].append(p)
+        self._buckets = []
+        for per_rank in by_key.values():
+            first = next(p for ps in per_rank for p in ps)
+            width = max(sum(p.data.size for p in ps) for ps in per_rank)
+            xp = _xp.get_array_module(first.data)
+            flat = xp.zeros(width * self.world_size, dtype=first.data.dtype)
+            for r, ps in enumerate(per_rank):
+                off = r * width
+                for p in ps:
                     n = p.data.size
                     view = flat[off:off + n].reshape(p.data.shape)
                     view[...] = p.data
                     p.data = view
                     off += n
-                mine.append((flat, params))
-            self._buckets.append(mine)
+            self._buckets.append((flat, width, [p for ps in per_rank for p in ps]))
 
     # ***** state dict *****
     def consolidate_state_dict(self, to: int = 0) -> None:

@@ -196,3 +196,22 @@ def test_errors_without_group_and_overlap():
         ZeroRedundancyOptimizer([p], tb.optim.SGD, overlap_with_ddp=True, lr=0.1)
     with pytest.raises(RuntimeError, match="init_process_group"):
         ZeroRedundancyOptimizer([p], tb.optim.SGD, lr=0.1)
+
+
+def _more_ranks_than_params(rank, world):
+    p = tb.nn.Parameter(tb.ones(3))
+    opt = ZeroRedundancyOptimizer([p], tb.optim.Adam, lr=0.5)
+    p.grad = tb.ones(3)
+    opt.step()
+    opt.consolidate_state_dict(to=world - 1)
+    sd = opt.state_dict() if rank == world - 1 else None
+    return [p.tolist(), len(opt.optim.state), None if sd is None else sorted(sd["state"])]
+
+
+def test_a_rank_that_owns_nothing_still_syncs(workers):
+    res = workers(f"{HERE}:_more_ranks_than_params", 3)
+    # Adam's first step moves every element by lr (m/sqrt(v) = 1 after bias correction)
+    for rank, (values, n_state, keys) in enumerate(res):
+        assert values == pytest.approx([0.5] * 3)
+        assert n_state == (1 if rank == 0 else 0)
+        assert keys == ([0] if rank == 2 else None)

@@ -5,9 +5,10 @@ within each parameter group, parameters are taken largest first and each goes to
 the fewest elements so far (the counts carry over from group to group, ties go to the lowest
 rank). A rank builds ``optimizer_class`` over its own parameters only, so it holds about 1/N of
 the optimizer state; ``step()`` updates the owned parameters, then every rank's parameters are
-broadcast from their owners (one message per owner, packed on the fly), or, with
-``parameters_as_bucket_view=True``, all-gathered at once: the parameters then live in one flat
-buffer with a region per rank (padded to the largest), so no packing is needed.
+sent from their owners by one all_gather of a flat buffer holding a region per rank (padded to
+the largest), where torch broadcasts from each owner in turn (the result is the same). With
+``parameters_as_bucket_view=True`` the parameters live in that buffer as views, so nothing is
+packed or unpacked.
 
 Gradients must already be averaged across ranks when ``step()`` runs, which is what
 ``DistributedDataParallel`` does in backward. See ``docs/zero.md``.
@@ -76,6 +77,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         self._optim_constructor = optimizer_class
         self._optim_defaults = defaults
         self._partition_cache: list | None = None
+        self._layout: list | None = None
         self._all_state_dicts: list = []
         self._buckets: list = []
         self._verify_same_params()
@@ -108,11 +110,6 @@ class ZeroRedundancyOptimizer(Optimizer):
             self._partition_cache = per_rank
         return self._partition_cache
 
-    @property
-    def _param_to_rank(self) -> dict:
-        return {id(p): r for r, groups in enumerate(self._partition_parameters())
-                for g in groups for p in g["params"]}
-
     def _verify_same_params(self):
         mine = [[list(p.shape), str(p.dtype)] for p in self._params()]
         everyone = [None] * self.world_size
@@ -134,14 +131,14 @@ class ZeroRedundancyOptimizer(Optimizer):
         """
         super().add_param_group(param_group)
         if getattr(self, "_initialized", False):
-            self._partition_cache = None
+            self._partition_cache = self._layout = None
             self.optim.add_param_group(self._partition_parameters()[self.rank][-1])
             if self.parameters_as_bucket_view:
                 self._build_param_buckets()
 
     # ***** step *****
     def step(self, closure=None):
-        """Update this rank's parameters, then broadcast every parameter from its owner.
+        """Update this rank's parameters, then send every parameter from its owner to all.
 
         Args:
             closure: re-evaluates the model and returns the loss (called once, on every rank).
@@ -156,37 +153,60 @@ class ZeroRedundancyOptimizer(Optimizer):
         return loss
 
     def _sync_params(self):
+        """Every rank's parameters from their owners: one all_gather per (dtype, device) of a
+        flat buffer with a region per rank, padded to the largest region. One collective
+        instead of one broadcast per owner: on TCP every rank sends while it receives."""
         if self.world_size == 1:
             return
-        dist = self._dist
         with grad_mode.no_grad():
             if self.parameters_as_bucket_view:
-                for flat, width, params in self._buckets:
-                    send = flat[self.rank * width:(self.rank + 1) * width].copy()
-                    dist.all_gather_into_tensor(Tensor._wrap(flat), Tensor._wrap(send),
-                                                group=self.process_group)
-                    for p in params:
+                for flat, width, per_rank in self._buckets:  # the parameters are views into flat
+                    self._all_gather(flat, flat[self.rank * width:(self.rank + 1) * width].copy())
+                    for p in (p for ps in per_rank for p in ps):
                         p._version[0] += 1
                 return
-            from ...nn.parallel.distributed import broadcast_coalesced
+            for width, per_rank in self._param_layout():
+                first = next(p for ps in per_rank for p in ps)
+                xp = _xp.get_array_module(first.data)
+                send = xp.empty(width, dtype=first.data.dtype)
+                off = 0
+                for p in per_rank[self.rank]:
+                    send[off:off + p.data.size] = p.data.reshape(-1)
+                    off += p.data.size
+                flat = xp.empty(width * self.world_size, dtype=first.data.dtype)
+                self._all_gather(flat, send)
+                for r, ps in enumerate(per_rank):
+                    if r == self.rank:
+                        continue
+                    off = r * width
+                    for p in ps:
+                        p.data[...] = flat[off:off + p.data.size].reshape(p.data.shape)
+                        p._version[0] += 1
+                        off += p.data.size
+
+    def _all_gather(self, flat, send):
+        self._dist.all_gather_into_tensor(Tensor._wrap(flat), Tensor._wrap(send),
+                                          group=self.process_group)
+
+    def _param_layout(self) -> list:
+        """``[(width, [rank] -> its parameters)]``, one entry per (dtype, device)."""
+        if self._layout is None:
+            by_key: dict = {}
             for r, groups in enumerate(self._partition_parameters()):
-                owned = [p for g in groups for p in g["params"]]
-                if owned:
-                    broadcast_coalesced(dist, owned, self._global_ranks[r], self.process_group)
+                for p in (p for g in groups for p in g["params"]):
+                    a = p.data
+                    key = (a.dtype.str,
+                           ("cuda", a.device.id) if _xp.is_cupy_array(a) else ("cpu",))
+                    by_key.setdefault(key, [[] for _ in range(self.world_size)])[r].append(p)
+            self._layout = [(max(sum(p.data.size for p in ps) for ps in per_rank), per_rank)
+                            for per_rank in by_key.values()]
+        return self._layout
 
     def _build_param_buckets(self):
-        """Move the parameters into one flat buffer per (dtype, device): one region per rank,
-        padded to the largest, so that one all_gather of the regions syncs every parameter."""
-        by_key: dict = {}
-        for r, groups in enumerate(self._partition_parameters()):
-            for p in (p for g in groups for p in g["params"]):
-                a = p.data
-                key = (a.dtype.str, ("cuda", a.device.id) if _xp.is_cupy_array(a) else ("cpu",))
-                by_key.setdefault(key, [[] for _ in range(self.world_size)])[r].append(p)
+        """Move the parameters into their all_gather buffers: each becomes a view of its region."""
         self._buckets = []
-        for per_rank in by_key.values():
+        for width, per_rank in self._param_layout():
             first = next(p for ps in per_rank for p in ps)
-            width = max(sum(p.data.size for p in ps) for ps in per_rank)
             xp = _xp.get_array_module(first.data)
             flat = xp.zeros(width * self.world_size, dtype=first.data.dtype)
             for r, ps in enumerate(per_rank):
@@ -197,7 +217,7 @@ class ZeroRedundancyOptimizer(Optimizer):
                     view[...] = p.data
                     p.data = view
                     off += n
-            self._buckets.append((flat, width, [p for ps in per_rank for p in ps]))
+            self._buckets.append((flat, width, per_rank))
 
     # ***** state dict *****
     def consolidate_state_dict(self, to: int = 0) -> None:

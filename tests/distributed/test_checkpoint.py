@@ -239,3 +239,34 @@ def test_sigkill_at_any_time_leaves_some_checkpoint_whole(tmp_path, delay):
         proc.kill()
         proc.wait(30)
     assert _load_whole(path) >= 1
+
+
+def _killed_while_writing(rank, world, path):
+    """Rank 1 SIGKILLs itself as soon as its data file of the second save appears."""
+    import threading
+    dcp.save({"w": tb.full((4,), 1.0), f"own{rank}": tb.zeros(8)}, checkpoint_id=path)
+    if rank == 1:
+        def watch():
+            while not glob.glob(os.path.join(path, "__1_*.safetensors.tmp")):
+                time.sleep(0.0005)
+            os.kill(os.getpid(), signal.SIGKILL)
+        threading.Thread(target=watch, daemon=True).start()
+    big = tb.tensor(np.full(8 * 1024 * 1024 * (rank + 1), 2.0, np.float32))  # rank 1: 64 MiB
+    try:
+        dcp.save({"w": tb.full((4,), 2.0), f"own{rank}": big}, checkpoint_id=path)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return "saved"
+
+
+def test_a_rank_killed_mid_save_fails_the_others_and_keeps_the_old_checkpoint(tmp_path):
+    from tensorbrain.testing.distributed import run_workers
+    path = str(tmp_path / "ckpt")
+    res = run_workers(f"{HERE}:_killed_while_writing", 2, path, timeout=60, group_timeout=20,
+                      raise_on_error=False)
+    assert res[1].exitcode == -signal.SIGKILL
+    assert res[0].ok and res[0].value != "saved" and "rank 1" in res[0].value, res[0].value
+    assert glob.glob(os.path.join(path, "__1_*.tmp"))  # the half-written file is still there
+    sd = {"w": tb.zeros(4), "own0": tb.ones(8), "own1": tb.ones(8)}
+    dcp.load(sd, checkpoint_id=path)
+    assert sd["w"].tolist() == [1.0] * 4 and sd["own1"].tolist() == [0.0] * 8

@@ -215,3 +215,40 @@ def test_a_rank_that_owns_nothing_still_syncs(workers):
         assert values == pytest.approx([0.5] * 3)
         assert n_state == (1 if rank == 0 else 0)
         assert keys == ([0] if rank == 2 else None)
+
+
+_GROUPS = [[7, 300, 7, 64, 64, 1], [50, 3, 50], [1000]]  # element counts, per parameter group
+
+
+def _torch_partition(rank, world):
+    import torch
+    import torch.distributed as tdist
+    from torch.distributed.optim import ZeroRedundancyOptimizer as TorchZero
+    tdist.init_process_group("gloo")
+    groups = [[torch.nn.Parameter(torch.zeros(n)) for n in sizes] for sizes in _GROUPS]
+    opt = TorchZero(groups[0], torch.optim.SGD, lr=0.1)
+    for g in groups[1:]:
+        opt.add_param_group({"params": g})
+    index = {id(p): (gi, pi) for gi, g in enumerate(groups) for pi, p in enumerate(g)}
+    out = [[[index[id(p)] for p in g["params"]] for g in per_rank]
+           for per_rank in opt._partition_parameters()]
+    tdist.destroy_process_group()
+    return out
+
+
+def _our_partition(rank, world):
+    groups = [[tb.nn.Parameter(tb.zeros(n)) for n in sizes] for sizes in _GROUPS]
+    opt = ZeroRedundancyOptimizer(groups[0], tb.optim.SGD, lr=0.1)
+    for g in groups[1:]:
+        opt.add_param_group({"params": g})
+    index = {id(p): [gi, pi] for gi, g in enumerate(groups) for pi, p in enumerate(g)}
+    return [[[index[id(p)] for p in g["params"]] for g in per_rank]
+            for per_rank in opt._partition_parameters()]
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_partition_is_torchs(workers, world):
+    pytest.importorskip("torch")
+    want = workers(f"{HERE}:_torch_partition", world, init=None, timeout=120)[0]
+    got = workers(f"{HERE}:_our_partition", world)[0]
+    assert got == [[[list(ix) for ix in g] for g in per_rank] for per_rank in want]

@@ -112,3 +112,60 @@ def test_errors():
         get_optimizer_state_dict(model, opt)
     with pytest.raises(NotImplementedError, match="broadcast_from_rank0"):
         get_model_state_dict(model, options=StateDictOptions(broadcast_from_rank0=True))
+
+
+# ***** DTensor parameters (fully_shard's layout): state saved as shards, loaded anywhere *****
+def _grads(step):
+    rng = np.random.RandomState(50 + step)
+    return [rng.standard_normal(p.shape).astype(np.float32) for p in _model().parameters()]
+
+
+def _sharded_adam_save(rank, world, path, steps):
+    """Parameters as DTensor Shard(0) parameters; Adam steps the local shards with the local
+    shards of fixed full gradients (Adam is elementwise: the same as one process on the whole)."""
+    from tensorbrain.distributed.device_mesh import init_device_mesh
+    from tensorbrain.distributed.tensor import DTensor, Shard, distribute_tensor
+    mesh = init_device_mesh("cpu", (world,))
+    model = _model()
+    for mod in (model[0], model[2]):
+        for name in ("weight", "bias"):
+            full = getattr(mod, name)
+            setattr(mod, name, DTensor._as_parameter(distribute_tensor(full.detach(), mesh,
+                                                                       [Shard(0)])))
+    opt = tb.optim.Adam(model.parameters(), lr=0.05)
+    for s in range(steps):
+        for p, g in zip(model.parameters(), _grads(s), strict=True):
+            p.grad = tb.tensor(g)  # the full gradient, sliced to this rank's rows below
+            d = distribute_tensor(p.grad, mesh, [Shard(0)])
+            p.grad = tb.tensor(d.data.copy())
+        opt.step()
+    model_sd, optim_sd = get_state_dict(model, opt)
+    assert type(optim_sd["state"]["0.weight"]["exp_avg"]).__name__ == "DTensor"
+    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=path)
+
+
+def test_dtensor_parameters_save_sharded_and_load_into_a_plain_model(workers, tmp_path):
+    path = str(tmp_path / "ckpt")
+    workers(f"{HERE}:_sharded_adam_save", 2, path, 3)
+    import json
+    import os
+    entries = json.load(open(os.path.join(path, ".metadata")))["state_dict_metadata"]
+    for key in ("model.0.weight", "optim.state.0.weight.exp_avg"):  # 7 rows: 4 + 3, one per rank
+        assert [c["lengths"] for c in entries[key]["chunks"]] == [[4, 5], [3, 5]]
+    model = _model()
+    opt = tb.optim.Adam(model.parameters(), lr=0.05)
+    model_sd, optim_sd = get_state_dict(model, opt)
+    dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id=path)
+    set_state_dict(model, opt, model_state_dict=model_sd, optim_state_dict=optim_sd)
+    for s in range(3, 5):
+        for p, g in zip(model.parameters(), _grads(s), strict=True):
+            p.grad = tb.tensor(g)
+        opt.step()
+    ref = _model()
+    ref_opt = tb.optim.Adam(ref.parameters(), lr=0.05)
+    for s in range(5):
+        for p, g in zip(ref.parameters(), _grads(s), strict=True):
+            p.grad = tb.tensor(g)
+        ref_opt.step()
+    for got, want in zip(_params(model), _params(ref), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -6,6 +6,8 @@
 * Optimizer state dicts are keyed by the parameter's name instead of its index:
   ``{"state": {"fc.weight": {"exp_avg": ..., "step": 3.0}}, "param_groups": [{"lr": ...,
   "params": ["fc.weight", ...]}]}``. Several optimizers merge into one such dict.
+* The state of a DTensor parameter (``fully_shard``'s sharded parameters) is a DTensor laid out
+  as the parameter, so each rank saves its shard and any world size loads it.
 * A ``ZeroRedundancyOptimizer`` gives only the state of the parameters this rank owns, so
   ``dcp.save`` writes each piece once, from its owner, and ``dcp.load`` at another world size
   reads each rank's new share.
@@ -160,9 +162,21 @@ def _init_optim_state(optim) -> None:
 
 
 def _local_state(local, fqns) -> dict:
-    return {fqns[id(p)]: {k: (Tensor._wrap(v) if hasattr(v, "shape") else v)
-                          for k, v in st.items() if not k.startswith("_")}
+    return {fqns[id(p)]: {k: _state_value(p, v) for k, v in st.items() if not k.startswith("_")}
             for p, st in local.state.items()}
+
+
+def _state_value(p, v):
+    """A state array as a Tensor sharing its memory; the state of a DTensor parameter (FSDP2's
+    sharded parameters: the optimizer sees their local shards) becomes a DTensor laid out as the
+    parameter, so that ``dcp.save`` writes each rank's piece at its global offset."""
+    if not hasattr(v, "shape"):
+        return v
+    spec = getattr(p, "_spec", None)
+    if spec is not None and tuple(v.shape) == tuple(p.data.shape):
+        from ..tensor import DTensor
+        return DTensor._make(v, spec)
+    return Tensor._wrap(v)
 
 
 def _one_optim_state_dict(fqns, optim, options) -> dict:

@@ -252,3 +252,26 @@ def test_partition_is_torchs(workers, world):
     want = workers(f"{HERE}:_torch_partition", world, init=None, timeout=120)[0]
     got = workers(f"{HERE}:_our_partition", world)[0]
     assert got == [[[list(ix) for ix in g] for g in per_rank] for per_rank in want]
+
+
+def _subgroups(rank, world, name):
+    """Ranks {0, 1} and {2, 3} each run DDP + ZeRO in their own group on the full batch split
+    in two; the state is consolidated on group rank 1 (global ranks 1 and 3)."""
+    pairs = [dist.new_group([0, 1]), dist.new_group([2, 3])]
+    group = pairs[rank // 2]
+    model = DistributedDataParallel(_model(), process_group=group)
+    cls, kw = _optim_cls(name)
+    opt = ZeroRedundancyOptimizer(model.parameters(), cls, process_group=group, **kw)
+    _train(model, opt, 4, rank % 2, 2)
+    opt.consolidate_state_dict(to=1)
+    n_state = len(opt.state_dict()["state"]) if rank % 2 == 1 else None
+    return {"params": _params(model.module), "n_state": n_state}
+
+
+def test_process_group_subgroups(workers):
+    res = workers(f"{HERE}:_subgroups", 4, "adam", timeout=120)
+    ref = _reference("adam", 4)
+    for r in res:
+        for got, want in zip(r["params"], ref, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert [r["n_state"] for r in res] == [None, 4, None, 4]

@@ -73,7 +73,16 @@ class FileSystemWriter:
         self.sync_files = bool(sync_files)
 
     def write_rank(self, rank: int, token: str, arrays: dict) -> str | None:
-        """Write ``{entry name: array}`` as this rank's file; returns its name (None if empty)."""
+        """Write ``{entry name: array}`` as this rank's file, under ``.tmp`` then renamed.
+
+        Args:
+            rank: this rank (in the saving group).
+            token: the save's name, new for every save.
+            arrays: the chunks this rank writes.
+
+        Returns:
+            The file's name in the folder, or None when there was nothing to write.
+        """
         if not arrays:
             return None
         stn, _ = _safetensors()
@@ -91,7 +100,12 @@ class FileSystemWriter:
         return name
 
     def commit(self, metadata: dict, token: str) -> None:
-        """Make ``metadata`` the checkpoint (one atomic rename), then delete older files."""
+        """Make ``metadata`` the checkpoint (one atomic rename), then delete older files.
+
+        Args:
+            metadata: the JSON-able description of every key and chunk.
+            token: this save's name; files of other saves are deleted after the rename.
+        """
         os.makedirs(self.path, exist_ok=True)
         if self.sync_files:
             _fsync_dir(self.path)  # the data files' renames are durable before the commit
@@ -147,7 +161,19 @@ class FileSystemReader:
         return md
 
     def read(self, file: str, entry: str, slices: tuple) -> np.ndarray:
-        """``slices`` of the array ``entry`` in ``file`` (reads only that part)."""
+        """``slices`` of the array ``entry`` in ``file`` (reads only that part).
+
+        Args:
+            file: a data file named in the metadata.
+            entry: the chunk's entry name in that file.
+            slices: one slice per dimension, relative to the chunk.
+
+        Returns:
+            A NumPy array.
+
+        Raises:
+            FileNotFoundError: the file named in the metadata is missing.
+        """
         handle = self._open.get(file)
         if handle is None:
             _, safe_open = _safetensors()

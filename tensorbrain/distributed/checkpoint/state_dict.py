@@ -127,6 +127,12 @@ def get_model_state_dict(model, *, submodules=None, options=None) -> dict:
 def set_model_state_dict(model, model_state_dict: dict, *, options=None):
     """Load ``model_state_dict`` (names of the unwrapped model) into ``model``.
 
+    Args:
+        model: a Module or a ``DistributedDataParallel``.
+        model_state_dict: from :func:`get_model_state_dict` (filled by ``dcp.load``) or any
+            state dict with the unwrapped model's names.
+        options: :class:`StateDictOptions` (``strict``).
+
     Returns:
         ``(missing_keys, unexpected_keys)`` as ``Module.load_state_dict``.
     """
@@ -227,6 +233,14 @@ def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None
 def set_optimizer_state_dict(model, optimizers, optim_state_dict: dict, *, options=None) -> None:
     """Load a name-keyed optimizer state dict into ``optimizers`` (each takes its own groups).
 
+    Args:
+        model: the model the optimizers update (plain or DDP).
+        optimizers: one optimizer or a list (``ZeroRedundancyOptimizer`` included: each rank
+            keeps the entries of the parameters it owns).
+        optim_state_dict: from :func:`get_optimizer_state_dict`, possibly saved at another
+            world size.
+        options: :class:`StateDictOptions`.
+
     Raises:
         ValueError: an optimizer's groups are not found in ``optim_state_dict``.
     """
@@ -251,6 +265,15 @@ def set_optimizer_state_dict(model, optimizers, optim_state_dict: dict, *, optio
 def get_state_dict(model, optimizers, *, submodules=None, options=None) -> tuple:
     """``(get_model_state_dict(...), get_optimizer_state_dict(...))``.
 
+    Args:
+        model: a Module or a ``DistributedDataParallel``.
+        optimizers: one optimizer or a list.
+        submodules: not supported (None).
+        options: :class:`StateDictOptions`.
+
+    Returns:
+        ``(model_state_dict, optimizer_state_dict)``.
+
     Example::
 
         model_sd, optim_sd = get_state_dict(model, optimizer)
@@ -263,6 +286,13 @@ def get_state_dict(model, optimizers, *, submodules=None, options=None) -> tuple
 def set_state_dict(model, optimizers, *, model_state_dict: dict, optim_state_dict: dict,
                    options=None):
     """Load both state dicts (after ``dcp.load`` filled them).
+
+    Args:
+        model: a Module or a ``DistributedDataParallel``.
+        optimizers: one optimizer or a list.
+        model_state_dict: the model's part.
+        optim_state_dict: the optimizers' part.
+        options: :class:`StateDictOptions`.
 
     Example::
 

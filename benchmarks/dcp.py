@@ -8,6 +8,8 @@ A state dict of ``--mib`` MiB (8 tensors, DTensor ``Shard(0)`` over the ranks) i
 other world size (resharding). The baseline is one process writing the same tensors, whole, with
 ``tb.save`` (one safetensors file, also fsynced and renamed) and reading them with ``tb.load``.
 A figure is the median over ``--repeat`` runs of the slowest rank's time; GB/s = bytes / time.
+Every timed save or load starts after ``os.sync()``, so no earlier write is still being flushed
+(files stay in the page cache: loads read memory, not the disk).
 Files go to ``--dir`` (default: the system temp folder), and are deleted afterwards.
 """
 from __future__ import annotations
@@ -44,6 +46,8 @@ def worker(rank, world, path, mib, mode):
     import tensorbrain.distributed as dist
     import tensorbrain.distributed.checkpoint as dcp
     sd = _state(world, mib, mode == "save")
+    if rank == 0:
+        os.sync()  # start from a clean page cache: no earlier write still being flushed
     dist.barrier()
     t0 = time.perf_counter()
     if mode == "save":
@@ -61,9 +65,11 @@ def _baseline(path, mib):
     rows = mib * 2**20 // 4 // N_TENSORS // 1024
     sd = {f"layer{i}.weight": tb.from_numpy(np.full((rows, 1024), float(i + 1), np.float32))
           for i in range(N_TENSORS)}
+    os.sync()
     t0 = time.perf_counter()
     tb.save(sd, path)
     t_save = time.perf_counter() - t0
+    os.sync()
     t0 = time.perf_counter()
     tb.load(path)
     return t_save, time.perf_counter() - t0

@@ -259,11 +259,11 @@ def _killed_while_writing(rank, world, path):
     return "saved"
 
 
-def test_a_rank_killed_mid_save_fails_the_others_and_keeps_the_old_checkpoint(tmp_path):
+def test_a_rank_killed_mid_save_fails_the_others_and_keeps_the_old_checkpoint(tmp_path, run_id):
     from tensorbrain.testing.distributed import run_workers
     path = str(tmp_path / "ckpt")
     res = run_workers(f"{HERE}:_killed_while_writing", 2, path, timeout=60, group_timeout=20,
-                      raise_on_error=False)
+                      raise_on_error=False, env={"TB_RUN_ID": run_id})  # no shm left behind
     assert res[1].exitcode == -signal.SIGKILL
     assert res[0].ok and res[0].value != "saved" and "rank 1" in res[0].value, res[0].value
     assert glob.glob(os.path.join(path, "__1_*.tmp"))  # the half-written file is still there

@@ -1,0 +1,308 @@
+"""Model and optimizer state dicts keyed by parameter name (torch's
+``torch.distributed.checkpoint.state_dict``), ready for ``dcp.save`` / ``dcp.load``.
+
+* Model state dicts drop the ``module.`` prefix of ``DistributedDataParallel``, so a checkpoint
+  saved from a DDP model loads into the plain model and the reverse.
+* Optimizer state dicts are keyed by the parameter's name instead of its index:
+  ``{"state": {"fc.weight": {"exp_avg": ..., "step": 3.0}}, "param_groups": [{"lr": ...,
+  "params": ["fc.weight", ...]}]}``. Several optimizers merge into one such dict.
+* The state of a DTensor parameter (``fully_shard``'s sharded parameters) is a DTensor laid out
+  as the parameter, so each rank saves its shard and any world size loads it.
+* A ``ZeroRedundancyOptimizer`` gives only the state of the parameters this rank owns, so
+  ``dcp.save`` writes each piece once, from its owner, and ``dcp.load`` at another world size
+  reads each rank's new share.
+* An optimizer that has not stepped yet gets its state created first by one step with zero
+  gradients and learning rate 0 (torch's ``_init_optim_state``), so that ``dcp.load`` has
+  tensors to fill; the parameters do not change.
+* Tensors in the returned dicts share memory with the model and the optimizer, so ``dcp.load``
+  into them updates both in place; ``set_*`` then also restores the non-tensor values.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...tensor import Tensor
+
+__all__ = ["StateDictOptions", "get_model_state_dict", "get_optimizer_state_dict",
+           "get_state_dict", "set_model_state_dict", "set_optimizer_state_dict",
+           "set_state_dict"]
+
+
+@dataclass
+class StateDictOptions:
+    """Options of the state dict helpers (torch's fields).
+
+    Attributes:
+        full_state_dict: DTensors are gathered into full tensors and a ZeRO optimizer's state
+            from every rank is merged (collectives: call on every rank).
+        cpu_offload: tensors are copied to the CPU; with ``full_state_dict`` only rank 0 gets
+            the values, the other ranks an empty dict.
+        ignore_frozen_params: leave out parameters with ``requires_grad=False``.
+        keep_submodule_prefixes: must be True (``submodules`` is not supported).
+        strict: ``set_model_state_dict`` raises on missing or unexpected keys.
+        broadcast_from_rank0: not supported (must be False).
+        flatten_optimizer_state_dict: not supported (must be False).
+    """
+
+    full_state_dict: bool = False
+    cpu_offload: bool = False
+    ignore_frozen_params: bool = False
+    keep_submodule_prefixes: bool = True
+    strict: bool = True
+    broadcast_from_rank0: bool = False
+    flatten_optimizer_state_dict: bool = False
+
+
+def _options(options, submodules=None) -> StateDictOptions:
+    options = options or StateDictOptions()
+    if submodules is not None or not options.keep_submodule_prefixes:
+        raise NotImplementedError("submodules / keep_submodule_prefixes=False are not supported "
+                                  "(torch deprecates them); pass the whole model")
+    if options.broadcast_from_rank0:
+        raise NotImplementedError("StateDictOptions(broadcast_from_rank0=True) is not supported "
+                                  "yet; load the full state dict on every rank")
+    if options.flatten_optimizer_state_dict:
+        raise NotImplementedError("StateDictOptions(flatten_optimizer_state_dict=True) is not "
+                                  "supported; dcp.save flattens nested dicts itself")
+    return options
+
+
+def _unwrap(model):
+    from ...nn.parallel.distributed import DistributedDataParallel
+    while isinstance(model, DistributedDataParallel):
+        model = model.module
+    return model
+
+
+def _fqns(model) -> dict:
+    return {id(p): name for name, p in _unwrap(model).named_parameters()}
+
+
+def _optimizers(optimizers) -> list:
+    from ...optim.optimizer import Optimizer
+    return [optimizers] if isinstance(optimizers, Optimizer) else list(optimizers)
+
+
+def _is_zero(optim) -> bool:
+    from ..optim import ZeroRedundancyOptimizer
+    return isinstance(optim, ZeroRedundancyOptimizer)
+
+
+def _rank0_only(options) -> bool:
+    from .. import distributed_c10d as c10d
+    return (options.full_state_dict and options.cpu_offload and c10d.is_initialized()
+            and c10d.get_rank() != 0)
+
+
+def _finish(value, options):
+    """Gather a DTensor when ``full_state_dict``; copy to the CPU when ``cpu_offload``."""
+    if isinstance(value, Tensor):
+        if options.full_state_dict and hasattr(value, "full_tensor"):
+            value = value.full_tensor().detach()
+        if options.cpu_offload and value.device.type != "cpu":
+            value = value.to("cpu")
+    return value
+
+
+# ***** model *****
+def get_model_state_dict(model, *, submodules=None, options=None) -> dict:
+    """The model's state dict under the names of the unwrapped model.
+
+    Args:
+        model: a Module or a ``DistributedDataParallel``.
+        submodules: not supported (None).
+        options: :class:`StateDictOptions`.
+
+    Returns:
+        ``{name: Tensor}`` sharing memory with the model (unless gathered or offloaded).
+    """
+    options = _options(options, submodules)
+    inner = _unwrap(model)
+    frozen = {n for n, p in inner.named_parameters() if not p.requires_grad}
+    sd = {k: _finish(v, options) for k, v in inner.state_dict().items()
+          if not (options.ignore_frozen_params and k in frozen)}
+    return {} if _rank0_only(options) else sd
+
+
+def set_model_state_dict(model, model_state_dict: dict, *, options=None):
+    """Load ``model_state_dict`` (names of the unwrapped model) into ``model``.
+
+    Args:
+        model: a Module or a ``DistributedDataParallel``.
+        model_state_dict: from :func:`get_model_state_dict` (filled by ``dcp.load``) or any
+            state dict with the unwrapped model's names.
+        options: :class:`StateDictOptions` (``strict``).
+
+    Returns:
+        ``(missing_keys, unexpected_keys)`` as ``Module.load_state_dict``.
+    """
+    options = _options(options)
+    return _unwrap(model).load_state_dict(model_state_dict, strict=options.strict)
+
+
+# ***** optimizer *****
+def _init_optim_state(optim) -> None:
+    """Create the state of an optimizer that has not stepped (zero gradients, lr 0)."""
+    local = optim.optim if _is_zero(optim) else optim
+    if local.state:
+        return
+    params = [p for g in local.param_groups for p in g["params"] if p.requires_grad]
+    if any(p.grad is not None for p in params):
+        raise RuntimeError("state_dict can only be used if the optimizer states are initialized "
+                           "(usually after one step() with gradients) or gradients are None; "
+                           "call zero_grad(set_to_none=True) first")
+    for p in params:
+        p.grad = Tensor._wrap(p._data * 0)
+    lrs = [g.get("lr") for g in local.param_groups]
+    for g in local.param_groups:
+        if "lr" in g:
+            g["lr"] = 0.0
+    try:
+        local.step()  # local: a ZeRO rank steps its own share, no broadcast needed at lr 0
+    finally:
+        for g, lr in zip(local.param_groups, lrs, strict=True):
+            if lr is not None:
+                g["lr"] = lr
+        for p in params:
+            p.grad = None
+
+
+def _local_state(local, fqns) -> dict:
+    return {fqns[id(p)]: {k: _state_value(p, v) for k, v in st.items() if not k.startswith("_")}
+            for p, st in local.state.items()}
+
+
+def _state_value(p, v):
+    """A state array as a Tensor sharing its memory; the state of a DTensor parameter (FSDP2's
+    sharded parameters: the optimizer sees their local shards) becomes a DTensor laid out as the
+    parameter, so that ``dcp.save`` writes each rank's piece at its global offset."""
+    if not hasattr(v, "shape"):
+        return v
+    spec = getattr(p, "_spec", None)
+    if spec is not None and tuple(v.shape) == tuple(p._data.shape):
+        from ..tensor import DTensor
+        return DTensor._make(v, spec)
+    return Tensor._wrap(v)
+
+
+def _one_optim_state_dict(fqns, optim, options) -> dict:
+    _init_optim_state(optim)
+    local = optim.optim if _is_zero(optim) else optim
+    state = _local_state(local, fqns)
+    if _is_zero(optim) and options.full_state_dict:
+        everyone = [None] * optim.world_size
+        from .. import distributed_c10d as c10d
+        c10d.all_gather_object(everyone, state, group=optim.process_group)
+        state = {k: v for part in everyone for k, v in part.items()}
+    state = {k: {n: _finish(v, options) for n, v in st.items()} for k, st in state.items()}
+    groups = [{**{k: v for k, v in g.items() if k != "params"},
+               "params": [fqns[id(p)] for p in g["params"]]} for g in optim.param_groups]
+    return {"state": state, "param_groups": groups}
+
+
+def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None) -> dict:
+    """The optimizers' state keyed by parameter name (merged when there are several).
+
+    Args:
+        model: the model the optimizers update (plain or DDP).
+        optimizers: one optimizer or a list (``ZeroRedundancyOptimizer`` included).
+        submodules: not supported (None).
+        options: :class:`StateDictOptions`.
+
+    Returns:
+        ``{"state": {name: {...}}, "param_groups": [{..., "params": [names]}]}``.
+
+    Raises:
+        KeyError: an optimizer updates a tensor that is not a parameter of ``model``.
+    """
+    options = _options(options, submodules)
+    fqns = _fqns(model)
+    out: dict = {"state": {}, "param_groups": []}
+    for optim in _optimizers(optimizers):
+        missing = [tuple(p.shape) for g in optim.param_groups for p in g["params"]
+                   if id(p) not in fqns]
+        if missing:
+            raise KeyError(f"the optimizer updates {len(missing)} tensor(s) that are not "
+                           f"parameters of the model (shapes {missing[:4]})")
+        part = _one_optim_state_dict(fqns, optim, options)
+        out["state"].update(part["state"])
+        out["param_groups"].extend(part["param_groups"])
+    return {} if _rank0_only(options) else out
+
+
+def set_optimizer_state_dict(model, optimizers, optim_state_dict: dict, *, options=None) -> None:
+    """Load a name-keyed optimizer state dict into ``optimizers`` (each takes its own groups).
+
+    Args:
+        model: the model the optimizers update (plain or DDP).
+        optimizers: one optimizer or a list (``ZeroRedundancyOptimizer`` included: each rank
+            keeps the entries of the parameters it owns).
+        optim_state_dict: from :func:`get_optimizer_state_dict`, possibly saved at another
+            world size.
+        options: :class:`StateDictOptions`.
+
+    Raises:
+        ValueError: an optimizer's groups are not found in ``optim_state_dict``.
+    """
+    _options(options)
+    fqns = _fqns(model)
+    saved_groups = optim_state_dict["param_groups"]
+    for optim in _optimizers(optimizers):
+        names = [fqns[id(p)] for g in optim.param_groups for p in g["params"]]
+        index = {n: i for i, n in enumerate(names)}
+        groups = [g for g in saved_groups if g["params"] and g["params"][0] in index]
+        if [len(g["params"]) for g in groups] != [len(g["params"]) for g in optim.param_groups]:
+            raise ValueError(f"the optimizer state dict's parameter groups do not match this "
+                             f"optimizer's: it has groups of {[len(g['params']) for g in optim.param_groups]} "
+                             f"parameters, the state dict {[len(g['params']) for g in saved_groups]}")
+        state = {index[n]: st for n, st in optim_state_dict["state"].items() if n in index}
+        packed = [{**{k: v for k, v in g.items() if k != "params"},
+                   "params": [index[n] for n in g["params"]]} for g in groups]
+        optim.load_state_dict({"state": state, "param_groups": packed})
+
+
+# ***** both *****
+def get_state_dict(model, optimizers, *, submodules=None, options=None) -> tuple:
+    """``(get_model_state_dict(...), get_optimizer_state_dict(...))``.
+
+    Args:
+        model: a Module or a ``DistributedDataParallel``.
+        optimizers: one optimizer or a list.
+        submodules: not supported (None).
+        options: :class:`StateDictOptions`.
+
+    Returns:
+        ``(model_state_dict, optimizer_state_dict)``.
+
+    Example::
+
+        model_sd, optim_sd = get_state_dict(model, optimizer)
+        dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id="ckpt")
+    """
+    return (get_model_state_dict(model, submodules=submodules, options=options),
+            get_optimizer_state_dict(model, optimizers, submodules=submodules, options=options))
+
+
+def set_state_dict(model, optimizers, *, model_state_dict: dict, optim_state_dict: dict,
+                   options=None):
+    """Load both state dicts (after ``dcp.load`` filled them).
+
+    Args:
+        model: a Module or a ``DistributedDataParallel``.
+        optimizers: one optimizer or a list.
+        model_state_dict: the model's part.
+        optim_state_dict: the optimizers' part.
+        options: :class:`StateDictOptions`.
+
+    Example::
+
+        model_sd, optim_sd = get_state_dict(model, optimizer)
+        dcp.load({"model": model_sd, "optim": optim_sd}, checkpoint_id="ckpt")
+        set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd)
+
+    Returns:
+        The model's ``(missing_keys, unexpected_keys)``.
+    """
+    result = set_model_state_dict(model, model_state_dict, options=options)
+    set_optimizer_state_dict(model, optimizers, optim_state_dict, options=options)
+    return result

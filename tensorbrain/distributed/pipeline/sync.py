@@ -128,11 +128,11 @@ class Pipe(Module):
         self.partitions = _Partitions(parts)
         self.devices = [str(d) for d in devices]
         self._workers = [_Worker(f"tb-pipe-{j}") for j in range(len(parts))]
-        # Random layers draw from the one global generator: partitions that hold one run their
-        # micro-batch under a lock, so a checkpoint's saved generator state is the one its
-        # draws start from and the recomputation repeats them (gradients stay exact).
+        # Random layers draw from the one global generator: within a clock, partitions that
+        # hold one run one after another in a fixed order, so the draws are reproducible and a
+        # checkpoint's saved generator state is the one its draws start from (the
+        # recomputation repeats them and gradients stay exact).
         self._random = [any("Dropout" in type(m).__name__ for m in p.modules()) for p in parts]
-        self._rng_lock = threading.Lock()
 
     def __len__(self):
         return sum(len(p) for p in self.partitions)
@@ -159,24 +159,30 @@ class Pipe(Module):
         grad_on = grad_mode.is_grad_enabled()
         stop = {"always": M, "except_last": M - 1, "never": 0}[self.checkpoint]
 
-        def task(i, j):
+        def task(i, j, after, mine):
             part, nxt = self.partitions[j], self.devices[j + 1] if j + 1 < S else None
 
             def run():
-                h = acts[i]
-                h = ckpt(part, h, use_reentrant=False) if (grad_on and i < stop) else part(h)
-                return h.to(nxt) if nxt is not None else h
-
-            def run_locked():
-                with self._rng_lock:
-                    return run()
-            return run_locked if self._random[j] else run
+                if after is not None:
+                    after.wait()         # the previous random partition of this clock is done
+                try:
+                    h = acts[i]
+                    h = ckpt(part, h, use_reentrant=False) if (grad_on and i < stop) \
+                        else part(h)
+                    return h.to(nxt) if nxt is not None else h
+                finally:
+                    if mine is not None:
+                        mine.set()
+            return run
         for clock in range(M + S - 1):
             live = [(i, clock - i) for i in range(M) if 0 <= clock - i < S]
-            done = []
+            done, prev = [], None
             for i, j in live:
+                mine = threading.Event() if self._random[j] else None
+                fn = task(i, j, prev if mine is not None else None, mine)
+                prev = mine if mine is not None else prev
                 q: queue.Queue = queue.Queue()
-                self._workers[j].tasks.put((task(i, j), grad_on, q))
+                self._workers[j].tasks.put((fn, grad_on, q))
                 done.append((i, j, q))
             for i, j, q in done:
                 ok, value = q.get()

@@ -297,6 +297,10 @@ class _PipelineSchedule:
 
         def post(ops):
             if ops:
+                # finished sends need not be kept (their buffers can go); failures are kept to
+                # be raised by wait() below
+                works[:] = [ws for ws in works
+                            if not all(w.is_completed() and w.exception() is None for w in ws)]
                 w = c10d.batch_isend_irecv(ops)
                 works.append(w)
                 return w

@@ -169,3 +169,43 @@ def test_dtensor_parameters_save_sharded_and_load_into_a_plain_model(workers, tm
         ref_opt.step()
     for got, want in zip(_params(model), _params(ref), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+# ***** torch's tutorial pattern: an AppState (Stateful) in the state dict *****
+class AppState:
+    """As in torch's "Getting Started with Distributed Checkpoint" (no base class needed)."""
+
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+
+    def state_dict(self):
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
+        return {"model": model_sd, "optim": optim_sd}
+
+    def load_state_dict(self, state_dict):
+        set_state_dict(self.model, self.optimizer, model_state_dict=state_dict["model"],
+                       optim_state_dict=state_dict["optim"])
+
+
+def _app_state(rank, world, path, mode, steps):
+    model, opt = _build(world, "adam", False)
+    sd = {"app": AppState(model, opt), "epoch": 0}
+    if mode == "load":
+        dcp.load(sd, checkpoint_id=path)
+    first = sd["epoch"]
+    _train(model, opt, steps, rank, world, first=first)
+    sd["epoch"] = first + steps
+    dcp.save(sd, checkpoint_id=path)
+    return _params(model.module if world > 1 else model)
+
+
+def test_stateful_app_state_as_in_torchs_tutorial(workers, tmp_path):
+    assert isinstance(AppState(None, None), dcp.Stateful)
+    path = str(tmp_path / "ckpt")
+    workers(f"{HERE}:_app_state", 2, path, "save", 3, timeout=120)
+    res = workers(f"{HERE}:_app_state", 1, path, "load", 3, timeout=120)
+    for got, want in zip(res[0], _reference("adam", 6), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    sd = {"epoch": -1}
+    dcp.load(sd, checkpoint_id=path)
+    assert sd == {"epoch": 6}

@@ -18,6 +18,7 @@ metadata; ``load(state_dict, checkpoint_id=dir)`` fills a state dict in place at
 from .filesystem import FileSystemReader, FileSystemWriter
 from .state_dict_loader import load
 from .state_dict_saver import CheckpointException, save
+from .stateful import Stateful
 
 
 def async_save(*args, **kwargs):
@@ -26,5 +27,5 @@ def async_save(*args, **kwargs):
                               "save(), which is synchronous")
 
 
-__all__ = ["CheckpointException", "FileSystemReader", "FileSystemWriter", "async_save", "load",
-           "save"]
+__all__ = ["CheckpointException", "FileSystemReader", "FileSystemWriter", "Stateful", "async_save",
+           "load", "save"]

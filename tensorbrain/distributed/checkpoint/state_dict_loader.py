@@ -10,6 +10,7 @@ from __future__ import annotations
 from ... import _xp
 from ._items import box_slices, classify, flatten, overlap, volume
 from .filesystem import FileSystemReader
+from .stateful import Stateful
 
 
 def _reader(checkpoint_id, storage_reader):
@@ -54,7 +55,9 @@ def load(state_dict: dict, *, checkpoint_id=None, storage_reader=None, planner=N
     other values (numbers, strings, lists) are replaced in their dict or list.
 
     Args:
-        state_dict: the state dict to fill, with tensors of the right global sizes.
+        state_dict: the state dict to fill, with tensors of the right global sizes; a
+            top-level :class:`Stateful` value gets ``load_state_dict`` of its filled
+            ``state_dict()``.
         checkpoint_id: the checkpoint folder.
         storage_reader: a :class:`FileSystemReader` instead of ``checkpoint_id``.
         planner: not supported (must be None).
@@ -77,6 +80,12 @@ def load(state_dict: dict, *, checkpoint_id=None, storage_reader=None, planner=N
                                   "dict is loaded")
     reader = _reader(checkpoint_id, storage_reader)
     entries = reader.read_metadata()["state_dict_metadata"]
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"a state dict must be a dict, got {type(state_dict).__name__}")
+    stateful = {k: v for k, v in state_dict.items() if isinstance(v, Stateful)}
+    given = state_dict
+    if stateful:  # fill their state dicts, then hand them back (below)
+        state_dict = {k: (v.state_dict() if k in stateful else v) for k, v in given.items()}
     items = flatten(state_dict)
     missing = [path for path, _, _, _ in items if path not in entries]
     if missing:
@@ -105,3 +114,8 @@ def load(state_dict: dict, *, checkpoint_id=None, storage_reader=None, planner=N
             parent[key] = new
     finally:
         reader.close()
+    for k, v in state_dict.items():
+        if k in stateful:
+            stateful[k].load_state_dict(v)
+        else:
+            given[k] = v  # a top-level value replaced in the working copy

@@ -19,6 +19,7 @@ import uuid
 
 from ._items import classify, flatten, volume
 from .filesystem import FORMAT, FileSystemWriter
+from .stateful import Stateful
 
 
 class CheckpointException(RuntimeError):
@@ -139,7 +140,9 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
     The previous checkpoint in the folder stays whole until the new one is committed.
 
     Args:
-        state_dict: nested dicts/lists of Tensors, DTensors, arrays and JSON values.
+        state_dict: nested dicts/lists of Tensors, DTensors, arrays and JSON values; a
+            top-level :class:`Stateful` value (a model, an ``AppState``) is saved as its
+            ``state_dict()``.
         checkpoint_id: the checkpoint folder (shared by all ranks).
         storage_writer: a :class:`FileSystemWriter` instead of ``checkpoint_id``.
         planner: not supported (must be None).
@@ -163,6 +166,10 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
                                   "(deduplicated replicated items) is the only one")
     writer = _writer(checkpoint_id, storage_writer)
     comm = _Comm(process_group, no_dist)
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"a state dict must be a dict, got {type(state_dict).__name__}")
+    state_dict = {k: (v.state_dict() if isinstance(v, Stateful) else v)
+                  for k, v in state_dict.items()}
     items, arrays = [], {}
     for path, _, _, value in flatten(state_dict):
         kind, info = classify(path, value)

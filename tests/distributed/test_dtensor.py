@@ -1,0 +1,172 @@
+"""DTensor: layouts and layout changes checked against NumPy slicing across real processes."""
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+import tensorbrain.distributed as dist
+from tensorbrain.distributed.tensor import (DTensor, Partial, Replicate, Shard, distribute_tensor,
+                                            init_device_mesh)
+
+HERE = "tests.distributed.test_dtensor"
+
+
+def _chunk(a, dim, n, i):
+    """torch.chunk's i-th of n chunks (an empty one past the end), written out with NumPy."""
+    c = -(-a.shape[dim] // n)
+    sl = [slice(None)] * a.ndim
+    sl[dim] = slice(min(i * c, a.shape[dim]), min((i + 1) * c, a.shape[dim]))
+    return a[tuple(sl)]
+
+
+def _full(shape):
+    return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+
+
+def _one_d(rank, world):
+    mesh = init_device_mesh("cpu", (world,))
+    full = _full((7, 3))
+    out = {}
+    for dim in (0, 1):
+        d = distribute_tensor(tb.tensor(full), mesh, [Shard(dim)])
+        out[f"shard{dim}"] = [list(d.shape), d.to_local().numpy().tolist(),
+                              d.full_tensor().numpy().tolist()]
+    d = distribute_tensor(tb.tensor(full), mesh, [Shard(0)])
+    out["s0_s1"] = d.redistribute(mesh, [Shard(1)]).to_local().numpy().tolist()
+    out["s0_r"] = d.redistribute(mesh, [Replicate()]).to_local().numpy().tolist()
+    out["r_s1"] = d.redistribute(mesh, [Replicate()]).redistribute(
+        mesh, [Shard(1)]).to_local().numpy().tolist()
+    # Partial: each rank holds (rank + 1) x full; the value is their sum
+    p = DTensor.from_local(tb.tensor(full * (rank + 1)), mesh, [Partial()])
+    out["partial"] = p.full_tensor().numpy().tolist()
+    out["partial_s0"] = p.redistribute(mesh, [Shard(0)]).to_local().numpy().tolist()
+    # uneven from_local needs the global shape
+    local = _chunk(full, 0, world, rank)
+    back = DTensor.from_local(tb.tensor(local), mesh, [Shard(0)], shape=(7, 3))
+    out["from_local"] = back.full_tensor().numpy().tolist()
+    # src_data_rank=0: rank 0's values win
+    d = distribute_tensor(tb.tensor(full + rank), mesh, [Shard(0)])
+    out["src0"] = d.full_tensor().numpy().tolist()
+    return out
+
+
+def test_1d_mesh_uneven_shards_follow_torch_chunk(workers):
+    world = 3
+    full = _full((7, 3))
+    res = workers(f"{HERE}:_one_d", world)
+    for rank, r in enumerate(res):
+        for dim in (0, 1):
+            shape, local, whole = r[f"shard{dim}"]
+            assert shape == [7, 3]
+            np.testing.assert_array_equal(np.array(local).reshape(_chunk(full, dim, world, rank)
+                                                                  .shape),
+                                          _chunk(full, dim, world, rank))
+            np.testing.assert_array_equal(whole, full)
+        np.testing.assert_array_equal(np.array(r["s0_s1"]).reshape(7, -1),
+                                      _chunk(full, 1, world, rank))
+        np.testing.assert_array_equal(r["s0_r"], full)
+        np.testing.assert_array_equal(np.array(r["r_s1"]).reshape(7, -1),
+                                      _chunk(full, 1, world, rank))
+        np.testing.assert_allclose(r["partial"], full * 6)
+        np.testing.assert_allclose(r["partial_s0"], _chunk(full * 6, 0, world, rank))
+        np.testing.assert_array_equal(r["from_local"], full)
+        np.testing.assert_array_equal(r["src0"], full)
+
+
+def _two_d(rank, world):
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    full = _full((5, 6))
+    out = {}
+    for name, pl in (("s0s1", [Shard(0), Shard(1)]), ("s0s0", [Shard(0), Shard(0)]),
+                     ("rs1", [Replicate(), Shard(1)])):
+        d = distribute_tensor(tb.tensor(full), mesh, pl)
+        out[name] = [d.to_local().numpy().tolist(), d.full_tensor().numpy().tolist()]
+    d = distribute_tensor(tb.tensor(full), mesh, [Shard(0), Shard(1)])
+    out["to_s1s0"] = d.redistribute(mesh, [Shard(1), Shard(0)]).to_local().numpy().tolist()
+    out["sub"] = distribute_tensor(tb.tensor(full), mesh["tp"], [Shard(0)]).to_local().tolist()
+    return out
+
+
+def test_2d_mesh_nested_shards(workers):
+    full = _full((5, 6))
+    res = workers(f"{HERE}:_two_d", 4)
+    for rank, r in enumerate(res):
+        row, col = divmod(rank, 2)
+        want = {"s0s1": _chunk(_chunk(full, 0, 2, row), 1, 2, col),
+                "s0s0": _chunk(_chunk(full, 0, 2, row), 0, 2, col),   # torch's nested rule
+                "rs1": _chunk(full, 1, 2, col)}
+        for name, expect in want.items():
+            local, whole = r[name]
+            np.testing.assert_array_equal(np.array(local).reshape(expect.shape), expect)
+            np.testing.assert_array_equal(whole, full)
+        expect = _chunk(_chunk(full, 1, 2, row), 0, 2, col)
+        np.testing.assert_array_equal(np.array(r["to_s1s0"]).reshape(expect.shape), expect)
+        np.testing.assert_array_equal(np.array(r["sub"]).reshape(-1, 6), _chunk(full, 0, 2, col))
+
+
+def _grads(rank, world):
+    mesh = init_device_mesh("cpu", (world,))
+    full = tb.tensor(_full((5, 2)))
+    w = tb.tensor(_full((5, 2)) * 0.5 + 1)
+    x = distribute_tensor(full, mesh, [Shard(0)])
+    x.requires_grad_()
+    (x.full_tensor() * w).sum().backward()
+    local = tb.tensor(_chunk(_full((5, 2)), 0, world, rank), requires_grad=True)
+    y = DTensor.from_local(local, mesh, [Shard(0)], shape=(5, 2))
+    (y.full_tensor() * w).sum().backward()
+    return [type(x.grad).__name__, x.grad.placements == (Shard(0),),
+            x.grad.to_local().numpy().tolist(), local.grad.numpy().tolist()]
+
+
+def test_gradients_flow_back_to_shards(workers):
+    w = _full((5, 2)) * 0.5 + 1
+    for rank, (kind, same_layout, xg, lg) in enumerate(workers(f"{HERE}:_grads", 2)):
+        expect = _chunk(w, 0, 2, rank)
+        assert kind == "DTensor" and same_layout
+        np.testing.assert_allclose(np.array(xg).reshape(expect.shape), expect)
+        np.testing.assert_allclose(np.array(lg).reshape(expect.shape), expect)
+
+
+@pytest.fixture
+def solo():
+    dist.init_process_group("tcp", store=dist.HashStore(), rank=0, world_size=1)
+    yield init_device_mesh("cpu", (1,))
+    dist.destroy_process_group()
+
+
+def test_errors_and_metadata(solo):
+    mesh = solo
+    d = distribute_tensor(tb.ones(4, 6), mesh, [Shard(-1)])
+    assert d.placements == (Shard(1),) and d.shape == (4, 6) and d.numel() == 24
+    assert d.stride() == (6, 1) and d.device_mesh is mesh and len(d) == 4
+    assert "placements=(Shard(dim=1),)" in repr(d)
+    with pytest.raises(TypeError, match="cannot be constructed directly"):
+        DTensor(tb.ones(2))
+    with pytest.raises(ValueError, match="got 2 placements"):
+        distribute_tensor(tb.ones(4), mesh, [Shard(0), Shard(0)])
+    with pytest.raises(ValueError, match="out of range for a 1-D tensor"):
+        distribute_tensor(tb.ones(4), mesh, [Shard(1)])
+    with pytest.raises(ValueError, match=r"rank 0's local tensor has shape \(4,\)"):
+        DTensor.from_local(tb.ones(4), mesh, [Shard(0)], shape=(5,))
+    with pytest.raises(TypeError, match="must be a DeviceMesh"):
+        distribute_tensor(tb.ones(4), "cpu", [Shard(0)])
+    with pytest.raises(ValueError, match="reduce_op 'prod'"):
+        Partial("prod")
+    f = tb.distributed.tensor.full((3, 2), 7.0, device_mesh=mesh, placements=[Shard(0)])
+    assert f.full_tensor().tolist() == [[7.0, 7.0]] * 3
+    p = DTensor._as_parameter(d)
+    assert isinstance(p, tb.nn.Parameter) and isinstance(p, DTensor) and p.requires_grad
+    assert p.placements == d.placements and p.data is d.data
+    m = tb.nn.Module()
+    m.w = p
+    assert [n for n, _ in m.named_parameters()] == ["w"]
+
+
+def test_chunk_rule_matches_torch():
+    torch = pytest.importorskip("torch")
+    for size in range(0, 12):
+        for n in range(1, 6):
+            chunks = torch.arange(size).chunk(n) if size else []
+            for i in range(n):
+                start, stop = Shard.local_range(size, n, i)
+                got = list(range(start, stop))
+                assert got == (chunks[i].tolist() if i < len(chunks) else [])

@@ -1,0 +1,13 @@
+"""``tb.distributed.fsdp``: fully sharded data parallel (torch's ``torch.distributed.fsdp``).
+
+``FullyShardedDataParallel`` (FSDP1: one flat parameter per wrapped unit) and ``fully_shard``
+(FSDP2: per-parameter DTensor shards) on the same machinery; see ``docs/fsdp.md``.
+"""
+from .api import (BackwardPrefetch, CPUOffload, FullOptimStateDictConfig, FullStateDictConfig,
+                  MixedPrecision, ShardedOptimStateDictConfig, ShardedStateDictConfig,
+                  ShardingStrategy, StateDictSettings, StateDictType)
+from .fully_sharded_data_parallel import FullyShardedDataParallel
+
+__all__ = ["BackwardPrefetch", "CPUOffload", "FullOptimStateDictConfig", "FullStateDictConfig",
+           "FullyShardedDataParallel", "MixedPrecision", "ShardedOptimStateDictConfig",
+           "ShardedStateDictConfig", "ShardingStrategy", "StateDictSettings", "StateDictType"]

@@ -208,3 +208,50 @@ def replaced_param(rank, world):
     inner = model.module[2].module
     inner.weight = tb.nn.Parameter(tb.zeros(7, 9))
     model(tb.randn(2, 6))
+
+
+def train_fsdp2(rank, world, cfgs):
+    """fully_shard on each Linear and the root; the parameters (DTensors) after STEPS steps."""
+    from tensorbrain.distributed.device_mesh import init_device_mesh
+    from tensorbrain.distributed.fsdp import (CPUOffloadPolicy, MixedPrecisionPolicy,
+                                              fully_shard)
+    from tensorbrain.distributed.tensor import DTensor
+    outs = []
+    for cfg in cfgs:
+        model = make_model()
+        mesh = init_device_mesh("cpu", tuple(cfg.get("mesh", (world,))))
+        kw = dict(mesh=mesh, reshard_after_forward=cfg.get("reshard", True))
+        if cfg.get("mp"):
+            kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=cfg["mp"], reduce_dtype=cfg["mp"])
+        if cfg.get("offload"):
+            kw["offload_policy"] = CPUOffloadPolicy()
+        for layer in model:
+            if isinstance(layer, tb.nn.Linear):
+                fully_shard(layer, **kw)
+        fully_shard(model, **kw)
+        optim = make_optim(model.parameters(), cfg.get("opt", "sgd"))
+        x, y = data()
+        per = BATCH // world
+        lo, hi = rank * per, (rank + 1) * per
+        for s in range(STEPS):
+            optim.zero_grad()
+            xs, ys = x[s, lo:hi], y[s, lo:hi]
+            if cfg.get("accumulate"):   # two micro-batches, the first without gradient sync
+                half = per // 2
+                model.set_requires_gradient_sync(False)
+                (((model(tb.tensor(xs[:half])).float() - tb.tensor(ys[:half])) ** 2).mean()
+                 / 2).backward()
+                model.set_requires_gradient_sync(True)
+                (((model(tb.tensor(xs[half:])).float() - tb.tensor(ys[half:])) ** 2).mean()
+                 / 2).backward()
+            else:
+                ((model(tb.tensor(xs)).float() - tb.tensor(ys)) ** 2).mean().backward()
+            optim.step()
+        sd = model.state_dict()
+        kinds = sorted({type(v).__name__ for v in sd.values()})
+        grads = sorted({type(p.grad).__name__ for p in model.parameters()})
+        full = {k: v.full_tensor().numpy().tolist() if isinstance(v, DTensor) else
+                v.numpy().tolist() for k, v in sd.items()}
+        local = {n: list(p.to_local().shape) for n, p in model.named_parameters()}
+        outs.append([kinds, grads, type(model).__name__, full, local])
+    return outs

@@ -141,6 +141,38 @@ def test_parameter_replaced_outside_flat_parameter_raises(workers):
     assert "parameter 'weight' was replaced outside the flat parameter" in str(info.value)
 
 
+# ***** FSDP2: fully_shard *****
+def _check_fsdp2(res, cfgs, world, shard_size):
+    refs = {opt: C.reference(opt) for opt in ("sgd", "adam")}
+    for i, cfg in enumerate(cfgs):
+        for rank in range(world):
+            kinds, grads, cls, full, local = res[rank][i]
+            assert kinds == ["DTensor"] and grads == ["DTensor"] and cls == "FSDPSequential"
+            _assert_matches(full, refs[cfg.get("opt", "sgd")])
+            shard_rank = rank % shard_size        # row-major mesh: the shard dim is the last
+            for name, shape in local.items():
+                n = refs["sgd"][name].shape[0]
+                rows = -(-n // shard_size)
+                assert shape[0] == max(0, min(rows, n - shard_rank * rows)), (name, shape)
+
+
+FSDP2_2 = [dict(), dict(opt="adam", reshard=False), dict(mp="float64", offload=True),
+           dict(accumulate=True)]
+
+
+def test_fully_shard_trains_like_one_process_2_ranks(workers):
+    res = workers(f"{CASES}:train_fsdp2", 2, FSDP2_2, timeout=240)
+    _check_fsdp2(res, FSDP2_2, 2, 2)
+
+
+FSDP2_4 = [dict(mesh=(2, 2), opt="adam"), dict(mesh=(2, 2), mp="float64", accumulate=True)]
+
+
+def test_fully_shard_2d_mesh_4_ranks(workers):
+    res = workers(f"{CASES}:train_fsdp2", 4, FSDP2_4, timeout=300)
+    _check_fsdp2(res, FSDP2_4, 4, 2)
+
+
 # ***** wrap policies (no processes) *****
 def test_policies_follow_torch_semantics():
     lin = tb.nn.Linear(10, 10)

@@ -6,8 +6,11 @@
 from .api import (BackwardPrefetch, CPUOffload, FullOptimStateDictConfig, FullStateDictConfig,
                   MixedPrecision, ShardedOptimStateDictConfig, ShardedStateDictConfig,
                   ShardingStrategy, StateDictSettings, StateDictType)
+from ._fully_shard import (CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy,
+                           UnshardHandle, fully_shard)
 from .fully_sharded_data_parallel import FullyShardedDataParallel
 
-__all__ = ["BackwardPrefetch", "CPUOffload", "FullOptimStateDictConfig", "FullStateDictConfig",
-           "FullyShardedDataParallel", "MixedPrecision", "ShardedOptimStateDictConfig",
+__all__ = ["BackwardPrefetch", "CPUOffload", "CPUOffloadPolicy", "FSDPModule",
+           "FullOptimStateDictConfig", "FullStateDictConfig", "FullyShardedDataParallel",
+           "MixedPrecision", "MixedPrecisionPolicy", "OffloadPolicy", "UnshardHandle", "fully_shard", "ShardedOptimStateDictConfig",
            "ShardedStateDictConfig", "ShardingStrategy", "StateDictSettings", "StateDictType"]

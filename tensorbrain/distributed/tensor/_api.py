@@ -291,6 +291,9 @@ def _parameter_class():
         class DTensorParameter(DTensor, Parameter):
             """A Parameter whose value is a DTensor (FSDP2's sharded parameters)."""
 
+            def __init__(self, *args, **kwargs):
+                pass   # built by _as_parameter (or nn.Parameter(dtensor) returning it)
+
             def __repr__(self):
                 return "Parameter containing:\n" + DTensor.__repr__(self)
         _PARAM_CLASS.append(DTensorParameter)

@@ -25,14 +25,31 @@ from ...tensor import Tensor
 from .. import distributed_c10d as c10d
 
 
+_HUGE = 2 << 20   # transparent huge page size on x86-64
+
+
 def _alloc(n: int, dtype, like):
-    """``(array, mmap or None)``: an ``n``-element buffer whose pages can be released."""
+    """``(array, mmap or None)``: an ``n``-element buffer whose pages can be released.
+
+    Buffers of a few MiB and more are aligned to 2 MiB and marked ``MADV_HUGEPAGE``: refilling a
+    released buffer then takes one page fault per 2 MiB instead of one per 4 KiB (where the
+    kernel allows transparent huge pages; elsewhere the advice is ignored)."""
     xp = _xp.get_array_module(like)
     if xp is not np:
         return xp.empty(n, dtype=dtype), None
     nbytes = max(int(n) * np.dtype(dtype).itemsize, 1)
-    mm = mmap.mmap(-1, nbytes)
-    return np.frombuffer(mm, dtype=dtype, count=int(n)), mm
+    if nbytes < _HUGE:
+        mm = mmap.mmap(-1, nbytes)
+        return np.frombuffer(mm, dtype=dtype, count=int(n)), mm
+    mm = mmap.mmap(-1, nbytes + _HUGE)
+    addr = np.frombuffer(mm, dtype=np.uint8, count=1).__array_interface__["data"][0]
+    offset = (-addr) % _HUGE
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        try:
+            mm.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:
+            pass
+    return np.frombuffer(mm, dtype=dtype, count=int(n), offset=offset), mm
 
 
 class ParamEntry:
@@ -89,7 +106,9 @@ class FlatParamHandle:
             self.param_dtype
         self.offload = bool(offload)
         self.requires_grad = any(grads)
-        self._like = first if not self.offload else np.empty(0)
+        # an empty array on the right device: holding ``first`` would keep a full parameter alive
+        self._like = (_xp.get_array_module(first).empty(0, dtype=self.dtype)
+                      if not self.offload else np.empty(0, dtype=self.dtype))
         self._layout_sizes()
         self.full, self._mm = _alloc(self.padded, self.param_dtype, first)
         self.unsharded = False
@@ -244,9 +263,9 @@ class FlatParamHandle:
             self.accum = g.astype(self.reduce_dtype, copy=g.dtype != self.reduce_dtype)
             return None
         self.accum = None
-        g = g.astype(self.reduce_dtype, copy=False)
+        g = g.astype(self.reduce_dtype, copy=False)   # g is this handle's own buffer
         if divide != 1:
-            g = g * g.dtype.type(1.0 / divide)
+            g *= g.dtype.type(1.0 / divide)
         g = self._rs_input(g)
         if self.W == 1:
             out, work = g, None

@@ -255,3 +255,39 @@ def train_fsdp2(rank, world, cfgs):
         local = {n: list(p.to_local().shape) for n, p in model.named_parameters()}
         outs.append([kinds, grads, type(model).__name__, full, local])
     return outs
+
+
+class _Skipper(tb.nn.Module):
+    """Rank 1 skips the middle unit: the collectives of the two ranks no longer match."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = tb.nn.Linear(4, 4), tb.nn.Linear(4, 4), tb.nn.Linear(4, 4)
+
+    def forward(self, x):
+        x = self.a(x)
+        if tb.distributed.get_rank() == 0:
+            x = self.b(x)
+        return self.c(x)
+
+
+def skipped_unit(rank, world):
+    tb.manual_seed(0)
+    model = FSDP(_Skipper(), auto_wrap_policy=ModuleWrapPolicy({tb.nn.Linear}))
+    model(tb.randn(2, 4)).sum().backward()
+
+
+def extras(rank, world):
+    """sync_module_states, ignored_modules and summon_full_params."""
+    model = make_model(seed=rank)            # different on each rank ...
+    ignored = model[4]
+    fsdp = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({tb.nn.Linear}),
+                sync_module_states=True, ignored_modules=[ignored])   # ... until synced
+    names = [n for n, _ in fsdp.named_parameters()]
+    with FSDP.summon_full_params(fsdp):
+        inner = fsdp.module[0].module
+        w = inner.weight.detach().numpy().copy()
+        inner.weight.data[...] = 1.0          # written back into the shards at exit
+    with FSDP.state_dict_type(fsdp, StateDictType.FULL_STATE_DICT):
+        sd = fsdp.state_dict()
+    return [names, w.tolist(), sd["0.weight"].numpy().tolist(), sd["4.weight"].numpy().tolist()]

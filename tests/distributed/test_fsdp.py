@@ -141,6 +141,29 @@ def test_parameter_replaced_outside_flat_parameter_raises(workers):
     assert "parameter 'weight' was replaced outside the flat parameter" in str(info.value)
 
 
+def test_rank_skipping_a_unit_fails_on_every_rank_naming_the_unit(workers):
+    from tensorbrain.testing.distributed import run_workers
+    res = run_workers(f"{CASES}:skipped_unit", 2, timeout=60, raise_on_error=False)
+    for r in res:
+        assert not r.ok and not r.timed_out, r.describe()
+        assert r.error_type == "DistBackendError"
+        assert f"on rank {r.rank}: the " in r.message and "FSDP unit '" in r.message
+    assert "FSDP unit 'b' on rank 0: the all-gather" in res[0].message
+
+
+def test_sync_module_states_ignored_modules_and_summon_full_params(workers):
+    res = workers(f"{CASES}:extras", 2, timeout=120)
+    ref = C.make_model(seed=0)                       # rank 0's initial model
+    for rank, (names, w, w0_after, w4) in enumerate(res):
+        assert names == ["_fsdp_wrapped_module.0._fsdp_wrapped_module._flat_param",
+                         "_fsdp_wrapped_module.2._fsdp_wrapped_module._flat_param",
+                         "_fsdp_wrapped_module.4.weight", "_fsdp_wrapped_module.4.bias"]
+        np.testing.assert_allclose(w, ref[0].weight.detach().numpy(), rtol=1e-6)   # rank 0
+        np.testing.assert_array_equal(w0_after, np.ones((9, 6)))            # written back
+        # the ignored module keeps this rank's own values: FSDP leaves it alone
+        np.testing.assert_array_equal(w4, C.make_model(seed=rank)[4].weight.detach().numpy())
+
+
 # ***** FSDP2: fully_shard *****
 def _check_fsdp2(res, cfgs, world, shard_size):
     refs = {opt: C.reference(opt) for opt in ("sgd", "adam")}

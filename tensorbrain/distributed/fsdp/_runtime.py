@@ -314,7 +314,14 @@ class RootState:
             for u in reversed(self.order):
                 if u.handle is not None and u.handle.requires_grad and not u.post_backward_done:
                     u.post_backward()
-            shards = [(u, finish()) for u, finish in self.pending]
+            shards = []
+            for u, finish in self.pending:
+                try:
+                    shards.append((u, finish()))
+                except DistError as exc:
+                    raise type(exc)(f"{u.kind} unit '{u.name}' on rank {c10d.get_rank()}: the "
+                                    f"reduce-scatter of its gradients failed (do all ranks run "
+                                    f"the same units in the same order?): {exc}") from exc
             works = []
             for u, g in shards:
                 if u.handle.R > 1:

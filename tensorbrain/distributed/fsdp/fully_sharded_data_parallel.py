@@ -122,14 +122,15 @@ class FullyShardedDataParallel(Module):
                       ignored_modules=ignored_modules, sync_module_states=sync_module_states,
                       forward_prefetch=forward_prefetch, use_orig_params=use_orig_params,
                       device_mesh=device_mesh)
+        if sync_module_states:   # before auto-wrapping: units created below sync nothing
+            self._sync_module_states(module, ignored, shard_group, replicate_group)
         policy = _as_policy(auto_wrap_policy)
         if policy is not None:
-            wrapper = functools.partial(FullyShardedDataParallel, **kwargs)
+            wrapper = functools.partial(FullyShardedDataParallel,
+                                        **{**kwargs, "sync_module_states": False})
             _recursive_wrap(module, policy, wrapper, ignored,
                             lambda m: isinstance(m, FullyShardedDataParallel),
                             only_wrap_children=True)
-        if sync_module_states:
-            self._sync_module_states(module, ignored, process_group)
         self.sharding_strategy = strategy
         self.process_group = shard_group if shard_group is not None else replicate_group
         self.mixed_precision, self.cpu_offload = mp, CPUOffload(offload)
@@ -198,14 +199,27 @@ class FullyShardedDataParallel(Module):
         return (group if group is not None else c10d._default("FSDP")), None, device_mesh
 
     @staticmethod
-    def _sync_module_states(module, ignored, group):
-        from ...nn.parallel.distributed import broadcast_coalesced
+    def _sync_module_states(module, ignored, shard_group, replicate_group):
+        """Broadcast rank 0's parameters and buffers, except those of units already built (they
+        synced themselves) and of ignored modules."""
         from ... import distributed as dist
-        src = c10d.get_global_rank(group, 0) if group is not None else 0
-        state = [p for p in module.parameters() if id(p) not in ignored] + \
-            [b for b in module.buffers()]
+        from ...nn.parallel.distributed import broadcast_coalesced
+        state = []
+
+        def walk(mod):
+            state.extend(p for p in mod._parameters.values()
+                         if p is not None and id(p) not in ignored)
+            state.extend(b for b in mod._buffers.values() if b is not None)
+            for child in mod._modules.values():
+                if child is not None and not isinstance(child, FullyShardedDataParallel) \
+                        and id(child) not in ignored:
+                    walk(child)
+        walk(module)
         with grad_mode.no_grad():
-            broadcast_coalesced(dist, state, src, group if not isinstance(group, tuple) else None)
+            for group in (shard_group, replicate_group):   # HYBRID: within, then across
+                if group is not None and c10d.get_world_size(group) > 1:
+                    src = c10d.get_global_rank(group, 0)
+                    broadcast_coalesced(dist, state, src, group)
 
     def _register_params(self, handle, state, use_orig_params, module):
         if not use_orig_params:

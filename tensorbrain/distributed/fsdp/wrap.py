@@ -103,8 +103,9 @@ def _numel(module) -> int:
 
 
 def _recursive_wrap(module, policy, wrapper, ignored, is_wrapped, only_wrap_children=False):
-    """torch's ``_recursive_wrap``: returns ``(module or its wrapper, numel wrapped)``."""
-    if is_wrapped(module) or module in ignored:
+    """torch's ``_recursive_wrap``: returns ``(module or its wrapper, numel wrapped)``;
+    ``ignored`` holds the ids of modules never wrapped."""
+    if is_wrapped(module) or id(module) in ignored:
         return module, 0
     nonwrapped = _numel(module)
     if not policy(module=module, recurse=True, nonwrapped_numel=nonwrapped):

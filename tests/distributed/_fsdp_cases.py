@@ -74,10 +74,12 @@ def train(rank, world, strategy="FULL_SHARD", wrap="linear", opt="sgd", mp=None,
         loss = ((out.float() - tb.tensor(y[s, lo:hi])) ** 2).mean()
         loss.backward()
         optim.step()
+    with tb.no_grad():       # an evaluation forward on the whole batch (reshards after it)
+        ev = fsdp(tb.tensor(x[0])).float().numpy().tolist()
     cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=False)
     with FSDP.state_dict_type(fsdp, StateDictType.FULL_STATE_DICT, cfg):
         sd = fsdp.state_dict()
-    return {k: v.numpy().tolist() for k, v in sd.items()}
+    return {"sd": {k: v.numpy().tolist() for k, v in sd.items()}, "eval": ev}
 
 
 def reference_adam_state():
@@ -291,3 +293,21 @@ def extras(rank, world):
     with FSDP.state_dict_type(fsdp, StateDictType.FULL_STATE_DICT):
         sd = fsdp.state_dict()
     return [names, w.tolist(), sd["0.weight"].numpy().tolist(), sd["4.weight"].numpy().tolist()]
+
+
+def fsdp2_state_dict(rank, world):
+    """A fully_shard model's DTensor state dict loads into another fully_shard model."""
+    from tensorbrain.distributed.fsdp import fully_shard
+
+    def build(seed):
+        m = make_model(seed)
+        for layer in m:
+            if isinstance(layer, tb.nn.Linear):
+                fully_shard(layer)
+        return fully_shard(m)
+    a, b = build(0), build(7)
+    b.load_state_dict(a.state_dict())
+    x = tb.tensor(data()[0][0])
+    with tb.no_grad():
+        return [a(x).numpy().tolist(), b(x).numpy().tolist(),
+                {k: v.full_tensor().numpy().tolist() for k, v in b.state_dict().items()}]

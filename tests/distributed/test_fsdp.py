@@ -33,12 +33,22 @@ CONFIGS_2 = [
 ]
 
 
+def _eval_output(ref_sd):
+    model = C.make_model()
+    model.load_state_dict({k: tb.tensor(v) for k, v in ref_sd.items()})
+    with tb.no_grad():
+        return model(tb.tensor(C.data()[0][0])).numpy()
+
+
 def test_strategies_train_like_one_process_2_ranks(workers):
     res = workers(f"{CASES}:train_many", 2, CONFIGS_2, timeout=240)
     refs = {opt: C.reference(opt) for opt in ("sgd", "adam")}
+    evals = {opt: _eval_output(ref) for opt, ref in refs.items()}
     for i, cfg in enumerate(CONFIGS_2):
         for rank in range(2):
-            _assert_matches(res[rank][i], refs[cfg.get("opt", "sgd")])
+            _assert_matches(res[rank][i]["sd"], refs[cfg.get("opt", "sgd")])
+            np.testing.assert_allclose(res[rank][i]["eval"], evals[cfg.get("opt", "sgd")],
+                                       atol=1e-5, err_msg=str(cfg))
 
 
 def test_mixed_precision_float16_close_to_float32(workers):
@@ -46,9 +56,9 @@ def test_mixed_precision_float16_close_to_float32(workers):
     ref = C.reference("adam")
     for rank in range(2):
         # compute in float16 (about 3 decimal digits) against a float32 reference
-        _assert_matches(res[rank][0], ref, atol=5e-3, rtol=5e-3)
+        _assert_matches(res[rank][0]["sd"], ref, atol=5e-3, rtol=5e-3)
         # and it is really lower precision: not bit-identical to float32
-    assert any(not np.array_equal(np.array(res[0][0][k]), v) for k, v in ref.items())
+    assert any(not np.array_equal(np.array(res[0][0]["sd"][k]), v) for k, v in ref.items())
 
 
 CONFIGS_4 = [
@@ -64,7 +74,7 @@ def test_hybrid_shard_2d_mesh_4_ranks(workers):
     refs = {opt: C.reference(opt) for opt in ("sgd", "adam")}
     for i, cfg in enumerate(CONFIGS_4):
         for rank in range(4):
-            _assert_matches(res[rank][i], refs[cfg.get("opt", "sgd")])
+            _assert_matches(res[rank][i]["sd"], refs[cfg.get("opt", "sgd")])
 
 
 @pytest.mark.parametrize("orig", [False, True])
@@ -105,7 +115,7 @@ def test_state_dicts_full_sharded_and_optimizer(workers, orig):
 def test_full_state_dict_loads_into_torch(workers):
     torch = pytest.importorskip("torch")
     res = workers(f"{CASES}:train_many", 2, [dict()], timeout=120)
-    sd = res[0][0]
+    sd = res[0][0]["sd"]
     model = torch.nn.Sequential(torch.nn.Linear(6, 9), torch.nn.Tanh(), torch.nn.Linear(9, 7),
                                 torch.nn.Tanh(), torch.nn.Linear(7, 3))
     model.load_state_dict({k: torch.tensor(np.array(v, dtype=np.float32)) for k, v in sd.items()})
@@ -194,6 +204,13 @@ FSDP2_4 = [dict(mesh=(2, 2), opt="adam"), dict(mesh=(2, 2), mp="float64", accumu
 def test_fully_shard_2d_mesh_4_ranks(workers):
     res = workers(f"{CASES}:train_fsdp2", 4, FSDP2_4, timeout=300)
     _check_fsdp2(res, FSDP2_4, 4, 2)
+
+
+def test_fully_shard_state_dict_round_trip(workers):
+    ref = {k: v.detach().numpy() for k, v in C.make_model(0).state_dict().items()}
+    for out_a, out_b, full in workers(f"{CASES}:fsdp2_state_dict", 2, timeout=120):
+        np.testing.assert_array_equal(out_a, out_b)
+        _assert_matches(full, ref, atol=0, rtol=0)
 
 
 # ***** wrap policies (no processes) *****

@@ -3,6 +3,7 @@
     python benchmarks/fsdp.py                  # memory rows at 2 and 4 ranks, step time at 2
     python benchmarks/fsdp.py --quick          # smaller model, fewer steps (smoke run)
     python benchmarks/fsdp.py --json out.json
+    python benchmarks/fsdp.py --only limit --limit-mib 128   # largest MLP under a memory cap
 
 Every configuration runs in fresh processes (``run_workers``: real processes, TCP backend with
 its same-host shared-memory transport, one BLAS thread each). Memory runs fix
@@ -147,6 +148,35 @@ def speed_worker(rank, world, kinds, width, layers, batch, blocks, steps):
     return times
 
 
+def largest_under_cap(args, env, me, world=4, layers=4):
+    """The widest ``layers``-layer MLP whose peak resident memory per rank (above the
+    pre-model baseline, sampled during training steps) stays under ``--limit-mib``: DDP against
+    FULL_SHARD at ``world`` ranks."""
+    from tensorbrain.testing.distributed import run_workers
+    cap = args.limit_mib * (1 << 20)
+    print(f"\n# largest {layers}-layer MLP (Adam, batch {args.batch}/rank) whose peak RSS per "
+          f"rank stays under {args.limit_mib:.0f} MiB, {world} ranks")
+    print("| config | width | parameters | peak in step (MiB) | fits |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    best = {}
+    for kind in ("DDP", "FULL_SHARD"):
+        for width in (512, 768, 1024, 1280, 1536, 1792, 2048, 2304):
+            r = run_workers(f"{me}:memory_worker", world, kind, width, layers, args.batch, 2,
+                            timeout=600, env=env)
+            peak = max(x["peak"] for x in r)
+            n = layers * (width * width + width)
+            fits = peak <= cap
+            print(f"| {kind} | {width} | {n / 1e6:.2f} M | {peak / (1 << 20):.1f} | "
+                  f"{'yes' if fits else 'no'} |", flush=True)
+            if not fits:
+                break
+            best[kind] = n
+    if len(best) == 2:
+        print(f"\nFULL_SHARD trains {best['FULL_SHARD'] / best['DDP']:.1f} x DDP's parameters "
+              f"under the cap")
+    return best
+
+
 # ***** driver *****
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -155,7 +185,9 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--batch", type=int, default=64, help="samples per rank")
     ap.add_argument("--json")
-    ap.add_argument("--only", choices=("memory", "speed"))
+    ap.add_argument("--only", choices=("memory", "speed", "limit"))
+    ap.add_argument("--limit-mib", type=float, default=128.0,
+                    help="per-process resident-memory cap for the largest-model search")
     args = ap.parse_args(argv)
     from tensorbrain.testing.distributed import run_workers
     from benchmarks._common import cpu_model
@@ -165,6 +197,8 @@ def main(argv=None):
     env = {**ENV, "PYTHONPATH": ROOT}
     print(f"# FSDP vs DDP: {layers} x Linear({width}, {width}) + ReLU, Adam, batch {args.batch}"
           f"/rank, TCP backend; {cpu_model()}")
+    if args.only == "limit":
+        return largest_under_cap(args, env, me)
     rows = []
     print("\n| ranks | config | persistent (MiB) | x DDP | goal | RSS between steps (MiB) "
           "| peak in step (MiB) |")

@@ -18,7 +18,9 @@ step-time run keeps the default allocator, as a user would. Figures per rank (ra
 * peak in step: the highest resident memory a sampling thread saw during the timed steps,
   minus the same baseline (activations, unsharded parameters, gradient buffers);
 * step: median time of ``zero_grad; loss.backward(); step()`` over blocks of steps; DDP and
-  FSDP run in the same processes in interleaved blocks, so the machine's load hits both alike.
+  FSDP run in the same processes in interleaved blocks, so the machine's load hits both alike;
+* CPU time per step: process CPU time (all threads) per step; on a machine shared with other
+  jobs it shows the work each variant adds, without the time spent waiting for a core.
 
 Goals (issue 16; figures, not asserted): FULL_SHARD persistent <= (1/N + 0.1) x DDP's at N = 2
 and 4; FSDP step <= 1.3 x DDP's at 2 ranks.
@@ -134,10 +136,11 @@ def speed_worker(rank, world, kinds, width, layers, batch, blocks, steps):
         runs[kind] = (model, tb.optim.Adam(model.parameters(), lr=1e-4))
     x = tb.tensor(np.random.RandomState(rank).randn(batch, width).astype(np.float32))
     times = {k: [] for k in kinds}
+    cpu = {k: [] for k in kinds}
     for b in range(blocks + 1):
         for kind, (model, optim) in runs.items():
             tb.distributed.barrier()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(steps):
                 optim.zero_grad()
                 (model(x) ** 2).mean().backward()
@@ -145,7 +148,8 @@ def speed_worker(rank, world, kinds, width, layers, batch, blocks, steps):
             dt = (time.perf_counter() - t0) / steps
             if b:                              # block 0 warms up
                 times[kind].append(dt)
-    return times
+                cpu[kind].append((time.process_time() - c0) / steps)
+    return {"wall": times, "cpu": cpu}
 
 
 def largest_under_cap(args, env, me, world=4, layers=4):
@@ -224,17 +228,21 @@ def main(argv=None):
     speed_env = {k: v for k, v in env.items() if k != "MALLOC_MMAP_THRESHOLD_"}
     res = run_workers(f"{me}:speed_worker", 2, kinds, width, layers, args.batch, blocks, steps,
                       timeout=600, env=speed_env)
-    print("\n| config (2 ranks) | step (ms, median of blocks, slowest rank) | x DDP |")
-    print("| --- | ---: | ---: |")
-    per_block = {k: [max(r[k][b] for r in res) for b in range(blocks)] for k in kinds}
-    med = {k: statistics.median(v) for k, v in per_block.items()}
+    print("\n| config (2 ranks) | step (ms, median of blocks, slowest rank) | x DDP "
+          "| CPU time per step (ms, busiest rank) | x DDP |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    per_block = {k: [max(r["wall"][k][b] for r in res) for b in range(blocks)] for k in kinds}
+    cpu_block = {k: [max(r["cpu"][k][b] for r in res) for b in range(blocks)] for k in kinds}
     for k in kinds:
         ratios = [a / d for a, d in zip(per_block[k], per_block["DDP"], strict=True)]
-        print(f"| {k} | {med[k] * 1e3:.1f} | {statistics.median(ratios):.2f} |")
+        cratios = [a / d for a, d in zip(cpu_block[k], cpu_block["DDP"], strict=True)]
+        print(f"| {k} | {statistics.median(per_block[k]) * 1e3:.1f} | "
+              f"{statistics.median(ratios):.2f} | {statistics.median(cpu_block[k]) * 1e3:.1f} | "
+              f"{statistics.median(cratios):.2f} |")
     print("\ngoal: FULL_SHARD step <= 1.30 x DDP")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"memory": rows, "speed": per_block}, f, indent=1)
+            json.dump({"memory": rows, "speed": res}, f, indent=1)
 
 
 if __name__ == "__main__":

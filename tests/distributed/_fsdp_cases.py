@@ -311,3 +311,40 @@ def fsdp2_state_dict(rank, world):
     with tb.no_grad():
         return [a(x).numpy().tolist(), b(x).numpy().tolist(),
                 {k: v.full_tensor().numpy().tolist() for k, v in b.state_dict().items()}]
+
+
+class _PartlyUsed(tb.nn.Module):
+    """A unit with a parameter that never gets a gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.used, self.unused = tb.nn.Linear(9, 3), tb.nn.Linear(9, 3)
+
+    def forward(self, x):
+        return self.used(x)
+
+
+def partly_used_model():
+    tb.manual_seed(0)
+    return tb.nn.Sequential(tb.nn.Linear(6, 9), tb.nn.Tanh(), _PartlyUsed())
+
+
+def partly_used(rank, world):
+    fsdp = FSDP(partly_used_model(), auto_wrap_policy=ModuleWrapPolicy({_PartlyUsed}))
+    optim = tb.optim.SGD(fsdp.parameters(), lr=0.1)
+    x, y = data()
+    for s in range(STEPS):
+        _step(fsdp, optim, x[s], y[s], rank, world)
+    with FSDP.state_dict_type(fsdp, StateDictType.FULL_STATE_DICT):
+        return {k: v.numpy().tolist() for k, v in fsdp.state_dict().items()}
+
+
+def reference_partly_used():
+    model = partly_used_model()
+    optim = tb.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    for s in range(STEPS):
+        optim.zero_grad()
+        ((model(tb.tensor(x[s])) - tb.tensor(y[s])) ** 2).mean().backward()
+        optim.step()
+    return {k: v.numpy().copy() for k, v in model.state_dict().items()}

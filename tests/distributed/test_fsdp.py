@@ -174,6 +174,12 @@ def test_sync_module_states_ignored_modules_and_summon_full_params(workers):
         np.testing.assert_array_equal(w4, C.make_model(seed=rank)[4].weight.detach().numpy())
 
 
+def test_unit_with_a_parameter_that_gets_no_gradient(workers):
+    ref = C.reference_partly_used()
+    for sd in workers(f"{CASES}:partly_used", 2, timeout=120):
+        _assert_matches(sd, ref)
+
+
 # ***** FSDP2: fully_shard *****
 def _check_fsdp2(res, cfgs, world, shard_size):
     refs = {opt: C.reference(opt) for opt in ("sgd", "adam")}

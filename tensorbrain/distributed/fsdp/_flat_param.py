@@ -37,6 +37,51 @@ def _alloc(n: int, dtype, like):
     return np.frombuffer(mm, dtype=dtype, count=int(n)), mm
 
 
+# MADV_POPULATE_WRITE (Linux 5.14): fault a released buffer back in with one system call. On this
+# machine (a Firecracker VM) refilling a released 4 MiB buffer took 14 ms through page faults and
+# 1.2 ms after this advice; kernels without it raise OSError and the pages fault in on use.
+_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
+
+
+def _populate(mm) -> None:
+    global _POPULATE_WRITE
+    if _POPULATE_WRITE is None or mm is None or len(mm) < mmap.PAGESIZE:
+        return
+    try:
+        mm.madvise(_POPULATE_WRITE)
+    except (OSError, ValueError):
+        _POPULATE_WRITE = None
+
+
+class _GradPool:
+    """Reuses unsharded gradient buffers across units and steps: a fresh 4 MiB array costs page
+    faults on first write (see ``_populate``), a reused one does not. A buffer comes back when
+    its reduce-scatter has finished (from the communication thread); at most ``keep`` free
+    buffers per (size, dtype) are kept, the rest are dropped."""
+
+    def __init__(self, keep: int = 2):
+        self.keep, self.free = keep, {}
+
+    def take(self, n: int, dtype, like):
+        key = (int(n), np.dtype(dtype).str, _xp.get_array_module(like).__name__)
+        free = self.free.get(key)
+        if free:
+            try:
+                return free.pop()   # not zeroed: the handle zeroes what no gradient fills
+            except IndexError:
+                pass
+        return _xp.get_array_module(like).empty(n, dtype=dtype)
+
+    def give(self, buf, like):
+        key = (int(buf.size), buf.dtype.str, _xp.get_array_module(like).__name__)
+        free = self.free.setdefault(key, [])
+        if len(free) < self.keep:
+            free.append(buf)
+
+
+_GRADS = _GradPool()
+
+
 class ParamEntry:
     """Where one original parameter lives: its module, attribute, name and unsharded view."""
 
@@ -97,6 +142,7 @@ class FlatParamHandle:
         self._layout_sizes()
         self.full, self._mm = _alloc(self.padded, self.param_dtype, first)
         self.unsharded = False
+        self._released = True        # pages not resident: populate before the next fill
         self._work = None            # pending all-gather
         self._gathered = None        # dim0 layout: all-gather output awaiting copy-out
         self.grad_buffer = None      # unsharded gradients of this backward
@@ -170,6 +216,9 @@ class FlatParamHandle:
             return
         if self._work is None:
             xp = _xp.get_array_module(self.full)
+            if self._released:
+                _populate(self._mm)
+                self._released = False
             src = self.shard
             if src.dtype != self.param_dtype or _xp.get_array_module(src) is not xp:
                 src = xp.asarray(src).astype(self.param_dtype)
@@ -221,17 +270,20 @@ class FlatParamHandle:
             return   # a size-1 shard group keeps the full buffer: freeing would save nothing
         if self._mm is not None and len(self._mm) >= mmap.PAGESIZE:
             self._mm.madvise(mmap.MADV_DONTNEED)
+            self._released = True
 
     # ***** gradients *****
     def take_grad(self, e):
         """Move ``e.view.grad`` into this backward's unsharded gradient buffer; True once every
         parameter that needs a gradient has delivered one."""
         if self.grad_buffer is None:
-            xp = _xp.get_array_module(self.full)
-            self.grad_buffer = xp.zeros(self.padded, dtype=self.param_dtype)
+            self.grad_buffer = _GRADS.take(self.padded, self.param_dtype, self.full)
+            self.grad_buffer[self.total:] = 0
             self.grads_ready = 0
+            self._filled = set()
         self.grad_buffer[e.offset:e.offset + e.numel] = e.view.grad.data.reshape(-1)
         e.view.grad = None
+        self._filled.add(id(e))
         self.grads_ready += 1
         return self.grads_ready == sum(1 for x in self.entries if x.requires_grad)
 
@@ -241,6 +293,11 @@ class FlatParamHandle:
         xp = _xp.get_array_module(self.full)
         g = self.grad_buffer if self.grad_buffer is not None else \
             xp.zeros(self.padded, dtype=self.param_dtype)
+        if self.grad_buffer is not None and len(self._filled) < len(self.entries):
+            for e in self.entries:    # parameters that got no gradient (unused, frozen)
+                if id(e) not in self._filled:
+                    g[e.offset:e.offset + e.numel] = 0
+        self._last_taken = self.grad_buffer
         self.grad_buffer = None
         if self.accum is not None:
             g = g.astype(self.reduce_dtype) + self.accum
@@ -251,6 +308,7 @@ class FlatParamHandle:
         g = g.astype(self.reduce_dtype, copy=False)   # g is this handle's own buffer
         if divide != 1:
             g *= g.dtype.type(1.0 / divide)
+        pooled = g if g is self._last_taken else None
         g = self._rs_input(g)
         if self.W == 1:
             out, work = g, None
@@ -258,6 +316,10 @@ class FlatParamHandle:
             out = xp.empty(self.shard_numel, dtype=self.reduce_dtype)
             work = c10d.reduce_scatter_tensor(Tensor._wrap(out), Tensor._wrap(g),
                                               group=self.shard_group, async_op=True)
+            if pooled is not None and g is pooled:   # back to the pool once sent
+                full = self.full
+                work._on_done(lambda w, b=pooled: _GRADS.give(b, full) if w.is_success()
+                              else None)
         state = {"work": work, "out": out}
 
         def finish_shard():

@@ -297,8 +297,7 @@ class FlatParamHandle:
             for e in self.entries:    # parameters that got no gradient (unused, frozen)
                 if id(e) not in self._filled:
                     g[e.offset:e.offset + e.numel] = 0
-        self._last_taken = self.grad_buffer
-        self.grad_buffer = None
+        taken, self.grad_buffer = self.grad_buffer, None   # no reference kept: it is pooled
         if self.accum is not None:
             g = g.astype(self.reduce_dtype) + self.accum
         if not sync:
@@ -308,7 +307,7 @@ class FlatParamHandle:
         g = g.astype(self.reduce_dtype, copy=False)   # g is this handle's own buffer
         if divide != 1:
             g *= g.dtype.type(1.0 / divide)
-        pooled = g if g is self._last_taken else None
+        pooled = g if g is taken else None
         g = self._rs_input(g)
         if self.W == 1:
             out, work = g, None

@@ -273,7 +273,9 @@ class FullyShardedDataParallel(Module):
             m._fsdp_state.name = _clean(names[id(m)])
             m.__dict__["_is_root"] = m is self
         root = _runtime.RootState(self._fsdp_state, states)
-        root.fingerprint_check(self.process_group if self.process_group is not None else None)
+        h = next((u.handle for u in states if u.handle is not None), None)
+        spans_world = h is None or h.W * h.R == c10d.get_world_size()
+        root.fingerprint_check(None if spans_world else self.process_group)   # HYBRID: all
         self.__dict__["_root_state"] = root
         for m in units:
             m.__dict__["_root_state"] = root

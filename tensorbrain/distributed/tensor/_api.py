@@ -131,19 +131,24 @@ class DTensor(Tensor):
 
     @property
     def shape(self):
+        """The global shape (``.data`` holds this rank's piece)."""
         return Size(self._spec.shape)
 
     def size(self, dim=None):
+        """The global size, or its ``dim``-th entry."""
         return Size(self._spec.shape) if dim is None else self._spec.shape[dim]
 
     @property
     def ndim(self):
+        """Number of dimensions of the global tensor."""
         return len(self._spec.shape)
 
     def dim(self):
+        """Number of dimensions of the global tensor."""
         return len(self._spec.shape)
 
     def numel(self):
+        """Elements of the global tensor."""
         n = 1
         for s in self._spec.shape:
             n *= int(s)
@@ -152,18 +157,21 @@ class DTensor(Tensor):
     nelement = numel
 
     def stride(self, dim=None):
+        """The global (contiguous unless given to ``from_local``) stride."""
         return self._spec.stride if dim is None else self._spec.stride[dim]
 
     def __len__(self):
         return self._spec.shape[0]
 
     def requires_grad_(self, requires_grad=True):
+        """As Tensor's; a leaf DTensor's ``.grad`` then comes back as a DTensor."""
         super().requires_grad_(requires_grad)
         if self.requires_grad and self.grad_fn is None:
             self._keep_grad_distributed()
         return self
 
     def detach(self):
+        """A DTensor sharing this one's local data and layout, outside autograd."""
         return DTensor._make(self.data, self._spec, like=_Detached(self._version))
 
     def __repr__(self) -> str:

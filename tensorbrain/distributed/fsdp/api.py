@@ -63,6 +63,7 @@ class MixedPrecision:
 
 @dataclass
 class StateDictConfig:
+    """Base of the model state dict configs: ``offload_to_cpu`` puts values in host memory."""
     offload_to_cpu: bool = False
 
 
@@ -74,26 +75,31 @@ class FullStateDictConfig(StateDictConfig):
 
 @dataclass
 class ShardedStateDictConfig(StateDictConfig):
+    """Config of ``SHARDED_STATE_DICT`` (values are always DTensors here)."""
     _use_dtensor: bool = True
 
 
 @dataclass
 class OptimStateDictConfig:
+    """Base of the optimizer state dict configs."""
     offload_to_cpu: bool = True
 
 
 @dataclass
 class FullOptimStateDictConfig(OptimStateDictConfig):
+    """``rank0_only``: ``optim_state_dict`` returns ``{}`` on the other ranks."""
     rank0_only: bool = False
 
 
 @dataclass
 class ShardedOptimStateDictConfig(OptimStateDictConfig):
+    """Config of sharded optimizer state dicts (DTensor values)."""
     _use_dtensor: bool = True
 
 
 @dataclass
 class StateDictSettings:
+    """The state dict type and configs in force (torch's ``StateDictSettings``)."""
     state_dict_type: StateDictType
     state_dict_config: StateDictConfig
     optim_state_dict_config: OptimStateDictConfig

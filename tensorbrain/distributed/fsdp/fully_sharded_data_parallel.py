@@ -248,7 +248,10 @@ class FullyShardedDataParallel(Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            return getattr(self.__dict__["_modules"]["_fsdp_wrapped_module"], name)
+            inner = (self.__dict__.get("_modules") or {}).get("_fsdp_wrapped_module")
+            if inner is None:
+                raise
+            return getattr(inner, name)
 
     def __getitem__(self, key):
         return self._fsdp_wrapped_module[key]

@@ -22,6 +22,8 @@ class Parameter(Tensor):
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = Tensor._wrap(np.empty((0,), dtype=np.float32))
+        if getattr(data, "_spec", None) is not None:  # a DTensor: stay one (as torch does)
+            return type(data)._as_parameter(data, requires_grad)
         array = data._data if isinstance(data, Tensor) else _xp.get_array_module(data).asarray(data)
         if requires_grad and array.dtype.kind not in "fc":
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "

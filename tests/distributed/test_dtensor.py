@@ -170,3 +170,10 @@ def test_chunk_rule_matches_torch():
                 start, stop = Shard.local_range(size, n, i)
                 got = list(range(start, stop))
                 assert got == (chunks[i].tolist() if i < len(chunks) else [])
+
+
+def test_parameter_of_a_dtensor_is_a_dtensor(solo):
+    d = distribute_tensor(tb.ones(4, 2), solo, [Shard(0)])
+    p = tb.nn.Parameter(d)
+    assert isinstance(p, DTensor) and isinstance(p, tb.nn.Parameter)
+    assert p.placements == (Shard(0),) and p.shape == (4, 2)

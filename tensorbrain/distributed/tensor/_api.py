@@ -1,7 +1,7 @@
 """``DTensor``: a Tensor whose value is laid out over a DeviceMesh (torch's
 ``torch.distributed.tensor.DTensor``), minimal version.
 
-A DTensor is a tensorbrain Tensor whose ``.data`` is this rank's local shard; its ``shape``,
+A DTensor is a tensorbrain Tensor whose ``._data`` is this rank's local shard; its ``shape``,
 ``size()``, ``numel()`` and ``stride()`` describe the *global* tensor, as in torch. It knows its
 ``device_mesh`` and one placement per mesh dimension, and changes layout with ``redistribute``
 (differentiable). Difference from torch: arithmetic on a DTensor is not sharding-aware; an op on
@@ -131,19 +131,24 @@ class DTensor(Tensor):
 
     @property
     def shape(self):
+        """The global shape (``._data`` holds this rank's piece)."""
         return Size(self._spec.shape)
 
     def size(self, dim=None):
+        """The global size, or its ``dim``-th entry."""
         return Size(self._spec.shape) if dim is None else self._spec.shape[dim]
 
     @property
     def ndim(self):
+        """Number of dimensions of the global tensor."""
         return len(self._spec.shape)
 
     def dim(self):
+        """Number of dimensions of the global tensor."""
         return len(self._spec.shape)
 
     def numel(self):
+        """Elements of the global tensor."""
         n = 1
         for s in self._spec.shape:
             n *= int(s)
@@ -152,18 +157,21 @@ class DTensor(Tensor):
     nelement = numel
 
     def stride(self, dim=None):
+        """The global (contiguous unless given to ``from_local``) stride."""
         return self._spec.stride if dim is None else self._spec.stride[dim]
 
     def __len__(self):
         return self._spec.shape[0]
 
     def requires_grad_(self, requires_grad=True):
+        """As Tensor's; a leaf DTensor's ``.grad`` then comes back as a DTensor."""
         super().requires_grad_(requires_grad)
         if self.requires_grad and self.grad_fn is None:
             self._keep_grad_distributed()
         return self
 
     def detach(self):
+        """A DTensor sharing this one's local data and layout, outside autograd."""
         return DTensor._make(self._data, self._spec, like=_Detached(self._version))
 
     def __repr__(self) -> str:

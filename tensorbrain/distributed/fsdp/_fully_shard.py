@@ -1,0 +1,225 @@
+"""FSDP2's front door: ``fully_shard(module, mesh=...)`` (torch's
+``torch.distributed.fsdp.fully_shard``), on the same machinery as ``FullyShardedDataParallel``.
+
+``fully_shard`` changes ``module`` in place: each of its parameters (those not already managed by
+a ``fully_shard``-ed submodule) becomes a DTensor ``Shard(0)`` parameter (``(Replicate(),
+Shard(0))`` on a 2-D mesh: HSDP), the module's class becomes ``FSDP<Class>`` (also an
+:class:`FSDPModule`), and forward hooks gather the parameters before its forward and free them
+after. Call it on the submodules (transformer blocks) first, then on the root.
+
+>>> import tensorbrain as tb, tensorbrain.distributed as dist
+>>> from tensorbrain.distributed.fsdp import fully_shard
+>>> dist.init_process_group("tcp", store=dist.HashStore(), rank=0, world_size=1)
+>>> model = fully_shard(tb.nn.Linear(4, 2))
+>>> type(model).__name__, type(model.weight).__name__, model.weight.placements
+('FSDPLinear', 'DTensorParameter', (Shard(dim=0),))
+>>> dist.destroy_process_group()
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import distributed_c10d as c10d
+from . import _runtime
+from ._flat_param import FlatParamHandle
+
+__all__ = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy",
+           "UnshardHandle", "fully_shard"]
+
+
+@dataclass(frozen=True)
+class MixedPrecisionPolicy:
+    """FSDP2's mixed precision: ``param_dtype`` for the unsharded parameters (compute),
+    ``reduce_dtype`` for gradient reduction, ``output_dtype`` to cast forward outputs to, and
+    ``cast_forward_inputs`` to cast floating inputs to ``param_dtype``."""
+    param_dtype: object = None
+    reduce_dtype: object = None
+    output_dtype: object = None
+    cast_forward_inputs: bool = True
+
+
+@dataclass
+class OffloadPolicy:
+    """No offloading (the default)."""
+
+
+@dataclass
+class CPUOffloadPolicy(OffloadPolicy):
+    """Keep the sharded parameters and gradients in host memory (the optimizer steps there)."""
+    pin_memory: bool = True
+
+
+class UnshardHandle:
+    """Returned by ``FSDPModule.unshard(async_op=True)``: ``wait()`` finishes the all-gather."""
+
+    def __init__(self, state):
+        self._state = state
+
+    def wait(self):
+        if self._state.handle is not None:
+            self._state.handle.wait_unshard()
+            self._state.install()
+
+
+class FSDPModule:
+    """Mixed into the class of every module passed to :func:`fully_shard`."""
+
+    def unshard(self, async_op: bool = False):
+        """All-gather this module's parameters now (``async_op``: return a handle to wait)."""
+        st = self._fsdp2_root_state()
+        if st.handle is not None:
+            st.handle.unshard(async_op=async_op)
+            if not async_op:
+                st.install()
+        return UnshardHandle(st) if async_op else None
+
+    def reshard(self):
+        """Free this module's unsharded parameters."""
+        st = self.__dict__["_fsdp_state"]
+        if st.handle is not None:
+            st.handle.reshard()
+            st.uninstall()
+
+    def set_requires_gradient_sync(self, requires_gradient_sync: bool, *, recurse=True):
+        """With False, backward keeps gradients unsharded and unreduced (gradient accumulation,
+        torch's replacement for ``no_sync``); the next backward with True reduces the sum."""
+        mods = self.modules() if recurse else [self]
+        for m in mods:
+            st = m.__dict__.get("_fsdp_state")
+            if st is not None:
+                st.requires_grad_sync = bool(requires_gradient_sync)
+
+    def set_reshard_after_forward(self, reshard_after_forward: bool, recurse=True):
+        """Change ``reshard_after_forward`` (the root never reshards after forward)."""
+        mods = self.modules() if recurse else [self]
+        for m in mods:
+            st = m.__dict__.get("_fsdp_state")
+            if st is not None:
+                st.reshard_after_forward = bool(reshard_after_forward)
+
+    def _fsdp2_root_state(self):
+        st = self.__dict__["_fsdp_state"]
+        if st.root is None:
+            _lazy_root(self)
+        return st
+
+
+def _lazy_root(module):
+    units = [m for m in module.modules() if "_fsdp_state" in m.__dict__]
+    names = {id(m): n for n, m in module.named_modules()}
+    states = []
+    for m in units:
+        st = m.__dict__["_fsdp_state"]
+        if st.root is not None:
+            raise RuntimeError("fully_shard: a submodule already ran as the root; call the "
+                               "outermost fully_shard-ed module")
+        st.name = names[id(m)]
+        states.append(st)
+    root = _runtime.RootState(module.__dict__["_fsdp_state"], states)
+    root.fingerprint_check(None)
+    return root
+
+
+def _pre_forward(module, args, kwargs):
+    st = module.__dict__["_fsdp_state"]
+    if st.root is None:
+        _lazy_root(module)
+    return st.pre_forward(args, kwargs)
+
+
+def _post_forward(module, args, output):
+    return module.__dict__["_fsdp_state"].post_forward(output)
+
+
+_CLASSES: dict = {}
+
+
+def _np_dtype(d):
+    import numpy as np
+    return None if d is None else np.dtype(d)
+
+
+def fully_shard(module, *, mesh=None, reshard_after_forward=True, shard_placement_fn=None,
+                mp_policy=None, offload_policy=None,
+                ignored_params=None):
+    """Shard ``module``'s parameters over ``mesh`` (FSDP2).
+
+    Args:
+        module: the module (changed in place and returned).
+        mesh: a 1-D DeviceMesh (shard) or 2-D (replicate, shard); default: all ranks, 1-D.
+        reshard_after_forward: free the unsharded parameters after forward (True, as
+            FULL_SHARD) or keep them until after backward (False, as SHARD_GRAD_OP). An int
+            (reshard to a smaller group) is not supported.
+        shard_placement_fn: not supported (parameters always shard on dim 0).
+        mp_policy: :class:`MixedPrecisionPolicy` (default: none).
+        offload_policy: :class:`OffloadPolicy` (default) or :class:`CPUOffloadPolicy`.
+        ignored_params: parameters left alone.
+
+    Returns:
+        ``module``, now an instance of ``FSDP<Class>`` and :class:`FSDPModule`.
+
+    Raises:
+        NotImplementedError: ``shard_placement_fn`` or an int ``reshard_after_forward``.
+        ValueError: a mesh of more than 2 dimensions; parameters of mixed dtypes.
+    """
+    if shard_placement_fn is not None:
+        raise NotImplementedError("fully_shard(shard_placement_fn=...) is not supported: "
+                                  "parameters are sharded on dim 0")
+    if not isinstance(reshard_after_forward, bool):
+        raise NotImplementedError(f"fully_shard(reshard_after_forward={reshard_after_forward!r})"
+                                  f": only True or False is supported")
+    from ..device_mesh import init_device_mesh
+    from ..tensor import DTensor, Replicate, Shard
+    from ..tensor._api import DTensorSpec
+    from .fully_sharded_data_parallel import _collect
+    mp_policy = mp_policy if mp_policy is not None else MixedPrecisionPolicy()
+    if mesh is None:
+        mesh = init_device_mesh("cpu", (c10d.get_world_size(),))
+    if mesh.ndim == 1:
+        shard_group, replicate_group, placements = mesh.get_group(0), None, (Shard(0),)
+    elif mesh.ndim == 2:
+        shard_group, replicate_group = mesh.get_group(1), mesh.get_group(0)
+        placements = (Replicate(), Shard(0))
+    else:
+        raise ValueError(f"fully_shard: mesh must be 1-D or 2-D (replicate, shard), got "
+                         f"{mesh.ndim}-D")
+    ignored = {id(p) for p in (ignored_params or ())}
+    entries, shared = _collect(module, lambda m: "_fsdp_state" in m.__dict__, ignored)
+    handle = None
+    if entries:
+        handle = FlatParamHandle(type(module).__name__, entries, shard_group, replicate_group,
+                                 "dim0", _np_dtype(mp_policy.param_dtype),
+                                 _np_dtype(mp_policy.reduce_dtype),
+                                 isinstance(offload_policy, CPUOffloadPolicy), mesh)
+    state = _runtime.UnitState("", handle, kind="fully_shard",
+                               reshard_after_forward=reshard_after_forward, orig_params=True,
+                               cast_inputs=mp_policy.cast_forward_inputs,
+                               output_dtype=_np_dtype(mp_policy.output_dtype), shared=shared)
+    state.flat_param = None
+    if handle is not None:
+        specs = {}
+        for e in handle.entries:
+            lo, hi = handle.local_slice(e)
+            local = handle.shard[lo:hi].reshape((e.local_rows,) + e.shape[1:])
+            pl = placements if e.shape else tuple(Replicate() for _ in placements)
+            spec = DTensorSpec(mesh, pl, e.shape)
+            dt = DTensor._make(local, spec)
+            p = DTensor._as_parameter(dt, requires_grad=e.requires_grad)
+            e.module.__dict__["_parameters"][e.attr] = p
+            e.orig = p
+            specs[id(e)] = spec
+        for mod, attr, e in shared:
+            mod.__dict__["_parameters"][attr] = e.orig
+
+        def wrap_grad(entry, array, specs=specs):
+            return DTensor._make(array, specs[id(entry)])
+        state.wrap_grad = wrap_grad
+    module.__dict__["_fsdp_state"] = state
+    module.register_forward_pre_hook(_pre_forward, with_kwargs=True)
+    module.register_forward_hook(_post_forward)
+    cls = type(module)
+    if not issubclass(cls, FSDPModule):
+        if cls not in _CLASSES:
+            _CLASSES[cls] = type(f"FSDP{cls.__name__}", (FSDPModule, cls), {})
+        module.__class__ = _CLASSES[cls]
+    return module

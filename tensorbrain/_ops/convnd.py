@@ -61,6 +61,20 @@ def _windows(xp, x, ks, ss, ds, outs):
     return xp.lib.stride_tricks.as_strided(x, shape, strides)
 
 
+def _im2col(xp, x, ks, ss, ds, outs, fold_batch):
+    """The column array of padded ``x`` (N, C, *S), copied once from the window view:
+    ``(N, C*prod(K), L)`` for a GEMM per image, or with ``fold_batch`` ``(C*prod(K), N*L)`` for
+    one GEMM over the whole batch (the transpose is folded into the same copy)."""
+    n, c = x.shape[:2]
+    kk, L = c * math.prod(ks), math.prod(outs)
+    v = _windows(xp, x, ks, ss, ds, outs)
+    if fold_batch:
+        nd = len(ks)
+        perm = (1,) + tuple(range(2, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
+        return xp.ascontiguousarray(v.transpose(perm)).reshape(kk, n * L)
+    return xp.ascontiguousarray(v).reshape(n, kk, L)
+
+
 def _positions(ks, ss, ds, outs):
     """For each kernel position: its index and the strided slice of the padded image it reads."""
     for pos in itertools.product(*(range(k) for k in ks)):
@@ -160,13 +174,10 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
     one_gemm = groups == 1 and L <= 16
 
     def columns():
-        if pointwise:
-            cols = xp.ascontiguousarray(xpad).reshape(n, c, L)
-        else:
-            cols = xp.ascontiguousarray(_windows(xp, xpad, ks, ss, ds, outs))
-        if one_gemm:   # (K, N*L)
-            return xp.ascontiguousarray(cols.reshape(n, kg, L).transpose(1, 0, 2)).reshape(kg, n * L)
-        return cols.reshape(n, groups, kg, L)
+        if pointwise and not one_gemm:
+            return xp.ascontiguousarray(xpad).reshape(n, groups, kg, L)
+        cols = _im2col(xp, xpad, ks, ss, ds, outs, one_gemm)   # (K, N*L) when one_gemm
+        return cols if one_gemm else cols.reshape(n, groups, kg, L)
 
     if one_gemm:
         out = xp.ascontiguousarray((w3[0] @ columns()).reshape(oc, n, L).transpose(1, 0, 2))
@@ -220,6 +231,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
 
 
 # ***** transposed convolution *****
+_FOLD_MAX = 256
 def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                    dilation=1, name="conv_transpose"):
     """N-d transposed convolution (the input-gradient of ``conv``), as PyTorch's
@@ -259,9 +271,19 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
     kg, L = ocg * math.prod(ks), math.prod(size)
     w3 = w.reshape(groups, cg, kg)                 # (G, Cin/G, Cout/G * K)
     crop = (slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(ps, outs, strict=False))
-    x4 = xp.ascontiguousarray(x).reshape(n, groups, cg, L)
-    cols = xp.matmul(w3.swapaxes(-1, -2), x4)      # (N, G, Cout/G * K, L): a GEMM per image
-    img = _col2im(xp, cols.reshape((n, oc) + tuple(ks) + size), (n, oc) + full, ks, ss, ds, size)
+    # Small inputs (L = prod(size) <= _FOLD_MAX, the first layers of a DCGAN generator) make
+    # the per-image GEMMs thin, and the weight gradient's per-image partials (N, Cin, Cout*K)
+    # huge (128 MB for 512->256 channels 4x4 at B=16): fold the batch into one GEMM instead.
+    fold = groups == 1 and L <= _FOLD_MAX
+    if fold:
+        x4 = xp.ascontiguousarray(x.reshape(n, c, L).transpose(1, 0, 2)).reshape(c, n * L)
+        cols = (w3[0].T @ x4).reshape((oc,) + tuple(ks) + (n,) + size)   # (Cout*K, N*L)
+        cols = cols.transpose((nd + 1,) + tuple(range(nd + 1)) + tuple(range(nd + 2, 2 * nd + 2)))
+    else:
+        x4 = xp.ascontiguousarray(x).reshape(n, groups, cg, L)
+        cols = xp.matmul(w3.swapaxes(-1, -2), x4)      # (N, G, Cout/G * K, L): a GEMM per image
+        cols = cols.reshape((n, oc) + tuple(ks) + size)
+    img = _col2im(xp, cols, (n, oc) + full, ks, ss, ds, size)
     # A cropped result is copied once (with the bias, when there is one) so that the ops after
     # it (batch norm, activations) read a contiguous array.
     if bias is not None:
@@ -286,13 +308,20 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
             # im2col of the output gradient, on the uncropped (full) grid: window i of it holds
             # every output position input pixel i was added into.
             gfull = _pad(xp, xp.ascontiguousarray(g), ps, tuple(f - p - o for f, p, o in zip(full, ps, outs, strict=False)))
-            gcols = xp.ascontiguousarray(_windows(xp, gfull, ks, ss, ds, size)).reshape(n, groups, kg, L)
-            if input.requires_grad:
-                gx = xp.matmul(w3, gcols).reshape(x.shape)     # (N, G, Cin/G, L)
-                if unbatched:
-                    gx = gx[0]
-            if weight.requires_grad:
-                gw = xp.matmul(x4, gcols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
+            gcols = _im2col(xp, gfull, ks, ss, ds, size, fold)
+            if fold:                                           # gcols (Cout*K, N*L)
+                if input.requires_grad:
+                    gx = (w3[0] @ gcols).reshape(c, n, L).transpose(1, 0, 2).reshape(x.shape)
+                if weight.requires_grad:
+                    gw = (x4 @ gcols.T).reshape(w.shape)
+            else:
+                gcols = gcols.reshape(n, groups, kg, L)
+                if input.requires_grad:
+                    gx = xp.matmul(w3, gcols).reshape(x.shape)     # (N, G, Cin/G, L)
+                if weight.requires_grad:
+                    gw = xp.matmul(x4, gcols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
+            if gx is not None and unbatched:
+                gx = gx[0]
         return gx, gw, gb
     return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))
 

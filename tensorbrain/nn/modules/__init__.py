@@ -7,6 +7,8 @@ from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (BCELoss, CosineEmbeddingLoss, CTCLoss, HuberLoss, KLDivLoss,  # noqa: F401
+                   MarginRankingLoss, SmoothL1Loss, TripletMarginLoss)
 from .module import Module, RemovableHandle
 from .normalization import GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
@@ -22,3 +24,5 @@ __all__ = [
     "MultiheadAttention", "TransformerEncoderLayer",
 ]
 __all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ += ["BCELoss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "CosineEmbeddingLoss",
+            "MarginRankingLoss", "TripletMarginLoss", "CTCLoss"]

@@ -160,7 +160,7 @@ def main(argv=None):
           f"median of {args.rounds} rounds x {args.steps} steps")
     names = ["cnn", "dcgan", "conv2d", "conv_transpose2d"] if args.workload == "all" \
         else [args.workload]
-    print(f"| workload | tensorbrain | torch | tb / torch |\n| --- | ---: | ---: | ---: |")
+    print("| workload | tensorbrain | torch | tb / torch |\n| --- | ---: | ---: | ---: |")
     for name in names:
         steps = model_steps(name) if name in ("cnn", "dcgan") else micro_steps(name)
         a, b = measure(*steps, args.rounds, args.steps)

@@ -9,6 +9,8 @@ from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .loss import (BCELoss, CosineEmbeddingLoss, CTCLoss, HuberLoss, KLDivLoss,  # noqa: F401
                    MarginRankingLoss, SmoothL1Loss, TripletMarginLoss)
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from .module import Module, RemovableHandle
 from .normalization import GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
@@ -26,3 +28,5 @@ __all__ = [
 __all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 __all__ += ["BCELoss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "CosineEmbeddingLoss",
             "MarginRankingLoss", "TripletMarginLoss", "CTCLoss"]
+__all__ += ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingNearest2d",
+            "UpsamplingBilinear2d"]

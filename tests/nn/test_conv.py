@@ -312,3 +312,28 @@ def test_pixel_shuffle_round_trip_and_numpy():
     assert F.pixel_shuffle(tb.randn(4, 9, 2, 2), 3).shape == (4, 1, 6, 6)   # unbatched (C, H, W)
     with pytest.raises(RuntimeError, match="divisible"):
         F.pixel_shuffle(tb.randn(1, 6, 2, 2), 2)
+
+
+# ***** max pooling's tiled backward (windows that tile the input) *****
+@pytest.mark.parametrize("k", [2, 3, (2, 3)])
+def test_max_pool_tiled_backward_first_max_wins(k):
+    kh, kw = (k, k) if isinstance(k, int) else k
+    x = np.maximum(rng.standard_normal((2, 3, 2 * kh * 2, 3 * kw)), 0)   # ReLU: many tied zeros
+    x[0, 0, :kh, :kw] = 1.0                                           # a window of equal maxima
+    g = rng.standard_normal((2, 3, 4, 3))
+
+    def ref(x):
+        out = np.zeros_like(x)
+        for idx in np.ndindex(2, 3, 4, 3):
+            n, c, i, j = idx
+            win = x[n, c, i * kh:(i + 1) * kh, j * kw:(j + 1) * kw]
+            a, b = divmod(int(np.argmax(win)), kw)              # argmax: the first maximum
+            out[n, c, i * kh + a, j * kw + b] = g[idx]
+        return out
+    t = tb.tensor(x, requires_grad=True)
+    F.max_pool2d(t, (kh, kw)).backward(tb.tensor(g))
+    np.testing.assert_array_equal(t.grad.data, ref(x))
+    if torch is not None:
+        T = torch.tensor(x, requires_grad=True)
+        TF.max_pool2d(T, (kh, kw)).backward(torch.tensor(g))
+        np.testing.assert_array_equal(t.grad.data, T.grad.numpy())

@@ -380,6 +380,21 @@ def _checked(name, weight, nd):
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over ``(N, C_in, L)``; weight ``(C_out, C_in // groups, k)``.
 
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_out, C_in // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, dilation: an int or one int per spatial dim.
+        padding: an int, one int per spatial dim, ``'valid'`` or ``'same'`` (stride 1 only).
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a bad padding string or ``'same'`` with a stride.
+
     >>> import tensorbrain as tb
     >>> tb.nn.functional.conv1d(tb.ones(1, 2, 5), tb.ones(3, 2, 3)).shape
     tb.Size([1, 3, 3])
@@ -390,6 +405,21 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution over ``(N, C_in, D, H, W)``; weight ``(C_out, C_in // groups, kD, kH, kW)``.
+
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_out, C_in // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, dilation: an int or one int per spatial dim.
+        padding: an int, one int per spatial dim, ``'valid'`` or ``'same'`` (stride 1 only).
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a bad padding string or ``'same'`` with a stride.
 
     >>> import tensorbrain as tb
     >>> tb.nn.functional.conv3d(tb.ones(1, 1, 4, 4, 4), tb.ones(2, 1, 3, 3, 3), padding=1).shape
@@ -402,6 +432,22 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """1-D transposed convolution; weight ``(C_in, C_out // groups, k)``.
+
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_in, C_out // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, padding, output_padding, dilation: an int or one int per spatial dim;
+            ``output_padding`` must be smaller than stride or dilation.
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with
+        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a string padding or a too large ``output_padding``.
 
     >>> import tensorbrain as tb
     >>> tb.nn.functional.conv_transpose1d(tb.ones(1, 2, 4), tb.ones(2, 3, 4), stride=2, padding=1).shape
@@ -417,6 +463,22 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """2-D transposed convolution; weight ``(C_in, C_out // groups, kH, kW)``. Output size per
     dim: ``(in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
 
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_in, C_out // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, padding, output_padding, dilation: an int or one int per spatial dim;
+            ``output_padding`` must be smaller than stride or dilation.
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with
+        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a string padding or a too large ``output_padding``.
+
     >>> import tensorbrain as tb
     >>> tb.nn.functional.conv_transpose2d(tb.ones(1, 4, 8, 8), tb.ones(4, 2, 4, 4), stride=2, padding=1).shape
     tb.Size([1, 2, 16, 16])
@@ -429,6 +491,22 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """3-D transposed convolution; weight ``(C_in, C_out // groups, kD, kH, kW)``.
+
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_in, C_out // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, padding, output_padding, dilation: an int or one int per spatial dim;
+            ``output_padding`` must be smaller than stride or dilation.
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with
+        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a string padding or a too large ``output_padding``.
 
     >>> import tensorbrain as tb
     >>> tb.nn.functional.conv_transpose3d(tb.ones(1, 2, 2, 2, 2), tb.ones(2, 1, 2, 2, 2), stride=2).shape

@@ -33,6 +33,19 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
                         reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``; ``target`` holds 1 or -1.
 
+    Args:
+        input1, input2: scores of the same shape.
+        target: 1 (input1 should rank higher) or -1, a tensor of the same rank or a number.
+        margin: the required gap.
+        reduction: ``'mean'`` (default), ``'sum'`` or ``'none'``; ``size_average``/``reduce``
+            are torch's deprecated flags, mapped as torch maps them.
+
+    Returns:
+        The reduced loss (or per-element losses with ``'none'``).
+
+    Raises:
+        RuntimeError: inputs and target of different ranks.
+
     >>> import tensorbrain as tb
     >>> tb.nn.functional.margin_ranking_loss(tb.tensor([1.0, 0.0]), tb.tensor([0.0, 1.0]),
     ...                                      tb.tensor([1.0, 1.0])).item()
@@ -53,6 +66,19 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean"):
     """``1 - cos(x1, x2)`` where target is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1;
     the cosine is taken over the last dim of ``(N, D)`` or ``(D,)`` inputs.
+
+    Args:
+        input1, input2: ``(N, D)`` or ``(D,)`` embeddings.
+        target: ``(N,)`` (or a scalar for 1-D inputs) of 1 or -1.
+        margin: subtracted from the cosine of dissimilar pairs.
+        reduction: ``'mean'`` (default), ``'sum'`` or ``'none'``; ``size_average``/``reduce``
+            are torch's deprecated flags, mapped as torch maps them.
+
+    Returns:
+        The reduced loss (or ``(N,)`` losses with ``'none'``).
+
+    Raises:
+        RuntimeError: inputs of other ranks or shapes, a target of the wrong shape.
 
     >>> import tensorbrain as tb
     >>> x = tb.tensor([[1.0, 0.0], [0.0, 1.0]])
@@ -84,6 +110,18 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``||x1 - x2 + eps||_p`` over the last dim (PyTorch adds ``eps`` to the difference).
 
+    Args:
+        x1, x2: tensors that broadcast together.
+        p: the norm degree (> 0).
+        eps: added to the difference (keeps the gradient finite at ``x1 == x2``).
+        keepdim: keep the reduced last dim.
+
+    Returns:
+        The distances.
+
+    Raises:
+        ValueError: ``p <= 0``.
+
     >>> import tensorbrain as tb
     >>> round(tb.nn.functional.pairwise_distance(tb.tensor([[3.0, 0.0]]), tb.tensor([[0.0, 4.0]])).item(), 3)
     5.0
@@ -102,6 +140,21 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         size_average=None, reduce=None, reduction="mean"):
     """``max(0, d(a, p) - d(a, n) + margin)`` with ``d = pairwise_distance``; ``swap`` uses
     ``min(d(a, n), d(p, n))`` as the negative distance (Balntas et al.).
+
+    Args:
+        anchor, positive, negative: embeddings ``(N, D)`` or ``(D,)``.
+        margin: the required gap between the distances.
+        p, eps: the norm degree and the term added to the difference in
+            :func:`pairwise_distance`.
+        swap: use the distance swap.
+        reduction: ``'mean'`` (default), ``'sum'`` or ``'none'``; ``size_average``/``reduce``
+            are torch's deprecated flags, mapped as torch maps them.
+
+    Returns:
+        The reduced loss (or ``(N,)`` losses with ``'none'``).
+
+    Raises:
+        RuntimeError: inputs of different ranks or on different devices.
 
     >>> import tensorbrain as tb
     >>> a = tb.zeros(1, 2)

@@ -98,8 +98,24 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 recompute_scale_factor=None, antialias=False):
     """Resize ``(N, C, *S)`` to ``size`` or by ``scale_factor`` (PyTorch's ``F.interpolate``).
 
-    Modes: ``nearest``, ``nearest-exact``, ``linear`` (3-D input), ``bilinear`` (4-D),
-    ``trilinear`` (5-D), ``area``; ``bicubic`` and ``antialias=True`` are not supported.
+    Args:
+        input: ``(N, C, *spatial)`` with 1 to 3 spatial dims.
+        size: the output's spatial size (an int or one per dim); or
+        scale_factor: a float or one per dim (output size ``floor(in * scale_factor)``).
+        mode: ``nearest``, ``nearest-exact``, ``linear`` (3-D input), ``bilinear`` (4-D),
+            ``trilinear`` (5-D) or ``area``.
+        align_corners: linear modes only: map the corner pixels' centres onto each other.
+        recompute_scale_factor: compute the index scale from the sizes instead of using
+            ``1 / scale_factor``.
+        antialias: must be False.
+
+    Returns:
+        ``(N, C, *size)``.
+
+    Raises:
+        ValueError: both or neither of size/scale_factor, sizes of the wrong length, a mode
+            that needs another rank, ``align_corners`` with a non-linear mode.
+        NotImplementedError: ``bicubic`` and other modes, ``antialias=True``.
 
     >>> import tensorbrain as tb
     >>> x = tb.arange(4.0).reshape(1, 1, 2, 2)
@@ -166,6 +182,16 @@ def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=
 def pixel_shuffle(input, upscale_factor):
     """``(*, C * r^2, H, W) -> (*, C, H * r, W * r)`` (sub-pixel convolution, Shi et al.).
 
+    Args:
+        input: at least 3-D, channel dim (-3) divisible by ``upscale_factor ** 2``.
+        upscale_factor: ``r``.
+
+    Returns:
+        The rearranged tensor (a view-based op: reshape, permute, reshape).
+
+    Raises:
+        RuntimeError: a rank below 3 or channels not divisible by ``r ** 2``.
+
     >>> import tensorbrain as tb
     >>> tb.nn.functional.pixel_shuffle(tb.ones(1, 8, 3, 3), 2).shape
     tb.Size([1, 2, 6, 6])
@@ -184,6 +210,16 @@ def pixel_shuffle(input, upscale_factor):
 
 def pixel_unshuffle(input, downscale_factor):
     """``(*, C, H * r, W * r) -> (*, C * r^2, H, W)``, the inverse of :func:`pixel_shuffle`.
+
+    Args:
+        input: at least 3-D, height and width divisible by ``downscale_factor``.
+        downscale_factor: ``r``.
+
+    Returns:
+        The rearranged tensor.
+
+    Raises:
+        RuntimeError: a rank below 3 or sizes not divisible by ``r``.
 
     >>> import tensorbrain as tb
     >>> tb.nn.functional.pixel_unshuffle(tb.ones(1, 2, 6, 6), 2).shape

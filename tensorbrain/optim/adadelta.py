@@ -11,6 +11,19 @@ class Adadelta(Optimizer):
     ``delta = sqrt(u + eps) / sqrt(v + eps) * g``; ``u = rho u + (1 - rho) delta^2``;
     ``p -= lr * delta``. ``foreach`` is accepted and ignored.
 
+    Args:
+        params: parameters or parameter-group dicts.
+        lr: scales the step (1.0 is Zeiler's Adadelta).
+        rho: decay of both running averages, in [0, 1].
+        eps: added inside both square roots.
+        weight_decay: L2 penalty added to the gradient.
+        maximize: ascend instead of descend (the gradient's sign is flipped).
+        foreach: accepted for torch compatibility and ignored.
+        capturable, differentiable: must be False (``ValueError`` otherwise).
+
+    Raises:
+        ValueError: a negative lr, eps or weight_decay, rho outside [0, 1].
+
     >>> import tensorbrain as tb
     >>> w = tb.ones(2, requires_grad=True)
     >>> opt = tb.optim.Adadelta([w])

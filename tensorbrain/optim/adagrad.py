@@ -11,6 +11,19 @@ class Adagrad(Optimizer):
 
     ``foreach`` is accepted and ignored (each update is already vectorised per parameter).
 
+    Args:
+        params: parameters or parameter-group dicts.
+        lr: learning rate; lr_decay: ``clr = lr / (1 + (step - 1) * lr_decay)``.
+        weight_decay: L2 penalty added to the gradient.
+        initial_accumulator_value: the starting value of the squared-gradient sum.
+        eps: added to the square root of the sum.
+        maximize: ascend instead of descend.
+        foreach: accepted for torch compatibility and ignored.
+        differentiable, fused: must be False/None (``ValueError`` otherwise).
+
+    Raises:
+        ValueError: a negative lr, lr_decay, weight_decay, eps or initial accumulator value.
+
     >>> import tensorbrain as tb
     >>> w = tb.ones(2, requires_grad=True)
     >>> opt = tb.optim.Adagrad([w], lr=0.5)

@@ -10,6 +10,18 @@ class Adamax(Optimizer):
     """``torch.optim.Adamax``: ``m = b1 m + (1 - b1) g``; ``u = max(b2 u, |g| + eps)``;
     ``p -= lr / (1 - b1^t) * m / u``. ``foreach`` is accepted and ignored.
 
+    Args:
+        params: parameters or parameter-group dicts.
+        lr: learning rate; betas: decays of the first moment and of the infinity norm.
+        eps: added to ``|g|`` in the infinity norm.
+        weight_decay: L2 penalty added to the gradient.
+        maximize: ascend instead of descend (the gradient's sign is flipped).
+        foreach: accepted for torch compatibility and ignored.
+        capturable, differentiable: must be False (``ValueError`` otherwise).
+
+    Raises:
+        ValueError: a negative lr, eps or weight_decay, a beta outside [0, 1).
+
     >>> import tensorbrain as tb
     >>> w = tb.ones(2, requires_grad=True)
     >>> opt = tb.optim.Adamax([w], lr=0.1)

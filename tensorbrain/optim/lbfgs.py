@@ -120,6 +120,19 @@ class LBFGS(Optimizer):
 
     One parameter group only, as in torch.
 
+    Args:
+        params: the parameters (one group).
+        lr: the step length (the first iteration scales it by ``min(1, 1 / |g|_1)``).
+        max_iter: iterations per ``step``; max_eval: closure evaluations per ``step``
+            (default ``max_iter * 5 // 4``).
+        tolerance_grad: stop when ``max |g|`` is at most this.
+        tolerance_change: stop when the step or the loss changes by less than this.
+        history_size: curvature pairs kept.
+        line_search_fn: None (fixed step ``lr``) or ``'strong_wolfe'``.
+
+    Raises:
+        ValueError: a negative lr, another line search, several parameter groups.
+
     >>> import tensorbrain as tb
     >>> x = tb.tensor([1.5, -0.5], requires_grad=True)
     >>> opt = tb.optim.LBFGS([x], line_search_fn="strong_wolfe")

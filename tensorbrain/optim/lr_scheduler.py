@@ -307,7 +307,17 @@ class OneCycleLR(LRScheduler):
 
 # ***** more of torch.optim.lr_scheduler *****
 class MultiplicativeLR(LRScheduler):
-    """lr *= lr_lambda(epoch) at every step after the first (PyTorch's MultiplicativeLR)."""
+    """lr *= lr_lambda(epoch) at every step after the first (PyTorch's MultiplicativeLR).
+
+    Args:
+        optimizer: the optimizer whose groups' ``lr`` is set.
+        lr_lambda: a function of the epoch, or one per parameter group (not saved in the
+            state dict, as in torch).
+        last_epoch: -1 to start; otherwise resume (the groups need ``initial_lr``).
+
+    Raises:
+        ValueError: a list of lambdas of another length than the groups.
+    """
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         n = len(optimizer.param_groups)
@@ -323,7 +333,15 @@ class MultiplicativeLR(LRScheduler):
 
 
 class ConstantLR(LRScheduler):
-    """lr = base_lr * factor until ``total_iters`` steps, then base_lr."""
+    """lr = base_lr * factor until ``total_iters`` steps, then base_lr.
+
+    Args:
+        optimizer: the optimizer; factor: in [0, 1]; total_iters: steps at the lower rate;
+        last_epoch: -1 to start.
+
+    Raises:
+        ValueError: a factor outside [0, 1].
+    """
 
     def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
         if not 0 <= factor <= 1:
@@ -344,7 +362,12 @@ class ConstantLR(LRScheduler):
 
 
 class PolynomialLR(LRScheduler):
-    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power."""
+    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power.
+
+    Args:
+        optimizer: the optimizer; total_iters: steps to reach 0; power: the polynomial's
+        degree; last_epoch: -1 to start.
+    """
 
     def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
         self.total_iters, self.power = total_iters, power
@@ -364,7 +387,15 @@ class PolynomialLR(LRScheduler):
 
 class CosineAnnealingWarmRestarts(LRScheduler):
     """SGDR (Loshchilov & Hutter): cosine from base_lr to ``eta_min`` over ``T_i`` epochs, then a
-    restart with ``T_i *= T_mult``. ``step(epoch)`` takes fractional epochs, as in PyTorch."""
+    restart with ``T_i *= T_mult``. ``step(epoch)`` takes fractional epochs, as in PyTorch.
+
+    Args:
+        optimizer: the optimizer; T_0: the first period (a positive int); T_mult: the
+        period's growth factor (an int >= 1); eta_min: the lowest lr; last_epoch: -1 to start.
+
+    Raises:
+        ValueError: a bad T_0 or T_mult, a negative epoch given to ``step``.
+    """
 
     def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
         if T_0 <= 0 or not isinstance(T_0, int):
@@ -380,6 +411,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 for b in self.base_lrs]
 
     def step(self, epoch=None):
+        """Advance one epoch, or jump to ``epoch`` (may be fractional) and set the lrs."""
         self._step_count += 1
         if epoch is None and self.last_epoch < 0:
             epoch = 0
@@ -409,7 +441,15 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
 
 class ChainedScheduler(LRScheduler):
-    """Steps every scheduler in ``schedulers`` at each ``step()`` (their effects compose)."""
+    """Steps every scheduler in ``schedulers`` at each ``step()`` (their effects compose).
+
+    Args:
+        schedulers: schedulers of one optimizer; optimizer: that optimizer (default: the
+        first scheduler's).
+
+    Raises:
+        ValueError: no schedulers, or schedulers of different optimizers.
+    """
 
     def __init__(self, schedulers, optimizer=None):
         schedulers = list(schedulers)
@@ -425,16 +465,19 @@ class ChainedScheduler(LRScheduler):
         self._last_lr = [g["lr"] for g in optimizer.param_groups]
 
     def step(self):
+        """Step every chained scheduler once."""
         for s in self._schedulers:
             s.step()
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def state_dict(self):
+        """This scheduler's state with its children's state dicts under ``_schedulers``."""
         d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         d["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return d
 
     def load_state_dict(self, state_dict):
+        """Restore a state from :meth:`state_dict`, the children's included."""
         state_dict = dict(state_dict)
         subs = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)
@@ -444,7 +487,20 @@ class ChainedScheduler(LRScheduler):
 
 class ReduceLROnPlateau(LRScheduler):
     """Multiply the lr by ``factor`` once a metric passed to ``step(metrics)`` has not improved
-    for more than ``patience`` epochs (then wait ``cooldown`` epochs), as in PyTorch."""
+    for more than ``patience`` epochs (then wait ``cooldown`` epochs), as in PyTorch.
+
+    Args:
+        optimizer: the optimizer; mode: ``'min'`` or ``'max'`` (which way is better);
+        factor: the multiplier (< 1); patience: bad epochs tolerated; threshold and
+        threshold_mode (``'rel'`` or ``'abs'``): what counts as an improvement; cooldown:
+        epochs to wait after a reduction; min_lr: a floor (one per group or one for all);
+        eps: smaller lr changes are skipped.
+
+    Raises:
+        ValueError: factor >= 1, an unknown mode or threshold mode, a min_lr list of the wrong
+        length.
+        TypeError: ``optimizer`` is not an Optimizer.
+    """
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
                  threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
@@ -478,15 +534,18 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self):
+        """True while the cooldown after a reduction runs."""
         return self.cooldown_counter > 0
 
     def is_better(self, a, best):
+        """Whether metric ``a`` improves on ``best`` by the threshold."""
         rel = self.threshold_mode == "rel"
         if self.mode == "min":
             return a < best * (1.0 - self.threshold) if rel else a < best - self.threshold
         return a > best * (self.threshold + 1.0) if rel else a > best + self.threshold
 
     def step(self, metrics, epoch=None):
+        """Record this epoch's metric; reduce the lrs after too many bad epochs."""
         current = float(metrics)
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if self.is_better(current, self.best):
@@ -508,7 +567,9 @@ class ReduceLROnPlateau(LRScheduler):
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def state_dict(self):
+        """Everything but the optimizer (best, counters, options)."""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict):
+        """Restore a state from :meth:`state_dict`."""
         self.__dict__.update(state_dict)

@@ -36,6 +36,19 @@ class NAdam(Optimizer):
     """``torch.optim.NAdam``: Adam with Nesterov momentum and the momentum schedule
     ``mu_t = b1 (1 - 0.5 * 0.96^(t * momentum_decay))``. ``foreach`` is accepted and ignored.
 
+    Args:
+        params: parameters or parameter-group dicts.
+        lr: learning rate; betas: decays of the two moments; eps: added to the denominator.
+        weight_decay: L2 penalty added to the gradient, or with ``decoupled_weight_decay``
+            a decay ``p *= 1 - lr * weight_decay`` (as AdamW).
+        momentum_decay: ``psi`` of the momentum schedule.
+        maximize: ascend instead of descend (the gradient's sign is flipped).
+        foreach: accepted for torch compatibility and ignored.
+        capturable, differentiable: must be False (``ValueError`` otherwise).
+
+    Raises:
+        ValueError: a negative lr, eps, weight_decay or momentum_decay, a beta outside [0, 1).
+
     >>> import tensorbrain as tb
     >>> w = tb.ones(2, requires_grad=True)
     >>> opt = tb.optim.NAdam([w], lr=0.1)
@@ -76,6 +89,18 @@ class RAdam(Optimizer):
     """``torch.optim.RAdam``: Adam with the variance rectification of Liu et al.; while the
     approximated SMA length ``rho_t <= 5`` the step is un-adapted momentum SGD.
     ``foreach`` is accepted and ignored.
+
+    Args:
+        params: parameters or parameter-group dicts.
+        lr: learning rate; betas: decays of the two moments; eps: added to the denominator.
+        weight_decay: L2 penalty added to the gradient, or with ``decoupled_weight_decay``
+            a decay ``p *= 1 - lr * weight_decay`` (as AdamW).
+        maximize: ascend instead of descend (the gradient's sign is flipped).
+        foreach: accepted for torch compatibility and ignored.
+        capturable, differentiable: must be False (``ValueError`` otherwise).
+
+    Raises:
+        ValueError: a negative lr, eps or weight_decay, a beta outside [0, 1).
 
     >>> import tensorbrain as tb
     >>> w = tb.ones(2, requires_grad=True)

@@ -39,7 +39,7 @@ def test_closed_forms():
     # epochs 0-2 in a period of 3, 3-8 in a period of 6, 9 restarts
     tcur = [0, 1, 2, 0, 1, 2, 3, 4, 5, 0]
     ti = [3, 3, 3, 6, 6, 6, 6, 6, 6, 12]
-    want = [0.01 + 0.09 * (1 + math.cos(math.pi * c / t)) / 2 for c, t in zip(tcur, ti)]
+    want = [0.01 + 0.09 * (1 + math.cos(math.pi * c / t)) / 2 for c, t in zip(tcur, ti, strict=True)]
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 

@@ -328,7 +328,7 @@ class MultiplicativeLR(LRScheduler):
 
     def get_lr(self):
         if self.last_epoch > 0:
-            return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._lrs())]
+            return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._lrs(), strict=True)]
         return self._lrs()
 
 
@@ -435,7 +435,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
@@ -481,7 +481,7 @@ class ChainedScheduler(LRScheduler):
         state_dict = dict(state_dict)
         subs = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)
-        for s, sd in zip(self._schedulers, subs):
+        for s, sd in zip(self._schedulers, subs, strict=True):
             s.load_state_dict(sd)
 
 

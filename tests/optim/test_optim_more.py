@@ -289,3 +289,23 @@ def test_lbfgs_state_dict_round_trip():
     for _ in range(2):
         opt2.step(closure2)
     np.testing.assert_array_equal(x2.data, full[-1])
+
+
+def test_existing_optimizers_take_torchs_keyword_flags():
+    """SGD/Adam/AdamW/RMSprop accept foreach (ignored) and refuse what they cannot do."""
+    p = tb.ones(2, requires_grad=True)
+    for cls in (tb.optim.SGD, tb.optim.Adam, tb.optim.AdamW, tb.optim.RMSprop):
+        cls([p], lr=0.1, foreach=True)
+        cls([p], lr=0.1, foreach=False, differentiable=False)
+        with pytest.raises(ValueError, match="differentiable"):
+            cls([p], lr=0.1, differentiable=True)
+    with pytest.raises(ValueError, match="fused"):
+        tb.optim.Adam([p], fused=True)
+
+
+def test_adam_decoupled_weight_decay_is_adamw():
+    a, _ = run_tb(tb.optim.Adam, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)
+    b, _ = run_tb(tb.optim.AdamW, lr=0.01, weight_decay=0.1)
+    np.testing.assert_array_equal(a[-1], b[-1])
+    c, _ = run_tb(tb.optim.Adam, lr=0.01, weight_decay=0.1)
+    assert not np.array_equal(a[-1], c[-1])

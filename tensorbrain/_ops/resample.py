@@ -1,9 +1,9 @@
-"""``interpolate`` (nearest, nearest-exact, linear/bilinear/trilinear, area) and pixel shuffles.
+"""``interpolate`` (nearest, nearest-exact, linear/bilinear/trilinear, bicubic, area), pixel shuffles.
 
 Every mode is separable: along each spatial axis the output is a fixed ``(out, in)`` matrix times
-the input (one-hot rows for nearest, two weights per row for linear, a box average for area), so
-one op applies the matrices axis by axis with ``matmul`` and its backward applies their
-transposes. Nearest with integer scale factors skips the matrices: a broadcast copy forward, a
+the input (one-hot rows for nearest, two weights per row for linear, four for bicubic, a box
+average for area), so one op applies the matrices axis by axis with ``matmul`` and its backward
+applies their transposes. Nearest with integer scale factors skips the matrices: a broadcast copy forward, a
 reshape-and-sum backward. Index rules are PyTorch's (``aten/src/ATen/native/UpSample.h``):
 ``src = min(floor(dst * scale), in - 1)`` for nearest, ``src = scale * (dst + 0.5) - 0.5``
 clamped at 0 for linear (``dst * (in - 1) / (out - 1)`` with ``align_corners``), where
@@ -19,8 +19,8 @@ from .._xp import get_array_module
 from . import shape as _S
 from .core import make
 
-_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+_LINEAR = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
 
 
 def _axis_matrix(mode, n_in, n_out, scale, align_corners):
@@ -33,6 +33,21 @@ def _axis_matrix(mode, n_in, n_out, scale, align_corners):
         off = np.float32(0.5 if mode == "nearest-exact" else 0.0)
         src = np.minimum(np.floor((dst.astype(np.float32) + off) * s).astype(np.int64), n_in - 1)
         m[rows, src] = 1.0
+    elif mode == "bicubic":
+        # torch's cubic convolution (A = -0.75), 4 taps at floor(src) - 1 .. + 2 clamped to the
+        # input; src is not clamped at 0 for cubic (area_pixel_compute_source_index).
+        if align_corners:
+            src = dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        else:
+            s = n_in / n_out if scale is None else 1.0 / scale
+            src = s * (dst + 0.5) - 0.5
+        i0 = np.floor(src).astype(np.int64)
+        t = src - i0
+        a = -0.75
+        near = lambda x: ((a + 2) * x - (a + 3)) * x * x + 1             # noqa: E731
+        far = lambda x: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a          # noqa: E731
+        for k, c in enumerate((far(t + 1), near(t), near(1 - t), far(2 - t))):
+            np.add.at(m, (rows, np.clip(i0 - 1 + k, 0, n_in - 1)), c)
     elif mode == "area":
         for i in range(n_out):            # a loop over output rows (a handful), not pixels
             a, b = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
@@ -102,8 +117,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         input: ``(N, C, *spatial)`` with 1 to 3 spatial dims.
         size: the output's spatial size (an int or one per dim); or
         scale_factor: a float or one per dim (output size ``floor(in * scale_factor)``).
-        mode: ``nearest``, ``nearest-exact``, ``linear`` (3-D input), ``bilinear`` (4-D),
-            ``trilinear`` (5-D) or ``area``.
+        mode: ``nearest``, ``nearest-exact``, ``linear`` (3-D input), ``bilinear`` or
+            ``bicubic`` (4-D), ``trilinear`` (5-D) or ``area``.
         align_corners: linear modes only: map the corner pixels' centres onto each other.
         recompute_scale_factor: compute the index scale from the sizes instead of using
             ``1 / scale_factor``.
@@ -115,7 +130,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     Raises:
         ValueError: both or neither of size/scale_factor, sizes of the wrong length, a mode
             that needs another rank, ``align_corners`` with a non-linear mode.
-        NotImplementedError: ``bicubic`` and other modes, ``antialias=True``.
+        NotImplementedError: other modes, ``antialias=True``.
 
     >>> import tensorbrain as tb
     >>> x = tb.arange(4.0).reshape(1, 1, 2, 2)

@@ -241,6 +241,9 @@ INTERP = [
     ((1, 2, 4, 5), dict(scale_factor=(2, 3))), ((1, 2, 4, 5), dict(size=(3, 7))),
     ((1, 2, 4, 5), dict(scale_factor=1.5, recompute_scale_factor=True, mode="bilinear")),
     ((1, 2, 6, 5), dict(size=(4, 3), mode="area")),
+    ((1, 2, 4, 5), dict(scale_factor=2, mode="bicubic")),
+    ((1, 2, 5, 6), dict(size=(3, 9), mode="bicubic")),
+    ((1, 2, 4, 5), dict(size=(7, 3), mode="bicubic", align_corners=True)),
     ((1, 2, 3, 4, 3), dict(scale_factor=2, mode="trilinear")),
     ((1, 2, 3, 4, 3), dict(size=(2, 5, 4))),
 ]
@@ -289,8 +292,8 @@ def test_upsampling_modules_and_errors():
         F.interpolate(x, scale_factor=2, align_corners=True)
     with pytest.raises(ValueError, match="needs a 4-D"):
         F.interpolate(tb.randn(1, 1, 3), scale_factor=2, mode="bilinear")
-    with pytest.raises(NotImplementedError, match="bicubic"):
-        F.interpolate(x, scale_factor=2, mode="bicubic")
+    with pytest.raises(NotImplementedError, match="lanczos"):
+        F.interpolate(x, scale_factor=2, mode="lanczos")
     with pytest.raises(NotImplementedError, match="antialias"):
         F.interpolate(x, scale_factor=2, mode="bilinear", antialias=True)
 

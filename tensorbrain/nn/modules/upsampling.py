@@ -7,7 +7,7 @@ from .module import Module
 
 class Upsample(Module):
     """Resize by ``scale_factor`` or to ``size`` with ``F.interpolate``'s modes (nearest,
-    nearest-exact, linear, bilinear, trilinear, area; not bicubic).
+    nearest-exact, linear, bilinear, bicubic, trilinear, area).
 
     >>> import tensorbrain as tb
     >>> tb.nn.Upsample(scale_factor=2, mode="bilinear")(tb.ones(1, 3, 4, 4)).shape

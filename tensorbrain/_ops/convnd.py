@@ -47,8 +47,8 @@ def _pad(xp, x, lo, hi):
         return x
     nd = len(lo)
     lead = x.shape[:x.ndim - nd]
-    out = xp.zeros(lead + tuple(s + a + b for s, a, b in zip(x.shape[-nd:], lo, hi, strict=False)), dtype=x.dtype)
-    out[(Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(lo, x.shape[-nd:], strict=False))] = x
+    out = xp.zeros(lead + tuple(s + a + b for s, a, b in zip(x.shape[-nd:], lo, hi, strict=True)), dtype=x.dtype)
+    out[(Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(lo, x.shape[-nd:], strict=True))] = x
     return out
 
 
@@ -56,8 +56,8 @@ def _windows(xp, x, ks, ss, ds, outs):
     """View ``(N, C, *K, *O)`` of the windows of padded ``x`` ``(N, C, *S)``, no copy."""
     st = x.strides[2:]
     shape = x.shape[:2] + tuple(ks) + tuple(outs)
-    strides = x.strides[:2] + tuple(s * d for s, d in zip(st, ds, strict=False)) + \
-        tuple(s * t for s, t in zip(st, ss, strict=False))
+    strides = x.strides[:2] + tuple(s * d for s, d in zip(st, ds, strict=True)) + \
+        tuple(s * t for s, t in zip(st, ss, strict=True))
     return xp.lib.stride_tricks.as_strided(x, shape, strides)
 
 
@@ -79,7 +79,7 @@ def _positions(ks, ss, ds, outs):
     """For each kernel position: its index and the strided slice of the padded image it reads."""
     for pos in itertools.product(*(range(k) for k in ks)):
         yield pos, tuple(slice(p * d, p * d + s * (o - 1) + 1, s)
-                         for p, s, d, o in zip(pos, ss, ds, outs, strict=False))
+                         for p, s, d, o in zip(pos, ss, ds, outs, strict=True))
 
 
 def _col2im(xp, cols, padded_shape, ks, ss, ds, outs):
@@ -107,7 +107,7 @@ def _padding(name, padding, ks, ss, ds):
             if any(s != 1 for s in ss):
                 raise ValueError(f"{name}: padding='same' is not supported for strided "
                                  f"convolutions (stride {tuple(ss)})")
-            tot = [d * (k - 1) for k, d in zip(ks, ds, strict=False)]
+            tot = [d * (k - 1) for k, d in zip(ks, ds, strict=True)]
             return tuple(t // 2 for t in tot), tuple(t - t // 2 for t in tot)
         raise ValueError(f"{name}: padding must be 'valid', 'same', an int or a tuple of {nd} "
                          f"ints, got {padding!r}")
@@ -191,10 +191,10 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
     ss = ntuple(stride, nd, "stride")
     ds = ntuple(dilation, nd, "dilation")
     lo, hi = _padding(name, padding, ks, ss, ds)
-    outs = tuple(_out_size(s, k, st, d, a + b) for s, k, st, d, a, b in zip(size, ks, ss, ds, lo, hi, strict=False))
+    outs = tuple(_out_size(s, k, st, d, a + b) for s, k, st, d, a, b in zip(size, ks, ss, ds, lo, hi, strict=True))
     if any(o <= 0 for o in outs):
         raise RuntimeError(f"{name}: kernel {tuple(ks)} (dilation {ds}) is larger than the padded "
-                           f"input {tuple(s + a + b for s, a, b in zip(size, lo, hi, strict=False))} (input "
+                           f"input {tuple(s + a + b for s, a, b in zip(size, lo, hi, strict=True))} (input "
                            f"shape {tuple(input.shape)})")
     xp = get_array_module(x)
     xpad = _pad(xp, x, lo, hi)
@@ -268,7 +268,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
                 gx = gc.reshape(x.shape)
             else:
                 gxp = _col2im(xp, gc.reshape((n, c) + tuple(ks) + outs), xpad.shape, ks, ss, ds, outs)
-                gx = gxp[(slice(None), slice(None)) + tuple(slice(a, a + s) for a, s in zip(lo, size, strict=False))]
+                gx = gxp[(slice(None), slice(None)) + tuple(slice(a, a + s) for a, s in zip(lo, size, strict=True))]
             if unbatched:
                 gx = gx[0]
         return gx, gw, gb
@@ -301,21 +301,21 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
     ds = ntuple(dilation, nd, "dilation")
     ps = ntuple(padding, nd, "padding")
     ops = ntuple(output_padding, nd, "output_padding")
-    for op, s, d in zip(ops, ss, ds, strict=False):
+    for op, s, d in zip(ops, ss, ds, strict=True):
         if op >= max(s, d):
             raise ValueError(f"{name}: output padding {ops} must be smaller than either stride "
                              f"{ss} or dilation {ds}")
     oc = ocg * groups
     cg = cin // groups
-    full = tuple((i - 1) * s + d * (k - 1) + 1 + op for i, s, d, k, op in zip(size, ss, ds, ks, ops, strict=False))
-    outs = tuple(f - 2 * p for f, p in zip(full, ps, strict=False))
+    full = tuple((i - 1) * s + d * (k - 1) + 1 + op for i, s, d, k, op in zip(size, ss, ds, ks, ops, strict=True))
+    outs = tuple(f - 2 * p for f, p in zip(full, ps, strict=True))
     if any(o <= 0 for o in outs):
         raise RuntimeError(f"{name}: padding {ps} leaves an empty output {outs} for input of "
                            f"shape {tuple(input.shape)} and kernel {tuple(ks)}")
     xp = get_array_module(x)
     kg, L = ocg * math.prod(ks), math.prod(size)
     w3 = w.reshape(groups, cg, kg)                 # (G, Cin/G, Cout/G * K)
-    crop = (slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(ps, outs, strict=False))
+    crop = (slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(ps, outs, strict=True))
     # Small inputs (L = prod(size) <= _FOLD_MAX, the first layers of a DCGAN generator) make
     # the per-image GEMMs thin, and the weight gradient's per-image partials (N, Cin, Cout*K)
     # huge (128 MB for 512->256 channels 4x4 at B=16): fold the batch into one GEMM instead.
@@ -352,7 +352,7 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
         if input.requires_grad or weight.requires_grad:
             # im2col of the output gradient, on the uncropped (full) grid: window i of it holds
             # every output position input pixel i was added into.
-            gfull = _pad(xp, xp.ascontiguousarray(g), ps, tuple(f - p - o for f, p, o in zip(full, ps, outs, strict=False)))
+            gfull = _pad(xp, xp.ascontiguousarray(g), ps, tuple(f - p - o for f, p, o in zip(full, ps, outs, strict=True)))
             gcols = _im2col(xp, gfull, ks, ss, ds, size, fold)
             if fold:                                           # gcols (Cout*K, N*L)
                 if input.requires_grad:

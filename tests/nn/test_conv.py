@@ -34,7 +34,7 @@ def np_conv(x, w, b, stride=1, padding=0, dilation=1, groups=1):
     s, d = _tup(stride, nd), _tup(dilation, nd)
     ks = w.shape[2:]
     if padding == "same":
-        tot = [dd * (k - 1) for dd, k in zip(d, ks, strict=False)]
+        tot = [dd * (k - 1) for dd, k in zip(d, ks, strict=True)]
         pads = [(t // 2, t - t // 2) for t in tot]
     else:
         pads = [(p, p) for p in _tup(0 if padding == "valid" else padding, nd)]

@@ -47,7 +47,8 @@ def _pad(xp, x, lo, hi):
         return x
     nd = len(lo)
     lead = x.shape[:x.ndim - nd]
-    out = xp.zeros(lead + tuple(s + a + b for s, a, b in zip(x.shape[-nd:], lo, hi, strict=True)), dtype=x.dtype)
+    padded = tuple(s + a + b for s, a, b in zip(x.shape[-nd:], lo, hi, strict=True))
+    out = xp.zeros(lead + padded, dtype=x.dtype)
     out[(Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(lo, x.shape[-nd:], strict=True))] = x
     return out
 
@@ -191,13 +192,17 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
     ss = ntuple(stride, nd, "stride")
     ds = ntuple(dilation, nd, "dilation")
     lo, hi = _padding(name, padding, ks, ss, ds)
-    outs = tuple(_out_size(s, k, st, d, a + b) for s, k, st, d, a, b in zip(size, ks, ss, ds, lo, hi, strict=True))
+    outs = tuple(_out_size(s, k, st, d, a + b)
+                 for s, k, st, d, a, b in zip(size, ks, ss, ds, lo, hi, strict=True))
     if any(o <= 0 for o in outs):
         raise RuntimeError(f"{name}: kernel {tuple(ks)} (dilation {ds}) is larger than the padded "
-                           f"input {tuple(s + a + b for s, a, b in zip(size, lo, hi, strict=True))} (input "
+                           f"input {tuple(s + a + b for s, a, b in zip(size, lo, hi, strict=True))} "
+                           f"(input "
                            f"shape {tuple(input.shape)})")
     xp = get_array_module(x)
     xpad = _pad(xp, x, lo, hi)
+    interior = (slice(None), slice(None)) + tuple(
+        slice(a, a + s) for a, s in zip(lo, size, strict=True))   # the unpadded input in xpad
     kg, ocg, L = cg * math.prod(ks), oc // groups, math.prod(outs)
     w3 = w.reshape(groups, ocg, kg)
     # 1x1 stride-1 convolutions need no columns at all: the input is already (N, C, L).
@@ -256,7 +261,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
                 gw = xp.matmul(g4, cols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
         if input.requires_grad and flat_ok:
             gx = _flat_input_grad(xp, g, w3, xpad.shape, ks, ds, outs, groups)
-            gx = gx[(slice(None), slice(None)) + tuple(slice(a, a + s) for a, s in zip(lo, size, strict=True))]
+            gx = gx[interior]
             if unbatched:
                 gx = gx[0]
         elif input.requires_grad:
@@ -268,7 +273,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
                 gx = gc.reshape(x.shape)
             else:
                 gxp = _col2im(xp, gc.reshape((n, c) + tuple(ks) + outs), xpad.shape, ks, ss, ds, outs)
-                gx = gxp[(slice(None), slice(None)) + tuple(slice(a, a + s) for a, s in zip(lo, size, strict=True))]
+                gx = gxp[interior]
             if unbatched:
                 gx = gx[0]
         return gx, gw, gb
@@ -307,7 +312,8 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
                              f"{ss} or dilation {ds}")
     oc = ocg * groups
     cg = cin // groups
-    full = tuple((i - 1) * s + d * (k - 1) + 1 + op for i, s, d, k, op in zip(size, ss, ds, ks, ops, strict=True))
+    full = tuple((i - 1) * s + d * (k - 1) + 1 + op
+                 for i, s, d, k, op in zip(size, ss, ds, ks, ops, strict=True))
     outs = tuple(f - 2 * p for f, p in zip(full, ps, strict=True))
     if any(o <= 0 for o in outs):
         raise RuntimeError(f"{name}: padding {ps} leaves an empty output {outs} for input of "
@@ -352,7 +358,8 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
         if input.requires_grad or weight.requires_grad:
             # im2col of the output gradient, on the uncropped (full) grid: window i of it holds
             # every output position input pixel i was added into.
-            gfull = _pad(xp, xp.ascontiguousarray(g), ps, tuple(f - p - o for f, p, o in zip(full, ps, outs, strict=True)))
+            tail = tuple(f - p - o for f, p, o in zip(full, ps, outs, strict=True))
+            gfull = _pad(xp, xp.ascontiguousarray(g), ps, tail)
             gcols = _im2col(xp, gfull, ks, ss, ds, size, fold)
             if fold:                                           # gcols (Cout*K, N*L)
                 if input.requires_grad:
@@ -450,7 +457,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
         ValueError: a string padding or a too large ``output_padding``.
 
     >>> import tensorbrain as tb
-    >>> tb.nn.functional.conv_transpose1d(tb.ones(1, 2, 4), tb.ones(2, 3, 4), stride=2, padding=1).shape
+    >>> x, w = tb.ones(1, 2, 4), tb.ones(2, 3, 4)
+    >>> tb.nn.functional.conv_transpose1d(x, w, stride=2, padding=1).shape
     tb.Size([1, 3, 8])
     """
     _checked("conv_transpose1d", weight, 1)
@@ -480,7 +488,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         ValueError: a string padding or a too large ``output_padding``.
 
     >>> import tensorbrain as tb
-    >>> tb.nn.functional.conv_transpose2d(tb.ones(1, 4, 8, 8), tb.ones(4, 2, 4, 4), stride=2, padding=1).shape
+    >>> x, w = tb.ones(1, 4, 8, 8), tb.ones(4, 2, 4, 4)
+    >>> tb.nn.functional.conv_transpose2d(x, w, stride=2, padding=1).shape
     tb.Size([1, 2, 16, 16])
     """
     _checked("conv_transpose2d", weight, 2)
@@ -509,7 +518,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         ValueError: a string padding or a too large ``output_padding``.
 
     >>> import tensorbrain as tb
-    >>> tb.nn.functional.conv_transpose3d(tb.ones(1, 2, 2, 2, 2), tb.ones(2, 1, 2, 2, 2), stride=2).shape
+    >>> x, w = tb.ones(1, 2, 2, 2, 2), tb.ones(2, 1, 2, 2, 2)
+    >>> tb.nn.functional.conv_transpose3d(x, w, stride=2).shape
     tb.Size([1, 1, 4, 4, 4])
     """
     _checked("conv_transpose3d", weight, 3)

@@ -174,6 +174,7 @@ _ONE_GEMM_MAX = 64      # see one_gemm in conv()
 _FLAT_MAX_EXTRA = 1.25  # see flat_ok in conv()
 
 
+
 def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, name="conv"):
     """N-d convolution (cross-correlation, as PyTorch); ``nd = weight.ndim - 2``."""
     nd = weight.data.ndim - 2
@@ -197,8 +198,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
     if any(o <= 0 for o in outs):
         raise RuntimeError(f"{name}: kernel {tuple(ks)} (dilation {ds}) is larger than the padded "
                            f"input {tuple(s + a + b for s, a, b in zip(size, lo, hi, strict=True))} "
-                           f"(input "
-                           f"shape {tuple(input.shape)})")
+                           f"(input shape {tuple(input.shape)})")
     xp = get_array_module(x)
     xpad = _pad(xp, x, lo, hi)
     interior = (slice(None), slice(None)) + tuple(
@@ -281,7 +281,9 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
 
 
 # ***** transposed convolution *****
-_FOLD_MAX = 256
+_FOLD_MAX = 256   # inputs with at most this many positions fold the batch into one GEMM
+
+
 def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                    dilation=1, name="conv_transpose"):
     """N-d transposed convolution (the input-gradient of ``conv``), as PyTorch's

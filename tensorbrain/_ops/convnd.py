@@ -174,7 +174,6 @@ _ONE_GEMM_MAX = 64      # see one_gemm in conv()
 _FLAT_MAX_EXTRA = 1.25  # see flat_ok in conv()
 
 
-
 def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, name="conv"):
     """N-d convolution (cross-correlation, as PyTorch); ``nd = weight.ndim - 2``."""
     nd = weight.data.ndim - 2

@@ -340,3 +340,46 @@ def test_max_pool_tiled_backward_first_max_wins(k):
         T = torch.tensor(x, requires_grad=True)
         TF.max_pool2d(T, (kh, kw)).backward(torch.tensor(g))
         np.testing.assert_array_equal(t.grad.data, T.grad.numpy())
+
+
+# ***** end to end: a small DCGAN generator and a conv net train like torch's *****
+def _gan(lib, nz=6, ngf=4):
+    nn_ = lib.nn
+    return nn_.Sequential(
+        nn_.ConvTranspose2d(nz, ngf * 4, 4, 1, 0, bias=False), nn_.BatchNorm2d(ngf * 4), nn_.ReLU(True),
+        nn_.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False), nn_.BatchNorm2d(ngf * 2), nn_.ReLU(True),
+        nn_.ConvTranspose2d(ngf * 2, 3, 4, 2, 1, bias=False), nn_.Upsample(scale_factor=2),
+        nn_.Conv2d(3, 3, 3, padding=1, padding_mode="reflect"), nn_.Tanh())
+
+
+def test_small_generator_trains_like_torch():
+    torch = pytest.importorskip("torch")
+    torch.set_default_dtype(torch.float64)
+    try:
+        t_model = _gan(torch)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    model = _gan(tb).to(tb.float64)
+    with torch.no_grad():
+        for (name, p), (tname, tp) in zip(model.named_parameters(), t_model.named_parameters(),
+                                          strict=True):
+            assert name == tname and tuple(p.shape) == tuple(tp.shape)
+            tp.copy_(torch.from_numpy(np.array(p.data)))
+    opt = tb.optim.Adam(model.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    t_opt = torch.optim.Adam(t_model.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    z = rng.standard_normal((4, 6, 1, 1))
+    target = rng.uniform(-1, 1, (4, 3, 32, 32))
+    losses, t_losses = [], []
+    for _ in range(4):
+        opt.zero_grad()
+        loss = F.mse_loss(model(tb.tensor(z)), tb.tensor(target))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        t_opt.zero_grad()
+        t_loss = TF.mse_loss(t_model(torch.tensor(z)), torch.tensor(target))
+        t_loss.backward()
+        t_opt.step()
+        t_losses.append(t_loss.item())
+    np.testing.assert_allclose(losses, t_losses, rtol=1e-9)
+    assert losses[-1] < losses[0]

@@ -1,17 +1,14 @@
-"""Convolution and pooling over NCHW images, by im2col and BLAS GEMMs.
+"""Pooling over NCHW images by strided slices, and ``conv2d`` (its N-d body is ``convnd``).
 
-Forward builds a strided *view* of every kernel window (``as_strided``, no copy), copies it once
-into a ``(N, C*KH*KW, OH*OW)`` column array and multiplies the ``(OC, C*KH*KW)`` weight by it in
-one batched ``matmul`` (a GEMM per image, output already NCHW). Backward multiplies the other
-way and scatters the column gradient back with col2im: a Python loop over the KH*KW kernel
-positions (9 for a 3x3 kernel), each step one vectorised add over a strided slice of every image,
-never a loop over pixels. Pooling uses the same strided slices.
+Pooling reads each kernel position as one strided slice of every image (a Python loop over the
+KH*KW positions, never over pixels) and scatters gradients back the same way.
 """
 from __future__ import annotations
 
 import math
 
 from .._xp import get_array_module
+from . import convnd as _convnd
 from .core import make
 
 
@@ -31,14 +28,6 @@ def _out_size(size, k, s, d, pad_total, ceil_mode=False):
     if span < 0:
         return 0
     return (-(-span // s) if ceil_mode else span // s) + 1
-
-
-def _windows(xp, x, kh, kw, sh, sw, dh, dw, oh, ow):
-    """View (N, C, KH, KW, OH, OW) of the windows of padded ``x`` (N, C, Hp, Wp), no copy."""
-    n, c = x.shape[:2]
-    s = x.strides
-    return xp.lib.stride_tricks.as_strided(
-        x, (n, c, kh, kw, oh, ow), (s[0], s[1], s[2] * dh, s[3] * dw, s[2] * sh, s[3] * sw))
 
 
 def _slice(i, j, sh, sw, dh, dw, oh, ow):
@@ -73,105 +62,11 @@ def _as_4d(name, x):
 
 # ***** convolution *****
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    x, w = input._data, weight._data
-    x, unbatched = _as_4d("conv2d", x)
-    if w.ndim != 4:
+    """2-D convolution; the N-d implementation is ``convnd.conv``."""
+    if weight._data.ndim != 4:
         raise RuntimeError(f"conv2d: weight must be 4-D (out_channels, in_channels/groups, kH, kW), "
-                           f"got shape {tuple(w.shape)}")
-    if type(x) is not type(w):
-        raise RuntimeError(f"conv2d: input is on {input.device} but weight is on {weight.device}")
-    n, c, h, wd = x.shape
-    oc, cg, kh, kw = w.shape
-    if c != cg * groups or oc % groups:
-        raise RuntimeError(
-            f"conv2d: input of shape {tuple(input.shape)} has {c} channels but weight of shape "
-            f"{tuple(w.shape)} with groups={groups} expects {cg * groups} (and out_channels "
-            f"divisible by groups)")
-    sh, sw = _pair(stride, "stride")
-    dh, dw = _pair(dilation, "dilation")
-    if isinstance(padding, str):
-        if padding == "valid":
-            pt = pb = pl = pr = 0
-        elif padding == "same":
-            if (sh, sw) != (1, 1):
-                raise ValueError("conv2d: padding='same' is not supported for strided convolutions")
-            th, tw = dh * (kh - 1), dw * (kw - 1)
-            pt, pl = th // 2, tw // 2          # as PyTorch: the extra pixel goes bottom/right
-            pb, pr = th - pt, tw - pl
-        else:
-            raise ValueError(f"conv2d: padding must be 'valid', 'same', an int or a pair, got {padding!r}")
-    else:
-        pt, pl = _pair(padding, "padding")
-        pb, pr = pt, pl
-    oh = _out_size(h, kh, sh, dh, pt + pb)
-    ow = _out_size(wd, kw, sw, dw, pl + pr)
-    if oh <= 0 or ow <= 0:
-        raise RuntimeError(f"conv2d: kernel {kh}x{kw} (dilation {dh}x{dw}) is larger than the padded "
-                           f"input {h + pt + pb}x{wd + pl + pr} (input shape {tuple(input.shape)})")
-    xp = get_array_module(x)
-    xpad = _pad4(xp, x, pt, pb, pl, pr)
-    k, ocg, L = cg * kh * kw, oc // groups, oh * ow
-    # im2col in (N, C, KH, KW, OH, OW) order: the copy reads the input nearly sequentially
-    # (3.4 ms for 32x32x32x32, 3x3, against 52 ms for the (N, OH, OW, C*KH*KW) row order) and the
-    # GEMM output is already NCHW, so no transpose is needed after it.
-    w3 = w.reshape(groups, ocg, k)
-    # With small images (L = OH*OW <= 16, a ResNet's last stage on 32x32 inputs) the per-image
-    # GEMMs are too thin for BLAS; one (OC x K)@(K x N*L) GEMM plus two transposes is then ~30%
-    # faster (measured: 0.71x the time at L=16, equal at L=64, 1.5x slower at L=1024).
-    one_gemm = groups == 1 and L <= 16
-
-    def columns():
-        cols = xp.ascontiguousarray(_windows(xp, xpad, kh, kw, sh, sw, dh, dw, oh, ow))
-        if one_gemm:   # (K, N*L)
-            return xp.ascontiguousarray(cols.reshape(n, k, L).transpose(1, 0, 2)).reshape(k, n * L)
-        return cols.reshape(n, groups, k, L)
-
-    if one_gemm:
-        out = xp.ascontiguousarray((w3[0] @ columns()).reshape(oc, n, L).transpose(1, 0, 2))
-        out = out.reshape(n, oc, oh, ow)
-    else:
-        out = xp.matmul(w3, columns()).reshape(n, oc, oh, ow)   # a GEMM per image and group
-    if bias is not None:
-        out += bias._data.reshape(1, oc, 1, 1)
-    if unbatched:
-        out = out[0]
-
-    def backward(g):
-        if unbatched:
-            g = g[None]
-        # g may be a stride-0 broadcast (from sum's backward): NumPy's matmul then skips BLAS
-        # and runs ~10x slower (310 ms against 30 ms here), so make it contiguous first.
-        g = xp.ascontiguousarray(g)
-        if one_gemm:
-            g4 = xp.ascontiguousarray(g.reshape(n, oc, L).transpose(1, 0, 2)).reshape(oc, n * L)
-        else:
-            g4 = g.reshape(n, groups, ocg, L)
-        gx = gw = gb = None
-        if bias is not None and bias.requires_grad:
-            gb = g.sum(axis=(0, 2, 3))
-        if weight.requires_grad:
-            # The columns are rebuilt rather than kept from forward: they are KH*KW times the
-            # input (231 MB for one 3x3 conv of a ResNet-18 at batch 32), the copy costs about
-            # a tenth of the GEMM that follows (3.4 ms against 45 ms, 32x32x32x32 input).
-            cols = columns()
-            if one_gemm:
-                gw = (g4 @ cols.T).reshape(w.shape)
-            else:
-                gw = xp.matmul(g4, cols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
-        if input.requires_grad:
-            if one_gemm:
-                gc = (w3[0].T @ g4).reshape(k, n, L).transpose(1, 0, 2).reshape(n, c, kh, kw, oh, ow)
-            else:
-                gc = xp.matmul(w3.swapaxes(-1, -2), g4).reshape(n, c, kh, kw, oh, ow)
-            gxp = xp.zeros(xpad.shape, dtype=gc.dtype)
-            for i in range(kh):           # col2im: loop over kernel positions, not pixels
-                for j in range(kw):
-                    gxp[_slice(i, j, sh, sw, dh, dw, oh, ow)] += gc[:, :, i, j]
-            gx = gxp[:, :, pt:pt + h, pl:pl + wd]
-            if unbatched:
-                gx = gx[0]
-        return gx, gw, gb
-    return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))
+                           f"got shape {tuple(weight._data.shape)}")
+    return _convnd.conv(input, weight, bias, stride, padding, dilation, groups, "conv2d")
 
 
 # ***** pooling *****
@@ -243,6 +138,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         if unbatched:
             g = g[None]
         g = xp.ascontiguousarray(g)   # a stride-0 g from sum() makes every where() slower
+        if tiles and not nan_path:
+            gx = _tiled_max_grad(xp, x, best, g, kh, kw)
+            return (gx[0] if unbatched else gx,)
         arg = winner()
         gxp = (xp.empty if tiles else xp.zeros)(xpad.shape, dtype=g.dtype)
         zero = xp.zeros((), dtype=g.dtype)
@@ -263,6 +161,30 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     idx = rows * w + colsi
     from ..tensor import Tensor
     return res, Tensor._wrap(idx[0] if unbatched else idx)
+
+
+def _tiled_max_grad(xp, x, best, g, kh, kw):
+    """Max-pool gradient for windows that tile the input (stride == kernel, no padding).
+
+    Works on the input's own layout, ``(N, C, OH, KH, W)`` with the max and the gradient
+    repeated KW times along W, so every pass is over rows of W contiguous values (a 6-D view with
+    a KW-long inner axis was 25% slower). Ties go to the first kernel position, as in PyTorch:
+    a hit is dropped where an earlier position of the same window already hit.
+    """
+    n, c, oh, ow = best.shape
+    w = ow * kw
+    hit = x.reshape(n, c, oh, kh, w) == xp.repeat(best, kw, axis=-1)[:, :, :, None, :]
+    taken = None
+    for i in range(kh):
+        for j in range(kw):
+            h = hit[:, :, :, i, j::kw]          # a view: the updates land in hit
+            if taken is None:
+                taken = h.copy()
+                continue
+            h &= ~taken
+            taken |= h
+    zero = xp.zeros((), dtype=g.dtype)
+    return xp.where(hit, xp.repeat(g, kw, axis=-1)[:, :, :, None, :], zero).reshape(x.shape)
 
 
 def _avg_divisor(xp, size, k, s, p, o, count_include_pad):

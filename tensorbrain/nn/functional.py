@@ -24,6 +24,11 @@ from .._ops import elementwise as _E
 from .._ops import reduce as _R
 from .._ops import shape as _S
 from .._ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: F401
+from .._ops.convnd import (conv1d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: F401
+                           conv_transpose3d)
+from .._ops.loss_margin import (cosine_embedding_loss, ctc_loss, margin_ranking_loss,  # noqa: F401
+                                pairwise_distance, triplet_margin_loss)
+from .._ops.resample import interpolate, pixel_shuffle, pixel_unshuffle, upsample  # noqa: F401
 from .._ops.core import make
 from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,  # noqa: F401
                          binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
@@ -41,6 +46,10 @@ __all__ = [
     "hardtanh", "pad", "one_hot", "normalize", "cosine_similarity",
     "scaled_dot_product_attention",
 ]
+__all__ += ["conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+__all__ += ["cosine_embedding_loss", "margin_ranking_loss", "pairwise_distance",
+            "triplet_margin_loss", "ctc_loss"]
+__all__ += ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
 
 # ***** linear layers *****
 def linear(input, weight, bias=None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from .._xp import get_array_module
+from ._checks import check_flags
 from .optimizer import Optimizer, scratch
 
 
@@ -13,7 +14,8 @@ class Adam(Optimizer):
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, *, maximize=False):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
@@ -23,6 +25,9 @@ class Adam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {i}: {b}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_flags(type(self).__name__, capturable, differentiable, fused)  # foreach: ignored
+        if decoupled_weight_decay:   # torch: Adam(decoupled_weight_decay=True) is AdamW
+            self._decoupled = True
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
@@ -75,5 +80,8 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         foreach=foreach, capturable=capturable, differentiable=differentiable,
+                         fused=fused)

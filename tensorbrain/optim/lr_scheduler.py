@@ -303,3 +303,273 @@ class OneCycleLR(LRScheduler):
                 else:
                     group["momentum"] = mom
         return lrs
+
+
+# ***** more of torch.optim.lr_scheduler *****
+class MultiplicativeLR(LRScheduler):
+    """lr *= lr_lambda(epoch) at every step after the first (PyTorch's MultiplicativeLR).
+
+    Args:
+        optimizer: the optimizer whose groups' ``lr`` is set.
+        lr_lambda: a function of the epoch, or one per parameter group (not saved in the
+            state dict, as in torch).
+        last_epoch: -1 to start; otherwise resume (the groups need ``initial_lr``).
+
+    Raises:
+        ValueError: a list of lambdas of another length than the groups.
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        n = len(optimizer.param_groups)
+        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        if len(self.lr_lambdas) != n:
+            raise ValueError(f"Expected {n} lr_lambdas, but got {len(self.lr_lambdas)}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch > 0:
+            return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._lrs(), strict=True)]
+        return self._lrs()
+
+
+class ConstantLR(LRScheduler):
+    """lr = base_lr * factor until ``total_iters`` steps, then base_lr.
+
+    Args:
+        optimizer: the optimizer; factor: in [0, 1]; total_iters: steps at the lower rate;
+        last_epoch: -1 to start.
+
+    Raises:
+        ValueError: a factor outside [0, 1].
+    """
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if not 0 <= factor <= 1:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._lrs()
+        return [lr * (1.0 / self.factor) for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        on = self.last_epoch >= self.total_iters
+        return [b * (self.factor + on * (1 - self.factor)) for b in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """lr = base_lr * (1 - min(epoch, total_iters) / total_iters) ** power.
+
+    Args:
+        optimizer: the optimizer; total_iters: steps to reach 0; power: the polynomial's
+        degree; last_epoch: -1 to start.
+    """
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        e, n = self.last_epoch, self.total_iters
+        if e == 0 or e > n:
+            return self._lrs()
+        factor = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
+        return [lr * factor for lr in self._lrs()]
+
+    def _get_closed_form_lr(self):
+        e, n = self.last_epoch, self.total_iters
+        return [b * (1.0 - min(n, e) / n) ** self.power for b in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov & Hutter): cosine from base_lr to ``eta_min`` over ``T_i`` epochs, then a
+    restart with ``T_i *= T_mult``. ``step(epoch)`` takes fractional epochs, as in PyTorch.
+
+    Args:
+        optimizer: the optimizer; T_0: the first period (a positive int); T_mult: the
+        period's growth factor (an int >= 1); eta_min: the lowest lr; last_epoch: -1 to start.
+
+    Raises:
+        ValueError: a bad T_0 or T_mult, a negative epoch given to ``step``.
+    """
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for b in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Advance one epoch, or jump to ``epoch`` (may be fractional) and set the lrs."""
+        self._step_count += 1
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur - self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+class ChainedScheduler(LRScheduler):
+    """Steps every scheduler in ``schedulers`` at each ``step()`` (their effects compose).
+
+    Args:
+        schedulers: schedulers of one optimizer; optimizer: that optimizer (default: the
+        first scheduler's).
+
+    Raises:
+        ValueError: no schedulers, or schedulers of different optimizers.
+    """
+
+    def __init__(self, schedulers, optimizer=None):
+        schedulers = list(schedulers)
+        if not schedulers:
+            raise ValueError("ChainedScheduler expects at least one scheduler")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if s.optimizer is not optimizer:
+                raise ValueError(f"ChainedScheduler expects all schedulers to belong to the same "
+                                 f"optimizer, but scheduler {i} does not")
+        self.optimizer = optimizer
+        self._schedulers = schedulers
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+
+    def step(self):
+        """Step every chained scheduler once."""
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self):
+        """This scheduler's state with its children's state dicts under ``_schedulers``."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        d["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return d
+
+    def load_state_dict(self, state_dict):
+        """Restore a state from :meth:`state_dict`, the children's included."""
+        state_dict = dict(state_dict)
+        subs = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for s, sd in zip(self._schedulers, subs, strict=True):
+            s.load_state_dict(sd)
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply the lr by ``factor`` once a metric passed to ``step(metrics)`` has not improved
+    for more than ``patience`` epochs (then wait ``cooldown`` epochs), as in PyTorch.
+
+    Args:
+        optimizer: the optimizer; mode: ``'min'`` or ``'max'`` (which way is better);
+        factor: the multiplier (< 1); patience: bad epochs tolerated; threshold and
+        threshold_mode (``'rel'`` or ``'abs'``): what counts as an improvement; cooldown:
+        epochs to wait after a reduction; min_lr: a floor (one per group or one for all);
+        eps: smaller lr changes are skipped.
+
+    Raises:
+        ValueError: factor >= 1, an unknown mode or threshold mode, a min_lr list of the wrong
+        length.
+        TypeError: ``optimizer`` is not an Optimizer.
+    """
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
+                 threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode {mode} is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"threshold mode {threshold_mode} is unknown!")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        n = len(optimizer.param_groups)
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != n:
+                raise ValueError(f"expected {n} min_lrs, got {len(min_lr)}")
+            self.min_lrs = list(min_lr)
+        else:
+            self.min_lrs = [min_lr] * n
+        self.factor, self.patience, self.cooldown, self.eps = factor, patience, cooldown, eps
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.last_epoch = 0
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+        self._reset()
+
+    def _reset(self):
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    @property
+    def in_cooldown(self):
+        """True while the cooldown after a reduction runs."""
+        return self.cooldown_counter > 0
+
+    def is_better(self, a, best):
+        """Whether metric ``a`` improves on ``best`` by the threshold."""
+        rel = self.threshold_mode == "rel"
+        if self.mode == "min":
+            return a < best * (1.0 - self.threshold) if rel else a < best - self.threshold
+        return a > best * (self.threshold + 1.0) if rel else a > best + self.threshold
+
+    def step(self, metrics, epoch=None):
+        """Record this epoch's metric; reduce the lrs after too many bad epochs."""
+        current = float(metrics)
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        if self.is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0   # ignore bad epochs in cooldown
+        if self.num_bad_epochs > self.patience:
+            for i, group in enumerate(self.optimizer.param_groups):
+                old = float(group["lr"])
+                new = max(old * self.factor, self.min_lrs[i])
+                if old - new > self.eps:
+                    group["lr"] = new
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self):
+        """Everything but the optimizer (best, counters, options)."""
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        """Restore a state from :meth:`state_dict`."""
+        self.__dict__.update(state_dict)

@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 from .._xp import get_array_module
+from ._checks import check_flags
 from .optimizer import Optimizer, scratch
 
 
 class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, *, maximize=False):
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
+        check_flags("RMSprop", capturable, differentiable)   # foreach: accepted, ignored
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .._xp import get_array_module
+from ._checks import check_flags
 from .optimizer import Optimizer, required, scratch
 
 
@@ -16,13 +17,14 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, *, maximize=False):
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False, fused=None):
         if lr is not required and lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_flags("SGD", differentiable=differentiable, fused=fused)   # foreach: ignored
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,

@@ -2,11 +2,15 @@
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (BCELoss, CosineEmbeddingLoss, CTCLoss, HuberLoss, KLDivLoss,  # noqa: F401
+                   MarginRankingLoss, SmoothL1Loss, TripletMarginLoss)
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from .module import Module, RemovableHandle
 from .normalization import GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
@@ -21,3 +25,8 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss",
     "MultiheadAttention", "TransformerEncoderLayer",
 ]
+__all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ += ["BCELoss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "CosineEmbeddingLoss",
+            "MarginRankingLoss", "TripletMarginLoss", "CTCLoss"]
+__all__ += ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingNearest2d",
+            "UpsamplingBilinear2d"]

@@ -1,0 +1,528 @@
+"""N-d convolution and transposed convolution (1-d, 2-d, 3-d) by im2col/col2im and BLAS GEMMs.
+
+One implementation serves ``conv1d/2d/3d`` and ``conv_transpose1d/2d/3d``; the spatial rank is
+the weight's rank minus 2.
+
+* ``im2col``: a strided *view* of every kernel window, ``(N, C, *K, *O)`` (``as_strided``, no
+  copy), copied once into a column array and multiplied by the weight in one batched ``matmul``
+  (a GEMM per image and group; the output comes out channel-first, no transpose after it).
+* ``col2im``: the adjoint, a scattered add of the column array into the (padded) image, one
+  vectorised add per kernel position (9 for a 3x3 kernel), never a loop over pixels.
+
+A convolution is im2col + GEMM forward and GEMM + col2im (input gradient) + im2col + GEMM
+(weight gradient) backward. A transposed convolution is the same two halves the other way
+round: GEMM + col2im forward, and im2col of the output gradient shared by both input and
+weight gradients backward (one column array, two GEMMs).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from .._xp import get_array_module
+from .core import make
+
+
+def ntuple(v, nd, name):
+    """``v`` as a tuple of ``nd`` ints (an int is repeated; a 1-tuple too)."""
+    if isinstance(v, int):
+        return (v,) * nd
+    v = tuple(v)
+    if len(v) == 1:
+        v = v * nd
+    if len(v) != nd or not all(isinstance(i, int) for i in v):
+        raise ValueError(f"{name} must be an int or a tuple of {nd} ints, got {v!r}")
+    return v
+
+
+def _out_size(size, k, s, d, pad_total):
+    span = size + pad_total - d * (k - 1) - 1
+    return span // s + 1 if span >= 0 else 0
+
+
+def _pad(xp, x, lo, hi):
+    """Zero-pad the trailing ``len(lo)`` dims of ``x`` (by hand: np.pad costs ~0.4 ms of argument
+    handling per call, more than the copy itself on a ResNet-size activation)."""
+    if not any(lo) and not any(hi):
+        return x
+    nd = len(lo)
+    lead = x.shape[:x.ndim - nd]
+    padded = tuple(s + a + b for s, a, b in zip(x.shape[-nd:], lo, hi, strict=True))
+    out = xp.zeros(lead + padded, dtype=x.dtype)
+    out[(Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(lo, x.shape[-nd:], strict=True))] = x
+    return out
+
+
+def _windows(xp, x, ks, ss, ds, outs):
+    """View ``(N, C, *K, *O)`` of the windows of padded ``x`` ``(N, C, *S)``, no copy."""
+    st = x.strides[2:]
+    shape = x.shape[:2] + tuple(ks) + tuple(outs)
+    strides = x.strides[:2] + tuple(s * d for s, d in zip(st, ds, strict=True)) + \
+        tuple(s * t for s, t in zip(st, ss, strict=True))
+    return xp.lib.stride_tricks.as_strided(x, shape, strides)
+
+
+def _im2col(xp, x, ks, ss, ds, outs, fold_batch):
+    """The column array of padded ``x`` (N, C, *S), copied once from the window view:
+    ``(N, C*prod(K), L)`` for a GEMM per image, or with ``fold_batch`` ``(C*prod(K), N*L)`` for
+    one GEMM over the whole batch (the transpose is folded into the same copy)."""
+    n, c = x.shape[:2]
+    kk, L = c * math.prod(ks), math.prod(outs)
+    v = _windows(xp, x, ks, ss, ds, outs)
+    if fold_batch:
+        nd = len(ks)
+        perm = (1,) + tuple(range(2, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
+        return xp.ascontiguousarray(v.transpose(perm)).reshape(kk, n * L)
+    return xp.ascontiguousarray(v).reshape(n, kk, L)
+
+
+def _positions(ks, ss, ds, outs):
+    """For each kernel position: its index and the strided slice of the padded image it reads."""
+    for pos in itertools.product(*(range(k) for k in ks)):
+        yield pos, tuple(slice(p * d, p * d + s * (o - 1) + 1, s)
+                         for p, s, d, o in zip(pos, ss, ds, outs, strict=True))
+
+
+def _col2im(xp, cols, padded_shape, ks, ss, ds, outs):
+    """Adjoint of im2col: add ``cols`` ``(N, C, *K, *O)`` into a zero image ``padded_shape``."""
+    img = xp.zeros(padded_shape, dtype=cols.dtype)
+    # Windows that tile the image (stride == kernel, no dilation) do not overlap: assign.
+    tiles = tuple(ss) == tuple(ks) and all(d == 1 for d in ds)
+    lead = (slice(None), slice(None))
+    for pos, sl in _positions(ks, ss, ds, outs):
+        src = cols[lead + pos]
+        if tiles:
+            img[lead + sl] = src
+        else:
+            img[lead + sl] += src
+    return img
+
+
+def _padding(name, padding, ks, ss, ds):
+    """``(lo, hi)`` padding per spatial dim; ``'same'`` puts the odd pixel at the end (torch)."""
+    nd = len(ks)
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * nd, (0,) * nd
+        if padding == "same":
+            if any(s != 1 for s in ss):
+                raise ValueError(f"{name}: padding='same' is not supported for strided "
+                                 f"convolutions (stride {tuple(ss)})")
+            tot = [d * (k - 1) for k, d in zip(ks, ds, strict=True)]
+            return tuple(t // 2 for t in tot), tuple(t - t // 2 for t in tot)
+        raise ValueError(f"{name}: padding must be 'valid', 'same', an int or a tuple of {nd} "
+                         f"ints, got {padding!r}")
+    p = ntuple(padding, nd, "padding")
+    if any(v < 0 for v in p):
+        raise RuntimeError(f"{name}: negative padding {p} is not supported")
+    return p, p
+
+
+def _flat_input_grad(xp, g, w3, padded_shape, ks, ds, outs, groups):
+    """Input gradient of a stride-1 convolution, col2im done on the flattened padded grid.
+
+    With stride 1, output position ``o`` and kernel position ``k`` read flat index
+    ``sum((o_i + k_i d_i) * st_i)`` of the padded input (``st`` its row-major strides), so every
+    kernel position is one *contiguous* shift when the outputs are laid out on the padded grid
+    (``O_0 x Sp_1 x ... x Sp_last``, the extra columns holding a zero gradient). col2im is then
+    one long contiguous add per kernel position instead of an add over short strided rows
+    (2.5 ms against 5.6 ms for 32x32x16x16, 3x3), for a GEMM a little wider than the output.
+    """
+    n, oc = g.shape[:2]
+    c = padded_shape[1]
+    sp = padded_shape[2:]
+    nd = len(ks)
+    st = [math.prod(sp[i + 1:]) for i in range(nd)]
+    ext = (n, oc, outs[0]) + tuple(sp[1:])
+    g_ext = xp.zeros(ext, dtype=g.dtype)
+    g_ext[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in outs[1:])] = g
+    lx = outs[0] * st[0]
+    gc = xp.matmul(w3.swapaxes(-1, -2), g_ext.reshape(n, groups, oc // groups, lx))
+    gc = gc.reshape(n, c, math.prod(ks), lx)
+    total = math.prod(sp)
+    img = xp.zeros((n, c, total + sum((k - 1) * d * t for k, d, t in zip(ks, ds, st, strict=True))),
+                   dtype=gc.dtype)
+    for p, pos in enumerate(itertools.product(*(range(k) for k in ks))):
+        off = sum(q * d * t for q, d, t in zip(pos, ds, st, strict=True))
+        img[:, :, off:off + lx] += gc[:, :, p]
+    return img[:, :, :total].reshape(padded_shape)
+
+
+def _batched(name, x, nd):
+    """``(x with a batch dim, unbatched)``; an input of rank nd+1 gains a batch of 1."""
+    if x.ndim == nd + 1:
+        return x[None], True
+    if x.ndim != nd + 2:
+        raise RuntimeError(f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) "
+                           f"input, got shape {tuple(x.shape)}")
+    return x, False
+
+
+def _check(name, input, weight, nd):
+    x, w = input._data, weight._data
+    if w.ndim != nd + 2:
+        raise RuntimeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(w.shape)}")
+    if type(x) is not type(w):
+        raise RuntimeError(f"{name}: input is on {input.device} but weight is on {weight.device}")
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"{name}: input dtype {x.dtype} and weight dtype {w.dtype} differ "
+                           f"(cast one with .to(dtype))")
+
+
+# ***** convolution *****
+_ONE_GEMM_MAX = 64      # see one_gemm in conv()
+_FLAT_MAX_EXTRA = 1.25  # see flat_ok in conv()
+
+
+def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, name="conv"):
+    """N-d convolution (cross-correlation, as PyTorch); ``nd = weight.ndim - 2``."""
+    nd = weight._data.ndim - 2
+    _check(name, input, weight, nd)
+    x, w = input._data, weight._data
+    x, unbatched = _batched(name, x, nd)
+    n, c = x.shape[:2]
+    size = x.shape[2:]
+    oc, cg = w.shape[:2]
+    ks = w.shape[2:]
+    if groups < 1 or c != cg * groups or oc % groups:
+        raise RuntimeError(
+            f"{name}: input of shape {tuple(input.shape)} has {c} channels but weight of shape "
+            f"{tuple(w.shape)} with groups={groups} expects {cg * groups} (and out_channels "
+            f"divisible by groups)")
+    ss = ntuple(stride, nd, "stride")
+    ds = ntuple(dilation, nd, "dilation")
+    lo, hi = _padding(name, padding, ks, ss, ds)
+    outs = tuple(_out_size(s, k, st, d, a + b)
+                 for s, k, st, d, a, b in zip(size, ks, ss, ds, lo, hi, strict=True))
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"{name}: kernel {tuple(ks)} (dilation {ds}) is larger than the padded "
+                           f"input {tuple(s + a + b for s, a, b in zip(size, lo, hi, strict=True))} "
+                           f"(input shape {tuple(input.shape)})")
+    xp = get_array_module(x)
+    xpad = _pad(xp, x, lo, hi)
+    interior = (slice(None), slice(None)) + tuple(
+        slice(a, a + s) for a, s in zip(lo, size, strict=True))   # the unpadded input in xpad
+    kg, ocg, L = cg * math.prod(ks), oc // groups, math.prod(outs)
+    w3 = w.reshape(groups, ocg, kg)
+    # 1x1 stride-1 convolutions need no columns at all: the input is already (N, C, L).
+    pointwise = all(k == 1 for k in ks) and all(s == 1 for s in ss) and not any(lo) and not any(hi)
+    # With small outputs (L = prod(O) <= 64, a ResNet's last stages on 32x32 inputs) the
+    # per-image GEMMs are too thin for BLAS; one (OC x K)@(K x N*L) GEMM is then faster (0.71x
+    # the time at L=16; at L=64 a conv step took 16.1 ms against 17.0 ms; 1.5x slower at
+    # L=1024), the transpose folded into the im2col copy.
+    one_gemm = groups == 1 and L <= _ONE_GEMM_MAX
+
+    # Stride-1 convolutions take their input gradient on the flattened padded grid (see
+    # _flat_input_grad) when its extra columns cost at most a quarter more GEMM work.
+    flat_ok = not pointwise and not one_gemm and all(s == 1 for s in ss) and \
+        outs[0] * math.prod(xpad.shape[3:]) <= _FLAT_MAX_EXTRA * L
+
+    def columns():
+        if pointwise and not one_gemm:
+            return xp.ascontiguousarray(xpad).reshape(n, groups, kg, L)
+        cols = _im2col(xp, xpad, ks, ss, ds, outs, one_gemm)   # (K, N*L) when one_gemm
+        return cols if one_gemm else cols.reshape(n, groups, kg, L)
+
+    if one_gemm:
+        out = xp.ascontiguousarray((w3[0] @ columns()).reshape(oc, n, L).transpose(1, 0, 2))
+    else:
+        out = xp.matmul(w3, columns())   # a GEMM per image and group
+    out = out.reshape((n, oc) + outs)
+    if bias is not None:
+        out += bias._data.reshape((1, oc) + (1,) * nd)
+    if unbatched:
+        out = out[0]
+
+    def backward(g):
+        if unbatched:
+            g = g[None]
+        # g may be a stride-0 broadcast (from sum's backward): NumPy's matmul then skips BLAS
+        # and runs ~10x slower, so make it contiguous first.
+        g = xp.ascontiguousarray(g)
+        if one_gemm:
+            g4 = xp.ascontiguousarray(g.reshape(n, oc, L).transpose(1, 0, 2)).reshape(oc, n * L)
+        else:
+            g4 = g.reshape(n, groups, ocg, L)
+        gx = gw = gb = None
+        if bias is not None and bias.requires_grad:
+            gb = g.sum(axis=(0,) + tuple(range(2, 2 + nd)))
+        if weight.requires_grad:
+            # The columns are rebuilt rather than kept from forward: they are prod(K) times the
+            # input (231 MB for one 3x3 conv of a ResNet-18 at batch 32); the copy costs about a
+            # tenth of the GEMM that follows.
+            cols = columns()
+            if one_gemm:
+                gw = (g4 @ cols.T).reshape(w.shape)
+            else:
+                # A GEMM per image and a sum of the (N, OC, K) partials: as fast as one GEMM over
+                # the batch (18.3 ms against 18.0 ms, 32x32x32x32 input, 64 3x3 filters) without
+                # its two transposing copies; einsum(optimize=True) took 27.8 ms.
+                gw = xp.matmul(g4, cols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
+        if input.requires_grad and flat_ok:
+            gx = _flat_input_grad(xp, g, w3, xpad.shape, ks, ds, outs, groups)
+            gx = gx[interior]
+            if unbatched:
+                gx = gx[0]
+        elif input.requires_grad:
+            if one_gemm:
+                gc = (w3[0].T @ g4).reshape(kg, n, L).transpose(1, 0, 2)
+            else:
+                gc = xp.matmul(w3.swapaxes(-1, -2), g4)
+            if pointwise:
+                gx = gc.reshape(x.shape)
+            else:
+                gxp = _col2im(xp, gc.reshape((n, c) + tuple(ks) + outs), xpad.shape, ks, ss, ds, outs)
+                gx = gxp[interior]
+            if unbatched:
+                gx = gx[0]
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))
+
+
+# ***** transposed convolution *****
+_FOLD_MAX = 256   # inputs with at most this many positions fold the batch into one GEMM
+
+
+def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                   dilation=1, name="conv_transpose"):
+    """N-d transposed convolution (the input-gradient of ``conv``), as PyTorch's
+    ``conv_transpose{1,2,3}d``; weight ``(C_in, C_out // groups, *K)``."""
+    nd = weight._data.ndim - 2
+    _check(name, input, weight, nd)
+    x, w = input._data, weight._data
+    x, unbatched = _batched(name, x, nd)
+    n, c = x.shape[:2]
+    size = x.shape[2:]
+    cin, ocg = w.shape[:2]
+    ks = w.shape[2:]
+    if groups < 1 or c != cin or cin % groups:
+        raise RuntimeError(
+            f"{name}: input of shape {tuple(input.shape)} has {c} channels but weight of shape "
+            f"{tuple(w.shape)} expects {cin} (weight is (in_channels, out_channels/groups, *kernel),"
+            f" in_channels divisible by groups={groups})")
+    if isinstance(padding, str):
+        raise ValueError(f"{name}: string padding {padding!r} is not supported for transposed "
+                         f"convolutions (as in PyTorch); give ints")
+    ss = ntuple(stride, nd, "stride")
+    ds = ntuple(dilation, nd, "dilation")
+    ps = ntuple(padding, nd, "padding")
+    ops = ntuple(output_padding, nd, "output_padding")
+    for op, s, d in zip(ops, ss, ds, strict=True):
+        if op >= max(s, d):
+            raise ValueError(f"{name}: output padding {ops} must be smaller than either stride "
+                             f"{ss} or dilation {ds}")
+    oc = ocg * groups
+    cg = cin // groups
+    full = tuple((i - 1) * s + d * (k - 1) + 1 + op
+                 for i, s, d, k, op in zip(size, ss, ds, ks, ops, strict=True))
+    outs = tuple(f - 2 * p for f, p in zip(full, ps, strict=True))
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"{name}: padding {ps} leaves an empty output {outs} for input of "
+                           f"shape {tuple(input.shape)} and kernel {tuple(ks)}")
+    xp = get_array_module(x)
+    kg, L = ocg * math.prod(ks), math.prod(size)
+    w3 = w.reshape(groups, cg, kg)                 # (G, Cin/G, Cout/G * K)
+    crop = (slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(ps, outs, strict=True))
+    # Small inputs (L = prod(size) <= _FOLD_MAX, the first layers of a DCGAN generator) make
+    # the per-image GEMMs thin, and the weight gradient's per-image partials (N, Cin, Cout*K)
+    # huge (128 MB for 512->256 channels 4x4 at B=16): fold the batch into one GEMM instead.
+    fold = groups == 1 and L <= _FOLD_MAX
+    if fold:
+        x4 = xp.ascontiguousarray(x.reshape(n, c, L).transpose(1, 0, 2)).reshape(c, n * L)
+        cols = (w3[0].T @ x4).reshape((oc,) + tuple(ks) + (n,) + size)   # (Cout*K, N*L)
+        cols = cols.transpose((nd + 1,) + tuple(range(nd + 1)) + tuple(range(nd + 2, 2 * nd + 2)))
+    else:
+        x4 = xp.ascontiguousarray(x).reshape(n, groups, cg, L)
+        cols = xp.matmul(w3.swapaxes(-1, -2), x4)      # (N, G, Cout/G * K, L): a GEMM per image
+        cols = cols.reshape((n, oc) + tuple(ks) + size)
+    img = _col2im(xp, cols, (n, oc) + full, ks, ss, ds, size)
+    # A cropped result is copied once (with the bias, when there is one) so that the ops after
+    # it (batch norm, activations) read a contiguous array.
+    if bias is not None:
+        b = bias._data.reshape((1, oc) + (1,) * nd)
+        if any(ps):
+            out = img[crop] + b
+        else:
+            out = img
+            out += b
+    else:
+        out = xp.ascontiguousarray(img[crop]) if any(ps) else img
+    if unbatched:
+        out = out[0]
+
+    def backward(g):
+        if unbatched:
+            g = g[None]
+        gx = gw = gb = None
+        if bias is not None and bias.requires_grad:
+            gb = g.sum(axis=(0,) + tuple(range(2, 2 + nd)))
+        if input.requires_grad or weight.requires_grad:
+            # im2col of the output gradient, on the uncropped (full) grid: window i of it holds
+            # every output position input pixel i was added into.
+            tail = tuple(f - p - o for f, p, o in zip(full, ps, outs, strict=True))
+            gfull = _pad(xp, xp.ascontiguousarray(g), ps, tail)
+            gcols = _im2col(xp, gfull, ks, ss, ds, size, fold)
+            if fold:                                           # gcols (Cout*K, N*L)
+                if input.requires_grad:
+                    gx = (w3[0] @ gcols).reshape(c, n, L).transpose(1, 0, 2).reshape(x.shape)
+                if weight.requires_grad:
+                    gw = (x4 @ gcols.T).reshape(w.shape)
+            else:
+                gcols = gcols.reshape(n, groups, kg, L)
+                if input.requires_grad:
+                    gx = xp.matmul(w3, gcols).reshape(x.shape)     # (N, G, Cin/G, L)
+                if weight.requires_grad:
+                    gw = xp.matmul(x4, gcols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
+            if gx is not None and unbatched:
+                gx = gx[0]
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))
+
+
+# ***** the public functions (tb.nn.functional re-exports them; torch's signatures) *****
+def _checked(name, weight, nd):
+    if weight._data.ndim != nd + 2:
+        raise RuntimeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight._data.shape)}")
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over ``(N, C_in, L)``; weight ``(C_out, C_in // groups, k)``.
+
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_out, C_in // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, dilation: an int or one int per spatial dim.
+        padding: an int, one int per spatial dim, ``'valid'`` or ``'same'`` (stride 1 only).
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a bad padding string or ``'same'`` with a stride.
+
+    >>> import tensorbrain as tb
+    >>> tb.nn.functional.conv1d(tb.ones(1, 2, 5), tb.ones(3, 2, 3)).shape
+    tb.Size([1, 3, 3])
+    """
+    _checked("conv1d", weight, 1)
+    return conv(input, weight, bias, stride, padding, dilation, groups, "conv1d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over ``(N, C_in, D, H, W)``; weight ``(C_out, C_in // groups, kD, kH, kW)``.
+
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_out, C_in // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, dilation: an int or one int per spatial dim.
+        padding: an int, one int per spatial dim, ``'valid'`` or ``'same'`` (stride 1 only).
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a bad padding string or ``'same'`` with a stride.
+
+    >>> import tensorbrain as tb
+    >>> tb.nn.functional.conv3d(tb.ones(1, 1, 4, 4, 4), tb.ones(2, 1, 3, 3, 3), padding=1).shape
+    tb.Size([1, 2, 4, 4, 4])
+    """
+    _checked("conv3d", weight, 3)
+    return conv(input, weight, bias, stride, padding, dilation, groups, "conv3d")
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-D transposed convolution; weight ``(C_in, C_out // groups, k)``.
+
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_in, C_out // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, padding, output_padding, dilation: an int or one int per spatial dim;
+            ``output_padding`` must be smaller than stride or dilation.
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with
+        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a string padding or a too large ``output_padding``.
+
+    >>> import tensorbrain as tb
+    >>> x, w = tb.ones(1, 2, 4), tb.ones(2, 3, 4)
+    >>> tb.nn.functional.conv_transpose1d(x, w, stride=2, padding=1).shape
+    tb.Size([1, 3, 8])
+    """
+    _checked("conv_transpose1d", weight, 1)
+    return conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                          "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-D transposed convolution; weight ``(C_in, C_out // groups, kH, kW)``. Output size per
+    dim: ``(in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_in, C_out // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, padding, output_padding, dilation: an int or one int per spatial dim;
+            ``output_padding`` must be smaller than stride or dilation.
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with
+        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a string padding or a too large ``output_padding``.
+
+    >>> import tensorbrain as tb
+    >>> x, w = tb.ones(1, 4, 8, 8), tb.ones(4, 2, 4, 4)
+    >>> tb.nn.functional.conv_transpose2d(x, w, stride=2, padding=1).shape
+    tb.Size([1, 2, 16, 16])
+    """
+    _checked("conv_transpose2d", weight, 2)
+    return conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                          "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-D transposed convolution; weight ``(C_in, C_out // groups, kD, kH, kW)``.
+
+    Args:
+        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
+        weight: ``(C_in, C_out // groups, *kernel)``.
+        bias: optional ``(C_out,)``.
+        stride, padding, output_padding, dilation: an int or one int per spatial dim;
+            ``output_padding`` must be smaller than stride or dilation.
+        groups: input and output channels are split into this many independent groups.
+
+    Returns:
+        ``(N, C_out, *out)`` with
+        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
+        ValueError: a string padding or a too large ``output_padding``.
+
+    >>> import tensorbrain as tb
+    >>> x, w = tb.ones(1, 2, 2, 2, 2), tb.ones(2, 1, 2, 2, 2)
+    >>> tb.nn.functional.conv_transpose3d(x, w, stride=2).shape
+    tb.Size([1, 1, 4, 4, 4])
+    """
+    _checked("conv_transpose3d", weight, 3)
+    return conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation,
+                          "conv_transpose3d")

@@ -5,11 +5,13 @@ import math
 
 import numpy as np
 
-from .._dtype import get_default_dtype
+from .._dtype import bfloat16 as _BF16
+from .._dtype import get_default_dtype, promote_types
 from .._xp import get_array_module
 from . import core as _core
 from ..autograd.grad_mode import _state as _grad_state
 from .core import as_operand, make, shape_error, tensor_cls, unbroadcast
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
 def _is_tensor(x):
@@ -25,7 +27,11 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
         if type(ad) is not type(bd):
             as_operand(b, a)  # raises the device error naming both devices
         ka, kb = ad.dtype.kind, bd.dtype.kind
-        if ka != kb and (ka == "f") != (kb == "f"):
+        if ad.dtype != bd.dtype and (ad.dtype == _BF16 or bd.dtype == _BF16):
+            # NumPy cannot promote ml_dtypes' bfloat16 with float16 or int64: PyTorch's table
+            common = promote_types(ad.dtype, bd.dtype)
+            ad, bd = ad.astype(common, copy=False), bd.astype(common, copy=False)
+        elif ka != kb and (ka == "f") != (kb == "f"):
             # PyTorch: an integer/bool tensor meets a float tensor -> the float tensor's dtype
             # (NumPy would widen int64 + float32 to float64).
             if ka == "f":
@@ -54,6 +60,11 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
         if "broadcast" not in str(exc):   # e.g. integers to negative integer powers
             raise RuntimeError(f"{name.replace('Backward', '').lower()}: {exc}") from None
         raise shape_error(name.replace("Backward", "").lower(), ad, bd, exc) from None
+    if out.dtype == np.float32 and (isinstance(bd, float) and ta and ad.dtype == _BF16 or
+                                    isinstance(ad, float) and tb_ and bd.dtype == _BF16):
+        # ml_dtypes computes bfloat16 (op) Python float in float32; PyTorch, too, computes it in
+        # float32 but rounds the result back to bfloat16 (the scalar is weak).
+        out = out.astype(_BF16)
     need_a = ta and a.requires_grad
     need_b = tb_ and b.requires_grad
     if not (need_a or need_b) or not _grad_state.__dict__.get("enabled", True):
@@ -118,6 +129,7 @@ def div(a, b, rounding_mode=None):
                    lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), "b", True)
 
 
+@autocast_op("pow")
 def pow(a, b):
     def grad_base(g, x, y, o):
         return g * y * x ** (y - 1) if not (isinstance(y, (int, float)) and y == 2) else g * 2 * x
@@ -186,11 +198,13 @@ lt_, gt_, le_, ge_, eq_, ne_ = (_compare(f) for f in (lt, gt, le, ge, eq, ne))
 
 
 # ***** unary math *****
+@autocast_op("exp")
 def exp(a):
     out = get_array_module(a.data).exp(a.data)
     return make(out, (a,), lambda g: (g * out,), "ExpBackward")
 
 
+@autocast_op("log")
 def log(a):
     x = a.data
     return make(get_array_module(x).log(x), (a,), lambda g: (g / x,), "LogBackward", (a,))
@@ -201,6 +215,7 @@ def sqrt(a):
     return make(out, (a,), lambda g: (g / (2 * out),), "SqrtBackward")
 
 
+@autocast_op("rsqrt")
 def rsqrt(a):
     out = 1 / get_array_module(a.data).sqrt(a.data)
     return make(out, (a,), lambda g: (-0.5 * g * out * out * out,), "RsqrtBackward")
@@ -342,11 +357,13 @@ def silu(a):
 
 
 # ***** more unary math *****
+@autocast_op("log1p")
 def log1p(a):
     x = a.data
     return make(get_array_module(x).log1p(x), (a,), lambda g: (g / (1 + x),), "Log1PBackward", (a,))
 
 
+@autocast_op("expm1")
 def expm1(a):
     out = get_array_module(a.data).expm1(a.data)
     return make(out, (a,), lambda g: (g * (out + 1),), "Expm1Backward")
@@ -363,6 +380,7 @@ def square(a):
     return mul(a, a)
 
 
+@autocast_op("reciprocal")
 def reciprocal(a):
     out = 1 / a.data
     return make(out, (a,), lambda g: (-g * out * out,), "ReciprocalBackward")

@@ -8,6 +8,7 @@ import numbers
 
 from .core import make
 from .._xp import get_array_module
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
 # ***** normalisation *****
@@ -37,6 +38,7 @@ def _affine_grads(g, xhat, weight, bias, axes):
     return gw, gb
 
 
+@autocast_op("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, one fused op."""
     x = input.data
@@ -66,6 +68,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return make(out, (input, weight, bias), backward, "NativeLayerNormBackward", (weight,) if weight is not None else ())
 
 
+@autocast_op("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Batch norm over dim 1 of (N, C, ...). In training the batch statistics are used and the
@@ -123,6 +126,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 (weight,) if weight is not None else ())
 
 
+@autocast_op("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups per sample, then a per-channel affine."""
     x = input.data

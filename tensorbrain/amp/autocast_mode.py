@@ -49,11 +49,14 @@ _state = _State()
 # How many threads have autocast on: the decorated ops read this global first (~20 ns) and touch
 # the thread-local state (~100 ns) only while some thread is inside an autocast region.
 _threads_on = [0]
+_threads_lock = threading.Lock()   # += on it from two threads at once could lose an update
 
 
 def _refresh():
     was, _state.active = _state.active, any(_state.enabled.values())
-    _threads_on[0] += int(_state.active) - int(was)
+    if was != _state.active:
+        with _threads_lock:
+            _threads_on[0] += 1 if _state.active else -1
 
 
 # ***** the hook: ops declare their PyTorch name *****

@@ -352,3 +352,25 @@ def test_scaler_with_float16_autocast_training_converges():
         losses.append(loss.item())
     assert all(p.dtype == tb.float32 for p in model.parameters())
     assert losses[-1] < 0.6 * losses[0]
+
+
+def test_one_thread_leaving_autocast_leaves_the_other_on():
+    x = tb.randn(3, 3)
+    inside, leave, seen = threading.Event(), threading.Event(), {}
+
+    def other():
+        with tb.autocast("cpu"):
+            inside.set()
+            leave.wait(10)
+            seen["dtype"] = (x @ x).dtype
+
+    th = threading.Thread(target=other)
+    th.start()
+    inside.wait(10)
+    with tb.autocast("cpu"):
+        assert (x @ x).dtype == tb.bfloat16
+    assert (x @ x).dtype == tb.float32      # this thread is out; the other is still in
+    leave.set()
+    th.join(10)
+    assert seen == {"dtype": tb.bfloat16}
+    assert autocast_mode._threads_on[0] == 0

@@ -124,3 +124,38 @@ def test_bfloat16_file_read_by_torch(tmp_path):
 def test_bfloat16_refuses_cuda_clearly():
     with pytest.raises(TypeError, match="CuPy has no bfloat16"):
         tb.ones(2, dtype=tb.bfloat16).cuda()
+
+
+_OPS = {
+    "add": lambda x, y: x + y, "mul": lambda x, y: x * y, "div": lambda x, y: x / (y.abs() + 1),
+    "pow": lambda x, y: x ** 2, "exp": lambda x, y: x.exp(), "tanh": lambda x, y: x.tanh(),
+    "sigmoid": lambda x, y: x.sigmoid(), "relu": lambda x, y: x.relu(),
+    "gelu": lambda x, y: tb.nn.functional.gelu(x),
+    "gelu_tanh": lambda x, y: tb.nn.functional.gelu(x, approximate="tanh"),
+    "softmax": lambda x, y: tb.nn.functional.softmax(x, 1),
+    "log_softmax": lambda x, y: tb.nn.functional.log_softmax(x, 1),
+    "layer_norm": lambda x, y: tb.nn.functional.layer_norm(x, (6,)),
+    "sum": lambda x, y: x.sum(1), "mean": lambda x, y: x.mean(0), "var": lambda x, y: x.var(1),
+    "matmul": lambda x, y: x @ y.t(), "linear": lambda x, y: tb.nn.functional.linear(x, y),
+    "max_pool2d": lambda x, y: tb.nn.functional.max_pool2d(x.reshape(1, 1, 4, 6), 2),
+    "conv2d": lambda x, y: tb.nn.functional.conv2d(x.reshape(1, 1, 4, 6), y[:1, :4].reshape(1, 1, 2, 2)),
+    "sdpa": lambda x, y: tb.nn.functional.scaled_dot_product_attention(x[None], y[None], y[None]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPS))
+def test_ops_keep_bfloat16_and_match_float32_math(name):
+    # the same op on the (exact) float32 values of the bfloat16 inputs, rounded to bfloat16:
+    # torch's CPU kernels compute bfloat16 ops in float32 and round the result
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((4, 6)).astype(np.float32)
+    yv = rng.standard_normal((4, 6)).astype(np.float32)
+    x = tb.tensor(xv).bfloat16().requires_grad_()
+    y = tb.tensor(yv).bfloat16()
+    out = _OPS[name](x, y)
+    assert out.dtype == tb.bfloat16, name
+    ref = _OPS[name](x.detach().float(), y.float())
+    np.testing.assert_allclose(out.float().detach().numpy(), ref.detach().numpy(),
+                               rtol=2 ** -7, atol=2 ** -7)
+    out.float().sum().backward()
+    assert x.grad.dtype == tb.bfloat16 and bool(tb.isfinite(x.grad.float()).all())

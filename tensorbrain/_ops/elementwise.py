@@ -315,11 +315,11 @@ def gelu(a, approximate="none"):
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)
         t = xp.tanh(inner)
-        out = 0.5 * x * (1 + t)
+        out = (0.5 * x * (1 + t)).astype(x.dtype, copy=False)   # bfloat16 * float -> float32
 
         def backward(g):
             dinner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
-            return (g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner),)
+            return ((g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)).astype(x.dtype, copy=False),)
     elif approximate == "none":
         cdf = _erf(x * (1 / math.sqrt(2)))    # in place from here: 1M-element GPT activations
         cdf += 1

@@ -29,6 +29,7 @@ have yet prints "skipped". Goal: every ratio <= 1.25x torch.
 
     python benchmarks/train.py --workload all --plot docs/img/train-workloads.png
     python benchmarks/train.py --workload convnet resnet18 --rounds 5 --steps 3
+    python benchmarks/train.py --workload convnet gpt --amp bfloat16   # under autocast
 """
 from __future__ import annotations
 
@@ -297,7 +298,7 @@ def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time):
 
 
 # ***** issue 15's workloads: tb vs torch, same model source *****
-def _workload_step(lib, model, w, x, y):
+def _workload_step(lib, model, w, x, y, amp=None):
     params = list(model.parameters())
     if w.optimizer == "adam":
         opt = lib.optim.Adam(params, lr=w.lr, betas=(0.5, 0.999) if w.name == "dcgan" else (0.9, 0.999))
@@ -307,10 +308,15 @@ def _workload_step(lib, model, w, x, y):
     loss_fn = f.cross_entropy if w.loss == "cross_entropy" else f.mse_loss
     xt, yt = lib.from_numpy(x), lib.from_numpy(y)
     last = {}
+    region = (lambda: lib.autocast("cpu", dtype=getattr(lib, amp))) if amp else None
 
     def step():
         opt.zero_grad()
-        loss = loss_fn(model(xt), yt)
+        if region is None:
+            loss = loss_fn(model(xt), yt)
+        else:
+            with region():
+                loss = loss_fn(model(xt), yt)
         loss.backward()
         if w.clip:
             lib.nn.utils.clip_grad_norm_(params, w.clip)
@@ -319,7 +325,7 @@ def _workload_step(lib, model, w, x, y):
     return step, last
 
 
-def bench_workload(w, rounds, steps, clock):
+def bench_workload(w, rounds, steps, clock, amp=None):
     """(tb seconds/step, torch seconds/step, first losses) for workload ``w``, or a skip reason."""
     import torch
     missing = [n for n in w.needs if not hasattr(tb.nn, n)]
@@ -332,8 +338,8 @@ def bench_workload(w, rounds, steps, clock):
     pmodel = w.build(torch)
     pmodel.load_state_dict({k: torch.from_numpy(np.array(v.data))
                             for k, v in tmodel.state_dict().items()})
-    runners = {"tb": _workload_step(tb, tmodel, w, x, y),
-               "torch": _workload_step(torch, pmodel, w, x, y)}
+    runners = {"tb": _workload_step(tb, tmodel, w, x, y, amp),
+               "torch": _workload_step(torch, pmodel, w, x, y, amp)}
     for run, _ in runners.values():   # the first step: the two must compute the same loss
         run()
     first = {k: float(last["loss"].item()) for k, (_, last) in runners.items()}
@@ -349,7 +355,7 @@ def bench_workload(w, rounds, steps, clock):
     return statistics.median(samples["tb"]), statistics.median(samples["torch"]), first
 
 
-def run_workloads(names, rounds, steps, clock, plot=None):
+def run_workloads(names, rounds, steps, clock, plot=None, amp=None):
     header = f"{'workload':9} {'tb step':>10} {'torch step':>11} {'tb/torch':>9}  {'first loss tb / torch':>22}"
     print(header)
     print("-" * len(header))
@@ -357,7 +363,7 @@ def run_workloads(names, rounds, steps, clock, plot=None):
     for name in names:
         w = _workloads.WORKLOADS[name]
         try:
-            r = bench_workload(w, rounds, steps, clock)
+            r = bench_workload(w, rounds, steps, clock, amp)
         except Exception as exc:   # one broken workload must not hide the others' figures
             r = f"error: {type(exc).__name__}: {str(exc)[:100]}"
         if isinstance(r, str):
@@ -405,6 +411,8 @@ def main(argv=None):
     p.add_argument("--workload", nargs="+", choices=(*_workloads.WORKLOADS, "all"),
                    help="issue 15's training-step workloads (tb vs torch) instead of mlp/cnn")
     p.add_argument("--plot", metavar="PNG", help="with --workload: bar chart of the ratios")
+    p.add_argument("--amp", choices=("bfloat16", "float16"),
+                   help="with --workload: forward and loss under autocast('cpu', dtype) on both sides")
     args = p.parse_args(argv)
 
     use_torch = not args.no_torch
@@ -433,7 +441,9 @@ def main(argv=None):
         print(f"{args.clock} time per step, median of {args.rounds} alternating rounds of "
               f"{args.steps} steps, {args.threads} thread(s)\n")
         names = list(_workloads.WORKLOADS) if "all" in args.workload else args.workload
-        run_workloads(names, args.rounds, args.steps, clock, args.plot)
+        if args.amp:
+            print(f"forward and loss under autocast('cpu', dtype={args.amp}) on both sides")
+        run_workloads(names, args.rounds, args.steps, clock, args.plot, args.amp)
         return
     print(f"SGD momentum {MOMENTUM}, cross-entropy; {args.clock} time per step, median of "
           f"{args.rounds} alternating rounds of {args.steps} steps, {args.threads} thread(s)\n")

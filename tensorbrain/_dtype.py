@@ -92,8 +92,8 @@ def finfo(dtype=None):
     """Machine limits of a floating dtype (``torch.finfo``): eps, max, min, tiny, resolution, bits.
 
     >>> import tensorbrain as tb
-    >>> float(tb.finfo(tb.bfloat16).eps), float(tb.finfo(tb.float16).max)
-    (0.0078125, 65504.0)
+    >>> bool(tb.finfo(tb.bfloat16).eps == 2 ** -7), bool(tb.finfo(tb.float16).max == 65504)
+    (True, True)
     """
     dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
     if not is_floating_point(dtype):

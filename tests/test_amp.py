@@ -374,3 +374,41 @@ def test_one_thread_leaving_autocast_leaves_the_other_on():
     th.join(10)
     assert seen == {"dtype": tb.bfloat16}
     assert autocast_mode._threads_on[0] == 0
+
+
+def test_custom_fwd_and_bwd():
+    seen = {}
+
+    class Scale(tb.autograd.Function):
+        @staticmethod
+        @tb.amp.custom_fwd(device_type="cpu", cast_inputs=tb.float32)
+        def forward(ctx, x, w):
+            seen["fwd"] = (x.dtype, w.dtype, tb.is_autocast_enabled("cpu"))
+            ctx.save_for_backward(x, w)
+            return x @ w
+
+        @staticmethod
+        @tb.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            seen["bwd"] = tb.is_autocast_enabled("cpu")
+            x, w = ctx.saved_tensors
+            return g @ w.t(), x.t() @ g
+
+    x = tb.randn(2, 3).bfloat16()
+    w = tb.randn(3, 4, requires_grad=True)
+    with tb.autocast("cpu"):
+        y = Scale.apply(x, w)
+    assert y.dtype == tb.float32 and seen["fwd"] == (tb.float32, tb.float32, False)
+    y.sum().backward()
+    assert seen["bwd"] is True and w.grad.dtype == tb.float32
+    y2 = Scale.apply(tb.randn(2, 3), w)           # outside autocast: nothing is cast
+    assert y2.dtype == tb.float32 and seen["fwd"][2] is False
+    from tensorbrain.cuda.amp import custom_bwd, custom_fwd  # noqa: F401  (torch's spelling)
+
+
+@pytest.mark.parametrize("module", ["tensorbrain.amp", "tensorbrain.amp.autocast_mode",
+                                    "tensorbrain.amp.grad_scaler", "tensorbrain._dtype"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+    assert doctest.testmod(importlib.import_module(module)).failed == 0

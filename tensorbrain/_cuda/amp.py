@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import _dtype
 from ..amp import autocast as _autocast
+from .. import amp as _amp
 from ..amp import GradScaler as _GradScaler
 
 
@@ -32,3 +33,13 @@ class GradScaler(_GradScaler):
                  growth_interval=2000, enabled=True):
         super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval,
                          enabled)
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """``tb.amp.custom_fwd(device_type="cuda", ...)``."""
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    """``tb.amp.custom_bwd(device_type="cuda")``."""
+    return _amp.custom_bwd(bwd, device_type="cuda")

@@ -13,9 +13,9 @@ dtype(bfloat16)
 """
 from __future__ import annotations
 
-from .autocast_mode import (autocast, autocast_op, clear_autocast_cache, get_autocast_dtype,
-                            is_autocast_available, is_autocast_enabled)
+from .autocast_mode import (autocast, autocast_op, clear_autocast_cache, custom_bwd, custom_fwd,
+                            get_autocast_dtype, is_autocast_available, is_autocast_enabled)
 from .grad_scaler import GradScaler
 
 __all__ = ["autocast", "GradScaler", "is_autocast_available", "is_autocast_enabled",
-           "get_autocast_dtype", "clear_autocast_cache", "autocast_op"]
+           "get_autocast_dtype", "clear_autocast_cache", "autocast_op", "custom_fwd", "custom_bwd"]

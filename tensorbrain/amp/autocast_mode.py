@@ -317,3 +317,62 @@ def is_autocast_available(device_type):
 def clear_autocast_cache():
     """Drop the cached low-precision copies of parameters (done on leaving autocast)."""
     _state.cache.clear()
+
+
+# ***** custom autograd Functions under autocast (torch.amp.custom_fwd / custom_bwd) *****
+def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
+    """Decorator for a ``tb.autograd.Function``'s ``forward`` under autocast.
+
+    Args:
+        fwd: the forward (``@custom_fwd(device_type="cuda")`` leaves it out).
+        device_type: ``"cpu"`` or ``"cuda"``.
+        cast_inputs: None runs ``forward`` with the surrounding autocast state; a dtype (e.g.
+            ``tb.float32``) runs it with autocast off and its floating tensor arguments cast to
+            that dtype, when autocast is on (as torch).
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> class Square(tb.autograd.Function):
+        ...     @staticmethod
+        ...     @tb.amp.custom_fwd(device_type="cpu", cast_inputs=tb.float32)
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     @tb.amp.custom_bwd(device_type="cpu")
+        ...     def backward(ctx, g):
+        ...         return 2 * ctx.saved_tensors[0] * g
+        >>> with tb.autocast("cpu"):
+        ...     Square.apply(tb.ones(2).bfloat16()).dtype
+        dtype('float32')
+    """
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+        ctx._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None or not ctx._fwd_used_autocast:
+            return fwd(*args, **kwargs)
+        dtype = _dtype.as_dtype(cast_inputs)
+        args, kwargs = _map(args[1:], kwargs, lambda t: _cast(t, dtype))
+        with autocast(device_type, enabled=False):
+            return fwd(ctx, *args, **kwargs)
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type):
+    """Decorator for the matching ``backward``: it runs with the autocast state its forward
+    ran with (see :func:`custom_fwd`)."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type, dtype=getattr(ctx, "_dtype", None),
+                      enabled=getattr(ctx, "_fwd_used_autocast", False)):
+            return bwd(*args, **kwargs)
+    return decorate_bwd

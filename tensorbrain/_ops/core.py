@@ -68,7 +68,7 @@ def unbroadcast(grad, shape):
     if grad.shape == shape:
         return grad
     # bfloat16 sums in float32 (ml_dtypes would add in bfloat16 and lose all but 8 bits)
-    acc = np.float32 if grad.dtype == _BF16 else None
+    acc = np.float32 if grad.dtype.char == "E" else None   # E: bfloat16
     ndim_extra = grad.ndim - len(shape)
     if ndim_extra:
         grad = grad.sum(axis=tuple(range(ndim_extra)), dtype=acc)

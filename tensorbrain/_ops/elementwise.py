@@ -27,8 +27,8 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
         if type(ad) is not type(bd):
             as_operand(b, a)  # raises the device error naming both devices
         ka, kb = ad.dtype.kind, bd.dtype.kind
-        if ad.dtype != bd.dtype and (ad.dtype == _BF16 or bd.dtype == _BF16):
-            # NumPy cannot promote ml_dtypes' bfloat16 with float16 or int64: PyTorch's table
+        if ka != kb and (ka == "V" or kb == "V"):   # kind "V": ml_dtypes' bfloat16
+            # NumPy cannot promote bfloat16 with float16 or int64: PyTorch's table
             common = promote_types(ad.dtype, bd.dtype)
             ad, bd = ad.astype(common, copy=False), bd.astype(common, copy=False)
         elif ka != kb and (ka == "f") != (kb == "f"):
@@ -60,8 +60,8 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
         if "broadcast" not in str(exc):   # e.g. integers to negative integer powers
             raise RuntimeError(f"{name.replace('Backward', '').lower()}: {exc}") from None
         raise shape_error(name.replace("Backward", "").lower(), ad, bd, exc) from None
-    if out.dtype == np.float32 and (isinstance(bd, float) and ta and ad.dtype == _BF16 or
-                                    isinstance(ad, float) and tb_ and bd.dtype == _BF16):
+    if (isinstance(bd, float) and ta and ad.dtype.char == "E" or
+            isinstance(ad, float) and tb_ and bd.dtype.char == "E") and out.dtype.char == "f":
         # ml_dtypes computes bfloat16 (op) Python float in float32; PyTorch, too, computes it in
         # float32 but rounds the result back to bfloat16 (the scalar is weak).
         out = out.astype(_BF16)

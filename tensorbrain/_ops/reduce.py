@@ -43,7 +43,7 @@ def sum(a, dim=None, keepdim=False, dtype=None):
         axes = None
     if dtype is None and x.dtype.kind in "biu":
         dtype = "int64"  # PyTorch sums integers and bools as int64
-    if x.dtype == _BF16 and dtype is None:
+    if x.dtype.char == "E" and dtype is None:   # E: bfloat16
         # ml_dtypes adds bfloat16 in bfloat16 (70,000 ones sum to 256); PyTorch accumulates in float32
         out = x.sum(axis=axes, keepdims=keepdim, dtype=np.float32).astype(_BF16)
     else:
@@ -61,7 +61,7 @@ def mean(a, dim=None, keepdim=False, dtype=None):
     axes = _axes(dim, x.ndim)
     if x.ndim == 0:
         axes = None
-    if x.dtype == _BF16 and dtype is None:   # accumulate in float32, as sum
+    if x.dtype.char == "E" and dtype is None:   # bfloat16: accumulate in float32, as sum
         out = x.mean(axis=axes, keepdims=keepdim, dtype=np.float32).astype(_BF16)
     else:
         out = x.mean(axis=axes, keepdims=keepdim, dtype=dtype)

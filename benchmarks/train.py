@@ -18,6 +18,18 @@ runs).
     python benchmarks/train.py --threads 2 --clock wall   # both cores, elapsed time
 
 Goals (not asserted anywhere): MLP within 1.15x of hand-written NumPy; CNN within 2x of torch.
+
+``--workload`` runs issue 15's training steps instead, TensorBrain against torch in this one
+process (one thread each, alternating rounds): a 3-block conv net (B=32, 3x32x32), ResNet-18
+(B=8, 32x32), a DCGAN generator (4 ConvTranspose2d + BatchNorm, B=16), a 2-layer LSTM language
+model (hidden 200, seq 35, B=20, 1000 words) and a 6-layer char-level GPT (embedding 256, T=128,
+B=8); see _workloads.py. Both sides start from the same weights; the first step's loss of each
+is printed as a check that they compute the same thing. A workload whose layers tb.nn does not
+have yet prints "skipped". Goal: every ratio <= 1.25x torch.
+
+    python benchmarks/train.py --workload all --plot docs/img/train-workloads.png
+    python benchmarks/train.py --workload convnet resnet18 --rounds 5 --steps 3
+    python benchmarks/train.py --workload convnet gpt --amp bfloat16   # under autocast
 """
 from __future__ import annotations
 
@@ -36,6 +48,7 @@ from tensorbrain import nn  # noqa: E402
 from tensorbrain.nn import functional as F  # noqa: E402
 
 import _common  # noqa: E402  (benchmarks/ is sys.path[0] when a benchmark runs as a script)
+import _workloads  # noqa: E402
 
 LR, MOMENTUM = 0.01, 0.9
 
@@ -284,6 +297,104 @@ def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time):
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
+# ***** issue 15's workloads: tb vs torch, same model source *****
+def _workload_step(lib, model, w, x, y, amp=None):
+    params = list(model.parameters())
+    if w.optimizer == "adam":
+        opt = lib.optim.Adam(params, lr=w.lr, betas=(0.5, 0.999) if w.name == "dcgan" else (0.9, 0.999))
+    else:
+        opt = lib.optim.SGD(params, lr=w.lr, momentum=0.0 if w.optimizer == "plain_sgd" else MOMENTUM)
+    f = lib.nn.functional
+    loss_fn = f.cross_entropy if w.loss == "cross_entropy" else f.mse_loss
+    xt, yt = lib.from_numpy(x), lib.from_numpy(y)
+    last = {}
+    region = (lambda: lib.autocast("cpu", dtype=getattr(lib, amp))) if amp else None
+
+    def step():
+        opt.zero_grad()
+        if region is None:
+            loss = loss_fn(model(xt), yt)
+        else:
+            with region():
+                loss = loss_fn(model(xt), yt)
+        loss.backward()
+        if w.clip:
+            lib.nn.utils.clip_grad_norm_(params, w.clip)
+        opt.step()
+        last["loss"] = loss
+    return step, last
+
+
+def bench_workload(w, rounds, steps, clock, amp=None):
+    """(tb seconds/step, torch seconds/step, first losses) for workload ``w``, or a skip reason."""
+    import torch
+    missing = [n for n in w.needs if not hasattr(tb.nn, n)]
+    if missing:
+        return f"skipped: tb.nn has no {', '.join(missing)} yet"
+    x, y = w.data(np.random.default_rng(0))
+    tb.manual_seed(0)
+    tmodel = w.build(tb)
+    torch.manual_seed(0)
+    pmodel = w.build(torch)
+    pmodel.load_state_dict({k: torch.from_numpy(np.array(v._data))
+                            for k, v in tmodel.state_dict().items()})
+    runners = {"tb": _workload_step(tb, tmodel, w, x, y, amp),
+               "torch": _workload_step(torch, pmodel, w, x, y, amp)}
+    for run, _ in runners.values():   # the first step: the two must compute the same loss
+        run()
+    first = {k: float(last["loss"].item()) for k, (_, last) in runners.items()}
+    for run, _ in runners.values():
+        run()
+    samples = {k: [] for k in runners}
+    for _ in range(rounds):
+        for k, (run, _) in runners.items():
+            t0 = clock()
+            for _ in range(steps):
+                run()
+            samples[k].append((clock() - t0) / steps)
+    return statistics.median(samples["tb"]), statistics.median(samples["torch"]), first
+
+
+def run_workloads(names, rounds, steps, clock, plot=None, amp=None):
+    header = f"{'workload':9} {'tb step':>10} {'torch step':>11} {'tb/torch':>9}  {'first loss tb / torch':>22}"
+    print(header)
+    print("-" * len(header))
+    done = {}
+    for name in names:
+        w = _workloads.WORKLOADS[name]
+        try:
+            r = bench_workload(w, rounds, steps, clock, amp)
+        except Exception as exc:   # one broken workload must not hide the others' figures
+            r = f"error: {type(exc).__name__}: {str(exc)[:100]}"
+        if isinstance(r, str):
+            print(f"{name:9} {r}", flush=True)
+            continue
+        t_tb, t_torch, first = r
+        done[name] = t_tb / t_torch
+        mark = "" if t_tb / t_torch <= 1.25 else "  (goal 1.25x)"
+        print(f"{name:9} {t_tb * 1e3:7.1f} ms {t_torch * 1e3:8.1f} ms {t_tb / t_torch:8.2f}x  "
+              f"{first['tb']:10.4f} / {first['torch']:.4f}{mark}", flush=True)
+    if plot and done:
+        _plot(done, plot)
+
+
+def _plot(ratios, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 3))
+    names = list(ratios)
+    ax.bar(names, [ratios[n] for n in names], color="#4a7ab5")
+    ax.axhline(1.25, color="#c0392b", linestyle="--", label="goal 1.25x")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_ylabel("tb step / torch step")
+    ax.set_title("training step, 1 thread, CPU time")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    print(f"wrote {path}")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=("mlp", "cnn", "all"), default="all")
@@ -297,6 +408,11 @@ def main(argv=None):
                    help="cpu: process CPU time (default; steady while other jobs share the "
                         "machine), wall: elapsed time")
     p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--workload", nargs="+", choices=(*_workloads.WORKLOADS, "all"),
+                   help="issue 15's training-step workloads (tb vs torch) instead of mlp/cnn")
+    p.add_argument("--plot", metavar="PNG", help="with --workload: bar chart of the ratios")
+    p.add_argument("--amp", choices=("bfloat16", "float16"),
+                   help="with --workload: forward and loss under autocast('cpu', dtype) on both sides")
     args = p.parse_args(argv)
 
     use_torch = not args.no_torch
@@ -319,6 +435,16 @@ def main(argv=None):
     else:
         print("torch not installed: comparing with NumPy only")
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.workload:
+        if not use_torch:
+            raise SystemExit("--workload compares with torch, which is not installed")
+        print(f"{args.clock} time per step, median of {args.rounds} alternating rounds of "
+              f"{args.steps} steps, {args.threads} thread(s)\n")
+        names = list(_workloads.WORKLOADS) if "all" in args.workload else args.workload
+        if args.amp:
+            print(f"forward and loss under autocast('cpu', dtype={args.amp}) on both sides")
+        run_workloads(names, args.rounds, args.steps, clock, args.plot, args.amp)
+        return
     print(f"SGD momentum {MOMENTUM}, cross-entropy; {args.clock} time per step, median of "
           f"{args.rounds} alternating rounds of {args.steps} steps, {args.threads} thread(s)\n")
     header = f"{'model':5} {'batch':>5} {'tensorbrain':>12} {'numpy':>10}" + \

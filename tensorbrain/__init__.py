@@ -14,11 +14,14 @@ from . import _config, _malloc, autograd, cuda
 from ._device import device
 from ._dtype import (bool_, double, float, float16, float32, float64, get_default_dtype, half, int,
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
+from ._dtype import bfloat16, finfo, iinfo, promote_types
 from ._dtype import is_floating_point as _is_fp_dtype
 from ._ops import elementwise as _E
 from ._ops import reduce as _R
 from ._ops import shape as _S
 from ._random import Generator, initial_seed, manual_seed, seed
+from . import amp, cpu
+from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
                      full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,

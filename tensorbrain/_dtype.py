@@ -2,14 +2,21 @@
 
 ``tb.float32 is np.dtype('float32')``: a user may pass either. As in PyTorch, Python floats
 become float32 tensors by default (not NumPy's float64) and Python ints become int64.
+
+``tb.bfloat16`` is ml_dtypes' bfloat16 NumPy dtype (NumPy has none of its own). NumPy gives it
+the kind ``'V'``, not ``'f'``, and promotes it unlike PyTorch (bfloat16 with float16 is an
+error, with int64 float64): code asks :func:`is_floating_point` and :func:`promote_types`
+here instead of reading ``dtype.kind`` or calling ``np.result_type``.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 float16 = half = np.dtype("float16")
 float32 = float = np.dtype("float32")
 float64 = double = np.dtype("float64")
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 int8 = np.dtype("int8")
 int16 = short = np.dtype("int16")
 int32 = int = np.dtype("int32")
@@ -27,7 +34,7 @@ def get_default_dtype() -> np.dtype:
 def set_default_dtype(dtype) -> None:
     global _default_float
     dtype = np.dtype(dtype)
-    if dtype.kind != "f":
+    if not is_floating_point(dtype):
         raise TypeError(f"default dtype must be a floating point dtype, got {dtype}")
     _default_float = dtype
 
@@ -45,4 +52,58 @@ def as_dtype(dtype) -> np.dtype | None:
 
 
 def is_floating_point(dtype) -> bool:
-    return np.dtype(dtype).kind == "f"
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype == bfloat16
+
+
+def is_float_or_complex(dtype) -> bool:
+    """The dtypes that can require gradients."""
+    dtype = np.dtype(dtype)
+    return dtype.kind in "fc" or dtype == bfloat16
+
+
+def promote_types(a, b) -> np.dtype:
+    """PyTorch's ``torch.promote_types`` for two dtypes (tensor with tensor, same dim class).
+
+    NumPy's table already matches PyTorch's for the NumPy dtypes that PyTorch has (NEP 50 is
+    used for scalars elsewhere); bfloat16 is added as PyTorch places it: bfloat16 with bool or
+    any integer gives bfloat16, with float16 gives float32, with a wider float that float.
+
+    >>> import tensorbrain as tb
+    >>> tb.promote_types(tb.bfloat16, tb.float16), tb.promote_types(tb.bfloat16, tb.int64)
+    (dtype('float32'), dtype(bfloat16))
+    """
+    a, b = np.dtype(a), np.dtype(b)
+    if a == b:
+        return a
+    if a == bfloat16 or b == bfloat16:
+        other = b if a == bfloat16 else a
+        if other.kind in "biu":
+            return bfloat16
+        if other == float16:
+            return float32
+        if other.kind in "fc":
+            return other
+        raise TypeError(f"promote_types: no common dtype for bfloat16 and {other}")
+    return np.promote_types(a, b)
+
+
+def finfo(dtype=None):
+    """Machine limits of a floating dtype (``torch.finfo``): eps, max, min, tiny, resolution, bits.
+
+    >>> import tensorbrain as tb
+    >>> bool(tb.finfo(tb.bfloat16).eps == 2 ** -7), bool(tb.finfo(tb.float16).max == 65504)
+    (True, True)
+    """
+    dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
+    if not is_floating_point(dtype):
+        raise TypeError(f"finfo: {dtype} is not a floating point dtype (use tb.iinfo for integers)")
+    return ml_dtypes.finfo(dtype)
+
+
+def iinfo(dtype):
+    """Machine limits of an integer dtype (``torch.iinfo``): min, max, bits."""
+    dtype = as_dtype(dtype)
+    if dtype.kind not in "iub":
+        raise TypeError(f"iinfo: {dtype} is not an integer dtype (use tb.finfo for floats)")
+    return np.iinfo(dtype)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _xp
+from . import _dtype, _xp
 
 
 class Generator:
@@ -66,9 +66,9 @@ def _place(arr, like):
 
 def uniform(a, b, shape, dtype, like=None, generator=None):
     dtype = np.dtype(dtype)
-    if dtype.kind != "f":
+    if not _dtype.is_floating_point(dtype):
         raise TypeError(f"uniform_ needs a floating point tensor, got {dtype}")
-    arr = _rng(generator).random(shape, dtype=np.float32 if dtype == np.float16 else
+    arr = _rng(generator).random(shape, dtype=np.float32 if dtype.itemsize == 2 else
                                  (dtype if dtype in (np.float32, np.float64) else np.float64))
     if a != 0.0 or b != 1.0:
         arr = arr * (b - a) + a
@@ -77,9 +77,9 @@ def uniform(a, b, shape, dtype, like=None, generator=None):
 
 def normal(mean, std, shape, dtype, like=None, generator=None):
     dtype = np.dtype(dtype)
-    if dtype.kind != "f":
+    if not _dtype.is_floating_point(dtype):
         raise TypeError(f"normal_ needs a floating point tensor, got {dtype}")
-    arr = _rng(generator).standard_normal(shape, dtype=np.float32 if dtype == np.float16 else
+    arr = _rng(generator).standard_normal(shape, dtype=np.float32 if dtype.itemsize == 2 else
                                           (dtype if dtype in (np.float32, np.float64) else np.float64))
     if std != 1.0:
         arr *= std

@@ -68,3 +68,18 @@ def empty_cache() -> None:
     """Free CuPy's cached GPU blocks; a no-op without CUDA."""
     if _xp.cuda_available():
         _xp.cupy().get_default_memory_pool().free_all_blocks()
+
+
+# `tb.cuda` is this one module, not a package (it predates tb.cuda.amp). Naming a folder as its
+# package path lets `import tensorbrain.cuda.amp` / `from tensorbrain.cuda.amp import autocast`
+# find tensorbrain/_cuda/amp.py, as `torch.cuda.amp` is imported.
+import os as _os  # noqa: E402
+
+__path__ = [_os.path.join(_os.path.dirname(__file__), "_cuda")]
+
+
+def __getattr__(name):
+    if name == "amp":
+        import importlib
+        return importlib.import_module(".cuda.amp", __package__)
+    raise AttributeError(f"module 'tensorbrain.cuda' has no attribute {name!r}")

@@ -164,7 +164,7 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return _dtype.is_floating_point(self._data.dtype)
 
     def stride(self, dim=None):
         st = tuple(s // self._data.itemsize for s in self._data.strides)
@@ -228,6 +228,7 @@ class Tensor:
     def float(self): return S.to_dtype(self, _dtype.float32)
     def double(self): return S.to_dtype(self, _dtype.float64)
     def half(self): return S.to_dtype(self, _dtype.float16)
+    def bfloat16(self): return S.to_dtype(self, _dtype.bfloat16)
     def long(self): return S.to_dtype(self, _dtype.int64)
     def int(self): return S.to_dtype(self, _dtype.int32)
     def bool(self): return S.to_dtype(self, _dtype.bool_)
@@ -275,7 +276,7 @@ class Tensor:
     def requires_grad_(self, requires_grad=True):
         if self.grad_fn is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and not _dtype.is_float_or_complex(self._data.dtype):
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
                                f"(got {self._data.dtype})")
         self.requires_grad = bool(requires_grad)
@@ -556,7 +557,10 @@ class Tensor:
         return object.__format__(self, format_spec)
 
     def __repr__(self):
-        body = np.array2string(_xp.to_numpy(self._data), separator=", ", precision=4,
+        arr = _xp.to_numpy(self._data)
+        if arr.dtype == _dtype.bfloat16:  # NumPy prints ml_dtypes' bfloat16 as integers
+            arr = arr.astype(np.float32)
+        body = np.array2string(arr, separator=", ", precision=4,
                                prefix="tensor(")
         extras = []
         if self.is_cuda:
@@ -672,6 +676,9 @@ def _to_device(t, dev: device):
         out = _xp.to_numpy(t._data)
         return make(out, (t,), lambda g, d=t._data.device.id: (_on_gpu(g, d),), "ToCopyBackward")
     cp = _xp.cupy()
+    if t._data.dtype == _dtype.bfloat16:
+        raise TypeError("bfloat16 tensors cannot move to CUDA: CuPy has no bfloat16 dtype; use "
+                        "float16 on the GPU (autocast's default there)")
     idx = dev.index if dev.index is not None else cp.cuda.runtime.getDevice()
     if src_cuda and t._data.device.id == idx:
         return t

@@ -10,6 +10,7 @@ import math
 from .._xp import get_array_module
 from . import convnd as _convnd
 from .core import make
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
 def _pair(v, name):
@@ -61,6 +62,7 @@ def _as_4d(name, x):
 
 
 # ***** convolution *****
+@autocast_op("conv2d")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution; the N-d implementation is ``convnd.conv``."""
     if weight._data.ndim != 4:
@@ -103,7 +105,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
     xp = get_array_module(x)
     n, c, h, w = x.shape
-    fill = -math.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    fill = -math.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min   # V: bfloat16
     xpad = _pad4(xp, x, ph, ph + eh, pw, pw + ew, fill)
     # Running max over the KH*KW strided slices: no window copy. np.maximum propagates NaN as
     # PyTorch does. Which position won is not tracked here (copyto(where=) costs 15x a compare);
@@ -113,7 +115,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     for sl in slices[1:]:
         xp.maximum(best, xpad[sl], out=best)
     out = best[0] if unbatched else best
-    nan_path = x.dtype.kind == "f" and bool(xp.isnan(best).any())
+    nan_path = x.dtype.kind in "fV" and bool(xp.isnan(best).any())
     if input.requires_grad or return_indices:
         best = best.copy()   # the caller may change the output in place; backward needs the max
 

@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 
+from .._dtype import bfloat16 as _BF16
 from .._xp import get_array_module
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import Node
@@ -66,13 +67,15 @@ def unbroadcast(grad, shape):
     """Sum ``grad`` down to ``shape`` (the inverse of NumPy broadcasting)."""
     if grad.shape == shape:
         return grad
+    # bfloat16 sums in float32 (ml_dtypes would add in bfloat16 and lose all but 8 bits)
+    acc = np.float32 if grad.dtype.char == "E" else None   # E: bfloat16
     ndim_extra = grad.ndim - len(shape)
     if ndim_extra:
-        grad = grad.sum(axis=tuple(range(ndim_extra)))
+        grad = grad.sum(axis=tuple(range(ndim_extra)), dtype=acc)
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
     if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    return grad
+        grad = grad.sum(axis=axes, keepdims=True, dtype=acc)
+    return grad if acc is None else grad.astype(_BF16)
 
 
 def as_operand(x, like):

@@ -12,6 +12,7 @@ from . import elementwise as _E
 from . import reduce as _R
 from .core import make, unbroadcast
 from .._xp import get_array_module
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
 def _check_reduction(reduction):
@@ -101,6 +102,7 @@ def _check_targets(name, input, target):
                            f"(use probabilities of the input's shape for soft targets)")
 
 
+@autocast_op("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """Softmax cross-entropy, one fused op. ``target`` holds class indices (N,) / (N, d1, ...) or
@@ -202,6 +204,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return make(out, (input, None, None), backward, "CrossEntropyLossBackward")
 
 
+@autocast_op("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of class indices given log-probabilities ``input`` (N, C, ...)."""
@@ -266,18 +269,21 @@ def _pointwise_loss(name, input, target, reduction, value_fn, grad_fn, weight=No
                 name.title().replace("_", "") + "Backward")
 
 
+@autocast_op("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error."""
     return _pointwise_loss("mse_loss", input, target, _legacy_reduction(size_average, reduce, reduction),
                            lambda xp, d: d * d, lambda xp, d: 2 * d, weight)
 
 
+@autocast_op("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Mean absolute error (gradient sign(d), 0 at d == 0 as in PyTorch)."""
     return _pointwise_loss("l1_loss", input, target, _legacy_reduction(size_average, reduce, reduction),
                            lambda xp, d: xp.abs(d), lambda xp, d: xp.sign(d))
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
@@ -287,6 +293,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         lambda xp, d: xp.where(xp.abs(d) < beta, d / beta, xp.sign(d)))
 
 
+@autocast_op("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0):
     return _pointwise_loss(
         "huber_loss", input, target, reduction,
@@ -294,6 +301,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
         lambda xp, d: xp.where(xp.abs(d) < delta, d, delta * xp.sign(d)))
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Sigmoid + binary cross-entropy, stable for large logits: ``(1-t)x + l(t) softplus(-x)``
@@ -328,6 +336,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return make(out, (input, target), backward, "BinaryCrossEntropyWithLogitsBackward")
 
 
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """BCE on probabilities; logs are clamped at -100 as in PyTorch."""
@@ -359,6 +368,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return make(out, (input, target), backward, "BinaryCrossEntropyBackward")
 
 
+@autocast_op("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL divergence with ``input`` log-probabilities; ``reduction='batchmean'`` as in PyTorch."""
     if log_target:

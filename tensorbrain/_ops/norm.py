@@ -8,6 +8,7 @@ import numbers
 
 from .core import make
 from .._xp import get_array_module
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
 # ***** normalisation *****
@@ -26,6 +27,14 @@ def _scale_shift(xhat, w, b):
     return out
 
 
+def _channel_sum(xp, a, b, axes):
+    """``(a * b).sum(axes, keepdims=True)`` for batch norm's axes (0, 2, ...) without the
+    full-size product: per image a batched (C, L) row-wise dot, summed over images."""
+    n, c = a.shape[:2]
+    a3, b3 = a.reshape(n, c, 1, -1), b.reshape(n, c, -1, 1)
+    return xp.matmul(a3, b3).sum(axis=0).reshape((1, c) + (1,) * (a.ndim - 2))
+
+
 def _affine_grads(g, xhat, weight, bias, axes):
     """Gradients of ``weight`` and ``bias`` in ``xhat * weight + bias`` (summed over ``axes``),
     None for one that is absent or needs no gradient."""
@@ -37,6 +46,7 @@ def _affine_grads(g, xhat, weight, bias, axes):
     return gw, gb
 
 
+@autocast_op("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, one fused op."""
     x = input._data
@@ -66,6 +76,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return make(out, (input, weight, bias), backward, "NativeLayerNormBackward", (weight,) if weight is not None else ())
 
 
+@autocast_op("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Batch norm over dim 1 of (N, C, ...). In training the batch statistics are used and the
@@ -89,7 +100,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                              f"size {tuple(x.shape)}")
         mu = x.mean(axis=axes, keepdims=True)
         xc = x - mu
-        var = (xc * xc).mean(axis=axes, keepdims=True)
+        var = _channel_sum(xp, xc, xc, axes) / n
         rstd = 1 / xp.sqrt(var + eps)
         if running_mean is not None:
             m = 0.0 if momentum is None else momentum
@@ -109,38 +120,38 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         mu = running_mean._data.reshape(bshape).astype(x.dtype, copy=False)
         xc = x - mu
         rstd = (1 / xp.sqrt(running_var._data.reshape(bshape) + eps)).astype(x.dtype, copy=False)
-    xhat = xc * rstd
+    xhat = xc
+    xhat *= rstd     # xc is a fresh temporary: normalise it in place
     wd = weight._data.reshape(bshape) if weight is not None else None
     out = _scale_shift(xhat, wd, None if bias is None else bias._data.reshape(bshape))
 
     def backward(g):
-        if training and input.requires_grad:
-            return _batch_norm_train_backward(xp, g, xhat, rstd, wd, axes, weight, bias)
+        # The input gradient and both affine gradients from two per-channel sums, sum(g) and
+        # sum(g * xhat): gx = rstd*w * (g - sum(g)/n - xhat * sum(g*xhat)/n). Written this way
+        # the backward makes 2 full-size temporaries instead of 7 (the conv net workload's three
+        # BatchNorm2d layers, forward + backward: 9.0 ms against 11.1 ms, torch 8.4 ms; one
+        # thread, benchmarks/train.py --workload convnet shapes).
+        g = xp.ascontiguousarray(g)   # a stride-0 broadcast g would make the matmul skip BLAS
+        need_w = weight is not None and weight.requires_grad
+        sg = g.sum(axis=axes, keepdims=True) if training or (bias is not None and bias.requires_grad) else None
+        sgx = _channel_sum(xp, g, xhat, axes) if training or need_w else None
         gx = None
         if input.requires_grad:
-            gx = (g * wd if wd is not None else g) * rstd
-        return (gx, *_affine_grads(g, xhat, weight, bias, axes))
+            scale = rstd * wd if wd is not None else rstd
+            gx = g * scale
+            if training:
+                k = x.size // c
+                gx -= scale * (sg / k)
+                t = xhat * (scale * (sgx / k))
+                gx -= t
+        gw = sgx.reshape(c) if need_w else None
+        gb = sg.reshape(c) if bias is not None and bias.requires_grad else None
+        return gx, gw, gb
     return make(out, (input, weight, bias), backward, "NativeBatchNormBackward",
                 (weight,) if weight is not None else ())
 
 
-def _batch_norm_train_backward(xp, g, xhat, rstd, wd, axes, weight, bias):
-    """Training-mode batch norm backward from two reductions shared with the affine grads:
-    ``gx = rstd * w * (g - sum(g)/n - xhat * sum(g * xhat)/n)``, where ``sum(g)`` is the bias
-    gradient and ``sum(g * xhat)`` the weight gradient (6 passes over the activation where the
-    generic _norm_backward + _affine_grads made 11)."""
-    n = g.size // g.shape[1]
-    shape = (1, g.shape[1]) + (1,) * (g.ndim - 2)
-    gb = g.sum(axis=axes)
-    gw = (g * xhat).sum(axis=axes)
-    gx = xhat * (gw / n).reshape(shape).astype(g.dtype, copy=False)
-    xp.subtract(g, gx, out=gx)
-    gx -= (gb / n).reshape(shape).astype(g.dtype, copy=False)
-    gx *= rstd if wd is None else rstd * wd
-    return (gx, gw if weight is not None and weight.requires_grad else None,
-            gb if bias is not None and bias.requires_grad else None)
-
-
+@autocast_op("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each of ``num_groups`` channel groups per sample, then a per-channel affine."""
     x = input._data

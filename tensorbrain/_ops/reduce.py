@@ -3,8 +3,13 @@ from __future__ import annotations
 
 import builtins
 
+import numpy as np
+
+from .. import _dtype
+from .._dtype import bfloat16 as _BF16
 from .._xp import get_array_module
 from .core import make, tensor_cls
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
 def _axes(dim, ndim):
@@ -30,6 +35,7 @@ def _expand_back(g, shape, axes, keepdim):
     return xp.broadcast_to(g, shape)
 
 
+@autocast_op("sum")
 def sum(a, dim=None, keepdim=False, dtype=None):
     x = a._data
     axes = _axes(dim, x.ndim)
@@ -37,7 +43,11 @@ def sum(a, dim=None, keepdim=False, dtype=None):
         axes = None
     if dtype is None and x.dtype.kind in "biu":
         dtype = "int64"  # PyTorch sums integers and bools as int64
-    out = x.sum(axis=axes, keepdims=keepdim, dtype=dtype)
+    if x.dtype.char == "E" and dtype is None:   # E: bfloat16
+        # ml_dtypes adds bfloat16 in bfloat16 (70,000 ones sum to 256); PyTorch accumulates in float32
+        out = x.sum(axis=axes, keepdims=keepdim, dtype=np.float32).astype(_BF16)
+    else:
+        out = x.sum(axis=axes, keepdims=keepdim, dtype=dtype)
     shape = x.shape
     return make(out, (a,), lambda g: (_expand_back(g, shape, axes, keepdim).astype(x.dtype, copy=False),),
                 "SumBackward")
@@ -45,13 +55,16 @@ def sum(a, dim=None, keepdim=False, dtype=None):
 
 def mean(a, dim=None, keepdim=False, dtype=None):
     x = a._data
-    if x.dtype.kind not in "fc" and dtype is None:
+    if not _dtype.is_float_or_complex(x.dtype) and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be floating "
                            f"point, but got {x.dtype}")
     axes = _axes(dim, x.ndim)
     if x.ndim == 0:
         axes = None
-    out = x.mean(axis=axes, keepdims=keepdim, dtype=dtype)
+    if x.dtype.char == "E" and dtype is None:   # bfloat16: accumulate in float32, as sum
+        out = x.mean(axis=axes, keepdims=keepdim, dtype=np.float32).astype(_BF16)
+    else:
+        out = x.mean(axis=axes, keepdims=keepdim, dtype=dtype)
     n = x.size // builtins.max(out.size, 1) if x.size else 1
     shape = x.shape
     return make(out, (a,), lambda g: (_expand_back(g / n, shape, axes, keepdim).astype(x.dtype, copy=False),),
@@ -157,6 +170,7 @@ def std(a, dim=None, unbiased=None, keepdim=False, correction=None):
     return sqrt(var(a, dim, unbiased, keepdim, correction))
 
 
+@autocast_op("logsumexp")
 def logsumexp(a, dim, keepdim=False):
     x = a._data
     xp = get_array_module(x)
@@ -173,6 +187,7 @@ def logsumexp(a, dim, keepdim=False):
     return make(out, (a,), backward, "LogsumexpBackward", (a,))
 
 
+@autocast_op("prod")
 def prod(a, dim=None, keepdim=False):
     x = a._data
     axes = _axes(dim, x.ndim)
@@ -186,6 +201,7 @@ def prod(a, dim=None, keepdim=False):
     return make(out, (a,), backward, "ProdBackward", (a,))
 
 
+@autocast_op("cumsum")
 def cumsum(a, dim, dtype=None):
     x = a._data
     d = _axes(dim, x.ndim)[0] if x.ndim else 0
@@ -211,6 +227,7 @@ def any(a, dim=None, keepdim=False):
     return tensor_cls()._wrap(x.any(axis=_axes(dim, x.ndim), keepdims=keepdim))
 
 
+@autocast_op("norm")
 def norm(a, p="fro", dim=None, keepdim=False):
     """Vector p-norm over ``dim`` (all elements when None); 'fro' is the 2-norm."""
     from .elementwise import abs as _abs, mul, pow, sqrt

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype
 from .._xp import get_array_module
 from .core import make, make_view, tensor_cls, unbroadcast
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
 def _shape_arg(shape):
@@ -246,6 +248,7 @@ def getitem(a, index):
     return make(out, (a,), backward, "IndexBackward")
 
 
+@autocast_op("matmul")
 def matmul(a, b):
     x, y = a._data, b._data
     if type(x) is not type(y):
@@ -289,7 +292,7 @@ def to_dtype(a, dtype):
         return a
     out = x.astype(dtype)
     src = x.dtype
-    if np.dtype(dtype).kind not in "fc":
+    if not _dtype.is_float_or_complex(dtype) or not _dtype.is_float_or_complex(src):
         from ..tensor import Tensor
         return Tensor._wrap(out)
     return make(out, (a,), lambda g: (g.astype(src),), "ToCopyBackward")

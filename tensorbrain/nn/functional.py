@@ -36,6 +36,7 @@ from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,
 from .._ops.norm import batch_norm, group_norm, layer_norm  # noqa: F401
 from .._xp import get_array_module
 from ..tensor import Tensor
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 __all__ = [
     "linear", "bilinear", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "softmax",
@@ -52,6 +53,7 @@ __all__ += ["cosine_embedding_loss", "margin_ranking_loss", "pairwise_distance",
 __all__ += ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
 
 # ***** linear layers *****
+@autocast_op("linear")
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` as one op (one GEMM forward, two backward).
 
@@ -89,6 +91,7 @@ def linear(input, weight, bias=None):
     return make(out, (input, weight, bias), backward, "AddmmBackward", (input, weight))
 
 
+@autocast_op("bilinear")
 def bilinear(input1, input2, weight, bias=None):
     """``y_k = x1 @ W_k @ x2 + b_k`` (weight (out, in1, in2)), from primitive ops."""
     t = _S.matmul(_S.unsqueeze(_S.unsqueeze(input1, -2), -3), weight)      # (..., out, 1, in2)
@@ -136,6 +139,7 @@ def elu(input, alpha=1.0, inplace=False):
                 "EluBackward", (input,))
 
 
+@autocast_op("softplus")
 def softplus(input, beta=1.0, threshold=20.0):
     x = input._data
     xp = get_array_module(x)
@@ -167,6 +171,7 @@ def _softmax_dim(ndim, dim):
     return dim
 
 
+@autocast_op("softmax")
 def softmax(input, dim=None, dtype=None):
     x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)
@@ -181,9 +186,11 @@ def softmax(input, dim=None, dtype=None):
     return make(e, (input,), backward, "SoftmaxBackward")
 
 
+@autocast_op("softmin")
 def softmin(input, dim=None, dtype=None):
     return softmax(_E.neg(input), dim, dtype)
 
+@autocast_op("log_softmax")
 def log_softmax(input, dim=None, dtype=None):
     x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)
@@ -331,6 +338,7 @@ def one_hot(tensor, num_classes=-1):
     return Tensor._wrap(out)
 
 
+@autocast_op("normalize")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim``."""
     if p == 2:
@@ -340,6 +348,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return _E.div(input, _E.clamp(norm, min=eps))
 
 
+@autocast_op("cosine_similarity")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     dot = _R.sum(_E.mul(x1, x2), dim)
     n1 = _E.sqrt(_R.sum(_E.mul(x1, x1), dim))
@@ -347,6 +356,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return _E.div(dot, _E.clamp(_E.mul(n1, n2), min=eps))
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
     """``softmax(q k^T * scale + mask) v``, written from primitive ops (as PyTorch's math path)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _xp
+from .. import _dtype, _xp
 from ..tensor import Tensor
 
 
@@ -25,7 +25,7 @@ class Parameter(Tensor):
         if getattr(data, "_spec", None) is not None:  # a DTensor: stay one (as torch does)
             return type(data)._as_parameter(data, requires_grad)
         array = data._data if isinstance(data, Tensor) else _xp.get_array_module(data).asarray(data)
-        if requires_grad and array.dtype.kind not in "fc":
+        if requires_grad and not _dtype.is_float_or_complex(array.dtype):
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients "
                                f"(got {array.dtype}); pass requires_grad=False for integer "
                                f"parameters")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _xp
+from .. import _dtype, _xp
 from ..tensor import Tensor
 
 
@@ -129,7 +129,7 @@ class Optimizer:
                     arr = v._data if isinstance(v, Tensor) else v
                     xp = _xp.get_array_module(p._data)
                     arr = xp.asarray(_xp.to_numpy(arr) if xp is np else arr)
-                    if arr.dtype.kind == "f" and arr.shape == p._data.shape:
+                    if _dtype.is_floating_point(arr.dtype) and arr.shape == p._data.shape:
                         arr = arr.astype(p._data.dtype, copy=False)
                     new[k] = arr.copy()
                 else:

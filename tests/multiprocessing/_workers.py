@@ -8,8 +8,8 @@ import tensorbrain as tb
 
 
 def add_rank(i, model, flag):
-    with tb.no_grad():
-        model.weight.add_(i + 1)
+    with tb.no_grad():  # each child its own row: concurrent += on one element would race
+        model.weight[i].add_(i + 1)
     flag.fill_(1.0)  # a plain tensor argument is shared too
 
 

@@ -34,14 +34,14 @@ def _alive(pid):
 
 def test_children_write_into_the_parents_shared_model():
     out = _run("""
-        m = tb.nn.Linear(3, 1)
+        m = tb.nn.Linear(3, 2)
         m.share_memory()
         before = m.weight.detach().clone()
         flag = tb.zeros(1)
         mp.spawn(W.add_rank, args=(m, flag), nprocs=2)
         print((m.weight - before).tolist(), flag.tolist(), m.weight.is_shared())
     """)
-    assert out.split("\n")[0] == "[[3.0, 3.0, 3.0]] [1.0] True"
+    assert out.split("\n")[0] == "[[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]] [1.0] True"
 
 
 def test_hogwild_training_lowers_the_shared_models_loss():
@@ -86,7 +86,7 @@ def test_a_child_that_exits_or_dies_is_reported(fn, want):
 
 def test_join_false_returns_the_context():
     out = _run("""
-        m = tb.nn.Linear(2, 1)
+        m = tb.nn.Linear(2, 2)
         ctx = mp.spawn(W.add_rank, args=(m, tb.zeros(1)), nprocs=2, join=False)
         assert len(ctx.pids()) == 2
         while not ctx.join():

@@ -500,7 +500,7 @@ class Module:
                 dtype = a
         if dtype is not None:
             dtype = _dtype.as_dtype(dtype)
-            if dtype.kind not in "fc":
+            if not _dtype.is_float_or_complex(dtype):
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, "
                                 f"but got desired dtype={dtype}")
         dev = as_device(dev) if dev is not None else None
@@ -515,6 +515,10 @@ class Module:
 
     def half(self):
         return self.to(_dtype.float16)
+
+    def bfloat16(self):
+        """Cast floating parameters and buffers to bfloat16 (``torch.nn.Module.bfloat16``)."""
+        return self.to(_dtype.bfloat16)
 
     def float(self):
         return self.to(_dtype.float32)
@@ -728,7 +732,7 @@ def _convert(array, dev, dtype):
     """``array`` on device ``dev`` with dtype ``dtype`` (float arrays only for dtype); may be
     the same object when nothing changes."""
     out = array
-    if dtype is not None and out.dtype != dtype and out.dtype.kind in "fc":
+    if dtype is not None and out.dtype != dtype and _dtype.is_float_or_complex(out.dtype):
         out = out.astype(dtype)
     if dev is not None:
         if dev.type == "cpu":

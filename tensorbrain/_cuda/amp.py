@@ -1,0 +1,45 @@
+"""``tb.cuda.amp``: ``autocast`` for CUDA (float16 by default) and ``GradScaler``.
+
+Imported as ``tensorbrain.cuda.amp``: ``tensorbrain/cuda.py`` names this folder as its package
+path (see the note there), so ``from tensorbrain.cuda.amp import autocast, GradScaler`` works as
+``from torch.cuda.amp import ...`` does. Without CUDA both warn and disable themselves, as in
+PyTorch, so GPU scripts still run on the CPU in float32.
+"""
+from __future__ import annotations
+
+from .. import _dtype
+from ..amp import autocast as _autocast
+from .. import amp as _amp
+from ..amp import GradScaler as _GradScaler
+
+
+class autocast(_autocast):
+    """``tb.cuda.amp.autocast(...)`` is ``tb.autocast("cuda", ...)``.
+
+    Args:
+        enabled: False makes the region a no-op.
+        dtype: float16 (default); bfloat16 is not supported on CUDA (CuPy has no bfloat16).
+        cache_enabled: cache the low-precision copies of parameters within the region.
+    """
+
+    def __init__(self, enabled=True, dtype=_dtype.float16, cache_enabled=True):
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(_GradScaler):
+    """``tb.cuda.amp.GradScaler(...)`` is ``tb.amp.GradScaler("cuda", ...)``."""
+
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval,
+                         enabled)
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """``tb.amp.custom_fwd(device_type="cuda", ...)``."""
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd=None):
+    """``tb.amp.custom_bwd(device_type="cuda")``."""
+    return _amp.custom_bwd(bwd, device_type="cuda")

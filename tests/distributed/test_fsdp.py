@@ -219,6 +219,14 @@ def test_fully_shard_state_dict_round_trip(workers):
         _assert_matches(full, ref, atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("world,mesh", [(2, (2,)), (4, (2, 2))])
+def test_clip_grad_norm_on_dtensor_gradients_is_global(workers, world, mesh):
+    norm, ref = C.reference_clip()
+    for got, full in workers(f"{CASES}:fsdp2_clip", world, mesh, timeout=120):
+        assert got == pytest.approx(norm, rel=1e-5)
+        _assert_matches(full, ref)
+
+
 # ***** wrap policies (no processes) *****
 def test_policies_follow_torch_semantics():
     lin = tb.nn.Linear(10, 10)

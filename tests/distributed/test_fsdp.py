@@ -227,6 +227,22 @@ def test_clip_grad_norm_on_dtensor_gradients_is_global(workers, world, mesh):
         _assert_matches(full, ref)
 
 
+def test_dtensor_parameters_are_refused():
+    import tensorbrain.distributed as dist
+    from tensorbrain.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+    from tensorbrain.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+    dist.init_process_group("tcp", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        lin = tb.nn.Linear(4, 4)
+        lin.weight = tb.nn.Parameter(distribute_tensor(lin.weight.detach(),
+                                                       init_device_mesh("cpu", (1,)), [Shard(0)]))
+        for wrap_it in (FSDP, fully_shard):
+            with pytest.raises(NotImplementedError, match="'weight' is already a DTensor"):
+                wrap_it(lin)
+    finally:
+        dist.destroy_process_group()
+
+
 # ***** wrap policies (no processes) *****
 def test_policies_follow_torch_semantics():
     lin = tb.nn.Linear(10, 10)

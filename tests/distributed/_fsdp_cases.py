@@ -348,3 +348,33 @@ def reference_partly_used():
         ((model(tb.tensor(x[s])) - tb.tensor(y[s])) ** 2).mean().backward()
         optim.step()
     return {k: v.numpy().copy() for k, v in model.state_dict().items()}
+
+
+def fsdp2_clip(rank, world, mesh_shape):
+    """fully_shard + tb.nn.utils.clip_grad_norm_ on the DTensor gradients, then one SGD step."""
+    from tensorbrain.distributed.device_mesh import init_device_mesh
+    from tensorbrain.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("cpu", tuple(mesh_shape))
+    model = make_model()
+    for layer in model:
+        if isinstance(layer, tb.nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    optim = tb.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    per = BATCH // world
+    xs, ys = x[0, rank * per:(rank + 1) * per], y[0, rank * per:(rank + 1) * per]
+    ((model(tb.tensor(xs)) - tb.tensor(ys)) ** 2).mean().backward()
+    norm = float(tb.nn.utils.clip_grad_norm_(model.parameters(), 0.5).item())
+    optim.step()
+    return [norm, {k: v.full_tensor().numpy().tolist() for k, v in model.state_dict().items()}]
+
+
+def reference_clip():
+    model = make_model()
+    optim = tb.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    ((model(tb.tensor(x[0])) - tb.tensor(y[0])) ** 2).mean().backward()
+    norm = float(tb.nn.utils.clip_grad_norm_(model.parameters(), 0.5).item())
+    optim.step()
+    return norm, {k: v.numpy().copy() for k, v in model.state_dict().items()}

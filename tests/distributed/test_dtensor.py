@@ -177,3 +177,24 @@ def test_parameter_of_a_dtensor_is_a_dtensor(solo):
     p = tb.nn.Parameter(d)
     assert isinstance(p, DTensor) and isinstance(p, tb.nn.Parameter)
     assert p.placements == (Shard(0),) and p.shape == (4, 2)
+
+
+def _norms(rank, world):
+    from tensorbrain.distributed.tensor._api import _total_norm
+    mesh = init_device_mesh("cpu", (2, 2))
+    a = tb.tensor(_full((5, 3)) - 7)
+    b = tb.tensor(_full((4,)) * 0.5)
+    da = distribute_tensor(a, mesh, [Shard(0), Shard(1)])
+    db = distribute_tensor(b, mesh, [Replicate(), Shard(0)])
+    plain = tb.tensor([3.0, -4.0])          # a local (replicated) tensor counts once per rank
+    return [_total_norm([da, db, plain], 2.0), _total_norm([da, db, plain], float("inf")),
+            _total_norm([da, db], 1.0)]
+
+
+def test_total_norm_counts_every_shard_once(workers):
+    a, b = _full((5, 3)) - 7, _full((4,)) * 0.5
+    two = np.sqrt((a ** 2).sum() + (b ** 2).sum() + 25)
+    one = np.abs(a).sum() + np.abs(b).sum()
+    for n2, ninf, n1 in workers(f"{HERE}:_norms", 4):
+        assert n2 == pytest.approx(two) and ninf == pytest.approx(7.0)
+        assert n1 == pytest.approx(one)

@@ -219,6 +219,30 @@ def test_fully_shard_state_dict_round_trip(workers):
         _assert_matches(full, ref, atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("world,mesh", [(2, (2,)), (4, (2, 2))])
+def test_clip_grad_norm_on_dtensor_gradients_is_global(workers, world, mesh):
+    norm, ref = C.reference_clip()
+    for got, full in workers(f"{CASES}:fsdp2_clip", world, mesh, timeout=120):
+        assert got == pytest.approx(norm, rel=1e-5)
+        _assert_matches(full, ref)
+
+
+def test_dtensor_parameters_are_refused():
+    import tensorbrain.distributed as dist
+    from tensorbrain.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
+    from tensorbrain.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+    dist.init_process_group("tcp", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        lin = tb.nn.Linear(4, 4)
+        lin.weight = tb.nn.Parameter(distribute_tensor(lin.weight.detach(),
+                                                       init_device_mesh("cpu", (1,)), [Shard(0)]))
+        for wrap_it in (FSDP, fully_shard):
+            with pytest.raises(NotImplementedError, match="'weight' is already a DTensor"):
+                wrap_it(lin)
+    finally:
+        dist.destroy_process_group()
+
+
 # ***** wrap policies (no processes) *****
 def test_policies_follow_torch_semantics():
     lin = tb.nn.Linear(10, 10)

@@ -43,6 +43,11 @@ def _collect(module, is_unit, ignored):
             if id(p) in seen:
                 shared.append((mod, name, seen[id(p)]))
                 continue
+            if getattr(p, "_spec", None) is not None:
+                raise NotImplementedError(
+                    f"FSDP: parameter '{prefix + name}' is already a DTensor (tensor parallel or "
+                    f"another fully_shard?); combining FSDP with DTensor parameters is not "
+                    f"supported yet")
             e = ParamEntry(mod, name, prefix + name, p)
             seen[id(p)] = e
             entries.append(e)

@@ -10,6 +10,7 @@ a DTensor computes on the local shard and returns a plain Tensor. Convert first
 """
 from __future__ import annotations
 
+from ... import _xp
 from ...tensor import Size, Tensor
 from ..._ops.core import make
 from . import _redistribute as R
@@ -376,3 +377,40 @@ def full(size, fill_value, *, device_mesh=None, placements=None, dtype=None,
     out._data[...] = fill_value
     return out
 
+
+
+def _total_norm(tensors, norm_type: float = 2.0):
+    """The ``norm_type`` norm of all ``tensors`` together, where DTensors count once globally:
+    each rank's local p-sum (or max) is reduced over the mesh dimensions the tensor is sharded
+    on (``Replicate`` dimensions hold copies and are not summed; a ``Partial`` tensor is reduced
+    to its full value first). Collective: every rank of the meshes must call it with the same
+    layouts in the same order. Returns a Python float."""
+    import math
+
+    import numpy as np
+
+    from .. import distributed_c10d as c10d
+    p = float(norm_type)
+    inf = p == math.inf
+    groups: dict = {}   # (mesh id, sharded mesh dims) -> (mesh, dims, running value)
+    local = 0.0
+    for t in tensors:
+        if isinstance(t, DTensor) and any(pl.is_partial() for pl in t.placements):
+            t = t.redistribute(placements=[Replicate() if pl.is_partial() else pl
+                                           for pl in t.placements])
+        a = np.abs(_xp.to_numpy(t.data).astype(np.float64))
+        part = (float(a.max()) if a.size else 0.0) if inf else float((a ** p).sum())
+        if not isinstance(t, DTensor):
+            local = max(local, part) if inf else local + part
+            continue
+        dims = tuple(i for i, pl in enumerate(t.placements) if pl.is_shard())
+        key = (id(t.device_mesh), dims)
+        mesh, _, acc = groups.get(key, (t.device_mesh, dims, 0.0))
+        groups[key] = (mesh, dims, max(acc, part) if inf else acc + part)
+    total = local
+    for mesh, dims, acc in groups.values():
+        buf = Tensor._wrap(np.array([acc]))
+        for d in dims:
+            c10d.all_reduce(buf, op="max" if inf else "sum", group=mesh.get_group(d))
+        total = max(total, float(buf.data[0])) if inf else total + float(buf.data[0])
+    return total if inf else total ** (1.0 / p)

@@ -31,8 +31,30 @@ def _norm(xp, g, norm_type):
     return (xp.abs(g) ** norm_type).sum() ** (1.0 / norm_type)
 
 
+def _has_dtensor(tensors) -> bool:
+    return any(getattr(t, "_spec", None) is not None for t in tensors)
+
+
+def _dtensor_norm(tensors, norm_type, error_if_nonfinite):
+    """The global norm when some tensors are DTensors (FSDP2's gradients): every shard counts
+    once, as torch's DTensor arithmetic makes it. Collective over the tensors' meshes."""
+    import numpy as np
+    from ...distributed.tensor._api import _total_norm   # only here: nn does not need distributed
+    total = _total_norm(list(tensors), norm_type)
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(f"The total norm of order {float(norm_type)} for gradients from "
+                           f"`parameters` is non-finite, so it cannot be clipped. To disable this "
+                           f"error and scale the gradients by the non-finite norm anyway, set "
+                           f"`error_if_nonfinite=False`")
+    return Tensor._wrap(np.asarray(total, dtype=np.float32))
+
+
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False):
-    """The ``norm_type`` norm of all ``tensors`` together (the norm of their norms)."""
+    """The ``norm_type`` norm of all ``tensors`` together (the norm of their norms); with
+    DTensors among them, the norm of the global tensors (a collective over their meshes)."""
+    tensors = list(tensors)
+    if _has_dtensor(tensors):
+        return _dtensor_norm(tensors, norm_type, error_if_nonfinite)
     arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
     norm_type = float(norm_type)
     if not arrays:
@@ -60,10 +82,15 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     Returns the total norm before clipping. The scale is ``max_norm / (total + 1e-6)`` clamped
     to 1, as in PyTorch.
     """
-    grads = _grads(parameters)
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)
+    grad_tensors = [p.grad for p in parameters if p.grad is not None]
+    grads = [g._data for g in grad_tensors]
     if not grads:
         return _zero()
-    total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    total = get_total_norm(grad_tensors if _has_dtensor(grad_tensors) else grads, norm_type,
+                           error_if_nonfinite)
     coef = float(max_norm) / (float(total._data) + 1e-6)
     if coef < 1.0:
         for g in grads:

@@ -125,7 +125,14 @@ def launcher_world(name: str):
 
 def create_backend(name: str, store, rank: int, size: int, timeout: float, group_name: str,
                    global_ranks=None):
-    """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter."""
+    """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter.
+    Backends without in-band fingerprints come back wrapped in the fingerprint layer
+    (``tensorbrain/distributed/_fingerprint.py``: mismatched collectives raise on every rank)."""
+    from .._fingerprint import wrap
+    return wrap(_create(name, store, rank, size, timeout, group_name, global_ranks))
+
+
+def _create(name, store, rank, size, timeout, group_name, global_ranks):
     import inspect
     factory = get_factory(name)
     if global_ranks is not None:

@@ -177,8 +177,10 @@ class TCPBackend(Backend):
 
     name = "tcp"
 
-    def __init__(self, store, rank: int, size: int, timeout: float, group_name: str):
+    def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
+                 deadline: float | None = None):
         super().__init__(store, rank, size, timeout, group_name)
+        self._setup_deadline = deadline  # init_process_group's one deadline (None: timeout)
         self.conns: list = [None] * size
         self.hosts: list = [None] * size
         self.local_ranks: list = [rank]
@@ -214,7 +216,9 @@ class TCPBackend(Backend):
             return "127.0.0.1", "0.0.0.0"
 
     def _connect_mesh(self) -> None:
-        deadline = time.monotonic() + self.timeout
+        deadline = self._setup_deadline or time.monotonic() + self.timeout
+        from .. import _liveness
+        _liveness.announce(self.store, self.rank)  # a rank that dies from here on is named
         hostname, hostid = _host_identity()
         ip, bind = self._advertised_ip()
         listeners = []
@@ -229,7 +233,11 @@ class TCPBackend(Backend):
         listeners.append(tcp_l)
         uds_path = None
         if _config.get("TB_TCP_UNIX"):
-            uds_path = os.path.join(tempfile.gettempdir(), f"tb-{os.getpid()}-{uuid.uuid4().hex[:12]}.sock")
+            # Linux abstract socket names ("\0..."): no file, so nothing is left behind when a
+            # rank is killed during set-up (a /tmp/tb-*.sock used to stay)
+            name = f"tb-{os.getpid()}-{uuid.uuid4().hex[:12]}.sock"
+            uds_path = ("\0" + name) if os.uname().sysname == "Linux" else \
+                os.path.join(tempfile.gettempdir(), name)
             uds_l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 uds_l.bind(uds_path)
@@ -258,7 +266,7 @@ class TCPBackend(Backend):
         finally:
             for lst in listeners:
                 lst.close()
-            if uds_path:
+            if uds_path and not uds_path.startswith("\0"):
                 try:
                     os.unlink(uds_path)
                 except OSError:
@@ -276,10 +284,14 @@ class TCPBackend(Backend):
         return IntraHost.create(self)
 
     def _gather_records(self, deadline: float) -> list:
+        from .. import _liveness
         keys = [f"tcp/addr/{j}" for j in range(self.size)]
-        left = max(0.001, deadline - time.monotonic())
         try:
-            self.store.wait(keys, timedelta(seconds=left))
+            _liveness.wait_keys(self.store, keys, deadline,
+                                f"tcp backend, group {self.group_name!r}, rank {self.rank}",
+                                {j: j for j in range(self.size)})
+        except (DistBackendError, DistStoreError):
+            raise  # a rank that joined and died, or the store failed: named already
         except Exception as exc:  # noqa: BLE001 - store errors become a named timeout
             missing = []
             for j, k in enumerate(keys):
@@ -315,6 +327,11 @@ class TCPBackend(Backend):
                     last = exc
                     if transport == "unix" or time.monotonic() > deadline:
                         break
+                    state = self._record_state(rec, hostid)
+                    if state:
+                        raise DistBackendError(
+                            f"tcp backend, group {self.group_name!r}: rank {peer} {state} "
+                            f"during set-up (rank {self.rank} was connecting to it)") from None
                     time.sleep(0.05)
         where = f"{rec['ip']}:{rec['port']}"
         raise DistNetworkError(
@@ -331,7 +348,13 @@ class TCPBackend(Backend):
                 raise DistTimeoutError(
                     f"tcp backend, group {self.group_name!r}: rank {self.rank} waited "
                     f"{self.timeout:g} s for rank(s) {sorted(expected)} to connect")
-            ready, _, _ = select.select(listeners, [], [], left)
+            ready, _, _ = select.select(listeners, [], [], min(left, 0.25))
+            dead = {j: st for j in sorted(expected) for st in [self._peer_state(j)] if st}
+            if dead:
+                raise DistBackendError(
+                    f"tcp backend, group {self.group_name!r}: " + "; ".join(
+                        f"rank {j} {st}" for j, st in dead.items())
+                    + f" during set-up (rank {self.rank} was waiting for it to connect)")
             for lst in ready:
                 sock, _ = lst.accept()
                 transport = "unix" if lst.family == socket.AF_UNIX else "tcp"
@@ -510,6 +533,12 @@ class TCPBackend(Backend):
         for c in self.conns:
             if c is not None:
                 c.close()
+
+    @staticmethod
+    def _record_state(rec: dict, hostid: str):
+        if rec.get("hostid") != hostid or not rec.get("pid"):
+            return None
+        return _proc_state(int(rec["pid"]))
 
     def _peer_state(self, peer: int):
         """For a same-host peer: 'died (...)' or 'is stopped (...)' from /proc, else None (a
@@ -1093,25 +1122,8 @@ class TCPBackend(Backend):
 
 # ***** helpers *****
 def _proc_state(pid: int):
-    """'died (pid N is gone)', 'is stopped (...)' or None for a running process (Linux /proc)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return f"died (its process {pid} is gone)"
-    except PermissionError:
-        pass
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
-    if state in (b"Z", b"X", b"x"):
-        return f"died (its process {pid} exited)"
-    if state in (b"T", b"t"):
-        return (f"is stopped (process {pid} is in state {state.decode()}: SIGSTOP, Ctrl-Z or a "
-                "debugger) and not running")
-    return None
+    from .._liveness import proc_state
+    return proc_state(pid)
 
 
 def _swallow(fn) -> None:

@@ -97,13 +97,16 @@ def call(fn, deadline: float, store=None):
     raise value
 
 
-def wait_keys(store, keys, deadline: float, what: str, watch=()):
+def wait_keys(store, keys, deadline: float, what: str, watch=(), report=None):
     """Wait until every key of ``keys`` is set, by ``deadline`` (monotonic), in slices; between
     slices, a rank of ``watch`` (key index -> rank) that announced itself and died raises
     `DistBackendError` naming it. A failing store raises at once (`DistStoreError`, chained);
     the deadline raises `DistTimeoutError` listing the ranks whose keys are missing."""
     keys, known = list(keys), {}
     ranks: list = []
+    from .. import _config
+    every = float(_config.get("TB_WAIT_REPORT_S"))
+    start = last = time.monotonic()
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -124,6 +127,11 @@ def wait_keys(store, keys, deadline: float, what: str, watch=()):
                 return
             ranks = [watch[j] for j in missing if j in watch]
             dead = failed_ranks(store, ranks, deadline, known) if ranks else {}
+            now = time.monotonic()
+            if report is not None and every > 0 and now - last >= every:
+                last = now
+                joined = [r for j, r in sorted(dict(watch).items()) if j not in missing]
+                report(joined, ranks, now - start)
         except DistStoreError as exc:
             dead = failed_ranks(None, ranks, deadline, known)
             also = "".join(f"; rank {j} {st}" for j, st in dead.items())

@@ -246,7 +246,8 @@ def _check_world_size(store, rank, world_size, timeout_s, deadline=None) -> None
     keys = [f"ws/{j}" for j in range(world_size)] if rank == 0 else ["ws/0"]
     try:
         _liveness.wait_keys(store, keys, deadline, "init_process_group",
-                            {i: int(k.split("/")[1]) for i, k in enumerate(keys)})
+                            {i: int(k.split("/")[1]) for i, k in enumerate(keys)},
+                            report=_wait_reporter(world_size, timeout_s) if rank == 0 else None)
     except DistTimeoutError as exc:
         raise DistTimeoutError(
             f"init_process_group: rank(s) of world_size {world_size} did not join within "
@@ -258,6 +259,21 @@ def _check_world_size(store, rank, world_size, timeout_s, deadline=None) -> None
             raise ValueError(f"init_process_group: inconsistent world_size: rank {rank} was "
                              f"started with world_size={world_size} but rank {who} with "
                              f"{theirs}; every rank must use the same WORLD_SIZE")
+
+
+def _wait_reporter(world_size, timeout_s):
+    """Rank 0's progress line while ranks are missing (every TB_WAIT_REPORT_S seconds)."""
+    import sys
+
+    def report(joined, missing, waited):
+        sys.stderr.write(
+            f"[tensorbrain] init_process_group: rank 0 has waited {waited:.0f} s (timeout "
+            f"{timeout_s:g} s) for world_size {world_size}: joined {joined}, missing {missing}. "
+            f"Check that {world_size} processes were started (launcher --nnodes x "
+            "--nproc_per_node), that they use the same MASTER_ADDR:MASTER_PORT and WORLD_SIZE, "
+            "and that the missing ones did not fail at start-up (their logs).\n")
+        sys.stderr.flush()
+    return report
 
 
 def _announce(store, rank, world_size) -> None:

@@ -29,7 +29,7 @@ def init_victim_worker(rank, size, victim, sig):
         from tensorbrain.distributed import distributed_c10d as c10d
         from tensorbrain.distributed.store import PrefixStore, TCPStore
         store = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), size,
-                         rank == 0, timedelta(seconds=TIMEOUT), wait_for_workers=True)
+                         rank == 0, timedelta(seconds=TIMEOUT), wait_for_workers=False)
         scoped = PrefixStore("tb_pg1", PrefixStore("tb/attempt0", store))  # as env:// scopes it
         c10d._announce(scoped, rank, size)  # joined, as init_process_group does
         time.sleep(0.5)  # the others are waiting inside init_process_group by now

@@ -59,9 +59,14 @@ def detail_enabled() -> bool:
     return str(_config.get("TB_DISTRIBUTED_DEBUG")).upper() == "DETAIL"
 
 
+_DTYPE_CACHE: dict = {}
+
+
 def dtype_code(dtype) -> int:
-    name = np.dtype(dtype).name
-    return DTYPE_CODE.get(name, OTHER_DTYPE)
+    code = _DTYPE_CACHE.get(dtype)  # np.dtype objects hash; .name builds a string each time
+    if code is None:
+        code = _DTYPE_CACHE[dtype] = DTYPE_CODE.get(np.dtype(dtype).name, OTHER_DTYPE)
+    return code
 
 
 def wire_tag(op: str | None = None, root: int | None = None) -> int:
@@ -81,17 +86,16 @@ def pack(seq: int, kind: str, arrays=(), op: str | None = None, root: int | None
          count: int | None = None, detail: bool = False) -> np.ndarray:
     """The fingerprint of one call as :data:`WORDS` int64 words (``count``: elements, default
     the total over ``arrays``; ``detail``: also hash the shapes)."""
-    arrays = list(arrays)
-    dt = dtype_code(arrays[0].dtype) if arrays else 0
+    dt = dtype_code(arrays[0].dtype) if len(arrays) else 0
     if count is None:
-        count = sum(int(a.size) for a in arrays)
+        count = arrays[0].size if len(arrays) == 1 else sum(int(a.size) for a in arrays)
     word = KIND_CODE[kind] | OP_CODE[op or "none"] << 8 | dt << 16 | \
         ((root + 1 if root is not None else 0) & 0xFFFFFFFF) << 24
     shapes = 0
     if detail:
         import zlib
         shapes = zlib.crc32(repr([tuple(a.shape) for a in arrays]).encode())
-    return np.array([seq, word, count, shapes], dtype=np.int64)
+    return np.array((seq, word, count, shapes), dtype=np.int64)
 
 
 def describe(words) -> str:

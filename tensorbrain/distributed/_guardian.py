@@ -11,7 +11,6 @@ their group on purpose (their own ``setsid``) are beyond its reach.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 

@@ -111,9 +111,9 @@ def wait_keys(store, keys, deadline: float, what: str, watch=(), report=None):
         left = deadline - time.monotonic()
         if left <= 0:
             break
+        piece = timedelta(seconds=min(SLICE_S, left))
         try:
-            call(lambda s=min(SLICE_S, left): store.wait(keys, timedelta(seconds=s)),
-                 deadline, store)
+            call(lambda: store.wait(keys, piece), deadline, store)
             return
         except DistStoreError as exc:
             if "timed out" not in str(exc):  # the store failed: name a dead rank if we can

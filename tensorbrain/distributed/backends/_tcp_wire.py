@@ -484,7 +484,7 @@ class Engine:
     def peer_closed(self, conn: Conn) -> DistBackendError:
         if conn.abort_info is not None:
             return self.peer_aborted(conn, *conn.abort_info)
-        state = self.backend._peer_state(conn.peer)
+        state = self.backend._peer_state(conn.peer, settle=0.05)
         if state:  # same host: /proc says it is gone or stopped (no store round trip)
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}; "
                                            f"its connection ({conn.describe()}) closed"),
@@ -507,7 +507,7 @@ class Engine:
         if conn.abort_info is not None:
             return self.peer_aborted(conn, *conn.abort_info)
         name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
-        state = self.backend._peer_state(conn.peer)
+        state = self.backend._peer_state(conn.peer, settle=0.05)
         if state:
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state} "
                                            f"({conn.describe()}: {name} {exc})"), [conn.peer])

@@ -304,7 +304,7 @@ class MPIBackend(base.Backend):
                 requests = [fp_req] + (requests if type(requests) is list else [requests])
                 if not async_op:
                     testall, guard = MPI.Request.Testall, self._guard
-                    for _ in range(_QUICK_POLLS):
+                    for _ in range(2 * _QUICK_POLLS):  # two requests progress in turn
                         if guard is None:
                             done = testall(requests)
                         else:

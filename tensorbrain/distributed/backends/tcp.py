@@ -540,13 +540,20 @@ class TCPBackend(Backend):
             return None
         return _proc_state(int(rec["pid"]))
 
-    def _peer_state(self, peer: int):
+    def _peer_state(self, peer: int, settle: float = 0.0):
         """For a same-host peer: 'died (...)' or 'is stopped (...)' from /proc, else None (a
-        running peer, or one on another host, which only its sockets can tell about)."""
+        running peer, or one on another host, which only its sockets can tell about).
+        ``settle``: a dying process closes its sockets before /proc shows it dead, so after an
+        EOF look again for up to this many seconds."""
         pids, ids = getattr(self, "pids", None), getattr(self, "host_ids", None)
         if not pids or not ids or ids[peer] != ids[self.rank] or pids[peer] <= 0:
             return None
-        return _proc_state(pids[peer])
+        end = time.monotonic() + settle
+        while True:
+            state = _proc_state(pids[peer])
+            if state or time.monotonic() >= end:
+                return state
+            time.sleep(0.002)
 
     def _peer_abort_reason(self, peer: int):
         if peer in self._abort_reasons:

@@ -113,7 +113,7 @@ def wait_keys(store, keys, deadline: float, what: str, watch=(), report=None):
             break
         piece = timedelta(seconds=min(SLICE_S, left))
         try:
-            call(lambda: store.wait(keys, piece), deadline, store)
+            call(lambda p=piece: store.wait(keys, p), deadline, store)
             return
         except DistStoreError as exc:
             if "timed out" not in str(exc):  # the store failed: name a dead rank if we can

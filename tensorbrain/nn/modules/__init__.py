@@ -10,6 +10,7 @@ from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, RemovableHandle
 from .normalization import GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 from .transformer import MultiheadAttention, TransformerEncoderLayer
 
@@ -20,4 +21,5 @@ __all__ = [
     "Unflatten", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss",
     "MultiheadAttention", "TransformerEncoderLayer",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._xp import get_array_module
-from .core import make, make_view, tensor_cls, unbroadcast
+from .core import _shares_memory, make, make_view, tensor_cls, unbroadcast
 
 
 def _shape_arg(shape):
@@ -27,10 +27,20 @@ def reshape(a, *shape):
 
 def view(a, *shape):
     x = a.data
-    if not (x.flags.c_contiguous):
+    # torch's rule: a view exists when the new shape can be expressed with strides (splitting a
+    # dim of a transposed or sliced tensor can); NumPy's reshape gives a view exactly then.
+    if not x.flags.c_contiguous and not _reshape_is_view(x, _shape_arg(shape)):
         raise RuntimeError(f"view size is not compatible with input tensor's size and stride "
                            f"(shape {tuple(x.shape)} is not contiguous). Use .reshape(...) instead.")
     return reshape(a, *shape)
+
+
+def _reshape_is_view(x, shape):
+    try:
+        out = x.reshape(shape)
+    except ValueError:
+        return True   # let reshape name the bad size
+    return out.size == 0 or _shares_memory(out, x)
 
 
 def flatten(a, start_dim=0, end_dim=-1):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._xp import get_array_module
-from ..autograd.grad_mode import _state as _grad_state
+from ._raw import raw
 from .core import make, tensor_cls
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -77,17 +77,17 @@ def _in_row_order(xp, parts, steps, reverse):
     return xp.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
-def _side_output(value, y, cell, key):
+def side_output(value, y, cell, key):
     """``h_n``/``c_n``: its gradient goes to ``cell[key]``; ``y`` gets a (broadcast) zero."""
     Tensor = tensor_cls()
     if not y.requires_grad:
         return Tensor._wrap(value)
     xp = get_array_module(value)
-    zero = xp.zeros((), dtype=y.data.dtype)
+    zero = xp.zeros((), dtype=raw(y).dtype)
 
     def backward(g):
         cell[key] = g
-        return (xp.broadcast_to(zero, y.data.shape),)
+        return (xp.broadcast_to(zero, raw(y).shape),)
     return make(value, (y,), backward, "RnnStateBackward")
 
 
@@ -99,7 +99,7 @@ def _lstm_perm(xp, H):
 
 
 def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
-    X, Wih, Whh = x.data, w_ih.data, w_hh.data
+    X, Wih, Whh = raw(x), raw(w_ih), raw(w_hh)
     xp = get_array_module(X)
     dt = X.dtype
     H4, Hout = Whh.shape
@@ -112,14 +112,14 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     Wih_p, Whh_p = Wih[idx], Whh[idx]
     P = X @ (Wih_p * scale).T                           # (N, 4H): all input projections
     if b_ih is not None:
-        P += ((b_ih.data + b_hh.data)[idx] * scale[:, 0])
+        P += ((raw(b_ih) + raw(b_hh))[idx] * scale[:, 0])
     WhhT = xp.ascontiguousarray((Whh_p * scale).T)      # (Hout, 4H)
-    WhrT = None if w_hr is None else xp.ascontiguousarray(w_hr.data.T)
+    WhrT = None if w_hr is None else xp.ascontiguousarray(raw(w_hr).T)
     Y = xp.empty((N, Hout), dtype=dt)
     C = xp.empty((N, H), dtype=dt)
     TC = xp.empty((N, H), dtype=dt)
     HR = None if w_hr is None else xp.empty((N, H), dtype=dt)
-    H0, C0 = h0.data, c0.data
+    H0, C0 = raw(h0), raw(c0)
     tmp4 = xp.empty((B, H4), dtype=dt)
     tmp = xp.empty((B, H), dtype=dt)
     steps = _steps(batch_sizes, reverse)
@@ -173,7 +173,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         dG = xp.empty((N, 4, H), dtype=dt)
         dG2 = dG.reshape(N, H4)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
-        Whr = None if w_hr is None else w_hr.data
+        Whr = None if w_hr is None else raw(w_hr)
         th = xp.empty((B, H), dtype=dt)
         for off, bs in reversed(steps):
             rows = slice(off, off + bs)
@@ -203,12 +203,12 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
 
     y = make(Y, (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), backward, "LstmBackward",
              tuple(t for t in (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr) if t is not None))
-    return y, _side_output(h_n, y, cell, "h"), _side_output(c_n, y, cell, "c")
+    return y, side_output(h_n, y, cell, "h"), side_output(c_n, y, cell, "c")
 
 
 # ***** GRU *****
 def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
-    X, Wih, Whh = x.data, w_ih.data, w_hh.data
+    X, Wih, Whh = raw(x), raw(w_ih), raw(w_hh)
     xp = get_array_module(X)
     dt = X.dtype
     H3, H = Whh.shape
@@ -219,14 +219,14 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
     Gi = X @ (Wih * scale).T                            # (N, 3H) r, z, n input parts
     bhn = None
     if b_ih is not None:
-        bi = b_ih.data.copy()
-        bi[:2 * H] += b_hh.data[:2 * H]                 # r and z biases fold into one
+        bi = raw(b_ih).copy()
+        bi[:2 * H] += raw(b_hh)[:2 * H]                 # r and z biases fold into one
         Gi += bi * scale[:, 0]
-        bhn = b_hh.data[2 * H:]
+        bhn = raw(b_hh)[2 * H:]
     WhhT = xp.ascontiguousarray((Whh * scale).T)
     GH = xp.empty((N, H3), dtype=dt)                    # W_hh h (+ b_hn), per step
     Y = xp.empty((N, H), dtype=dt)
-    H0 = h0.data
+    H0 = raw(h0)
     tmp = xp.empty((B, H), dtype=dt)
     steps = _steps(batch_sizes, reverse)
     hprevs = []
@@ -294,22 +294,22 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
 
     y = make(Y, (x, h0, w_ih, w_hh, b_ih, b_hh), backward, "GruBackward",
              tuple(t for t in (x, h0, w_ih, w_hh, b_ih, b_hh) if t is not None))
-    return y, _side_output(h_n, y, cell, "h"), None
+    return y, side_output(h_n, y, cell, "h"), None
 
 
 # ***** Elman RNN (tanh / relu) *****
 def _rnn(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse, relu):
-    X, Wih, Whh = x.data, w_ih.data, w_hh.data
+    X, Wih, Whh = raw(x), raw(w_ih), raw(w_hh)
     xp = get_array_module(X)
     dt = X.dtype
     H = Whh.shape[0]
     B = int(batch_sizes[0]) if len(batch_sizes) else 0
     P = X @ Wih.T
     if b_ih is not None:
-        P += b_ih.data + b_hh.data
+        P += raw(b_ih) + raw(b_hh)
     WhhT = xp.ascontiguousarray(Whh.T)
     Y = xp.empty_like(P)
-    H0 = h0.data
+    H0 = raw(h0)
     tmp = xp.empty((B, H), dtype=dt)
     steps = _steps(batch_sizes, reverse)
     hprevs = []
@@ -348,7 +348,7 @@ def _rnn(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse, relu):
     y = make(Y, (x, h0, w_ih, w_hh, b_ih, b_hh), backward,
              "RnnReluBackward" if relu else "RnnTanhBackward",
              tuple(t for t in (x, h0, w_ih, w_hh, b_ih, b_hh) if t is not None))
-    return y, _side_output(h_n, y, cell, "h"), None
+    return y, side_output(h_n, y, cell, "h"), None
 
 
 def recurrent_layer(mode, x, hx, weights, batch_sizes, reverse=False):
@@ -375,9 +375,3 @@ def recurrent_layer(mode, x, hx, weights, batch_sizes, reverse=False):
         return _rnn(x, hx[0], w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse, mode == "RNN_RELU")
     raise ValueError(f"Unknown recurrent mode {mode!r}: expected LSTM, GRU, RNN_TANH or RNN_RELU")
 
-
-def grad_wanted(*tensors) -> bool:
-    """True when grad mode is on and one of ``tensors`` requires grad."""
-    if not _grad_state.__dict__.get("enabled", True):
-        return False
-    return any(t is not None and t.requires_grad for t in tensors)

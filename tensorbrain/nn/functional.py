@@ -15,8 +15,6 @@ public face and holds the rest.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import _random
@@ -24,6 +22,7 @@ from .._ops import elementwise as _E
 from .._ops import reduce as _R
 from .._ops import shape as _S
 from .._ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: F401
+from .._ops.attention import scaled_dot_product_attention  # noqa: F401
 from .._ops.core import make
 from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,  # noqa: F401
                          binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
@@ -336,28 +335,3 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     n1 = _E.sqrt(_R.sum(_E.mul(x1, x1), dim))
     n2 = _E.sqrt(_R.sum(_E.mul(x2, x2), dim))
     return _E.div(dot, _E.clamp(_E.mul(n1, n2), min=eps))
-
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None, enable_gqa=False):
-    """``softmax(q k^T * scale + mask) v``, written from primitive ops (as PyTorch's math path)."""
-    q, k = query.data, key.data
-    if q.shape[-1] != k.shape[-1]:
-        raise RuntimeError(f"scaled_dot_product_attention: query {tuple(q.shape)} and key "
-                           f"{tuple(k.shape)} must share the last (embedding) dim")
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = _E.mul(_S.matmul(query, _S.transpose(key, -2, -1)), scale)
-    xp = get_array_module(q)
-    L, S = q.shape[-2], k.shape[-2]
-    if is_causal:
-        causal = xp.tril(xp.ones((L, S), dtype=bool))
-        scores = _E.where(Tensor._wrap(causal), scores, -math.inf)
-    if attn_mask is not None:
-        if attn_mask.data.dtype == np.bool_:
-            scores = _E.where(attn_mask, scores, -math.inf)
-        else:
-            scores = _E.add(scores, attn_mask)
-    attn = softmax(scores, dim=-1)
-    if dropout_p > 0.0:
-        attn = dropout(attn, dropout_p, training=True)
-    return _S.matmul(attn, value)

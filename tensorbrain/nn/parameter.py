@@ -39,6 +39,13 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy``: a new Parameter on a copy of the array (torch's: no ``.grad``)."""
+        if id(self) not in memo:
+            from .._ops._raw import raw
+            memo[id(self)] = type(self)(raw(self).copy(), self.requires_grad)
+        return memo[id(self)]
+
     def __reduce_ex__(self, proto):
         raise TypeError("Parameters are not picklable in TensorBrain; save a state_dict with "
                         "tb.save(model.state_dict(), path) instead")

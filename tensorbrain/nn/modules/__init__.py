@@ -13,6 +13,8 @@ from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 from .transformer import MultiheadAttention, TransformerEncoderLayer
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                          TransformerEncoder)
 
 __all__ = [
     "Module", "RemovableHandle", "Identity", "Linear", "Conv2d", "BatchNorm1d", "BatchNorm2d",
@@ -21,5 +23,6 @@ __all__ = [
     "Unflatten", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss",
     "MultiheadAttention", "TransformerEncoderLayer",
-    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
+__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ += ["TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]

@@ -653,6 +653,16 @@ class Module:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
 
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy(module)`` (``nn.TransformerEncoder`` clones its layer this way): a new
+        module of the same class whose attributes, parameters and buffers are deep copies."""
+        import copy
+        new = self.__class__.__new__(self.__class__)
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            object.__setattr__(new, k, copy.deepcopy(v, memo))
+        return new
+
     def __reduce_ex__(self, proto):
         raise TypeError("Modules are not picklable in TensorBrain (no pickle anywhere); save "
                         "model.state_dict() with tb.save(...) and rebuild the model instead")

@@ -24,6 +24,9 @@ from .._ops import shape as _S
 from .._ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: F401
 from .._ops.attention import scaled_dot_product_attention  # noqa: F401
 from .._ops.core import make
+from .._ops.nn_extra import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: F401
+                              embedding_bag, feature_alpha_dropout, hardsigmoid, hardswish,
+                              mish, prelu, rms_norm)
 from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,  # noqa: F401
                          binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                          l1_loss, mse_loss, nll_loss, smooth_l1_loss)
@@ -40,6 +43,8 @@ __all__ = [
     "hardtanh", "pad", "one_hot", "normalize", "cosine_similarity",
     "scaled_dot_product_attention",
 ]
+__all__ += ["mish", "hardswish", "hardsigmoid", "prelu", "rms_norm", "alpha_dropout",
+            "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "embedding_bag"]
 
 # ***** linear layers *****
 def linear(input, weight, bias=None):

@@ -10,6 +10,12 @@ from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, RemovableHandle
 from .normalization import GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .activation import (ELU, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish,  # noqa: F401
+                         PReLU, ReLU6, Softplus)
+from .dropout import (AlphaDropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: F401
+                      FeatureAlphaDropout)
+from .normalization import RMSNorm  # noqa: F401
+from .sparse import EmbeddingBag  # noqa: F401
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 from .transformer import MultiheadAttention, TransformerEncoderLayer
@@ -25,4 +31,7 @@ __all__ = [
     "MultiheadAttention", "TransformerEncoderLayer",
 ]
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ += ["Mish", "Hardswish", "Hardsigmoid", "ReLU6", "LogSigmoid", "Softplus", "ELU",
+            "Hardtanh", "PReLU", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+            "FeatureAlphaDropout", "RMSNorm", "EmbeddingBag"]
 __all__ += ["TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]

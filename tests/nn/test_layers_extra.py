@@ -190,3 +190,39 @@ def test_clip_grad_helpers_exist():
     p.grad = tb.tensor([3.0, -4.0, 0.0])
     nn.utils.clip_grad_value_([p], 1.0)
     assert p.grad.tolist() == [1.0, -1.0, 0.0]
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_matches_torch_and_finite_differences(dim):
+    conv_like = nn.Linear(4, 3).double()
+    m = nn.utils.weight_norm(conv_like, dim=dim)
+    names = [n for n, _ in m.named_parameters()]
+    assert sorted(names) == ["bias", "weight_g", "weight_v"]
+    params = [p.detach().numpy().copy() for _, p in m.named_parameters()]
+
+    def fn(x, *ps):
+        for n, p in zip(names, ps, strict=True):
+            m._parameters[n] = p
+        return m(x)
+    tfn = None
+    try:
+        import torch
+        tm = torch.nn.utils.weight_norm(torch.nn.Linear(4, 3).double(), dim=dim)
+        assert sorted(n for n, _ in tm.named_parameters()) == sorted(names)
+
+        def tfn(x, *ps):
+            return torch.func.functional_call(tm, dict(zip(names, ps, strict=True)), (x,))
+    except ImportError:
+        pass
+    gradcheck(fn, [RNG.standard_normal((2, 4)), *params], torch_fn=tfn)
+    w = m.weight.detach().numpy()
+    nn.utils.remove_weight_norm(m)
+    assert sorted(n for n, _ in m.named_parameters()) == ["bias", "weight"]
+    np.testing.assert_allclose(m.weight.detach().numpy(), w)
+
+
+def test_parametrizations_say_not_supported():
+    with pytest.raises(NotImplementedError, match="not supported.*weight_norm"):
+        nn.utils.parametrizations.weight_norm(nn.Linear(2, 2))
+    with pytest.raises(NotImplementedError, match="spectral_norm"):
+        nn.utils.parametrizations.spectral_norm(nn.Linear(2, 2))

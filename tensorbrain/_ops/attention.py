@@ -18,7 +18,7 @@ from .. import _random
 from .._xp import get_array_module
 from ._raw import raw
 from .core import make, tensor_cls, unbroadcast
-from .rnn import side_output
+from .rnn import check_outputs, remember_output, side_output
 
 
 def additive_mask(mask, dtype, xp, keep_true=True):
@@ -106,6 +106,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
     shapes = (raw(query).shape, raw(key).shape, raw(value).shape)
 
     def backward(g):
+        check_outputs(cell)
         gw = cell.pop("w", None)
         gv = _swap(pd) @ g
         gp = g @ _swap(v)
@@ -130,6 +131,8 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
     res = make(out, (query, key, value, mask_t), backward, "ScaledDotProductAttentionBackward",
                tuple(t for t in (query, key, value) if t is not None))
     weights = side_output(pd, res, cell, "w") if need_weights else None
+    if weights is not None:
+        remember_output(cell, weights, "the attention weights")
     return res, weights
 
 

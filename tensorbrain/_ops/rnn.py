@@ -91,6 +91,22 @@ def side_output(value, y, cell, key):
     return make(value, (y,), backward, "RnnStateBackward")
 
 
+def remember_output(cell, t, name):
+    """Record ``t``'s version: the node's backward reads ``t``'s array (kept without a reference
+    to ``t``, so no cycle) and must refuse it after an in-place change, as torch does."""
+    if t is not None:
+        cell["saved"] = cell.get("saved", ()) + ((t._version, t._version[0], name),)
+
+
+def check_outputs(cell):
+    for ver, v0, name in cell.get("saved", ()):
+        if ver[0] != v0:
+            raise RuntimeError(f"one of the variables needed for gradient computation has been "
+                               f"modified by an inplace operation: the output of {name} is at "
+                               f"version {ver[0]}; expected version {v0} instead. Clone the "
+                               f"output before changing it in place.")
+
+
 # ***** LSTM *****
 def _lstm_perm(xp, H):
     """Row index that takes torch's (i, f, g, o) gate blocks to (o, i, f, g)."""
@@ -157,6 +173,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     cell: dict = {}
 
     def backward(gY):
+        check_outputs(cell)
         gh, gc = cell.pop("h", None), cell.pop("c", None)
         dh = xp.zeros((B, Hout), dtype=dt) if gh is None else gh.astype(dt, copy=True)
         dc = xp.zeros((B, H), dtype=dt) if gc is None else gc.astype(dt, copy=True)
@@ -203,6 +220,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
 
     y = make(Y, (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), backward, "LstmBackward",
              tuple(t for t in (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr) if t is not None))
+    remember_output(cell, y, "LSTM")
     return y, side_output(h_n, y, cell, "h"), side_output(c_n, y, cell, "c")
 
 
@@ -259,6 +277,7 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
     cell: dict = {}
 
     def backward(gY):
+        check_outputs(cell)
         gh0 = cell.pop("h", None)
         dh = xp.zeros((B, H), dtype=dt) if gh0 is None else gh0.astype(dt, copy=True)
         Hprev = _in_row_order(xp, hprevs, steps, reverse)
@@ -294,6 +313,7 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
 
     y = make(Y, (x, h0, w_ih, w_hh, b_ih, b_hh), backward, "GruBackward",
              tuple(t for t in (x, h0, w_ih, w_hh, b_ih, b_hh) if t is not None))
+    remember_output(cell, y, "the recurrent layer")
     return y, side_output(h_n, y, cell, "h"), None
 
 
@@ -331,6 +351,7 @@ def _rnn(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse, relu):
     cell: dict = {}
 
     def backward(gY):
+        check_outputs(cell)
         gh0 = cell.pop("h", None)
         dh = xp.zeros((B, H), dtype=dt) if gh0 is None else gh0.astype(dt, copy=True)
         K = (Y > 0).astype(dt) if relu else 1 - Y * Y
@@ -348,6 +369,7 @@ def _rnn(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse, relu):
     y = make(Y, (x, h0, w_ih, w_hh, b_ih, b_hh), backward,
              "RnnReluBackward" if relu else "RnnTanhBackward",
              tuple(t for t in (x, h0, w_ih, w_hh, b_ih, b_hh) if t is not None))
+    remember_output(cell, y, "the recurrent layer")
     return y, side_output(h_n, y, cell, "h"), None
 
 

@@ -223,3 +223,12 @@ def test_view_splits_a_dim_of_a_sliced_tensor_without_copying():
     np.testing.assert_array_equal(v.numpy(), x.numpy()[:, :, 4:8].reshape(2, 3, 2, 2))
     with pytest.raises(RuntimeError, match="view"):
         x.transpose(0, 1).view(-1)
+
+
+def test_attention_weights_changed_in_place_are_refused_in_backward():
+    m = nn.MultiheadAttention(4, 2)
+    x = tb.randn(3, 2, 4)
+    out, w = m(x, x, x, average_attn_weights=False)
+    w.mul_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

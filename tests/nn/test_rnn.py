@@ -212,3 +212,10 @@ def test_dropout_between_layers_only_in_training():
     m.train()
     c, _ = m(x)
     assert not np.allclose(a.detach().numpy(), c.detach().numpy())
+
+
+def test_in_place_change_of_the_output_is_refused_in_backward():
+    out = nn.RNNCell(3, 4)(tb.randn(2, 3))     # the layer's own output, not a view of it
+    out.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

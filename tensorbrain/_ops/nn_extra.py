@@ -286,7 +286,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if max_norm is not None:                 # renormalise the looked-up rows in place (torch)
         rows = xp.asarray(np.unique(flat))
         norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
-        w[rows] *= xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)[:, None]
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+        w[rows] *= scale[:, None]
         weight._version[0] += 1
     fi, bi = xp.asarray(flat), xp.asarray(bag)
     vals = w[fi]

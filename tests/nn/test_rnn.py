@@ -58,7 +58,8 @@ def test_recurrent_layer_matches_torch(mode, kw):
     params = [p.detach().numpy().copy() for _, p in m.named_parameters()]
 
     def torch_fn(x, *ps):
-        return _flatten(mode, torch.func.functional_call(tm, dict(zip(names, ps, strict=True)), (x,)))
+        params = dict(zip(names, ps, strict=True))
+        return _flatten(mode, torch.func.functional_call(tm, params, (x,)))
 
     gradcheck(_functional(m, names, _outputs(mode)), [x, *params], torch_fn=torch_fn,
               check_grad=True, eps=1e-6, atol=1e-6, rtol=1e-5)

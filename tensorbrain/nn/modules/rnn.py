@@ -55,6 +55,11 @@ class RNNBase(Module):
         bidirectional: a second pass from the last step to the first, outputs concatenated.
         proj_size: LSTM only: project ``h`` to this size (``weight_hr``).
 
+    ``forward(input, hx=None)``: ``input`` ``(L, N, H_in)`` (``(N, L, H_in)`` with
+    ``batch_first``), unbatched ``(L, H_in)``, or a ``PackedSequence``; ``hx`` the initial
+    state(s) ``(num_layers * dirs, N, H_out)`` (zeros when None). Returns ``(output, h_n)``, or
+    ``(output, (h_n, c_n))`` for LSTM; ``output`` is a ``PackedSequence`` for a packed input.
+
     Raises:
         ValueError: bad sizes, dropout outside [0, 1], or proj_size on a non-LSTM or >= hidden.
     """
@@ -190,7 +195,8 @@ class RNNBase(Module):
         if lstm:
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
-            states = [(hx[0], (n, B, out_size), "hidden"), (hx[1], (n, B, self.hidden_size), "cell")]
+            states = [(hx[0], (n, B, out_size), "hidden"),
+                      (hx[1], (n, B, self.hidden_size), "cell")]
         else:
             if not isinstance(hx, Tensor):
                 raise RuntimeError(f"{type(self).__name__}: hx must be a Tensor, got "

@@ -55,10 +55,6 @@ class PackedSequence(_PackedSequenceBase):
             batch_sizes = Tensor._wrap(np.asarray(batch_sizes, dtype=np.int64))
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
-    def _map(self, fn):
-        idx = [None if t is None else fn(t) for t in (self.sorted_indices, self.unsorted_indices)]
-        return type(self)(fn(self.data), self.batch_sizes, *idx)
-
     def to(self, *args, **kwargs):
         """Move/cast ``data`` (indices follow its device; ``batch_sizes`` stays on the CPU)."""
         data = self.data.to(*args, **kwargs)
@@ -69,25 +65,32 @@ class PackedSequence(_PackedSequenceBase):
         return type(self)(data, self.batch_sizes, *idx)
 
     def cpu(self):
+        """``data`` on the CPU."""
         return self.to("cpu")
 
     def cuda(self, device=None):
+        """``data`` on a CUDA device (CuPy)."""
         return self.to("cuda" if device is None else device)
 
     def double(self):
+        """``data`` as float64."""
         return type(self)(self.data.double(), *self[1:])
 
     def float(self):
+        """``data`` as float32."""
         return type(self)(self.data.float(), *self[1:])
 
     def half(self):
+        """``data`` as float16."""
         return type(self)(self.data.half(), *self[1:])
 
     @property
     def is_cuda(self) -> bool:
+        """Whether ``data`` lives on a CUDA device."""
         return self.data.is_cuda
 
     def is_pinned(self) -> bool:
+        """Always False (no pinned host memory here)."""
         return False
 
 
@@ -162,9 +165,10 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False, enforce_sort
     lens = _lengths_array(lengths)
     b_dim = 0 if batch_first else 1
     if input.dim() < 2 or len(lens) != input.shape[b_dim]:
-        raise RuntimeError(f"pack_padded_sequence: expected {input.shape[b_dim] if input.dim() > 1 else '?'} "
-                           f"lengths for an input of shape {tuple(input.shape)} "
-                           f"(batch_first={batch_first}), got {len(lens)}")
+        want = input.shape[b_dim] if input.dim() > 1 else "?"
+        raise RuntimeError(f"pack_padded_sequence: expected {want} lengths for an input of "
+                           f"shape {tuple(input.shape)} (batch_first={batch_first}), got "
+                           f"{len(lens)}")
     if len(lens) and lens.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
                            f"in 'lengths' that is <= 0 (lengths {lens.tolist()})")

@@ -226,3 +226,17 @@ def test_parametrizations_say_not_supported():
         nn.utils.parametrizations.weight_norm(nn.Linear(2, 2))
     with pytest.raises(NotImplementedError, match="spectral_norm"):
         nn.utils.parametrizations.spectral_norm(nn.Linear(2, 2))
+
+
+def test_embedding_scale_grad_by_freq_matches_torch():
+    # not the gradient of the lookup (rows are scaled by 1/frequency), so torch is the reference
+    torch = pytest.importorskip("torch")
+    idx = np.array([[1, 2, 2], [3, 2, 1]])
+    w, g = RNG.standard_normal((5, 3)), RNG.standard_normal((2, 3, 3))
+    m = nn.Embedding(5, 3, scale_grad_by_freq=True).double()
+    m.load_state_dict({"weight": tb.tensor(w)})
+    m(tb.tensor(idx)).backward(tb.tensor(g))
+    tw = torch.tensor(w, requires_grad=True)
+    torch.nn.functional.embedding(torch.tensor(idx), tw, scale_grad_by_freq=True).backward(
+        torch.tensor(g))
+    np.testing.assert_allclose(m.weight.grad.numpy(), tw.grad.numpy(), atol=1e-12)

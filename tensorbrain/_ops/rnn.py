@@ -19,9 +19,12 @@ reverse pass's grow; rows that are not active keep their state.
 
 The LSTM keeps its gates internally in the order (o, i, f, g), torch's being (i, f, g, o): the
 three sigmoid gates are then one contiguous block for the forward and the three gates that the
-cell-state gradient feeds are one contiguous block for the backward. Sigmoids are computed as
-``0.5 * tanh(x / 2) + 0.5`` with the 1/2 folded into a per-call copy of the weights (one ufunc
-per step instead of four).
+cell-state gradient feeds are one contiguous block for the backward. Each step's gates are
+stored as one contiguous ``(4, bs, H)`` block, with the hidden GEMM batched per gate: measured
+on (20, 200) x (200, 800), contiguous ufuncs ran ~3x faster than on the strided column slices of
+a ``(bs, 4H)`` array and four (200, 200) GEMMs took 64 us against 85 us for one; the layer's
+forward went from 8.3 to 6.7 ms. Sigmoids are computed as ``0.5 * tanh(x / 2) + 0.5`` with the
+1/2 folded into a per-call copy of the weights (one ufunc per step instead of four).
 
 The layer returns ``y``; ``h_n`` (and ``c_n``) are tensors whose nodes hand their gradient to
 the layer's node through a shared cell and give ``y`` a zero gradient, so the three outputs
@@ -114,6 +117,34 @@ def _lstm_perm(xp, H):
     return xp.asarray(np.concatenate([r + 3 * H, r, r + H, r + 2 * H]))
 
 
+def _to_blocks(xp, rows, steps, uniform):
+    """``(N, G, H)`` rows -> flat array in which each step's rows form one contiguous
+    ``(G, bs, H)`` block (at offset ``G * H * first_row``): a step's gates are then contiguous
+    arrays, which NumPy runs ~3x faster than the strided column slices of ``(bs, G*H)``."""
+    N, G, H = rows.shape
+    if uniform:
+        T = len(steps)
+        return xp.ascontiguousarray(rows.reshape(T, N // T, G, H).transpose(0, 2, 1, 3)).reshape(-1)
+    out = xp.empty(N * G * H, dtype=rows.dtype)
+    for off, bs in steps:
+        out[G * H * off:G * H * (off + bs)].reshape(G, bs, H)[...] = \
+            rows[off:off + bs].transpose(1, 0, 2)
+    return out
+
+
+def _to_rows(xp, blocks, N, G, H, steps, uniform):
+    """The inverse of :func:`_to_blocks`: ``(N, G, H)``."""
+    if uniform:
+        T = len(steps)
+        return xp.ascontiguousarray(blocks.reshape(T, G, N // T, H).transpose(0, 2, 1, 3)) \
+            .reshape(N, G, H)
+    out = xp.empty((N, G, H), dtype=blocks.dtype)
+    for off, bs in steps:
+        out[off:off + bs] = blocks[G * H * off:G * H * (off + bs)].reshape(G, bs, H) \
+            .transpose(1, 0, 2)
+    return out
+
+
 def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     X, Wih, Whh = raw(x), raw(w_ih), raw(w_hh)
     xp = get_array_module(X)
@@ -122,6 +153,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     H = H4 // 4
     N = X.shape[0]
     B = int(batch_sizes[0]) if len(batch_sizes) else 0
+    uniform = all(int(bs) == B for bs in batch_sizes)
     idx = _lstm_perm(xp, H)
     scale = xp.ones((H4, 1), dtype=dt)
     scale[:3 * H] = 0.5
@@ -129,16 +161,20 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     P = X @ (Wih_p * scale).T                           # (N, 4H): all input projections
     if b_ih is not None:
         P += ((raw(b_ih) + raw(b_hh))[idx] * scale[:, 0])
-    WhhT = xp.ascontiguousarray((Whh_p * scale).T)      # (Hout, 4H)
+    steps = _steps(batch_sizes, reverse)
+    row_steps = steps[::-1] if reverse else steps
+    Gb = _to_blocks(xp, P.reshape(N, 4, H), row_steps, uniform)    # per step (4, bs, H)
+    del P
+    # (4, Hout, H): one small GEMM per gate, batched (faster than one (bs, 4H) GEMM here)
+    W4T = xp.ascontiguousarray((Whh_p * scale).reshape(4, H, Hout).transpose(0, 2, 1))
     WhrT = None if w_hr is None else xp.ascontiguousarray(raw(w_hr).T)
     Y = xp.empty((N, Hout), dtype=dt)
     C = xp.empty((N, H), dtype=dt)
     TC = xp.empty((N, H), dtype=dt)
     HR = None if w_hr is None else xp.empty((N, H), dtype=dt)
     H0, C0 = raw(h0), raw(c0)
-    tmp4 = xp.empty((B, H4), dtype=dt)
+    tmp4 = xp.empty(4 * B * H, dtype=dt)
     tmp = xp.empty((B, H), dtype=dt)
-    steps = _steps(batch_sizes, reverse)
     hprevs, cprevs = [], []
     prev = None
     for k, step in enumerate(steps):
@@ -148,24 +184,24 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         cp = _prev_rows(xp, C, C0, step, prev, k == 0)
         hprevs.append(hp)
         cprevs.append(cp)
-        Pt = P[rows]
-        t4 = tmp4[:bs]
-        xp.matmul(hp, WhhT, out=t4)
-        Pt += t4
-        xp.tanh(Pt, out=Pt)
-        S = Pt[:, :3 * H]
+        Gt = Gb[4 * H * off:4 * H * (off + bs)].reshape(4, bs, H)
+        t4 = tmp4[:4 * bs * H].reshape(4, bs, H)
+        xp.matmul(hp[None], W4T, out=t4)
+        Gt += t4
+        xp.tanh(Gt, out=Gt)
+        S = Gt[:3]
         S *= 0.5
         S += 0.5                                        # o, i, f sigmoids; g stays tanh
         ct, th = C[rows], tmp[:bs]
-        xp.multiply(Pt[:, 2 * H:3 * H], cp, out=ct)
-        xp.multiply(Pt[:, H:2 * H], Pt[:, 3 * H:], out=th)
+        xp.multiply(Gt[2], cp, out=ct)
+        xp.multiply(Gt[1], Gt[3], out=th)
         ct += th
         tct = TC[rows]
         xp.tanh(ct, out=tct)
         if WhrT is None:
-            xp.multiply(Pt[:, :H], tct, out=Y[rows])
+            xp.multiply(Gt[0], tct, out=Y[rows])
         else:
-            xp.multiply(Pt[:, :H], tct, out=HR[rows])
+            xp.multiply(Gt[0], tct, out=HR[rows])
             xp.matmul(HR[rows], WhrT, out=Y[rows])
         prev = step
     h_n = _final_rows(xp, Y, steps, (B, Hout))
@@ -179,21 +215,34 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         dc = xp.zeros((B, H), dtype=dt) if gc is None else gc.astype(dt, copy=True)
         Hprev = _in_row_order(xp, hprevs, steps, reverse)
         Cprev = _in_row_order(xp, cprevs, steps, reverse)
-        o, i, f, g = P[:, :H], P[:, H:2 * H], P[:, 2 * H:3 * H], P[:, 3 * H:]
         # d(pre-activation) = K * (dh for o, dc for i, f, g), for all steps at once
-        K = xp.empty((N, 4, H), dtype=dt)
-        xp.multiply(TC, o * (1 - o), out=K[:, 0])
+        if uniform:
+            T = len(steps)
+            A = Gb.reshape(T, 4, B, H)
+            o, i, f, g = A[:, 0], A[:, 1], A[:, 2], A[:, 3]
+            tc, cprev = TC.reshape(T, B, H), Cprev.reshape(T, B, H)
+            K = xp.empty((T, 4, B, H), dtype=dt)
+        else:
+            A = _to_rows(xp, Gb, N, 4, H, row_steps, False)
+            o, i, f, g = A[:, 0], A[:, 1], A[:, 2], A[:, 3]
+            tc, cprev = TC, Cprev
+            K = xp.empty((N, 4, H), dtype=dt)
+        xp.multiply(tc, o * (1 - o), out=K[:, 0])        # gate axis 1 in both layouts
         xp.multiply(g, i * (1 - i), out=K[:, 1])
-        xp.multiply(Cprev, f * (1 - f), out=K[:, 2])
+        xp.multiply(cprev, f * (1 - f), out=K[:, 2])
         xp.multiply(i, 1 - g * g, out=K[:, 3])
-        DCC = o * (1 - TC * TC)                           # dc += dh * DCC
-        dG = xp.empty((N, 4, H), dtype=dt)
-        dG2 = dG.reshape(N, H4)
+        DCC = (o * (1 - tc * tc)).reshape(N, H)           # dc += dh * DCC
+        Kb = K.reshape(-1) if uniform else _to_blocks(xp, K, row_steps, False)
+        dGb = xp.empty(N * H4, dtype=dt)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
         Whr = None if w_hr is None else raw(w_hr)
+        Whh4 = Whh_p.reshape(4, H, Hout)
         th = xp.empty((B, H), dtype=dt)
+        t4o = xp.empty(4 * B * Hout, dtype=dt)
         for off, bs in reversed(steps):
             rows = slice(off, off + bs)
+            blk = slice(H4 * off, H4 * (off + bs))
+            Kt, dGt = Kb[blk].reshape(4, bs, H), dGb[blk].reshape(4, bs, H)
             dhb, dcb, t = dh[:bs], dc[:bs], th[:bs]
             dhb += gY[rows]
             if Whr is not None:
@@ -203,10 +252,13 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
                 dhr = dhb
             xp.multiply(dhr, DCC[rows], out=t)
             dcb += t
-            xp.multiply(dhr, K[rows, 0], out=dG[rows, 0])
-            xp.multiply(dcb[:, None, :], K[rows, 1:], out=dG[rows, 1:])
-            dcb *= f[rows]
-            xp.matmul(dG2[rows], Whh_p, out=dhb)
+            xp.multiply(dhr, Kt[0], out=dGt[0])
+            xp.multiply(dcb[None], Kt[1:], out=dGt[1:])
+            dcb *= Gb[blk].reshape(4, bs, H)[2]          # f
+            t3 = t4o[:4 * bs * Hout].reshape(4, bs, Hout)
+            xp.matmul(dGt, Whh4, out=t3)
+            xp.sum(t3, axis=0, out=dhb)
+        dG2 = _to_rows(xp, dGb, N, 4, H, row_steps, uniform).reshape(N, H4)
         gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
         gWih[idx] = dG2.T @ X
         gWhh[idx] = dG2.T @ Hprev

@@ -27,6 +27,7 @@ from .._ops.core import make
 from .._ops.nn_extra import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: F401
                               embedding_bag, feature_alpha_dropout, hardsigmoid, hardswish,
                               mish, prelu, rms_norm)
+from .._ops.nn_extra import gelu as _gelu_fast
 from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,  # noqa: F401
                          binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                          l1_loss, mse_loss, nll_loss, smooth_l1_loss)
@@ -109,7 +110,7 @@ def tanh(input):
 
 
 def gelu(input, approximate="none"):
-    return _E.gelu(input, approximate)
+    return _gelu_fast(input, approximate)   # float32: a fast erf (tensorbrain/_ops/nn_extra.py)
 
 
 def silu(input, inplace=False):

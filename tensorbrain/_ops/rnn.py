@@ -284,6 +284,7 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
     H3, H = Whh.shape
     N = X.shape[0]
     B = int(batch_sizes[0]) if len(batch_sizes) else 0
+    uniform = all(int(bs) == B for bs in batch_sizes)
     scale = xp.ones((H3, 1), dtype=dt)
     scale[:2 * H] = 0.5                                 # r, z: sigmoid via tanh
     Gi = X @ (Wih * scale).T                            # (N, 3H) r, z, n input parts
@@ -293,36 +294,40 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
         bi[:2 * H] += raw(b_hh)[:2 * H]                 # r and z biases fold into one
         Gi += bi * scale[:, 0]
         bhn = raw(b_hh)[2 * H:]
-    WhhT = xp.ascontiguousarray((Whh * scale).T)
-    GH = xp.empty((N, H3), dtype=dt)                    # W_hh h (+ b_hn), per step
+    steps = _steps(batch_sizes, reverse)
+    row_steps = steps[::-1] if reverse else steps
+    Gb = _to_blocks(xp, Gi.reshape(N, 3, H), row_steps, uniform)   # per step (3, bs, H)
+    del Gi
+    W3T = xp.ascontiguousarray((Whh * scale).reshape(3, H, H).transpose(0, 2, 1))
+    GHb = xp.empty(N * H3, dtype=dt)                    # W_hh h (+ b_hn), per step (3, bs, H)
     Y = xp.empty((N, H), dtype=dt)
     H0 = raw(h0)
     tmp = xp.empty((B, H), dtype=dt)
-    steps = _steps(batch_sizes, reverse)
     hprevs = []
     prev = None
     for k, step in enumerate(steps):
         off, bs = step
         rows = slice(off, off + bs)
+        blk = slice(H3 * off, H3 * (off + bs))
         hp = _prev_rows(xp, Y, H0, step, prev, k == 0)
         hprevs.append(hp)
-        gh = GH[rows]
-        xp.matmul(hp, WhhT, out=gh)
+        gh = GHb[blk].reshape(3, bs, H)
+        xp.matmul(hp[None], W3T, out=gh)
         if bhn is not None:
-            gh[:, 2 * H:] += bhn
-        g = Gi[rows]
-        rz = g[:, :2 * H]
-        rz += gh[:, :2 * H]
+            gh[2] += bhn
+        g = Gb[blk].reshape(3, bs, H)
+        rz = g[:2]
+        rz += gh[:2]
         xp.tanh(rz, out=rz)
         rz *= 0.5
         rz += 0.5
-        n, t = g[:, 2 * H:], tmp[:bs]
-        xp.multiply(rz[:, :H], gh[:, 2 * H:], out=t)
+        n, t = g[2], tmp[:bs]
+        xp.multiply(g[0], gh[2], out=t)
         n += t
         xp.tanh(n, out=n)
         yt = Y[rows]
         xp.subtract(hp, n, out=yt)
-        yt *= rz[:, H:]
+        yt *= g[1]
         yt += n                                          # h = n + z * (h_prev - n)
         prev = step
     h_n = _final_rows(xp, Y, steps, (B, H))
@@ -333,28 +338,47 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
         gh0 = cell.pop("h", None)
         dh = xp.zeros((B, H), dtype=dt) if gh0 is None else gh0.astype(dt, copy=True)
         Hprev = _in_row_order(xp, hprevs, steps, reverse)
-        r, z, n = Gi[:, :H], Gi[:, H:2 * H], Gi[:, 2 * H:]
+        if uniform:
+            T = len(steps)
+            A, GA = Gb.reshape(T, 3, B, H), GHb.reshape(T, 3, B, H)
+            hprev = Hprev.reshape(T, B, H)
+        else:
+            A = _to_rows(xp, Gb, N, 3, H, row_steps, False)
+            GA = _to_rows(xp, GHb, N, 3, H, row_steps, False)
+            hprev = Hprev
+        r, z, n, hn = A[:, 0], A[:, 1], A[:, 2], GA[:, 2]
         Kn = (1 - z) * (1 - n * n)
-        Ki = xp.empty((N, 3, H), dtype=dt)               # d(input parts) = dh * Ki
-        xp.multiply(Kn * GH[:, 2 * H:], r * (1 - r), out=Ki[:, 0])
-        xp.multiply(Hprev - n, z * (1 - z), out=Ki[:, 1])
+        Ki = xp.empty(A.shape, dtype=dt)                 # d(input parts) = dh * Ki
+        xp.multiply(Kn * hn, r * (1 - r), out=Ki[:, 0])
+        xp.multiply(hprev - n, z * (1 - z), out=Ki[:, 1])
         Ki[:, 2] = Kn
         Kh = Ki.copy()                                   # d(hidden parts) = dh * Kh
         Kh[:, 2] *= r
-        dGi = xp.empty((N, 3, H), dtype=dt)
-        dGh = xp.empty((N, 3, H), dtype=dt)
-        dGi2, dGh2 = dGi.reshape(N, H3), dGh.reshape(N, H3)
+        if uniform:
+            Kib, Khb = Ki.reshape(-1), Kh.reshape(-1)
+        else:
+            Kib, Khb = _to_blocks(xp, Ki, row_steps, False), _to_blocks(xp, Kh, row_steps, False)
+        dGib = xp.empty(N * H3, dtype=dt)
+        dGhb = xp.empty(N * H3, dtype=dt)
+        Whh3 = Whh.reshape(3, H, H)
+        t3b = xp.empty(H3 * B, dtype=dt)
         tmpb = xp.empty((B, H), dtype=dt)
         for off, bs in reversed(steps):
             rows = slice(off, off + bs)
+            blk = slice(H3 * off, H3 * (off + bs))
             dhb, t = dh[:bs], tmpb[:bs]
             dhb += gY[rows]
-            db3 = dhb[:, None, :]
-            xp.multiply(db3, Ki[rows], out=dGi[rows])
-            xp.multiply(db3, Kh[rows], out=dGh[rows])
-            xp.matmul(dGh2[rows], Whh, out=t)
-            dhb *= z[rows]
+            db3 = dhb[None]
+            dgh = dGhb[blk].reshape(3, bs, H)
+            xp.multiply(db3, Kib[blk].reshape(3, bs, H), out=dGib[blk].reshape(3, bs, H))
+            xp.multiply(db3, Khb[blk].reshape(3, bs, H), out=dgh)
+            t3 = t3b[:H3 * bs].reshape(3, bs, H)
+            xp.matmul(dgh, Whh3, out=t3)
+            xp.sum(t3, axis=0, out=t)
+            dhb *= Gb[blk].reshape(3, bs, H)[1]          # z
             dhb += t
+        dGi2 = _to_rows(xp, dGib, N, 3, H, row_steps, uniform).reshape(N, H3)
+        dGh2 = _to_rows(xp, dGhb, N, 3, H, row_steps, uniform).reshape(N, H3)
         gWih = dGi2.T @ X
         gWhh = dGh2.T @ Hprev
         gx = dGi2 @ Wih

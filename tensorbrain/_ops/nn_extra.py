@@ -12,68 +12,13 @@ import numpy as np
 from .. import _random
 from .._xp import get_array_module
 from ._raw import raw
-from . import elementwise as _E
 from .core import make
 
-__all__ = ["gelu", "mish", "hardswish", "hardsigmoid", "prelu", "rms_norm", "alpha_dropout",
+__all__ = ["mish", "hardswish", "hardsigmoid", "prelu", "rms_norm", "alpha_dropout",
            "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "embedding_bag"]
 
 
 # ***** activations *****
-# erf(x) ~ x * P(x^2) / Q(x^2) on [-4, 4] (+-1 beyond, in float32): the rational approximation
-# of Eigen's and XLA's float32 erf. Measured against float64 erf on 2M points in [-6, 6]: max
-# error 4.4e-7 (a few float32 ulps); 2.7 ms per 1M elements against 15.9 ms for SciPy's erf.
-_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
-          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-          -1.60960333262415e-02)
-_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-          -7.37332916720468e-03, -1.42647390514189e-02)
-
-
-def erf_float32(xp, x):
-    """float32 erf from NumPy/CuPy ufuncs only (see the note above for its accuracy)."""
-    x = xp.clip(x, -4, 4).astype(np.float32, copy=False)
-    x2 = x * x
-    p = xp.full_like(x, _ERF_P[0])
-    for c in _ERF_P[1:]:
-        p *= x2
-        p += np.float32(c)
-    p *= x
-    q = xp.full_like(x, _ERF_Q[0])
-    for c in _ERF_Q[1:]:
-        q *= x2
-        q += np.float32(c)
-    p /= q
-    return p
-
-
-def gelu(input, approximate="none"):
-    """``x * Phi(x)`` (exact erf form) or its tanh approximation, as torch's ``F.gelu``.
-
-    float32 inputs use :func:`erf_float32` (six times faster than SciPy's erf here); other
-    dtypes and ``approximate='tanh'`` go to the general op.
-    """
-    x = raw(input)
-    if approximate != "none" or x.dtype != np.float32:
-        return _E.gelu(input, approximate)
-    xp = get_array_module(x)
-    cdf = erf_float32(xp, x * np.float32(1 / math.sqrt(2)))
-    cdf *= np.float32(0.5)
-    cdf += np.float32(0.5)
-    out = x * cdf
-
-    def backward(g):
-        pdf = x * x
-        pdf *= np.float32(-0.5)
-        xp.exp(pdf, out=pdf)
-        pdf *= x
-        pdf *= np.float32(1 / math.sqrt(2 * math.pi))
-        pdf += cdf                                       # d/dx x*Phi(x) = Phi(x) + x*phi(x)
-        pdf *= g
-        return (pdf,)
-    return make(out, (input,), backward, "GeluBackward", (input,))
-
-
 def mish(input, inplace=False):
     """``x * tanh(softplus(x))``."""
     x = raw(input)

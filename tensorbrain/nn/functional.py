@@ -22,12 +22,11 @@ from .._ops import elementwise as _E
 from .._ops import reduce as _R
 from .._ops import shape as _S
 from .._ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: F401
-from .._ops.attention import scaled_dot_product_attention  # noqa: F401
+from .._ops import attention as _attention
 from .._ops.core import make
 from .._ops.nn_extra import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: F401
                               embedding_bag, feature_alpha_dropout, hardsigmoid, hardswish,
                               mish, prelu, rms_norm)
-from .._ops.nn_extra import gelu as _gelu_fast
 from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,  # noqa: F401
                          binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                          l1_loss, mse_loss, nll_loss, smooth_l1_loss)
@@ -110,7 +109,7 @@ def tanh(input):
 
 
 def gelu(input, approximate="none"):
-    return _gelu_fast(input, approximate)   # float32: a fast erf (tensorbrain/_ops/nn_extra.py)
+    return _E.gelu(input, approximate)
 
 
 def silu(input, inplace=False):
@@ -341,3 +340,12 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     n1 = _E.sqrt(_R.sum(_E.mul(x1, x1), dim))
     n2 = _E.sqrt(_R.sum(_E.mul(x2, x2), dim))
     return _E.div(dot, _E.clamp(_E.mul(n1, n2), min=eps))
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """``softmax(q k^T * scale + mask) v`` as one fused node: see
+    ``tensorbrain/_ops/attention.py`` (masks, ``is_causal``, ``dropout_p``, ``scale``,
+    ``enable_gqa``, as torch's)."""
+    return _attention.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
+                                                   is_causal, scale, enable_gqa)

@@ -241,14 +241,3 @@ def test_embedding_scale_grad_by_freq_matches_torch():
         torch.tensor(g))
     np.testing.assert_allclose(m.weight.grad.numpy(), tw.grad.numpy(), atol=1e-12)
 
-
-def test_float32_erf_and_gelu_are_accurate():
-    import math
-    from tensorbrain._ops.nn_extra import erf_float32
-    x = np.linspace(-6, 6, 200001).astype(np.float32)
-    ref = np.array([math.erf(v) for v in x.astype(np.float64)])
-    assert np.abs(erf_float32(np, x) - ref).max() < 1e-6
-    xs = RNG.standard_normal((4, 5)) * 3
-    ref_gelu = np.vectorize(lambda v: v * 0.5 * (1 + math.erf(v / math.sqrt(2))))
-    gradcheck(F.gelu, [xs], numpy_fn=ref_gelu, torch_fn=_tf("gelu"), dtype=np.float32,
-              atol=2e-3, rtol=2e-3, fwd_atol=2e-6, fwd_rtol=2e-6)

@@ -21,8 +21,9 @@ from .. import _random
 from .._ops import elementwise as _E
 from .._ops import reduce as _R
 from .._ops import shape as _S
-from .._ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: F401
 from .._ops import attention as _attention
+from .._ops import nn_extra as _nn_extra
+from .._ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: F401
 from .._ops.core import make
 from .._ops.nn_extra import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: F401
                               embedding_bag, feature_alpha_dropout, hardsigmoid, hardswish,
@@ -41,10 +42,8 @@ __all__ = [
     "kl_div", "dropout", "embedding", "layer_norm", "batch_norm", "group_norm", "relu", "relu6",
     "gelu", "silu", "sigmoid", "tanh", "leaky_relu", "elu", "softplus", "logsigmoid",
     "hardtanh", "pad", "one_hot", "normalize", "cosine_similarity",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", *_nn_extra.__all__,
 ]
-__all__ += ["mish", "hardswish", "hardsigmoid", "prelu", "rms_norm", "alpha_dropout",
-            "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "embedding_bag"]
 
 # ***** linear layers *****
 def linear(input, weight, bias=None):

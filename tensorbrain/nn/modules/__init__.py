@@ -22,16 +22,18 @@ from .transformer import MultiheadAttention, TransformerEncoderLayer
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder)
 
+_SEQUENCE = [  # issue 15's sequence layers and the layers real programs use
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+    "Mish", "Hardswish", "Hardsigmoid", "ReLU6", "LogSigmoid", "Softplus", "ELU", "Hardtanh",
+    "PReLU", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+    "RMSNorm", "EmbeddingBag", "TransformerEncoder", "TransformerDecoderLayer",
+    "TransformerDecoder", "Transformer"]
+
 __all__ = [
     "Module", "RemovableHandle", "Identity", "Linear", "Conv2d", "BatchNorm1d", "BatchNorm2d",
     "LayerNorm", "GroupNorm", "Dropout", "Embedding", "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh",
     "Sigmoid", "Softmax", "LogSoftmax", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Unflatten", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss",
-    "MultiheadAttention", "TransformerEncoderLayer",
+    "MultiheadAttention", "TransformerEncoderLayer", *_SEQUENCE,
 ]
-__all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
-__all__ += ["Mish", "Hardswish", "Hardsigmoid", "ReLU6", "LogSigmoid", "Softplus", "ELU",
-            "Hardtanh", "PReLU", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
-            "FeatureAlphaDropout", "RMSNorm", "EmbeddingBag"]
-__all__ += ["TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]

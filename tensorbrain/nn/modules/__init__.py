@@ -16,7 +16,8 @@ from .dropout import (AlphaDropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: F4
                       FeatureAlphaDropout)
 from .normalization import RMSNorm  # noqa: F401
 from .sparse import EmbeddingBag  # noqa: F401
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,  # noqa: F401
+                  RNNCellBase)
 from .sparse import Embedding
 from .transformer import MultiheadAttention, TransformerEncoderLayer
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401

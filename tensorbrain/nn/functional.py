@@ -15,14 +15,14 @@ public face and holds the rest.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import _random
 from .._ops import elementwise as _E
 from .._ops import reduce as _R
 from .._ops import shape as _S
+from .._ops import attention as _attention
+from .._ops import nn_extra as _nn_extra
 from .._ops.conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: F401
 from .._ops.convnd import (conv1d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: F401
                            conv_transpose3d)
@@ -30,6 +30,9 @@ from .._ops.loss_margin import (cosine_embedding_loss, ctc_loss, margin_ranking_
                                 pairwise_distance, triplet_margin_loss)
 from .._ops.resample import interpolate, pixel_shuffle, pixel_unshuffle, upsample  # noqa: F401
 from .._ops.core import make
+from .._ops.nn_extra import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: F401
+                              embedding_bag, feature_alpha_dropout, hardsigmoid, hardswish,
+                              mish, prelu, rms_norm)
 from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,  # noqa: F401
                          binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                          l1_loss, mse_loss, nll_loss, smooth_l1_loss)
@@ -45,7 +48,7 @@ __all__ = [
     "kl_div", "dropout", "embedding", "layer_norm", "batch_norm", "group_norm", "relu", "relu6",
     "gelu", "silu", "sigmoid", "tanh", "leaky_relu", "elu", "softplus", "logsigmoid",
     "hardtanh", "pad", "one_hot", "normalize", "cosine_similarity",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", *_nn_extra.__all__,
 ]
 __all__ += ["conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 __all__ += ["cosine_embedding_loss", "margin_ranking_loss", "pairwise_distance",
@@ -359,24 +362,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 @autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
-    """``softmax(q k^T * scale + mask) v``, written from primitive ops (as PyTorch's math path)."""
-    q, k = query._data, key._data
-    if q.shape[-1] != k.shape[-1]:
-        raise RuntimeError(f"scaled_dot_product_attention: query {tuple(q.shape)} and key "
-                           f"{tuple(k.shape)} must share the last (embedding) dim")
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = _E.mul(_S.matmul(query, _S.transpose(key, -2, -1)), scale)
-    xp = get_array_module(q)
-    L, S = q.shape[-2], k.shape[-2]
-    if is_causal:
-        causal = xp.tril(xp.ones((L, S), dtype=bool))
-        scores = _E.where(Tensor._wrap(causal), scores, -math.inf)
-    if attn_mask is not None:
-        if attn_mask._data.dtype == np.bool_:
-            scores = _E.where(attn_mask, scores, -math.inf)
-        else:
-            scores = _E.add(scores, attn_mask)
-    attn = softmax(scores, dim=-1)
-    if dropout_p > 0.0:
-        attn = dropout(attn, dropout_p, training=True)
-    return _S.matmul(attn, value)
+    """``softmax(q k^T * scale + mask) v`` as one fused node: see
+    ``tensorbrain/_ops/attention.py`` (masks, ``is_causal``, ``dropout_p``, ``scale``,
+    ``enable_gqa``, as torch's)."""
+    return _attention.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
+                                                   is_causal, scale, enable_gqa)

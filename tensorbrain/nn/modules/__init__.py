@@ -14,8 +14,25 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # n
 from .module import Module, RemovableHandle
 from .normalization import GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .activation import (ELU, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish,  # noqa: F401
+                         PReLU, ReLU6, Softplus)
+from .dropout import (AlphaDropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: F401
+                      FeatureAlphaDropout)
+from .normalization import RMSNorm  # noqa: F401
+from .sparse import EmbeddingBag  # noqa: F401
+from .rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,  # noqa: F401
+                  RNNCellBase)
 from .sparse import Embedding
 from .transformer import MultiheadAttention, TransformerEncoderLayer
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                          TransformerEncoder)
+
+_SEQUENCE = [  # issue 15's sequence layers and the layers real programs use
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+    "Mish", "Hardswish", "Hardsigmoid", "ReLU6", "LogSigmoid", "Softplus", "ELU", "Hardtanh",
+    "PReLU", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+    "RMSNorm", "EmbeddingBag", "TransformerEncoder", "TransformerDecoderLayer",
+    "TransformerDecoder", "Transformer"]
 
 __all__ = [
     "Module", "RemovableHandle", "Identity", "Linear", "Conv2d", "BatchNorm1d", "BatchNorm2d",
@@ -23,7 +40,7 @@ __all__ = [
     "Sigmoid", "Softmax", "LogSoftmax", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Unflatten", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCEWithLogitsLoss",
-    "MultiheadAttention", "TransformerEncoderLayer",
+    "MultiheadAttention", "TransformerEncoderLayer", *_SEQUENCE,
 ]
 __all__ += ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 __all__ += ["BCELoss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "CosineEmbeddingLoss",

@@ -100,3 +100,122 @@ class LogSoftmax(Module):
 def _legacy_dim(input):
     # PyTorch's _get_softmax_dim: 0 for 0-, 1- and 3-D inputs, else 1.
     return 0 if input.dim() in (0, 1, 3) else 1
+
+
+# ***** more activations (issue 15) *****
+class _Elementwise(Module):
+    """A parameter-free activation ``F.<name>(input)``; ``inplace`` accepted for torch programs
+    (the result is a new tensor either way)."""
+    _fn = None
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._fn(input)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Mish(_Elementwise):
+    """``x * tanh(softplus(x))``."""
+    _fn = staticmethod(F.mish)
+
+
+class Hardswish(_Elementwise):
+    """``x * relu6(x + 3) / 6``."""
+    _fn = staticmethod(F.hardswish)
+
+
+class Hardsigmoid(_Elementwise):
+    """``relu6(x + 3) / 6``."""
+    _fn = staticmethod(F.hardsigmoid)
+
+
+class ReLU6(_Elementwise):
+    """``min(max(0, x), 6)``."""
+    _fn = staticmethod(F.relu6)
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))``."""
+
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class ELU(Module):
+    """``x`` if positive else ``alpha * (exp(x) - 1)``."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Hardtanh(Module):
+    """``clamp(x, min_val, max_val)``."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + \
+            (", inplace=True" if self.inplace else "")
+
+
+class PReLU(Module):
+    """``max(0, x) + weight * min(0, x)`` with a learnt ``weight``: one value, or one per
+    channel (dim 1) with ``num_parameters=C``; initialised to ``init`` (torch's 0.25).
+
+    >>> import tensorbrain as tb
+    >>> tb.nn.PReLU()(tb.tensor([-2.0, 3.0])).tolist()
+    [-0.5, 3.0]
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        from ... import _dtype
+        from ...tensor import full
+        from ..parameter import Parameter
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(full((num_parameters,), init,
+                                     dtype=dtype or _dtype.get_default_dtype(), device=device))
+
+    def reset_parameters(self):
+        from .. import init as _init
+        _init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+from .attention import MultiheadAttention  # noqa: E402,F401  (torch.nn.modules.activation's)

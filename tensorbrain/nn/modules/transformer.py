@@ -1,123 +1,60 @@
-"""A small transformer: ``MultiheadAttention`` and ``TransformerEncoderLayer``.
+"""Transformer layers, as ``torch.nn``: ``TransformerEncoderLayer``, ``TransformerEncoder``,
+``TransformerDecoderLayer``, ``TransformerDecoder`` and ``Transformer``.
 
 Parameter names follow PyTorch (``self_attn.in_proj_weight``, ``linear1.weight``, ``norm1``...),
-so a state dict moves between the two; the math is PyTorch's (scaled dot-product attention,
-post-norm by default, ``norm_first=True`` for pre-norm).
+so a state dict moves between the two; the math is PyTorch's (post-norm by default,
+``norm_first=True`` for pre-norm). torch's inference fast paths (nested tensors, the fused
+encoder kernel) have no counterpart: they compute the same values.
 """
 from __future__ import annotations
 
-import math
+import copy
 
 import numpy as np
 
-from ... import _dtype, _xp
-from ...tensor import Tensor, empty
+from ... import _dtype
+from ...tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: F401
+from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
 
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """PyTorch's name for MultiheadAttention's output projection (kept for identical reprs)."""
-
-
-def _additive_mask(mask, like):
-    """A float mask to add to attention scores: -inf where a bool mask is True."""
-    arr = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
-    xp = _xp.get_array_module(like._data)
-    if arr.dtype == np.bool_:
-        arr = xp.where(xp.asarray(arr), xp.asarray(-np.inf, like.dtype), xp.asarray(0, like.dtype))
-    return Tensor._wrap(xp.asarray(arr, dtype=like.dtype))
+__all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
 
 
-class MultiheadAttention(Module):
-    """Multi-head scaled dot-product attention, ``(L, N, E)`` inputs (``(N, L, E)`` with
-    ``batch_first=True``). Returns ``(output, weights averaged over heads or None)``.
+def _activation(activation):
+    if isinstance(activation, str):
+        if activation == "relu":
+            return F.relu
+        if activation == "gelu":
+            return F.gelu
+        raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+    if not callable(activation):
+        raise TypeError(f"activation must be 'relu', 'gelu' or a callable, got {activation!r}")
+    return activation
 
-    >>> import tensorbrain as tb
-    >>> mha = tb.nn.MultiheadAttention(8, 2, batch_first=True)
-    >>> x = tb.randn(3, 5, 8)
-    >>> out, w = mha(x, x, x)
-    >>> out.shape, w.shape
-    (tb.Size([3, 5, 8]), tb.Size([3, 5, 5]))
-    """
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
-                 batch_first: bool = False, device=None, dtype=None):
-        super().__init__()
-        if embed_dim % num_heads:
-            raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads "
-                             f"({num_heads})")
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or \
-                (vdim not in (None, embed_dim)):
-            raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and "
-                                      "kdim/vdim != embed_dim are not supported")
-        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
-        self.head_dim = embed_dim // num_heads
-        self.batch_first = batch_first
-        dtype = dtype or _dtype.get_default_dtype()
-        self.in_proj_weight = Parameter(empty(3 * embed_dim, embed_dim, dtype=dtype, device=device))
-        if bias:
-            self.in_proj_bias = Parameter(empty(3 * embed_dim, dtype=dtype, device=device))
-        else:
-            self.register_parameter("in_proj_bias", None)
-        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
-        self._reset_parameters()
+def _get_clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
-    def _reset_parameters(self):
-        init.xavier_uniform_(self.in_proj_weight)
-        if self.in_proj_bias is not None:
-            init.zeros_(self.in_proj_bias)
-            init.zeros_(self.out_proj.bias)
 
-    def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
-                attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
-        if not self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        n, l_q, e = query.shape
-        s = key.shape[1]
-        if e != self.embed_dim:
-            raise ValueError(f"MultiheadAttention: query has embed dim {e}, expected "
-                             f"{self.embed_dim}")
-        w, b = self.in_proj_weight, self.in_proj_bias
-        if query is key and key is value:
-            q, k, v = F.linear(query, w, b).chunk(3, dim=-1)
-        else:
-            ws = w.chunk(3, dim=0)
-            bs = b.chunk(3, dim=0) if b is not None else (None, None, None)
-            q, k, v = (F.linear(x, wi, bi) for x, wi, bi in zip((query, key, value), ws, bs))
-        h, d = self.num_heads, self.head_dim
-        q = q.reshape(n, l_q, h, d).permute(0, 2, 1, 3)
-        k = k.reshape(n, s, h, d).permute(0, 2, 3, 1)
-        v = v.reshape(n, s, h, d).permute(0, 2, 1, 3)
-        scores = (q @ k) * (1.0 / math.sqrt(d))              # (N, H, L, S)
-        if is_causal and attn_mask is None:
-            attn_mask = np.triu(np.ones((l_q, s), dtype=bool), k=1)
-        if attn_mask is not None:
-            m = _additive_mask(attn_mask, scores)
-            scores = scores + (m.reshape(1, 1, l_q, s) if m.dim() == 2 else
-                               m.reshape(n, h, l_q, s))
-        if key_padding_mask is not None:
-            scores = scores + _additive_mask(key_padding_mask, scores).reshape(n, 1, 1, s)
-        attn = F.softmax(scores, dim=-1)
-        if self.dropout > 0.0 and self.training:
-            attn = F.dropout(attn, self.dropout, True)
-        out = (attn @ v).permute(0, 2, 1, 3).reshape(n, l_q, e)
-        out = self.out_proj(out)
-        if not self.batch_first:
-            out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        return out, (attn.mean(dim=1) if average_attn_weights else attn)
+def _square_subsequent_mask(sz, device=None, dtype=None):
+    dtype = dtype or _dtype.get_default_dtype()
+    arr = np.triu(np.full((sz, sz), -np.inf, dtype=np.float32), k=1)
+    return Tensor._wrap(arr).to(device=device or "cpu", dtype=dtype)
 
 
 class TransformerEncoderLayer(Module):
     """Self-attention + feed-forward block with residuals and LayerNorm (PyTorch's layout).
+
+    Args: ``d_model, nhead, dim_feedforward=2048, dropout=0.1, activation='relu' (or 'gelu' or
+    a callable), layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True``.
+    ``forward(src, src_mask=None, src_key_padding_mask=None, is_causal=False)``.
 
     >>> import tensorbrain as tb
     >>> layer = tb.nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
@@ -141,11 +78,7 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            if activation not in ("relu", "gelu"):
-                raise ValueError(f"activation should be relu/gelu, not {activation}")
-            activation = F.relu if activation == "relu" else F.gelu
-        self.activation = activation
+        self.activation = _activation(activation)
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
@@ -164,3 +97,189 @@ class TransformerEncoderLayer(Module):
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._ff_block(x))
         return x
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` deep copies of ``encoder_layer`` (``layers.0``, ...) and an optional
+    final ``norm``. ``forward(src, mask=None, src_key_padding_mask=None, is_causal=None)``.
+
+    ``enable_nested_tensor`` and ``mask_check`` are accepted for torch programs; they select a
+    torch inference fast path that computes the same values.
+    """
+
+    def __init__(self, encoder_layer, num_layers: int, norm=None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True):
+        super().__init__()
+        self.layers = _get_clones(encoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        output = src
+        for mod in self.layers:
+            output = mod(output, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+                         is_causal=bool(is_causal) and mask is not None)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, cross-attention over ``memory`` and feed-forward, each with residual and
+    LayerNorm (torch's names: ``self_attn``, ``multihead_attn``, ``linear1/2``, ``norm1/2/3``).
+
+    ``forward(tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+    memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False)``.
+
+    >>> import tensorbrain as tb
+    >>> layer = tb.nn.TransformerDecoderLayer(8, 2, 16, batch_first=True)
+    >>> layer(tb.randn(2, 5, 8), tb.randn(2, 7, 8)).shape
+    tb.Size([2, 5, 8])
+    """
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
+                 device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                 batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           is_causal=is_causal, need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, is_causal=is_causal,
+                                need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask,
+                                    memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask,
+                                               memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` deep copies of ``decoder_layer`` and an optional final ``norm``."""
+
+    def __init__(self, decoder_layer, num_layers: int, norm=None):
+        super().__init__()
+        self.layers = _get_clones(decoder_layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal: bool = False):
+        output = tgt
+        for mod in self.layers:
+            output = mod(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                         tgt_key_padding_mask=tgt_key_padding_mask,
+                         memory_key_padding_mask=memory_key_padding_mask,
+                         tgt_is_causal=bool(tgt_is_causal) and tgt_mask is not None,
+                         memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    """Encoder-decoder transformer ("Attention Is All You Need"), torch's layout and init
+    (xavier_uniform_ on every parameter with more than one dim).
+
+    ``forward(src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+    src_key_padding_mask=None, tgt_key_padding_mask=None, memory_key_padding_mask=None,
+    src_is_causal=None, tgt_is_causal=None, memory_is_causal=False)``.
+
+    >>> import tensorbrain as tb
+    >>> model = tb.nn.Transformer(16, 2, 1, 1, 32, batch_first=True)
+    >>> mask = tb.nn.Transformer.generate_square_subsequent_mask(4)
+    >>> model(tb.randn(2, 6, 16), tb.randn(2, 4, 16), tgt_mask=mask).shape
+    tb.Size([2, 4, 16])
+    """
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation="relu", custom_encoder=None, custom_decoder=None,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+                                            layer_norm_eps, batch_first, norm_first, bias, **kw)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias,
+                                                        **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
+                                            layer_norm_eps, batch_first, norm_first, bias, **kw)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias,
+                                                        **kw))
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def _reset_parameters(self):
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None,
+                src_key_padding_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal: bool = False):
+        batched = src.dim() == 3
+        b = 0 if self.batch_first else 1
+        if batched and src.shape[b] != tgt.shape[b]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
+        """A ``(sz, sz)`` float mask: -inf above the diagonal, 0 elsewhere (causal)."""
+        return _square_subsequent_mask(sz, device, dtype)
+

@@ -1,6 +1,8 @@
 """``tb.nn.utils``: gradient clipping and flat parameter vectors."""
 from .clip_grad import clip_grad_norm_, clip_grad_value_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
+from . import parametrizations, rnn  # noqa: E402  (torch.nn.utils.rnn, .parametrizations)
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
-           "vector_to_parameters"]
+           "vector_to_parameters", "rnn", "parametrizations", "weight_norm", "remove_weight_norm"]

@@ -1,0 +1,168 @@
+"""Scaled dot-product attention as one graph node (torch's math, a hand-written backward).
+
+Forward: ``S = q k^T * scale + mask``, ``P = softmax(S)``, optional dropout, ``out = P v``; the
+backward recomputes nothing and allocates one array per gradient: ``dv = P^T g``,
+``dS = P * (dP - rowsum(dP * P))``, ``dq = dS k * scale``, ``dk = dS^T q * scale``. Written from
+primitive ops this was six graph nodes and about twice the temporaries.
+
+``need_weights`` also returns ``P`` (after dropout, as ``nn.MultiheadAttention`` does) as a
+second tensor whose gradient joins the node's through a shared cell (see ``_ops/rnn.py``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _random
+from .._xp import get_array_module
+from ._raw import raw
+from .core import make, tensor_cls, unbroadcast
+from .rnn import check_outputs, remember_output, side_output
+
+
+def additive_mask(mask, dtype, xp, keep_true=True):
+    """A float array to add to scores: a float mask as it is; a bool mask as 0 where attention
+    is allowed and -inf elsewhere (``keep_true``: True means allowed, SDPA's convention;
+    otherwise True means masked out, ``nn.MultiheadAttention``'s)."""
+    m = raw(mask) if isinstance(mask, tensor_cls()) else xp.asarray(mask)
+    if m.dtype == np.bool_:
+        allowed = m if keep_true else ~m
+        return xp.where(allowed, xp.asarray(0, dtype), xp.asarray(-np.inf, dtype))
+    return m.astype(dtype, copy=False)
+
+
+def _swap(a):
+    return a.swapaxes(-1, -2)
+
+
+def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+              enable_gqa=False, need_weights=False):
+    """``softmax(q k^T * scale + mask) v`` and, with ``need_weights``, the attention weights.
+
+    Args and semantics are ``F.scaled_dot_product_attention``'s; a float ``attn_mask`` gets a
+    gradient when it requires one. Returns ``(out, weights or None)``.
+    """
+    Tensor = tensor_cls()
+    q, k, v = raw(query), raw(key), raw(value)
+    xp = get_array_module(q)
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise RuntimeError(f"scaled_dot_product_attention: query, key and value need at least 2 "
+                           f"dims, got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: query {tuple(q.shape)} and key "
+                           f"{tuple(k.shape)} must share the last (embedding) dim")
+    if k.shape[-2] != v.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: key {tuple(k.shape)} and value "
+                           f"{tuple(v.shape)} must have the same sequence length (dim -2)")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    dt = q.dtype
+    rep = 1
+    if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+        hq, hk = q.shape[-3], k.shape[-3]
+        if hq % hk or v.shape[-3] != hk:
+            raise RuntimeError(f"scaled_dot_product_attention: with enable_gqa the query heads "
+                               f"({hq}) must be a multiple of the key/value heads ({hk}, "
+                               f"{v.shape[-3]})")
+        rep = hq // hk
+        k, v = xp.repeat(k, rep, axis=-3), xp.repeat(v, rep, axis=-3)
+    L, S = q.shape[-2], k.shape[-2]
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    s = q @ _swap(k)
+    s *= dt.type(scale)
+    mask_t, add = None, None
+    if is_causal:
+        add = xp.where(xp.tril(xp.ones((L, S), dtype=bool)), xp.asarray(0, dt),
+                       xp.asarray(-np.inf, dt))
+    elif attn_mask is not None:
+        add = additive_mask(attn_mask, dt, xp)
+        if isinstance(attn_mask, Tensor) and attn_mask.requires_grad and \
+                raw(attn_mask).dtype != np.bool_:
+            mask_t = attn_mask
+    if add is not None:
+        if np.broadcast_shapes(s.shape, add.shape) == s.shape:
+            s += add
+        else:                                             # the mask brings batch dims
+            s = s + add
+    s -= s.max(axis=-1, keepdims=True)
+    p = xp.exp(s, out=s)
+    p /= p.sum(axis=-1, keepdims=True)
+    drop = None
+    if dropout_p > 0.0:
+        if dropout_p == 1.0:
+            drop = xp.zeros(p.shape, dtype=dt)
+        else:
+            drop = (_random.uniform(0.0, 1.0, p.shape, np.float32, p, None) >= dropout_p).astype(dt)
+            drop *= dt.type(1.0 / (1.0 - dropout_p))
+        pd = p * drop
+    else:
+        pd = p
+    out = pd @ v
+    cell: dict = {}
+    shapes = (raw(query).shape, raw(key).shape, raw(value).shape)
+
+    def backward(g):
+        check_outputs(cell)
+        gw = cell.pop("w", None)
+        gv = _swap(pd) @ g
+        gp = g @ _swap(v)
+        if gw is not None:
+            gp += gw
+        if drop is not None:
+            gp *= drop
+        gp -= (gp * p).sum(axis=-1, keepdims=True)
+        gp *= p                                           # dS
+        gmask = None
+        if mask_t is not None:
+            gmask = unbroadcast(gp, raw(mask_t).shape).astype(raw(mask_t).dtype, copy=False)
+        gp *= dt.type(scale)
+        gq = gp @ k
+        gk = _swap(gp) @ q
+        if rep > 1:
+            gk = gk.reshape(gk.shape[:-3] + (-1, rep) + gk.shape[-2:]).sum(axis=-3)
+            gv = gv.reshape(gv.shape[:-3] + (-1, rep) + gv.shape[-2:]).sum(axis=-3)
+        return (unbroadcast(gq, shapes[0]), unbroadcast(gk, shapes[1]),
+                unbroadcast(gv, shapes[2]), gmask)
+
+    res = make(out, (query, key, value, mask_t), backward, "ScaledDotProductAttentionBackward",
+               tuple(t for t in (query, key, value) if t is not None))
+    weights = side_output(pd, res, cell, "w") if need_weights else None
+    if weights is not None:
+        remember_output(cell, weights, "the attention weights")
+    return res, weights
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(query @ key^T * scale + mask) @ value``, as ``torch.nn.functional``'s.
+
+    Args:
+        query: ``(..., L, E)``; key ``(..., S, E)``; value ``(..., S, Ev)`` (batch dims
+            broadcast).
+        attn_mask: bool (True = may attend) or float (added to the scores), broadcastable to
+            ``(..., L, S)``.
+        dropout_p: dropout on the attention weights (always applied when > 0, as torch: pass
+            ``dropout_p if self.training else 0.0``).
+        is_causal: mask out keys after the query position (top-left aligned, torch's); not
+            together with ``attn_mask``.
+        scale: defaults to ``1/sqrt(E)``.
+        enable_gqa: let key/value have fewer heads (dim -3) than the query, each shared by
+            ``Hq / Hk`` query heads.
+
+    Returns:
+        ``(..., L, Ev)``.
+
+    Raises:
+        RuntimeError: mismatched shapes, or ``attn_mask`` with ``is_causal``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> q = tb.randn(2, 4, 5, 8)
+        >>> tb.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).shape
+        tb.Size([2, 4, 5, 8])
+    """
+    return attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)[0]

@@ -412,3 +412,20 @@ def test_docstring_examples_run(module):
     import doctest
     import importlib
     assert doctest.testmod(importlib.import_module(module)).failed == 0
+
+
+def test_the_n_d_convolutions_and_margin_losses_follow_torchs_cpu_lists():
+    # torch's CPU autocast list: conv1d/conv3d/conv_transpose*d run in the low dtype; the margin
+    # and embedding losses run in float32 (checked op by op against torch where installed).
+    F = tb.nn.functional
+    x1, w1 = tb.randn(2, 3, 8), tb.randn(4, 3, 3)
+    x3, w3 = tb.randn(1, 2, 4, 4, 4), tb.randn(2, 2, 3, 3, 3)
+    with tb.autocast("cpu", dtype=tb.bfloat16):
+        outs = {"conv1d": F.conv1d(x1, w1), "conv3d": F.conv3d(x3, w3),
+                "conv_transpose1d": F.conv_transpose1d(tb.randn(2, 4, 5), w1),
+                "conv_transpose2d": F.conv_transpose2d(tb.randn(1, 4, 3, 3), tb.randn(4, 2, 2, 2)),
+                "margin_ranking_loss": F.margin_ranking_loss(tb.randn(3).bfloat16(),
+                                                             tb.randn(3).bfloat16(), tb.ones(3))}
+    assert {k: v.dtype for k, v in outs.items()} == {
+        "conv1d": tb.bfloat16, "conv3d": tb.bfloat16, "conv_transpose1d": tb.bfloat16,
+        "conv_transpose2d": tb.bfloat16, "margin_ranking_loss": tb.float32}

@@ -20,6 +20,7 @@ import itertools
 import math
 
 from .._xp import get_array_module
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 from .core import make
 
 
@@ -385,6 +386,7 @@ def _checked(name, weight, nd):
         raise RuntimeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight._data.shape)}")
 
 
+@autocast_op("conv1d")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over ``(N, C_in, L)``; weight ``(C_out, C_in // groups, k)``.
 
@@ -411,6 +413,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return conv(input, weight, bias, stride, padding, dilation, groups, "conv1d")
 
 
+@autocast_op("conv3d")
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution over ``(N, C_in, D, H, W)``; weight ``(C_out, C_in // groups, kD, kH, kW)``.
 
@@ -437,6 +440,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return conv(input, weight, bias, stride, padding, dilation, groups, "conv3d")
 
 
+@autocast_op("conv_transpose1d")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """1-D transposed convolution; weight ``(C_in, C_out // groups, k)``.
@@ -467,6 +471,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                           "conv_transpose1d")
 
 
+@autocast_op("conv_transpose2d")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """2-D transposed convolution; weight ``(C_in, C_out // groups, kH, kW)``. Output size per
@@ -498,6 +503,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                           "conv_transpose2d")
 
 
+@autocast_op("conv_transpose3d")
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """3-D transposed convolution; weight ``(C_in, C_out // groups, kD, kH, kW)``.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import elementwise as _E
 from . import reduce as _R
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 from .loss import _check_reduction, _legacy_reduction, _same_device
 
 
@@ -29,6 +30,7 @@ def _target(name, target, like):
     return target
 
 
+@autocast_op("margin_ranking_loss")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``; ``target`` holds 1 or -1.
@@ -62,6 +64,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(_E.clamp(z, min=0.0), reduction)
 
 
+@autocast_op("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos(x1, x2)`` where target is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1;
@@ -136,6 +139,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _E.pow(_R.sum(_E.pow(_E.abs(d), p), -1, keepdim=keepdim), 1.0 / p)
 
 
+@autocast_op("triplet_margin_loss")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """``max(0, d(a, p) - d(a, n) + margin)`` with ``d = pairwise_distance``; ``swap`` uses

@@ -209,3 +209,50 @@ def test_stateful_app_state_as_in_torchs_tutorial(workers, tmp_path):
     sd = {"epoch": -1}
     dcp.load(sd, checkpoint_id=path)
     assert sd == {"epoch": 6}
+
+
+# ***** FSDP1 (flat parameters): torch's DCP tutorial pattern *****
+def _fsdp_build(name):
+    from tensorbrain.distributed.fsdp import FullyShardedDataParallel
+    model = FullyShardedDataParallel(_model())
+    cls, kw = _optim_cls(name)
+    return model, cls(model.parameters(), **kw)
+
+
+def _full_params(model):
+    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    return [full[k].numpy().copy() for k in ("0.weight", "0.bias", "2.weight", "2.bias")]
+
+
+def _fsdp_save(rank, world, name, path, steps):
+    model, opt = _fsdp_build(name)
+    _train(model, opt, steps, rank, world)
+    model_sd, optim_sd = get_state_dict(model, opt)     # sharded: DTensor values
+    dcp.save({"model": model_sd, "optim": optim_sd, "epoch": steps}, checkpoint_id=path)
+    return sorted(model_sd), sorted(optim_sd["state"])
+
+
+def _fsdp_resume(rank, world, name, path, steps):
+    model, opt = _fsdp_build(name)
+    model_sd, optim_sd = get_state_dict(model, opt)
+    sd = {"model": model_sd, "optim": optim_sd, "epoch": 0}
+    dcp.load(sd, checkpoint_id=path)
+    set_state_dict(model, opt, model_state_dict=sd["model"], optim_state_dict=sd["optim"])
+    _train(model, opt, steps, rank, world, first=sd["epoch"])
+    return _full_params(model)
+
+
+@pytest.mark.parametrize("name", ["adam"])
+def test_fsdp1_sharded_checkpoint_resumes_as_one_process(workers, tmp_path, name):
+    path = str(tmp_path / "ckpt")
+    names = ["0.bias", "0.weight", "2.bias", "2.weight"]
+    saved = workers(f"{HERE}:_fsdp_save", 2, name, path, 3, timeout=120)
+    assert saved[0] == (names, names)          # original parameter names, not flat ones
+    ref = _reference(name, 6)
+    for got in workers(f"{HERE}:_fsdp_resume", 2, name, path, 3, timeout=120):
+        for g, want in zip(got, ref, strict=True):
+            np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+    # the same files resume a plain single-process model (resharded to one rank)
+    for got in workers(f"{HERE}:_resume_run", 1, name, False, path, 3, timeout=120):
+        for g, want in zip(got, ref, strict=True):
+            np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)

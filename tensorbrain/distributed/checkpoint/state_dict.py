@@ -19,6 +19,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from ...tensor import Tensor
@@ -74,6 +76,46 @@ def _unwrap(model):
     return model
 
 
+def _fsdp1(model):
+    """``model`` itself when it holds ``FullyShardedDataParallel`` units (FSDP1), else None.
+    FSDP1 keeps flat parameters, so its state dicts come from its own state-dict machinery."""
+    from ..fsdp import FullyShardedDataParallel
+    inner = _unwrap(model)
+    return inner if any(isinstance(m, FullyShardedDataParallel) for m in inner.modules()) else None
+
+
+def _fsdp1_context(model, options):
+    """``FSDP.state_dict_type`` for ``options``: FULL_STATE_DICT (gathered) when
+    ``full_state_dict``, else SHARDED_STATE_DICT (DTensor values, what ``dcp.save`` shards)."""
+    from .. import fsdp as F
+    off = bool(options.cpu_offload)
+    if options.full_state_dict:
+        return F.FullyShardedDataParallel.state_dict_type(
+            model, F.StateDictType.FULL_STATE_DICT,
+            F.FullStateDictConfig(offload_to_cpu=off, rank0_only=off),
+            F.FullOptimStateDictConfig(offload_to_cpu=off, rank0_only=off))
+    return F.FullyShardedDataParallel.state_dict_type(
+        model, F.StateDictType.SHARDED_STATE_DICT, F.ShardedStateDictConfig(offload_to_cpu=off),
+        F.ShardedOptimStateDictConfig(offload_to_cpu=off))
+
+
+def _loading_options(options, state_dict) -> StateDictOptions:
+    """For FSDP1 loads: sharded when the values are DTensors (what dcp.load filled), else full."""
+    sharded = any(getattr(v, "_spec", None) is not None for v in _leaves(state_dict))
+    return dataclasses.replace(options, full_state_dict=not sharded, cpu_offload=False)
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        for v in tree.values():
+            yield from _leaves(v)
+    elif isinstance(tree, (list, tuple)):
+        for v in tree:
+            yield from _leaves(v)
+    else:
+        yield tree
+
+
 def _fqns(model) -> dict:
     return {id(p): name for name, p in _unwrap(model).named_parameters()}
 
@@ -109,7 +151,7 @@ def get_model_state_dict(model, *, submodules=None, options=None) -> dict:
     """The model's state dict under the names of the unwrapped model.
 
     Args:
-        model: a Module or a ``DistributedDataParallel``.
+        model: a Module, a ``DistributedDataParallel`` or a ``FullyShardedDataParallel``.
         submodules: not supported (None).
         options: :class:`StateDictOptions`.
 
@@ -117,6 +159,11 @@ def get_model_state_dict(model, *, submodules=None, options=None) -> dict:
         ``{name: Tensor}`` sharing memory with the model (unless gathered or offloaded).
     """
     options = _options(options, submodules)
+    fsdp = _fsdp1(model)
+    if fsdp is not None:
+        with _fsdp1_context(fsdp, options):
+            sd = fsdp.state_dict()
+        return {} if _rank0_only(options) else sd
     inner = _unwrap(model)
     frozen = {n for n, p in inner.named_parameters() if not p.requires_grad}
     sd = {k: _finish(v, options) for k, v in inner.state_dict().items()
@@ -128,7 +175,7 @@ def set_model_state_dict(model, model_state_dict: dict, *, options=None):
     """Load ``model_state_dict`` (names of the unwrapped model) into ``model``.
 
     Args:
-        model: a Module or a ``DistributedDataParallel``.
+        model: a Module, a ``DistributedDataParallel`` or a ``FullyShardedDataParallel``.
         model_state_dict: from :func:`get_model_state_dict` (filled by ``dcp.load``) or any
             state dict with the unwrapped model's names.
         options: :class:`StateDictOptions` (``strict``).
@@ -137,6 +184,10 @@ def set_model_state_dict(model, model_state_dict: dict, *, options=None):
         ``(missing_keys, unexpected_keys)`` as ``Module.load_state_dict``.
     """
     options = _options(options)
+    fsdp = _fsdp1(model)
+    if fsdp is not None:
+        with _fsdp1_context(fsdp, _loading_options(options, model_state_dict)):
+            return fsdp.load_state_dict(model_state_dict, strict=options.strict)
     return _unwrap(model).load_state_dict(model_state_dict, strict=options.strict)
 
 
@@ -216,6 +267,17 @@ def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None
         KeyError: an optimizer updates a tensor that is not a parameter of ``model``.
     """
     options = _options(options, submodules)
+    fsdp = _fsdp1(model)
+    if fsdp is not None:
+        from ..fsdp import FullyShardedDataParallel
+        out = {"state": {}, "param_groups": []}
+        with _fsdp1_context(fsdp, options):
+            for optim in _optimizers(optimizers):
+                _init_optim_state(optim)   # a fresh optimizer gets state for dcp.load to fill
+                part = FullyShardedDataParallel.optim_state_dict(fsdp, optim)
+                out["state"].update(part.get("state", {}))
+                out["param_groups"].extend(part.get("param_groups", []))
+        return {} if _rank0_only(options) else out
     fqns = _fqns(model)
     out: dict = {"state": {}, "param_groups": []}
     for optim in _optimizers(optimizers):
@@ -244,7 +306,15 @@ def set_optimizer_state_dict(model, optimizers, optim_state_dict: dict, *, optio
     Raises:
         ValueError: an optimizer's groups are not found in ``optim_state_dict``.
     """
-    _options(options)
+    options = _options(options)
+    fsdp = _fsdp1(model)
+    if fsdp is not None:
+        from ..fsdp import FullyShardedDataParallel
+        with _fsdp1_context(fsdp, _loading_options(options, optim_state_dict)):
+            for optim in _optimizers(optimizers):
+                optim.load_state_dict(FullyShardedDataParallel.optim_state_dict_to_load(
+                    fsdp, optim, optim_state_dict))
+        return
     fqns = _fqns(model)
     saved_groups = optim_state_dict["param_groups"]
     for optim in _optimizers(optimizers):
@@ -266,7 +336,7 @@ def get_state_dict(model, optimizers, *, submodules=None, options=None) -> tuple
     """``(get_model_state_dict(...), get_optimizer_state_dict(...))``.
 
     Args:
-        model: a Module or a ``DistributedDataParallel``.
+        model: a Module, a ``DistributedDataParallel`` or a ``FullyShardedDataParallel``.
         optimizers: one optimizer or a list.
         submodules: not supported (None).
         options: :class:`StateDictOptions`.
@@ -288,7 +358,7 @@ def set_state_dict(model, optimizers, *, model_state_dict: dict, optim_state_dic
     """Load both state dicts (after ``dcp.load`` filled them).
 
     Args:
-        model: a Module or a ``DistributedDataParallel``.
+        model: a Module, a ``DistributedDataParallel`` or a ``FullyShardedDataParallel``.
         optimizers: one optimizer or a list.
         model_state_dict: the model's part.
         optim_state_dict: the optimizers' part.

@@ -19,6 +19,8 @@ from ._ops import elementwise as _E
 from ._ops import reduce as _R
 from ._ops import shape as _S
 from ._random import Generator, initial_seed, manual_seed, seed
+from ._random import get_rng_state, set_rng_state
+from ._interop import from_dlpack
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
                      full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
@@ -89,6 +91,7 @@ def is_floating_point(t: Tensor) -> bool:
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch")
+_SUBMODULES += ("random",)
 
 
 def __getattr__(name):

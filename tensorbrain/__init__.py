@@ -28,6 +28,8 @@ from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, fr
 
 bool = bool_  # noqa: A001  (torch.bool)
 
+from . import _logging  # noqa: E402
+_logging.configure()  # TB_LOG_LEVEL: the 'tensorbrain' logger and its stderr handler
 _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their freed arrays' pages
 
 # ***** ops as tb.* functions *****

@@ -297,8 +297,8 @@ def parse_args(argv=None) -> Config:
     if ns.as_torch and ns.no_python:
         raise UsageError("--as-torch runs Python workers; it excludes --no_python")
     if ns.as_torch:
-        from ..as_torch import notice
-        print(f"tbrun: {notice()}", file=sys.stderr, flush=True)
+        from ..as_torch import notice as as_torch_notice
+        notice(as_torch_notice())
         cmd = [sys.executable, "-u", "-m", "tensorbrain.as_torch", "--quiet"] + \
             (["-m"] if ns.module else []) + [ns.training_script]
     elif ns.no_python:
@@ -330,7 +330,13 @@ def _emit(stream, data: bytes):
 
 
 def notice(msg: str):
-    _emit(sys.stderr.buffer, f"{_NOTICE} {msg}\n".encode())
+    _notices().warning(msg)  # a WARNING record of tensorbrain.distributed.run (TB_LOG_LEVEL)
+
+
+def _notices():
+    from .._logging import prefixed_logger
+    return prefixed_logger("tensorbrain.distributed.run", _NOTICE,
+                           lambda data: _emit(sys.stderr.buffer, data))
 
 
 def _pdeathsig():

@@ -20,6 +20,7 @@ How one iteration goes (PyTorch's ``reducer.cpp``, REFERENCE.md "PyTorch DDP"):
 """
 from __future__ import annotations
 
+import sys
 import time
 import weakref
 
@@ -34,6 +35,22 @@ from ._future import Future
 __all__ = ["GradBucket", "Reducer", "compute_bucket_assignment_by_size"]
 
 MiB = 1 << 20
+
+
+def _timeline():
+    """TB_TIMELINE's recorder when one is running (tensorbrain/distributed/_observe.py), else None."""
+    observe = sys.modules.get("tensorbrain.distributed._observe")
+    return None if observe is None or observe.timeline() is None else observe
+
+
+def _trace_bucket(observe, bucket, start, work=None):
+    """Put the bucket's reduction (start to completion) on the timeline."""
+    def done(_w=None):
+        observe.bucket_event(bucket.index, bucket.nbytes, len(bucket.indices), start, time.time())
+    if work is not None and hasattr(work, "_on_done"):
+        work._on_done(done)
+    elif work is None:
+        done()
 
 
 def _device_key(array):
@@ -315,6 +332,7 @@ class Reducer:
 
     def _launch(self, bucket):
         t0 = time.perf_counter() if self.timings is not None else None
+        t_wall = time.time()
         if self.comm_hook is None:
             work = self.dist.all_reduce(bucket.buffer, group=self.group, async_op=True)
         else:
@@ -323,6 +341,9 @@ class Reducer:
             if work is None or not hasattr(work, "wait"):
                 raise TypeError(f"a DDP communication hook must return a Future (or a Work) "
                                 f"with wait(); {self.comm_hook!r} returned {type(work).__name__}")
+        observe = _timeline()
+        if observe is not None:
+            _trace_bucket(observe, bucket, t_wall, work)
         if t0 is not None:
             rec = [t0, None]
             self.timings.append(rec)
@@ -348,8 +369,11 @@ class Reducer:
         for b, work in zip(self.buckets, self._works):
             try:
                 if work is None:  # the last bucket (see _launch_ready)
-                    t0 = time.perf_counter()
+                    t0, t_wall = time.perf_counter(), time.time()
                     self.dist.all_reduce(b.buffer, group=self.group)
+                    observe = _timeline()
+                    if observe is not None:
+                        _trace_bucket(observe, b, t_wall)
                     if self.timings is not None:
                         self.timings.append([t0, time.perf_counter()])
                     continue

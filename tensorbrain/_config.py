@@ -136,3 +136,7 @@ declare("TB_TIMELINE", _str, "",
         "start, end) and DDP bucket, written per rank at exit or destroy_process_group: '{rank}' "
         "in the path is replaced by the rank, else '.rank<N>' goes before the extension. Empty: "
         "off (no cost).")
+declare("TB_RAW_ESCAPE", _bool, False,
+        "Set to 1 by tbrun for its workers: a line a worker prints starting with the byte 0x1e "
+        "(ASCII record separator) is shown without tbrun's '[rank N] ' prefix (tb-collectives' "
+        "table uses it).")

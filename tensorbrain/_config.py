@@ -106,11 +106,11 @@ declare("TB_IFNAME", _str, "",
         "Network interface whose IPv4 address the tcp backend listens on and advertises to "
         "peers (e.g. eth0). Empty: the address that routes to the store's host (MASTER_ADDR).")
 declare("TB_DISTRIBUTED_DEBUG", choice("OFF", "INFO", "DETAIL"), "OFF",
-        "OFF, INFO or DETAIL (any other value is an error), the same on every backend. INFO: "
-        "the tensorbrain.distributed logger logs each collective's summary (op, group, seq, "
-        "dtype, bytes, time) at INFO. DETAIL: INFO plus, before every collective, ranks "
-        "compare what they are about to run (op, dtypes, sizes, root) and raise on every rank, "
-        "naming each rank's call, when they differ (as TORCH_DISTRIBUTED_DEBUG=DETAIL).")
+        "OFF, INFO or DETAIL (any other value is an error), the same on every backend. "
+        "Mismatched collectives (op, dtype, count, root) are detected at every level. INFO: "
+        "the tensorbrain.distributed logger also logs each collective's summary (op, group, "
+        "seq, dtype, bytes, time) at INFO. DETAIL: INFO, and ranks also compare shapes and "
+        "report each rank's call site when they differ (as TORCH_DISTRIBUTED_DEBUG=DETAIL).")
 declare("TB_TCP_UNIX", _bool, True,
         "tcp backend: connect ranks on the same host through Unix stream sockets (2-3x the "
         "throughput of TCP loopback here). 0 uses TCP for every peer.")
@@ -140,3 +140,6 @@ declare("TB_RAW_ESCAPE", _bool, False,
         "Set to 1 by tbrun for its workers: a line a worker prints starting with the byte 0x1e "
         "(ASCII record separator) is shown without tbrun's '[rank N] ' prefix (tb-collectives' "
         "table uses it).")
+declare("TB_WAIT_REPORT_S", float, 30.0,
+        "While init_process_group (rank 0) waits for ranks to join, it prints every this many "
+        "seconds which ranks have joined and which are missing, and what to check. 0: never.")

@@ -52,6 +52,7 @@ class Timeline:
     def __init__(self, path: str, rank: int):
         self.path, self.rank = timeline_path(path, rank), rank
         self.events: list = []
+        self.raw: list = []
         self.tracks: dict = {}
         self.lock = threading.Lock()
         self.closed = False
@@ -77,10 +78,29 @@ class Timeline:
                             "ts": round(start_s * 1e6, 3),
                             "dur": round(max(end_s - start_s, 0.0) * 1e6, 3), "args": args})
 
+    def collective(self, record: tuple) -> None:
+        """A collective as a tuple (cheap on the hot path; a dict only at :meth:`write`)."""
+        self.raw.append(record)
+
+    def _raw_events(self) -> list:
+        out = []
+        for (op, group, tid, start, end, blocked, nbytes, dtype, count, seq, async_op,
+             failed) in list(self.raw):
+            out.append({"name": op, "cat": "collectives", "ph": "X", "pid": self.rank,
+                        "tid": tid, "ts": round(start * 1e6, 3),
+                        "dur": round(max(end - start, 0.0) * 1e6, 3),
+                        "args": {"op": op, "group": group, "seq": seq, "bytes": nbytes,
+                                 "dtype": str(dtype) if dtype is not None else "",
+                                 "elements": count, "async": bool(async_op),
+                                 "blocked_us": round(blocked * 1e6, 3), "failed": failed}})
+        return out
+
     def write(self) -> str:
         """Write the file atomically (temporary file, then rename); returns its path."""
         with self.lock:
-            doc = {"traceEvents": list(self.events), "displayTimeUnit": "ms",
+            events = sorted(list(self.events) + self._raw_events(),
+                            key=lambda e: (e["ph"] != "M", e.get("ts", 0)))
+            doc = {"traceEvents": events, "displayTimeUnit": "ms",
                    "otherData": {"rank": self.rank, "producer": "tensorbrain TB_TIMELINE"}}
         directory = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(directory, exist_ok=True)
@@ -147,16 +167,6 @@ def wrap(backend, group_name: str, global_rank: int):
     return _Observed(backend, group_name, tl, log)
 
 
-def _arrays(args):
-    for a in args:
-        if hasattr(a, "nbytes") and hasattr(a, "dtype"):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            for b in a:
-                if hasattr(b, "nbytes") and hasattr(b, "dtype"):
-                    yield b
-
-
 class _Observed:
     """Forwards to the backend; its collective methods are timed (see the module docstring)."""
 
@@ -168,46 +178,52 @@ class _Observed:
         attr = getattr(self._backend, name)
         if name not in OPS or not callable(attr):
             return attr
-        op_name = _NAMES.get(name, name)
+        observed = self._observer(_NAMES.get(name, name), attr)
+        self.__dict__[name] = observed  # later calls skip __getattr__
+        return observed
+
+    def _observer(self, op_name, method):
+        tl, group, record = self._tl, self._group, self._record
+        tid = tl.track(self._track) if tl is not None else 0
+        clock = time.time
 
         def observed(*args, **kwargs):
             # bytes: the first array argument's (a list's total): the tensor of all_reduce,
             # broadcast, send; the output list of all_gather (world x input, as nccl-tests)
-            first = list(_arrays(args[:1]))
-            nbytes = sum(int(a.nbytes) for a in first)
-            dtype = str(first[0].dtype) if first else ""
-            count = sum(int(a.size) for a in first)
-            start = time.time()
-            work = attr(*args, **kwargs)
-            returned = time.time()
-            done = {"blocked": returned - start}
-
-            def finish(w, start=start):
-                end = time.time()
-                self._record(op_name, w, start, end, done["blocked"], nbytes, dtype, count,
-                             kwargs.get("async_op", True))
-            if work is None or not hasattr(work, "_on_done"):
-                finish(work)
-            elif work.is_completed():
-                finish(work)
+            first = args[0] if args else None
+            if hasattr(first, "nbytes"):
+                nbytes, dtype, count = first.nbytes, first.dtype, first.size
+            elif isinstance(first, (list, tuple)) and first and hasattr(first[0], "nbytes"):
+                nbytes = sum(a.nbytes for a in first)
+                dtype, count = first[0].dtype, sum(a.size for a in first)
             else:
-                work._on_done(finish)
+                nbytes, dtype, count = 0, None, 0
+            async_op = kwargs.get("async_op", True)
+            start = clock()
+            work = method(*args, **kwargs)
+            blocked = clock() - start
+            if work is None or not hasattr(work, "_on_done") or work.is_completed():
+                record(op_name, group, tid, work, start, clock(), blocked, nbytes, dtype, count,
+                       async_op)
+            else:
+                work._on_done(lambda w: record(op_name, group, tid, w, start, clock(), blocked,
+                                               nbytes, dtype, count, async_op))
             return work
 
         return observed
 
-    def _record(self, op, work, start, end, blocked, nbytes, dtype, count, async_op):
+    def _record(self, op, group, tid, work, start, end, blocked, nbytes, dtype, count,
+                async_op):
         seq = getattr(work, "seq", -1)
-        failed = work is not None and getattr(work, "_exc", None) is not None
+        failed = getattr(work, "_exc", None) is not None
         if self._tl is not None:
-            self._tl.complete(op, self._track, start, end,
-                              {"op": op, "group": self._group, "seq": seq, "bytes": nbytes,
-                               "dtype": dtype, "elements": count, "async": bool(async_op),
-                               "blocked_us": round(blocked * 1e6, 3), "failed": failed})
+            self._tl.collective((op, group, tid, start, end, blocked, int(nbytes), dtype,
+                                 int(count), seq, async_op, failed))
         if self._log is not None:
             self._log.info("%s (seq %s) of group %r: %s x %d (%d B), %.3f ms%s%s", op, seq,
-                           self._group, dtype or "-", count, nbytes, (end - start) * 1e3,
-                           ", async" if async_op else "", ", FAILED" if failed else "")
+                           group, dtype if dtype is not None else "-", count, nbytes,
+                           (end - start) * 1e3, ", async" if async_op else "",
+                           ", FAILED" if failed else "")
 
 
 def bucket_event(index: int, nbytes: int, n_params: int, start_s: float, end_s: float) -> None:

@@ -143,7 +143,7 @@ def plot(records, path, op, n) -> None:
                                 ("tensorbrain", False, "tb.distributed (out-of-place)"),
                                 ("torch", True, "torch gloo")):
         pts = [(r["size"], r["busbw"]) for r in records
-               if r["lib"] == lib and r["inplace"] == inplace]
+               if r.get("kind") == "result" and r["lib"] == lib and r["inplace"] == inplace]
         if pts:
             ax.plot(*zip(*pts, strict=True), marker="o", label=label)
     ax.set_xscale("log", base=2)

@@ -4,6 +4,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 import tensorbrain as tb
 import tensorbrain.distributed as dist
@@ -103,3 +104,40 @@ def test_debug_info_logs_each_collective(tmp_path):
     for rank in (0, 1):
         assert (f"[tensorbrain rank {rank}] INFO tensorbrain.distributed: all_reduce (seq 0) of "
                 f"group 'default': float32 x 7 (28 B)") in text, text
+
+
+@pytest.mark.mpi
+def test_timeline_and_summaries_on_the_mpi_backend(tmp_path):
+    """The same observation on another backend (the layer sits above every backend)."""
+    import shutil
+    import subprocess
+    import sys
+    pytest.importorskip("mpi4py")
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    mpiexec = mpiexec if os.path.exists(mpiexec) else shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not found")
+    script = tmp_path / "w.py"
+    script.write_text(
+        "import tensorbrain as tb, tensorbrain.distributed as dist\n"
+        "dist.init_process_group('mpi')\n"
+        "t = tb.ones(100)\n"
+        "dist.all_reduce(t)\n"
+        "dist.all_reduce(t, async_op=True).wait()\n"
+        "dist.broadcast(t, src=0)\n"
+        "dist.destroy_process_group()\n")
+    env = dict(os.environ, TB_DISTRIBUTED_DEBUG="INFO", TB_TIMELINE=str(tmp_path / "t.json"),
+               PYTHONPATH=os.getcwd())
+    out = subprocess.run([mpiexec, "-n", "2", sys.executable, str(script)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for rank in (0, 1):
+        with open(tmp_path / f"t.rank{rank}.json") as f:
+            doc = json.load(f)
+        _check_chrome_trace(doc)
+        got = [(e["name"], e["args"]["seq"], e["args"]["bytes"], e["args"]["async"])
+               for e in doc["traceEvents"] if e["ph"] == "X"]
+        assert got == [("all_reduce", 0, 400, False), ("all_reduce", 1, 400, True),
+                       ("broadcast", 2, 400, False)], got
+        assert (f"[tensorbrain rank {rank}] INFO tensorbrain.distributed: broadcast (seq 2) of "
+                f"group 'default': float32 x 100 (400 B)") in out.stderr + out.stdout

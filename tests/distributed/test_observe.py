@@ -141,3 +141,19 @@ def test_timeline_and_summaries_on_the_mpi_backend(tmp_path):
                        ("broadcast", 2, 400, False)], got
         assert (f"[tensorbrain rank {rank}] INFO tensorbrain.distributed: broadcast (seq 2) of "
                 f"group 'default': float32 x 100 (400 B)") in out.stderr + out.stdout
+
+
+def _hooked_ddp(rank, world):
+    from tensorbrain.nn.parallel.comm_hooks import default_hooks
+    model = tb.nn.parallel.DistributedDataParallel(tb.nn.Linear(4, 2))
+    model.register_comm_hook(None, default_hooks.allreduce_hook)
+    model(tb.ones(5, 4)).sum().backward()
+    _observe.flush()
+    with open(_observe.timeline().path) as f:
+        doc = json.load(f)
+    return [e["args"]["bytes"] for e in doc["traceEvents"] if e.get("cat") == "ddp"]
+
+
+def test_timeline_records_comm_hook_buckets(workers, tmp_path):
+    got = workers(f"{HERE}:_hooked_ddp", 2, env={"TB_TIMELINE": str(tmp_path / "t.json")})
+    assert got == [[(4 * 2 + 2) * 4]] * 2

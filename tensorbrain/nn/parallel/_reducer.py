@@ -44,13 +44,17 @@ def _timeline():
 
 
 def _trace_bucket(observe, bucket, start, work=None):
-    """Put the bucket's reduction (start to completion) on the timeline."""
+    """Put the bucket's reduction (start to completion) on the timeline. A comm hook's Future
+    completes when ``_finalize`` waits for it: it gets a ``_tb_trace`` callable run then."""
     def done(_w=None):
         observe.bucket_event(bucket.index, bucket.nbytes, len(bucket.indices), start, time.time())
-    if work is not None and hasattr(work, "_on_done"):
-        work._on_done(done)
-    elif work is None:
+    if work is None:
         done()
+    elif hasattr(work, "_on_done"):
+        work._on_done(done)
+    else:
+        return done
+    return None
 
 
 def _device_key(array):
@@ -183,6 +187,7 @@ class Reducer:
         self.rebuild_pending = False
         self.iterations = 0             # synchronised backward passes finished
         self.timings = None             # set to a list to record (launch, done) per bucket
+        self._trace_later = {}          # TB_TIMELINE: comm-hook buckets, recorded when waited for
         self.inline_last = True         # reduce the last bucket in _finalize's thread
         me = weakref.ref(self)
         self._handles = [p.register_post_accumulate_grad_hook(
@@ -248,6 +253,7 @@ class Reducer:
         self._used = [False] * n
         self._next = 0
         self._works = [None] * len(self.buckets)
+        self._trace_later = {}  # TB_TIMELINE: comm-hook buckets, recorded when waited for
         for b in self.buckets:
             b.pending = len(b.indices)
         if self.find_unused or (self.static_graph and self._static_unused is None):
@@ -343,7 +349,9 @@ class Reducer:
                                 f"with wait(); {self.comm_hook!r} returned {type(work).__name__}")
         observe = _timeline()
         if observe is not None:
-            _trace_bucket(observe, bucket, t_wall, work)
+            later = _trace_bucket(observe, bucket, t_wall, work)
+            if later is not None:
+                self._trace_later[bucket.index] = later
         if t0 is not None:
             rec = [t0, None]
             self.timings.append(rec)
@@ -378,6 +386,10 @@ class Reducer:
                         self.timings.append([t0, time.perf_counter()])
                     continue
                 result = work.wait()
+                if self._trace_later:
+                    later = self._trace_later.pop(b.index, None)
+                    if later is not None:
+                        later()
             except BaseException as exc:  # noqa: BLE001 - wait for the others, then raise
                 first_exc = first_exc or exc
                 continue

@@ -22,6 +22,8 @@ from ._ops import shape as _S
 from ._random import Generator, initial_seed, manual_seed, seed
 from . import amp, cpu
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
+from ._random import get_rng_state, set_rng_state
+from ._interop import from_dlpack
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
                      full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
@@ -29,6 +31,8 @@ from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, fr
 
 bool = bool_  # noqa: A001  (torch.bool)
 
+from . import _logging  # noqa: E402
+_logging.configure()  # TB_LOG_LEVEL: the 'tensorbrain' logger and its stderr handler
 _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their freed arrays' pages
 
 # ***** ops as tb.* functions *****
@@ -92,6 +96,7 @@ def is_floating_point(t: Tensor) -> bool:
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch")
+_SUBMODULES += ("random",)
 
 
 def __getattr__(name):

@@ -37,6 +37,16 @@ def _str(text: str) -> str:
     return text
 
 
+def choice(*allowed: str) -> Callable[[str], str]:
+    """A parser for one of ``allowed`` (case-insensitive), returned upper-cased."""
+    def parse(text: str) -> str:
+        value = text.strip().upper()
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {text!r}")
+        return value
+    return parse
+
+
 VARS: dict[str, Var] = {}
 
 
@@ -95,10 +105,12 @@ declare("TB_MPI_ABORT_ON_ERROR", _bool, True,
 declare("TB_IFNAME", _str, "",
         "Network interface whose IPv4 address the tcp backend listens on and advertises to "
         "peers (e.g. eth0). Empty: the address that routes to the store's host (MASTER_ADDR).")
-declare("TB_DISTRIBUTED_DEBUG", _str, "OFF",
-        "DETAIL: before every collective, ranks compare what they are about to run (op, dtypes, "
-        "sizes, root) and raise on every rank, naming each rank's call, when they differ "
-        "(as TORCH_DISTRIBUTED_DEBUG=DETAIL). Costs one small exchange per collective. OFF: no check.")
+declare("TB_DISTRIBUTED_DEBUG", choice("OFF", "INFO", "DETAIL"), "OFF",
+        "OFF, INFO or DETAIL (any other value is an error), the same on every backend. "
+        "Mismatched collectives (op, dtype, count, root) are detected at every level. INFO: "
+        "the tensorbrain.distributed logger also logs each collective's summary (op, group, "
+        "seq, dtype, bytes, time) at INFO. DETAIL: INFO, and ranks also compare shapes and "
+        "report each rank's call site when they differ (as TORCH_DISTRIBUTED_DEBUG=DETAIL).")
 declare("TB_TCP_UNIX", _bool, True,
         "tcp backend: connect ranks on the same host through Unix stream sockets (2-3x the "
         "throughput of TCP loopback here). 0 uses TCP for every peer.")
@@ -114,6 +126,20 @@ declare("TB_USE_AGENT_STORE", _bool, False,
 declare("TB_DEFAULT_BACKEND", _str, "",
         "Backend that init_process_group(backend=None) uses for CPU tensors (e.g. mpi for jobs "
         "started with mpiexec). Empty: tcp.")
+# Observability (tensorbrain/_logging.py, tensorbrain/distributed/_observe.py)
+declare("TB_LOG_LEVEL", choice("DEBUG", "INFO", "WARNING", "ERROR"), "WARNING",
+        "Level of the 'tensorbrain' logger and its children (tensorbrain.distributed, ...): "
+        "DEBUG, INFO, WARNING or ERROR; records go to stderr, prefixed with the rank once a "
+        "process group exists. tbrun's notices are WARNING records (ERROR hides them).")
+declare("TB_TIMELINE", _str, "",
+        "Path of a Chrome-trace/Perfetto JSON timeline of every collective (rank, op, bytes, "
+        "start, end) and DDP bucket, written per rank at exit or destroy_process_group: '{rank}' "
+        "in the path is replaced by the rank, else '.rank<N>' goes before the extension. Empty: "
+        "off (no cost).")
+declare("TB_RAW_ESCAPE", _bool, False,
+        "Set to 1 by tbrun for its workers: a line a worker prints starting with the byte 0x1e "
+        "(ASCII record separator) is shown without tbrun's '[rank N] ' prefix (tb-collectives' "
+        "table uses it).")
 declare("TB_WAIT_REPORT_S", float, 30.0,
         "While init_process_group (rank 0) waits for ranks to join, it prints every this many "
         "seconds which ranks have joined and which are missing, and what to check. 0: never.")

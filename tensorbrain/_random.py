@@ -27,10 +27,17 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        return self.rng.bit_generator.state
+        """This generator's state as a uint8 Tensor (``torch.Generator.get_state``)."""
+        return _generator_get_state_tensor(self)
 
-    def set_state(self, state):
-        self.rng.bit_generator.state = state
+    def set_state(self, new_state):
+        """Restore a state from :meth:`get_state` (a uint8 Tensor; a NumPy bit-generator state
+        dict from older TensorBrain versions is accepted too)."""
+        if isinstance(new_state, dict):
+            self.rng.bit_generator.state = new_state
+            return self
+        _load_state_bytes(self, new_state, "Generator.set_state")
+        return self
 
 
 default_generator = Generator()
@@ -94,3 +101,61 @@ def integers(low, high, shape, generator=None):
 
 def permutation(n, generator=None):
     return _rng(generator).permutation(n)
+
+
+def _state_bytes(generator) -> np.ndarray:
+    import json
+    state = {"seed": generator._seed, "bit_generator": generator.rng.bit_generator.state}
+    return np.frombuffer(json.dumps(state).encode(), dtype=np.uint8).copy()
+
+
+def _load_state_bytes(generator, new_state, what="set_rng_state") -> None:
+    import json
+    raw = getattr(new_state, "_data", new_state)
+    arr = _xp.to_numpy(raw)
+    if arr.dtype != np.uint8 or arr.ndim != 1:
+        raise TypeError(f"{what}: expected the uint8 tensor that get_rng_state() returned, got "
+                        f"dtype {arr.dtype} and shape {tuple(arr.shape)}")
+    try:
+        state = json.loads(arr.tobytes().decode())
+        generator.rng.bit_generator.state = state["bit_generator"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{what}: not a state from tb.get_rng_state() ({exc})") from None
+    generator._seed = int(state["seed"])
+
+
+def get_rng_state():
+    """The global generator's state as a uint8 Tensor (``torch.get_rng_state``).
+
+    Returns:
+        Tensor: an opaque 1-d uint8 tensor; pass it to :func:`set_rng_state` to replay the same
+        random numbers. (Its bytes are TensorBrain's, not torch's: states do not cross frameworks.)
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> state = tb.get_rng_state()
+        >>> a = tb.rand(3)
+        >>> tb.set_rng_state(state)
+        >>> tb.equal(a, tb.rand(3))
+        True
+    """
+    from .tensor import Tensor
+    return Tensor._wrap(_state_bytes(default_generator))
+
+
+def set_rng_state(new_state) -> None:
+    """Restore the global generator from a :func:`get_rng_state` tensor (``torch.set_rng_state``).
+
+    Args:
+        new_state: the uint8 Tensor (or NumPy array) from :func:`get_rng_state`.
+
+    Raises:
+        TypeError: not a 1-d uint8 tensor.
+        ValueError: the bytes are not a TensorBrain generator state.
+    """
+    _load_state_bytes(default_generator, new_state)
+
+
+def _generator_get_state_tensor(self):
+    from .tensor import Tensor
+    return Tensor._wrap(_state_bytes(self))

@@ -34,15 +34,12 @@ from ._checkpoint_io import (add_safe_globals, clear_safe_globals, get_safe_glob
                              safe_globals)
 
 FORMAT = "tensorbrain.checkpoint/1"
-_INSTALL_HINT = "install it with `pip install tensorbrain[io]` (or `pip install safetensors`)"
 
 
 def _safetensors():
-    try:
-        import safetensors.numpy as stn
-        from safetensors import safe_open
-    except ImportError as exc:
-        raise ImportError(f"tb.save/tb.load need the safetensors package ({exc}); {_INSTALL_HINT}") from None
+    # safetensors is a core dependency (pyproject.toml): tb.save/tb.load always work.
+    import safetensors.numpy as stn
+    from safetensors import safe_open
     return stn, safe_open
 
 

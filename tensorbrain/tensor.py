@@ -12,6 +12,7 @@ import os as _os
 import numpy as np
 
 from . import _dtype, _xp
+from . import _interop
 from ._device import CPU, as_device, device
 from ._ops import elementwise as E
 from ._ops import reduce as R
@@ -196,6 +197,22 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         arr = _xp.to_numpy(self._data)
         return arr if dtype is None else arr.astype(dtype)
+
+    # NumPy interop (tensorbrain/_interop.py): ufuncs return Tensors, DLPack shares memory.
+    __array_priority__ = 1000
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """``np.exp(t)``, ``np.ones(3) + t``: a Tensor, through tb's op where one exists."""
+        return _interop.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory (``torch.from_dlpack(t)``)."""
+        return _interop.dlpack(self, stream=stream, max_version=max_version,
+                               dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        """``(device_type, device_id)`` as DLPack: (1, 0) for CPU, (2, i) for cuda:i."""
+        return _interop.dlpack_device(self)
 
     def to(self, *args, **kwargs):
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; non_blocking ignored."""

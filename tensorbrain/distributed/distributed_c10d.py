@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from . import _codec, _work, backends
+from . import _codec, _observe, _work, backends
 from .errors import DistError
 
 # ***** public names *****
@@ -65,6 +65,10 @@ class ProcessGroup:
         self.group_name, self.ranks = name, list(ranks)
         self._rank, self.backend, self.backend_name = group_rank, backend, backend_name
         self.timeout = timeout
+        # TB_TIMELINE / TB_DISTRIBUTED_DEBUG=INFO observe every collective here (the backend
+        # itself when both are off: no cost); see _observe.py
+        global_rank = group_rank if name == "default" else _WORLD.global_rank
+        self.backend = _observe.wrap(backend, name, global_rank)
 
     def rank(self) -> int:
         return self._rank
@@ -308,6 +312,9 @@ def destroy_process_group(group=None) -> None:
             pg.backend.shutdown()
         except Exception:  # noqa: BLE001 - teardown of a failed group must not mask the error
             pg.backend.abort()
+    if _WORLD.default is None:  # the last group is gone: write the timeline
+        _observe.flush()
+        _observe.reset()
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None,

@@ -297,8 +297,8 @@ def parse_args(argv=None) -> Config:
     if ns.as_torch and ns.no_python:
         raise UsageError("--as-torch runs Python workers; it excludes --no_python")
     if ns.as_torch:
-        from ..as_torch import notice
-        print(f"tbrun: {notice()}", file=sys.stderr, flush=True)
+        from ..as_torch import notice as as_torch_notice
+        notice(as_torch_notice())
         cmd = [sys.executable, "-u", "-m", "tensorbrain.as_torch", "--quiet"] + \
             (["-m"] if ns.module else []) + [ns.training_script]
     elif ns.no_python:
@@ -330,7 +330,13 @@ def _emit(stream, data: bytes):
 
 
 def notice(msg: str):
-    _emit(sys.stderr.buffer, f"{_NOTICE} {msg}\n".encode())
+    _notices().warning(msg)  # a WARNING record of tensorbrain.distributed.run (TB_LOG_LEVEL)
+
+
+def _notices():
+    from .._logging import prefixed_logger
+    return prefixed_logger("tensorbrain.distributed.run", _NOTICE,
+                           lambda data: _emit(sys.stderr.buffer, data))
 
 
 def _pdeathsig():
@@ -360,13 +366,22 @@ class Worker:
     stopped: bool = False
 
 
+#: a worker line starting with this byte (ASCII record separator) is shown without the
+#: ``[rank N]`` prefix; tbrun tells workers it understands it with TB_RAW_ESCAPE=1
+RAW_ESCAPE = b"\x1e"
+
+
 def _pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None):
     """Copy a worker pipe line by line: prefix to the console, plain to the log file."""
     try:
         for line in iter(lambda: pipe.readline(65536), b""):
             if not line.endswith(b"\n"):
                 line += b"\n"
-            if console is not None:
+            if line[:1] == RAW_ESCAPE:  # the worker asks for no [rank N] prefix on this line
+                line = line[1:]
+                if console is not None:
+                    _emit(console, line)
+            elif console is not None:
                 _emit(console, prefix + line)
             if logf is not None:
                 logf.write(line)
@@ -570,7 +585,8 @@ class Agent:
                            ROLE_WORLD_SIZE=str(world), MASTER_ADDR=cfg.master_addr,
                            MASTER_PORT=str(cfg.master_port), TB_USE_AGENT_STORE="1",
                            TB_RESTART_COUNT=str(self.attempt),
-                           TB_MAX_RESTARTS=str(cfg.max_restarts), TB_RUN_ID=cfg.run_id)
+                           TB_MAX_RESTARTS=str(cfg.max_restarts), TB_RUN_ID=cfg.run_id,
+                           TB_RAW_ESCAPE="1")
                 proc = subprocess.Popen(cfg.cmd, env=env, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         start_new_session=True,

@@ -190,7 +190,19 @@ class StandInCuda:
 
     ndarray = DeviceArray
     int32 = np.int32
+    int64 = np.int64
     cuda = _Cuda
+
+    @staticmethod
+    def asarray(array):
+        """A host-to-device copy, synchronous as CuPy's from a NumPy array."""
+        return _dev(np.array(array))
+
+    @staticmethod
+    def asnumpy(array):
+        """A device-to-host copy after the current stream's work (CuPy's default)."""
+        current_stream().synchronize()
+        return np.array(np.asarray(array))
 
     @staticmethod
     def empty(shape, dtype):

@@ -22,6 +22,8 @@ def test_benchmark_table(tmp_path, op):
     text = proc.stdout
     assert "# Hardware:" in text and "busbw" in text and "#wrong" in text
     assert "# Out of bounds values : 0 OK" in text, text
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines[0]["kind"] == "metadata" and lines[0]["world_size"] == 2
+    rows = [r for r in lines if r["kind"] == "result"]
     assert {r["size"] for r in rows if r["lib"] == "tensorbrain"} == {8, 128, 2048}
     assert all(r["wrong"] == 0 for r in rows)

@@ -224,15 +224,24 @@ class NCCLBackend(base.Backend):
         if self._failure is not None:
             raise DistBackendError(f"collective on group {self.group_name!r}: the NCCL "
                                    f"communicator failed earlier ({self._failure})")
+        from .._fingerprint import KINDS
         cp = self._cp
         words = np.ascontiguousarray(words, np.int64)
+        # launched under the name and sequence number of the collective it guards, so a
+        # failure here reads as that collective's ("all_reduce (seq 1)")
+        code = int(words[1]) & 0xFF if words.size > 1 else 0
+        op = KINDS[code] if code < len(KINDS) else "collective"
+        seq = self._seq
         with self.device:
             send = cp.asarray(words)
             recv = cp.empty((self.size, words.size), cp.int64)
             comm = self.comm
-            self._launch("fingerprint", lambda s: comm.all_gather(
-                send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (send, recv), None,
-                async_op=False)
+            try:
+                self._launch(op, lambda s: comm.all_gather(
+                    send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (send, recv), None,
+                    async_op=False)
+            finally:
+                self._seq = seq
             return cp.asnumpy(recv)
 
     def _group(self, calls):

@@ -26,7 +26,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from ... import _dtype, _xp
+from ... import _dtype, _interop, _xp
 from ..._device import as_device, device
 from ...autograd import grad_mode
 from ...tensor import Tensor
@@ -581,10 +581,11 @@ class Module:
             if key not in state_dict:
                 missing_keys.append(key)
                 continue
-            value = state_dict[key]
-            arr = value._data if isinstance(value, Tensor) else value
-            if not hasattr(arr, "shape") or not hasattr(arr, "dtype"):
-                arr = np.asarray(arr)
+            try:  # Tensors, NumPy/CuPy arrays, torch tensors, numbers (tensorbrain/_interop.py)
+                arr = _interop.to_array(state_dict[key], f"state_dict[{key!r}]")
+            except TypeError as exc:
+                error_msgs.append(str(exc))
+                continue
             if tuple(arr.shape) != tuple(target._data.shape):
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
                                   f"{tuple(arr.shape)} from checkpoint, the shape in current "
@@ -610,7 +611,9 @@ class Module:
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy values from ``state_dict`` into this module's parameters and buffers in place.
 
-        Values may be Tensors or NumPy arrays (e.g. from ``safetensors.numpy.load_file``).
+        Values may be Tensors, NumPy arrays (e.g. from ``safetensors.numpy.load_file``) or torch
+        tensors (``torch_model.state_dict()``; bfloat16 values load as float32). Another type is
+        reported as an error naming the key.
         With ``strict=True`` missing or unexpected keys raise; with ``strict=False`` they are
         returned as ``(missing_keys, unexpected_keys)``. Shape mismatches always raise.
         """

@@ -20,6 +20,7 @@ How one iteration goes (PyTorch's ``reducer.cpp``, REFERENCE.md "PyTorch DDP"):
 """
 from __future__ import annotations
 
+import sys
 import time
 import weakref
 
@@ -34,6 +35,26 @@ from ._future import Future
 __all__ = ["GradBucket", "Reducer", "compute_bucket_assignment_by_size"]
 
 MiB = 1 << 20
+
+
+def _timeline():
+    """TB_TIMELINE's recorder when one is running (tensorbrain/distributed/_observe.py), else None."""
+    observe = sys.modules.get("tensorbrain.distributed._observe")
+    return None if observe is None or observe.timeline() is None else observe
+
+
+def _trace_bucket(observe, bucket, start, work=None):
+    """Put the bucket's reduction (start to completion) on the timeline. A comm hook's Future
+    completes when ``_finalize`` waits for it: it gets a ``_tb_trace`` callable run then."""
+    def done(_w=None):
+        observe.bucket_event(bucket.index, bucket.nbytes, len(bucket.indices), start, time.time())
+    if work is None:
+        done()
+    elif hasattr(work, "_on_done"):
+        work._on_done(done)
+    else:
+        return done
+    return None
 
 
 def _device_key(array):
@@ -166,6 +187,7 @@ class Reducer:
         self.rebuild_pending = False
         self.iterations = 0             # synchronised backward passes finished
         self.timings = None             # set to a list to record (launch, done) per bucket
+        self._trace_later = {}          # TB_TIMELINE: comm-hook buckets, recorded when waited for
         self.inline_last = True         # reduce the last bucket in _finalize's thread
         me = weakref.ref(self)
         self._handles = [p.register_post_accumulate_grad_hook(
@@ -231,6 +253,7 @@ class Reducer:
         self._used = [False] * n
         self._next = 0
         self._works = [None] * len(self.buckets)
+        self._trace_later = {}  # TB_TIMELINE: comm-hook buckets, recorded when waited for
         for b in self.buckets:
             b.pending = len(b.indices)
         if self.find_unused or (self.static_graph and self._static_unused is None):
@@ -315,6 +338,7 @@ class Reducer:
 
     def _launch(self, bucket):
         t0 = time.perf_counter() if self.timings is not None else None
+        t_wall = time.time()
         if self.comm_hook is None:
             work = self.dist.all_reduce(bucket.buffer, group=self.group, async_op=True)
         else:
@@ -323,6 +347,11 @@ class Reducer:
             if work is None or not hasattr(work, "wait"):
                 raise TypeError(f"a DDP communication hook must return a Future (or a Work) "
                                 f"with wait(); {self.comm_hook!r} returned {type(work).__name__}")
+        observe = _timeline()
+        if observe is not None:
+            later = _trace_bucket(observe, bucket, t_wall, work)
+            if later is not None:
+                self._trace_later[bucket.index] = later
         if t0 is not None:
             rec = [t0, None]
             self.timings.append(rec)
@@ -348,12 +377,19 @@ class Reducer:
         for b, work in zip(self.buckets, self._works):
             try:
                 if work is None:  # the last bucket (see _launch_ready)
-                    t0 = time.perf_counter()
+                    t0, t_wall = time.perf_counter(), time.time()
                     self.dist.all_reduce(b.buffer, group=self.group)
+                    observe = _timeline()
+                    if observe is not None:
+                        _trace_bucket(observe, b, t_wall)
                     if self.timings is not None:
                         self.timings.append([t0, time.perf_counter()])
                     continue
                 result = work.wait()
+                if self._trace_later:
+                    later = self._trace_later.pop(b.index, None)
+                    if later is not None:
+                        later()
             except BaseException as exc:  # noqa: BLE001 - wait for the others, then raise
                 first_exc = first_exc or exc
                 continue

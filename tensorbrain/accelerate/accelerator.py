@@ -207,13 +207,14 @@ class Accelerator:
         from .. import nn, optim
         from ..utils.data import DataLoader
         models = [a for a in args if isinstance(a, nn.Module)]
+        param_ids = {id(m): {id(p) for p in m.parameters()} for m in models}
         prepared_models = {id(m): self.prepare_model(m) for m in models}
         out = []
         for a in args:
             if isinstance(a, nn.Module):
                 out.append(prepared_models[id(a)])
             elif isinstance(a, optim.Optimizer):
-                self._retarget(a, models, prepared_models)
+                self._retarget(a, models, prepared_models, param_ids)
                 out.append(self.prepare_optimizer(a))
             elif isinstance(a, DataLoader):
                 out.append(self.prepare_data_loader(a))
@@ -242,13 +243,13 @@ class Accelerator:
         self._models.append(model)
         return model
 
-    def _retarget(self, optimizer, models, prepared) -> None:
+    def _retarget(self, optimizer, models, prepared, param_ids) -> None:
         """FSDP replaces the parameters: point an optimizer at the wrapped model's."""
         for m in models:
             wrapped = prepared[id(m)]
             if self.fsdp_plugin is None or wrapped is m or self.fsdp_plugin.use_orig_params:
                 continue
-            old = {id(p) for p in m.parameters()}
+            old = param_ids[id(m)]
             mine = [p for g in optimizer.param_groups for p in g["params"] if id(p) in old]
             if not mine:
                 continue

@@ -79,3 +79,15 @@ def test_config_file(tmp_path):
     with pytest.raises(ValueError, match="num_procs"):
         load_config_from_file(str(path))
     assert parse_yaml("a:\n  b:\n    c: [1, 2]\nd: 'x'") == {"a": {"b": {"c": [1, 2]}}, "d": "x"}
+
+
+def test_fsdp_from_a_config_file_matches_one_process(tmp_path):
+    """distributed_type FSDP in the YAML file (ACCELERATE_CONFIG_FILE): prepare wraps the model
+    in FSDP FULL_SHARD and points the optimizer at the flat shards."""
+    cfg = tmp_path / "fsdp.yaml"
+    cfg.write_text("distributed_type: FSDP\nnum_processes: 2\nfsdp_config:\n"
+                   "  fsdp_sharding_strategy: FULL_SHARD\n")
+    run(PROG, "--batch", "16", "--out", str(tmp_path / "one.st"))
+    run(PROG, "--batch", "8", "--out", str(tmp_path / "fsdp.st"), nproc=2,
+        env={"ACCELERATE_CONFIG_FILE": str(cfg)})
+    assert_close(weights(tmp_path / "one.st"), weights(tmp_path / "fsdp.st"))

@@ -68,7 +68,7 @@ for epoch in range(args.start_epoch, args.epochs):
 if args.save_state:
     accelerator.save_state(args.save_state)
 accelerator.wait_for_everyone()
-state = accelerator.unwrap_model(model).state_dict()
+state = accelerator.get_state_dict(model)
 if accelerator.is_main_process:
     torch.save(state, args.out)
 accelerator.end_training()

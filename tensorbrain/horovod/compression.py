@@ -1,0 +1,50 @@
+"""Gradient compression for Horovod's all-reduces (``hvd.Compression``)."""
+from __future__ import annotations
+
+
+class Compressor:
+    """Turns a tensor into what is sent, and back."""
+
+    @staticmethod
+    def compress(tensor):
+        """Returns ``(tensor to send, context)``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        """The received tensor back in the original form."""
+        raise NotImplementedError
+
+
+class NoneCompressor(Compressor):
+    """Send as is."""
+
+    @staticmethod
+    def compress(tensor):
+        return tensor, None
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return tensor
+
+
+class FP16Compressor(Compressor):
+    """Send floating tensors as float16 (half the bytes); back to their dtype after."""
+
+    @staticmethod
+    def compress(tensor):
+        import tensorbrain as tb
+        if tensor.is_floating_point() and tensor.dtype != tb.float16:
+            return tensor.to(tb.float16), tensor.dtype
+        return tensor, None
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return tensor if ctx is None else tensor.to(ctx)
+
+
+class Compression:
+    """``Compression.none`` and ``Compression.fp16``."""
+
+    none = NoneCompressor
+    fp16 = FP16Compressor

@@ -65,3 +65,28 @@ def test_tensor_fusion_launches_from_hooks_during_backward():
     assert r0["raced"] and r0["is_sgd"]
     r0, _ = run_workers("tests.frontdoors._hvd_cases:fusion_buckets", 2, 64, timeout=60)
     assert len(r0["buckets"]) > 1 and r0["launched"] == len(r0["buckets"])
+
+
+def test_the_program_runs_under_mpiexec(tmp_path, reference):
+    """Horovod's usual launcher: ``mpiexec -n 2`` (skipped when it is not installed)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from ._run import PROGRAMS, ROOT
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    mpiexec = str(mpiexec) if mpiexec.exists() else shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec is not installed")
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+              "MASTER_PORT", "TENSORBRAIN_AS_TORCH"):
+        env.pop(k, None)
+    out = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "tensorbrain.as_torch",
+                          "--quiet", os.path.join(PROGRAMS, PROG), "--lr", "0.05", "--batch", "8",
+                          "--out", str(tmp_path / "mpi.st")], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert_close(reference, weights(tmp_path / "mpi.st"))

@@ -33,7 +33,8 @@ _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 ALIASES: dict[str, str] = {"torch": "tensorbrain"}
 # the front doors (docs/accelerate.md, docs/deepspeed.md, docs/horovod.md, docs/ezpz.md)
 ALIASES.update({"accelerate": "tensorbrain.accelerate", "deepspeed": "tensorbrain.deepspeed",
-                "horovod": "tensorbrain.horovod", "ezpz": "tensorbrain.ezpz"})
+                "horovod": "tensorbrain.horovod", "horovod.torch": "tensorbrain.horovod.torch",
+                "ezpz": "tensorbrain.ezpz"})
 #: exact module names served by a module elsewhere than the prefix rule says.
 OVERRIDES: dict[str, str] = {}
 

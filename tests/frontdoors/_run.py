@@ -9,15 +9,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PROGRAMS = os.path.join(ROOT, "tests", "frontdoors", "programs")
 
 
-def run(prog, *args, nproc=1, cwd=None, timeout=240, env=None):
-    """Run ``prog`` with the import alias on ``nproc`` ranks (tbrun; plain as_torch for one
-    process); return its output, failing with the tail of it."""
+def run(prog, *args, nproc=1, cwd=None, timeout=240, env=None, alias=True):
+    """Run ``prog`` (a name in programs/, or a path) with the import alias (``alias``) on
+    ``nproc`` ranks (tbrun; plain python for one process); return its output, failing with the
+    tail of it."""
     script = os.path.join(PROGRAMS, prog)
     if nproc == 1:
-        argv = [sys.executable, "-m", "tensorbrain.as_torch", "--quiet", script, *args]
+        argv = [sys.executable, *(["-m", "tensorbrain.as_torch", "--quiet"] if alias else []),
+                script, *args]
     else:
-        argv = [sys.executable, "-m", "tensorbrain.distributed.run", "--as-torch", "--standalone",
-                "--nproc_per_node", str(nproc), script, *args]
+        argv = [sys.executable, "-m", "tensorbrain.distributed.run",
+                *(["--as-torch"] if alias else []), "--standalone", "--nproc_per_node",
+                str(nproc), script, *args]
     e = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
     e.pop("TENSORBRAIN_AS_TORCH", None)
     e.update(env or {})

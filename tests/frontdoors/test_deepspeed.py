@@ -122,3 +122,67 @@ def test_dynamic_loss_scaler_hysteresis_and_window():
     for _ in range(3):
         s.update_scale(False)      # 3 clean steps after the overflow: doubled
     assert s.loss_scale == 2.0 ** 16
+
+
+def test_schedules_follow_deepspeeds_formulas():
+    import math
+
+    import tensorbrain as tb
+    from tensorbrain.deepspeed.lr_schedules import WarmupCosineLR, WarmupDecayLR, WarmupLR
+
+    def lrs(sched, n):
+        out = []
+        for _ in range(n):
+            out.append(sched.get_last_lr()[0])
+            sched.step()
+        return out
+
+    opt = tb.optim.SGD([tb.zeros(1, requires_grad=True)], lr=0.5)
+    got = lrs(WarmupLR(opt, warmup_min_lr=0.1, warmup_max_lr=1.0, warmup_num_steps=5), 7)
+    want = [0.1 + 0.9 * math.log(k + 1) / math.log(5) for k in range(5)] + [1.0, 1.0]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    got = lrs(WarmupLR(opt, 0.0, 1.0, 4, warmup_type="linear"), 5)
+    np.testing.assert_allclose(got, [0, 0.25, 0.5, 0.75, 1.0])
+    got = lrs(WarmupDecayLR(opt, total_num_steps=8, warmup_min_lr=0, warmup_max_lr=1.0,
+                            warmup_num_steps=4, warmup_type="linear"), 10)
+    np.testing.assert_allclose(got, [0, 0.25, 0.5, 0.75, 1.0, 0.75, 0.5, 0.25, 0.0, 0.0])
+    opt = tb.optim.SGD([tb.zeros(1, requires_grad=True)], lr=2.0)
+    got = lrs(WarmupCosineLR(opt, total_num_steps=6, warmup_min_ratio=0.0, warmup_num_steps=2,
+                             cos_min_ratio=0.0, warmup_type="linear"), 7)
+    want = [0.0, 1.0] + [2.0 * 0.5 * (1 + math.cos(math.pi * k / 4)) for k in range(5)]
+    np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_initialize_in_one_process_with_client_optimizer_and_errors():
+    import tensorbrain as tb
+    import tensorbrain.deepspeed as deepspeed
+    model = tb.nn.Linear(3, 1)
+    opt = tb.optim.SGD(model.parameters(), lr=0.1)
+    engine, optimizer, loader, sched = deepspeed.initialize(
+        model=model, optimizer=opt, config={"train_batch_size": 4},
+        lr_scheduler=lambda o: tb.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5))
+    assert optimizer is opt and loader is None and engine.gradient_accumulation_steps() == 1
+    w0 = model.weight.detach().clone()
+    x, y = tb.randn(4, 3), tb.randn(4, 1)
+    engine.backward(((engine(x) - y) ** 2).mean())
+    g = model.weight.grad.detach().clone()
+    engine.step()
+    np.testing.assert_allclose(model.weight._data, (w0 - 0.1 * g)._data, rtol=1e-6)
+    assert engine.get_lr() == [0.05] and model.weight.grad is None and engine.global_steps == 1
+    with pytest.raises(ValueError, match="client optimizer and a config optimizer"):
+        deepspeed.initialize(model=model, optimizer=opt, config={
+            "train_batch_size": 4, "optimizer": {"type": "SGD", "params": {"lr": 0.1}}})
+    with pytest.raises(ValueError, match="'Lamb' is not supported"):
+        deepspeed.initialize(model=model, config={
+            "train_batch_size": 4, "optimizer": {"type": "Lamb", "params": {"lr": 0.1}}})
+    with pytest.raises(ValueError, match="'OneCycle' is not supported"):
+        deepspeed.initialize(model=model, optimizer=opt, config={
+            "train_batch_size": 4, "scheduler": {"type": "OneCycle", "params": {}}})
+    # "Adam" is AdamW unless adam_w_mode is false
+    e, o, _, _ = deepspeed.initialize(model=model, config={
+        "train_batch_size": 4, "optimizer": {"type": "Adam", "params": {"lr": 0.1}}})
+    assert type(o) is tb.optim.AdamW
+    e, o, _, _ = deepspeed.initialize(model=model, config={
+        "train_batch_size": 4, "optimizer": {"type": "Adam",
+                                             "params": {"lr": 0.1, "adam_w_mode": False}}})
+    assert type(o) is tb.optim.Adam

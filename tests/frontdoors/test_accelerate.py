@@ -34,12 +34,19 @@ def test_mixed_precision_stays_finite_and_close(tmp_path, precision):
     assert_close(ref, low, rtol=0, atol=0.05 if precision == "bf16" else 0.01)
 
 
-def test_save_state_round_trip_resumes_bit_identically(tmp_path):
-    run(PROG, "--epochs", "2", "--out", str(tmp_path / "straight.st"), nproc=2)
+@pytest.mark.parametrize("kind", ["ddp", "fsdp"])
+def test_save_state_round_trip_resumes_bit_identically(tmp_path, kind):
+    env = {}
+    if kind == "fsdp":   # each rank saves and loads its own optimizer shard
+        cfg = tmp_path / "fsdp.yaml"
+        cfg.write_text("distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: 1\n")
+        env = {"ACCELERATE_CONFIG_FILE": str(cfg)}
+    run(PROG, "--epochs", "2", "--out", str(tmp_path / "straight.st"), nproc=2, env=env)
     ckpt = str(tmp_path / "ckpt")
-    run(PROG, "--epochs", "1", "--save-state", ckpt, "--out", str(tmp_path / "half.st"), nproc=2)
+    run(PROG, "--epochs", "1", "--save-state", ckpt, "--out", str(tmp_path / "half.st"), nproc=2,
+        env=env)
     run(PROG, "--epochs", "2", "--start-epoch", "1", "--load-state", ckpt,
-        "--out", str(tmp_path / "resumed.st"), nproc=2)
+        "--out", str(tmp_path / "resumed.st"), nproc=2, env=env)
     assert_identical(weights(tmp_path / "straight.st"), weights(tmp_path / "resumed.st"))
 
 

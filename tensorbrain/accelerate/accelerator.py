@@ -6,13 +6,19 @@ import os
 
 from .. import _config  # noqa: F401  (keeps tensorbrain's import order: core first)
 from ._wrappers import AcceleratedOptimizer, AcceleratedScheduler
+from .collectives import CollectivesMixin, _recurse, _split  # noqa: F401
+from .checkpointing import StateMixin
 from .data_loader import DataLoaderShard
 from .utils import (DistributedType, FullyShardedDataParallelPlugin, fsdp_plugin_from_config,
                     load_config_from_file, rng_states, set_rng_states, write_json)
 
 
 class GradientState:
-    """Whether this step synchronises gradients, and where the active DataLoader is."""
+    """Whether this step synchronises gradients, and where the active DataLoader is.
+
+    Args:
+        num_steps: the gradient accumulation steps.
+    """
 
     def __init__(self, num_steps: int):
         self.num_steps = num_steps
@@ -22,10 +28,12 @@ class GradientState:
         self.remainder = -1
 
     def begin_dataloader(self, loader) -> None:
+        """``loader`` starts an epoch."""
         self.active_dataloader, self.end_of_dataloader = loader, False
         self.remainder = loader.remainder
 
     def end_dataloader(self, loader) -> None:
+        """``loader`` finished its epoch."""
         if self.active_dataloader is loader:
             self.active_dataloader, self.end_of_dataloader = None, False
 
@@ -35,7 +43,7 @@ def _dist():
     return distributed
 
 
-class Accelerator:
+class Accelerator(CollectivesMixin, StateMixin):
     """One object for device placement, data parallelism, mixed precision and accumulation.
 
     Under ``tbrun`` (WORLD_SIZE > 1) it joins the process group (``gloo``/tcp on the CPU, nccl on
@@ -164,7 +172,12 @@ class Accelerator:
         return self.num_processes > 1
 
     def print(self, *args, **kwargs) -> None:
-        """``print`` on the local main process only."""
+        """``print`` on the local main process only.
+
+        Args:
+            *args: what ``print`` takes.
+            **kwargs: ``print``'s keywords (``sep``, ``end``, ``flush``...).
+        """
         if self.is_local_main_process:
             print(*args, **kwargs)
 
@@ -192,8 +205,16 @@ class Accelerator:
     def split_between_processes(self, inputs, apply_padding: bool = False):
         """Yield this process's contiguous share of a list/tuple/tensor/dict of them.
 
-        The first ``len % n`` processes get one element more; with ``apply_padding`` the
-        shorter shares repeat their last element so every share has the same length.
+        Args:
+            inputs: a list, tuple, tensor (split on dim 0) or a dict of them.
+            apply_padding: repeat the last element of the shorter shares so every process gets
+                the same length (the first ``len % n`` processes get one element more).
+
+        Example:
+            >>> acc = Accelerator(cpu=True)
+            >>> with acc.split_between_processes([1, 2, 3]) as mine:
+            ...     print(mine)
+            [1, 2, 3]
         """
         yield _split(inputs, self.num_processes, self.process_index, apply_padding)
 
@@ -201,8 +222,17 @@ class Accelerator:
     def prepare(self, *args, device_placement=None):
         """Prepare models, optimizers, DataLoaders and schedulers, in any order.
 
+        Args:
+            *args: modules (moved to the device, wrapped in DDP/FSDP with several processes),
+                optimizers (stepping at accumulation boundaries), DataLoaders (sharded: process
+                ``i`` gets batches ``i, i+n, ...``), LR schedulers; anything else is returned as is.
+            device_placement: accepted for Accelerate compatibility.
+
         Returns:
             The prepared objects in the same order (one object when one was given).
+
+        Raises:
+            ValueError: with FSDP, an optimizer that cannot be pointed at the flat shards.
         """
         from .. import nn, optim
         from ..utils.data import DataLoader
@@ -226,7 +256,16 @@ class Accelerator:
         return out[0] if len(out) == 1 else tuple(out)
 
     def prepare_model(self, model, device_placement=None, evaluation_mode: bool = False):
-        """Move ``model`` to the device and wrap it in DDP/FSDP when several processes run."""
+        """Move ``model`` to the device and wrap it in DDP/FSDP when several processes run.
+
+        Args:
+            model: the module.
+            device_placement: move it to :attr:`device` (default: the Accelerator's setting).
+            evaluation_mode: do not wrap it (inference only).
+
+        Returns:
+            The prepared module.
+        """
         place = self.device_placement if device_placement is None else device_placement
         if place:
             model = model.to(self.device)
@@ -260,13 +299,28 @@ class Accelerator:
             optimizer.param_groups[0]["params"] = list(wrapped.parameters())
 
     def prepare_optimizer(self, optimizer, device_placement=None):
-        """Wrap ``optimizer`` so it steps only at accumulation boundaries."""
+        """Wrap ``optimizer`` so it steps only at accumulation boundaries.
+
+        Args:
+            optimizer: the optimizer.
+            device_placement: accepted for Accelerate compatibility.
+
+        Returns:
+            An ``AcceleratedOptimizer``.
+        """
         wrapped = AcceleratedOptimizer(optimizer, self.gradient_state, self.scaler)
         self._optimizers.append(wrapped)
         return wrapped
 
     def prepare_scheduler(self, scheduler):
-        """Wrap ``scheduler`` so it steps with the optimizer (see AcceleratedScheduler)."""
+        """Wrap ``scheduler`` so it steps with the optimizer (see AcceleratedScheduler).
+
+        Args:
+            scheduler: the LR scheduler.
+
+        Returns:
+            An ``AcceleratedScheduler``.
+        """
         wrapped = AcceleratedScheduler(scheduler, self._optimizers, self.gradient_state,
                                        self.num_processes, self.split_batches,
                                        self.step_scheduler_with_optimizer)
@@ -274,7 +328,18 @@ class Accelerator:
         return wrapped
 
     def prepare_data_loader(self, data_loader, device_placement=None):
-        """Shard ``data_loader``: process ``i`` gets batches ``i, i+n, ...`` (see the module)."""
+        """Shard ``data_loader``: process ``i`` gets batches ``i, i+n, ...``.
+
+        Args:
+            data_loader: a map-style DataLoader.
+            device_placement: accepted for Accelerate compatibility.
+
+        Returns:
+            A ``DataLoaderShard``.
+
+        Raises:
+            ValueError: ``split_batches=True`` (not supported).
+        """
         if self.split_batches:
             raise ValueError("split_batches=True is not supported by tensorbrain.accelerate yet; "
                              "use the default (each process gets whole batches)")
@@ -286,7 +351,12 @@ class Accelerator:
 
     # ---- training -------------------------------------------------------------------------
     def backward(self, loss, **kwargs) -> None:
-        """``loss.backward()``, divided by the accumulation steps and loss-scaled with fp16."""
+        """``loss.backward()``, divided by the accumulation steps and loss-scaled with fp16.
+
+        Args:
+            loss: the scalar loss.
+            **kwargs: passed to ``backward`` (``retain_graph``...).
+        """
         if self.gradient_accumulation_steps > 1:
             loss = loss / self.gradient_accumulation_steps
         if self.scaler is not None:
@@ -296,7 +366,11 @@ class Accelerator:
     @contextlib.contextmanager
     def accumulate(self, *models):
         """One micro-step: gradients are synchronised (and optimizers step) only every
-        ``gradient_accumulation_steps``-th call, or at the loader's last batch."""
+        ``gradient_accumulation_steps``-th call, or at the loader's last batch.
+
+        Args:
+            *models: the prepared models (their DDP ``no_sync`` is entered in between).
+        """
         self.step += 1
         state = self.gradient_state
         state.sync_gradients = (self.step % self.gradient_accumulation_steps == 0
@@ -310,7 +384,11 @@ class Accelerator:
 
     @contextlib.contextmanager
     def no_sync(self, model):
-        """Skip the gradient all-reduce for the backward passes in the block."""
+        """Skip the gradient all-reduce for the backward passes in the block.
+
+        Args:
+            model: the prepared model.
+        """
         cm = model.no_sync() if hasattr(model, "no_sync") else contextlib.nullcontext()
         with cm:
             yield
@@ -327,7 +405,11 @@ class Accelerator:
             yield
 
     def unscale_gradients(self, optimizer=None) -> None:
-        """Divide the gradients by the fp16 loss scale (before clipping)."""
+        """Divide the gradients by the fp16 loss scale (before clipping); no-op without fp16.
+
+        Args:
+            optimizer: one prepared optimizer (default: all of them).
+        """
         if self.scaler is None:
             return
         for opt in ([optimizer] if optimizer is not None else self._optimizers):
@@ -337,146 +419,61 @@ class Accelerator:
                 self.scaler.unscale_(inner)
 
     def clip_grad_norm_(self, parameters, max_norm, norm_type=2):
-        """Unscale (fp16), then clip the total gradient norm; returns the norm before."""
+        """Unscale (fp16), then clip the total gradient norm.
+
+        Args:
+            parameters: the parameters whose gradients are clipped.
+            max_norm: the largest total norm.
+            norm_type: p of the p-norm.
+
+        Returns:
+            The total norm before clipping.
+        """
         from ..nn.utils import clip_grad_norm_
         self.unscale_gradients()
         return clip_grad_norm_(list(parameters), max_norm, norm_type=norm_type)
 
     def clip_grad_value_(self, parameters, clip_value) -> None:
-        """Unscale (fp16), then clamp every gradient to ``[-clip_value, clip_value]``."""
+        """Unscale (fp16), then clamp every gradient to ``[-clip_value, clip_value]``.
+
+        Args:
+            parameters: the parameters whose gradients are clipped.
+            clip_value: the bound.
+        """
         from ..nn.utils import clip_grad_value_
         self.unscale_gradients()
         clip_grad_value_(list(parameters), clip_value)
 
-    # ---- collectives ----------------------------------------------------------------------
-    def gather(self, tensor):
-        """All-gather ``tensor`` (or a nested list/tuple/dict of them) and concatenate on dim 0."""
-        return _recurse(tensor, self._gather_one)
-
-    def _gather_one(self, t):
-        import tensorbrain as tb
-        if self.num_processes == 1:
-            return t
-        one = t.reshape(1) if t.dim() == 0 else t
-        parts = [tb.empty_like(one) for _ in range(self.num_processes)]
-        _dist().all_gather(parts, one.contiguous())
-        return tb.cat(parts, dim=0)
-
-    def gather_for_metrics(self, input_data, use_gather_object: bool = False):
-        """:meth:`gather`, then drop the samples ``even_batches`` duplicated in the last batch."""
-        if use_gather_object or not _has_tensor(input_data):
-            objs = [None] * self.num_processes
-            if self.num_processes > 1:
-                _dist().all_gather_object(objs, input_data)
-            else:
-                objs = [input_data]
-            data = [x for o in objs for x in (o if isinstance(o, (list, tuple)) else [o])]
-        else:
-            data = self.gather(input_data)
-        state = self.gradient_state
-        if state.end_of_dataloader and state.remainder > 0:
-            return _recurse(data, lambda t: t[:state.remainder]) if not isinstance(data, list) \
-                else data[:state.remainder]
-        return data
-
-    def reduce(self, tensor, reduction: str = "sum", scale: float = 1.0):
-        """All-reduce ``tensor`` (or a nested structure) with "sum" or "mean", times ``scale``."""
-        if reduction not in ("sum", "mean", "none"):
-            raise ValueError(f"reduction must be 'sum', 'mean' or 'none', got {reduction!r}")
-
-        def one(t):
-            out = t.clone()
-            if self.num_processes > 1 and reduction != "none":
-                _dist().all_reduce(out)
-                if reduction == "mean":
-                    out = out / self.num_processes
-            return out * scale if scale != 1.0 else out
-        return _recurse(tensor, one)
-
-    def pad_across_processes(self, tensor, dim: int = 0, pad_index=0, pad_first: bool = False):
-        """Pad ``tensor`` along ``dim`` to the largest size any process has (so it gathers)."""
-        import tensorbrain as tb
-
-        def one(t):
-            size = tb.tensor([t.shape[dim]])
-            sizes = self.gather(size) if self.num_processes > 1 else size
-            longest = int(sizes.max().item())
-            if t.shape[dim] == longest:
-                return t
-            shape = list(t.shape)
-            shape[dim] = longest - t.shape[dim]
-            pad = tb.full(shape, pad_index, dtype=t.dtype, device=t.device)
-            return tb.cat([pad, t] if pad_first else [t, pad], dim=dim)
-        return _recurse(tensor, one)
-
     # ---- models and state -----------------------------------------------------------------
-    def unwrap_model(self, model, keep_fp32_wrapper: bool = True):
-        """The user's module inside DDP/FSDP wrappers."""
-        from .. import nn
-        while hasattr(model, "module") and isinstance(model.module, nn.Module):
-            model = model.module
-        return model
+    def free_memory(self, *objects):
+        """Forget the prepared objects.
 
-    def get_state_dict(self, model, unwrap: bool = True) -> dict:
-        """The model's full state dict (gathered from the shards under FSDP)."""
-        if self.fsdp_plugin is not None and self.num_processes > 1:
-            from ..distributed.fsdp import (FullStateDictConfig, FullyShardedDataParallel,
-                                            StateDictType)
-            cfg = FullStateDictConfig(offload_to_cpu=True, rank0_only=False)
-            with FullyShardedDataParallel.state_dict_type(model, StateDictType.FULL_STATE_DICT,
-                                                          cfg):
-                return model.state_dict()
-        return self.unwrap_model(model).state_dict() if unwrap else model.state_dict()
-
-    def save(self, obj, f, safe_serialization: bool = True) -> None:
-        """``tb.save`` on the main process only."""
-        import tensorbrain as tb
-        if self.is_main_process:
-            tb.save(obj, f)
-
-    def save_model(self, model, save_directory, safe_serialization: bool = True,
-                   max_shard_size=None) -> None:
-        """Write the unwrapped model's weights to ``save_directory/model.safetensors``."""
-        import tensorbrain as tb
-        state = self.get_state_dict(model)
-        if self.is_main_process:
-            os.makedirs(save_directory, exist_ok=True)
-            tb.save(state, os.path.join(save_directory, "model.safetensors"))
-        self.wait_for_everyone()
-
-    def save_state(self, output_dir=None) -> str:
-        """Save models, optimizers, schedulers, the loss scaler, the step counter and every
-        process's random states to ``output_dir`` (default ``project_dir/checkpoints``).
+        Args:
+            *objects: references the caller drops.
 
         Returns:
-            The folder written.
+            As many Nones, as Accelerate.
         """
-        from . import _state
-        if output_dir is None:
-            if self.project_dir is None:
-                raise ValueError("save_state() needs output_dir (or project_dir on the "
-                                 "Accelerator)")
-            output_dir = os.path.join(self.project_dir, "checkpoints")
-        _state.save(self, output_dir)
-        return output_dir
-
-    def load_state(self, input_dir=None) -> None:
-        """Load what :meth:`save_state` wrote (the same objects must have been prepared)."""
-        from . import _state
-        if input_dir is None:
-            input_dir = os.path.join(self.project_dir or ".", "checkpoints")
-        _state.load(self, input_dir)
-
-    def free_memory(self, *objects):
-        """Forget the prepared objects (returns ``objects`` as Nones, as Accelerate)."""
         self._models, self._optimizers, self._schedulers, self._dataloaders = [], [], [], []
         return [None for _ in objects]
 
     def init_trackers(self, project_name, config=None, init_kwargs=None) -> None:
-        """No trackers are supported; with ``log_with=None`` this does nothing, as Accelerate."""
+        """No trackers are supported; with ``log_with=None`` this does nothing, as Accelerate.
+
+        Args:
+            project_name: ignored.
+            config: ignored.
+            init_kwargs: ignored.
+        """
 
     def log(self, values: dict, step=None, log_kwargs=None) -> None:
-        """No trackers are supported; with ``log_with=None`` this does nothing, as Accelerate."""
+        """No trackers are supported; with ``log_with=None`` this does nothing, as Accelerate.
+
+        Args:
+            values: ignored.
+            step: ignored.
+            log_kwargs: ignored.
+        """
 
     def end_training(self) -> None:
         """Finish: wait for every process and leave the process group this object joined."""
@@ -504,28 +501,6 @@ def _autocast_forward(forward, device_type: str, precision: str):
     return run
 
 
-def _recurse(obj, fn):
-    from ..tensor import Tensor
-    if isinstance(obj, Tensor):
-        return fn(obj)
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_recurse(o, fn) for o in obj)
-    if isinstance(obj, dict):
-        return {k: _recurse(v, fn) for k, v in obj.items()}
-    return obj
-
-
-def _has_tensor(obj) -> bool:
-    from ..tensor import Tensor
-    if isinstance(obj, Tensor):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_has_tensor(o) for o in obj)
-    if isinstance(obj, dict):
-        return any(_has_tensor(o) for o in obj.values())
-    return False
-
-
 def _is_scheduler(obj) -> bool:
     from ..optim.lr_scheduler import LRScheduler
     return isinstance(obj, LRScheduler) or type(obj).__name__ == "ReduceLROnPlateau"
@@ -540,23 +515,3 @@ def _shared_seed(num_processes: int) -> int:
         _dist().broadcast_object_list(box, src=0)
         seed = int(box[0])
     return seed
-
-
-def _split(inputs, n: int, rank: int, pad: bool):
-    if isinstance(inputs, dict):
-        return {k: _split(v, n, rank, pad) for k, v in inputs.items()}
-    length = len(inputs)
-    per, extra = divmod(length, n)
-    start = rank * per + min(rank, extra)
-    stop = start + per + (1 if rank < extra else 0)
-    part = inputs[start:stop]
-    if pad and extra and rank >= extra and length:
-        last = inputs[stop - 1:stop] if stop > start else inputs[-1:]
-        if isinstance(part, list):
-            part = part + list(last)
-        elif isinstance(part, tuple):
-            part = part + tuple(last)
-        else:
-            import tensorbrain as tb
-            part = tb.cat([part, last], dim=0)
-    return part

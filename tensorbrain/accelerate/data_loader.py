@@ -27,7 +27,11 @@ class SeedableRandomSampler(Sampler):
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
-        """Choose the permutation of ``epoch`` (as ``DistributedSampler.set_epoch``)."""
+        """Choose the permutation of ``epoch`` (as ``DistributedSampler.set_epoch``).
+
+        Args:
+            epoch: the epoch.
+        """
         self.epoch = int(epoch)
 
     def __iter__(self):
@@ -41,7 +45,15 @@ class SeedableRandomSampler(Sampler):
 
 class BatchSamplerShard(Sampler):
     """This process's batches of ``batch_sampler``: every ``num_processes``-th, from
-    ``process_index``; ``even_batches`` completes the last round from the epoch's start."""
+    ``process_index``; ``even_batches`` completes the last round from the epoch's start.
+
+    Args:
+        batch_sampler: the original batch sampler.
+        num_processes: ``n``.
+        process_index: this process's index.
+        even_batches: complete the last round with samples from the start of the epoch.
+        drop_last: drop the incomplete last round.
+    """
 
     def __init__(self, batch_sampler, num_processes: int, process_index: int,
                  even_batches: bool = True, drop_last: bool = False):
@@ -88,7 +100,16 @@ class BatchSamplerShard(Sampler):
 
 class DataLoaderShard(DataLoader):
     """A DataLoader over this process's share of the batches; tells the Accelerator when it is
-    at its last batch (for gradient accumulation and ``gather_for_metrics``)."""
+    at its last batch (for gradient accumulation and ``gather_for_metrics``).
+
+    Args:
+        loader: the original DataLoader.
+        state: the Accelerator's ``GradientState``.
+        num_processes: ``n``.
+        process_index: this process's index.
+        even_batches: as :class:`BatchSamplerShard`.
+        seed: the shared seed for shuffled loaders.
+    """
 
     def __init__(self, loader: DataLoader, state, num_processes: int, process_index: int,
                  even_batches: bool, seed: int):
@@ -111,7 +132,11 @@ class DataLoaderShard(DataLoader):
         self._epoch_sampler = sampler
 
     def set_epoch(self, epoch: int) -> None:
-        """Forward ``set_epoch`` to the sampler (the shuffled order of that epoch)."""
+        """Forward ``set_epoch`` to the sampler (the shuffled order of that epoch).
+
+        Args:
+            epoch: the epoch.
+        """
         if hasattr(self._epoch_sampler, "set_epoch"):
             self._epoch_sampler.set_epoch(epoch)
 

@@ -51,7 +51,11 @@ def rng_states() -> dict:
 
 
 def set_rng_states(states: dict) -> None:
-    """Restore the states :func:`rng_states` returned."""
+    """Restore the states :func:`rng_states` returned.
+
+    Args:
+        states: what :func:`rng_states` returned.
+    """
     from .. import _random
     py = states["python"]
     random.setstate((py[0], tuple(py[1]), py[2]))
@@ -65,7 +69,12 @@ def _np_state(state):
 
 
 def write_json(path: str, obj) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically (a temporary file, then a rename)."""
+    """Write ``obj`` as JSON to ``path`` atomically (a temporary file, then a rename).
+
+    Args:
+        path: the file.
+        obj: JSON-ready data.
+    """
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
         json.dump(obj, f)
@@ -142,7 +151,14 @@ def _scalar(text: str):
 def parse_yaml(text: str) -> dict:
     """Parse the YAML subset Accelerate's config files use: nested mappings by indentation,
     scalars (strings, numbers, booleans, null) and inline lists. Raises ``ValueError`` naming
-    the line for anything else."""
+    the line for anything else.
+
+    Args:
+        text: the file's text.
+
+    Returns:
+        The mapping.
+    """
     root: dict = {}
     stack = [(-1, root)]
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -201,7 +217,12 @@ def load_config_from_file(path: str) -> dict:
 
 
 def fsdp_plugin_from_config(fsdp_config: dict) -> FullyShardedDataParallelPlugin:
-    """A :class:`FullyShardedDataParallelPlugin` from a config file's ``fsdp_config`` section."""
+    """A :class:`FullyShardedDataParallelPlugin` from a config file's ``fsdp_config`` section.
+
+    Args:
+        fsdp_config: the section (``fsdp_sharding_strategy``, ``fsdp_offload_params``,
+            ``fsdp_use_orig_params``).
+    """
     return FullyShardedDataParallelPlugin(
         sharding_strategy=fsdp_config.get("fsdp_sharding_strategy", "FULL_SHARD"),
         cpu_offload=bool(fsdp_config.get("fsdp_offload_params", False)),

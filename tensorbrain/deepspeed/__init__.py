@@ -22,7 +22,20 @@ def init_distributed(dist_backend=None, auto_mpi_discovery: bool = True, distrib
                      config=None, rank=-1, world_size=-1) -> None:
     """Join the default process group from the launcher's environment (tbrun, torchrun,
     mpiexec, Slurm), unless already joined. Single-process runs without those variables stay
-    without a group, as there is nothing to join."""
+    without a group, as there is nothing to join.
+
+    Args:
+        dist_backend: "gloo"/"tcp", "nccl", "mpi" or None (from the device).
+        auto_mpi_discovery: accepted (the MPI variables are always read).
+        distributed_port: accepted; MASTER_PORT is the launcher's.
+        verbose: accepted.
+        timeout: the group's timeout.
+        init_method: an explicit ``init_method`` (``tcp://``, ``file://``).
+        dist_init_required: accepted.
+        config: accepted.
+        rank: with ``world_size``, an explicit rank.
+        world_size: the number of processes.
+    """
     from .. import distributed as dist
     if dist.is_initialized():
         return
@@ -87,7 +100,14 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
 
 
 def add_config_arguments(parser):
-    """Add DeepSpeed's ``--deepspeed`` and ``--deepspeed_config`` options to ``parser``."""
+    """Add DeepSpeed's ``--deepspeed`` and ``--deepspeed_config`` options to ``parser``.
+
+    Args:
+        parser: an ``argparse.ArgumentParser``.
+
+    Returns:
+        The parser.
+    """
     group = parser.add_argument_group("DeepSpeed", "DeepSpeed configurations")
     group.add_argument("--deepspeed", default=False, action="store_true",
                        help="Enable DeepSpeed (accepted; TensorBrain's engine is always used)")

@@ -34,7 +34,17 @@ class DeepSpeedConfigError(ValueError):
 
 
 def load(config) -> dict:
-    """``config`` as a dict: a dict, or the path of a JSON file."""
+    """``config`` as a dict.
+
+    Args:
+        config: a dict (copied), or the path of a JSON file.
+
+    Returns:
+        The config dict.
+
+    Raises:
+        DeepSpeedConfigError: no config.
+    """
     if config is None:
         raise DeepSpeedConfigError("deepspeed.initialize needs config= (a dict or the path of a "
                                    "ds_config.json)")
@@ -62,6 +72,13 @@ def check(cfg: dict, world_size: int) -> dict:
 
     ``train_batch_size = train_micro_batch_size_per_gpu * gradient_accumulation_steps *
     world_size``: any two give the third; inconsistent values raise DeepSpeed's error.
+
+    Args:
+        cfg: the config dict (completed in place).
+        world_size: the number of processes.
+
+    Returns:
+        ``cfg``.
 
     Raises:
         DeepSpeedConfigError: an unknown key (named), inconsistent batch sizes, fp16 and bf16

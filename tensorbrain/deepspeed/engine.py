@@ -27,7 +27,17 @@ class DeepSpeedEngine:
 
     ZeRO stages: 0 = DDP, 1 = DDP + ZeroRedundancyOptimizer, 2 = FSDP ``SHARD_GRAD_OP``,
     3 = FSDP ``FULL_SHARD`` (with ``offload_param``/``offload_optimizer`` ``cpu``: FSDP's
-    ``CPUOffload``). Use :func:`tensorbrain.deepspeed.initialize` to build one.
+    ``CPUOffload``).
+
+    Use :func:`tensorbrain.deepspeed.initialize` to build one.
+
+    Args:
+        model: the module.
+        config: the checked config (``config.check``).
+        optimizer: a client optimizer or a callable taking the parameters (or None: the
+            config's ``optimizer``).
+        model_parameters: the parameters (or groups) for the config's optimizer.
+        lr_scheduler: a client scheduler or a callable taking the optimizer.
     """
 
     def __init__(self, model, config: dict, optimizer=None, model_parameters=None,
@@ -143,6 +153,11 @@ class DeepSpeedEngine:
     def backward(self, loss, retain_graph: bool = False, scale_wrt_gas: bool = True):
         """``loss.backward()`` of ``loss / gradient_accumulation_steps`` (times the fp16 scale).
 
+        Args:
+            loss: the scalar loss.
+            retain_graph: keep the graph for another backward.
+            scale_wrt_gas: divide by the accumulation steps (DeepSpeed's default).
+
         Returns:
             The loss as given.
         """
@@ -157,7 +172,11 @@ class DeepSpeedEngine:
     def step(self, lr_kwargs=None) -> None:
         """Count a micro-step; at an accumulation boundary unscale the gradients, skip the step
         on fp16 overflow (the scaler backs off), clip, step optimizer and scheduler, zero the
-        gradients."""
+        gradients.
+
+        Args:
+            lr_kwargs: keywords for the scheduler's ``step``.
+        """
         boundary = self._next_is_boundary()
         self.micro_steps += 1
         if not boundary:
@@ -206,7 +225,14 @@ class DeepSpeedEngine:
         return bad > 0
 
     def clip_grad_norm_(self, max_norm: float):
-        """Clip the total gradient norm (global over shards under ZeRO 2/3)."""
+        """Clip the total gradient norm (global over shards under ZeRO 2/3).
+
+        Args:
+            max_norm: the largest total norm.
+
+        Returns:
+            The norm before clipping.
+        """
         if self._sharded():
             return self._wrapped.clip_grad_norm_(max_norm)
         from ..nn.utils import clip_grad_norm_
@@ -219,7 +245,14 @@ class DeepSpeedEngine:
 
     # ---- queries ----------------------------------------------------------------------------
     def train(self, mode: bool = True):
-        """Training mode for the module; returns the engine."""
+        """Training mode for the module.
+
+        Args:
+            mode: True for training, False for evaluation.
+
+        Returns:
+            The engine.
+        """
         self._wrapped.train(mode)
         return self
 
@@ -229,11 +262,20 @@ class DeepSpeedEngine:
         return self
 
     def parameters(self, recurse: bool = True):
-        """The parameters being trained (the flat shards under ZeRO 2/3)."""
+        """The parameters being trained (the flat shards under ZeRO 2/3).
+
+        Args:
+            recurse: include sub-modules' parameters.
+        """
         return self._wrapped.parameters(recurse)
 
     def named_parameters(self, *args, **kwargs):
-        """As ``Module.named_parameters`` of the (wrapped) module."""
+        """As ``Module.named_parameters`` of the (wrapped) module.
+
+        Args:
+            *args: ``Module.named_parameters``' arguments.
+            **kwargs: its keywords.
+        """
         return self._wrapped.named_parameters(*args, **kwargs)
 
     def get_lr(self) -> list:
@@ -288,6 +330,12 @@ class DeepSpeedEngine:
         """Save the module, this rank's optimizer state, scheduler, loss scale and counters to
         ``save_dir/tag`` (a collective: every rank calls it).
 
+        Args:
+            save_dir: the checkpoint folder.
+            tag: the sub-folder (default ``global_step<N>``).
+            client_state: a dict of the caller's own values (numbers, strings, tensors).
+            save_latest: write ``save_dir/latest`` with the tag.
+
         Returns:
             True.
         """
@@ -297,7 +345,15 @@ class DeepSpeedEngine:
     def load_checkpoint(self, load_dir, tag=None, load_module_strict: bool = True,
                         load_optimizer_states: bool = True, load_lr_scheduler_states: bool = True,
                         load_module_only: bool = False):
-        """Load what :meth:`save_checkpoint` wrote (``tag`` defaults to the ``latest`` file).
+        """Load what :meth:`save_checkpoint` wrote (a collective).
+
+        Args:
+            load_dir: the checkpoint folder.
+            tag: the sub-folder (default: the one ``load_dir/latest`` names).
+            load_module_strict: strict ``load_state_dict`` of the module.
+            load_optimizer_states: load this rank's optimizer state.
+            load_lr_scheduler_states: load the scheduler's state.
+            load_module_only: only the module's weights.
 
         Returns:
             ``(load_path, client_state)``, or ``(None, None)`` when there is no checkpoint.

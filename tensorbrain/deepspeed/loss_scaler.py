@@ -35,7 +35,11 @@ class DynamicLossScaler:
         return self.cur_scale
 
     def update_scale(self, overflow: bool) -> None:
-        """Record one optimizer step (``overflow``: a gradient was inf/NaN and it was skipped)."""
+        """Record one optimizer step.
+
+        Args:
+            overflow: a gradient was inf/NaN (the step was skipped).
+        """
         if self.dynamic:
             if overflow:
                 if self.delayed_shift == 1 or self.cur_hysteresis == 1:
@@ -57,12 +61,24 @@ class DynamicLossScaler:
         return dict(self.__dict__)
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore :meth:`state_dict`."""
+        """Restore :meth:`state_dict`.
+
+        Args:
+            state: what :meth:`state_dict` returned.
+        """
         self.__dict__.update(state)
 
 
 def from_config(fp16: dict) -> DynamicLossScaler:
-    """The scaler an ``"fp16"`` config section asks for (DeepSpeed's defaults)."""
+    """The scaler an ``"fp16"`` config section asks for (DeepSpeed's defaults).
+
+    Args:
+        fp16: the section (``loss_scale``, ``initial_scale_power``, ``loss_scale_window``,
+            ``hysteresis``, ``min_loss_scale``, ``consecutive_hysteresis``).
+
+    Returns:
+        A :class:`DynamicLossScaler`.
+    """
     static = float(fp16.get("loss_scale", 0) or 0)
     if static > 0:
         return DynamicLossScaler(init_scale=static, dynamic=False)

@@ -47,7 +47,17 @@ class WarmupLR(LRScheduler):
 
 
 class WarmupDecayLR(WarmupLR):
-    """:class:`WarmupLR`, then a linear decay to 0 at ``total_num_steps``."""
+    """:class:`WarmupLR`, then a linear decay to 0 at ``total_num_steps``.
+
+    Args:
+        optimizer: the optimizer.
+        total_num_steps: the step at which the learning rate reaches 0.
+        warmup_min_lr: as :class:`WarmupLR`.
+        warmup_max_lr: as :class:`WarmupLR`.
+        warmup_num_steps: as :class:`WarmupLR`.
+        warmup_type: as :class:`WarmupLR`.
+        last_batch_iteration: the step to resume from (-1: start).
+    """
 
     def __init__(self, optimizer, total_num_steps, warmup_min_lr=0.0, warmup_max_lr=0.001,
                  warmup_num_steps=1000, warmup_type="log", last_batch_iteration=-1):
@@ -67,7 +77,17 @@ class WarmupDecayLR(WarmupLR):
 
 class WarmupCosineLR(LRScheduler):
     """A warm-up to the optimizer's lr (ratio ``warmup_min_ratio`` -> 1), then a cosine decay
-    to ``cos_min_ratio`` times it at ``total_num_steps``."""
+    to ``cos_min_ratio`` times it at ``total_num_steps``.
+
+    Args:
+        optimizer: the optimizer (its lr is the peak).
+        total_num_steps: the end of the cosine.
+        warmup_min_ratio: the first lr as a fraction of the peak.
+        warmup_num_steps: the warm-up length.
+        cos_min_ratio: the last lr as a fraction of the peak.
+        warmup_type: "log" or "linear".
+        last_batch_iteration: the step to resume from (-1: start).
+    """
 
     def __init__(self, optimizer, total_num_steps, warmup_min_ratio=0.0, warmup_num_steps=1000,
                  cos_min_ratio=0.0001, warmup_type="log", last_batch_iteration=-1):

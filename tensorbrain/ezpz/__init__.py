@@ -29,7 +29,12 @@ def get_torch_device_type() -> str:
 
 
 def get_torch_device(*, device_type: str | None = None, as_torch_device: bool = False):
-    """The device type string ("cuda" or "cpu"), or a ``tb.device`` with ``as_torch_device``."""
+    """The device type string ("cuda" or "cpu"), or a ``tb.device`` with ``as_torch_device``.
+
+    Args:
+        device_type: force this type.
+        as_torch_device: return a ``tb.device``.
+    """
     import tensorbrain as tb
     kind = device_type or get_torch_device_type()
     return tb.device(kind) if as_torch_device else kind
@@ -52,7 +57,12 @@ def get_rank() -> int:
 
 
 def get_world_size(total: bool = True, in_use: bool = True) -> int:
-    """The number of processes."""
+    """The number of processes.
+
+    Args:
+        total: accepted (ezpz's).
+        in_use: accepted (ezpz's).
+    """
     dist = _dist()
     if dist.is_initialized():
         return dist.get_world_size()
@@ -90,7 +100,11 @@ def get_num_nodes() -> int:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's ``random``, NumPy and TensorBrain."""
+    """Seed Python's ``random``, NumPy and TensorBrain.
+
+    Args:
+        seed: the seed.
+    """
     import tensorbrain as tb
     random.seed(seed)
     np.random.seed(seed % 2 ** 32)
@@ -151,7 +165,23 @@ def setup_torch(backend: str = "DDP", port=None, seed=None, timeout=None, **kwar
 def setup(framework: str = "pytorch", backend: str = "DDP", port=None, seed=None,
           precision=None, ngpus=None, **kwargs) -> int:
     """ezpz's entry point: ``framework="pytorch"`` only (TensorFlow is not supported); see
-    :func:`setup_torch`. Returns the global rank."""
+    :func:`setup_torch`.
+
+    Args:
+        framework: "pytorch".
+        backend: "DDP", "deepspeed" or "horovod".
+        port: MASTER_PORT when the launcher did not set one.
+        seed: seed every generator with it.
+        precision: accepted.
+        ngpus: accepted.
+        **kwargs: passed to :func:`setup_torch`.
+
+    Returns:
+        The global rank.
+
+    Raises:
+        ValueError: another framework or backend.
+    """
     if str(framework).lower() not in ("pytorch", "torch", "pt"):
         raise ValueError(f"ezpz framework {framework!r} is not supported by tensorbrain.ezpz "
                          f"(only 'pytorch')")
@@ -167,6 +197,10 @@ def cleanup() -> None:
 def timeitlogit(rank: int | None = None, verbose: bool = True):
     """Decorator: time each call and log ``fn(args) took: dt=...s`` on rank 0 (``rank``:
     the caller's rank; default: :func:`get_rank` at call time).
+
+    Args:
+        rank: the caller's rank (None: asked at each call).
+        verbose: log at all.
 
     Example:
         >>> @timeitlogit(rank=0)

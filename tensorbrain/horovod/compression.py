@@ -7,12 +7,24 @@ class Compressor:
 
     @staticmethod
     def compress(tensor):
-        """Returns ``(tensor to send, context)``."""
+        """What to send.
+
+        Args:
+            tensor: the tensor.
+
+        Returns:
+            ``(tensor to send, context)``.
+        """
         raise NotImplementedError
 
     @staticmethod
     def decompress(tensor, ctx):
-        """The received tensor back in the original form."""
+        """The received tensor back in the original form.
+
+        Args:
+            tensor: the received tensor.
+            ctx: the context :meth:`compress` returned.
+        """
         raise NotImplementedError
 
 
@@ -21,10 +33,12 @@ class NoneCompressor(Compressor):
 
     @staticmethod
     def compress(tensor):
+        """``(tensor, None)``: sent as is."""
         return tensor, None
 
     @staticmethod
     def decompress(tensor, ctx):
+        """``tensor`` as received."""
         return tensor
 
 
@@ -33,6 +47,7 @@ class FP16Compressor(Compressor):
 
     @staticmethod
     def compress(tensor):
+        """A floating tensor as float16, with its dtype as the context."""
         import tensorbrain as tb
         if tensor.is_floating_point() and tensor.dtype != tb.float16:
             return tensor.to(tb.float16), tensor.dtype
@@ -40,6 +55,7 @@ class FP16Compressor(Compressor):
 
     @staticmethod
     def decompress(tensor, ctx):
+        """Back to the original dtype."""
         return tensor if ctx is None else tensor.to(ctx)
 
 

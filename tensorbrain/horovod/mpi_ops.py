@@ -29,7 +29,15 @@ def _need_init(what: str) -> None:
 
 def init(comm=None, process_sets=None) -> None:
     """Join the process group from the launcher's environment (tbrun, torchrun, mpiexec,
-    Slurm, the hostfile launcher); a single process without those runs alone (size 1)."""
+    Slurm, the hostfile launcher); a single process without those runs alone (size 1).
+
+    Args:
+        comm: not supported (an MPI communicator).
+        process_sets: not supported.
+
+    Raises:
+        ValueError: ``comm`` or ``process_sets`` given.
+    """
     if comm is not None or process_sets is not None:
         raise ValueError("hvd.init(comm=..., process_sets=...) is not supported by "
                          "tensorbrain.horovod: every process joins the one global set")
@@ -137,13 +145,27 @@ class _Handle:
 
 
 def poll(handle) -> bool:
-    """Whether ``handle``'s operation has finished (never blocks)."""
+    """Whether ``handle``'s operation has finished (never blocks).
+
+    Args:
+        handle: from an ``*_async`` call.
+    """
     return handle.done or handle.work is None or bool(getattr(handle.work, "is_completed",
                                                               lambda: False)())
 
 
 def synchronize(handle):
-    """Wait for an ``*_async`` operation and return its result."""
+    """Wait for an ``*_async`` operation and return its result.
+
+    Args:
+        handle: from an ``*_async`` call.
+
+    Returns:
+        The operation's result (the reduced tensor...).
+
+    Raises:
+        ValueError: not a handle.
+    """
     if not isinstance(handle, _Handle):
         raise ValueError(f"synchronize() takes a handle from an *_async call, got "
                          f"{type(handle).__name__}")
@@ -171,7 +193,20 @@ def _reduce_op(op):
 # ---- allreduce ----------------------------------------------------------------------------
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=None):
-    """Start an in-place all-reduce of ``tensor``; :func:`synchronize` waits and returns it."""
+    """Start an in-place all-reduce of ``tensor``; :func:`synchronize` waits and returns it.
+
+    Args:
+        tensor: reduced in place.
+        average: the old spelling of ``op`` (True: Average, False: Sum).
+        name: accepted (Horovod's tensor name).
+        op: ``Average`` (default), ``Sum``, ``Min``, ``Max``, ``Product``.
+        prescale_factor: multiply before the reduction.
+        postscale_factor: multiply after it.
+        process_set: accepted; the global set.
+
+    Returns:
+        A handle.
+    """
     _need_init("allreduce")
     op = _check_op(op, average)
     from ..autograd import grad_mode
@@ -190,14 +225,40 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=None):
-    """All-reduce ``tensor`` in place (average by default); returns it."""
+    """All-reduce ``tensor`` in place (average by default).
+
+    Args:
+        tensor: reduced in place.
+        average: the old spelling of ``op``.
+        name: accepted.
+        op: as :func:`allreduce_async_`.
+        prescale_factor: multiply before the reduction.
+        postscale_factor: multiply after it.
+        process_set: accepted; the global set.
+
+    Returns:
+        ``tensor``.
+    """
     return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
                                         postscale_factor, process_set))
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=None):
-    """:func:`allreduce_async_` on a copy (``tensor`` is left as it is)."""
+    """:func:`allreduce_async_` on a copy (``tensor`` is left as it is).
+
+    Args:
+        tensor: this process's tensor.
+        average: the old spelling of ``op``.
+        name: accepted.
+        op: as :func:`allreduce_async_`.
+        prescale_factor: multiply before the reduction.
+        postscale_factor: multiply after it.
+        process_set: accepted; the global set.
+
+    Returns:
+        A handle.
+    """
     return allreduce_async_(tensor.detach().clone(), average, name, op, prescale_factor,
                             postscale_factor, process_set)
 
@@ -225,7 +286,21 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
 
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=None):
-    """:func:`allreduce` of each tensor in a list."""
+    """:func:`allreduce` of each tensor in a list.
+
+    Args:
+        tensors: the tensors.
+        average: the old spelling of ``op``.
+        name: accepted.
+        compression: as :func:`allreduce`.
+        op: as :func:`allreduce`.
+        prescale_factor: multiply before the reduction.
+        postscale_factor: multiply after it.
+        process_set: accepted; the global set.
+
+    Returns:
+        The results, in order.
+    """
     return [allreduce(t, average, name, compression, op, prescale_factor, postscale_factor)
             for t in tensors]
 
@@ -237,7 +312,19 @@ def _done(value):
 
 def allgather(tensor, name=None, process_set=None):
     """Concatenate every process's ``tensor`` along dim 0 (the first dimension may differ
-    between processes; the others must match)."""
+    between processes; the others must match).
+
+    Args:
+        tensor: this process's tensor.
+        name: accepted.
+        process_set: accepted; the global set.
+
+    Returns:
+        The concatenation in rank order.
+
+    Raises:
+        ValueError: the dimensions after the first differ between processes.
+    """
     import tensorbrain as tb
     _need_init("allgather")
     dist = _dist()
@@ -268,7 +355,17 @@ def allgather_async(tensor, name=None, process_set=None):
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=None):
-    """Overwrite ``tensor`` with ``root_rank``'s, in place; returns it."""
+    """Overwrite ``tensor`` with ``root_rank``'s, in place.
+
+    Args:
+        tensor: overwritten in place (read on ``root_rank``).
+        root_rank: the sender.
+        name: accepted.
+        process_set: accepted; the global set.
+
+    Returns:
+        ``tensor``.
+    """
     _need_init("broadcast")
     from ..autograd import grad_mode
     with grad_mode.no_grad():
@@ -277,7 +374,17 @@ def broadcast_(tensor, root_rank, name=None, process_set=None):
 
 
 def broadcast(tensor, root_rank, name=None, process_set=None):
-    """``root_rank``'s ``tensor``, as a new tensor on every process."""
+    """``root_rank``'s ``tensor``, as a new tensor on every process.
+
+    Args:
+        tensor: read on ``root_rank``; gives the shape elsewhere.
+        root_rank: the sender.
+        name: accepted.
+        process_set: accepted; the global set.
+
+    Returns:
+        A new tensor.
+    """
     return broadcast_(tensor.detach().clone(), root_rank, name)
 
 
@@ -293,7 +400,20 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=None):
 
 def alltoall(tensor, splits=None, name=None, process_set=None):
     """Send block ``j`` of ``tensor`` (dim 0, split evenly or by ``splits``) to rank ``j``;
-    return the received blocks concatenated (and, with ``splits``, the received sizes)."""
+    return the received blocks concatenated (and, with ``splits``, the received sizes).
+
+    Args:
+        tensor: this process's rows.
+        splits: rows for each rank (default: equal blocks).
+        name: accepted.
+        process_set: accepted; the global set.
+
+    Returns:
+        The received rows, or ``(rows, received_splits)`` when ``splits`` is given.
+
+    Raises:
+        ValueError: rows not divisible without ``splits``, or ``splits`` of the wrong length/sum.
+    """
     import tensorbrain as tb
     _need_init("alltoall")
     dist, n = _dist(), size()
@@ -324,7 +444,20 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
 def reducescatter(tensor, name=None, compression=None, op=None, process_set=None,
                   prescale_factor=1.0, postscale_factor=1.0):
     """Reduce ``tensor`` over the processes (average by default) and return this rank's block
-    of dim 0 (the first ``rows % size`` ranks get one row more)."""
+    of dim 0 (the first ``rows % size`` ranks get one row more).
+
+    Args:
+        tensor: this process's tensor (same shape everywhere).
+        name: accepted.
+        compression: accepted (sent uncompressed).
+        op: ``Average`` (default), ``Sum``, ``Min``, ``Max``, ``Product``.
+        process_set: accepted; the global set.
+        prescale_factor: multiply before the reduction.
+        postscale_factor: multiply after it.
+
+    Returns:
+        This rank's block of the result.
+    """
     _need_init("reducescatter")
     op = _check_op(op)
     total = allreduce(tensor * prescale_factor if prescale_factor != 1.0 else tensor,
@@ -343,7 +476,11 @@ def reducescatter_async(tensor, name=None, compression=None, op=None, process_se
 
 
 def barrier(process_set=None) -> None:
-    """Wait for every process."""
+    """Wait for every process.
+
+    Args:
+        process_set: accepted; the global set.
+    """
     _need_init("barrier")
     _dist().barrier()
 
@@ -353,6 +490,12 @@ def join(device=-1) -> int:
 
     Unlike Horovod, a process that has joined does not answer the others' all-reduces with
     zeros: every process must call ``join`` after the same number of collectives.
+
+    Args:
+        device: accepted.
+
+    Returns:
+        The rank that called ``join`` last.
     """
     _need_init("join")
     dist = _dist()

@@ -206,7 +206,13 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
 
 def broadcast_parameters(params, root_rank: int = 0, process_set=None) -> None:
     """Overwrite every tensor in ``params`` (a state dict, or ``(name, tensor)`` pairs such as
-    ``model.named_parameters()``) with ``root_rank``'s, in place."""
+    ``model.named_parameters()``) with ``root_rank``'s, in place.
+
+    Args:
+        params: a state dict or ``(name, tensor)`` pairs.
+        root_rank: the sender.
+        process_set: accepted; the global set.
+    """
     items = sorted(params.items()) if isinstance(params, dict) else list(params)
     for _, t in items:
         if t is not None:
@@ -214,7 +220,13 @@ def broadcast_parameters(params, root_rank: int = 0, process_set=None) -> None:
 
 
 def broadcast_optimizer_state(optimizer, root_rank: int = 0, process_set=None) -> None:
-    """Make every process's optimizer state and hyperparameters ``root_rank``'s."""
+    """Make every process's optimizer state and hyperparameters ``root_rank``'s.
+
+    Args:
+        optimizer: the optimizer (loaded in place on the other ranks).
+        root_rank: the sender.
+        process_set: accepted; the global set.
+    """
     if mpi_ops.size() == 1:
         return
     from .. import distributed as dist
@@ -226,7 +238,17 @@ def broadcast_optimizer_state(optimizer, root_rank: int = 0, process_set=None) -
 
 def broadcast_object(obj, root_rank: int = 0, name=None, process_set=None):
     """``root_rank``'s ``obj`` on every process (sent with TensorBrain's safe object codec:
-    dicts, lists, numbers, strings, tensors, arrays; no pickle)."""
+    dicts, lists, numbers, strings, tensors, arrays; no pickle).
+
+    Args:
+        obj: the object (read on ``root_rank``).
+        root_rank: the sender.
+        name: accepted.
+        process_set: accepted; the global set.
+
+    Returns:
+        ``root_rank``'s object.
+    """
     from .. import distributed as dist
     if mpi_ops.size() == 1:
         return obj
@@ -236,7 +258,16 @@ def broadcast_object(obj, root_rank: int = 0, name=None, process_set=None):
 
 
 def allgather_object(obj, name=None, process_set=None) -> list:
-    """Every process's ``obj``, in rank order."""
+    """Every process's ``obj``, in rank order.
+
+    Args:
+        obj: this process's object (safe codec types).
+        name: accepted.
+        process_set: accepted; the global set.
+
+    Returns:
+        A list with one object per rank.
+    """
     from .. import distributed as dist
     if mpi_ops.size() == 1:
         return [obj]

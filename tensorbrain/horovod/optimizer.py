@@ -12,6 +12,8 @@ from .compression import Compression
 
 #: Tensor Fusion's buffer size (Horovod: HOROVOD_FUSION_THRESHOLD, bytes; default 64 MiB)
 DEFAULT_FUSION_BYTES = 64 * 1024 * 1024
+#: the first bucket's size, as DDP's (it fills first, so communication starts early)
+FIRST_BUCKET_BYTES = 1024 * 1024
 
 
 class _Fusion:
@@ -20,7 +22,9 @@ class _Fusion:
     def __init__(self, params, names, fusion_bytes):
         from ..nn.parallel._reducer import compute_bucket_assignment_by_size
         order = list(reversed(range(len(params))))   # gradients arrive roughly in reverse
-        self.buckets = compute_bucket_assignment_by_size(params, order, [fusion_bytes])
+        # as DDP: a small first bucket (1 MiB) starts communicating early in backward
+        limits = [min(FIRST_BUCKET_BYTES, fusion_bytes), fusion_bytes]
+        self.buckets = compute_bucket_assignment_by_size(params, order, limits)
         self.where = {i: b for b, idx in enumerate(self.buckets) for i in idx}
         self.reset()
 

@@ -338,11 +338,15 @@ class Accelerator(CollectivesMixin, StateMixin):
             A ``DataLoaderShard``.
 
         Raises:
-            ValueError: ``split_batches=True`` (not supported).
+            ValueError: ``split_batches=True``, or an IterableDataset loader (not supported).
         """
         if self.split_batches:
             raise ValueError("split_batches=True is not supported by tensorbrain.accelerate yet; "
                              "use the default (each process gets whole batches)")
+        if data_loader.batch_sampler is None:
+            raise ValueError("prepare(): DataLoaders over an IterableDataset (or with "
+                             "batch_size=None) are not supported by tensorbrain.accelerate yet; "
+                             "use a map-style Dataset with a batch_size")
         seed = _shared_seed(self.num_processes)
         loader = DataLoaderShard(data_loader, self.gradient_state, self.num_processes,
                                  self.process_index, self.even_batches, seed)

@@ -98,3 +98,23 @@ def test_fsdp_from_a_config_file_matches_one_process(tmp_path):
     run(PROG, "--batch", "8", "--out", str(tmp_path / "fsdp.st"), nproc=2,
         env={"ACCELERATE_CONFIG_FILE": str(cfg)})
     assert_close(weights(tmp_path / "one.st"), weights(tmp_path / "fsdp.st"))
+
+
+def test_unsupported_options_are_clear_errors():
+    import tensorbrain as tb
+    from tensorbrain.accelerate import Accelerator
+
+    class Stream(tb.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(4))
+
+    acc = Accelerator(cpu=True)
+    with pytest.raises(ValueError, match="IterableDataset"):
+        acc.prepare(tb.utils.data.DataLoader(Stream(), batch_size=2))
+    with pytest.raises(ValueError, match="split_batches=True is not supported"):
+        Accelerator(cpu=True, split_batches=True).prepare(
+            tb.utils.data.DataLoader(list(range(4)), batch_size=2))
+    with pytest.raises(ValueError, match="trackers are not supported"):
+        Accelerator(cpu=True, log_with="wandb")
+    with pytest.raises(ValueError, match="fp8"):
+        Accelerator(cpu=True, mixed_precision="fp8")

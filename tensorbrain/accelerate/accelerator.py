@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import os
 
-from .. import _config  # noqa: F401  (keeps tensorbrain's import order: core first)
 from ._wrappers import AcceleratedOptimizer, AcceleratedScheduler
 from .collectives import CollectivesMixin, _recurse, _split  # noqa: F401
 from .checkpointing import StateMixin

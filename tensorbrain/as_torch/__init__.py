@@ -31,6 +31,10 @@ _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 
 #: import prefix -> the module that serves it; ``torch.a.b`` is served by ``tensorbrain.a.b``.
 ALIASES: dict[str, str] = {"torch": "tensorbrain"}
+# the front doors (docs/accelerate.md, docs/deepspeed.md, docs/horovod.md, docs/ezpz.md)
+ALIASES.update({"accelerate": "tensorbrain.accelerate", "deepspeed": "tensorbrain.deepspeed",
+                "horovod": "tensorbrain.horovod", "horovod.torch": "tensorbrain.horovod.torch",
+                "ezpz": "tensorbrain.ezpz"})
 #: exact module names served by a module elsewhere than the prefix rule says.
 OVERRIDES: dict[str, str] = {}
 
@@ -105,7 +109,7 @@ class _GapMarkingFinder(importlib.abc.MetaPathFinder):
 
 
 def _alias_of(real: str) -> str | None:
-    for prefix, target in ALIASES.items():
+    for prefix, target in sorted(ALIASES.items(), key=lambda kv: -len(kv[1])):  # most specific
         if real == target or real.startswith(target + "."):
             return prefix + real[len(target):]
     return None

@@ -47,7 +47,7 @@ def rng_states() -> dict:
     py = random.getstate()
     return {"python": [py[0], list(py[1]), py[2]],
             "numpy": _np_state(np.random.get_state()),
-            "tensorbrain": _random.default_generator.get_state()}
+            "tensorbrain": _random.default_generator.rng.bit_generator.state}  # JSON-able dict
 
 
 def set_rng_states(states: dict) -> None:

@@ -114,3 +114,6 @@ declare("TB_USE_AGENT_STORE", _bool, False,
 declare("TB_DEFAULT_BACKEND", _str, "",
         "Backend that init_process_group(backend=None) uses for CPU tensors (e.g. mpi for jobs "
         "started with mpiexec). Empty: tcp.")
+declare("TB_WAIT_REPORT_S", float, 30.0,
+        "While init_process_group (rank 0) waits for ranks to join, it prints every this many "
+        "seconds which ranks have joined and which are missing, and what to check. 0: never.")

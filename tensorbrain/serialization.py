@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import tempfile
 
 import numpy as np
@@ -122,7 +123,8 @@ def save(obj, f) -> None:
     structure = enc.encode(obj, "")
     metadata = {"format": FORMAT, "tensorbrain": json.dumps(structure, separators=(",", ":"))}
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    _remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=folder)
     os.close(fd)
     try:
         stn.save_file(enc.arrays, tmp, metadata=metadata)
@@ -145,6 +147,48 @@ def save(obj, f) -> None:
         pass
 
 
+def _temp_prefix(path) -> str:
+    """``.<name>.tbtmp-<host>-<pid>-``: a writer's temp file names its host and pid, so the next
+    save to the same path can tell a dead writer's leftover from a live writer's file."""
+    host = socket.gethostname().replace("-", "_").replace(os.sep, "_")
+    return f".{os.path.basename(path)}.tbtmp-{host}-{os.getpid()}-"
+
+
+def _remove_stale_temps(path) -> None:
+    """Delete temp files of ``path`` left by writers on this host whose process is gone (a save
+    killed mid-write). Files of live writers and of other hosts are left alone."""
+    folder = os.path.dirname(os.path.abspath(path))
+    host = socket.gethostname().replace("-", "_").replace(os.sep, "_")
+    head = f".{os.path.basename(path)}.tbtmp-{host}-"
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(head) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(head):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid() or _pid_running(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] not in (b"Z", b"X", b"x")
+    except OSError:
+        return True
+
+
 # ***** decoding *****
 def load(f, map_location=None, weights_only=True):
     """Load a checkpoint written by :func:`save`.
@@ -163,9 +207,11 @@ def load(f, map_location=None, weights_only=True):
     if not os.path.exists(path):
         raise FileNotFoundError(f"no checkpoint at {path!r}")
     try:
-        with safe_open(path, framework="numpy") as sf:
-            metadata = sf.metadata() or {}
-            arrays = {k: sf.get_tensor(k) for k in sf.keys()}
+        metadata, arrays = _read_direct(path)
+        if arrays is None:  # a dtype the direct reader does not know: safetensors reads it
+            with safe_open(path, framework="numpy") as sf:
+                metadata = sf.metadata() or {}
+                arrays = {k: sf.get_tensor(k) for k in sf.keys()}
     except Exception as exc:  # safetensors raises its own error types for bad files
         size = os.path.getsize(path)
         raise ValueError(f"{path!r} ({size} bytes) is not a readable TensorBrain checkpoint: it is "
@@ -180,8 +226,60 @@ def load(f, map_location=None, weights_only=True):
     try:
         structure = json.loads(metadata["tensorbrain"])
         return _decode(structure, arrays, map_location)
-    except (KeyError, ValueError, TypeError) as exc:
-        raise ValueError(f"{path!r} has a damaged TensorBrain structure: {exc}") from None
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+        # RecursionError: a crafted structure nested thousands deep; AttributeError/IndexError:
+        # a node of the wrong JSON type. All mean the file is damaged, never a crash.
+        raise ValueError(f"{path!r} has a damaged TensorBrain structure: "
+                         f"{type(exc).__name__}: {exc}"[:2000]) from None
+
+
+# safetensors dtype names -> NumPy (the ones tb.save writes; others go through safetensors)
+_ST_DTYPES = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "U16": "uint16", "I16": "int16",
+              "U32": "uint32", "I32": "int32", "U64": "uint64", "I64": "int64", "F16": "float16",
+              "F32": "float32", "F64": "float64"}
+_MAX_HEADER = 100 * 1024 * 1024  # safetensors' own cap on the JSON header
+
+
+def _read_direct(path):
+    """``(metadata, {name: array})`` read straight from the file into the final arrays: one
+    copy, so peak memory is about the file size (safetensors' reader plus a copy made 2.3x).
+    ``arrays`` is None when an entry has a dtype not listed in ``_ST_DTYPES``. Every offset,
+    shape and size is checked against the file before anything is allocated."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise ValueError("shorter than the 8-byte safetensors header length")
+        n = int.from_bytes(head, "little")
+        if n > min(_MAX_HEADER, size - 8):
+            raise ValueError(f"header length {n} exceeds the file")
+        header = json.loads(fh.read(n))
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+        metadata = header.pop("__metadata__", None) or {}
+        if not isinstance(metadata, dict):
+            raise ValueError("__metadata__ is not a JSON object")
+        data_start, data_len = 8 + n, size - 8 - n
+        plan = []
+        for name, info in header.items():
+            dt = _ST_DTYPES.get(info.get("dtype")) if isinstance(info, dict) else None
+            if dt is None:
+                return metadata, None
+            shape, (lo, hi) = [int(d) for d in info["shape"]], [int(o) for o in info["data_offsets"]]
+            count = math.prod(shape)
+            if min(shape, default=0) < 0 or not 0 <= lo <= hi <= data_len \
+                    or hi - lo != count * np.dtype(dt).itemsize:
+                raise ValueError(f"entry {name!r}: shape {shape} x {dt} does not match its byte "
+                                 f"range [{lo}, {hi}) in a data section of {data_len} bytes")
+            plan.append((lo, name, shape, dt))
+        arrays = {}
+        for lo, name, shape, dt in sorted(plan):
+            arr = np.empty(shape, dt)
+            fh.seek(data_start + lo)
+            if arr.nbytes and fh.readinto(memoryview(arr.reshape(-1).view(np.uint8))) != arr.nbytes:
+                raise ValueError(f"entry {name!r} is truncated")
+            arrays[name] = arr
+    return metadata, arrays
 
 
 def _decode(node, arrays, map_location):

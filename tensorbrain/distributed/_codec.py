@@ -28,6 +28,12 @@ import struct
 import numpy as np
 
 MAX_DEPTH = 200
+# The same limits as the rest of the stack: ints of at most MAX_INT_DIGITS decimal digits
+# (int() of a long digit string costs quadratic time; Python's own cap is 4300), and only the
+# dtypes the collectives move (_tcp_wire._DTYPES): no float128/complex256, no datetimes.
+MAX_INT_DIGITS = 1024
+_DTYPE_NAMES = frozenset({"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                          "uint64", "float16", "float32", "float64", "complex64", "complex128"})
 _ALLOWED = "None, bool, int, float, complex, str, bytes, list, tuple, dict, NumPy arrays, Tensors"
 _ARRAY_KINDS = "biufc"
 
@@ -61,7 +67,13 @@ def _enc(obj, out: bytearray, path: str, depth: int) -> None:
         out += b"g"  # NumPy scalars keep their type (np.float64 is also a float)
         _enc_array(np.asarray(obj), out, path)
     elif type(obj) is int or (isinstance(obj, int) and not isinstance(obj, bool)):
+        if obj.bit_length() > MAX_INT_DIGITS * 3.33:  # before str(): no quadratic conversion
+            raise ValueError(f"object collectives carry ints of at most {MAX_INT_DIGITS} digits; "
+                             f"got one of {obj.bit_length()} bits at {path}")
         text = str(int(obj)).encode()
+        if len(text.lstrip(b"-")) > MAX_INT_DIGITS:
+            raise ValueError(f"object collectives carry ints of at most {MAX_INT_DIGITS} digits; "
+                             f"got {len(text)} at {path}")
         out += b"i"
         _varint(len(text), out)
         out += text
@@ -107,9 +119,9 @@ def _enc(obj, out: bytearray, path: str, depth: int) -> None:
 
 
 def _enc_array(arr: np.ndarray, out: bytearray, path: str) -> None:
-    if arr.dtype.kind not in _ARRAY_KINDS:
-        raise TypeError(f"object collectives carry numeric/bool arrays only; got dtype "
-                        f"{arr.dtype} at {path}")
+    if arr.dtype.kind not in _ARRAY_KINDS or arr.dtype.name not in _DTYPE_NAMES:
+        raise TypeError(f"object collectives carry arrays of {', '.join(sorted(_DTYPE_NAMES))} "
+                        f"only; got dtype {arr.dtype} at {path}")
     arr = np.asarray(arr, dtype=arr.dtype.newbyteorder("<"), order="C")
     dt = arr.dtype.str.encode()
     _varint(len(dt), out)
@@ -174,8 +186,9 @@ def _dec(r: _Reader, depth: int):
         return False
     if tag == b"i":
         n = r.varint()
-        if n > 10000:
-            raise ValueError("corrupt object payload: integer of more than 10000 digits")
+        if n > MAX_INT_DIGITS + 1:  # digits and a sign
+            raise ValueError(f"corrupt object payload: integer of more than {MAX_INT_DIGITS} "
+                             "digits")
         return int(bytes(r.take(n)))
     if tag == b"f":
         return struct.unpack("<d", r.take(8))[0]
@@ -228,8 +241,9 @@ def _dec_array(r: _Reader) -> np.ndarray:
         dtype = np.dtype(dt_text)
     except TypeError:
         raise ValueError(f"corrupt object payload: bad dtype {dt_text!r}") from None
-    if dtype.kind not in _ARRAY_KINDS or dtype.hasobject:
-        raise ValueError(f"corrupt object payload: dtype {dt_text!r} is not numeric")
+    if dtype.kind not in _ARRAY_KINDS or dtype.hasobject or dtype.name not in _DTYPE_NAMES:
+        raise ValueError(f"corrupt object payload: dtype {dt_text!r} is not one the "
+                         "collectives carry")
     ndim = r.varint()
     if ndim > 64:
         raise ValueError("corrupt object payload: more than 64 dimensions")

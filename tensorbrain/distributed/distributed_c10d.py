@@ -19,6 +19,8 @@ import enum
 import threading
 from datetime import timedelta
 
+import time
+
 import numpy as np
 
 from . import _codec, _work, backends
@@ -183,6 +185,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         requested = parts.get(dev_type, next(iter(parts.values()))).lower()
     name = backends.canonical_name(requested)  # unknown backend -> ValueError listing the known
     timeout_s = _seconds(timeout)
+    deadline = time.monotonic() + timeout_s  # ONE deadline for every wait of the set-up
     launched = None
     if store is None and init_method is None:
         # backends that bring their own launcher (mpi under mpiexec) know rank and size already
@@ -208,9 +211,10 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     from .store import PrefixStore
     prefix = f"tb_pg{_INIT_COUNT[0]}"
     if launched is None:
-        _check_world_size(PrefixStore(prefix, store), rank, world_size, timeout_s)
+        _check_world_size(PrefixStore(prefix, store), rank, world_size, timeout_s, deadline)
     be = backends.create_backend(name, PrefixStore(f"{prefix}/default", store), rank, world_size,
-                                 timeout_s, "default", global_ranks=range(world_size))
+                                 timeout_s, "default", global_ranks=range(world_size),
+                                 deadline=deadline)
     pg = ProcessGroup("default", range(world_size), rank, be, requested, timeout_s)
     with _WORLD.lock:
         _WORLD.default, _WORLD.store, _WORLD.prefix = pg, store, prefix
@@ -229,20 +233,25 @@ def _check_rank(rank, world_size) -> None:
                          f"(ranks are 0..{world_size - 1}); check RANK/WORLD_SIZE")
 
 
-def _check_world_size(store, rank, world_size, timeout_s) -> None:
-    """Every rank must agree on world_size: compare with rank 0's (rank 0 checks everyone)."""
+def _check_world_size(store, rank, world_size, timeout_s, deadline=None) -> None:
+    """Every rank must agree on world_size: compare with rank 0's (rank 0 checks everyone).
+    Waits in slices until ``deadline``: a rank that joined and died is named at once, a store
+    that fails ends the wait with its error (see ``_liveness.wait_keys``)."""
     if world_size == 1:
         return
-    store.set(f"ws/{rank}", str(world_size).encode())
+    from . import _liveness
+    from .errors import DistTimeoutError
+    deadline = time.monotonic() + timeout_s if deadline is None else deadline
+    _announce(store, rank, world_size)
     keys = [f"ws/{j}" for j in range(world_size)] if rank == 0 else ["ws/0"]
     try:
-        store.wait(keys, timedelta(seconds=timeout_s))
-    except Exception as exc:  # noqa: BLE001
-        from .errors import DistTimeoutError
-        missing = [k.split("/")[1] for k in keys if not _safe_check(store, k)]
+        _liveness.wait_keys(store, keys, deadline, "init_process_group",
+                            {i: int(k.split("/")[1]) for i, k in enumerate(keys)},
+                            report=_wait_reporter(world_size, timeout_s) if rank == 0 else None)
+    except DistTimeoutError as exc:
         raise DistTimeoutError(
-            f"init_process_group: rank(s) {', '.join(missing) or '?'} of world_size "
-            f"{world_size} did not join within {timeout_s:g} s ({exc})") from None
+            f"init_process_group: rank(s) of world_size {world_size} did not join within "
+            f"{timeout_s:g} s ({exc})") from None
     for k in keys:
         theirs = int(store.get(k))
         if theirs != world_size:
@@ -250,6 +259,29 @@ def _check_world_size(store, rank, world_size, timeout_s) -> None:
             raise ValueError(f"init_process_group: inconsistent world_size: rank {rank} was "
                              f"started with world_size={world_size} but rank {who} with "
                              f"{theirs}; every rank must use the same WORLD_SIZE")
+
+
+def _wait_reporter(world_size, timeout_s):
+    """Rank 0's progress line while ranks are missing (every TB_WAIT_REPORT_S seconds)."""
+    import sys
+
+    def report(joined, missing, waited):
+        sys.stderr.write(
+            f"[tensorbrain] init_process_group: rank 0 has waited {waited:.0f} s (timeout "
+            f"{timeout_s:g} s) for world_size {world_size}: joined {joined}, missing {missing}. "
+            f"Check that {world_size} processes were started (launcher --nnodes x "
+            "--nproc_per_node), that they use the same MASTER_ADDR:MASTER_PORT and WORLD_SIZE, "
+            "and that the missing ones did not fail at start-up (their logs).\n")
+        sys.stderr.flush()
+    return report
+
+
+def _announce(store, rank, world_size) -> None:
+    """Publish this rank's join record: its world_size, then (for liveness checks) pid and host."""
+    from . import _liveness
+    from .store import PrefixStore
+    store.set(f"ws/{rank}", str(world_size).encode())
+    _liveness.announce(PrefixStore("default", store), rank)  # seen by the default group's backend
 
 
 def _safe_check(store, key) -> bool:

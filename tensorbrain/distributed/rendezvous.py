@@ -109,7 +109,10 @@ def _scoped(store: Store) -> PrefixStore:
 def _tcp_store(host, port, rank, world, timeout, agent_store=False) -> TCPStore:
     if agent_store:  # tbrun's agent already serves the store; every rank is a client
         return TCPStore(host, port, None, False, timeout)
-    return TCPStore(host, port, world, rank == 0, timeout, wait_for_workers=True)
+    # The master does not wait here for the others to connect: init_process_group's join check
+    # waits for them by rank, names the missing ones (every TB_WAIT_REPORT_S on rank 0) and a
+    # rank that joined and died, all within the one deadline it was given.
+    return TCPStore(host, port, world, rank == 0, timeout, wait_for_workers=False)
 
 
 # ***** the handlers *****

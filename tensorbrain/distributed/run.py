@@ -450,6 +450,7 @@ class Agent:
         self.store: PrefixStore | None = None
         self.attempt = 0
         self.multi = cfg.max_nodes > 1
+        self.guardian = None  # kills the workers' process groups if tbrun is SIGKILLed
         self.log_root = None
         if any(cfg.redirects.values()) or any(cfg.tee.values()):
             self.log_root = cfg.log_dir or tempfile.mkdtemp(prefix="tbrun_logs_")
@@ -576,6 +577,10 @@ class Agent:
                                         preexec_fn=_pdeathsig if _LIBC is not None else None)
                 w = Worker(rank, lr, proc)
                 self.workers.append(w)
+                if self.guardian is None:
+                    from ._guardian import Guardian
+                    self.guardian = Guardian(cfg.run_id)
+                self.guardian.add(proc.pid)
                 self._start_pumps(w)
         finally:
             self.spawning = False
@@ -641,8 +646,15 @@ class Agent:
                 if local_done and s.check([f"done/{r}" for r in range(self.nnodes)]):
                     return "done", None
 
+    def _forget_stopped(self):
+        if self.guardian is not None:
+            for w in self.workers:
+                if w.stopped:
+                    self.guardian.forget(w.proc.pid)
+
     def _stop_local(self, sig):
         stop_workers(self.workers, sig, self.cfg.stop_timeout)
+        self._forget_stopped()
         removed = cleanup_shm(self.cfg.run_id)
         if removed:
             notice(f"removed {len(removed)} leftover shared-memory segment(s) of run "
@@ -663,6 +675,7 @@ class Agent:
                 # every worker exited 0; what is left in their process groups (children they
                 # started and did not wait for) must not outlive the job either
                 stop_workers(self.workers, signal.SIGKILL, 0)
+                self._forget_stopped()
                 cleanup_shm(cfg.run_id)
                 self._goodbye()
                 return 0
@@ -692,6 +705,9 @@ class Agent:
     def close(self, sig=signal.SIGTERM):
         if self.workers:
             self._stop_local(sig)
+        if self.guardian is not None:
+            self.guardian.close()
+            self.guardian = None
         for s in (getattr(self, "raw_store", None), self.store_server):
             if s is not None:
                 s.close()
@@ -740,6 +756,7 @@ def main(argv=None) -> int:
     except UsageError as exc:
         print(f"tbrun: error: {exc}", file=sys.stderr)
         return 2
+    warn_placement_overrides(cfg)
     agent = Agent(cfg)
 
     def on_signal(signum, frame):
@@ -770,6 +787,32 @@ def main(argv=None) -> int:
         agent.close()
         for s, h in old.items():
             signal.signal(s, h)
+
+
+#: variables tbrun sets for every worker (so values already in its environment are overridden)
+PLACEMENT_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                  "NODE_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def warn_placement_overrides(cfg, env=None) -> list:
+    """Warn when placement variables tbrun will override are already set: exporting
+    RANK/WORLD_SIZE/MASTER_PORT and then running ``tbrun --nproc_per_node 4`` on two machines
+    used to end with rc 0 and each machine training alone. Returns the names warned about."""
+    env = os.environ if env is None else env
+    found = [k for k in PLACEMENT_VARS if k in env]
+    if not found:
+        return []
+    shown = ", ".join(f"{k}={env[k]}" for k in found)
+    world = cfg.nproc * cfg.max_nodes
+    notice(f"warning: {shown} {'is' if len(found) == 1 else 'are'} set in tbrun's environment; "
+           f"tbrun sets these itself for each worker and ignores these values (this job: "
+           f"--nnodes {cfg.max_nodes} x --nproc_per_node {cfg.nproc} = world size {world}, store "
+           f"at {cfg.master_addr}:{cfg.master_port}). For several machines pass --nnodes, "
+           "--node_rank, --master_addr and --master_port (or --rdzv_endpoint) on each one.")
+    if "WORLD_SIZE" in env and env["WORLD_SIZE"].isdigit() and int(env["WORLD_SIZE"]) != world:
+        notice(f"warning: WORLD_SIZE={env['WORLD_SIZE']} differs from this job's world size "
+               f"{world}: did you mean --nnodes {max(1, int(env['WORLD_SIZE']) // cfg.nproc)}?")
+    return found
 
 
 def _entry():

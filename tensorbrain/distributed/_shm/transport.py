@@ -23,6 +23,7 @@ import numpy as np
 
 from ... import _config, _kernels
 from ..errors import DistBackendError, DistTimeoutError
+from . import _interrupt
 from . import close, connect, native_available, reduce_ranks as _twin_reduce_ranks
 
 
@@ -53,9 +54,12 @@ class IntraHost:
 
     # ***** failures: name the group, the op and the GROUP rank of the peer *****
     def _run(self, what: str, fn, *args) -> None:
+        watched = _interrupt.watch(self)  # Ctrl-C must not wait for the native wait to end
         try:
             fn(*args)
         except (DistBackendError, DistTimeoutError) as exc:
+            if watched and _interrupt.consume(self):
+                raise KeyboardInterrupt(f"{what} over shared memory was interrupted") from None
             local = getattr(exc, "rank", -1)
             peer = self.local_ranks[local] if 0 <= local < len(self.local_ranks) else None
             who = f"; peer: group rank {peer}" if peer is not None else ""
@@ -64,6 +68,9 @@ class IntraHost:
                             "sockets between same-host ranks)")
             err.rank = peer
             raise err from None
+        finally:
+            if watched:
+                _interrupt.unwatch(self)
 
     # ***** collectives (True: done here; False: the backend's sockets do it) *****
     def allreduce(self, flat: np.ndarray, op: str) -> bool:

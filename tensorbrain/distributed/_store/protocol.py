@@ -32,6 +32,11 @@ MAX_KEYS = 1_000_000                 # keys held by one server
 MAX_STORE_BYTES = 1 << 30            # key+value bytes held by one server (1 GiB)
 MAX_CONNECTIONS = 4096               # simultaneous client connections
 HANDSHAKE_TIMEOUT_S = 15.0           # a connection that does not say hello in time is dropped
+# Before the hello is accepted (authenticated when TB_STORE_SECRET is set) a peer may make the
+# server hold at most one hello-sized frame, and only this many such peers are kept (the oldest
+# is dropped for a new one): 200 silent or hostile connections cost a few MiB, not 136 MiB each.
+MAX_HELLO_FRAME = 4096
+MAX_PENDING_HANDSHAKES = 128
 
 _U32 = struct.Struct("<I")
 _I64 = struct.Struct("<q")

@@ -221,6 +221,10 @@ class _StoreServer:
             if len(self.conns) >= P.MAX_CONNECTIONS:
                 sock.close()
                 continue
+            pending = [c for c in self.conns if not c.ready]
+            if len(pending) >= P.MAX_PENDING_HANDSHAKES:
+                self._drop(min(pending, key=lambda c: c.deadline),
+                           f"over {P.MAX_PENDING_HANDSHAKES} connections without a hello")
             sock.setblocking(False)
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -287,8 +291,9 @@ class _StoreServer:
             self._drop(conn, repr(exc))
 
     def _read(self, conn):
-        try:
-            chunk = conn.sock.recv(_RECV_CHUNK)
+        try:  # before the hello: never more than one hello-sized frame (pre-auth memory bound)
+            chunk = conn.sock.recv(_RECV_CHUNK if conn.ready
+                                   else 4 + P.MAX_HELLO_FRAME - len(conn.inbuf) + 1)
         except (BlockingIOError, InterruptedError):
             return
         if not chunk:
@@ -296,7 +301,9 @@ class _StoreServer:
             return
         conn.inbuf += chunk
         if len(conn.inbuf) >= 4:
-            P.frame_length(bytes(conn.inbuf[:4]))  # reject a hostile prefix at once
+            n = P.frame_length(bytes(conn.inbuf[:4]))  # reject a hostile prefix at once
+            if not conn.ready and (n > P.MAX_HELLO_FRAME or len(conn.inbuf) > 4 + n):
+                raise P.ProtocolError("more than a hello before the handshake")
         if len(conn.inbuf) > 4 + P.MAX_FRAME + _RECV_CHUNK:
             raise P.ProtocolError("client sent more than one frame ahead of its replies")
 

@@ -9,6 +9,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from typing import Callable
@@ -124,10 +125,23 @@ def launcher_world(name: str):
 
 
 def create_backend(name: str, store, rank: int, size: int, timeout: float, group_name: str,
-                   global_ranks=None):
-    """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter."""
+                   global_ranks=None, deadline=None):
+    """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter.
+    Backends without in-band fingerprints come back wrapped in the fingerprint layer
+    (``tensorbrain/distributed/_fingerprint.py``: mismatched collectives raise on every rank)."""
+    from .._fingerprint import wrap
+    return wrap(_create(name, store, rank, size, timeout, group_name, global_ranks, deadline))
+
+
+def _create(name, store, rank, size, timeout, group_name, global_ranks, deadline):
     import inspect
     factory = get_factory(name)
+    if deadline is not None:  # set-up bounded by init_process_group's one deadline
+        try:
+            if "deadline" in inspect.signature(factory).parameters:
+                factory = functools.partial(factory, deadline=deadline)
+        except (TypeError, ValueError):
+            pass
     if global_ranks is not None:
         try:
             takes = "global_ranks" in inspect.signature(factory).parameters

@@ -8,7 +8,9 @@ of raw payload (C-order array bytes)::
 ``kind`` is the operation (all_reduce, broadcast, ... p2p), ``seq`` the group's collective
 sequence number, ``total`` the byte size of the whole operation on the sender (so that a size
 mismatch between ranks is caught on the first frame even when chunk sizes happen to agree),
-``nbytes`` this frame's payload. The receiver always knows what it expects and compares every
+``nbytes`` this frame's payload; for collective frames ``tag`` holds the op and root
+(``_fingerprint.wire_tag``), so kind, op, dtype, count, root and sequence number, the collective
+fingerprint, travel in every frame at no extra cost. The receiver always knows what it expects and compares every
 field before it reads a byte of payload: a mismatch raises, naming both sides, instead of
 corrupting memory or waiting for bytes that never come. No length is trusted beyond what the
 receiver itself expects (p2p frames that arrive early are the one exception; they are bounded by
@@ -42,9 +44,14 @@ MAGIC = 0x7442  # "Bt"
 MAX_STASH = 1 << 30  # an early p2p frame larger than this is refused (bounded allocation)
 
 KINDS = ["none", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
-         "reduce_scatter", "all_to_all", "barrier", "p2p", "hello", "check"]
+         "reduce_scatter", "all_to_all", "barrier", "p2p", "hello", "check", "abort"]
 KIND = {name: i for i, name in enumerate(KINDS)}
 _P2P = KIND["p2p"]
+# "abort": a rank that fails an op tells every peer why before it closes its sockets (tag: the
+# rank it blames, or -1; payload: its error text), so a survivor several hops from a dead or
+# frozen rank names it without asking the store (which may live in the process that died).
+_ABORT = KIND["abort"]
+MAX_ABORT_TEXT = 4096
 
 _DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
            "float16", "float32", "float64", "complex64", "complex128"]
@@ -110,6 +117,8 @@ class Conn:
         self.p2p_sent = 0
         self.stray = None               # (bufferred header, payload) of a frame read but not ours
         self.closed = False
+        self.mid_frame = False          # part of a frame is on the wire (no abort frame now)
+        self.abort_info = None          # (blamed rank, text) from the peer's abort frame
 
     def describe(self) -> str:
         return f"rank {self.peer} ({self.host}, {self.transport})"
@@ -132,6 +141,7 @@ class Conn:
             except (BlockingIOError, InterruptedError):
                 return False
             _consume(bufs, n)
+            self.mid_frame = bool(bufs)
             if not bufs:
                 sendq.popleft()
                 if entry[1] is not None:
@@ -168,12 +178,14 @@ class Conn:
                 magic, kind, dtype, tag, seq, total, nbytes = HEADER.unpack(self.hdr)
                 if magic != MAGIC:
                     raise engine.protocol_error(self, f"bad frame magic {magic:#x}")
+                if kind == _ABORT:
+                    raise engine.peer_aborted(self, *self.read_abort(engine, tag, nbytes))
                 if kind == KIND["p2p"] and (exp.kind != kind or exp.tag != tag):
                     # a send() that arrived before its recv() was posted: keep it for later
                     self._read_stray(engine, dtype, tag, nbytes)
                     continue
                 if (kind != exp.kind or dtype != exp.dtype or nbytes != exp.nbytes
-                        or (exp.seq >= 0 and seq != exp.seq)
+                        or tag != exp.tag or (exp.seq >= 0 and seq != exp.seq)
                         or (exp.total >= 0 and total != exp.total)):
                     raise engine.mismatch(self, exp, kind, dtype, seq, total, nbytes, tag)
                 exp.header_ok = True
@@ -191,6 +203,35 @@ class Conn:
             if exp.callback is not None:
                 exp.callback()
         return True
+
+    def read_abort(self, engine, blamed, nbytes) -> tuple:
+        """The payload of an abort frame whose header was just read: ``(blamed, text)``."""
+        if nbytes > MAX_ABORT_TEXT:
+            raise engine.protocol_error(self, f"abort frame of {nbytes} bytes")
+        buf = bytearray(nbytes)
+        got = 0
+        while got < nbytes:
+            try:
+                n = self.sock.recv_into(memoryview(buf)[got:])
+            except (BlockingIOError, InterruptedError):
+                engine.wait_readable(self)
+                continue
+            if n == 0:
+                break
+            got += n
+        self.hdr_got = 0
+        self.abort_info = (blamed, bytes(buf[:got]).decode(errors="replace"))
+        return self.abort_info
+
+    def send_abort(self, blamed: int, text: str) -> None:
+        """Best effort, never blocks: tell the peer why we stop (skipped mid-frame)."""
+        if self.closed or self.mid_frame or self.sendq:
+            return
+        payload = text.encode(errors="replace")[:MAX_ABORT_TEXT]
+        try:
+            self.sock.send(HEADER.pack(MAGIC, _ABORT, 0, blamed, 0, 0, len(payload)) + payload)
+        except OSError:
+            pass
 
     def _read_stray(self, engine, dtype, tag, nbytes) -> None:
         """Read an early p2p frame completely (blocking up to the deadline) into the stash."""
@@ -260,6 +301,7 @@ class Sender:
     @staticmethod
     def _send(conn, bufs, deadline) -> None:
         poller = None
+        conn.mid_frame = True
         while bufs:
             try:
                 n = conn.sock.sendmsg(bufs)
@@ -275,6 +317,7 @@ class Sender:
                     raise BrokenPipeError("connection closed by the peer") from None
                 continue
             _consume(bufs, n)
+        conn.mid_frame = False
 
     def close(self) -> None:
         self.queue.put(None)
@@ -296,12 +339,13 @@ class Engine:
         self.deadline = 0.0
         self.op = "?"
         self.seq = -1
+        self.ftag = 0                # op and root of this collective (_fingerprint.wire_tag)
         self.threaded = False        # this op's sends go through the Sender thread
         self.sender: Sender | None = None
         self.inflight = 0            # frames handed to the Sender and not yet reported done
 
-    def begin(self, op: str, seq: int, timeout: float) -> None:
-        self.op, self.seq = op, seq
+    def begin(self, op: str, seq: int, timeout: float, ftag: int = 0) -> None:
+        self.op, self.seq, self.ftag = op, seq, ftag
         self.deadline = time.monotonic() + timeout
         self.threaded = False
         self.inflight = 0
@@ -314,9 +358,9 @@ class Engine:
 
     # ***** posting *****
     def send(self, conn: Conn, kind: int, dtype: int, total: int, payload: memoryview,
-             callback=None, tag: int = 0, seq: int | None = None) -> None:
-        header = HEADER.pack(MAGIC, kind, dtype, tag, self.seq if seq is None else seq, total,
-                             len(payload))
+             callback=None, tag: int | None = None, seq: int | None = None) -> None:
+        header = HEADER.pack(MAGIC, kind, dtype, self.ftag if tag is None else tag,
+                             self.seq if seq is None else seq, total, len(payload))
         if self.threaded and callback is None:
             bufs = [memoryview(header)]
             if len(payload):
@@ -328,9 +372,9 @@ class Engine:
         self.active[conn.fd] = conn
 
     def recv(self, conn: Conn, kind: int, dtype: int, total: int, dest: memoryview,
-             callback=None, tag: int = 0, seq: int | None = None) -> None:
-        conn.recvq.append(Recv(kind, dtype, tag, self.seq if seq is None else seq, total,
-                               len(dest), dest, callback))
+             callback=None, tag: int | None = None, seq: int | None = None) -> None:
+        conn.recvq.append(Recv(kind, dtype, self.ftag if tag is None else tag,
+                               self.seq if seq is None else seq, total, len(dest), dest, callback))
         self.active[conn.fd] = conn
 
     # ***** progress *****
@@ -438,32 +482,58 @@ class Engine:
         return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
 
     def peer_closed(self, conn: Conn) -> DistBackendError:
+        if conn.abort_info is not None:
+            return self.peer_aborted(conn, *conn.abort_info)
+        state = self.backend._peer_state(conn.peer, settle=0.05)
+        if state:  # same host: /proc says it is gone or stopped (no store round trip)
+            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}; "
+                                           f"its connection ({conn.describe()}) closed"),
+                          [conn.peer])
         reason = self.backend._peer_abort_reason(conn.peer)
         more = f": it reported: {reason}" if reason else " (it died or hit an error)"
-        return DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed the "
-                                f"connection{more}")
+        return _blame(DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed "
+                                       f"the connection{more}"), [conn.peer])
+
+    def peer_aborted(self, conn: Conn, blamed: int, text: str) -> DistBackendError:
+        """The peer sent an abort frame: name the rank it blames (the failed one)."""
+        if blamed >= 0 and blamed != conn.peer:
+            msg = f"rank {blamed} failed (reported by rank {conn.peer}: {text})"
+        else:
+            msg = f"peer {conn.describe()} failed: {text}"
+        return _blame(DistBackendError(f"{self._where()} failed: {msg}"),
+                      [blamed if blamed >= 0 else conn.peer])
 
     def peer_error(self, conn: Conn, exc: OSError) -> DistBackendError:
+        if conn.abort_info is not None:
+            return self.peer_aborted(conn, *conn.abort_info)
         name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+        state = self.backend._peer_state(conn.peer, settle=0.05)
+        if state:
+            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state} "
+                                           f"({conn.describe()}: {name} {exc})"), [conn.peer])
         reason = self.backend._peer_abort_reason(conn.peer)
         more = f"; it reported: {reason}" if reason else ""
-        return DistBackendError(f"{self._where()} failed talking to peer {conn.describe()}: "
-                                f"{name} {exc}{more}")
+        return _blame(DistBackendError(f"{self._where()} failed talking to peer "
+                                       f"{conn.describe()}: {name} {exc}{more}"), [conn.peer])
 
     def protocol_error(self, conn: Conn, what: str) -> DistBackendError:
         return DistBackendError(f"{self._where()}: protocol error from peer {conn.describe()}: "
                                 f"{what} (is another program connected to this port?)")
 
     def mismatch(self, conn, exp, kind, dtype, seq, total, nbytes, tag) -> DistBackendError:
-        def desc(k, d, s, t, n):
+        from .._fingerprint import describe_tag
+
+        def desc(k, d, s, t, n, g):
             kname = KINDS[k] if k < len(KINDS) else f"op#{k}"
-            return (f"{kname} seq {s} of {t} bytes (frame {n} bytes, {dtype_name(d)})")
-        mine = desc(exp.kind, exp.dtype, exp.seq, exp.total, exp.nbytes)
-        theirs = desc(kind, dtype, seq, total, nbytes)
+            extra = describe_tag(g) if k != _P2P else f"tag {g}"
+            extra = f", {extra}" if extra else ""
+            return (f"{kname} seq {s} of {t} bytes ({dtype_name(d)}{extra}; frame {n} bytes)")
+        mine = desc(exp.kind, exp.dtype, exp.seq, exp.total, exp.nbytes, exp.tag)
+        theirs = desc(kind, dtype, seq, total, nbytes, tag)
         return DistBackendError(
-            f"{self._where()}: mismatch between ranks: peer {conn.describe()} sent {theirs} but "
-            f"this rank expects {mine}. Every rank must call the same collectives in the same "
-            f"order with tensors of the same size and dtype.")
+            f"{self._where()}: collective mismatch between ranks: peer {conn.describe()} sent "
+            f"{theirs} but this rank expects {mine}. Every rank must call the same collectives "
+            f"in the same order with the same op, root, dtype and element count.")
 
     def close(self) -> None:
         if self.sender is not None:
@@ -471,12 +541,29 @@ class Engine:
             self.sender = None
 
     def timed_out(self) -> DistTimeoutError:
-        waiting = [c.describe() for c in self.active.values() if c.recvq]
-        sending = [c.describe() for c in self.active.values() if c.sendq and not c.recvq]
-        who = ""
-        if waiting:
-            who = f"; still waiting for data from peer {', '.join(waiting)}"
+        waiting = [c for c in self.active.values() if c.recvq]
+        sending = [c for c in self.active.values() if c.sendq and not c.recvq]
+        # A frozen (SIGSTOP) or dead rank anywhere in the group is the cause, even when this rank
+        # waits for a healthy peer that itself waits for it: same-host ranks are checked in /proc.
+        b = self.backend
+        silent = {j: st for j in range(b.size) if j != b.rank
+                  for st in [b._peer_state(j)] if st}
+        if silent:
+            who = "; " + "; ".join(f"rank {j} {st}" for j, st in silent.items())
+            culprits = sorted(silent)
+        elif waiting:
+            who = f"; still waiting for data from peer {', '.join(c.describe() for c in waiting)}"
+            culprits = [c.peer for c in waiting]
         elif sending:
-            who = f"; peer {', '.join(sending)} is not reading"
-        return DistTimeoutError(f"{self._where()} timed out after {self.backend.timeout:g} s"
-                                f"{who}. Did every rank call this collective?")
+            who = f"; peer {', '.join(c.describe() for c in sending)} is not reading"
+            culprits = [c.peer for c in sending]
+        else:
+            who, culprits = "", []
+        return _blame(DistTimeoutError(f"{self._where()} timed out after {b.timeout:g} s"
+                                       f"{who}. Did every rank call this collective?"), culprits)
+
+
+def _blame(exc: BaseException, ranks) -> BaseException:
+    """Attach the ranks an error blames (``exc.culprits``); abort frames carry the first."""
+    exc.culprits = list(ranks)
+    return exc

@@ -177,13 +177,14 @@ def cuda_aware() -> bool:
 class _MPIWork(_work.Work):
     """A `Work` completed by polling its MPI requests (from ``wait``/``is_completed``)."""
 
-    __slots__ = ("_backend", "_requests", "_finish", "_deadline", "_status")
+    __slots__ = ("_backend", "_requests", "_finish", "_deadline", "_status", "_fp")
 
-    def __init__(self, backend, op, seq, requests, finish, status=None):
+    def __init__(self, backend, op, seq, requests, finish, status=None, fp=None):
         super().__init__(op, seq, backend.group_name)
         self._backend, self._requests, self._finish = backend, requests, finish
         self._deadline = time.monotonic() + backend.timeout
         self._status = status
+        self._fp = fp  # (rows, check): the fingerprint all-gather is requests[0]
 
     def wait(self, timeout: float | None = None) -> bool:
         """Poll until the op finishes (its error is raised here), the group timeout passes
@@ -290,13 +291,30 @@ class MPIBackend(base.Backend):
         seq = self._seq
         self._seq = seq + 1
         MPI = self._MPI
+        fp, self._fp_next = self._fp_next, None
         try:
-            if self._guard is None:
+            with self._guard or nullcontext():
+                if fp is not None:  # the fingerprint travels just ahead of the collective
+                    words, check = fp
+                    rows = np.empty((self.size, words.size), np.int64)
+                    fp_req = self.comm.Iallgather(words, rows)
+                    fp = (rows, check)
                 requests = start(*args)
-            else:
-                with self._guard:
-                    requests = start(*args)
-            if not async_op and status is None and type(requests) is not list:
+            if fp is not None:
+                requests = [fp_req] + (requests if type(requests) is list else [requests])
+                if not async_op:
+                    testall, guard = MPI.Request.Testall, self._guard
+                    for _ in range(2 * _QUICK_POLLS):  # two requests progress in turn
+                        if guard is None:
+                            done = testall(requests)
+                        else:
+                            with guard:
+                                done = testall(requests)
+                        if done:
+                            self._fp_check(op, seq, fp)
+                            return _work.completed(op, finish() if finish is not None else result,
+                                                   None, seq, self.group_name)
+            elif not async_op and status is None and type(requests) is not list:
                 # The latency path: a small op usually completes within a few polls; finishing it
                 # here skips the polling object (measured ~2 us of the ~3 us a call costs us).
                 for _ in range(_QUICK_POLLS):
@@ -311,7 +329,7 @@ class MPIBackend(base.Backend):
         except MPI.Exception as exc:
             raise self._fail(op, seq, exc) from None
         work = _MPIWork(self, op, seq, requests if type(requests) is list else [requests],
-                        finish, status)
+                        finish, status, fp)
         work._result = result
         if async_op:
             self._pending.add(work)
@@ -321,6 +339,16 @@ class MPIBackend(base.Backend):
 
     def _progress(self, work: _MPIWork, deadline: float | None) -> None:
         """Poll ``work``'s requests until done or ``deadline`` (None: the group deadline)."""
+        try:
+            self._poll_until(work, deadline)
+        except KeyboardInterrupt:  # Ctrl-C: MPI cannot cancel the op; poison the group
+            self._fail(work.op, work.seq, DistBackendError(
+                f"MPI {work.op} (seq {work.seq}) of group {self.group_name!r} on rank "
+                f"{self.rank} was interrupted by KeyboardInterrupt (Ctrl-C); MPI cannot "
+                "cancel it, so the group is unusable"))
+            raise
+
+    def _poll_until(self, work: _MPIWork, deadline: float | None) -> None:
         MPI = self._MPI
         requests, spins = work._requests, 0
         limit = work._deadline if deadline is None else min(deadline, work._deadline)
@@ -335,6 +363,18 @@ class MPIBackend(base.Backend):
             if done:
                 self._settle(work)
                 return
+            if work._fp is not None and spins % 16 == 0 and requests[0]:
+                # the fingerprint may have arrived while a mismatched collective can never
+                # finish: report the mismatch now, not at the timeout
+                try:
+                    with self._guard or nullcontext():
+                        fp_done = requests[0].Test()
+                    if fp_done:
+                        self._fp_check(work.op, work.seq, work._fp)
+                        work._fp = None
+                except BaseException as exc:  # noqa: BLE001 - the op's error
+                    self._settle(work, exc=self._fail(work.op, work.seq, exc))
+                    return
             now = time.monotonic()
             if now >= limit:
                 if now >= work._deadline:
@@ -354,6 +394,11 @@ class MPIBackend(base.Backend):
                 return
             work._requests = ()
         result = work._result
+        if exc is None and work._fp is not None:
+            try:
+                self._fp_check(work.op, work.seq, work._fp)
+            except BaseException as err:  # noqa: BLE001 - a mismatch is the op's error
+                exc = err
         if exc is None and work._finish is not None:
             try:
                 result = work._finish()
@@ -669,6 +714,57 @@ class MPIBackend(base.Backend):
                 fin()
         return self._start("batch_isend_irecv", lambda: [post() for post in posts], finish,
                            async_op)
+
+    # ***** the fingerprint layer's exchange (tensorbrain/distributed/_fingerprint.py) *****
+    fingerprint_inband = False
+    _fp_next = None
+
+    def fingerprint_attach(self, words, check) -> None:
+        """The fingerprint layer's overlapped exchange: ``words`` are all-gathered just ahead of
+        the next collective this rank posts (both non-blocking, so the check costs no extra
+        round trip), and ``check(rows)`` runs before its Work reports success; it raises on a
+        mismatch, which fails the Work and the group. MPI never writes past a receive buffer
+        (a longer message is a truncation error), so posting a mismatched collective before
+        the check is safe; it is left pending in the unusable group. ``words=None`` clears it."""
+        self._fp_next = None if words is None else (np.ascontiguousarray(words, np.int64), check)
+
+    def _fp_check(self, op, seq, fp) -> None:
+        rows, check = fp
+        try:
+            check(rows)
+        except BaseException as exc:
+            raise self._fail(op, seq, exc) from None
+
+    def fingerprint_exchange(self, words):
+        """All-gather this rank's collective fingerprint (a few int64 words) on the group's
+        communicator, ahead of the collective itself, polled against the group timeout."""
+        if self._failure is not None:
+            raise DistBackendError(f"collective on group {self.group_name!r}: the group failed "
+                                   f"earlier ({self._failure}); create a new group to go on")
+        if self._level < 2:
+            self._check_thread()
+        MPI = self._MPI
+        words = np.ascontiguousarray(words, np.int64)
+        rows = np.empty((self.size, words.size), np.int64)
+        deadline = time.monotonic() + self.timeout
+        try:
+            with self._guard or nullcontext():
+                req = self.comm.Iallgather(words, rows)
+            spins = 0
+            while True:
+                with self._guard or nullcontext():
+                    if req.Test():
+                        return rows
+                spins += 1
+                if spins > _SPINS:
+                    if time.monotonic() > deadline:
+                        raise self._fail("collective", int(words[0]), DistTimeoutError(
+                            f"MPI collective (seq {int(words[0])}) of group {self.group_name!r} "
+                            f"on rank {self.rank}: not every rank called it within the group "
+                            f"timeout of {self.timeout:g} s; the group is unusable"))
+                    time.sleep(_NAP_S)
+        except MPI.Exception as exc:
+            raise self._fail("collective fingerprint", int(words[0]), exc) from None
 
     def _check_tag(self, tag: int) -> None:
         upper = self.comm.Get_attr(self._MPI.TAG_UB)

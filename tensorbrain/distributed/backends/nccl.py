@@ -213,6 +213,28 @@ class NCCLBackend(base.Backend):
             work.wait()
         return work
 
+    # ***** the fingerprint layer's exchange (tensorbrain/distributed/_fingerprint.py) *****
+    fingerprint_inband = False
+
+    def fingerprint_exchange(self, words):
+        """All-gather this rank's collective fingerprint through NCCL on the communication
+        stream, then wait for it (bounded by the group timeout) and compare on the host. NCCL
+        hangs or corrupts memory on mismatched counts, so the check must finish before the
+        collective is launched. (Not measured here: no multi-GPU machine.)"""
+        if self._failure is not None:
+            raise DistBackendError(f"collective on group {self.group_name!r}: the NCCL "
+                                   f"communicator failed earlier ({self._failure})")
+        cp = self._cp
+        words = np.ascontiguousarray(words, np.int64)
+        with self.device:
+            send = cp.asarray(words)
+            recv = cp.empty((self.size, words.size), cp.int64)
+            comm = self.comm
+            self._launch("fingerprint", lambda s: comm.all_gather(
+                send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (send, recv), None,
+                async_op=False)
+            return cp.asnumpy(recv)
+
     def _group(self, calls):
         """``calls`` (a list of ``fn(stream)``) inside ncclGroupStart/End, so sends and receives
         to several peers run concurrently instead of deadlocking on each other."""

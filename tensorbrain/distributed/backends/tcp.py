@@ -47,6 +47,7 @@ import numpy as np
 from ... import _config, _kernels
 from .. import _work
 from ..errors import DistBackendError, DistNetworkError, DistStoreError, DistTimeoutError
+from .. import _fingerprint as FP
 from . import _tcp_wire as W
 from .base import Backend, stage, stage_in
 
@@ -176,8 +177,10 @@ class TCPBackend(Backend):
 
     name = "tcp"
 
-    def __init__(self, store, rank: int, size: int, timeout: float, group_name: str):
+    def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
+                 deadline: float | None = None):
         super().__init__(store, rank, size, timeout, group_name)
+        self._setup_deadline = deadline  # init_process_group's one deadline (None: timeout)
         self.conns: list = [None] * size
         self.hosts: list = [None] * size
         self.local_ranks: list = [rank]
@@ -213,7 +216,9 @@ class TCPBackend(Backend):
             return "127.0.0.1", "0.0.0.0"
 
     def _connect_mesh(self) -> None:
-        deadline = time.monotonic() + self.timeout
+        deadline = self._setup_deadline or time.monotonic() + self.timeout
+        from .. import _liveness
+        _liveness.announce(self.store, self.rank)  # a rank that dies from here on is named
         hostname, hostid = _host_identity()
         ip, bind = self._advertised_ip()
         listeners = []
@@ -228,7 +233,11 @@ class TCPBackend(Backend):
         listeners.append(tcp_l)
         uds_path = None
         if _config.get("TB_TCP_UNIX"):
-            uds_path = os.path.join(tempfile.gettempdir(), f"tb-{os.getpid()}-{uuid.uuid4().hex[:12]}.sock")
+            # Linux abstract socket names ("\0..."): no file, so nothing is left behind when a
+            # rank is killed during set-up (a /tmp/tb-*.sock used to stay)
+            name = f"tb-{os.getpid()}-{uuid.uuid4().hex[:12]}.sock"
+            uds_path = ("\0" + name) if os.uname().sysname == "Linux" else \
+                os.path.join(tempfile.gettempdir(), name)
             uds_l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 uds_l.bind(uds_path)
@@ -239,11 +248,12 @@ class TCPBackend(Backend):
                 uds_path = None
         try:
             record = {"host": hostname, "hostid": hostid, "ip": ip, "port": tcp_l.getsockname()[1],
-                      "unix": uds_path}
+                      "unix": uds_path, "pid": os.getpid()}
             self.store.set(f"tcp/addr/{self.rank}", json.dumps(record).encode())
             records = self._gather_records(deadline)
             self.hosts = [r["host"] for r in records]
             self.host_ids = [r["hostid"] for r in records]
+            self.pids = [int(r.get("pid") or 0) for r in records]
             self.local_ranks = [j for j in range(self.size) if self.host_ids[j] == hostid]
             for j in range(self.rank):
                 self.conns[j] = self._connect_to(j, records[j], hostid, deadline)
@@ -256,7 +266,7 @@ class TCPBackend(Backend):
         finally:
             for lst in listeners:
                 lst.close()
-            if uds_path:
+            if uds_path and not uds_path.startswith("\0"):
                 try:
                     os.unlink(uds_path)
                 except OSError:
@@ -274,10 +284,14 @@ class TCPBackend(Backend):
         return IntraHost.create(self)
 
     def _gather_records(self, deadline: float) -> list:
+        from .. import _liveness
         keys = [f"tcp/addr/{j}" for j in range(self.size)]
-        left = max(0.001, deadline - time.monotonic())
         try:
-            self.store.wait(keys, timedelta(seconds=left))
+            _liveness.wait_keys(self.store, keys, deadline,
+                                f"tcp backend, group {self.group_name!r}, rank {self.rank}",
+                                {j: j for j in range(self.size)})
+        except (DistBackendError, DistStoreError):
+            raise  # a rank that joined and died, or the store failed: named already
         except Exception as exc:  # noqa: BLE001 - store errors become a named timeout
             missing = []
             for j, k in enumerate(keys):
@@ -313,6 +327,11 @@ class TCPBackend(Backend):
                     last = exc
                     if transport == "unix" or time.monotonic() > deadline:
                         break
+                    state = self._record_state(rec, hostid)
+                    if state:
+                        raise DistBackendError(
+                            f"tcp backend, group {self.group_name!r}: rank {peer} {state} "
+                            f"during set-up (rank {self.rank} was connecting to it)") from None
                     time.sleep(0.05)
         where = f"{rec['ip']}:{rec['port']}"
         raise DistNetworkError(
@@ -329,7 +348,13 @@ class TCPBackend(Backend):
                 raise DistTimeoutError(
                     f"tcp backend, group {self.group_name!r}: rank {self.rank} waited "
                     f"{self.timeout:g} s for rank(s) {sorted(expected)} to connect")
-            ready, _, _ = select.select(listeners, [], [], left)
+            ready, _, _ = select.select(listeners, [], [], min(left, 0.25))
+            dead = {j: st for j in sorted(expected) for st in [self._peer_state(j)] if st}
+            if dead:
+                raise DistBackendError(
+                    f"tcp backend, group {self.group_name!r}: " + "; ".join(
+                        f"rank {j} {st}" for j, st in dead.items())
+                    + f" during set-up (rank {self.rank} was waiting for it to connect)")
             for lst in ready:
                 sock, _ = lst.accept()
                 transport = "unix" if lst.family == socket.AF_UNIX else "tcp"
@@ -366,12 +391,14 @@ class TCPBackend(Backend):
 
     # ***** op execution: ordering, sequence numbers, poisoning *****
     def _submit(self, op: str, body, async_op: bool, finish=None, result=None,
-                collective: bool = True, desc=None) -> _work.Work:
+                collective: bool = True, desc=None, ftag: int = 0) -> _work.Work:
+        # ftag: op and root (_fingerprint.wire_tag), carried in every frame of the op and
+        # compared by the receiver together with kind, dtype, byte count and sequence number.
         if self._debug and desc is not None and self.size > 1:
-            inner = body
+            inner, site = body, FP.call_site()  # the caller's line, before any thread hop
 
             def body():
-                self._check_fingerprint(op, desc())
+                self._check_fingerprint(op, desc(), site)
                 return inner()
         with self._submit_lock:
             if self._poisoned is not None:
@@ -390,26 +417,38 @@ class TCPBackend(Backend):
             else:
                 self._pending += 1
                 self._ensure_worker()
-                self._queue.put((work, body, finish, result))
+                self._queue.put((work, body, finish, result, ftag))
         if inline:
             try:
-                self._execute(work, body, finish, result)
+                self._execute(work, body, finish, result, ftag)
             finally:
                 self._exec_lock.release()
             if work._exc is not None:
                 raise work._exc
             return work
         if not async_op:
-            work.wait()
+            try:
+                work.wait()
+            except KeyboardInterrupt:  # Ctrl-C while queued behind async ops: stop them all
+                self._interrupted(work)
+                raise
         return work
 
-    def _execute(self, work, body, finish, result) -> None:
+    def _interrupted(self, work) -> BaseException:
+        """Ctrl-C during ``work``: poison the group (peers fail at once, naming this rank)."""
+        reason = DistBackendError(
+            f"{work.op} (seq {work.seq}) of group {self.group_name!r} on rank {self.rank} was "
+            "interrupted by KeyboardInterrupt (Ctrl-C); the group is unusable: create a new one")
+        self._poison(reason)
+        return reason
+
+    def _execute(self, work, body, finish, result, ftag=0) -> None:
         if self._poisoned is not None:
             work._complete(exc=DistBackendError(
                 f"{work.op} (seq {work.seq}) on group {self.group_name!r}: the group is unusable "
                 f"after an earlier failure: {self._poisoned}"))
             return
-        self._engine.begin(work.op, work.seq, self.timeout)
+        self._engine.begin(work.op, work.seq, self.timeout, ftag)
         try:
             out = body()
             if finish is not None:
@@ -419,35 +458,42 @@ class TCPBackend(Backend):
             # Any failure poisons the group: peers may be mid-op with us, and closing our sockets
             # makes them fail at once instead of at their timeout.
             where = f"{work.op} (seq {work.seq}) of group {self.group_name!r} on rank {self.rank}"
+            if isinstance(exc, KeyboardInterrupt):  # stays a KeyboardInterrupt for the caller
+                self._interrupted(work)
+                work._complete(exc=exc)
+                return
             if not isinstance(exc, (DistBackendError, TypeError, ValueError)):
                 exc = DistBackendError(f"{where} failed: {type(exc).__name__}: {exc}")
             elif isinstance(exc, DistBackendError) and f"seq {work.seq}" not in str(exc):
                 # a transport below (e.g. shared memory) that does not know the sequence number
+                blamed = getattr(exc, "culprits", None) or [getattr(exc, "rank", None)]
                 try:
                     exc = type(exc)(f"{where}: {exc}")
                 except Exception:  # noqa: BLE001 - an exception class with another signature
                     exc = DistBackendError(f"{where}: {exc}")
+                exc.culprits = [r for r in blamed if r is not None]
             self._poison(exc)
             work._complete(exc=exc)
 
-    def _check_fingerprint(self, op: str, desc: str) -> None:
+    def _check_fingerprint(self, op: str, desc: str, site: str = "?") -> None:
         """TB_DISTRIBUTED_DEBUG=DETAIL: before the op, every rank sends every peer what it is
-        about to run (op, dtypes, sizes, root, reduce op) over the sockets, whatever transport
-        then runs the op; any difference raises on every rank, naming each rank's call (torch's
-        DETAIL mode does the same)."""
+        about to run (op, dtypes, shapes, root, reduce op) and its Python call site over the
+        sockets, whatever transport then runs the op; a difference in the call (not the site)
+        raises on every rank, naming each rank's call and site (torch's DETAIL mode does the
+        same). Without DETAIL the cheaper always-on fingerprint in each frame still applies."""
         n, r, E = self.size, self.rank, self._engine
-        text = f"{op} {desc}".encode()[:_FP_BYTES]
+        text = f"{op} {desc} | at {site}".encode()[:_FP_BYTES]
         mine = np.zeros(_FP_BYTES, np.uint8)
         mine[:len(text)] = np.frombuffer(text, np.uint8)
         rows = np.zeros((n, _FP_BYTES), np.uint8)
         for k in range(1, n):
-            E.send(self.conns[(r + k) % n], K["check"], 0, _FP_BYTES, W.as_bytes(mine))
+            E.send(self.conns[(r + k) % n], K["check"], 0, _FP_BYTES, W.as_bytes(mine), tag=0)
             E.recv(self.conns[(r - k) % n], K["check"], 0, _FP_BYTES,
-                   W.as_bytes(rows[(r - k) % n]))
+                   W.as_bytes(rows[(r - k) % n]), tag=0)
         E.run()
         rows[r] = mine
         calls = [bytes(row).rstrip(b"\0").decode(errors="replace") for row in rows]
-        if len(set(calls)) > 1:
+        if len({c.partition(" | at ")[0] for c in calls}) > 1:
             detail = "; ".join(f"rank {j}: {c}" for j, c in enumerate(calls))
             raise DistBackendError(
                 f"{op} (seq {E.seq}) of group {self.group_name!r} on rank {r}: mismatch between "
@@ -464,9 +510,9 @@ class TCPBackend(Backend):
             item = self._queue.get()
             if item is None:
                 return
-            work, body, finish, result = item
+            work, body, finish, result, ftag = item
             with self._exec_lock:
-                self._execute(work, body, finish, result)
+                self._execute(work, body, finish, result, ftag)
             with self._submit_lock:
                 self._pending -= 1
 
@@ -474,6 +520,11 @@ class TCPBackend(Backend):
         first = self._poisoned is None
         if first:
             self._poisoned = exc
+            # Tell every peer why, in band (the store may be gone): they name the failed rank.
+            culprits = getattr(exc, "culprits", None) or [-1]
+            for c in self.conns:
+                if c is not None and c.peer != culprits[0]:
+                    c.send_abort(culprits[0], str(exc)[:W.MAX_ABORT_TEXT])
             # Tell peers why (they see our sockets close and look this up), bounded: the store
             # may live in the process that just died.
             self._bounded(lambda: self.store.set(f"tcp/abort/{self.rank}", str(exc)[:4000]), 1.0)
@@ -482,6 +533,27 @@ class TCPBackend(Backend):
         for c in self.conns:
             if c is not None:
                 c.close()
+
+    @staticmethod
+    def _record_state(rec: dict, hostid: str):
+        if rec.get("hostid") != hostid or not rec.get("pid"):
+            return None
+        return _proc_state(int(rec["pid"]))
+
+    def _peer_state(self, peer: int, settle: float = 0.0):
+        """For a same-host peer: 'died (...)' or 'is stopped (...)' from /proc, else None (a
+        running peer, or one on another host, which only its sockets can tell about).
+        ``settle``: a dying process closes its sockets before /proc shows it dead, so after an
+        EOF look again for up to this many seconds."""
+        pids, ids = getattr(self, "pids", None), getattr(self, "host_ids", None)
+        if not pids or not ids or ids[peer] != ids[self.rank] or pids[peer] <= 0:
+            return None
+        end = time.monotonic() + settle
+        while True:
+            state = _proc_state(pids[peer])
+            if state or time.monotonic() >= end:
+                return state
+            time.sleep(0.002)
 
     def _peer_abort_reason(self, peer: int):
         if peer in self._abort_reasons:
@@ -515,7 +587,7 @@ class TCPBackend(Backend):
                 self._allreduce_one(h, op)
 
         return self._submit("all_reduce", body, async_op, _finisher(staged), list(arrays),
-                            desc=lambda: _fp(*hosts, op=op))
+                            desc=lambda: _fp(*hosts, op=op), ftag=FP.wire_tag(op))
 
     def _allreduce_one(self, arr, op) -> None:
         n = self.size
@@ -594,7 +666,8 @@ class TCPBackend(Backend):
     def broadcast(self, array, root, *, async_op=True):
         host, finish = stage(array, copy_in=(self.rank == root))
         return self._submit("broadcast", lambda: self._broadcast(host.reshape(-1), root),
-                            async_op, finish, array, desc=lambda: _fp(host, root=root))
+                            async_op, finish, array, desc=lambda: _fp(host, root=root),
+                            ftag=FP.wire_tag(root=root))
 
     def _broadcast(self, flat, root) -> None:
         n, r, E = self.size, self.rank, self._engine
@@ -639,7 +712,8 @@ class TCPBackend(Backend):
         if self.rank != root:
             finish = None  # non-roots keep their input unchanged
         return self._submit("reduce", lambda: self._reduce(host.reshape(-1), root, op),
-                            async_op, finish, array, desc=lambda: _fp(host, root=root, op=op))
+                            async_op, finish, array, desc=lambda: _fp(host, root=root, op=op),
+                            ftag=FP.wire_tag(op, root))
 
     def _reduce(self, flat, root, op) -> None:
         n, r, E = self.size, self.rank, self._engine
@@ -763,7 +837,7 @@ class TCPBackend(Backend):
                 E.send(self.conns[root], kind, dc, total, W.as_bytes(src))
             E.run()
         return self._submit("gather", body, async_op, _finisher(staged), outputs,
-                            desc=lambda: _fp(src, root=root))
+                            desc=lambda: _fp(src, root=root), ftag=FP.wire_tag(root=root))
 
     def scatter(self, output, inputs, root, *, async_op=True):
         host, finish = stage(output, copy_in=False)
@@ -785,7 +859,7 @@ class TCPBackend(Backend):
                 E.recv(self.conns[root], kind, dc, total, W.as_bytes(host))
             E.run()
         return self._submit("scatter", body, async_op, finish, output,
-                            desc=lambda: _fp(host, root=root))
+                            desc=lambda: _fp(host, root=root), ftag=FP.wire_tag(root=root))
 
     # ***** reduce_scatter *****
     def reduce_scatter(self, output, inputs, op="sum", *, async_op=True):
@@ -800,7 +874,7 @@ class TCPBackend(Backend):
                                      f"output {host.size} x {host.dtype}")
             self._reduce_scatter(host.reshape(-1), np.concatenate(srcs) if srcs else host, op)
         return self._submit("reduce_scatter", body, async_op, finish, output,
-                            desc=lambda: _fp(host, op=op))
+                            desc=lambda: _fp(host, op=op), ftag=FP.wire_tag(op))
 
     def reduce_scatter_into(self, output, input, op="sum", *, async_op=True):
         src = stage_in(input).reshape(-1)
@@ -811,7 +885,8 @@ class TCPBackend(Backend):
                              f"= {self.size} x {host.size} elements, got {src.size}")
         return self._submit("reduce_scatter",
                             lambda: self._reduce_scatter(host.reshape(-1), src.copy(), op),
-                            async_op, finish, output, desc=lambda: _fp(host, op=op))
+                            async_op, finish, output, desc=lambda: _fp(host, op=op),
+                            ftag=FP.wire_tag(op))
 
     def _reduce_scatter(self, out, scratch, op) -> None:
         """``scratch`` (n x m, ours to modify) -> out = reduction of block ``rank``."""
@@ -999,6 +1074,9 @@ class TCPBackend(Backend):
                 magic, kind, dtype, ftag, _, _, nbytes = W.HEADER.unpack(head)
                 if magic != W.MAGIC:
                     raise E.protocol_error(conn, f"bad frame magic {magic:#x}")
+                if kind == K["abort"]:
+                    conn.sock.recv_into(conn.hdr_view)
+                    raise E.peer_aborted(conn, *conn.read_abort(E, ftag, nbytes))
                 if kind != K["p2p"]:
                     del candidates[fd]  # its next frame is a collective: no p2p before it
                     continue
@@ -1050,6 +1128,11 @@ class TCPBackend(Backend):
 
 
 # ***** helpers *****
+def _proc_state(pid: int):
+    from .._liveness import proc_state
+    return proc_state(pid)
+
+
 def _swallow(fn) -> None:
     try:
         fn()
@@ -1071,12 +1154,12 @@ def _finisher(staged):
 _CHECKED: set = set()  # (op, dtype) pairs already validated: keeps the latency path short
 
 
-_FP_BYTES = 128  # fingerprint of one call (TB_DISTRIBUTED_DEBUG=DETAIL)
+_FP_BYTES = 256  # fingerprint of one call (TB_DISTRIBUTED_DEBUG=DETAIL)
 
 
 def _fp(*arrays, **extra) -> str:
-    """What a call moves, for the DETAIL check: dtypes and element counts, plus root/op."""
-    parts = [",".join(f"{a.dtype}[{a.size}]" for a in arrays)]
+    """What a call moves, for the DETAIL check: dtypes and shapes, plus root/op."""
+    parts = [",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)]
     parts += [f"{k}={v}" for k, v in extra.items()]
     return " ".join(parts)
 

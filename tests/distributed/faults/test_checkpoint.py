@@ -1,0 +1,96 @@
+"""Findings 8 and 9: checkpoints under kills and corruption.
+
+* A writer SIGKILLed during ``tb.save`` leaves a temp file; the next save to the same path
+  removes it (temp names carry host and pid; live writers' files are left alone), and the
+  previous checkpoint is intact.
+* ``tb.load`` on mutated files (bit flips, truncations, a crafted deeply nested structure)
+  either loads or raises a ValueError naming the file, never RecursionError/RuntimeError.
+"""
+import glob
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+
+ROOT = Path(__file__).resolve().parents[3]
+WRITER = """
+import sys, numpy as np, tensorbrain as tb
+print("go", flush=True)
+tb.save({"w": tb.tensor(np.ones(40_000_000, np.float32))}, sys.argv[1])
+"""
+
+
+def test_stale_temp_of_a_killed_writer_is_removed(tmp_path, soak):
+    path = tmp_path / "model.tb"
+    tb.save({"w": tb.tensor(np.arange(4, dtype=np.float32))}, path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for _ in range(soak):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], env=env,
+                                stdout=subprocess.PIPE, text=True)
+        proc.stdout.readline()
+        deadline = time.monotonic() + 30
+        while not glob.glob(str(tmp_path / ".model.tb.*tmp")) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    left = glob.glob(str(tmp_path / ".model.tb.*tmp"))
+    assert left, "the writer was not caught mid-save (no temp file): the test proves nothing"
+    assert tb.load(path)["w"].numpy().tolist() == [0, 1, 2, 3]  # the previous one is intact
+    # a live writer's temp file (this process's pid) must survive another save
+    live = tmp_path / f".model.tb.tbtmp-{os.uname().nodename.replace('-', '_')}-{os.getppid()}-x.tmp"
+    live.write_bytes(b"in progress")
+    tb.save({"w": tb.tensor(np.zeros(2, np.float32))}, path)
+    assert glob.glob(str(tmp_path / ".model.tb.*tmp")) == [str(live)]
+
+
+def _mutations(blob: bytes, n: int, rng):
+    for _ in range(n):
+        b = bytearray(blob)
+        kind = rng.integers(3)
+        if kind == 0:  # flip bytes (header and metadata are at the front: hit them often)
+            for _ in range(rng.integers(1, 4)):
+                i = int(rng.integers(min(len(b), 400)) if rng.random() < 0.8 else rng.integers(len(b)))
+                b[i] ^= int(rng.integers(1, 256))
+        elif kind == 1:
+            b = b[:int(rng.integers(len(b)))]
+        else:  # overwrite a header length
+            b[:8] = struct.pack("<Q", int(rng.integers(0, 1 << 40)))
+        yield bytes(b)
+
+
+def _nested_file(path, depth):
+    header = {"__metadata__": {"format": "tensorbrain/1", "tensorbrain": "[" * depth + "]" * depth}}
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw)
+
+
+def test_corrupted_checkpoints_raise_value_error_naming_the_file(tmp_path, soak):
+    good = tmp_path / "good.tb"
+    tb.save({"a": tb.tensor(np.arange(6, dtype=np.float32)), "b": [1, 2.5, "x"],
+             "c": {"d": tb.tensor(np.ones((2, 2), np.int64))}}, good)
+    blob = good.read_bytes()
+    rng = np.random.default_rng(0)
+    bad = tmp_path / "bad.tb"
+    for i, mutated in enumerate(_mutations(blob, 200 * soak, rng)):
+        bad.write_bytes(mutated)
+        try:
+            tb.load(bad)
+        except ValueError as exc:
+            assert "bad.tb" in str(exc), (i, exc)
+        except Exception as exc:  # noqa: BLE001
+            pytest.fail(f"mutation {i}: {type(exc).__name__}: {exc}")
+    fmt = json.loads(good.read_bytes()[8:8 + struct.unpack("<Q", blob[:8])[0]])["__metadata__"]
+    _nested_file(bad, 100_000)
+    bad_text = bad.read_bytes().replace(b"tensorbrain/1", fmt["format"].encode())
+    bad.write_bytes(struct.pack("<Q", len(bad_text) - 8) + bad_text[8:])
+    with pytest.raises(ValueError, match="bad.tb"):
+        tb.load(bad)

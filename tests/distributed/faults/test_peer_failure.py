@@ -1,0 +1,88 @@
+"""Finding 2: a killed (SIGKILL) or frozen (SIGSTOP) peer is named by every survivor.
+
+4 ranks on sockets (TB_SHM=0), rank 0 hosting the store as under tbrun (``init="env"``). One
+rank is killed or stopped while the others are inside an all_reduce (direct exchange for 8
+elements, the ring for 400k). Every survivor's error must name the failed rank, the collective
+and its sequence number; a kill is reported within 3 s, a freeze within the group timeout plus
+a small margin. Before the fix most survivors named a healthy neighbour or nobody.
+"""
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+import tensorbrain.distributed as dist
+
+HERE = "tests.distributed.faults.test_peer_failure"
+FREEZE_TIMEOUT = 4.0
+
+
+def observe(fn):
+    t0 = time.monotonic()
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        return {"type": type(exc).__name__, "msg": str(exc), "secs": time.monotonic() - t0}
+    return {"type": None, "secs": time.monotonic() - t0}
+
+
+def victim_worker(rank, size, victim, sig, count):
+    t = tb.tensor(np.ones(count, np.float32))
+    dist.all_reduce(t)  # seq 0: everyone is connected and running
+    pid_file = os.path.join(os.path.dirname(os.environ["TB_TEST_RESULT"]), "victim.pid")
+    if rank == victim:
+        if sig == "stop":
+            with open(pid_file, "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(0.2)  # the others are inside seq 1 by now
+        os.kill(os.getpid(), signal.SIGKILL if sig == "kill" else signal.SIGSTOP)
+        time.sleep(60)
+    obs = observe(lambda: dist.all_reduce(t))
+    if sig == "stop":  # once every survivor has its error, end the frozen rank (no harness wait)
+        tmp = os.path.dirname(pid_file)
+        open(os.path.join(tmp, f"done-{rank}"), "w").close()
+        deadline = time.monotonic() + 15
+        while (sum(f.startswith("done-") for f in os.listdir(tmp)) < size - 1
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        try:
+            os.kill(int(open(pid_file).read()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+    return obs
+
+
+def check_survivors(results, victim, limit):
+    for res in results:
+        if res.rank == victim:
+            continue
+        obs = res.value
+        assert obs is not None, res.describe()
+        assert obs["type"] is not None, (res.rank, obs)
+        msg = obs["msg"]
+        assert f"rank {victim}" in msg, (res.rank, obs)
+        assert "all_reduce" in msg and "seq 1" in msg, (res.rank, obs)
+        assert obs["secs"] < limit, (res.rank, obs)
+
+
+@pytest.mark.parametrize("count", [8, 400_000])
+@pytest.mark.parametrize("victim", [0, 2])
+def test_killed_peer_is_named_by_every_survivor(workers, victim, count, soak):
+    for _ in range(soak):
+        results = workers(f"{HERE}:victim_worker", 4, victim, "kill", count, timeout=60,
+                          group_timeout=20, init="env", raise_on_error=False,
+                          env={"TB_SHM": "0"})
+        assert results[victim].exitcode == -signal.SIGKILL, results[victim].describe()
+        check_survivors(results, victim, limit=3.0)
+
+
+@pytest.mark.parametrize("victim", [1, 3])
+def test_frozen_peer_is_named_by_every_survivor(workers, victim, soak):
+    for _ in range(soak):
+        results = workers(f"{HERE}:victim_worker", 4, victim, "stop", 400_000, timeout=30,
+                          group_timeout=FREEZE_TIMEOUT, init="env", raise_on_error=False,
+                          env={"TB_SHM": "0"})
+        check_survivors(results, victim, limit=FREEZE_TIMEOUT + 1.5)

@@ -180,6 +180,7 @@ def error_file_path(root: str, run_id: str, round_: int, local_rank: int) -> str
 def worker_env(cfg, agent, local_rank: int, node_rank: int) -> dict:
     """torchrun's variables for one worker (beyond RANK/WORLD_SIZE/...)."""
     err = error_file_path(agent.error_root(), cfg.run_id, agent.round, local_rank)
+    os.makedirs(os.path.dirname(err), exist_ok=True)  # torch's @record expects the folder
     try:
         os.unlink(err)  # a previous round's file must not be taken for this one's
     except FileNotFoundError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 
 __all__ = ["add_options", "apply_pet_env", "config_file_defaults", "read_simple_yaml",
@@ -49,6 +50,8 @@ def add_options(p) -> None:
     _add(a, "main_process_ip", dest="master_addr", help="accelerate: = --master_addr")
     _add(a, "main_process_port", dest="master_port", type=int,
          help="accelerate: = --master_port")
+    _add(a, "multi_gpu", action="store_true", help="accelerate: accepted (no effect)")
+    _add(a, "use_cpu", "--cpu", action="store_true", help="accelerate: accepted (no effect)")
     _add(a, "config_file", default=None, help="accelerate: YAML config read for those fields")
     _add(a, "num_gpus", dest="nproc_per_node", help="deepspeed: = --nproc_per_node")
     _add(a, "num_nodes", dest="nnodes", help="deepspeed: = --nnodes")
@@ -155,6 +158,21 @@ def resolve_totals(ns) -> None:
         raise CompatError(f"{what} {total} is not a multiple of {nodes} machine(s); give a "
                           "total that divides evenly, or --nproc_per_node")
     ns.nproc_per_node = str(total // nodes)
+
+
+def drop_python(ns) -> None:
+    """horovodrun/mpirun style ``... python train.py`` (or ``python -m pkg``): the interpreter
+    word is dropped, since tbrun starts Python itself (unless --no_python)."""
+    if ns.no_python or not re.fullmatch(r"python[0-9.]*", os.path.basename(ns.training_script)):
+        return
+    args = list(ns.training_script_args)
+    while args and args[0] in ("-u", "-B", "-O"):
+        args.pop(0)
+    if args[:1] == ["-m"] and len(args) > 1:
+        ns.module, args = True, args[1:]
+    if not args:
+        raise CompatError(f"{ns.training_script}: no script after the interpreter")
+    ns.training_script, ns.training_script_args = args[0], args[1:]
 
 
 def parse_signals(text: str) -> list:

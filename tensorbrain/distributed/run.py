@@ -264,19 +264,26 @@ def parse_args(argv=None) -> Config:
         _compat.config_file_defaults(parser, argv)
         _compat.apply_pet_env(parser)
         ns = parser.parse_args(argv)
-        _compat.resolve_totals(ns)
+        _compat.drop_python(ns)
         signals = tuple(_compat.parse_signals(ns.signals_to_handle))
     except _compat.CompatError as exc:
         raise UsageError(str(exc)) from None
     if ns.hostfile or ns.hosts:
-        from ._fanout import fanout_not_here
-        fanout_not_here(ns)
+        from ._fanout import HostsError, apply_hosts
+        try:
+            apply_hosts(ns, _is_local)
+        except HostsError as exc:
+            raise UsageError(str(exc)) from None
     if ns.logs_specs not in (None, "", "default", "DefaultLogsSpecs"):
         raise UsageError(f"--logs_specs {ns.logs_specs}: custom LogsSpecs plugins are not "
                          "supported; tbrun writes LOG_DIR/RUN_ID/attempt_K/LOCAL_RANK/*.log")
     if ns.duplicate_stdout_filters or ns.duplicate_stderr_filters:
         raise UsageError("--duplicate_stdout_filters/--duplicate_stderr_filters are not "
                          "supported; use --tee and grep the log files")
+    try:
+        _compat.resolve_totals(ns)
+    except _compat.CompatError as exc:
+        raise UsageError(str(exc)) from None
     if ns.shutdown_timeout is not None:
         ns.stop_timeout = float(ns.shutdown_timeout)
     if ns.run_path:

@@ -21,9 +21,13 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
     ``MIN:MAX``: the round closes when MAX nodes joined, or when at least MIN joined and no new node
     arrived for ``last_call_timeout`` seconds (``--rdzv_conf last_call_timeout=5``); node ranks are
     then given in order of arrival and the node that serves the store is node 0.
-``--node_rank R`` (default 0)
-    This node's index, 0..nnodes-1 (static ``--nnodes N``). Node 0 serves the launcher's store.
-    Two nodes claiming the same index is an error naming both hosts.
+``--node_rank R`` (not given: by arrival)
+    This node's index, 0..nnodes-1 (static rendezvous). Node 0 serves the launcher's store.
+    Two nodes claiming the same index is an error naming both hosts. Not given (or
+    ``--rdzv_backend c10d``), as torchrun's c10d: node ranks by arrival at the endpoint's store,
+    whose host is node 0; the rendezvous goes in rounds (``TB_ROUND``) and a node that arrives
+    after its round closed with fewer than MAX nodes makes the running agents stop their workers
+    and start round + 1 with it (not counted as a restart).
 ``--master_addr HOST`` (default 127.0.0.1), ``--master_port PORT`` (default 29500)
     Where node 0's launcher serves the TCPStore that nodes and workers meet through. Other nodes
     must reach HOST:PORT. A port already in use is an error saying which port and what to do.
@@ -32,8 +36,8 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
 ``--rdzv_id ID``
     Run id shared by all nodes (default: random, chosen by node 0 and shared through the store).
 ``--rdzv_backend NAME``
-    Accepted for torchrun compatibility (``static``, ``c10d``, ``tcp``): the store is always a
-    TCPStore on the master.
+    ``static`` (default, ``tcp``): ``--node_rank`` decides; ``c10d``/``etcd``: by arrival. The
+    store is always a TCPStore served by the agent at the endpoint.
 ``--rdzv_conf k=v,...``
     ``join_timeout`` (seconds to wait for all nodes, default 900), ``last_call_timeout``
     (elastic ``MIN:MAX`` only, default 5).
@@ -57,6 +61,15 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
     Show only these local ranks' output on the console (files still get everything).
 ``-m/--module``
     Run the script argument as a module (``python -m``). ``--no_python``: run it as a program.
+``--no-prefix``
+    Leave workers' output untouched.
+torchrun's other options
+    ``--role`` (``ROLE_NAME``), ``--run-path``, ``--start-method`` (no effect: workers are
+    always fresh processes), ``--local-addr``, ``--logs-specs`` (default only),
+    ``--shutdown-timeout`` (= ``--stop_timeout``), ``--signals-to-handle``, ``--numa-binding``
+    and ``--event-log-handler`` (no effect), ``--virtual-local-rank``; ``PET_<OPTION>``
+    variables supply options not on the command line. Other launchers' names (``accelerate
+    launch``, DeepSpeed, ``horovodrun``): see docs/launcher.md and ``_launch_compat``.
 ``--as-torch``
     Run an unmodified PyTorch script: in every worker, ``import torch`` resolves to TensorBrain
     (``python -m tensorbrain.as_torch``; see docs/compat.md). Said once at start-up.
@@ -67,7 +80,10 @@ What each worker sees
 ``NODE_RANK`` (this node's index), ``ROLE_RANK``/``ROLE_WORLD_SIZE`` (= rank/world size),
 ``MASTER_ADDR``/``MASTER_PORT`` (the launcher's store), ``TB_USE_AGENT_STORE=1`` (so
 ``init_process_group("env://")`` connects to that store instead of starting one on rank 0),
-``TB_RESTART_COUNT``, ``TB_MAX_RESTARTS``, ``TB_RUN_ID``, ``OMP_NUM_THREADS=1`` when unset and more
+``TB_RESTART_COUNT``, ``TB_MAX_RESTARTS``, ``TB_RUN_ID``, ``TB_ROUND``, torchrun's
+``GROUP_WORLD_SIZE``, ``ROLE_NAME``, ``TORCHELASTIC_RESTART_COUNT``/``_MAX_RESTARTS``/``_RUN_ID``
+and ``TORCHELASTIC_ERROR_FILE`` (an uncaught exception is written there as JSON, torch's
+``@record`` format, and shown in the failure summary), ``OMP_NUM_THREADS=1`` when unset and more
 than one worker runs on the node (with a notice: N workers each using every core would
 oversubscribe them), and ``PYTHONUNBUFFERED=1`` when unset (so lines arrive as they are printed).
 Global ranks are numbered node by node: node 0's workers first.
@@ -75,9 +91,9 @@ Global ranks are numbered node by node: node 0's workers first.
 Output
 ------
 Every line a worker prints is shown as ``[rank N] line`` on tbrun's stdout or stderr (whichever the
-worker used). Lines are read whole from line-buffered pipes and written under one lock, so lines
-of different ranks never interleave within a line; a final line without a newline gets one, and a
-line longer than 64 KiB is shown in 64 KiB pieces.
+worker used). Output is cut at ``\n`` and ``\r`` (so a tqdm bar redraws live, prefix kept);
+complete lines are written under one lock, so lines of different ranks never interleave within
+a line; a final line without a newline gets one (see ``_output``).
 
 Failure modes, and what tbrun does
 ----------------------------------

@@ -62,6 +62,29 @@ def add_options(p) -> None:
     _add(a, "ssh_port", type=int, default=None, help="ssh port for --hostfile/-H")
 
 
+def apply_slurm_env(p, env=None) -> bool:
+    """Inside a Slurm step with one task per node (``srun tbrun ...``), default the node count,
+    node rank and rendezvous address from Slurm: the first host of the step's nodelist serves
+    the store, on port 15000 + the job id's last four digits (as ``env://`` under Slurm).
+    Returns whether it applied."""
+    env = os.environ if env is None else env
+    if not env.get("SLURM_STEP_ID") or not env.get("SLURM_NODEID"):
+        return False
+    nodes = env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES") or "1"
+    tasks = env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS") or nodes
+    if tasks != nodes:
+        return False  # several tasks per node: each task is its own worker, not an agent
+    from ._env import expand_nodelist
+    hosts = expand_nodelist(env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "")
+    job = env.get("SLURM_JOB_ID", "")
+    p.set_defaults(nnodes=nodes, node_rank=int(env["SLURM_NODEID"]))
+    if hosts:
+        p.set_defaults(master_addr=hosts[0])
+    if job.isdigit():
+        p.set_defaults(master_port=15000 + int(job[-4:]), rdzv_id=f"slurm-{job}")
+    return True
+
+
 def _truthy(text: str) -> bool:
     return text.strip().lower() in ("1", "true", "yes", "on")
 

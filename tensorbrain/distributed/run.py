@@ -35,6 +35,10 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
     Same as ``--master_addr``/``--master_port`` (torchrun's spelling); wins over them.
 ``--rdzv_id ID``
     Run id shared by all nodes (default: random, chosen by node 0 and shared through the store).
+
+Under ``srun`` with one task per node (``srun tbrun ...`` in an sbatch script), ``--nnodes``,
+``--node_rank``, ``--master_addr`` (first host of the step's nodelist), ``--master_port``
+(15000 + the job id's last four digits) and ``--rdzv_id`` default from Slurm's variables.
 ``--rdzv_backend NAME``
     ``static`` (default, ``tcp``): ``--node_rank`` decides; ``c10d``/``etcd``: by arrival. The
     store is always a TCPStore served by the agent at the endpoint.
@@ -277,6 +281,7 @@ def parse_args(argv=None) -> Config:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = get_args_parser()
     try:
+        _compat.apply_slurm_env(parser)
         _compat.config_file_defaults(parser, argv)
         _compat.apply_pet_env(parser)
         ns = parser.parse_args(argv)

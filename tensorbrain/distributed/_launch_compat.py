@@ -4,6 +4,7 @@ launcher and ``horovodrun`` (see docs/launcher.md for the table).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -60,6 +61,9 @@ def add_options(p) -> None:
     a.add_argument("-H", "--hosts", dest="hosts", default=None,
                    help="horovodrun: host1:2,host2:2 (one agent per host)")
     _add(a, "ssh_port", type=int, default=None, help="ssh port for --hostfile/-H")
+    _add(a, "ssh_opts", default="", help="more ssh options for --hostfile/-H, e.g. '-F cfg'")
+    p.add_argument("--_watch_stdin", dest="watch_stdin", action="store_true",
+                   help=argparse.SUPPRESS)
 
 
 def apply_slurm_env(p, env=None) -> bool:

@@ -160,6 +160,14 @@ class UsageError(ValueError):
     pass
 
 
+class _Fanout(Exception):
+    """parse_args found a host list naming other hosts: main() runs the ssh fan-out."""
+
+    def __init__(self, hosts, ns, argv, script_at):
+        super().__init__("fan-out")
+        self.hosts, self.ns, self.argv, self.script_at = hosts, ns, argv, script_at
+
+
 class _Stop(BaseException):
     """Raised from the signal handler so blocking waits (store, sleep) end at once."""
 
@@ -231,6 +239,7 @@ class Config:
     shown: set | None
     cmd: list
     elastic: bool = False
+    watch_stdin: bool = False
     role: str = "default"
     local_addr: str | None = None
     virtual_local_rank: bool = False
@@ -285,6 +294,7 @@ def parse_args(argv=None) -> Config:
         _compat.config_file_defaults(parser, argv)
         _compat.apply_pet_env(parser)
         ns = parser.parse_args(argv)
+        script_at = len(argv) - 1 - len(ns.training_script_args)
         _compat.drop_python(ns)
         signals = tuple(_compat.parse_signals(ns.signals_to_handle))
     except _compat.CompatError as exc:
@@ -292,9 +302,11 @@ def parse_args(argv=None) -> Config:
     if ns.hostfile or ns.hosts:
         from ._fanout import HostsError, apply_hosts
         try:
-            apply_hosts(ns, _is_local)
+            hosts = apply_hosts(ns, _is_local)
         except HostsError as exc:
             raise UsageError(str(exc)) from None
+        if hosts is not None:
+            raise _Fanout(hosts, ns, argv, script_at)
     if ns.logs_specs not in (None, "", "default", "DefaultLogsSpecs"):
         raise UsageError(f"--logs_specs {ns.logs_specs}: custom LogsSpecs plugins are not "
                          "supported; tbrun writes LOG_DIR/RUN_ID/attempt_K/LOCAL_RANK/*.log")
@@ -380,7 +392,7 @@ def parse_args(argv=None) -> Config:
         join_timeout=join_timeout, last_call=last_call,
         redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
         log_dir=ns.log_dir, shown=shown, cmd=cmd + list(ns.training_script_args),
-        elastic=dynamic, role=ns.role, local_addr=ns.local_addr,
+        elastic=dynamic, watch_stdin=ns.watch_stdin, role=ns.role, local_addr=ns.local_addr,
         virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
 
 
@@ -876,6 +888,9 @@ def main(argv=None) -> int:
     except UsageError as exc:
         print(f"tbrun: error: {exc}", file=sys.stderr)
         return 2
+    except _Fanout as fan:
+        from ._fanout import run_fanout
+        return run_fanout(fan.hosts, fan.ns, fan.argv, fan.script_at, notice)
     warn_placement_overrides(cfg)
     agent = Agent(cfg)
 
@@ -886,6 +901,9 @@ def main(argv=None) -> int:
         raise _Stop(signum)
 
     old = {s: signal.signal(s, on_signal) for s in cfg.signals}
+    if cfg.watch_stdin:  # started by a --hostfile/-H driver over ssh: its end is ours
+        from ._fanout import watch_stdin
+        watch_stdin(lambda: os.kill(os.getpid(), signal.SIGTERM))
     try:
         try:
             return agent.run()

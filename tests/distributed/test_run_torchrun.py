@@ -111,7 +111,7 @@ def test_torchrun_worker_variables_options_and_pet_env(tmp_path):
     (["--logs-specs", "mypkg.logs", "x.py"], "custom LogsSpecs"),
     (["--duplicate-stdout-filters", "loss", "x.py"], "not supported"),
     (["--signals-to-handle", "SIGNOPE", "x.py"], "unknown signal SIGNOPE"),
-    (["-H", "nodea:2,nodeb:2", "x.py"], "not supported yet"),
+    (["-np", "3", "-H", "nodea:2,nodeb:2", "x.py"], "-np 3 does not match the 4 slot"),
 ])
 def test_unsupported_torchrun_values_are_clear_errors(argv, match):
     with pytest.raises(UsageError, match=match):

@@ -30,7 +30,7 @@ def ssh_hosts(two_hosts, tmp_path):  # noqa: F811
     os.makedirs("/run/sshd", exist_ok=True)
     daemons = []
     try:
-        for n, a in zip(ns, addrs):
+        for n, a in zip(ns, addrs, strict=True):
             conf = d / f"sshd_{n}.conf"
             conf.write_text(textwrap.dedent(f"""
                 ListenAddress {a}

@@ -142,7 +142,9 @@ def wait_keys(store, keys, deadline: float, what: str, watch=(), report=None):
                                    + " after joining; restart the job")
     missing = [j for j, k in enumerate(keys) if not _safe_check(store, k, deadline)]
     who = [watch.get(j, j) for j in missing] if watch else missing
-    raise DistTimeoutError(f"{what}: rank(s) {who or '?'} did not arrive in time")
+    err = DistTimeoutError(f"{what}: rank(s) {who or '?'} did not arrive in time")
+    err.missing = who
+    raise err
 
 
 def _safe_check(store, key, deadline) -> bool:

@@ -249,9 +249,11 @@ def _check_world_size(store, rank, world_size, timeout_s, deadline=None) -> None
                             {i: int(k.split("/")[1]) for i, k in enumerate(keys)},
                             report=_wait_reporter(world_size, timeout_s) if rank == 0 else None)
     except DistTimeoutError as exc:
+        missing = getattr(exc, "missing", None) or "?"
         raise DistTimeoutError(
-            f"init_process_group: rank(s) of world_size {world_size} did not join within "
-            f"{timeout_s:g} s ({exc})") from None
+            f"init_process_group: rank(s) {missing} of world_size {world_size} did not join "
+            f"within {timeout_s:g} s; check that every rank was started with the same "
+            "MASTER_ADDR:MASTER_PORT and WORLD_SIZE") from None
     for k in keys:
         theirs = int(store.get(k))
         if theirs != world_size:

@@ -15,7 +15,7 @@ def main(cases):
     out = {}
     for case in cases:
         group = dist.new_group(list(range(dist.get_world_size())))
-        specs = {**T.CASES, **T.ROOT_CASES}[case]
+        specs = {**T.CASES, **T.ROOT_CASES, **T.DETAIL_CASES}[case]
         spec = specs[0] if rank == 0 else specs[1]
         first = T.observe(lambda s=spec, g=group: T.call(s, rank, g))
         later = T.observe(lambda g=group: dist.barrier(group=g))

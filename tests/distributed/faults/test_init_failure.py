@@ -25,6 +25,24 @@ TIMEOUT = 10.0
 
 def init_victim_worker(rank, size, victim, sig):
     from datetime import timedelta
+    pid_file = os.path.join(os.path.dirname(os.environ["TB_TEST_RESULT"]), "victim.pid")
+    try:
+        return _init_observed(rank, size, victim, sig, pid_file, timedelta)
+    finally:
+        if sig == "stop":  # the last survivor to finish ends the frozen victim (no harness wait)
+            tmp = os.path.dirname(pid_file)
+            open(os.path.join(tmp, f"done-{rank}"), "w").close()
+            end = time.monotonic() + 15
+            while (sum(f.startswith("done-") for f in os.listdir(tmp)) < size - 1
+                   and time.monotonic() < end):
+                time.sleep(0.05)
+            try:
+                os.kill(int(open(pid_file).read()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+
+def _init_observed(rank, size, victim, sig, pid_file, timedelta):
     if rank == victim:
         from tensorbrain.distributed import distributed_c10d as c10d
         from tensorbrain.distributed.store import PrefixStore, TCPStore
@@ -32,6 +50,8 @@ def init_victim_worker(rank, size, victim, sig):
                          rank == 0, timedelta(seconds=TIMEOUT), wait_for_workers=False)
         scoped = PrefixStore("tb_pg1", PrefixStore("tb/attempt0", store))  # as env:// scopes it
         c10d._announce(scoped, rank, size)  # joined, as init_process_group does
+        with open(pid_file, "w") as f:
+            f.write(str(os.getpid()))
         time.sleep(0.5)  # the others are waiting inside init_process_group by now
         os.kill(os.getpid(), signal.SIGKILL if sig == "kill" else signal.SIGSTOP)
         time.sleep(60)

@@ -8,6 +8,8 @@ DistBackendError saying rank 0 was interrupted: the group is poisoned, nobody wa
 """
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -67,3 +69,28 @@ def test_ctrl_c_interrupts_a_waiting_collective(workers, run_id, mode):
     assert r0["later"].startswith("DistBackendError") and "interrupted" in r0["later"], r0
     assert r1["type"] == "DistBackendError" and r1["secs"] < 3.0, r1
     assert "rank 0" in r1["msg"], r1
+
+
+def _mpiexec():
+    from pathlib import Path
+    sibling = Path(sys.executable).parent / "mpiexec"
+    return str(sibling) if sibling.exists() else None
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec next to python (pip install mpich)")
+def test_ctrl_c_on_mpi():
+    pytest.importorskip("mpi4py")
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
+        env.pop(key, None)
+    out = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "-m",
+                          "tests.distributed.faults.mpi_interrupt"], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=60).stdout
+    lines = dict(line.split(" ", 1)[1].split("=", 1) for line in out.splitlines()
+                 if line.startswith("RESULT "))
+    assert lines.get("first", "").startswith("KeyboardInterrupt"), out
+    assert float(lines["first"].split("react_s=")[1]) < 1.0, out
+    assert lines.get("later", "").startswith("DistBackendError") and "interrupted" in lines["later"], out

@@ -50,4 +50,4 @@ def test_waiting_group_reports_joined_and_missing_ranks(workers):
     assert "joined [0, 1], missing [2]" in r0.output, r0.output
     for r in res:
         assert r.value["type"] is not None and r.value["secs"] < 4 + 1.5, r.value
-    assert "2" in r0.value["msg"], r0.value
+    assert "rank(s) [2] of world_size 3 did not join" in r0.value["msg"], r0.value

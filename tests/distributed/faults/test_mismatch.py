@@ -37,11 +37,15 @@ CASES = {
 ROOT_CASES = {
     "broadcast_root": (("broadcast", "float32", 4, 0), ("broadcast", "float32", 4, 1)),
 }
+# same dtype and count, other shapes: only TB_DISTRIBUTED_DEBUG=DETAIL compares shapes
+DETAIL_CASES = {
+    "shape": (("all_reduce", "float32", (2, 3), "sum"), ("all_reduce", "float32", (3, 2), "sum")),
+}
 
 
 def call(spec, rank, group=None):
     kind, dtype, count, arg = spec
-    x = tb.tensor(np.full(count, rank + 1, dtype=dtype))
+    x = tb.tensor(np.full(count, rank + 1, dtype=dtype))  # count may be a shape
     if kind == "all_reduce":
         dist.all_reduce(x, op=getattr(dist.ReduceOp, arg.upper()), group=group)
     elif kind == "broadcast":
@@ -60,7 +64,7 @@ def observe(fn):
 
 
 def mismatch_worker(rank, size, case):
-    specs = {**CASES, **ROOT_CASES}[case]
+    specs = {**CASES, **ROOT_CASES, **DETAIL_CASES}[case]
     dist.all_reduce(tb.tensor(np.ones(2, np.float32)))  # a matched op first: seq 0
     first = observe(lambda: call(specs[0] if rank == 0 else specs[1], rank))
     later = observe(lambda: dist.all_reduce(tb.tensor(np.ones(2, np.float32))))
@@ -117,11 +121,13 @@ def _mpiexec():
 
 @pytest.mark.mpi
 @pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec next to python (pip install mpich)")
-def test_mismatch_mpi(tmp_path):
+@pytest.mark.parametrize("detail", [False, True])
+def test_mismatch_mpi(tmp_path, detail):
     pytest.importorskip("mpi4py")
-    cases = sorted({**CASES, **ROOT_CASES})
+    cases = sorted({**CASES, **ROOT_CASES, **(DETAIL_CASES if detail else {})})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
-           "TB_FAULT_OUT": str(tmp_path)}
+           "TB_FAULT_OUT": str(tmp_path),
+           "TB_DISTRIBUTED_DEBUG": "DETAIL" if detail else "OFF"}
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
         env.pop(key, None)
     proc = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "-m",
@@ -132,3 +138,6 @@ def test_mismatch_mpi(tmp_path):
         results = json.loads((tmp_path / f"rank{rank}.json").read_text())
         for case in cases:
             check([r[case] for r in [results]], case, limit=5.0)
+        if detail:  # DETAIL names each rank's shapes and call site
+            msg = results["shape"]["first"]["msg"]
+            assert "[2, 3]" in msg and "[3, 2]" in msg and "test_mismatch.py" in msg, msg

@@ -72,11 +72,10 @@ def apply_slurm_env(p, env=None) -> bool:
     the store, on port 15000 + the job id's last four digits (as ``env://`` under Slurm).
     Returns whether it applied."""
     env = os.environ if env is None else env
-    if not env.get("SLURM_STEP_ID") or not env.get("SLURM_NODEID"):
-        return False
-    nodes = env.get("SLURM_STEP_NUM_NODES") or env.get("SLURM_NNODES") or "1"
-    tasks = env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS") or nodes
-    if tasks != nodes:
+    # SLURM_STEP_NUM_* are set by srun only (not in the batch script itself, where a plain
+    # `tbrun` is one agent on one node whatever the allocation)
+    nodes, tasks = env.get("SLURM_STEP_NUM_NODES"), env.get("SLURM_STEP_NUM_TASKS")
+    if not nodes or not env.get("SLURM_NODEID") or tasks != nodes:
         return False  # several tasks per node: each task is its own worker, not an agent
     from ._env import expand_nodelist
     hosts = expand_nodelist(env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "")

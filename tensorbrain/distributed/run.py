@@ -39,6 +39,9 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
 Under ``srun`` with one task per node (``srun tbrun ...`` in an sbatch script), ``--nnodes``,
 ``--node_rank``, ``--master_addr`` (first host of the step's nodelist), ``--master_port``
 (15000 + the job id's last four digits) and ``--rdzv_id`` default from Slurm's variables.
+``--hostfile FILE`` (DeepSpeed's ``host slots=N``), ``-np N -H host1:2,host2:2`` (horovodrun's)
+    One agent per host over plain ``ssh`` (``--ssh_port``, ``--ssh_opts``), rendezvous on the
+    first host; Ctrl-C or a failure on one host ends every host's workers (see ``_fanout``).
 ``--rdzv_backend NAME``
     ``static`` (default, ``tcp``): ``--node_rank`` decides; ``c10d``/``etcd``: by arrival. The
     store is always a TCPStore served by the agent at the endpoint.

@@ -74,3 +74,20 @@ def test_guides_commands_run_with_the_name_changed(tmp_path, launcher):
     assert r.returncode == 0, r.stderr
     envs = parse_env_lines(r.stdout)
     assert sorted(envs) == [0, 1] and {e["WORLD_SIZE"] for e in envs.values()} == {"2"}
+
+
+def test_srun_tbrun_defaults_come_from_the_step_only(monkeypatch):
+    step = {"SLURM_STEP_ID": "0", "SLURM_NODEID": "1", "SLURM_STEP_NUM_NODES": "2",
+            "SLURM_STEP_NUM_TASKS": "2", "SLURM_STEP_NODELIST": "gpu[07-08]",
+            "SLURM_JOB_ID": "4321"}
+    for k, v in step.items():
+        monkeypatch.setenv(k, v)
+    cfg = parse_args(["--nproc_per_node", "4", "t.py"])
+    assert (cfg.max_nodes, cfg.node_rank, cfg.master_addr, cfg.master_port, cfg.run_id,
+            cfg.elastic) == (2, 1, "gpu07", 19321, "slurm-4321", False)
+    assert parse_args(["--master_port", "1", "t.py"]).master_port == 1  # the command line wins
+    monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "8")  # srun -n 8: tasks are workers, not agents
+    assert parse_args(["t.py"]).max_nodes == 1
+    monkeypatch.delenv("SLURM_STEP_NUM_NODES")  # the batch script itself: nothing taken
+    monkeypatch.delenv("SLURM_STEP_NUM_TASKS")
+    assert parse_args(["t.py"]).max_nodes == 1

@@ -250,3 +250,25 @@ def test_tensorbrain_workers_under_real_torchrun_use_the_agent_store(tmp_path):
     assert r.returncode == 0, r.stderr
     for rank in (0, 1):
         assert (tmp_path / f"sum{rank}").read_text() == "[3.0] True"
+
+
+def test_c10d_failure_restarts_every_node_into_a_new_round(tmp_path):
+    w = script(tmp_path, TORCH_ENV + """
+import sys
+if os.environ["RANK"] == "1" and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+    sys.exit(5)
+""")
+    cmd = ["--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--max-restarts", "1",
+           w]
+    first = start_tbrun(*cmd)
+    try:
+        second = tbrun(*cmd)
+        out1, err1 = first.communicate(timeout=40)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0 and second.returncode == 0, err1 + second.stderr
+    runs = [json.loads(x.split("ENV ", 1)[1]) for x in (out1 + second.stdout).splitlines()
+            if "ENV " in x]
+    assert sorted((e["TB_ROUND"], e["TORCHELASTIC_RESTART_COUNT"], e["RANK"]) for e in runs) == \
+        [("0", "0", "0"), ("0", "0", "1"), ("1", "1", "0"), ("1", "1", "1")]

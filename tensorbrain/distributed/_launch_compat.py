@@ -41,8 +41,8 @@ def add_options(p) -> None:
     _add(g, "event_log_handler", default="null", help="accepted; events are not logged")
     _add(g, "virtual_local_rank", action="store_true",
          help="LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES=<local rank> in every worker")
-    _add(g, "duplicate_stdout_filters", default="", help="not supported (error when given)")
-    _add(g, "duplicate_stderr_filters", default="", help="not supported (error when given)")
+    _add(g, "duplicate_stdout_filters", default="", help="lines containing any (or *) also go to LOG_DIR/RUN_ID/filtered_std*.log")
+    _add(g, "duplicate_stderr_filters", default="", help="lines containing any (or *) also go to LOG_DIR/RUN_ID/filtered_std*.log")
     _add(g, "no_prefix", action="store_true", help="leave workers' output unprefixed")
     a = p.add_argument_group("other launchers' names (accelerate launch, deepspeed, horovodrun)")
     _add(a, "num_processes", type=int, default=None, help="accelerate: processes in all")

@@ -28,8 +28,8 @@ def emit(stream, data: bytes) -> None:
 
 
 class _Line:
-    def __init__(self, console, prefix: bytes, tail):
-        self.console, self.prefix, self.tail = console, prefix, tail
+    def __init__(self, console, prefix: bytes, tail, dup=None):
+        self.console, self.prefix, self.tail, self.dup = console, prefix, tail, dup
         self.at_start = True      # the next byte starts a console line
         self.redraw = False       # the current line began after a \r
         self.text = b""           # the current line so far (for the stderr tail)
@@ -53,6 +53,8 @@ class _Line:
         out.append(piece)
         self.text += body
         if piece.endswith(b"\n"):
+            if self.dup is not None:
+                self.dup.offer(self.prefix, self.text)
             if self.tail is not None:
                 self.tail.append(self.text.decode("utf-8", "replace"))
             self.text, self.redraw = b"", False
@@ -78,9 +80,30 @@ class _Line:
             self.pieces(b"\n")
 
 
-def pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None) -> None:
-    """Copy a worker pipe: prefixed pieces to ``console`` (None: not shown), raw to ``logf``."""
-    line = _Line(console, prefix, tail)
+class Duplicator:
+    """torchrun's ``--duplicate_stdout_filters``: whole lines containing any of the filters
+    (``*``: every line) are also appended, prefixed, to one file shared by the workers."""
+
+    def __init__(self, path: str, filters: list):
+        self.filters = [f.encode() for f in filters]
+        self.file = open(path, "ab")
+        self.path = path
+
+    def offer(self, prefix: bytes, text: bytes) -> None:
+        if any(f == b"*" or f in text for f in self.filters):
+            with _lock:
+                self.file.write(prefix + text + b"\n")
+                self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None,
+         dup: Duplicator | None = None) -> None:
+    """Copy a worker pipe: prefixed pieces to ``console`` (None: not shown), raw to ``logf``,
+    matching lines to ``dup``."""
+    line = _Line(console, prefix, tail, dup)
     fd = pipe.fileno()
     rest = b""
     try:

@@ -74,7 +74,9 @@ torchrun's other options
     ``--role`` (``ROLE_NAME``), ``--run-path``, ``--start-method`` (no effect: workers are
     always fresh processes), ``--local-addr``, ``--logs-specs`` (default only),
     ``--shutdown-timeout`` (= ``--stop_timeout``), ``--signals-to-handle``, ``--numa-binding``
-    and ``--event-log-handler`` (no effect), ``--virtual-local-rank``; ``PET_<OPTION>``
+    and ``--event-log-handler`` (no effect), ``--virtual-local-rank``,
+    ``--duplicate-stdout-filters``/``--duplicate-stderr-filters`` (matching lines also go to
+    ``LOG_DIR/RUN_ID/filtered_std{out,err}.log``); ``PET_<OPTION>``
     variables supply options not on the command line. Other launchers' names (``accelerate
     launch``, DeepSpeed, ``horovodrun``): see docs/launcher.md and ``_launch_compat``.
 ``--as-torch``
@@ -243,6 +245,7 @@ class Config:
     cmd: list
     elastic: bool = False
     watch_stdin: bool = False
+    dup_filters: dict = field(default_factory=dict)
     role: str = "default"
     local_addr: str | None = None
     virtual_local_rank: bool = False
@@ -313,9 +316,9 @@ def parse_args(argv=None) -> Config:
     if ns.logs_specs not in (None, "", "default", "DefaultLogsSpecs"):
         raise UsageError(f"--logs_specs {ns.logs_specs}: custom LogsSpecs plugins are not "
                          "supported; tbrun writes LOG_DIR/RUN_ID/attempt_K/LOCAL_RANK/*.log")
-    if ns.duplicate_stdout_filters or ns.duplicate_stderr_filters:
-        raise UsageError("--duplicate_stdout_filters/--duplicate_stderr_filters are not "
-                         "supported; use --tee and grep the log files")
+    dup_filters = {name: [f for f in text.split(",") if f] for name, text in
+                   (("stdout", ns.duplicate_stdout_filters),
+                    ("stderr", ns.duplicate_stderr_filters)) if text}
     try:
         _compat.resolve_totals(ns)
     except _compat.CompatError as exc:
@@ -395,7 +398,7 @@ def parse_args(argv=None) -> Config:
         join_timeout=join_timeout, last_call=last_call,
         redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
         log_dir=ns.log_dir, shown=shown, cmd=cmd + list(ns.training_script_args),
-        elastic=dynamic, watch_stdin=ns.watch_stdin, role=ns.role, local_addr=ns.local_addr,
+        elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters, role=ns.role, local_addr=ns.local_addr,
         virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
 
 
@@ -437,10 +440,10 @@ class Worker:
     error_file: str = ""
 
 
-def _pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None):
+def _pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None, dup=None):
     """Copy a worker pipe: prefixed pieces (``\n`` or ``\r`` ended) to the console, raw to the
     log file (see ``_output``)."""
-    _output.pump(pipe, console, prefix, logf, tail)
+    _output.pump(pipe, console, prefix, logf, tail, dup)
 
 
 def _exit_text(code: int) -> str:
@@ -517,7 +520,8 @@ class Agent:
         self.multi = cfg.max_nodes > 1
         self.guardian = None  # kills the workers' process groups if tbrun is SIGKILLed
         self.log_root = None
-        if any(cfg.redirects.values()) or any(cfg.tee.values()):
+        self.dups = {}
+        if any(cfg.redirects.values()) or any(cfg.tee.values()) or cfg.dup_filters:
             self.log_root = cfg.log_dir or tempfile.mkdtemp(prefix="tbrun_logs_")
             if not cfg.log_dir:
                 notice(f"worker logs go to {self.log_root}")
@@ -716,9 +720,21 @@ class Agent:
                 w.files.append(logf)
             out = console if shown and not redirect else None
             t = threading.Thread(target=_pump, args=(pipe, out, prefix, logf,
-                                                     w.tail if bit == 2 else None), daemon=True)
+                                                     w.tail if bit == 2 else None,
+                                                     self._duplicator(name)), daemon=True)
             t.start()
             w.readers.append(t)
+
+    def _duplicator(self, name):
+        """The shared ``filtered_{stdout,stderr}.log`` writer, when filters were given."""
+        filters = self.cfg.dup_filters.get(name)
+        if not filters or not self.log_root:
+            return None
+        if name not in self.dups:
+            d = os.path.join(self.log_root, self.cfg.run_id)
+            os.makedirs(d, exist_ok=True)
+            self.dups[name] = _output.Duplicator(os.path.join(d, f"filtered_{name}.log"), filters)
+        return self.dups[name]
 
     # ---- one attempt -----------------------------------------------------------------------
     def _monitor(self, node_rank) -> tuple[str, dict | None]:
@@ -837,6 +853,9 @@ class Agent:
         for s in (getattr(self, "raw_store", None), self.store_server):
             if s is not None:
                 s.close()
+        for d in self.dups.values():
+            d.close()
+        self.dups = {}
         if getattr(self, "tmp_errors", None) is not None:
             import shutil
             shutil.rmtree(self.tmp_errors, ignore_errors=True)

@@ -109,7 +109,6 @@ def test_torchrun_worker_variables_options_and_pet_env(tmp_path):
 
 @pytest.mark.parametrize("argv,match", [
     (["--logs-specs", "mypkg.logs", "x.py"], "custom LogsSpecs"),
-    (["--duplicate-stdout-filters", "loss", "x.py"], "not supported"),
     (["--signals-to-handle", "SIGNOPE", "x.py"], "unknown signal SIGNOPE"),
     (["-np", "3", "-H", "nodea:2,nodeb:2", "x.py"], "-np 3 does not match the 4 slot"),
 ])
@@ -272,3 +271,23 @@ if os.environ["RANK"] == "1" and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0"
             if "ENV " in x]
     assert sorted((e["TB_ROUND"], e["TORCHELASTIC_RESTART_COUNT"], e["RANK"]) for e in runs) == \
         [("0", "0", "0"), ("0", "0", "1"), ("1", "1", "0"), ("1", "1", "1")]
+
+
+def test_duplicate_filters_copy_matching_lines_to_one_file(tmp_path):
+    w = script(tmp_path, """
+        import os, sys
+        r = os.environ["RANK"]
+        print(f"step 1 loss {r}")
+        print("noise")
+        print(f"warn {r}", file=sys.stderr)
+        """)
+    logs = tmp_path / "logs"
+    r = tbrun("--nproc_per_node", "2", "--rdzv_id", "dup", "--log_dir", str(logs),
+              "--master_port", str(free_port()), "--duplicate-stdout-filters", "loss,absent",
+              "--duplicate-stderr-filters", "*", w)
+    assert r.returncode == 0, r.stderr
+    assert "noise" in r.stdout  # the console still gets everything
+    out = sorted((logs / "dup" / "filtered_stdout.log").read_text().splitlines())
+    err = sorted((logs / "dup" / "filtered_stderr.log").read_text().splitlines())
+    assert out == ["[rank 0] step 1 loss 0", "[rank 1] step 1 loss 1"]
+    assert err == ["[rank 0] warn 0", "[rank 1] warn 1"]

@@ -53,6 +53,8 @@ def add_options(p) -> None:
          help="accelerate: = --master_port")
     _add(a, "multi_gpu", action="store_true", help="accelerate: accepted (no effect)")
     _add(a, "use_cpu", "--cpu", action="store_true", help="accelerate: accepted (no effect)")
+    _add(a, "mixed_precision", default=None, choices=["no", "fp16", "bf16", "fp8"],
+         help="accelerate: ACCELERATE_MIXED_PRECISION in the workers (read by their Accelerator)")
     _add(a, "config_file", default=None, help="accelerate: YAML config read for those fields")
     _add(a, "num_gpus", dest="nproc_per_node", help="deepspeed: = --nproc_per_node")
     _add(a, "num_nodes", dest="nnodes", help="deepspeed: = --nnodes")
@@ -108,7 +110,7 @@ def apply_pet_env(p, env=None) -> None:
 
 
 # accelerate's config fields -> tbrun dests
-_ACCELERATE_FIELDS = {"num_processes": "num_processes", "num_machines": "nnodes",
+_ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "num_processes", "num_machines": "nnodes",
                       "machine_rank": "node_rank", "main_process_ip": "master_addr",
                       "main_process_port": "master_port"}
 
@@ -235,6 +237,8 @@ def worker_env(cfg, agent, local_rank: int, node_rank: int) -> dict:
            "TORCHELASTIC_MAX_RESTARTS": str(cfg.max_restarts),
            "TORCHELASTIC_RUN_ID": cfg.run_id,
            "TORCHELASTIC_ERROR_FILE": err}
+    if cfg.mixed_precision:
+        env["ACCELERATE_MIXED_PRECISION"] = cfg.mixed_precision
     if cfg.virtual_local_rank:
         env["LOCAL_RANK"] = "0"
         env["CUDA_VISIBLE_DEVICES"] = str(local_rank)

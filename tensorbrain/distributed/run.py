@@ -246,6 +246,7 @@ class Config:
     elastic: bool = False
     watch_stdin: bool = False
     dup_filters: dict = field(default_factory=dict)
+    mixed_precision: str | None = None
     role: str = "default"
     local_addr: str | None = None
     virtual_local_rank: bool = False
@@ -398,7 +399,7 @@ def parse_args(argv=None) -> Config:
         join_timeout=join_timeout, last_call=last_call,
         redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
         log_dir=ns.log_dir, shown=shown, cmd=cmd + list(ns.training_script_args),
-        elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters, role=ns.role, local_addr=ns.local_addr,
+        elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters, mixed_precision=ns.mixed_precision, role=ns.role, local_addr=ns.local_addr,
         virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
 
 

@@ -91,3 +91,27 @@ def test_srun_tbrun_defaults_come_from_the_step_only(monkeypatch):
     monkeypatch.delenv("SLURM_STEP_NUM_NODES")  # the batch script itself: nothing taken
     monkeypatch.delenv("SLURM_STEP_NUM_TASKS")
     assert parse_args(["t.py"]).max_nodes == 1
+
+
+def test_the_guides_multinode_commands_verbatim(tmp_path):
+    """The torchrun DDP series' multinode command (node_rank given with c10d: torchrun ignores
+    it and ranks nodes by arrival) on two 'nodes' here, and accelerate's mixed precision."""
+    w = script(tmp_path, TORCH_ENV + "print('MP', os.environ.get('ACCELERATE_MIXED_PRECISION'))\n")
+    port = free_port()
+    cmds = [["--nproc_per_node=2", "--nnodes=2", f"--node_rank={r}", "--rdzv_id=456",
+             "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", w, "50", "10"]
+            for r in (0, 1)]
+    from .test_run import start_tbrun
+    first = start_tbrun(*cmds[0])
+    try:
+        second = tbrun(*cmds[1])
+        out1, err1 = first.communicate(timeout=40)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0 and second.returncode == 0, err1 + second.stderr
+    envs = {**parse_env_lines(out1), **parse_env_lines(second.stdout)}
+    assert sorted(envs) == [0, 1, 2, 3] and {e["WORLD_SIZE"] for e in envs.values()} == {"4"}
+    r = tbrun("--num_processes", "1", "--mixed_precision", "bf16", "--main_process_port",
+              str(free_port()), w)
+    assert r.returncode == 0 and "MP bf16" in r.stdout, r.stderr

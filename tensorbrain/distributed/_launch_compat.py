@@ -41,8 +41,10 @@ def add_options(p) -> None:
     _add(g, "event_log_handler", default="null", help="accepted; events are not logged")
     _add(g, "virtual_local_rank", action="store_true",
          help="LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES=<local rank> in every worker")
-    _add(g, "duplicate_stdout_filters", default="", help="lines containing any (or *) also go to LOG_DIR/RUN_ID/filtered_std*.log")
-    _add(g, "duplicate_stderr_filters", default="", help="lines containing any (or *) also go to LOG_DIR/RUN_ID/filtered_std*.log")
+    _add(g, "duplicate_stdout_filters", default="",
+         help="lines containing any (or *) also go to LOG_DIR/RUN_ID/filtered_stdout.log")
+    _add(g, "duplicate_stderr_filters", default="",
+         help="lines containing any (or *) also go to LOG_DIR/RUN_ID/filtered_stderr.log")
     _add(g, "no_prefix", action="store_true", help="leave workers' output unprefixed")
     a = p.add_argument_group("other launchers' names (accelerate launch, deepspeed, horovodrun)")
     _add(a, "num_processes", type=int, default=None, help="accelerate: processes in all")
@@ -110,7 +112,8 @@ def apply_pet_env(p, env=None) -> None:
 
 
 # accelerate's config fields -> tbrun dests
-_ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "num_processes", "num_machines": "nnodes",
+_ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "num_processes",
+                      "num_machines": "nnodes",
                       "machine_rank": "node_rank", "main_process_ip": "master_addr",
                       "main_process_port": "master_port"}
 

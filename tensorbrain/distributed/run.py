@@ -100,7 +100,7 @@ Global ranks are numbered node by node: node 0's workers first.
 Output
 ------
 Every line a worker prints is shown as ``[rank N] line`` on tbrun's stdout or stderr (whichever the
-worker used). Output is cut at ``\n`` and ``\r`` (so a tqdm bar redraws live, prefix kept);
+worker used). Output is cut at ``\\n`` and ``\\r`` (so a tqdm bar redraws live, prefix kept);
 complete lines are written under one lock, so lines of different ranks never interleave within
 a line; a final line without a newline gets one (see ``_output``).
 
@@ -399,7 +399,8 @@ def parse_args(argv=None) -> Config:
         join_timeout=join_timeout, last_call=last_call,
         redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
         log_dir=ns.log_dir, shown=shown, cmd=cmd + list(ns.training_script_args),
-        elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters, mixed_precision=ns.mixed_precision, role=ns.role, local_addr=ns.local_addr,
+        elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters,
+        mixed_precision=ns.mixed_precision, role=ns.role, local_addr=ns.local_addr,
         virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
 
 
@@ -442,8 +443,8 @@ class Worker:
 
 
 def _pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None, dup=None):
-    """Copy a worker pipe: prefixed pieces (``\n`` or ``\r`` ended) to the console, raw to the
-    log file (see ``_output``)."""
+    """Copy a worker pipe: prefixed pieces (ending in a newline or carriage return) to the
+    console, raw to the log file (see ``_output``)."""
     _output.pump(pipe, console, prefix, logf, tail, dup)
 
 

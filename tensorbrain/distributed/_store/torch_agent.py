@@ -23,7 +23,8 @@ def _torch_distributed():
         import torch.distributed as td
     except ImportError:
         td = None
-    if td is None or "tensorbrain" in (getattr(torch, "__file__", "") or "") or not hasattr(td, "TCPStore"):
+    fake = td is not None and "tensorbrain" in (getattr(torch, "__file__", "") or "")
+    if td is None or fake or not hasattr(td, "TCPStore"):
         raise DistStoreError(
             "TORCHELASTIC_USE_AGENT_STORE=True (launched by torchrun): joining torchrun's store "
             "needs the real PyTorch in this interpreter (torch.distributed.TCPStore); install "

@@ -20,8 +20,8 @@ nntool's idea, TensorBrain's names::
 already finished job, so a script can be tried on a laptop and submitted unchanged.
 
 What is written where: submission goes through `submitit <https://github.com/facebookincubator/
-submitit>`_ (``pip install submitit``). submitit pickles the function and its arguments with
-cloudpickle into ``output/<job id>_submitted.pkl`` and each task's return value into
+submitit>`_ (``pip install submitit``). submitit pickles the function and its arguments
+(with its own pickling dependency; docs/slurm.md names it) into ``output/<job id>_submitted.pkl`` and each task's return value into
 ``output/<job id>_<task>_result.pkl``, next to the sbatch script and the ``.out``/``.err`` logs.
 ``output`` must therefore be on a filesystem every node sees, and those files are as trusted as
 the code that wrote them (never load another user's folder). This module itself does not

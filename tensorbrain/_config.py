@@ -114,6 +114,9 @@ declare("TB_DISTRIBUTED_DEBUG", choice("OFF", "INFO", "DETAIL"), "OFF",
 declare("TB_TCP_UNIX", _bool, True,
         "tcp backend: connect ranks on the same host through Unix stream sockets (2-3x the "
         "throughput of TCP loopback here). 0 uses TCP for every peer.")
+declare("TB_ROUND", int, 0,
+        "Set by tbrun for workers: its rendezvous round (+1 on every restart and every node "
+        "joining late); rendezvous keys are scoped by it.")
 declare("TB_MAX_RESTARTS", int, 0,
         "Set by tbrun for workers: the --max_restarts it was given (so a script can tell whether "
         "this is its last attempt).")

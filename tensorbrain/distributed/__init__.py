@@ -8,6 +8,8 @@ or on several machines; see ``docs/distributed.md``.
 >>> dist.is_available(), dist.is_initialized()
 (True, False)
 """
+import os as _os
+
 from ._env import get_local_rank, get_local_world_size, get_node_rank
 from ._work import Work
 from .distributed_c10d import (Backend, GroupMember, P2POp, ProcessGroup, ReduceOp,
@@ -50,6 +52,10 @@ def __getattr__(name):
         return rendezvous
     raise AttributeError(f"module 'tensorbrain.distributed' has no attribute {name!r}")
 
+
+if _os.environ.get("TORCHELASTIC_ERROR_FILE"):  # launched by tbrun/torchrun: record crashes
+    from .elastic.multiprocessing.errors import install_excepthook as _record_errors
+    _record_errors()
 
 __all__ = [
     "Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError",

@@ -5,7 +5,9 @@ Handlers for three schemes, as ``torch.distributed.rendezvous``:
 - ``env://`` -- rank and world size from the environment (``RANK``/``WORLD_SIZE`` as tbrun and
   torchrun set them, else Open MPI, MPICH/Hydra or Slurm variables, see ``_env.resolve``) and a
   :class:`TCPStore` at ``MASTER_ADDR:MASTER_PORT`` served by rank 0 (or, under ``tbrun``, by the
-  launcher's agent: ``TB_USE_AGENT_STORE=1``). With a world size of 1 the store is a
+  launcher's agent: ``TB_USE_AGENT_STORE=1``; under torchrun itself,
+  ``TORCHELASTIC_USE_AGENT_STORE=True``: torchrun's agent store, joined through torch's own
+  client, see ``_store/torch_agent.py``). With a world size of 1 the store is a
   :class:`HashStore`: a plain ``python train.py`` needs no address or port.
 - ``tcp://host:port?rank=R&world_size=N`` -- a TCPStore at host:port, served by rank 0.
 - ``file:///path?rank=R&world_size=N`` -- a :class:`FileStore` on a shared filesystem.
@@ -103,7 +105,9 @@ def _rank_and_size(url: str, env) -> tuple[int, int]:
 
 def _scoped(store: Store) -> PrefixStore:
     """Scope by attempt so a restarted group never reads the previous attempt's keys."""
-    return PrefixStore(f"tb/attempt{_config.get('TB_RESTART_COUNT')}", store)
+    # TB_ROUND (tbrun) also changes when a node joins late without a failure
+    scope = os.environ.get("TB_ROUND") or _config.get("TB_RESTART_COUNT")
+    return PrefixStore(f"tb/attempt{scope}", store)
 
 
 def _tcp_store(host, port, rank, world, timeout, agent_store=False) -> TCPStore:
@@ -131,6 +135,12 @@ def _env_handler(url: str, timeout: timedelta = DEFAULT_TIMEOUT, **kwargs):
                          "not say which host runs rank 0; export MASTER_ADDR=<host of rank 0> "
                          "(and MASTER_PORT) on every rank")
     agent = _config.get("TB_USE_AGENT_STORE")
+    if not agent and env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true":
+        # launched by torchrun itself: its agent serves MASTER_PORT; join it, never listen
+        from ._store.torch_agent import TorchAgentStore
+        store = TorchAgentStore(placement.master_addr, placement.master_port, timeout)
+        yield _scoped(store), rank, world
+        return
     store = _tcp_store(placement.master_addr, placement.master_port, rank, world, timeout, agent)
     yield _scoped(store), rank, world
 

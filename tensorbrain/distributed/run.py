@@ -21,9 +21,13 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
     ``MIN:MAX``: the round closes when MAX nodes joined, or when at least MIN joined and no new node
     arrived for ``last_call_timeout`` seconds (``--rdzv_conf last_call_timeout=5``); node ranks are
     then given in order of arrival and the node that serves the store is node 0.
-``--node_rank R`` (default 0)
-    This node's index, 0..nnodes-1 (static ``--nnodes N``). Node 0 serves the launcher's store.
-    Two nodes claiming the same index is an error naming both hosts.
+``--node_rank R`` (not given: by arrival)
+    This node's index, 0..nnodes-1 (static rendezvous). Node 0 serves the launcher's store.
+    Two nodes claiming the same index is an error naming both hosts. Not given (or
+    ``--rdzv_backend c10d``), as torchrun's c10d: node ranks by arrival at the endpoint's store,
+    whose host is node 0; the rendezvous goes in rounds (``TB_ROUND``) and a node that arrives
+    after its round closed with fewer than MAX nodes makes the running agents stop their workers
+    and start round + 1 with it (not counted as a restart).
 ``--master_addr HOST`` (default 127.0.0.1), ``--master_port PORT`` (default 29500)
     Where node 0's launcher serves the TCPStore that nodes and workers meet through. Other nodes
     must reach HOST:PORT. A port already in use is an error saying which port and what to do.
@@ -31,9 +35,16 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
     Same as ``--master_addr``/``--master_port`` (torchrun's spelling); wins over them.
 ``--rdzv_id ID``
     Run id shared by all nodes (default: random, chosen by node 0 and shared through the store).
+
+Under ``srun`` with one task per node (``srun tbrun ...`` in an sbatch script), ``--nnodes``,
+``--node_rank``, ``--master_addr`` (first host of the step's nodelist), ``--master_port``
+(15000 + the job id's last four digits) and ``--rdzv_id`` default from Slurm's variables.
+``--hostfile FILE`` (DeepSpeed's ``host slots=N``), ``-np N -H host1:2,host2:2`` (horovodrun's)
+    One agent per host over plain ``ssh`` (``--ssh_port``, ``--ssh_opts``), rendezvous on the
+    first host; Ctrl-C or a failure on one host ends every host's workers (see ``_fanout``).
 ``--rdzv_backend NAME``
-    Accepted for torchrun compatibility (``static``, ``c10d``, ``tcp``): the store is always a
-    TCPStore on the master.
+    ``static`` (default, ``tcp``): ``--node_rank`` decides; ``c10d``/``etcd``: by arrival. The
+    store is always a TCPStore served by the agent at the endpoint.
 ``--rdzv_conf k=v,...``
     ``join_timeout`` (seconds to wait for all nodes, default 900), ``last_call_timeout``
     (elastic ``MIN:MAX`` only, default 5).
@@ -57,6 +68,17 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
     Show only these local ranks' output on the console (files still get everything).
 ``-m/--module``
     Run the script argument as a module (``python -m``). ``--no_python``: run it as a program.
+``--no-prefix``
+    Leave workers' output untouched.
+torchrun's other options
+    ``--role`` (``ROLE_NAME``), ``--run-path``, ``--start-method`` (no effect: workers are
+    always fresh processes), ``--local-addr``, ``--logs-specs`` (default only),
+    ``--shutdown-timeout`` (= ``--stop_timeout``), ``--signals-to-handle``, ``--numa-binding``
+    and ``--event-log-handler`` (no effect), ``--virtual-local-rank``,
+    ``--duplicate-stdout-filters``/``--duplicate-stderr-filters`` (matching lines also go to
+    ``LOG_DIR/RUN_ID/filtered_std{out,err}.log``); ``PET_<OPTION>``
+    variables supply options not on the command line. Other launchers' names (``accelerate
+    launch``, DeepSpeed, ``horovodrun``): see docs/launcher.md and ``_launch_compat``.
 ``--as-torch``
     Run an unmodified PyTorch script: in every worker, ``import torch`` resolves to TensorBrain
     (``python -m tensorbrain.as_torch``; see docs/compat.md). Said once at start-up.
@@ -67,7 +89,10 @@ What each worker sees
 ``NODE_RANK`` (this node's index), ``ROLE_RANK``/``ROLE_WORLD_SIZE`` (= rank/world size),
 ``MASTER_ADDR``/``MASTER_PORT`` (the launcher's store), ``TB_USE_AGENT_STORE=1`` (so
 ``init_process_group("env://")`` connects to that store instead of starting one on rank 0),
-``TB_RESTART_COUNT``, ``TB_MAX_RESTARTS``, ``TB_RUN_ID``, ``OMP_NUM_THREADS=1`` when unset and more
+``TB_RESTART_COUNT``, ``TB_MAX_RESTARTS``, ``TB_RUN_ID``, ``TB_ROUND``, torchrun's
+``GROUP_WORLD_SIZE``, ``ROLE_NAME``, ``TORCHELASTIC_RESTART_COUNT``/``_MAX_RESTARTS``/``_RUN_ID``
+and ``TORCHELASTIC_ERROR_FILE`` (an uncaught exception is written there as JSON, torch's
+``@record`` format, and shown in the failure summary), ``OMP_NUM_THREADS=1`` when unset and more
 than one worker runs on the node (with a notice: N workers each using every core would
 oversubscribe them), and ``PYTHONUNBUFFERED=1`` when unset (so lines arrive as they are printed).
 Global ranks are numbered node by node: node 0's workers first.
@@ -75,9 +100,9 @@ Global ranks are numbered node by node: node 0's workers first.
 Output
 ------
 Every line a worker prints is shown as ``[rank N] line`` on tbrun's stdout or stderr (whichever the
-worker used). Lines are read whole from line-buffered pipes and written under one lock, so lines
-of different ranks never interleave within a line; a final line without a newline gets one, and a
-line longer than 64 KiB is shown in 64 KiB pieces.
+worker used). Output is cut at ``\\n`` and ``\\r`` (so a tqdm bar redraws live, prefix kept);
+complete lines are written under one lock, so lines of different ranks never interleave within
+a line; a final line without a newline gets one (see ``_output``).
 
 Failure modes, and what tbrun does
 ----------------------------------
@@ -125,6 +150,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from . import _launch_compat as _compat
+from . import _output
 from .errors import DistError, DistNetworkError, DistStoreError
 from .store import PrefixStore, TCPStore
 
@@ -136,6 +163,14 @@ _TAIL_LINES = 20
 
 class UsageError(ValueError):
     pass
+
+
+class _Fanout(Exception):
+    """parse_args found a host list naming other hosts: main() runs the ssh fan-out."""
+
+    def __init__(self, hosts, ns, argv, script_at):
+        super().__init__("fan-out")
+        self.hosts, self.ns, self.argv, self.script_at = hosts, ns, argv, script_at
 
 
 class _Stop(BaseException):
@@ -163,7 +198,8 @@ def get_args_parser() -> argparse.ArgumentParser:
                "docs/launcher.md for every option, variable and failure mode.")
     _add(p, "nnodes", default="1", help="N or MIN:MAX (default 1)")
     _add(p, "nproc_per_node", default="1", help="N, cpu, gpu or auto (default 1)")
-    _add(p, "node_rank", type=int, default=0, help="this node's index (default 0)")
+    _add(p, "node_rank", type=int, default=None,
+         help="this node's index; not given: by arrival at the rendezvous (c10d)")
     _add(p, "master_addr", default="127.0.0.1", help="host of node 0 (default 127.0.0.1)")
     _add(p, "master_port", type=int, default=29500, help="port of the store (default 29500)")
     _add(p, "standalone", action="store_true", help="single node, free port, fresh run id")
@@ -181,6 +217,7 @@ def get_args_parser() -> argparse.ArgumentParser:
     _add(p, "module", "-m", action="store_true", help="run the target as a module (python -m)")
     _add(p, "no_python", action="store_true", help="run the target as a program, not python")
     _add(p, "as_torch", action="store_true", help="`import torch` runs TensorBrain in the workers")
+    _compat.add_options(p)
     p.add_argument("training_script", help="the script (or module with -m) each worker runs")
     p.add_argument("training_script_args", nargs=argparse.REMAINDER)
     return p
@@ -207,6 +244,14 @@ class Config:
     shown: set | None
     cmd: list
     elastic: bool = False
+    watch_stdin: bool = False
+    dup_filters: dict = field(default_factory=dict)
+    mixed_precision: str | None = None
+    role: str = "default"
+    local_addr: str | None = None
+    virtual_local_rank: bool = False
+    no_prefix: bool = False
+    signals: tuple = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def _std_spec(text: str, nproc: int, what: str) -> dict[int, int]:
@@ -249,7 +294,40 @@ def _nproc(text: str) -> int:
 
 
 def parse_args(argv=None) -> Config:
-    ns = get_args_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = get_args_parser()
+    try:
+        _compat.apply_slurm_env(parser)
+        _compat.config_file_defaults(parser, argv)
+        _compat.apply_pet_env(parser)
+        ns = parser.parse_args(argv)
+        script_at = len(argv) - 1 - len(ns.training_script_args)
+        _compat.drop_python(ns)
+        signals = tuple(_compat.parse_signals(ns.signals_to_handle))
+    except _compat.CompatError as exc:
+        raise UsageError(str(exc)) from None
+    if ns.hostfile or ns.hosts:
+        from ._fanout import HostsError, apply_hosts
+        try:
+            hosts = apply_hosts(ns, _is_local)
+        except HostsError as exc:
+            raise UsageError(str(exc)) from None
+        if hosts is not None:
+            raise _Fanout(hosts, ns, argv, script_at)
+    if ns.logs_specs not in (None, "", "default", "DefaultLogsSpecs"):
+        raise UsageError(f"--logs_specs {ns.logs_specs}: custom LogsSpecs plugins are not "
+                         "supported; tbrun writes LOG_DIR/RUN_ID/attempt_K/LOCAL_RANK/*.log")
+    dup_filters = {name: [f for f in text.split(",") if f] for name, text in
+                   (("stdout", ns.duplicate_stdout_filters),
+                    ("stderr", ns.duplicate_stderr_filters)) if text}
+    try:
+        _compat.resolve_totals(ns)
+    except _compat.CompatError as exc:
+        raise UsageError(str(exc)) from None
+    if ns.shutdown_timeout is not None:
+        ns.stop_timeout = float(ns.shutdown_timeout)
+    if ns.run_path:
+        ns.no_python = False
     nproc = _nproc(ns.nproc_per_node)
     try:
         parts = [int(x) for x in ns.nnodes.split(":")]
@@ -280,7 +358,13 @@ def parse_args(argv=None) -> Config:
         addr, port = "127.0.0.1", 0
     if not 0 <= port <= 65535:
         raise UsageError(f"--master_port {port}: not a TCP port")
-    if lo == hi and not 0 <= ns.node_rank < hi:
+    # torchrun: the c10d (and etcd) backends give node ranks by arrival; so does tbrun whenever
+    # --node_rank is not given
+    dynamic = hi > 1 and (lo != hi or ns.node_rank is None
+                          or ns.rdzv_backend not in ("static", "tcp", ""))
+    if ns.node_rank is None:
+        ns.node_rank = 0
+    if not dynamic and not 0 <= ns.node_rank < hi:
         raise UsageError(f"--node_rank {ns.node_rank} is out of range for --nnodes {hi} "
                          f"(node ranks are 0..{hi - 1})")
     if ns.max_restarts < 0 or ns.monitor_interval <= 0 or ns.stop_timeout < 0:
@@ -315,18 +399,15 @@ def parse_args(argv=None) -> Config:
         join_timeout=join_timeout, last_call=last_call,
         redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
         log_dir=ns.log_dir, shown=shown, cmd=cmd + list(ns.training_script_args),
-        elastic=lo != hi)
+        elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters,
+        mixed_precision=ns.mixed_precision, role=ns.role, local_addr=ns.local_addr,
+        virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
 
 
 # ***** workers and their output *****
 
-_print_lock = threading.Lock()
-
-
 def _emit(stream, data: bytes):
-    with _print_lock:
-        stream.write(data)
-        stream.flush()
+    _output.emit(stream, data)
 
 
 def notice(msg: str):
@@ -364,37 +445,13 @@ class Worker:
     returncode: int | None = None
     ended_at: float | None = None
     stopped: bool = False
+    error_file: str = ""
 
 
-#: a worker line starting with this byte (ASCII record separator) is shown without the
-#: ``[rank N]`` prefix; tbrun tells workers it understands it with TB_RAW_ESCAPE=1
-RAW_ESCAPE = b"\x1e"
-
-
-def _pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None):
-    """Copy a worker pipe line by line: prefix to the console, plain to the log file."""
-    try:
-        for line in iter(lambda: pipe.readline(65536), b""):
-            if not line.endswith(b"\n"):
-                line += b"\n"
-            if line[:1] == RAW_ESCAPE:  # the worker asks for no [rank N] prefix on this line
-                line = line[1:]
-                if console is not None:
-                    _emit(console, line)
-            elif console is not None:
-                _emit(console, prefix + line)
-            if logf is not None:
-                logf.write(line)
-                logf.flush()
-            if tail is not None:
-                tail.append(line.decode("utf-8", "replace").rstrip("\n"))
-    except (OSError, ValueError):
-        pass
-    finally:
-        try:
-            pipe.close()
-        except OSError:
-            pass
+def _pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None, dup=None):
+    """Copy a worker pipe: prefixed pieces (ending in a newline or carriage return) to the
+    console, raw to the log file (see ``_output``)."""
+    _output.pump(pipe, console, prefix, logf, tail, dup)
 
 
 def _exit_text(code: int) -> str:
@@ -463,14 +520,28 @@ class Agent:
         self.workers: list[Worker] = []
         self.store_server: TCPStore | None = None
         self.store: PrefixStore | None = None
-        self.attempt = 0
+        self.restarts = 0  # failures restarted so far (TORCHELASTIC_RESTART_COUNT)
+        # rendezvous round: + 1 on every restart and every membership change; elastic nodes
+        # other than the store's learn the current one from the store
+        self.round = None if cfg.elastic else 0
+        self.started = False
         self.multi = cfg.max_nodes > 1
         self.guardian = None  # kills the workers' process groups if tbrun is SIGKILLed
         self.log_root = None
-        if any(cfg.redirects.values()) or any(cfg.tee.values()):
+        self.dups = {}
+        if any(cfg.redirects.values()) or any(cfg.tee.values()) or cfg.dup_filters:
             self.log_root = cfg.log_dir or tempfile.mkdtemp(prefix="tbrun_logs_")
             if not cfg.log_dir:
                 notice(f"worker logs go to {self.log_root}")
+
+    def error_root(self) -> str:
+        """Folder for the workers' TORCHELASTIC_ERROR_FILEs (the log folder, else a temporary
+        one removed at exit)."""
+        if self.log_root:
+            return self.log_root
+        if getattr(self, "tmp_errors", None) is None:
+            self.tmp_errors = tempfile.mkdtemp(prefix="tbrun_errors_")
+        return self.tmp_errors
 
     # ---- store and rendezvous ---------------------------------------------------------------
     def _is_host(self) -> bool:
@@ -491,6 +562,8 @@ class Agent:
             cfg.master_port = self.store_server.port
             raw = self.store_server
             self.node_rank = 0 if cfg.elastic else cfg.node_rank
+            if self.round is None:
+                self.round = 0
             if not cfg.run_id:
                 cfg.run_id = uuid.uuid4().hex[:12]
             raw.set("tbrun/run_id", cfg.run_id)
@@ -502,19 +575,17 @@ class Agent:
         self.store = PrefixStore(f"tbrun/{cfg.run_id}", raw)
 
     def _rendezvous(self) -> tuple[int, int, int]:
-        """Meet the other nodes for this attempt: (node_rank, rank offset, world size)."""
+        """Meet the other nodes for this round: (node_rank, rank offset, world size)."""
         cfg = self.cfg
         if not self.multi:
             return 0, 0, cfg.nproc
-        s = PrefixStore(f"rdzv/{self.attempt}", self.store)
-        me = json.dumps({"host": socket.gethostname(), "nproc": cfg.nproc}).encode()
+        me = json.dumps({"host": cfg.local_addr or socket.gethostname(),
+                         "nproc": cfg.nproc}).encode()
         if cfg.elastic:
-            node_rank = 0 if self.store_server is not None else s.add("next", 1)
-            if self.store_server is None and node_rank >= cfg.max_nodes:
-                raise DistError(f"the job already has --nnodes max {cfg.max_nodes} nodes")
-            s.set(f"node/{node_rank}", me)
-            nnodes = self._close_round(s, node_rank)
+            node_rank, nnodes = self._join_round(me)
+            s = PrefixStore(f"rdzv/{self.round}", self.store)
         else:
+            s = PrefixStore(f"rdzv/{self.round}", self.store)
             node_rank, nnodes = cfg.node_rank, cfg.max_nodes
             claimed = s.compare_set(f"node/{node_rank}", "", me)
             if claimed != me:
@@ -528,7 +599,7 @@ class Agent:
             missing = [r for r in range(nnodes) if not s.check([f"node/{r}"])]
             raise DistStoreError(
                 f"node(s) {missing} of {nnodes} did not join within {cfg.join_timeout:g} s "
-                f"(rendezvous at {cfg.master_addr}:{cfg.master_port}, attempt {self.attempt}); "
+                f"(rendezvous at {cfg.master_addr}:{cfg.master_port}, round {self.round}); "
                 "start tbrun on every node with the same --nnodes/--master_addr/--master_port "
                 "and its own --node_rank") from None
         infos = [json.loads(v) for v in s.multi_get(keys)]
@@ -537,14 +608,48 @@ class Agent:
         self.nnodes = nnodes
         return node_rank, offset, world
 
-    def _close_round(self, s, node_rank) -> int:
-        """Elastic MIN:MAX: node 0 decides how many nodes this round has."""
+    def _join_round(self, me) -> tuple[int, int]:
+        """c10d-style: node ranks by arrival through the store, one round at a time.
+
+        The agent serving the store is node 0 and publishes the current round number. A node
+        that finds the round closed (or arrives as it closes) asks the running nodes for a new
+        round (key ``late``) and joins round + 1; they stop their workers and join it too."""
+        cfg = self.cfg
+        if self.store_server is not None:
+            self.store.set("round", str(self.round))
+        elif self.round is None:
+            self.round = int(self.store.get("round"))
+        while True:
+            s = PrefixStore(f"rdzv/{self.round}", self.store)
+            if self.store_server is not None:
+                node_rank = 0
+            elif s.check(["closed"]):
+                node_rank = None
+            else:
+                node_rank = int(s.add("next", 1))
+                if node_rank >= cfg.max_nodes:
+                    node_rank = None
+            if node_rank is not None:
+                s.set(f"node/{node_rank}", me)
+            n, restarts = self._close_round(s, node_rank)
+            if node_rank is not None and node_rank < n:
+                self.restarts = restarts
+                return node_rank, n
+            if n >= cfg.max_nodes:
+                raise DistError(f"round {self.round} of run {cfg.run_id} already has the maximum "
+                                f"of {cfg.max_nodes} node(s) (--nnodes {cfg.min_nodes}:"
+                                f"{cfg.max_nodes}); this node is not needed")
+            notice(f"round {self.round} closed with {n} node(s) before this node joined; asking "
+                   f"the running nodes to start round {self.round + 1} with it")
+            s.add("late", 1)
+            self.round += 1
+
+    def _close_round(self, s, node_rank) -> tuple[int, int]:
+        """Node 0 decides how many nodes this round has: (nodes, restart count)."""
         cfg = self.cfg
         if node_rank != 0:
-            n = int(s.get("closed"))
-            if node_rank >= n:
-                raise DistError(f"this node arrived after the round closed with {n} nodes")
-            return n
+            n, restarts = s.get("closed").decode().split()
+            return int(n), int(restarts)
         deadline = time.monotonic() + cfg.join_timeout
         last, last_change = 1, time.monotonic()
         while True:
@@ -554,11 +659,14 @@ class Agent:
             now = time.monotonic()
             if n >= cfg.max_nodes or (n >= cfg.min_nodes and now - last_change >= cfg.last_call):
                 n = min(n, cfg.max_nodes)
-                s.set("closed", str(n))
-                return n
+                s.set("closed", f"{n} {self.restarts}")
+                return n, self.restarts
             if now > deadline:
-                raise DistStoreError(f"only {n} of at least {cfg.min_nodes} nodes joined within "
-                                     f"{cfg.join_timeout:g} s at {cfg.master_addr}:{cfg.master_port}")
+                raise DistStoreError(
+                    f"node(s) {list(range(n, cfg.min_nodes))} of {cfg.min_nodes} did not join "
+                    f"within {cfg.join_timeout:g} s (rendezvous at {cfg.master_addr}:"
+                    f"{cfg.master_port}, round {self.round}); start the same tbrun command on "
+                    "every node")
             time.sleep(0.05)
 
     # ---- workers ---------------------------------------------------------------------------
@@ -566,7 +674,8 @@ class Agent:
         cfg = self.cfg
         base = dict(os.environ)
         if "OMP_NUM_THREADS" not in base and cfg.nproc > 1:
-            if self.attempt == 0:
+            if not getattr(self, "omp_noticed", False):
+                self.omp_noticed = True
                 notice(f"setting OMP_NUM_THREADS=1 for each of the {cfg.nproc} workers so they do "
                        "not oversubscribe the cores; set it yourself to override")
             base["OMP_NUM_THREADS"] = "1"
@@ -584,14 +693,15 @@ class Agent:
                            NODE_RANK=str(node_rank), ROLE_RANK=str(rank),
                            ROLE_WORLD_SIZE=str(world), MASTER_ADDR=cfg.master_addr,
                            MASTER_PORT=str(cfg.master_port), TB_USE_AGENT_STORE="1",
-                           TB_RESTART_COUNT=str(self.attempt),
+                           TB_RESTART_COUNT=str(self.restarts), TB_ROUND=str(self.round),
                            TB_MAX_RESTARTS=str(cfg.max_restarts), TB_RUN_ID=cfg.run_id,
                            TB_RAW_ESCAPE="1")
+                env.update(_compat.worker_env(cfg, self, lr, node_rank))
                 proc = subprocess.Popen(cfg.cmd, env=env, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         start_new_session=True,
                                         preexec_fn=_pdeathsig if _LIBC is not None else None)
-                w = Worker(rank, lr, proc)
+                w = Worker(rank, lr, proc, error_file=env["TORCHELASTIC_ERROR_FILE"])
                 self.workers.append(w)
                 if self.guardian is None:
                     from ._guardian import Guardian
@@ -605,29 +715,42 @@ class Agent:
 
     def _start_pumps(self, w: Worker):
         cfg = self.cfg
-        prefix = f"[rank {w.rank}] ".encode()
+        prefix = b"" if cfg.no_prefix else f"[rank {w.rank}] ".encode()
         shown = cfg.shown is None or w.local_rank in cfg.shown
         for bit, pipe, console, name in ((1, w.proc.stdout, sys.stdout.buffer, "stdout"),
                                          (2, w.proc.stderr, sys.stderr.buffer, "stderr")):
             redirect, tee = cfg.redirects[w.local_rank] & bit, cfg.tee[w.local_rank] & bit
             logf = None
             if (redirect or tee) and self.log_root:
-                d = os.path.join(self.log_root, cfg.run_id, f"attempt_{self.attempt}",
+                d = os.path.join(self.log_root, cfg.run_id, f"attempt_{self.round}",
                                  str(w.local_rank))
                 os.makedirs(d, exist_ok=True)
                 logf = open(os.path.join(d, f"{name}.log"), "wb")
                 w.files.append(logf)
             out = console if shown and not redirect else None
             t = threading.Thread(target=_pump, args=(pipe, out, prefix, logf,
-                                                     w.tail if bit == 2 else None), daemon=True)
+                                                     w.tail if bit == 2 else None,
+                                                     self._duplicator(name)), daemon=True)
             t.start()
             w.readers.append(t)
+
+    def _duplicator(self, name):
+        """The shared ``filtered_{stdout,stderr}.log`` writer, when filters were given."""
+        filters = self.cfg.dup_filters.get(name)
+        if not filters or not self.log_root:
+            return None
+        if name not in self.dups:
+            d = os.path.join(self.log_root, self.cfg.run_id)
+            os.makedirs(d, exist_ok=True)
+            self.dups[name] = _output.Duplicator(os.path.join(d, f"filtered_{name}.log"), filters)
+        return self.dups[name]
 
     # ---- one attempt -----------------------------------------------------------------------
     def _monitor(self, node_rank) -> tuple[str, dict | None]:
         """Until this attempt ends: ("done", None) or ("failed", failure description)."""
         cfg = self.cfg
-        s = PrefixStore(f"attempt/{self.attempt}", self.store) if self.multi else None
+        s = PrefixStore(f"attempt/{self.round}", self.store) if self.multi else None
+        rs = PrefixStore(f"rdzv/{self.round}", self.store) if cfg.elastic else None
         local_done = False
         while True:
             time.sleep(cfg.monitor_interval)
@@ -642,7 +765,8 @@ class Agent:
                     t.join(1.0)
                 info = dict(node=node_rank, host=socket.gethostname(), rank=first.rank,
                             local_rank=first.local_rank, pid=first.proc.pid,
-                            code=first.returncode, tail=list(first.tail)[-10:])
+                            code=first.returncode, tail=list(first.tail)[-10:],
+                            error=_compat.read_error_file(first.error_file))
                 if s is not None:
                     s.compare_set("failed", "", json.dumps(info))
                 self._stop_local(signal.SIGTERM)
@@ -661,6 +785,12 @@ class Agent:
                     return "failed", info
                 if local_done and s.check([f"done/{r}" for r in range(self.nnodes)]):
                     return "done", None
+            if rs is not None and not local_done and self.nnodes < cfg.max_nodes \
+                    and rs.check(["late"]):
+                notice(f"a node is waiting to join; stopping the workers to start round "
+                       f"{self.round + 1} with it")
+                self._stop_local(signal.SIGTERM)
+                return "rejoin", None
 
     def _forget_stopped(self):
         if self.guardian is not None:
@@ -681,12 +811,16 @@ class Agent:
         self._open_store()
         while True:
             node_rank, offset, world = self._rendezvous()
-            if self.attempt == 0:
+            if not self.started or cfg.elastic:
+                self.started = True
                 notice(f"run {cfg.run_id}: node {node_rank}, {cfg.nproc} worker(s) (ranks "
                        f"{offset}..{offset + cfg.nproc - 1} of {world}), store at "
                        f"{cfg.master_addr}:{cfg.master_port}")
             self._spawn(node_rank, offset, world)
             outcome, info = self._monitor(node_rank)
+            if outcome == "rejoin":
+                self.round += 1
+                continue
             if outcome == "done":
                 # every worker exited 0; what is left in their process groups (children they
                 # started and did not wait for) must not outlive the job either
@@ -695,12 +829,13 @@ class Agent:
                 cleanup_shm(cfg.run_id)
                 self._goodbye()
                 return 0
-            if self.attempt < cfg.max_restarts:
+            if self.restarts < cfg.max_restarts:
                 notice(f"{_failure_line(info)}; restarting all workers (restart "
-                       f"{self.attempt + 1} of {cfg.max_restarts})")
-                self.attempt += 1
+                       f"{self.restarts + 1} of {cfg.max_restarts})")
+                self.restarts += 1
+                self.round += 1
                 continue
-            notice(_summary(info, self.attempt, cfg))
+            notice(_summary(info, self.restarts, cfg))
             self._goodbye()
             return 1
 
@@ -727,6 +862,13 @@ class Agent:
         for s in (getattr(self, "raw_store", None), self.store_server):
             if s is not None:
                 s.close()
+        for d in self.dups.values():
+            d.close()
+        self.dups = {}
+        if getattr(self, "tmp_errors", None) is not None:
+            import shutil
+            shutil.rmtree(self.tmp_errors, ignore_errors=True)
+            self.tmp_errors = None
 
 
 def _failure_line(info) -> str:
@@ -737,6 +879,11 @@ def _failure_line(info) -> str:
 def _summary(info, attempt, cfg) -> str:
     lines = [f"worker failure after {attempt + 1} attempt(s) (max_restarts={cfg.max_restarts}):",
              f"  first failure: {_failure_line(info)}"]
+    err = info.get("error")
+    if err:
+        lines.append(f"  its uncaught exception (TORCHELASTIC_ERROR_FILE): {err['message']}")
+        tb_lines = err["traceback"].rstrip("\n").splitlines()[-8:]
+        lines += [f"    {t}" for t in tb_lines]
     if info.get("tail"):
         lines.append("  last lines of its stderr:")
         lines += [f"    {t}" for t in info["tail"]]
@@ -772,6 +919,9 @@ def main(argv=None) -> int:
     except UsageError as exc:
         print(f"tbrun: error: {exc}", file=sys.stderr)
         return 2
+    except _Fanout as fan:
+        from ._fanout import run_fanout
+        return run_fanout(fan.hosts, fan.ns, fan.argv, fan.script_at, notice)
     warn_placement_overrides(cfg)
     agent = Agent(cfg)
 
@@ -781,7 +931,10 @@ def main(argv=None) -> int:
             return
         raise _Stop(signum)
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, on_signal) for s in cfg.signals}
+    if cfg.watch_stdin:  # started by a --hostfile/-H driver over ssh: its end is ours
+        from ._fanout import watch_stdin
+        watch_stdin(lambda: os.kill(os.getpid(), signal.SIGTERM))
     try:
         try:
             return agent.run()

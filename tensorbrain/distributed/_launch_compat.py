@@ -1,0 +1,262 @@
+"""tbrun's compatibility layer: torchrun's remaining options, ``PET_*`` variables, torchrun's
+worker variables and error files, and the option names of ``accelerate launch``, DeepSpeed's
+launcher and ``horovodrun`` (see docs/launcher.md for the table).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+
+__all__ = ["add_options", "apply_pet_env", "config_file_defaults", "read_simple_yaml",
+           "resolve_totals", "worker_env", "read_error_file", "parse_signals"]
+
+
+class CompatError(ValueError):
+    """A bad value in one of the compatibility options (tbrun turns it into status 2)."""
+
+
+def _add(parser, name, *more, **kw):
+    names = [f"--{name}"]
+    if "_" in name:
+        names.append(f"--{name.replace('_', '-')}")
+    parser.add_argument(*more, *names, dest=kw.pop("dest", name), **kw)
+
+
+def add_options(p) -> None:
+    """Add torchrun's remaining options and the other launchers' names to tbrun's parser."""
+    g = p.add_argument_group("torchrun options (see the manual for which ones have no effect)")
+    _add(g, "role", default="default", help="workers' role name (ROLE_NAME)")
+    _add(g, "run_path", action="store_true", help="run the script as a Python file (default)")
+    _add(g, "start_method", default="spawn", choices=["spawn", "fork", "forkserver"],
+         help="accepted; workers are always fresh processes (as spawn)")
+    _add(g, "local_addr", default=None, help="this node's address as the others see it")
+    _add(g, "logs_specs", default=None, help="only the default log layout is supported")
+    _add(g, "shutdown_timeout", type=int, default=None, help="same as --stop_timeout")
+    _add(g, "signals_to_handle", default="SIGTERM,SIGINT,SIGHUP,SIGQUIT",
+         help="signals tbrun passes on to the workers")
+    _add(g, "numa_binding", default=None, help="accepted; no NUMA binding is done")
+    _add(g, "event_log_handler", default="null", help="accepted; events are not logged")
+    _add(g, "virtual_local_rank", action="store_true",
+         help="LOCAL_RANK=0 and CUDA_VISIBLE_DEVICES=<local rank> in every worker")
+    _add(g, "duplicate_stdout_filters", default="",
+         help="lines containing any (or *) also go to LOG_DIR/RUN_ID/filtered_stdout.log")
+    _add(g, "duplicate_stderr_filters", default="",
+         help="lines containing any (or *) also go to LOG_DIR/RUN_ID/filtered_stderr.log")
+    _add(g, "no_prefix", action="store_true", help="leave workers' output unprefixed")
+    a = p.add_argument_group("other launchers' names (accelerate launch, deepspeed, horovodrun)")
+    _add(a, "num_processes", type=int, default=None, help="accelerate: processes in all")
+    _add(a, "num_machines", dest="nnodes", help="accelerate: = --nnodes")
+    _add(a, "machine_rank", dest="node_rank", type=int, help="accelerate: = --node_rank")
+    _add(a, "main_process_ip", dest="master_addr", help="accelerate: = --master_addr")
+    _add(a, "main_process_port", dest="master_port", type=int,
+         help="accelerate: = --master_port")
+    _add(a, "multi_gpu", action="store_true", help="accelerate: accepted (no effect)")
+    _add(a, "use_cpu", "--cpu", action="store_true", help="accelerate: accepted (no effect)")
+    _add(a, "mixed_precision", default=None, choices=["no", "fp16", "bf16", "fp8"],
+         help="accelerate: ACCELERATE_MIXED_PRECISION in the workers (read by their Accelerator)")
+    _add(a, "config_file", default=None, help="accelerate: YAML config read for those fields")
+    _add(a, "num_gpus", dest="nproc_per_node", help="deepspeed: = --nproc_per_node")
+    _add(a, "num_nodes", dest="nnodes", help="deepspeed: = --nnodes")
+    _add(a, "hostfile", default=None, help="deepspeed: 'host slots=N' lines, one agent per host")
+    a.add_argument("-np", dest="np", type=int, default=None, help="horovodrun: processes in all")
+    a.add_argument("-H", "--hosts", dest="hosts", default=None,
+                   help="horovodrun: host1:2,host2:2 (one agent per host)")
+    _add(a, "ssh_port", type=int, default=None, help="ssh port for --hostfile/-H")
+    _add(a, "ssh_opts", default="", help="more ssh options for --hostfile/-H, e.g. '-F cfg'")
+    p.add_argument("--_watch_stdin", dest="watch_stdin", action="store_true",
+                   help=argparse.SUPPRESS)
+
+
+def apply_slurm_env(p, env=None) -> bool:
+    """Inside a Slurm step with one task per node (``srun tbrun ...``), default the node count,
+    node rank and rendezvous address from Slurm: the first host of the step's nodelist serves
+    the store, on port 15000 + the job id's last four digits (as ``env://`` under Slurm).
+    Returns whether it applied."""
+    env = os.environ if env is None else env
+    # SLURM_STEP_NUM_* are set by srun only (not in the batch script itself, where a plain
+    # `tbrun` is one agent on one node whatever the allocation)
+    nodes, tasks = env.get("SLURM_STEP_NUM_NODES"), env.get("SLURM_STEP_NUM_TASKS")
+    if not nodes or not env.get("SLURM_NODEID") or tasks != nodes:
+        return False  # several tasks per node: each task is its own worker, not an agent
+    from ._env import expand_nodelist
+    hosts = expand_nodelist(env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "")
+    job = env.get("SLURM_JOB_ID", "")
+    p.set_defaults(nnodes=nodes, node_rank=int(env["SLURM_NODEID"]))
+    if hosts:
+        p.set_defaults(master_addr=hosts[0])
+    if job.isdigit():
+        p.set_defaults(master_port=15000 + int(job[-4:]), rdzv_id=f"slurm-{job}")
+    return True
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def apply_pet_env(p, env=None) -> None:
+    """torchrun's rule: an option not given on the command line takes ``PET_<NAME>``."""
+    env = os.environ if env is None else env
+    for action in p._actions:
+        if not action.option_strings or action.dest in ("help",):
+            continue
+        raw = env.get(f"PET_{action.dest.upper()}")
+        if raw is None:
+            continue
+        if action.nargs == 0:  # store_true
+            p.set_defaults(**{action.dest: _truthy(raw)})
+        else:
+            p.set_defaults(**{action.dest: raw})  # argparse applies `type` to string defaults
+
+
+# accelerate's config fields -> tbrun dests
+_ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "num_processes",
+                      "num_machines": "nnodes",
+                      "machine_rank": "node_rank", "main_process_ip": "master_addr",
+                      "main_process_port": "master_port"}
+
+
+def read_simple_yaml(path: str) -> dict:
+    """The top-level ``key: value`` pairs of a YAML file (Accelerate's config is that simple).
+
+    Nested blocks are skipped; quotes are removed; ``null``/``~`` become None. PyYAML is used
+    when installed, so any YAML works there.
+    """
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise CompatError(f"--config_file {path}: {exc.strerror}") from None
+    try:
+        import yaml
+    except ImportError:
+        yaml = None
+    if yaml is not None:
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict):
+            raise CompatError(f"--config_file {path}: expected a mapping at the top level")
+        return data
+    out = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#") or line[0] in " \t-":
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            raise CompatError(f"--config_file {path}: cannot read line {line!r} (key: value)")
+        value = value.split(" #")[0].strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key.strip()] = None if value in ("", "null", "~") else value
+    return out
+
+
+def config_file_defaults(p, argv) -> None:
+    """``--config_file F`` (before the script): F's Accelerate fields become defaults."""
+    path = None
+    for i, a in enumerate(argv):
+        if not a.startswith("-"):
+            break
+        if a in ("--config_file", "--config-file") and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif a.startswith(("--config_file=", "--config-file=")):
+            path = a.split("=", 1)[1]
+    if path is None:
+        return
+    data = read_simple_yaml(path)
+    for key, dest in _ACCELERATE_FIELDS.items():
+        if data.get(key) is not None:
+            p.set_defaults(**{dest: str(data[key])})
+
+
+def resolve_totals(ns) -> None:
+    """Turn totals (accelerate's --num_processes, horovodrun's -np) into per-node counts."""
+    if ns.node_rank is not None:
+        ns.node_rank = int(ns.node_rank)
+    if ns.master_port is not None:
+        ns.master_port = int(ns.master_port)
+    total, what = (ns.num_processes, "--num_processes") if ns.num_processes is not None else \
+        (ns.np, "-np")
+    if total is None:
+        return
+    nodes = ns.nnodes.split(":")[-1]
+    try:
+        nodes = int(nodes)
+    except ValueError:
+        raise CompatError(f"--nnodes {ns.nnodes!r}: expected N or MIN:MAX") from None
+    if total < 1 or total % nodes:
+        raise CompatError(f"{what} {total} is not a multiple of {nodes} machine(s); give a "
+                          "total that divides evenly, or --nproc_per_node")
+    ns.nproc_per_node = str(total // nodes)
+
+
+def drop_python(ns) -> None:
+    """horovodrun/mpirun style ``... python train.py`` (or ``python -m pkg``): the interpreter
+    word is dropped, since tbrun starts Python itself (unless --no_python)."""
+    if ns.no_python or not re.fullmatch(r"python[0-9.]*", os.path.basename(ns.training_script)):
+        return
+    args = list(ns.training_script_args)
+    while args and args[0] in ("-u", "-B", "-O"):
+        args.pop(0)
+    if args[:1] == ["-m"] and len(args) > 1:
+        ns.module, args = True, args[1:]
+    if not args:
+        raise CompatError(f"{ns.training_script}: no script after the interpreter")
+    ns.training_script, ns.training_script_args = args[0], args[1:]
+
+
+def parse_signals(text: str) -> list:
+    """``SIGTERM,SIGINT`` -> signal numbers (an unknown name is an error)."""
+    out = []
+    for name in filter(None, (x.strip().upper() for x in text.split(","))):
+        if not name.startswith("SIG"):
+            name = "SIG" + name
+        try:
+            out.append(signal.Signals[name])
+        except KeyError:
+            raise CompatError(f"--signals_to_handle: unknown signal {name}") from None
+        if out[-1] in (signal.SIGKILL, signal.SIGSTOP):
+            raise CompatError(f"--signals_to_handle: {name} cannot be handled")
+    return out
+
+
+def error_file_path(root: str, run_id: str, round_: int, local_rank: int) -> str:
+    """Where a worker's error file goes (torchrun's layout)."""
+    return os.path.join(root, run_id, f"attempt_{round_}", str(local_rank), "error.json")
+
+
+def worker_env(cfg, agent, local_rank: int, node_rank: int) -> dict:
+    """torchrun's variables for one worker (beyond RANK/WORLD_SIZE/...)."""
+    err = error_file_path(agent.error_root(), cfg.run_id, agent.round, local_rank)
+    os.makedirs(os.path.dirname(err), exist_ok=True)  # torch's @record expects the folder
+    try:
+        os.unlink(err)  # a previous round's file must not be taken for this one's
+    except FileNotFoundError:
+        pass
+    env = {"GROUP_WORLD_SIZE": str(getattr(agent, "nnodes", 1) if agent.multi else 1),
+           "ROLE_NAME": cfg.role,
+           "TORCHELASTIC_RESTART_COUNT": str(agent.restarts),
+           "TORCHELASTIC_MAX_RESTARTS": str(cfg.max_restarts),
+           "TORCHELASTIC_RUN_ID": cfg.run_id,
+           "TORCHELASTIC_ERROR_FILE": err}
+    if cfg.mixed_precision:
+        env["ACCELERATE_MIXED_PRECISION"] = cfg.mixed_precision
+    if cfg.virtual_local_rank:
+        env["LOCAL_RANK"] = "0"
+        env["CUDA_VISIBLE_DEVICES"] = str(local_rank)
+    return env
+
+
+def read_error_file(path: str) -> dict | None:
+    """A worker's recorded exception: {"message", "traceback"} or None."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        msg = data["message"]
+        if isinstance(msg, str):
+            return {"message": msg, "traceback": ""}
+        return {"message": msg.get("message", ""),
+                "traceback": msg.get("extraInfo", {}).get("py_callstack", "")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None

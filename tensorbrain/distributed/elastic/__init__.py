@@ -1,0 +1,1 @@
+"""torch.distributed.elastic's paths that scripts import (``multiprocessing.errors.record``)."""

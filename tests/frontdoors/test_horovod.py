@@ -90,3 +90,24 @@ def test_the_program_runs_under_mpiexec(tmp_path, reference):
                          text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert_close(reference, weights(tmp_path / "mpi.st"))
+
+
+def test_the_program_runs_under_tbruns_horovodrun_options(tmp_path, reference):
+    """horovodrun's command with the launcher's name changed: ``tbrun -np 2 -H localhost:2``
+    (a host list naming only this machine runs locally, no ssh)."""
+    import os
+    import subprocess
+    import sys
+
+    from ._run import PROGRAMS, ROOT
+    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+              "MASTER_PORT", "TENSORBRAIN_AS_TORCH"):
+        env.pop(k, None)
+    out = subprocess.run([sys.executable, "-m", "tensorbrain.distributed.run", "--as-torch",
+                          "-np", "2", "-H", "localhost:2", "python",
+                          os.path.join(PROGRAMS, PROG), "--lr", "0.05", "--batch", "8",
+                          "--out", str(tmp_path / "hvdrun.st")], env=env, capture_output=True,
+                         text=True, timeout=180)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert_close(reference, weights(tmp_path / "hvdrun.st"))

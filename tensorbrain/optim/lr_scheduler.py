@@ -444,8 +444,8 @@ class ChainedScheduler(LRScheduler):
     """Steps every scheduler in ``schedulers`` at each ``step()`` (their effects compose).
 
     Args:
-        schedulers: schedulers of one optimizer; optimizer: that optimizer (default: the
-        first scheduler's).
+        schedulers: schedulers of one optimizer.
+        optimizer: that optimizer (default: the first scheduler's).
 
     Raises:
         ValueError: no schedulers, or schedulers of different optimizers.
@@ -498,7 +498,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     Raises:
         ValueError: factor >= 1, an unknown mode or threshold mode, a min_lr list of the wrong
-        length.
+            length.
         TypeError: ``optimizer`` is not an Optimizer.
     """
 

@@ -10,10 +10,23 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
+    """The number of usable CUDA GPUs (0 without CuPy or a GPU).
+
+    Returns:
+        An int.
+    """
     return _xp._cupy_devices if _xp.cuda_available() else 0
 
 
 def current_device() -> int:
+    """The index of the current CUDA device.
+
+    Returns:
+        An int.
+
+    Raises:
+        RuntimeError: CuPy is not installed or there is no GPU.
+    """
     return _xp.cupy().cuda.runtime.getDevice()
 
 
@@ -35,6 +48,14 @@ def set_device(dev) -> None:
 
 
 def synchronize(dev=None) -> None:
+    """Wait until every kernel queued on a GPU has finished.
+
+    Args:
+        dev: the device (index, 'cuda:N' or device); None for the current one.
+
+    Raises:
+        RuntimeError: CuPy is not installed or there is no GPU.
+    """
     cp = _xp.cupy()
     if dev is None:
         cp.cuda.Device().synchronize()

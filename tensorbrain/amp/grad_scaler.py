@@ -200,21 +200,51 @@ class GradScaler:
         return self._init_scale if self._scale is None else self._scale
 
     def get_growth_factor(self):
+        """The factor the scale is multiplied by after ``growth_interval`` steps without inf/NaN.
+
+        Returns:
+            The current value.
+        """
         return self._growth_factor
 
     def set_growth_factor(self, new_factor):
+        """Set the factor the scale is multiplied by after ``growth_interval`` steps without inf/NaN.
+
+        Args:
+            new_factor: the new value.
+        """
         self._growth_factor = float(new_factor)
 
     def get_backoff_factor(self):
+        """The factor the scale is multiplied by after a step with inf/NaN gradients.
+
+        Returns:
+            The current value.
+        """
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor):
+        """Set the factor the scale is multiplied by after a step with inf/NaN gradients.
+
+        Args:
+            new_factor: the new value.
+        """
         self._backoff_factor = float(new_factor)
 
     def get_growth_interval(self):
+        """The number of consecutive clean steps before the scale grows.
+
+        Returns:
+            The current value.
+        """
         return self._growth_interval
 
     def set_growth_interval(self, new_interval):
+        """Set the number of consecutive clean steps before the scale grows.
+
+        Args:
+            new_interval: the new value.
+        """
         self._growth_interval = int(new_interval)
 
     def _get_growth_tracker(self):

@@ -78,6 +78,16 @@ class AliasFinder(importlib.abc.MetaPathFinder):
     """Finds ``torch`` and ``torch.*`` (and every other prefix in :data:`ALIASES`)."""
 
     def find_spec(self, fullname, path=None, target=None):
+        """The import spec for ``torch`` or ``torch.*`` (the TensorBrain module), or None.
+
+        Args:
+            fullname: the module name being imported.
+            path: the parent package's path (unused).
+            target: unused (part of the finder protocol).
+
+        Returns:
+            A ``ModuleSpec`` whose loader aliases the TensorBrain module, or None for other names.
+        """
         real = resolve(fullname)
         if real is None:
             return None
@@ -148,6 +158,11 @@ def annotate(exc: BaseException) -> None:
 
 
 def is_installed() -> bool:
+    """Whether the torch alias is installed in this process (see ``install``).
+
+    Returns:
+        True when ``import torch`` gives TensorBrain here.
+    """
     return any(isinstance(f, AliasFinder) for f in sys.meta_path)
 
 

@@ -16,15 +16,53 @@ from .. import nn
 
 
 def conv3x3(in_planes, out_planes, stride=1, groups=1, dilation=1):
+    """A 3x3 convolution with padding 1 and no bias (torchvision's helper).
+
+    Args:
+        in_planes: input channels.
+        out_planes: output channels.
+        stride: the stride.
+        groups: grouped-convolution groups.
+        dilation: the dilation (also the padding).
+
+    Returns:
+        An ``nn.Conv2d``.
+    """
     return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=dilation,
                      groups=groups, bias=False, dilation=dilation)
 
 
 def conv1x1(in_planes, out_planes, stride=1):
+    """A 1x1 convolution without bias (torchvision's helper).
+
+    Args:
+        in_planes: input channels.
+        out_planes: output channels.
+        stride: the stride.
+
+    Returns:
+        An ``nn.Conv2d``.
+    """
     return nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
 
 
 class BasicBlock(nn.Module):
+    """ResNet-18/34's residual block: two 3x3 convolutions with BatchNorm and a shortcut.
+
+    Args:
+        inplanes: input channels.
+        planes: output channels.
+        stride: the first convolution's stride.
+        downsample: a module applied to the shortcut when shapes change, or None.
+        groups: must be 1 (as torchvision's).
+        base_width: must be 64 (as torchvision's).
+        dilation: must be 1 (as torchvision's).
+        norm_layer: the normalisation class (default ``nn.BatchNorm2d``).
+
+    Raises:
+        ValueError: groups != 1 or base_width != 64.
+        NotImplementedError: dilation > 1.
+    """
     expansion = 1
 
     def __init__(self, inplanes, planes, stride=1, downsample=None, groups=1, base_width=64,

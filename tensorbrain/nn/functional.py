@@ -101,36 +101,113 @@ def bilinear(input1, input2, weight, bias=None):
 
 # ***** activations *****
 def relu(input, inplace=False):
+    """max(0, x), elementwise (as ``torch.nn.functional.relu``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.relu(tb.tensor([-1.0, 2.0])).tolist()
+        [0.0, 2.0]
+    """
     return input.relu_() if inplace else _E.relu(input)
 
 
 def relu6(input, inplace=False):
+    """min(max(0, x), 6), elementwise (as ``torch.nn.functional.relu6``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return hardtanh(input, 0.0, 6.0)
 
 
 def sigmoid(input):
+    """1 / (1 + exp(-x)), elementwise (as ``torch.nn.functional.sigmoid``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.sigmoid(input)
 
 
 def tanh(input):
+    """The hyperbolic tangent, elementwise (as ``torch.nn.functional.tanh``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.tanh(input)
 
 
 def gelu(input, approximate="none"):
+    """Gaussian error linear unit, x * Phi(x), elementwise (as ``torch.nn.functional.gelu``).
+
+    Args:
+        input: the tensor.
+        approximate: ``'none'`` (exact, with erf) or ``'tanh'``.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.gelu(input, approximate)
 
 
 def silu(input, inplace=False):
+    """x * sigmoid(x) (swish), elementwise (as ``torch.nn.functional.silu``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.silu(input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x for x >= 0, negative_slope * x below, elementwise (as ``torch.nn.functional.leaky_relu``).
+
+    Args:
+        input: the tensor.
+        negative_slope: the slope for negative inputs.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data
     factor = get_array_module(x).where(x > 0, 1, negative_slope).astype(x.dtype)
     return make(x * factor, (input,), lambda g: (g * factor,), "LeakyReluBackward")
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) below, elementwise (as ``torch.nn.functional.elu``).
+
+    Args:
+        input: the tensor.
+        alpha: the negative saturation value.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data
     xp = get_array_module(x)
     neg = alpha * xp.expm1(xp.minimum(x, 0))
@@ -141,6 +218,16 @@ def elu(input, alpha=1.0, inplace=False):
 
 @autocast_op("softplus")
 def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear above ``threshold``, elementwise (as ``torch.nn.functional.softplus``).
+
+    Args:
+        input: the tensor.
+        beta: the sharpness.
+        threshold: above ``beta * x > threshold`` the result is x.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data
     xp = get_array_module(x)
     bx = beta * x
@@ -153,10 +240,29 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def logsigmoid(input):
+    """log(sigmoid(x)), computed stably, elementwise (as ``torch.nn.functional.logsigmoid``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.neg(softplus(_E.neg(input)))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clipped to [min_val, max_val], elementwise (as ``torch.nn.functional.hardtanh``).
+
+    Args:
+        input: the tensor.
+        min_val: the lower bound.
+        max_val: the upper bound.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data
     xp = get_array_module(x)
     out = xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
@@ -173,6 +279,17 @@ def _softmax_dim(ndim, dim):
 
 @autocast_op("softmax")
 def softmax(input, dim=None, dtype=None):
+    """Exp(x) / sum(exp(x)) along ``dim`` (as ``torch.nn.functional.softmax``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
+            3-D inputs, else 1).
+        dtype: if given, ``input`` is cast to it first.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)
     d = _softmax_dim(x.ndim, dim)
@@ -188,10 +305,32 @@ def softmax(input, dim=None, dtype=None):
 
 @autocast_op("softmin")
 def softmin(input, dim=None, dtype=None):
+    """Softmax(-x) along ``dim`` (as ``torch.nn.functional.softmin``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
+            3-D inputs, else 1).
+        dtype: if given, ``input`` is cast to it first.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return softmax(_E.neg(input), dim, dtype)
 
 @autocast_op("log_softmax")
 def log_softmax(input, dim=None, dtype=None):
+    """Log(softmax(x)) along ``dim``, computed stably (as ``torch.nn.functional.log_softmax``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
+            3-D inputs, else 1).
+        dtype: if given, ``input`` is cast to it first.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)
     d = _softmax_dim(x.ndim, dim)
@@ -350,6 +489,22 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 @autocast_op("cosine_similarity")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``.
+
+    Args:
+        x1: a tensor.
+        x2: a tensor broadcastable with ``x1``.
+        dim: the dimension of the vectors.
+        eps: lower bound of each norm, against division by zero.
+
+    Returns:
+        The similarities, with ``dim`` removed.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.cosine_similarity(tb.tensor([[1.0, 0.0]]), tb.tensor([[1.0, 1.0]])).tolist()
+        [0.7071067690849304]
+    """
     dot = _R.sum(_E.mul(x1, x2), dim)
     n1 = _E.sqrt(_R.sum(_E.mul(x1, x1), dim))
     n2 = _E.sqrt(_R.sum(_E.mul(x2, x2), dim))

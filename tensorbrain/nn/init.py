@@ -93,6 +93,15 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 
 
 def constant_(tensor, val: float):
+    """Fill ``tensor`` with ``val`` in place (no gradient recorded).
+
+    Args:
+        tensor: the tensor (usually a parameter).
+        val: the value.
+
+    Returns:
+        ``tensor``.
+    """
     with grad_mode.no_grad():
         tensor._data.fill(val)
     tensor._version[0] += 1
@@ -100,10 +109,26 @@ def constant_(tensor, val: float):
 
 
 def ones_(tensor):
+    """Fill ``tensor`` with ones in place.
+
+    Args:
+        tensor: the tensor.
+
+    Returns:
+        ``tensor``.
+    """
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` with zeros in place.
+
+    Args:
+        tensor: the tensor.
+
+    Returns:
+        ``tensor``.
+    """
     return constant_(tensor, 0.0)
 
 

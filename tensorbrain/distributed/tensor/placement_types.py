@@ -45,6 +45,14 @@ class Shard(Placement):
         self.dim = int(dim)
 
     def is_shard(self, dim: int | None = None) -> bool:
+        """Whether this placement shards (dimension ``dim``, when given).
+
+        Args:
+            dim: a tensor dimension to compare with, or None for any.
+
+        Returns:
+            A bool.
+        """
         return dim is None or dim == self.dim
 
     @staticmethod
@@ -73,6 +81,11 @@ class Replicate(Placement):
     """Every rank of the mesh dimension holds the whole tensor."""
 
     def is_replicate(self) -> bool:
+        """Always True: this placement replicates.
+
+        Returns:
+            True.
+        """
         return True
 
     def __eq__(self, other) -> bool:
@@ -106,6 +119,11 @@ class Partial(Placement):
         self.reduce_op = op
 
     def is_partial(self) -> bool:
+        """Always True: this placement holds partial values still to be reduced.
+
+        Returns:
+            True.
+        """
         return True
 
     def __eq__(self, other) -> bool:

@@ -54,7 +54,13 @@ dot, outer = _S.dot, _S.outer
 
 
 def softmax(input, dim, dtype=None):
-    """``tb.softmax`` (same as ``tb.nn.functional.softmax``)."""
+    """``tb.softmax`` (same as ``tb.nn.functional.softmax``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over.
+        dtype: if given, ``input`` is cast to it first.
+    """
     from .nn.functional import softmax as _softmax
     return _softmax(input, dim, dtype)
 

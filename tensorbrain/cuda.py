@@ -33,6 +33,9 @@ def current_device() -> int:
 def set_device(dev) -> None:
     """Make GPU ``dev`` (an index, 'cuda:N' or a device) current.
 
+    Args:
+        dev: an index, ``'cuda:N'`` or a ``tb.device``.
+
     Raises:
         RuntimeError: no usable GPU (as torch on a machine without CUDA), saying why and what to
             use instead.
@@ -70,13 +73,21 @@ def why_unavailable() -> str | None:
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the current GPU's generator (CuPy's); a no-op without CUDA, as torch's lazy seeding."""
+    """Seed the current GPU's generator (CuPy's); a no-op without CUDA, as torch's lazy seeding.
+
+    Args:
+        seed: the seed.
+    """
     if _xp.cuda_available():
         _xp.cupy().random.seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seed every GPU's generator (CuPy keeps one per device); a no-op without CUDA, as torch."""
+    """Seed every GPU's generator (CuPy keeps one per device); a no-op without CUDA, as torch.
+
+    Args:
+        seed: the seed.
+    """
     if not _xp.cuda_available():
         return
     cp = _xp.cupy()

@@ -20,7 +20,11 @@ from . import grad_mode
 
 
 class FunctionCtx:
-    """What ``forward`` hands to ``backward``: saved tensors and which inputs need a gradient."""
+    """What ``forward`` hands to ``backward``: saved tensors and which inputs need a gradient.
+
+    Args:
+        needs_input_grad: one bool per ``forward`` argument: whether it needs a gradient.
+    """
 
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad

@@ -66,7 +66,11 @@ class enable_grad(_Mode):
 
 
 class set_grad_enabled(_Mode):
-    """``set_grad_enabled(False)`` as a context manager, decorator or plain call."""
+    """``set_grad_enabled(False)`` as a context manager, decorator or plain call.
+
+    Args:
+        mode: True to record graphs, False not to.
+    """
 
     def __init__(self, mode: bool):
         self._target = bool(mode)

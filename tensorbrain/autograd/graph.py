@@ -47,7 +47,11 @@ class Node:
 
 
 def reachable_leaves(roots):
-    """Leaf tensors requiring grad that the graph of ``roots`` reaches (iteratively)."""
+    """Leaf tensors requiring grad that the graph of ``roots`` reaches (iteratively).
+
+    Args:
+        roots: the tensors whose graphs are walked.
+    """
     seen, leaves, stack = set(), {}, []
     for r in roots:
         if r.grad_fn is not None:

@@ -60,6 +60,11 @@ def linear(input, weight, bias=None):
     >>> import tensorbrain as tb
     >>> tb.nn.functional.linear(tb.ones(2, 3), tb.ones(4, 3), tb.zeros(4)).shape
     tb.Size([2, 4])
+
+    Args:
+        input: ``(*, in_features)``.
+        weight: ``(out_features, in_features)``.
+        bias: ``(out_features,)`` or None.
     """
     x, w = input._data, weight._data
     _same_device("linear", input, weight, bias)
@@ -93,7 +98,14 @@ def linear(input, weight, bias=None):
 
 @autocast_op("bilinear")
 def bilinear(input1, input2, weight, bias=None):
-    """``y_k = x1 @ W_k @ x2 + b_k`` (weight (out, in1, in2)), from primitive ops."""
+    """``y_k = x1 @ W_k @ x2 + b_k`` (weight (out, in1, in2)), from primitive ops.
+
+    Args:
+        input1: ``(*, in1)``.
+        input2: ``(*, in2)``.
+        weight: ``(out, in1, in2)``.
+        bias: ``(out,)`` or None.
+    """
     t = _S.matmul(_S.unsqueeze(_S.unsqueeze(input1, -2), -3), weight)      # (..., out, 1, in2)
     y = _S.squeeze(_S.matmul(t, _S.unsqueeze(_S.unsqueeze(input2, -2), -1)), (-1, -2))
     return y if bias is None else _E.add(y, bias)
@@ -344,7 +356,15 @@ def log_softmax(input, dim=None, dtype=None):
 
 # ***** regularisation and lookup *****
 def dropout(input, p=0.5, training=True, inplace=False, generator=None):
-    """Zero elements with probability ``p`` and scale the rest by 1/(1-p) (tb's generator)."""
+    """Zero elements with probability ``p`` and scale the rest by 1/(1-p) (tb's generator).
+
+    Args:
+        input: the tensor.
+        p: the probability of zeroing an element.
+        training: apply dropout (False: return ``input`` unchanged).
+        inplace: write into ``input``.
+        generator: the ``tb.Generator`` to draw the mask from.
+    """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -372,7 +392,17 @@ def _index_add(xp, target, idx, values):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """Rows of ``weight`` picked by the integer tensor ``input``; repeated ids accumulate grad."""
+    """Rows of ``weight`` picked by the integer tensor ``input``; repeated ids accumulate grad.
+
+    Args:
+        input: an integer tensor of indices.
+        weight: ``(num_embeddings, embedding_dim)``.
+        padding_idx: an index whose row gets no gradient.
+        max_norm: rows looked up are renormalised in place to at most this norm.
+        norm_type: the p of that norm.
+        scale_grad_by_freq: scale gradients by the inverse frequency of each index in the batch.
+        sparse: not used (gradients are always dense).
+    """
     idx = input._data
     w = weight._data
     if idx.dtype.kind not in "iu":
@@ -421,7 +451,14 @@ def _take_axis(a, idx, axis):
 
 def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad)//2`` dims: ``pad = (left, right, top, bottom, ...)`` from the last
-    dim backwards. ``mode``: 'constant' (negative pads crop), 'reflect', 'replicate', 'circular'."""
+    dim backwards. ``mode``: 'constant' (negative pads crop), 'reflect', 'replicate', 'circular'.
+
+    Args:
+        input: the tensor.
+        pad: ``(left, right, top, bottom, front, back)``, as many pairs as dimensions to pad.
+        mode: ``'constant'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+        value: the fill value for ``'constant'`` (default 0).
+    """
     x = input._data
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: padding length {len(pad)} must be even and at most 2 * ndim "
@@ -461,7 +498,12 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def one_hot(tensor, num_classes=-1):
-    """int64 one-hot encoding with a new last dim of ``num_classes`` (max + 1 when -1)."""
+    """int64 one-hot encoding with a new last dim of ``num_classes`` (max + 1 when -1).
+
+    Args:
+        tensor: an integer tensor of class indices.
+        num_classes: the number of classes (-1: the largest index + 1).
+    """
     t = tensor._data
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"one_hot is only applicable to index tensors, got {t.dtype}")
@@ -479,7 +521,15 @@ def one_hot(tensor, num_classes=-1):
 
 @autocast_op("normalize")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """``input / max(||input||_p, eps)`` along ``dim``."""
+    """``input / max(||input||_p, eps)`` along ``dim``.
+
+    Args:
+        input: the tensor.
+        p: the norm's exponent.
+        dim: the dimension to normalise along.
+        eps: the smallest norm divided by.
+        out: not used (accepted for torch's signature; the result is returned).
+    """
     if p == 2:
         norm = _E.sqrt(_R.sum(_E.mul(input, input), dim, keepdim=True))
     else:
@@ -514,7 +564,19 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 @autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
-    """``softmax(q k^T * scale + mask) v``, written from primitive ops (as PyTorch's math path)."""
+    """``softmax(q k^T * scale + mask) v``, written from primitive ops (as PyTorch's math path).
+
+    Args:
+        query: ``(..., L, E)``.
+        key: ``(..., S, E)``.
+        value: ``(..., S, Ev)``.
+        attn_mask: a boolean mask (True: attend) or an additive float mask, broadcastable to ``(..., L, S)``.
+        dropout_p: dropout probability on the attention weights.
+        is_causal: also apply a lower-triangular (causal) mask.
+        scale: the factor on ``q k^T`` (default ``1 / sqrt(E)``).
+        enable_gqa: not used: grouped-query attention is not implemented, so ``key``/``value``
+            must broadcast against ``query``.
+    """
     q, k = query._data, key._data
     if q.shape[-1] != k.shape[-1]:
         raise RuntimeError(f"scaled_dot_product_attention: query {tuple(q.shape)} and key "

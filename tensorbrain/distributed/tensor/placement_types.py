@@ -21,7 +21,11 @@ class Placement:
     """Base class of the placement types."""
 
     def is_shard(self, dim: int | None = None) -> bool:
-        """True for ``Shard`` (on ``dim`` when given)."""
+        """True for ``Shard`` (on ``dim`` when given).
+
+        Args:
+            dim: a tensor dimension to compare with, or None for any.
+        """
         return False
 
     def is_replicate(self) -> bool:
@@ -57,12 +61,23 @@ class Shard(Placement):
 
     @staticmethod
     def chunk_size(size: int, num_chunks: int) -> int:
-        """Rows per chunk under ``torch.chunk``: ``ceil(size / num_chunks)``."""
+        """Rows per chunk under ``torch.chunk``: ``ceil(size / num_chunks)``.
+
+        Args:
+            size: the dimension's length.
+            num_chunks: the number of chunks.
+        """
         return -(-size // num_chunks) if num_chunks else 0
 
     @staticmethod
     def local_range(size: int, num_chunks: int, index: int) -> tuple:
-        """``(start, stop)`` of chunk ``index``; empty ranges at the end when size is small."""
+        """``(start, stop)`` of chunk ``index``; empty ranges at the end when size is small.
+
+        Args:
+            size: the dimension's length.
+            num_chunks: the number of chunks.
+            index: the chunk's index.
+        """
         c = Shard.chunk_size(size, num_chunks)
         start = min(index * c, size)
         return start, min(start + c, size)

@@ -58,37 +58,108 @@ dot, outer = _S.dot, _S.outer
 
 
 def softmax(input, dim, dtype=None):
-    """``tb.softmax`` (same as ``tb.nn.functional.softmax``)."""
+    """``tb.softmax`` (same as ``tb.nn.functional.softmax``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over.
+        dtype: if given, ``input`` is cast to it first.
+    """
     from .nn.functional import softmax as _softmax
     return _softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim, dtype=None):
+    """Log of softmax along ``dim``, computed stably (as ``torch.log_softmax``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over.
+        dtype: if given, ``input`` is cast to it first.
+
+    Returns:
+        A tensor of ``input``'s shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.log_softmax(tb.zeros(2), 0).exp().tolist()
+        [0.5, 0.5]
+    """
     from .nn.functional import log_softmax as _log_softmax
     return _log_softmax(input, dim, dtype)
 
 
 def is_tensor(obj) -> bool:
+    """Whether ``obj`` is a TensorBrain ``Tensor`` (parameters included).
+
+    Args:
+        obj: any object.
+
+    Returns:
+        True for a Tensor, False otherwise.
+    """
     return isinstance(obj, Tensor)
 
 
 def numel(t: Tensor) -> int:
+    """The number of elements of ``t`` (the product of its shape).
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        An int.
+    """
     return t.numel()
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
+    """Whether ``a`` and ``b`` are equal within ``atol + rtol * |b|`` elementwise.
+
+    Args:
+        a: a tensor.
+        b: a tensor broadcastable with ``a``.
+        rtol: relative tolerance.
+        atol: absolute tolerance.
+        equal_nan: count NaNs in the same places as equal.
+
+    Returns:
+        A bool (not a tensor), as ``torch.allclose``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.allclose(tb.tensor([1.0, 2.0]), tb.tensor([1.0, 2.0 + 1e-9]))
+        True
+    """
     from ._xp import to_numpy
     import numpy as _np
     return _np.allclose(to_numpy(a._data), to_numpy(b._data), rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
 def equal(a, b) -> bool:
+    """Whether ``a`` and ``b`` have the same shape and the same elements.
+
+    Args:
+        a: a tensor.
+        b: a tensor.
+
+    Returns:
+        A bool.
+    """
     from ._xp import to_numpy
     import numpy as _np
     return a.shape == b.shape and _np.array_equal(to_numpy(a._data), to_numpy(b._data))
 
 
 def is_floating_point(t: Tensor) -> bool:
+    """Whether ``t``'s dtype is a floating-point one (float16/bfloat16/32/64).
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        A bool.
+    """
     return _is_fp_dtype(t.dtype)
 
 

@@ -20,7 +20,11 @@ def is_available() -> bool:
 
 
 def current_accelerator(check_available: bool = False):
-    """``device('cuda')`` when a GPU is usable, else None."""
+    """``device('cuda')`` when a GPU is usable, else None.
+
+    Args:
+        check_available: return None unless the accelerator is usable (always checked here).
+    """
     return device("cuda") if _xp.cuda_available() else None
 
 
@@ -37,12 +41,20 @@ def current_device_index() -> int:
 
 
 def set_device_index(index) -> None:
-    """Make GPU ``index`` current; raises a clear error without CUDA."""
+    """Make GPU ``index`` current; raises a clear error without CUDA.
+
+    Args:
+        index: the GPU index.
+    """
     from . import cuda
     cuda.set_device(index)
 
 
 def synchronize(index=None) -> None:
-    """Wait for the GPU's queued work (raises without CUDA)."""
+    """Wait for the GPU's queued work (raises without CUDA).
+
+    Args:
+        index: the GPU index (None: the current one).
+    """
     from . import cuda
     cuda.synchronize(index)

@@ -10,15 +10,31 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
+    """The number of usable CUDA GPUs (0 without CuPy or a GPU).
+
+    Returns:
+        An int.
+    """
     return _xp._cupy_devices if _xp.cuda_available() else 0
 
 
 def current_device() -> int:
+    """The index of the current CUDA device.
+
+    Returns:
+        An int.
+
+    Raises:
+        RuntimeError: CuPy is not installed or there is no GPU.
+    """
     return _xp.cupy().cuda.runtime.getDevice()
 
 
 def set_device(dev) -> None:
     """Make GPU ``dev`` (an index, 'cuda:N' or a device) current.
+
+    Args:
+        dev: an index, ``'cuda:N'`` or a ``tb.device``.
 
     Raises:
         RuntimeError: no usable GPU (as torch on a machine without CUDA), saying why and what to
@@ -35,6 +51,14 @@ def set_device(dev) -> None:
 
 
 def synchronize(dev=None) -> None:
+    """Wait until every kernel queued on a GPU has finished.
+
+    Args:
+        dev: the device (index, 'cuda:N' or device); None for the current one.
+
+    Raises:
+        RuntimeError: CuPy is not installed or there is no GPU.
+    """
     cp = _xp.cupy()
     if dev is None:
         cp.cuda.Device().synchronize()
@@ -49,13 +73,21 @@ def why_unavailable() -> str | None:
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the current GPU's generator (CuPy's); a no-op without CUDA, as torch's lazy seeding."""
+    """Seed the current GPU's generator (CuPy's); a no-op without CUDA, as torch's lazy seeding.
+
+    Args:
+        seed: the seed.
+    """
     if _xp.cuda_available():
         _xp.cupy().random.seed(int(seed))
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seed every GPU's generator (CuPy keeps one per device); a no-op without CUDA, as torch."""
+    """Seed every GPU's generator (CuPy keeps one per device); a no-op without CUDA, as torch.
+
+    Args:
+        seed: the seed.
+    """
     if not _xp.cuda_available():
         return
     cp = _xp.cupy()

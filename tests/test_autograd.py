@@ -288,7 +288,7 @@ def test_two_threads_run_backward_on_different_graphs_at_once():
         try:
             x = tb.tensor(np.full(50, float(k + 1)), dtype=tb.float64, requires_grad=True)
             y = x
-            for i in range(300):
+            for _ in range(300):
                 y = y * 1.001 + 0.0
             calls = []
 

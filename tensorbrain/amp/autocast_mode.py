@@ -300,17 +300,29 @@ class autocast:
 
 # ***** queries (PyTorch's torch.is_autocast_enabled & co.) *****
 def is_autocast_enabled(device_type="cuda"):
-    """Whether autocast is on for ``device_type`` in this thread."""
+    """Whether autocast is on for ``device_type`` in this thread.
+
+    Args:
+        device_type: ``'cpu'`` or ``'cuda'``.
+    """
     return bool(_state.enabled.get(device_type, False))
 
 
 def get_autocast_dtype(device_type):
-    """The lower-precision dtype autocast uses on ``device_type`` in this thread."""
+    """The lower-precision dtype autocast uses on ``device_type`` in this thread.
+
+    Args:
+        device_type: ``'cpu'`` or ``'cuda'``.
+    """
     return _state.dtype[device_type]
 
 
 def is_autocast_available(device_type):
-    """True for the device types TensorBrain's autocast knows: ``"cpu"`` and ``"cuda"``."""
+    """True for the device types TensorBrain's autocast knows: ``"cpu"`` and ``"cuda"``.
+
+    Args:
+        device_type: a device type string.
+    """
     return device_type in _SUPPORTED
 
 
@@ -365,7 +377,12 @@ def custom_fwd(fwd=None, *, device_type, cast_inputs=None):
 
 def custom_bwd(bwd=None, *, device_type):
     """Decorator for the matching ``backward``: it runs with the autocast state its forward
-    ran with (see :func:`custom_fwd`)."""
+    ran with (see :func:`custom_fwd`).
+
+    Args:
+        bwd: the ``backward`` staticmethod (when used without arguments).
+        device_type: ``'cpu'`` or ``'cuda'``, the device whose autocast state is restored.
+    """
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
 

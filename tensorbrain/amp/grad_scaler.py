@@ -76,6 +76,9 @@ class GradScaler:
 
         A 0-dim low-precision output (a float16 loss) is scaled in float32, as PyTorch's
         0-dim float32 scale tensor promotes it, so ``loss * 65536`` cannot overflow float16.
+
+        Args:
+            outputs: a tensor, or a list/tuple/iterable of tensors (usually the loss).
         """
         if not self._enabled:
             return outputs
@@ -102,6 +105,9 @@ class GradScaler:
         """Divide ``optimizer``'s gradients by the scale in place and record inf/NaN.
 
         Call it before clipping gradients; ``step`` calls it when it was not called.
+
+        Args:
+            optimizer: the optimizer whose parameters' gradients are divided.
 
         Raises:
             RuntimeError: called twice before ``update()``, or after ``step()``.
@@ -135,6 +141,11 @@ class GradScaler:
     def step(self, optimizer, *args, **kwargs):
         """``unscale_`` (if not done) then ``optimizer.step(*args, **kwargs)`` unless a
         gradient was inf/NaN. Returns what ``optimizer.step`` returned (None when skipped).
+
+        Args:
+            optimizer: the optimizer to step.
+            *args: passed to ``optimizer.step``.
+            **kwargs: passed to ``optimizer.step``.
 
         Raises:
             RuntimeError: a ``closure`` keyword (not supported with scaling, as in PyTorch), or
@@ -200,21 +211,51 @@ class GradScaler:
         return self._init_scale if self._scale is None else self._scale
 
     def get_growth_factor(self):
+        """The factor the scale is multiplied by after ``growth_interval`` steps without inf/NaN.
+
+        Returns:
+            The current value.
+        """
         return self._growth_factor
 
     def set_growth_factor(self, new_factor):
+        """Set the factor the scale is multiplied by after ``growth_interval`` steps without inf/NaN.
+
+        Args:
+            new_factor: the new value.
+        """
         self._growth_factor = float(new_factor)
 
     def get_backoff_factor(self):
+        """The factor the scale is multiplied by after a step with inf/NaN gradients.
+
+        Returns:
+            The current value.
+        """
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor):
+        """Set the factor the scale is multiplied by after a step with inf/NaN gradients.
+
+        Args:
+            new_factor: the new value.
+        """
         self._backoff_factor = float(new_factor)
 
     def get_growth_interval(self):
+        """The number of consecutive clean steps before the scale grows.
+
+        Returns:
+            The current value.
+        """
         return self._growth_interval
 
     def set_growth_interval(self, new_interval):
+        """Set the number of consecutive clean steps before the scale grows.
+
+        Args:
+            new_interval: the new value.
+        """
         self._growth_interval = int(new_interval)
 
     def _get_growth_tracker(self):
@@ -235,6 +276,9 @@ class GradScaler:
 
     def load_state_dict(self, state_dict):
         """Restore what :meth:`state_dict` returned (also one saved by torch's GradScaler).
+
+        Args:
+            state_dict: the dict ``state_dict()`` returned.
 
         Raises:
             RuntimeError: the state dict is empty (saved from a disabled scaler).

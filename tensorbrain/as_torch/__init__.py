@@ -44,12 +44,21 @@ _GAP = ("TensorBrain does not provide it yet. This is a gap in TensorBrain's PyT
 
 
 def register(prefix: str, target: str) -> None:
-    """Serve ``import prefix`` (and ``prefix.*``) from ``target`` (and ``target.*``)."""
+    """Serve ``import prefix`` (and ``prefix.*``) from ``target`` (and ``target.*``).
+
+    Args:
+        prefix: the import name to serve (e.g. ``'torch'``).
+        target: the module that serves it (e.g. ``'tensorbrain'``).
+    """
     ALIASES[prefix] = target
 
 
 def resolve(fullname: str) -> str | None:
-    """The real module name behind an aliased import name, or None when it is not aliased."""
+    """The real module name behind an aliased import name, or None when it is not aliased.
+
+    Args:
+        fullname: the name being imported.
+    """
     if fullname in OVERRIDES:
         return OVERRIDES[fullname]
     for prefix, target in ALIASES.items():
@@ -82,6 +91,16 @@ class AliasFinder(importlib.abc.MetaPathFinder):
     """Finds ``torch`` and ``torch.*`` (and every other prefix in :data:`ALIASES`)."""
 
     def find_spec(self, fullname, path=None, target=None):
+        """The import spec for ``torch`` or ``torch.*`` (the TensorBrain module), or None.
+
+        Args:
+            fullname: the module name being imported.
+            path: the parent package's path (unused).
+            target: unused (part of the finder protocol).
+
+        Returns:
+            A ``ModuleSpec`` whose loader aliases the TensorBrain module, or None for other names.
+        """
         real = resolve(fullname)
         if real is None:
             return None
@@ -144,7 +163,11 @@ def _mark_gaps(module, alias: str) -> None:
 
 def annotate(exc: BaseException) -> None:
     """Add a note to an ImportError that a missing TensorBrain name caused (the import system
-    replaces our message by 'cannot import name ... from tensorbrain...')."""
+    replaces our message by 'cannot import name ... from tensorbrain...').
+
+    Args:
+        exc: the exception raised by an import.
+    """
     if isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in ALIASES.values() and \
             "cannot import name" in str(exc) and not getattr(exc, "__tb_noted__", False):
         exc.add_note(f"[tensorbrain.as_torch] the name is missing from {exc.name}: {_GAP}")
@@ -152,6 +175,11 @@ def annotate(exc: BaseException) -> None:
 
 
 def is_installed() -> bool:
+    """Whether the torch alias is installed in this process (see ``install``).
+
+    Returns:
+        True when ``import torch`` gives TensorBrain here.
+    """
     return any(isinstance(f, AliasFinder) for f in sys.meta_path)
 
 
@@ -179,7 +207,11 @@ def install() -> None:
 
 
 def child_environment(env: dict | None = None) -> dict:
-    """``env`` (default os.environ) plus what makes Python children install the alias too."""
+    """``env`` (default os.environ) plus what makes Python children install the alias too.
+
+    Args:
+        env: the environment to extend (default: ``os.environ``).
+    """
     env = dict(os.environ if env is None else env)
     env[ENV] = "1"
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]

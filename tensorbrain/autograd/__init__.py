@@ -35,7 +35,14 @@ def _default_grads(outputs, grad_outputs):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, inputs=None):
     """Accumulate gradients of ``tensors`` into the leaves (``torch.autograd.backward``); with
-    ``inputs``, into those tensors' ``.grad`` only (leaves or not)."""
+    ``inputs``, into those tensors' ``.grad`` only (leaves or not).
+
+    Args:
+        tensors: a tensor or a sequence of tensors to differentiate.
+        grad_tensors: the gradient of each (None: ones, allowed for scalars only).
+        retain_graph: keep the graph for another backward (default: False).
+        inputs: accumulate only into these tensors (default: every leaf reached).
+    """
     tensors = _seq(tensors)
     grads = _default_grads(tensors, _seq(grad_tensors))
     if inputs is None:
@@ -67,6 +74,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> x = tb.tensor([3.0], requires_grad=True)
     >>> tb.autograd.grad((x * x).sum(), x)[0].tolist()
     [6.0]
+
+    Args:
+        outputs: a tensor or a sequence of tensors.
+        inputs: the tensors to differentiate with respect to.
+        grad_outputs: the gradient of each output (None: ones for scalars).
+        retain_graph: keep the graph (default: ``create_graph``).
+        create_graph: record the backward pass so the result can be differentiated again.
+        allow_unused: return None for inputs the outputs do not depend on instead of raising.
     """
     from ..tensor import Tensor
     if create_graph:

@@ -22,6 +22,9 @@ def queue_callback(fn) -> None:
 
     Callbacks queued while a callback runs are run too. Outside backward it is an error, as in
     PyTorch (``Variable._execution_engine.queue_callback``).
+
+    Args:
+        fn: a callable without arguments.
     """
     stack = getattr(_local, "callbacks", None)
     if not stack:
@@ -73,6 +76,12 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
 
     With ``inputs`` (tensors) the gradients of those tensors are returned instead of being
     accumulated into ``.grad`` (``autograd.grad``).
+
+    Args:
+        roots: the tensors backward starts from.
+        grads: their gradients (arrays).
+        retain_graph: keep the graph for another pass.
+        inputs: accumulate only into these tensors (None: every leaf).
     """
     # 1. Count, for every node and leaf, how many gradient contributions it will receive.
     #    Nodes are their own dict keys (identity hash); leaves are keyed by id() because Tensor

@@ -20,13 +20,24 @@ from . import grad_mode
 
 
 class FunctionCtx:
-    """What ``forward`` hands to ``backward``: saved tensors and which inputs need a gradient."""
+    """What ``forward`` hands to ``backward``: saved tensors and which inputs need a gradient.
+
+    Args:
+        needs_input_grad: one bool per ``forward`` argument: whether it needs a gradient.
+    """
 
     def __init__(self, needs_input_grad):
         self.needs_input_grad = needs_input_grad
         self.saved_tensors = ()
 
     def save_for_backward(self, *tensors):
+        """Keep tensors for ``backward`` (as ``ctx.saved_tensors``).
+
+        Saved tensors are checked for in-place changes before backward, like the built-in ops' are.
+
+        Args:
+            *tensors: the tensors ``backward`` needs.
+        """
         self.saved_tensors = tensors
 
 
@@ -44,10 +55,48 @@ class Function:
 
     @staticmethod
     def backward(ctx, grad):
+        """Gradient of the output to gradients of ``forward``'s arguments (override it).
+
+        Args:
+            ctx: the context ``forward`` filled.
+            grad: the gradient of the output.
+
+        Returns:
+            One gradient (a Tensor or None) per argument of ``forward``.
+
+        Raises:
+            NotImplementedError: the subclass did not define it.
+        """
         raise NotImplementedError("a Function subclass must define backward(ctx, grad)")
 
     @classmethod
     def apply(cls, *args):
+        """Run ``forward`` and record the op in the graph, so ``backward`` is called.
+
+        Args:
+            *args: the arguments of ``forward`` (tensors and others).
+
+        Returns:
+            The Tensor ``forward`` returned, with this function as its ``grad_fn``.
+
+        Raises:
+            TypeError: ``forward`` did not return one Tensor.
+
+        Example:
+            >>> import tensorbrain as tb
+            >>> class Square(tb.autograd.Function):
+            ...     @staticmethod
+            ...     def forward(ctx, x):
+            ...         ctx.save_for_backward(x)
+            ...         return x * x
+            ...     @staticmethod
+            ...     def backward(ctx, grad):
+            ...         (x,) = ctx.saved_tensors
+            ...         return 2 * x * grad
+            >>> x = tb.tensor([3.0], requires_grad=True)
+            >>> Square.apply(x).sum().backward(); x.grad.tolist()
+            [6.0]
+        """
         from .._ops.core import make
         from ..tensor import Tensor
         ctx = FunctionCtx(tuple(isinstance(a, Tensor) and a.requires_grad for a in args))

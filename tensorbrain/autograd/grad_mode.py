@@ -8,6 +8,11 @@ _state = threading.local()
 
 
 def is_grad_enabled() -> bool:
+    """Whether ops record a graph in this thread (False under ``no_grad``).
+
+    Returns:
+        A bool.
+    """
     return getattr(_state, "enabled", True)
 
 
@@ -48,11 +53,24 @@ class no_grad(_Mode):
 
 
 class enable_grad(_Mode):
+    """Context manager (and decorator) that turns graph recording on, e.g. inside ``no_grad``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> with tb.no_grad():
+        ...     with tb.enable_grad():
+        ...         print(tb.is_grad_enabled())
+        True
+    """
     _target = True
 
 
 class set_grad_enabled(_Mode):
-    """``set_grad_enabled(False)`` as a context manager, decorator or plain call."""
+    """``set_grad_enabled(False)`` as a context manager, decorator or plain call.
+
+    Args:
+        mode: True to record graphs, False not to.
+    """
 
     def __init__(self, mode: bool):
         self._target = bool(mode)

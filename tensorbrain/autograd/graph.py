@@ -14,6 +14,14 @@ _seq = itertools.count()
 
 
 class Node:
+    """One recorded op in the graph: the ``grad_fn`` of its output.
+
+    Args:
+        name: the op's name (shown in ``grad_fn`` reprs, e.g. ``MulBackward``).
+        inputs: the op's differentiable inputs (Tensor or None each).
+        backward: a function from the output's gradient to one gradient per input.
+        saved: tensors the backward reads; their versions are checked before it runs.
+    """
     __slots__ = ("name", "inputs", "edges", "backward", "saved", "seq", "pre_hooks", "__weakref__")
 
     def __init__(self, name, inputs, backward, saved=()):
@@ -39,7 +47,11 @@ class Node:
 
 
 def reachable_leaves(roots):
-    """Leaf tensors requiring grad that the graph of ``roots`` reaches (iteratively)."""
+    """Leaf tensors requiring grad that the graph of ``roots`` reaches (iteratively).
+
+    Args:
+        roots: the tensors whose graphs are walked.
+    """
     seen, leaves, stack = set(), {}, []
     for r in roots:
         if r.grad_fn is not None:

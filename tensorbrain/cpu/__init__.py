@@ -15,4 +15,8 @@ def device_count() -> int:
 
 
 def synchronize(device=None) -> None:
-    """Nothing to wait for: CPU ops finish before they return."""
+    """Nothing to wait for: CPU ops finish before they return.
+
+    Args:
+        device: ignored (accepted for torch compatibility).
+    """

@@ -33,7 +33,11 @@ reduce_op = ReduceOp  # torch's old name, still used by tutorials (dist.reduce_o
 
 
 def get_default_backend_for_device(device) -> str:
-    """``'nccl'`` for a CUDA device, ``'gloo'`` (TensorBrain's tcp backend) for the CPU, as torch."""
+    """``'nccl'`` for a CUDA device, ``'gloo'`` (TensorBrain's tcp backend) for the CPU, as torch.
+
+    Args:
+        device: a ``tb.device`` or a string such as ``'cpu'`` or ``'cuda:0'``.
+    """
     from .._device import as_device
     kind = as_device(device).type if not isinstance(device, str) or ":" in device or \
         device in ("cpu", "cuda") else device

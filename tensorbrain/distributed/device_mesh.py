@@ -109,7 +109,11 @@ class DeviceMesh:
         return tuple(self._mesh.shape)
 
     def size(self, mesh_dim=None) -> int:
-        """Number of ranks along ``mesh_dim`` (int or name), or in the whole mesh when None."""
+        """Number of ranks along ``mesh_dim`` (int or name), or in the whole mesh when None.
+
+        Args:
+            mesh_dim: a dimension index or name, or None for the whole mesh.
+        """
         if mesh_dim is None:
             return int(self._mesh.size)
         return int(self._mesh.shape[self._dim(mesh_dim)])
@@ -129,6 +133,9 @@ class DeviceMesh:
     # ***** groups and coordinates *****
     def get_group(self, mesh_dim=None):
         """The process group of this rank along ``mesh_dim`` (required unless the mesh is 1-D).
+
+        Args:
+            mesh_dim: a dimension index or name (may be None for a 1-D mesh).
 
         Raises:
             RuntimeError: ``mesh_dim`` is None on a mesh of more than one dimension, or this rank
@@ -159,7 +166,11 @@ class DeviceMesh:
         return None if where.size == 0 else [int(i) for i in where[0]]
 
     def get_local_rank(self, mesh_dim=None) -> int:
-        """This rank's index along ``mesh_dim`` (its rank in that dimension's group)."""
+        """This rank's index along ``mesh_dim`` (its rank in that dimension's group).
+
+        Args:
+            mesh_dim: a dimension index or name (may be None for a 1-D mesh).
+        """
         if mesh_dim is None:
             if self.ndim != 1:
                 raise RuntimeError("DeviceMesh.get_local_rank: name a dimension on an N-D mesh")
@@ -189,7 +200,14 @@ class DeviceMesh:
 
     @classmethod
     def from_group(cls, group, device_type: str, mesh=None, *, mesh_dim_names=None):
-        """A 1-D mesh over an existing process group (torch's ``DeviceMesh.from_group``)."""
+        """A 1-D mesh over an existing process group (torch's ``DeviceMesh.from_group``).
+
+        Args:
+            group: the process group.
+            device_type: ``'cpu'`` or ``'cuda'``.
+            mesh: the group's global ranks (default: all of them, in group order).
+            mesh_dim_names: a one-element tuple naming the dimension.
+        """
         pg = c10d._pg(group, "DeviceMesh.from_group")
         ranks = c10d.get_process_group_ranks(group) if mesh is None else mesh
         return cls(device_type, ranks, mesh_dim_names=mesh_dim_names, _groups=[pg])

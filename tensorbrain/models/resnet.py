@@ -16,15 +16,53 @@ from .. import nn
 
 
 def conv3x3(in_planes, out_planes, stride=1, groups=1, dilation=1):
+    """A 3x3 convolution with padding 1 and no bias (torchvision's helper).
+
+    Args:
+        in_planes: input channels.
+        out_planes: output channels.
+        stride: the stride.
+        groups: grouped-convolution groups.
+        dilation: the dilation (also the padding).
+
+    Returns:
+        An ``nn.Conv2d``.
+    """
     return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=dilation,
                      groups=groups, bias=False, dilation=dilation)
 
 
 def conv1x1(in_planes, out_planes, stride=1):
+    """A 1x1 convolution without bias (torchvision's helper).
+
+    Args:
+        in_planes: input channels.
+        out_planes: output channels.
+        stride: the stride.
+
+    Returns:
+        An ``nn.Conv2d``.
+    """
     return nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
 
 
 class BasicBlock(nn.Module):
+    """ResNet-18/34's residual block: two 3x3 convolutions with BatchNorm and a shortcut.
+
+    Args:
+        inplanes: input channels.
+        planes: output channels.
+        stride: the first convolution's stride.
+        downsample: a module applied to the shortcut when shapes change, or None.
+        groups: must be 1 (as torchvision's).
+        base_width: must be 64 (as torchvision's).
+        dilation: must be 1 (as torchvision's).
+        norm_layer: the normalisation class (default ``nn.BatchNorm2d``).
+
+    Raises:
+        ValueError: groups != 1 or base_width != 64.
+        NotImplementedError: dilation > 1.
+    """
     expansion = 1
 
     def __init__(self, inplanes, planes, stride=1, downsample=None, groups=1, base_width=64,
@@ -53,7 +91,18 @@ class BasicBlock(nn.Module):
 
 
 class Bottleneck(nn.Module):
-    """1x1 reduce, 3x3 (stride here, as torchvision's "ResNet V1.5"), 1x1 expand by 4."""
+    """1x1 reduce, 3x3 (stride here, as torchvision's "ResNet V1.5"), 1x1 expand by 4.
+
+    Args:
+        inplanes: input channels.
+        planes: the bottleneck's width (the output has ``4 * planes`` channels).
+        stride: the 3x3 convolution's stride.
+        downsample: a module applied to the shortcut when shapes change, or None.
+        groups: grouped-convolution groups of the 3x3 convolution.
+        base_width: the width per group (ResNeXt/wide ResNets).
+        dilation: the 3x3 convolution's dilation.
+        norm_layer: the normalisation class (default ``nn.BatchNorm2d``).
+    """
 
     expansion = 4
 
@@ -161,23 +210,45 @@ def _resnet(block, layers, weights, progress, **kwargs):
 
 
 def resnet18(*, weights=None, progress=True, **kwargs) -> ResNet:
-    """ResNet-18 (BasicBlock, [2, 2, 2, 2]), 11.7 M parameters at 1000 classes."""
+    """ResNet-18 (BasicBlock, [2, 2, 2, 2]), 11.7 M parameters at 1000 classes.
+
+    Args:
+        weights: must be None (no pretrained weights are downloaded).
+        progress: ignored (torchvision's download progress bar).
+        **kwargs: passed to ``ResNet`` (e.g. ``num_classes``).
+    """
     return _resnet(BasicBlock, [2, 2, 2, 2], weights, progress, **kwargs)
 
 
 def resnet34(*, weights=None, progress=True, **kwargs) -> ResNet:
-    """ResNet-34 (BasicBlock, [3, 4, 6, 3]), 21.8 M parameters at 1000 classes."""
+    """ResNet-34 (BasicBlock, [3, 4, 6, 3]), 21.8 M parameters at 1000 classes.
+
+    Args:
+        weights: must be None (no pretrained weights are downloaded).
+        progress: ignored (torchvision's download progress bar).
+        **kwargs: passed to ``ResNet`` (e.g. ``num_classes``).
+    """
     return _resnet(BasicBlock, [3, 4, 6, 3], weights, progress, **kwargs)
 
 
 def resnet50(*, weights=None, progress=True, **kwargs) -> ResNet:
-    """ResNet-50 (Bottleneck, [3, 4, 6, 3]), 25.6 M parameters at 1000 classes."""
+    """ResNet-50 (Bottleneck, [3, 4, 6, 3]), 25.6 M parameters at 1000 classes.
+
+    Args:
+        weights: must be None (no pretrained weights are downloaded).
+        progress: ignored (torchvision's download progress bar).
+        **kwargs: passed to ``ResNet`` (e.g. ``num_classes``).
+    """
     return _resnet(Bottleneck, [3, 4, 6, 3], weights, progress, **kwargs)
 
 
 class ResNet50(ResNet):
     """``tb.nn.ResNet50(num_classes=...)``: a ResNet-50 as a class (the distributed guide's
-    spelling); the same module and keys as ``resnet50()``."""
+    spelling); the same module and keys as ``resnet50()``.
+
+    Args:
+        **kwargs: passed to ``ResNet`` (e.g. ``num_classes=10``).
+    """
 
     def __init__(self, num_classes=1000, **kwargs):
         super().__init__(Bottleneck, [3, 4, 6, 3], num_classes=num_classes, **kwargs)

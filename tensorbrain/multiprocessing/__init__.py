@@ -50,7 +50,11 @@ def get_sharing_strategy() -> str:
 
 
 def set_sharing_strategy(new_strategy: str) -> None:
-    """Accepts ``'file_system'``; torch's ``'file_descriptor'`` is not supported here."""
+    """Accepts ``'file_system'``; torch's ``'file_descriptor'`` is not supported here.
+
+    Args:
+        new_strategy: ``'file_system'`` (the only one supported).
+    """
     if new_strategy != "file_system":
         raise ValueError(f"sharing strategy {new_strategy!r} is not supported by TensorBrain; "
                          f"only 'file_system' (named /dev/shm segments) is")

@@ -108,7 +108,11 @@ class ProcessContext:
         raise error
 
     def terminate(self, grace_period: float | None = None) -> None:
-        """End every child still running: SIGTERM, then SIGKILL after ``grace_period`` seconds."""
+        """End every child still running: SIGTERM, then SIGKILL after ``grace_period`` seconds.
+
+        Args:
+            grace_period: seconds between SIGTERM and SIGKILL (None: a short default).
+        """
         alive = [p for p in self.processes if p.is_alive()]
         for p in alive:
             p.terminate()
@@ -211,6 +215,14 @@ def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: boo
 def spawn(fn, args=(), nprocs: int = 1, join: bool = True, daemon: bool = False,
           start_method: str = "spawn"):
     """``torch.multiprocessing.spawn``: :func:`start_processes` with the spawn method.
+
+    Args:
+        fn: a module-level function called as ``fn(i, *args)`` in child ``i``.
+        args: the other arguments.
+        nprocs: the number of children.
+        join: wait for them (False: return the ``ProcessContext``).
+        daemon: start the children as daemons.
+        start_method: ``'spawn'`` (default), ``'fork'`` or ``'forkserver'``.
 
     Example:
         >>> import tensorbrain.multiprocessing as mp                    # doctest: +SKIP

@@ -63,6 +63,11 @@ def linear(input, weight, bias=None):
     >>> import tensorbrain as tb
     >>> tb.nn.functional.linear(tb.ones(2, 3), tb.ones(4, 3), tb.zeros(4)).shape
     tb.Size([2, 4])
+
+    Args:
+        input: ``(*, in_features)``.
+        weight: ``(out_features, in_features)``.
+        bias: ``(out_features,)`` or None.
     """
     x, w = input._data, weight._data
     _same_device("linear", input, weight, bias)
@@ -96,7 +101,14 @@ def linear(input, weight, bias=None):
 
 @autocast_op("bilinear")
 def bilinear(input1, input2, weight, bias=None):
-    """``y_k = x1 @ W_k @ x2 + b_k`` (weight (out, in1, in2)), from primitive ops."""
+    """``y_k = x1 @ W_k @ x2 + b_k`` (weight (out, in1, in2)), from primitive ops.
+
+    Args:
+        input1: ``(*, in1)``.
+        input2: ``(*, in2)``.
+        weight: ``(out, in1, in2)``.
+        bias: ``(out,)`` or None.
+    """
     t = _S.matmul(_S.unsqueeze(_S.unsqueeze(input1, -2), -3), weight)      # (..., out, 1, in2)
     y = _S.squeeze(_S.matmul(t, _S.unsqueeze(_S.unsqueeze(input2, -2), -1)), (-1, -2))
     return y if bias is None else _E.add(y, bias)
@@ -104,36 +116,113 @@ def bilinear(input1, input2, weight, bias=None):
 
 # ***** activations *****
 def relu(input, inplace=False):
+    """max(0, x), elementwise (as ``torch.nn.functional.relu``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.relu(tb.tensor([-1.0, 2.0])).tolist()
+        [0.0, 2.0]
+    """
     return input.relu_() if inplace else _E.relu(input)
 
 
 def relu6(input, inplace=False):
+    """min(max(0, x), 6), elementwise (as ``torch.nn.functional.relu6``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return hardtanh(input, 0.0, 6.0)
 
 
 def sigmoid(input):
+    """1 / (1 + exp(-x)), elementwise (as ``torch.nn.functional.sigmoid``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.sigmoid(input)
 
 
 def tanh(input):
+    """The hyperbolic tangent, elementwise (as ``torch.nn.functional.tanh``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.tanh(input)
 
 
 def gelu(input, approximate="none"):
+    """Gaussian error linear unit, x * Phi(x), elementwise (as ``torch.nn.functional.gelu``).
+
+    Args:
+        input: the tensor.
+        approximate: ``'none'`` (exact, with erf) or ``'tanh'``.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.gelu(input, approximate)
 
 
 def silu(input, inplace=False):
+    """x * sigmoid(x) (swish), elementwise (as ``torch.nn.functional.silu``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.silu(input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x for x >= 0, negative_slope * x below, elementwise (as ``torch.nn.functional.leaky_relu``).
+
+    Args:
+        input: the tensor.
+        negative_slope: the slope for negative inputs.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data
     factor = get_array_module(x).where(x > 0, 1, negative_slope).astype(x.dtype)
     return make(x * factor, (input,), lambda g: (g * factor,), "LeakyReluBackward")
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) below, elementwise (as ``torch.nn.functional.elu``).
+
+    Args:
+        input: the tensor.
+        alpha: the negative saturation value.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data
     xp = get_array_module(x)
     neg = alpha * xp.expm1(xp.minimum(x, 0))
@@ -144,6 +233,16 @@ def elu(input, alpha=1.0, inplace=False):
 
 @autocast_op("softplus")
 def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, linear above ``threshold``, elementwise (as ``torch.nn.functional.softplus``).
+
+    Args:
+        input: the tensor.
+        beta: the sharpness.
+        threshold: above ``beta * x > threshold`` the result is x.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data
     xp = get_array_module(x)
     bx = beta * x
@@ -156,10 +255,29 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def logsigmoid(input):
+    """log(sigmoid(x)), computed stably, elementwise (as ``torch.nn.functional.logsigmoid``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return _E.neg(softplus(_E.neg(input)))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clipped to [min_val, max_val], elementwise (as ``torch.nn.functional.hardtanh``).
+
+    Args:
+        input: the tensor.
+        min_val: the lower bound.
+        max_val: the upper bound.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data
     xp = get_array_module(x)
     out = xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
@@ -176,6 +294,17 @@ def _softmax_dim(ndim, dim):
 
 @autocast_op("softmax")
 def softmax(input, dim=None, dtype=None):
+    """Exp(x) / sum(exp(x)) along ``dim`` (as ``torch.nn.functional.softmax``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
+            3-D inputs, else 1).
+        dtype: if given, ``input`` is cast to it first.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)
     d = _softmax_dim(x.ndim, dim)
@@ -191,10 +320,32 @@ def softmax(input, dim=None, dtype=None):
 
 @autocast_op("softmin")
 def softmin(input, dim=None, dtype=None):
+    """Softmax(-x) along ``dim`` (as ``torch.nn.functional.softmin``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
+            3-D inputs, else 1).
+        dtype: if given, ``input`` is cast to it first.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     return softmax(_E.neg(input), dim, dtype)
 
 @autocast_op("log_softmax")
 def log_softmax(input, dim=None, dtype=None):
+    """Log(softmax(x)) along ``dim``, computed stably (as ``torch.nn.functional.log_softmax``).
+
+    Args:
+        input: the tensor.
+        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
+            3-D inputs, else 1).
+        dtype: if given, ``input`` is cast to it first.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
     x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)
     d = _softmax_dim(x.ndim, dim)
@@ -208,7 +359,15 @@ def log_softmax(input, dim=None, dtype=None):
 
 # ***** regularisation and lookup *****
 def dropout(input, p=0.5, training=True, inplace=False, generator=None):
-    """Zero elements with probability ``p`` and scale the rest by 1/(1-p) (tb's generator)."""
+    """Zero elements with probability ``p`` and scale the rest by 1/(1-p) (tb's generator).
+
+    Args:
+        input: the tensor.
+        p: the probability of zeroing an element.
+        training: apply dropout (False: return ``input`` unchanged).
+        inplace: write into ``input``.
+        generator: the ``tb.Generator`` to draw the mask from.
+    """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -236,7 +395,17 @@ def _index_add(xp, target, idx, values):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """Rows of ``weight`` picked by the integer tensor ``input``; repeated ids accumulate grad."""
+    """Rows of ``weight`` picked by the integer tensor ``input``; repeated ids accumulate grad.
+
+    Args:
+        input: an integer tensor of indices.
+        weight: ``(num_embeddings, embedding_dim)``.
+        padding_idx: an index whose row gets no gradient.
+        max_norm: rows looked up are renormalised in place to at most this norm.
+        norm_type: the p of that norm.
+        scale_grad_by_freq: scale gradients by the inverse frequency of each index in the batch.
+        sparse: not used (gradients are always dense).
+    """
     idx = input._data
     w = weight._data
     if idx.dtype.kind not in "iu":
@@ -285,7 +454,14 @@ def _take_axis(a, idx, axis):
 
 def pad(input, pad, mode="constant", value=None):
     """Pad the last ``len(pad)//2`` dims: ``pad = (left, right, top, bottom, ...)`` from the last
-    dim backwards. ``mode``: 'constant' (negative pads crop), 'reflect', 'replicate', 'circular'."""
+    dim backwards. ``mode``: 'constant' (negative pads crop), 'reflect', 'replicate', 'circular'.
+
+    Args:
+        input: the tensor.
+        pad: ``(left, right, top, bottom, front, back)``, as many pairs as dimensions to pad.
+        mode: ``'constant'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
+        value: the fill value for ``'constant'`` (default 0).
+    """
     x = input._data
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: padding length {len(pad)} must be even and at most 2 * ndim "
@@ -325,7 +501,12 @@ def pad(input, pad, mode="constant", value=None):
 
 
 def one_hot(tensor, num_classes=-1):
-    """int64 one-hot encoding with a new last dim of ``num_classes`` (max + 1 when -1)."""
+    """int64 one-hot encoding with a new last dim of ``num_classes`` (max + 1 when -1).
+
+    Args:
+        tensor: an integer tensor of class indices.
+        num_classes: the number of classes (-1: the largest index + 1).
+    """
     t = tensor._data
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"one_hot is only applicable to index tensors, got {t.dtype}")
@@ -343,7 +524,15 @@ def one_hot(tensor, num_classes=-1):
 
 @autocast_op("normalize")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """``input / max(||input||_p, eps)`` along ``dim``."""
+    """``input / max(||input||_p, eps)`` along ``dim``.
+
+    Args:
+        input: the tensor.
+        p: the norm's exponent.
+        dim: the dimension to normalise along.
+        eps: the smallest norm divided by.
+        out: not used (accepted for torch's signature; the result is returned).
+    """
     if p == 2:
         norm = _E.sqrt(_R.sum(_E.mul(input, input), dim, keepdim=True))
     else:
@@ -353,6 +542,22 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 @autocast_op("cosine_similarity")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``.
+
+    Args:
+        x1: a tensor.
+        x2: a tensor broadcastable with ``x1``.
+        dim: the dimension of the vectors.
+        eps: lower bound of each norm, against division by zero.
+
+    Returns:
+        The similarities, with ``dim`` removed.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.cosine_similarity(tb.tensor([[1.0, 0.0]]), tb.tensor([[1.0, 1.0]])).tolist()
+        [0.7071067690849304]
+    """
     dot = _R.sum(_E.mul(x1, x2), dim)
     n1 = _E.sqrt(_R.sum(_E.mul(x1, x1), dim))
     n2 = _E.sqrt(_R.sum(_E.mul(x2, x2), dim))
@@ -362,8 +567,22 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 @autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
-    """``softmax(q k^T * scale + mask) v`` as one fused node: see
-    ``tensorbrain/_ops/attention.py`` (masks, ``is_causal``, ``dropout_p``, ``scale``,
-    ``enable_gqa``, as torch's)."""
+    """``softmax(q k^T * scale + mask) v`` as one fused node (``tensorbrain/_ops/attention.py``).
+
+    Args:
+        query: ``(..., L, E)``.
+        key: ``(..., S, E)``.
+        value: ``(..., S, Ev)``.
+        attn_mask: a boolean mask (True: attend) or an additive float mask (which gets a
+            gradient), broadcastable to ``(..., L, S)``.
+        dropout_p: dropout probability on the attention weights.
+        is_causal: also apply a lower-triangular (causal) mask.
+        scale: the factor on ``q k^T`` (default ``1 / sqrt(E)``).
+        enable_gqa: grouped-query attention: ``key``/``value`` with fewer heads than ``query``
+            are repeated across head groups, as torch's.
+
+    Returns:
+        ``(..., L, Ev)``.
+    """
     return _attention.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
                                                    is_causal, scale, enable_gqa)

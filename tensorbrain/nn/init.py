@@ -30,6 +30,11 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
 
     >>> round(calculate_gain("relu"), 4), calculate_gain("tanh")
     (1.4142, 1.6666666666666667)
+
+    Args:
+        nonlinearity: ``'linear'``, ``'conv2d'``, ``'sigmoid'``, ``'tanh'``, ``'relu'``,
+            ``'leaky_relu'``, ``'selu'``...
+        param: the negative slope for ``'leaky_relu'`` (default 0.01).
     """
     linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
                   "conv_transpose2d", "conv_transpose3d"]
@@ -81,18 +86,41 @@ def _fill(tensor, array):
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
-    """Fill with values drawn from U(a, b)."""
+    """Fill with values drawn from U(a, b).
+
+    Args:
+        tensor: the tensor to fill in place.
+        a: the lower bound.
+        b: the upper bound.
+        generator: the ``tb.Generator`` to draw from (default: the global one).
+    """
     with grad_mode.no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
-    """Fill with values drawn from N(mean, std^2)."""
+    """Fill with values drawn from N(mean, std^2).
+
+    Args:
+        tensor: the tensor to fill in place.
+        mean: the mean.
+        std: the standard deviation.
+        generator: the ``tb.Generator`` to draw from (default: the global one).
+    """
     with grad_mode.no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor, val: float):
+    """Fill ``tensor`` with ``val`` in place (no gradient recorded).
+
+    Args:
+        tensor: the tensor (usually a parameter).
+        val: the value.
+
+    Returns:
+        ``tensor``.
+    """
     with grad_mode.no_grad():
         tensor._data.fill(val)
     tensor._version[0] += 1
@@ -100,15 +128,35 @@ def constant_(tensor, val: float):
 
 
 def ones_(tensor):
+    """Fill ``tensor`` with ones in place.
+
+    Args:
+        tensor: the tensor.
+
+    Returns:
+        ``tensor``.
+    """
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` with zeros in place.
+
+    Args:
+        tensor: the tensor.
+
+    Returns:
+        ``tensor``.
+    """
     return constant_(tensor, 0.0)
 
 
 def eye_(tensor):
-    """Fill a 2-D tensor with the identity matrix."""
+    """Fill a 2-D tensor with the identity matrix.
+
+    Args:
+        tensor: a 2-D tensor, filled in place.
+    """
     if tensor.dim() != 2:
         raise ValueError(f"Only tensors with 2 dimensions are supported (got shape "
                          f"{tuple(tensor.shape)})")
@@ -116,7 +164,12 @@ def eye_(tensor):
 
 
 def dirac_(tensor, groups: int = 1):
-    """Fill a 3/4/5-D conv weight so the convolution is the identity (per group)."""
+    """Fill a 3/4/5-D conv weight so the convolution is the identity (per group).
+
+    Args:
+        tensor: a 3-, 4- or 5-D convolution weight, filled in place.
+        groups: the convolution's groups (the identity per group).
+    """
     dims = tensor.dim()
     if dims not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
@@ -133,7 +186,13 @@ def dirac_(tensor, groups: int = 1):
 
 
 def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
-    """Glorot uniform: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``."""
+    """Glorot uniform: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``.
+
+    Args:
+        tensor: a tensor with at least 2 dimensions, filled in place.
+        gain: the scale (see ``calculate_gain``).
+        generator: the ``tb.Generator`` to draw from (default: the global one).
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
@@ -141,7 +200,13 @@ def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
 
 
 def xavier_normal_(tensor, gain: float = 1.0, generator=None):
-    """Glorot normal: N(0, std^2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``."""
+    """Glorot normal: N(0, std^2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``.
+
+    Args:
+        tensor: a tensor with at least 2 dimensions, filled in place.
+        gain: the scale (see ``calculate_gain``).
+        generator: the ``tb.Generator`` to draw from (default: the global one).
+    """
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
@@ -150,7 +215,15 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
 def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None):
     """He uniform: U(-b, b) with ``b = gain * sqrt(3 / fan)``. ``Linear``/``Conv2d`` use it with
-    ``a=sqrt(5)``, which gives ``b = 1/sqrt(fan_in)``."""
+    ``a=sqrt(5)``, which gives ``b = 1/sqrt(fan_in)``.
+
+    Args:
+        tensor: a tensor with at least 2 dimensions, filled in place.
+        a: the negative slope of the rectifier after this layer (``'leaky_relu'``).
+        mode: ``'fan_in'`` (keeps the forward variance) or ``'fan_out'`` (the backward's).
+        nonlinearity: the nonlinearity after this layer (see ``calculate_gain``).
+        generator: the ``tb.Generator`` to draw from (default: the global one).
+    """
     if 0 in tensor.shape:
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
@@ -162,7 +235,15 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None):
     """He normal: N(0, std^2) with ``std = gain / sqrt(fan)`` (torchvision's ResNet uses
-    ``mode="fan_out", nonlinearity="relu"``)."""
+    ``mode="fan_out", nonlinearity="relu"``).
+
+    Args:
+        tensor: a tensor with at least 2 dimensions, filled in place.
+        a: the negative slope of the rectifier after this layer (``'leaky_relu'``).
+        mode: ``'fan_in'`` (keeps the forward variance) or ``'fan_out'`` (the backward's).
+        nonlinearity: the nonlinearity after this layer (see ``calculate_gain``).
+        generator: the ``tb.Generator`` to draw from (default: the global one).
+    """
     if 0 in tensor.shape:
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
@@ -176,6 +257,14 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
 
     Drawn by rejection (redraw what falls outside), which samples the truncated distribution
     exactly; PyTorch uses the inverse CDF, same distribution, different bits.
+
+    Args:
+        tensor: the tensor to fill in place.
+        mean: the mean.
+        std: the standard deviation.
+        a: the lowest value (absolute, not in standard deviations).
+        b: the highest value.
+        generator: the ``tb.Generator`` to draw from (default: the global one).
     """
     if not a < b:
         raise ValueError(f"trunc_normal_: need a < b, got a={a}, b={b}")
@@ -196,7 +285,13 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
 
 
 def orthogonal_(tensor, gain: float = 1.0, generator=None):
-    """A (semi-)orthogonal matrix from the QR decomposition of a normal draw (PyTorch's method)."""
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal draw (PyTorch's method).
+
+    Args:
+        tensor: a tensor with at least 2 dimensions (trailing ones flattened), filled in place.
+        gain: the scale.
+        generator: the ``tb.Generator`` to draw from (default: the global one).
+    """
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:

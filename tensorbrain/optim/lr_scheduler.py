@@ -32,12 +32,28 @@ class LRScheduler:
         self.step()
 
     def get_lr(self) -> list[float]:  # pragma: no cover - abstract
+        """The learning rates for the current ``last_epoch`` (subclasses define it).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         raise NotImplementedError
 
     def get_last_lr(self) -> list[float]:
+        """The learning rates the last ``step()`` wrote into the optimizer.
+
+        Returns:
+            One learning rate per parameter group.
+        """
         return self._last_lr
 
     def step(self, epoch=None):
+        """Advance one epoch (or jump to ``epoch``) and write the new rates into the optimizer.
+
+        Args:
+            epoch: None to advance by one (the normal use); an epoch number to jump to (deprecated
+                in torch; uses the closed form where the scheduler has one).
+        """
         self._step_count += 1
         if epoch is None:
             self.last_epoch += 1
@@ -54,10 +70,20 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
+        """The scheduler's state (everything but the optimizer and callables).
+
+        Returns:
+            A dict for ``load_state_dict``.
+        """
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")
                 and not callable(v)}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore a state from ``state_dict()``.
+
+        Args:
+            state_dict: the dict ``state_dict()`` returned.
+        """
         for k, v in state_dict.items():
             if k == "_milestones_list":
                 continue
@@ -69,11 +95,37 @@ _LRScheduler = LRScheduler
 
 
 class StepLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` every ``step_size`` epochs.
+
+    Args:
+        optimizer: the optimizer whose groups' ``lr`` it sets.
+        step_size: epochs between decays.
+        gamma: the decay factor.
+        last_epoch: the index of the last epoch when resuming (-1: start).
+
+    Raises:
+        TypeError: ``optimizer`` is not an Optimizer.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> opt = tb.optim.SGD([tb.zeros(1, requires_grad=True)], lr=1.0)
+        >>> sched = tb.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> lrs = []
+        >>> for _ in range(4):
+        ...     lrs.append(sched.get_last_lr()[0]); opt.step(); sched.step()
+        >>> lrs
+        [1.0, 1.0, 0.5, 0.5]
+    """
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (StepLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
@@ -83,12 +135,28 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` at each epoch in ``milestones``.
+
+    Args:
+        optimizer: the optimizer whose groups' ``lr`` it sets.
+        milestones: epoch numbers (a repeated one decays several times).
+        gamma: the decay factor.
+        last_epoch: the index of the last epoch when resuming (-1: start).
+
+    Raises:
+        TypeError: ``optimizer`` is not an Optimizer.
+    """
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (MultiStepLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         if self.last_epoch not in self.milestones:
             return self._lrs()
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._lrs()]
@@ -98,17 +166,37 @@ class MultiStepLR(LRScheduler):
         return [b * self.gamma ** bisect_right(ms, self.last_epoch) for b in self.base_lrs]
 
     def state_dict(self):
+        """The scheduler's state, with the milestones as a JSON-safe dict.
+
+        Returns:
+            A dict for ``load_state_dict``.
+        """
         d = super().state_dict()
         d["milestones"] = {str(k): v for k, v in self.milestones.items()}  # JSON-safe keys
         return d
 
 
 class ExponentialLR(LRScheduler):
+    """Multiply the learning rate by ``gamma`` every epoch.
+
+    Args:
+        optimizer: the optimizer whose groups' ``lr`` it sets.
+        gamma: the decay factor.
+        last_epoch: the index of the last epoch when resuming (-1: start).
+
+    Raises:
+        TypeError: ``optimizer`` is not an Optimizer.
+    """
     def __init__(self, optimizer, gamma, last_epoch=-1):
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (ExponentialLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         if self.last_epoch == 0:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
@@ -118,11 +206,27 @@ class ExponentialLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
+    """Anneal the learning rate from its initial value to ``eta_min`` along a cosine over ``T_max`` epochs.
+
+    Args:
+        optimizer: the optimizer whose groups' ``lr`` it sets.
+        T_max: epochs of one half period.
+        eta_min: the lowest learning rate.
+        last_epoch: the index of the last epoch when resuming (-1: start).
+
+    Raises:
+        TypeError: ``optimizer`` is not an Optimizer.
+    """
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (CosineAnnealingLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         e, T, lo = self.last_epoch, self.T_max, self.eta_min
         if e == 0:
             return self._lrs()
@@ -150,10 +254,27 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (LambdaLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         return [b * fn(self.last_epoch) for fn, b in zip(self.lr_lambdas, self.base_lrs)]
 
 
 class LinearLR(LRScheduler):
+    """Scale the learning rate by a factor going linearly from ``start_factor`` to ``end_factor`` over ``total_iters`` epochs.
+
+    Args:
+        optimizer: the optimizer whose groups' ``lr`` it sets.
+        start_factor: the factor at epoch 0.
+        end_factor: the factor from ``total_iters`` on.
+        total_iters: epochs of the ramp.
+        last_epoch: the index of the last epoch when resuming (-1: start).
+
+    Raises:
+        TypeError: ``optimizer`` is not an Optimizer.
+    """
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
         if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
             raise ValueError("LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]")
@@ -161,6 +282,11 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (LinearLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
         if e == 0:
             return [lr * s for lr in self._lrs()]
@@ -195,6 +321,7 @@ class SequentialLR(LRScheduler):
         self._last_lr = self._schedulers[0].get_last_lr()
 
     def step(self):
+        """Advance one epoch with the scheduler whose milestone range holds it (a new one starts at its milestone)."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         sched = self._schedulers[idx]
@@ -205,11 +332,21 @@ class SequentialLR(LRScheduler):
         self._last_lr = sched.get_last_lr()
 
     def state_dict(self):
+        """The state of this scheduler and of each of its schedulers.
+
+        Returns:
+            A dict for ``load_state_dict``.
+        """
         d = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         d["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return d
 
     def load_state_dict(self, state_dict):
+        """Restore a state from ``state_dict()``, its schedulers' included.
+
+        Args:
+            state_dict: the dict ``state_dict()`` returned.
+        """
         state_dict = dict(state_dict)
         subs = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)
@@ -280,6 +417,11 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        """The learning rates for the current epoch (OneCycleLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"Tried to step {step} times. The specified number of total steps "
@@ -327,6 +469,11 @@ class MultiplicativeLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (MultiplicativeLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         if self.last_epoch > 0:
             return [lr * fn(self.last_epoch) for fn, lr in zip(self.lr_lambdas, self._lrs(), strict=True)]
         return self._lrs()
@@ -350,6 +497,11 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (ConstantLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         if self.last_epoch == 0:
             return [lr * self.factor for lr in self._lrs()]
         if self.last_epoch != self.total_iters:
@@ -374,6 +526,11 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (PolynomialLR's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         e, n = self.last_epoch, self.total_iters
         if e == 0 or e > n:
             return self._lrs()
@@ -407,6 +564,11 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The learning rates for the current epoch (CosineAnnealingWarmRestarts's rule).
+
+        Returns:
+            One learning rate per parameter group.
+        """
         return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for b in self.base_lrs]
 
@@ -444,8 +606,8 @@ class ChainedScheduler(LRScheduler):
     """Steps every scheduler in ``schedulers`` at each ``step()`` (their effects compose).
 
     Args:
-        schedulers: schedulers of one optimizer; optimizer: that optimizer (default: the
-        first scheduler's).
+        schedulers: schedulers of one optimizer.
+        optimizer: that optimizer (default: the first scheduler's).
 
     Raises:
         ValueError: no schedulers, or schedulers of different optimizers.
@@ -498,7 +660,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     Raises:
         ValueError: factor >= 1, an unknown mode or threshold mode, a min_lr list of the wrong
-        length.
+            length.
         TypeError: ``optimizer`` is not an Optimizer.
     """
 

@@ -35,6 +35,17 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, param_group: dict) -> None:
+        """Add a parameter group (e.g. a layer unfrozen later), with its own options.
+
+        Args:
+            param_group: a dict with ``"params"`` (a tensor or an iterable of tensors) and any
+                options; missing options take the optimizer's defaults.
+
+        Raises:
+            TypeError: a parameter is not a Tensor.
+            ValueError: a non-leaf tensor, a parameter already in another group, or a required
+                option (such as ``lr``) missing.
+        """
         group = dict(param_group)
         ps = group["params"]
         group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
@@ -54,6 +65,11 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's gradient.
+
+        Args:
+            set_to_none: set ``.grad`` to None (default, as torch) instead of filling it with zeros.
+        """
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -90,6 +106,11 @@ class Optimizer:
 
     # ***** state dict (PyTorch layout: params replaced by their index) *****
     def state_dict(self) -> dict:
+        """The optimizer's state in PyTorch's layout (parameters replaced by their index).
+
+        Returns:
+            ``{"state": {index: {name: value}}, "param_groups": [options with "params": [indices]]}``.
+        """
         index, groups = {}, []
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
@@ -108,6 +129,14 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore a state from ``state_dict()`` (this optimizer's or a torch one's layout).
+
+        Args:
+            state_dict: the dict to load; its groups must match this optimizer's in number and size.
+
+        Raises:
+            ValueError: a different number of groups or of parameters in a group.
+        """
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError(f"loaded state dict has {len(groups)} parameter groups, this "

@@ -7,6 +7,24 @@ from .optimizer import Optimizer, scratch
 
 
 class RMSprop(Optimizer):
+    """RMSprop (as ``torch.optim.RMSprop``): divides the gradient by a running RMS of it.
+
+    Args:
+        params: parameters or parameter groups.
+        lr: the learning rate.
+        alpha: smoothing constant of the squared-gradient average.
+        eps: added to the denominator.
+        weight_decay: L2 penalty.
+        momentum: momentum factor.
+        centered: normalise by the gradient's estimated variance instead of its second moment.
+        capturable: must be False (CUDA graphs are not supported).
+        foreach: accepted and ignored (torch's implementation choice).
+        maximize: maximise the objective instead.
+        differentiable: must be False.
+
+    Raises:
+        ValueError: a negative lr, eps, alpha or momentum, or capturable/differentiable set.
+    """
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):

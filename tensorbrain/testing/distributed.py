@@ -35,6 +35,7 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 
 @dataclass
 class WorkerResult:
+    """What one rank of ``run_workers`` returned or how it failed (value, error, output, exit code)."""
     rank: int
     value: object = None
     error_type: str | None = None
@@ -47,9 +48,15 @@ class WorkerResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the rank returned a value and exited 0 within the timeout."""
         return self.error_type is None and self.exitcode == 0 and not self.timed_out
 
     def describe(self) -> str:
+        """A readable account of the rank's outcome: the error and traceback, and its output's tail.
+
+        Returns:
+            ``"ok"`` or a multi-line description.
+        """
         if self.timed_out:
             head = "still running at the harness timeout (killed)"
         elif self.error_type:
@@ -74,6 +81,11 @@ class WorkerFailure(AssertionError):
 
 
 def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (for tests' rendezvous addresses).
+
+    Returns:
+        The port number.
+    """
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

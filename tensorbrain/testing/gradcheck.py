@@ -35,6 +35,11 @@ def _torch():
 
 
 def torch_available() -> bool:
+    """Whether torch can be imported here (the torch comparisons skip otherwise).
+
+    Returns:
+        A bool.
+    """
     return _torch() is not None
 
 

@@ -59,10 +59,12 @@ class DeviceArray(np.ndarray):
 
     @property
     def data(self):  # noqa: D401 - CuPy's MemoryPointer stand-in
+        """CuPy's ``MemoryPointer`` stand-in: ``.ptr`` is the array's address."""
         return _Ptr(self.ctypes.data)
 
     @property
     def device(self):
+        """CuPy's device stand-in: ``.id`` is 0."""
         return _Dev(0)
 
     def __setitem__(self, key, value):
@@ -90,6 +92,11 @@ class Stream:
             Stream._registry[self.ptr] = self
 
     def enqueue(self, fn) -> None:
+        """Queue ``fn`` to run in stream order (at once on the null stream).
+
+        Args:
+            fn: a callable without arguments.
+        """
         if self.is_null:
             fn()
         else:
@@ -109,12 +116,18 @@ class Stream:
                     failed._aborted.wait()
 
     def wait_event(self, event) -> None:
+        """Make later work on this stream wait for ``event``.
+
+        Args:
+            event: an ``Event`` recorded on some stream.
+        """
         if self.is_null:
             event._done.wait()
         else:
             self.enqueue(event._done.wait)
 
     def synchronize(self) -> None:
+        """Block until everything queued on this stream so far has run."""
         marker = Event()
         marker.record(self)
         marker._done.wait()
@@ -137,6 +150,11 @@ _NULL = Stream(null=True)
 
 
 def current_stream() -> Stream:
+    """The stream of the innermost ``with stream:`` in this thread, or the null stream.
+
+    Returns:
+        A ``Stream``.
+    """
     stack = _stack()
     return stack[-1] if stack else _NULL
 
@@ -148,14 +166,21 @@ class Event:
         self._done = threading.Event()
 
     def record(self, stream=None) -> None:
+        """Mark the current end of ``stream``'s queue; ``done`` turns True when it is reached.
+
+        Args:
+            stream: the stream (default: the current one).
+        """
         self._done.clear()
         (stream or current_stream()).enqueue(self._done.set)
 
     @property
     def done(self) -> bool:
+        """Whether the stream has run everything queued before ``record``."""
         return self._done.is_set()
 
     def synchronize(self) -> None:
+        """Block until the event is reached."""
         self._done.wait()
 
 
@@ -206,20 +231,54 @@ class StandInCuda:
 
     @staticmethod
     def empty(shape, dtype):
+        """An uninitialised device-array stand-in (as ``cupy.empty``).
+
+        Args:
+            shape: the shape.
+            dtype: the dtype.
+
+        Returns:
+            A ``DeviceArray``.
+        """
         return _dev(np.empty(shape, dtype))
 
     @staticmethod
     def zeros(shape, dtype):
+        """A zero-filled device-array stand-in (as ``cupy.zeros``).
+
+        Args:
+            shape: the shape.
+            dtype: the dtype.
+
+        Returns:
+            A ``DeviceArray``.
+        """
         return _dev(np.zeros(shape, dtype))
 
     @staticmethod
     def ascontiguousarray(array):
+        """A contiguous copy made in stream order (as ``cupy.ascontiguousarray``).
+
+        Args:
+            array: the source array.
+
+        Returns:
+            A ``DeviceArray`` filled when the current stream reaches the copy.
+        """
         out = _dev(np.empty(array.shape, array.dtype))
         current_stream().enqueue(lambda: np.copyto(out, array))
         return out
 
     @staticmethod
     def stack(arrays):
+        """Stack arrays along a new first axis, in stream order (as ``cupy.stack``).
+
+        Args:
+            arrays: arrays of one shape and dtype.
+
+        Returns:
+            A ``DeviceArray`` filled when the current stream reaches the copy.
+        """
         arrays = list(arrays)
         out = _dev(np.empty((len(arrays),) + arrays[0].shape, arrays[0].dtype))
         current_stream().enqueue(lambda: np.stack(arrays, out=out))
@@ -257,20 +316,35 @@ class StandInNccl:
 
     @staticmethod
     def get_unique_id() -> bytes:
+        """A random 128-byte id, as ``ncclGetUniqueId`` (rank 0 shares it through the store).
+
+        Returns:
+            bytes.
+        """
         return os.urandom(StandInNccl.UNIQUE_ID_BYTES)
 
     @staticmethod
     def get_error_string(code: int) -> str:
+        """The message for an NCCL result code (as ``ncclGetErrorString``).
+
+        Args:
+            code: the result code.
+
+        Returns:
+            The message.
+        """
         return {0: "no error", 3: "internal error (stand-in)", 6: "remote process exited or "
                 "there was a network error (stand-in)"}.get(code, f"error {code} (stand-in)")
 
     @staticmethod
     def group_start() -> None:
+        """Start an NCCL group (``ncclGroupStart``): p2p calls are collected until ``group_end``."""
         _TLS.group = getattr(_TLS, "group", None) or []
         _TLS.depth = getattr(_TLS, "depth", 0) + 1
 
     @staticmethod
     def group_end() -> None:
+        """End an NCCL group (``ncclGroupEnd``): the collected p2p calls run as one step."""
         _TLS.depth -= 1
         if _TLS.depth:
             return
@@ -281,6 +355,16 @@ class StandInNccl:
         comm._queue(stream, lambda: comm._p2p([c[2] for c in calls]))
 
     def Communicator(self, nranks: int, unique_id: bytes, rank: int):  # noqa: N802 - binding name
+        """A communicator of ``nranks`` ranks (``ncclCommInitRank``) over a tcp backend.
+
+        Args:
+            nranks: the number of ranks.
+            unique_id: the id from ``get_unique_id`` (the same on every rank).
+            rank: this rank.
+
+        Returns:
+            A communicator with the binding's collective methods.
+        """
         return _Communicator(self, nranks, bytes(unique_id), rank)
 
 

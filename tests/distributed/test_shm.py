@@ -221,7 +221,7 @@ def test_mismatched_calls_raise_on_every_rank(impl, kind, run_id):
     unrelated buffers; the group refuses everything afterwards."""
     out = run_workers("tests.distributed.test_shm:w_mismatch", 3, impl, kind, init=None,
                       timeout=60.0, env={"TB_RUN_ID": run_id})
-    for rank, (typ, msg, waited, later) in enumerate(out):
+    for rank, (typ, _msg, waited, later) in enumerate(out):
         assert typ == "DistBackendError", (rank, out)
         assert waited < 5.0, (rank, out)
         assert later == "DistBackendError", (rank, out)

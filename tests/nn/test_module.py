@@ -48,7 +48,7 @@ def test_registration_and_traversal_names():
     assert net.get_parameter("head.1.bias") is net.head[1].bias
     assert net.extra == 5 and "extra" not in net._parameters
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
-        net.nope
+        net.nope  # noqa: B018 (the attribute access is what raises)
 
 
 def test_shared_parameter_listed_once():

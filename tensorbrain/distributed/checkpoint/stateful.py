@@ -20,5 +20,9 @@ class Stateful(Protocol):
         ...
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the state from ``state_dict``."""
+        """Restore the state from ``state_dict``.
+
+        Args:
+            state_dict: what ``state_dict()`` returned (possibly loaded from disk).
+        """
         ...

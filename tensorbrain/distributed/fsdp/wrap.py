@@ -23,7 +23,15 @@ __all__ = ["CustomPolicy", "ModuleWrapPolicy", "always_wrap_policy", "enable_wra
 
 
 def always_wrap_policy(module, recurse, nonwrapped_numel, **kwargs) -> bool:
-    """Wrap every module."""
+    """Wrap every module.
+
+    Args:
+        module: the module considered.
+        recurse: True when asked whether to descend into ``module``'s children, False when
+            asked whether to wrap ``module`` itself.
+        nonwrapped_numel: parameters of ``module`` not yet wrapped.
+        **kwargs: ignored.
+    """
     return True
 
 
@@ -59,14 +67,30 @@ size_based_auto_wrap_policy.EXCLUDE_WRAP_MODULES = None
 
 
 def transformer_auto_wrap_policy(module, recurse, nonwrapped_numel, transformer_layer_cls) -> bool:
-    """Wrap every instance of the classes in ``transformer_layer_cls`` (a set of classes)."""
+    """Wrap every instance of the classes in ``transformer_layer_cls`` (a set of classes).
+
+    Args:
+        module: the module considered.
+        recurse: True when asked whether to descend into ``module``'s children, False when
+            asked whether to wrap ``module`` itself.
+        nonwrapped_numel: parameters of ``module`` not yet wrapped.
+        transformer_layer_cls: a set of module classes to wrap.
+    """
     if recurse:
         return True
     return isinstance(module, tuple(transformer_layer_cls))
 
 
 def lambda_auto_wrap_policy(module, recurse, nonwrapped_numel, lambda_fn) -> bool:
-    """Wrap the modules for which ``lambda_fn(module)`` is true."""
+    """Wrap the modules for which ``lambda_fn(module)`` is true.
+
+    Args:
+        module: the module considered.
+        recurse: True when asked whether to descend into ``module``'s children, False when
+            asked whether to wrap ``module`` itself.
+        nonwrapped_numel: parameters of ``module`` not yet wrapped.
+        lambda_fn: a function from a module to a bool.
+    """
     return True if recurse else bool(lambda_fn(module))
 
 
@@ -89,7 +113,11 @@ class ModuleWrapPolicy:
 
 class CustomPolicy:
     """Wrap the modules for which ``lambda_fn(module)`` is truthy (kwargs dicts are accepted
-    and ignored: per-unit overrides are not supported)."""
+    and ignored: per-unit overrides are not supported).
+
+    Args:
+        lambda_fn: a function from a module to a bool or to a dict of FSDP keyword overrides.
+    """
 
     def __init__(self, lambda_fn):
         self._fn = lambda_fn
@@ -132,6 +160,10 @@ _WRAP_CONTEXT = []
 def enable_wrap(*, wrapper_cls, **wrapper_kwargs):
     """Inside this context, :func:`wrap` wraps modules with ``wrapper_cls(**wrapper_kwargs)``.
 
+    Args:
+        wrapper_cls: the wrapper class (e.g. ``FullyShardedDataParallel``).
+        **wrapper_kwargs: keyword arguments for every wrapper.
+
     Example:
         >>> with enable_wrap(wrapper_cls=FSDP, sharding_strategy=...):   # doctest: +SKIP
         ...     model = nn.Sequential(wrap(nn.Linear(8, 8)), nn.ReLU())
@@ -145,7 +177,12 @@ def enable_wrap(*, wrapper_cls, **wrapper_kwargs):
 
 def wrap(module, **wrap_overrides):
     """Wrap ``module`` with the wrapper of the innermost :func:`enable_wrap` (its kwargs updated
-    by ``wrap_overrides``); outside any ``enable_wrap`` return ``module`` unchanged."""
+    by ``wrap_overrides``); outside any ``enable_wrap`` return ``module`` unchanged.
+
+    Args:
+        module: the module to wrap.
+        **wrap_overrides: keyword arguments that override the context's.
+    """
     if not _WRAP_CONTEXT:
         return module
     cls, kwargs = _WRAP_CONTEXT[-1]

@@ -46,7 +46,11 @@ class PipeRRef:
         return self._value
 
     def to_here(self, timeout=None):
-        """The output Tensor (it is already local)."""
+        """The output Tensor (it is already local).
+
+        Args:
+            timeout: ignored (the value is local).
+        """
         return self._value
 
 

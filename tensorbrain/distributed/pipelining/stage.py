@@ -268,11 +268,21 @@ class Pipe:
         return len(self._stages)
 
     def get_stage_module(self, stage_idx: int):
-        """The module of stage ``stage_idx``."""
+        """The module of stage ``stage_idx``.
+
+        Args:
+            stage_idx: the stage's index.
+        """
         return self._stages[stage_idx]
 
     def build_stage(self, stage_index: int, device, group=None) -> PipelineStage:
-        """A :class:`PipelineStage` running stage ``stage_index`` on this rank."""
+        """A :class:`PipelineStage` running stage ``stage_index`` on this rank.
+
+        Args:
+            stage_index: the stage this rank runs.
+            device: the device of the stage.
+            group: the pipeline's process group (default: the world).
+        """
         return PipelineStage(self._stages[stage_index], stage_index, self.num_stages, device,
                              group=group)
 

@@ -21,7 +21,11 @@ class Placement:
     """Base class of the placement types."""
 
     def is_shard(self, dim: int | None = None) -> bool:
-        """True for ``Shard`` (on ``dim`` when given)."""
+        """True for ``Shard`` (on ``dim`` when given).
+
+        Args:
+            dim: a tensor dimension to compare with, or None for any.
+        """
         return False
 
     def is_replicate(self) -> bool:
@@ -45,16 +49,35 @@ class Shard(Placement):
         self.dim = int(dim)
 
     def is_shard(self, dim: int | None = None) -> bool:
+        """Whether this placement shards (dimension ``dim``, when given).
+
+        Args:
+            dim: a tensor dimension to compare with, or None for any.
+
+        Returns:
+            A bool.
+        """
         return dim is None or dim == self.dim
 
     @staticmethod
     def chunk_size(size: int, num_chunks: int) -> int:
-        """Rows per chunk under ``torch.chunk``: ``ceil(size / num_chunks)``."""
+        """Rows per chunk under ``torch.chunk``: ``ceil(size / num_chunks)``.
+
+        Args:
+            size: the dimension's length.
+            num_chunks: the number of chunks.
+        """
         return -(-size // num_chunks) if num_chunks else 0
 
     @staticmethod
     def local_range(size: int, num_chunks: int, index: int) -> tuple:
-        """``(start, stop)`` of chunk ``index``; empty ranges at the end when size is small."""
+        """``(start, stop)`` of chunk ``index``; empty ranges at the end when size is small.
+
+        Args:
+            size: the dimension's length.
+            num_chunks: the number of chunks.
+            index: the chunk's index.
+        """
         c = Shard.chunk_size(size, num_chunks)
         start = min(index * c, size)
         return start, min(start + c, size)
@@ -73,6 +96,11 @@ class Replicate(Placement):
     """Every rank of the mesh dimension holds the whole tensor."""
 
     def is_replicate(self) -> bool:
+        """Always True: this placement replicates.
+
+        Returns:
+            True.
+        """
         return True
 
     def __eq__(self, other) -> bool:
@@ -106,6 +134,11 @@ class Partial(Placement):
         self.reduce_op = op
 
     def is_partial(self) -> bool:
+        """Always True: this placement holds partial values still to be reduced.
+
+        Returns:
+            True.
+        """
         return True
 
     def __eq__(self, other) -> bool:

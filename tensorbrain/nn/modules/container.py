@@ -67,15 +67,37 @@ class Sequential(Module):
         return iter(self._modules.values())
 
     def append(self, module):
+        """Add ``module`` at the end.
+
+        Args:
+            module: the module.
+
+        Returns:
+            self.
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """Add every module of ``modules`` at the end, in order.
+
+        Args:
+            modules: an iterable of modules.
+
+        Returns:
+            self.
+        """
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
+        """Insert ``module`` before position ``index``.
+
+        Args:
+            index: the position (negative counts from the end).
+            module: the module.
+        """
         mods = list(self._modules.values())
         mods.insert(index if index >= 0 else index + len(mods) + 1, module)
         self.__dict__["_modules"] = {}
@@ -122,15 +144,37 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def append(self, module):
+        """Add ``module`` at the end.
+
+        Args:
+            module: the module.
+
+        Returns:
+            self.
+        """
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """Add every module of ``modules`` at the end, in order.
+
+        Args:
+            modules: an iterable of modules.
+
+        Returns:
+            self.
+        """
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
+        """Insert ``module`` before position ``index``.
+
+        Args:
+            index: the position (negative counts from the end).
+            module: the module.
+        """
         mods = list(self._modules.values())
         mods.insert(index, module)
         self.__dict__["_modules"] = {}
@@ -189,12 +233,29 @@ class ModuleDict(_RegistryDict, Module):
         self.add_module(key, module)
 
     def pop(self, key):
+        """Remove the module under ``key`` and return it.
+
+        Args:
+            key: the name.
+
+        Returns:
+            The removed module.
+
+        Raises:
+            KeyError: no module under ``key``.
+        """
         return self._modules.pop(key)
 
     def clear(self):
+        """Remove every module."""
         self._modules.clear()
 
     def update(self, modules):
+        """Add or replace modules from a mapping or an iterable of (name, module) pairs.
+
+        Args:
+            modules: a mapping or an iterable of pairs.
+        """
         items = modules.items() if hasattr(modules, "items") else modules
         for key, module in items:
             self[key] = module
@@ -225,10 +286,26 @@ class ParameterList(Module):
         return iter(self._parameters.values())
 
     def append(self, value):
+        """Add a parameter at the end (a plain tensor is wrapped in ``Parameter``).
+
+        Args:
+            value: the parameter or tensor.
+
+        Returns:
+            self.
+        """
         self.register_parameter(str(len(self)), _as_param(value))
         return self
 
     def extend(self, values):
+        """Add every parameter of ``values`` at the end, in order.
+
+        Args:
+            values: an iterable of parameters or tensors.
+
+        Returns:
+            self.
+        """
         for v in values:
             self.append(v)
         return self
@@ -250,6 +327,11 @@ class ParameterDict(_RegistryDict, Module):
         self.register_parameter(key, _as_param(value))
 
     def update(self, parameters):
+        """Add or replace parameters from a mapping or an iterable of (name, parameter) pairs.
+
+        Args:
+            parameters: a mapping or an iterable of pairs.
+        """
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in items:
             self[k] = v

@@ -52,6 +52,7 @@ class LayerNorm(Module):
                          dtype or _dtype.get_default_dtype(), device)
 
     def reset_parameters(self) -> None:
+        """Reset the affine weight to ones and bias to zeros."""
         _reset_affine(self)
 
     def forward(self, input):
@@ -78,6 +79,7 @@ class GroupNorm(Module):
                          dtype or _dtype.get_default_dtype(), device)
 
     def reset_parameters(self) -> None:
+        """Reset the affine weight to ones and bias to zeros."""
         _reset_affine(self)
 
     def forward(self, input):

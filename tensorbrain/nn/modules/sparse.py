@@ -46,6 +46,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
+        """Re-draw the weight from N(0, 1) and zero the ``padding_idx`` row."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with grad_mode.no_grad():

@@ -257,7 +257,7 @@ class _MultiProcessIter:
                 proc.start()
                 self._workers.append(_Worker(wid, proc, task_w, res_r))
         finally:
-            for (task_r, task_w), (res_r, res_w) in pipes:  # the workers' ends
+            for (task_r, _task_w), (_res_r, res_w) in pipes:  # the workers' ends
                 os.close(task_r)
                 os.close(res_w)
         for w in self._workers:

@@ -237,7 +237,7 @@ def test_worker_info_seeds_and_init_fn():
 def test_persistent_workers_survive_epochs_and_early_breaks():
     loader = DataLoader(WhoAmI(), batch_size=2, num_workers=2, persistent_workers=True)
     first = np.concatenate([b.numpy() for b in loader])
-    for b in loader:  # leave the epoch early: the in-flight batches must be drained
+    for _b in loader:  # leave the epoch early: the in-flight batches must be drained
         break
     second = np.concatenate([b.numpy() for b in loader])
     assert set(first[:, 0]) == set(second[:, 0])  # the same processes

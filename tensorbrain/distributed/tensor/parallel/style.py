@@ -40,7 +40,12 @@ def _all_reduce(arr, group):
 
 
 def copy_to_region(x, group):
-    """Identity forward; all-reduce of the gradient backward (Megatron's ``f``)."""
+    """Identity forward; all-reduce of the gradient backward (Megatron's ``f``).
+
+    Args:
+        x: the tensor.
+        group: the tensor-parallel process group.
+    """
     from ...._ops.core import make
     out = make(x._data, (x,), lambda g: (_all_reduce(g, group),), "TPCopyToRegionBackward")
     out._version = x._version
@@ -48,20 +53,40 @@ def copy_to_region(x, group):
 
 
 def reduce_from_region(x, group):
-    """All-reduce forward; identity backward (Megatron's ``g``)."""
+    """All-reduce forward; identity backward (Megatron's ``g``).
+
+    Args:
+        x: the tensor (this rank's partial result).
+        group: the tensor-parallel process group.
+    """
     from ...._ops.core import make
     return make(_all_reduce(x._data, group), (x,), lambda g: (g,), "TPReduceFromRegionBackward")
 
 
 def gather_last(x, group, n, index, full):
-    """All-gather the last dimension's chunks; backward keeps this rank's chunk."""
+    """All-gather the last dimension's chunks; backward keeps this rank's chunk.
+
+    Args:
+        x: this rank's chunk.
+        group: the tensor-parallel process group.
+        n: the group's size.
+        index: this rank's index in it.
+        full: the size of the gathered last dimension.
+    """
     from ...._ops.core import make
     return make(all_gather_dim(x._data, x._data.ndim - 1, full, group, n), (x,),
                 lambda g: (take_chunk(g, g.ndim - 1, n, index),), "TPGatherBackward")
 
 
 def split_last(x, group, n, index):
-    """This rank's chunk of the last dimension; backward all-gathers the gradient."""
+    """This rank's chunk of the last dimension; backward all-gathers the gradient.
+
+    Args:
+        x: the whole tensor.
+        group: the tensor-parallel process group.
+        n: the group's size.
+        index: this rank's index in it.
+    """
     from ...._ops.core import make
     full = x._data.shape[-1]
     return make(take_chunk(x._data, x._data.ndim - 1, n, index), (x,),

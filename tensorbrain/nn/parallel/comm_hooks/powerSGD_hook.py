@@ -71,6 +71,11 @@ class PowerSGDState:
         self.batch_tensors_with_same_shape = bool(batch_tensors_with_same_shape)  # accepted
 
     def maybe_increase_iter(self, bucket):
+        """Count one iteration when ``bucket`` is the step's last one.
+
+        Args:
+            bucket: the ``GradBucket`` just reduced.
+        """
         if bucket.is_last():
             self.iter += 1
             if self.iter == self.start_powerSGD_iter:

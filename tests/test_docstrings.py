@@ -1,0 +1,149 @@
+"""Docstring coverage of tensorbrain's public API, so that it stays documented.
+
+An AST walk over tensorbrain/ (no imports, so optional dependencies do not matter) finds every
+public callable: module-level functions and classes, and the methods of public classes, skipping
+names that start with "_" (dunders included), modules or packages whose name starts with "_",
+and forward/extra_repr (documented at the class level, as torch does). It computes:
+
+* the share of public callables with a docstring (goal: >= 90%), and
+* the share of documented callables that take parameters whose docstring has an ``Args:``
+  section (goal: >= 50%).
+
+Run ``python tests/test_docstrings.py`` to print both figures and the undocumented names.
+"""
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "tensorbrain"
+DOCUMENTED_GOAL = 0.90
+ARGS_GOAL = 0.50
+EXEMPT_METHODS = {"forward", "extra_repr"}
+# Files that were being rewritten on other branches when this checker was added, so their
+# docstrings could not be completed in the same change. They are counted in the printed figures
+# (``python tests/test_docstrings.py``) but left out of the goals below; document them and take
+# them off this list (the goal is that the list becomes empty).
+PENDING = [
+    "distributed/backends/*.py", "distributed/_store/*.py", "distributed/run.py",
+    "distributed/rendezvous.py", "distributed/_env.py", "distributed/distributed_c10d.py",
+    "distributed/_codec.py", "serialization.py", "tensor.py", "nn/modules/module.py",
+    "nn/modules/rnn*.py", "nn/modules/transformer.py", "nn/modules/activation.py",
+]
+
+
+def pending_files(root=None):
+    """The files of ``PENDING`` under ``root`` (default: tensorbrain/)."""
+    root = ROOT if root is None else root
+    return [p for pattern in PENDING for p in root.glob(pattern)]
+
+
+def _is_private_path(path, root=ROOT):
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return any(p.startswith("_") and p != "__init__" for p in parts)
+
+
+def _has_params(node):
+    """True when a function (or a class's __init__) takes parameters besides self/cls."""
+    if isinstance(node, ast.ClassDef):
+        init = next((n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == "__init__"), None)
+        return init is not None and _has_params(init)
+    a = node.args
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return bool(names or a.vararg or a.kwarg)
+
+
+def _is_overload_or_property_setter(node):
+    for d in node.decorator_list:
+        if isinstance(d, ast.Name) and d.id == "overload":
+            return True
+        if isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter"):
+            return True
+    return False
+
+
+def public_callables(root=ROOT):
+    """Yields (qualified name, node) for every public function, class and method under root."""
+    for path in sorted(root.rglob("*.py")):
+        if _is_private_path(path, root):
+            continue
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not node.name.startswith("_") and not _is_overload_or_property_setter(node):
+                    yield f"{module}.{node.name}", node, path
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                yield f"{module}.{node.name}", node, path
+                for sub in node.body:
+                    if (isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef))
+                            and not sub.name.startswith("_")
+                            and sub.name not in EXEMPT_METHODS
+                            and not _is_overload_or_property_setter(sub)):
+                        yield f"{module}.{node.name}.{sub.name}", sub, path
+
+
+def coverage(root=ROOT, exclude=()):
+    """Returns (documented share, Args share, undocumented names, documented-without-Args names)."""
+    exclude = {pathlib.Path(p).resolve() for p in exclude}
+    total = documented = with_params = with_args = 0
+    missing, no_args = [], []
+    for name, node, path in public_callables(root):
+        if path.resolve() in exclude:
+            continue
+        total += 1
+        doc = ast.get_docstring(node)
+        if not doc:
+            missing.append(name)
+            continue
+        documented += 1
+        if _has_params(node):
+            with_params += 1
+            if "Args:" in doc or "Arguments:" in doc:
+                with_args += 1
+            else:
+                no_args.append(name)
+    return (documented / max(total, 1), with_args / max(with_params, 1), missing, no_args,
+            total, with_params)
+
+
+def test_public_api_is_documented():
+    doc_share, _, missing, _, total, _ = coverage(exclude=pending_files())
+    assert doc_share >= DOCUMENTED_GOAL, (
+        f"{doc_share:.1%} of {total} public callables have a docstring (goal "
+        f"{DOCUMENTED_GOAL:.0%}); undocumented: {', '.join(missing[:40])}")
+
+
+def test_documented_callables_with_parameters_have_args_sections():
+    _, args_share, _, no_args, _, with_params = coverage(exclude=pending_files())
+    assert args_share >= ARGS_GOAL, (
+        f"{args_share:.1%} of {with_params} documented callables with parameters have an Args: "
+        f"section (goal {ARGS_GOAL:.0%}); without one: {', '.join(no_args[:40])}")
+
+
+def test_checker_sees_private_and_public_names(tmp_path):
+    pkg = tmp_path / "tensorbrain"
+    (pkg / "_private").mkdir(parents=True)
+    (pkg / "_private" / "x.py").write_text("def f(a):\n    pass\n")
+    (pkg / "m.py").write_text(
+        'def f(a):\n    """F.\n\n    Args:\n        a: a.\n    """\n'
+        "def _g(a):\n    pass\n"
+        'class C:\n    """C."""\n    def forward(self, x):\n        pass\n'
+        "    def h(self):\n        pass\n")
+    doc_share, args_share, missing, _, total, with_params = coverage(pkg)
+    assert total == 3 and missing == ["tensorbrain.m.C.h"]
+    assert with_params == 1 and args_share == 1.0
+
+
+if __name__ == "__main__":
+    for label, excl in (("all files", ()), ("without PENDING", pending_files())):
+        d, a, missing, no_args, total, wp = coverage(exclude=excl)
+        print(f"{label}: {total} public callables, {d:.1%} documented; {wp} documented with "
+              f"parameters, {a:.1%} of them with Args:")
+    d, a, missing, no_args, total, wp = coverage()
+    print(f"undocumented ({len(missing)}):")
+    for m in missing:
+        print("  ", m)

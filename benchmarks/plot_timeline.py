@@ -7,7 +7,6 @@ in the docs (no browser here): one row per (rank, track), one bar per event, lab
     python benchmarks/plot_timeline.py /tmp/tl.rank0.json /tmp/tl.rank1.json -o docs/img/timeline.png
 """
 import argparse
-import json
 import os
 import sys
 

@@ -37,7 +37,8 @@ def test_sdpa_gradients(case):
         inputs[-1][:, 0] = True
     elif case == "float_mask":
         inputs.append(RNG.standard_normal((2, 1, 3, S)))
-    fn = (lambda q, k, v, m=None: F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw))
+    def fn(q, k, v, m=None):
+        return (F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw))
     tfn = _torch_fn(lambda torch: lambda q, k, v, m=None:
                     torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw))
     gradcheck(fn, inputs, torch_fn=tfn)

@@ -49,15 +49,18 @@ def test_prelu(shape, channels):
 def test_rms_norm(weight):
     x = RNG.standard_normal((3, 2, 4))
     inputs = [x] + ([RNG.standard_normal((2, 4))] if weight else [])
-    fn = (lambda x, w=None: F.rms_norm(x, (2, 4), w, 1e-5))
+    def fn(x, w=None):
+        return (F.rms_norm(x, (2, 4), w, 1e-5))
     tfn = None
     try:
         import torch
-        tfn = (lambda x, w=None: torch.nn.functional.rms_norm(x, (2, 4), w, 1e-5))
+        def tfn(x, w=None):
+            return (torch.nn.functional.rms_norm(x, (2, 4), w, 1e-5))
     except ImportError:
         pass
-    ref = lambda x, w=None: x / np.sqrt((x * x).mean(axis=(1, 2), keepdims=True) + 1e-5) * \
-        (1 if w is None else w)
+    def ref(x, w=None):
+        return x / np.sqrt((x * x).mean(axis=(1, 2), keepdims=True) + 1e-5) * \
+            (1 if w is None else w)
     gradcheck(fn, inputs, numpy_fn=ref, torch_fn=tfn)
 
 

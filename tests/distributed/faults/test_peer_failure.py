@@ -41,13 +41,16 @@ def victim_worker(rank, size, victim, sig, count):
         os.kill(os.getpid(), signal.SIGKILL if sig == "kill" else signal.SIGSTOP)
         time.sleep(60)
     obs = observe(lambda: dist.all_reduce(t))
-    if sig == "stop":  # once every survivor has its error, end the frozen rank (no harness wait)
-        tmp = os.path.dirname(pid_file)
-        open(os.path.join(tmp, f"done-{rank}"), "w").close()
-        deadline = time.monotonic() + 15
-        while (sum(f.startswith("done-") for f in os.listdir(tmp)) < size - 1
-               and time.monotonic() < deadline):
-            time.sleep(0.05)
+    # Survivors stay until every survivor has its error: one that exits early is a second
+    # failure, which a slower survivor may see first (EPIPE) and name instead (see
+    # docs/reliability.md). Then end the frozen rank (no harness wait).
+    tmp = os.path.dirname(pid_file)
+    open(os.path.join(tmp, f"done-{rank}"), "w").close()
+    deadline = time.monotonic() + 15
+    while (sum(f.startswith("done-") for f in os.listdir(tmp)) < size - 1
+           and time.monotonic() < deadline):
+        time.sleep(0.05)
+    if sig == "stop":
         try:
             os.kill(int(open(pid_file).read()), signal.SIGKILL)
         except (OSError, ValueError):

@@ -481,6 +481,13 @@ class MPIBackend(base.Backend):
 
     # ***** collectives *****
     def allreduce(self, arrays, op: str = "sum", *, async_op: bool = True):
+        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
+
+        Args:
+            arrays: the arrays to reduce; each is overwritten with the result.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         if len(arrays) == 1:
             a = arrays[0]
             if type(a) is np.ndarray and a.flags.c_contiguous:
@@ -502,11 +509,26 @@ class MPIBackend(base.Backend):
         return self._start("all_reduce", start, finish, async_op)
 
     def broadcast(self, array, root: int, *, async_op: bool = True):
+        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
+
+        Args:
+            array: the root's data on ``root``, overwritten with it elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         host, finish = self._buffer(array, copy_in=self.rank == root)
         return self._start("broadcast", lambda: self.comm.Ibcast(_raw(host), root),
                            _then(finish, array), async_op)
 
     def reduce(self, array, root: int, op: str = "sum", *, async_op: bool = True):
+        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
+
+        Args:
+            array: this rank's contribution; on ``root`` overwritten with the result.
+            root: the group rank that holds (or receives) the data.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         MPI = self._MPI
         if self.rank == root:
             buf, mpi_op, finish = self._reduce_buffer(array, op)
@@ -532,12 +554,26 @@ class MPIBackend(base.Backend):
         return gathered, finish
 
     def allgather(self, outputs, input, *, async_op: bool = True):
+        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
+
+        Args:
+            outputs: ``size`` arrays, one per rank, written in rank order.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(input)
         gathered, finish = self._gather_buffer(send, outputs)
         return self._start("all_gather", lambda: self.comm.Iallgather(_raw(send), _raw(gathered)),
                            finish, async_op)
 
     def allgather_into(self, output, input, *, async_op: bool = True):
+        """``output`` (size x input elements) = inputs concatenated in rank order.
+
+        Args:
+            output: one array of ``size`` times ``input``'s elements, written.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(input)
         if _shares_memory(send, output):
             send = send.copy()  # MPI forbids aliased send and receive buffers
@@ -547,6 +583,14 @@ class MPIBackend(base.Backend):
                            _then(finish, output), async_op)
 
     def gather(self, outputs, input, root: int, *, async_op: bool = True):
+        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
+
+        Args:
+            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
+            input: this rank's contribution (read only).
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(input)
         if self.rank != root:
             return self._start("gather", lambda: self.comm.Igather(_raw(send), None, root),
@@ -556,6 +600,14 @@ class MPIBackend(base.Backend):
                            finish, async_op)
 
     def scatter(self, output, inputs, root: int, *, async_op: bool = True):
+        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
+
+        Args:
+            output: the array that receives this rank's piece.
+            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         recv, finish = self._buffer(output, copy_in=False)
         packed = None
         if self.rank == root:
@@ -566,12 +618,28 @@ class MPIBackend(base.Backend):
             async_op)
 
     def reduce_scatter(self, output, inputs, op: str = "sum", *, async_op: bool = True):
+        """``output`` = reduction over ranks of their ``inputs[rank]``.
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         mpi_op, work_dtype, scale = self._reduction(output.dtype, op)
         packed = np.stack([base.stage_in(x) for x in inputs])
         return self._reduce_scatter_packed("reduce_scatter", output, packed, mpi_op, work_dtype,
                                            scale, async_op)
 
     def reduce_scatter_into(self, output, input, op: str = "sum", *, async_op: bool = True):
+        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            input: one flat array of ``size`` times ``output``'s elements.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         mpi_op, work_dtype, scale = self._reduction(output.dtype, op)
         packed = self._input(input)
         if _shares_memory(packed, output):
@@ -597,6 +665,13 @@ class MPIBackend(base.Backend):
                            finish, async_op)
 
     def alltoall(self, outputs, inputs, *, async_op: bool = True):
+        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
+
+        Args:
+            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
+            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         sends = [base.stage_in(x) for x in inputs]
         recvs = [np.empty(o.shape, o.dtype) for o in outputs]
         send_buf = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
@@ -618,6 +693,15 @@ class MPIBackend(base.Backend):
 
     def alltoall_single(self, output, input, out_splits=None, in_splits=None, *,
                         async_op: bool = True):
+        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
+
+        Args:
+            output: the array that receives the rows from every rank, in rank order.
+            input: the rows to send, ``in_splits[j]`` of them to rank j.
+            out_splits: rows received from each rank; None for an equal split.
+            in_splits: rows sent to each rank; None for an equal split.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(input)
         if _shares_memory(send, output):
             send = send.copy()
@@ -636,15 +720,36 @@ class MPIBackend(base.Backend):
             [recv, (r_counts, _displs(r_counts)), byte]), _then(finish, output), async_op)
 
     def barrier(self, *, async_op: bool = True):
+        """Return once every rank has entered the barrier.
+
+        Args:
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         return self._start("barrier", lambda: self.comm.Ibarrier(), None, async_op)
 
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
+        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
+
+        Args:
+            array: the data to send (read only).
+            dst: the destination group rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(array)
         self._check_tag(tag)
         return self._start("send", lambda: self.comm.Isend(_raw(send), dst, tag), None, async_op)
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
+        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
+
+        Args:
+            array: the array that receives the data (shape and dtype must match the send).
+            src: the source group rank; None for any rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         MPI = self._MPI
         recv, finish = self._buffer(array, copy_in=False)
         self._check_tag(tag)
@@ -773,6 +878,7 @@ class MPIBackend(base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
+        """Finish queued ops, then release connections and threads."""
         for work in list(self._pending):
             try:
                 work.wait()

@@ -293,6 +293,13 @@ class NCCLBackend(base.Backend):
 
     # ***** collectives *****
     def allreduce(self, arrays, op: str = "sum", *, async_op: bool = True):
+        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
+
+        Args:
+            arrays: the arrays to reduce; each is overwritten with the result.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         arrays = list(arrays)
         self._check("all_reduce", *arrays)
         plans = []
@@ -310,6 +317,13 @@ class NCCLBackend(base.Backend):
                             after=(lambda: [f() for f in backs]) if backs else None)
 
     def broadcast(self, array, root: int, *, async_op: bool = True):
+        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
+
+        Args:
+            array: the root's data on ``root``, overwritten with it elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("broadcast", array)
         buf, back = self._contiguous(array)
         comm = self.comm
@@ -318,6 +332,14 @@ class NCCLBackend(base.Backend):
             async_op, after=back)
 
     def reduce(self, array, root: int, op: str = "sum", *, async_op: bool = True):
+        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
+
+        Args:
+            array: this rank's contribution; on ``root`` overwritten with the result.
+            root: the group rank that holds (or receives) the data.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("reduce", array)
         dt, red = self._reduce_args(array.dtype, op)
         buf, back = self._contiguous(array)
@@ -327,6 +349,13 @@ class NCCLBackend(base.Backend):
             async_op, after=back if self.rank == root else None)
 
     def allgather(self, outputs, input, *, async_op: bool = True):
+        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
+
+        Args:
+            outputs: ``size`` arrays, one per rank, written in rank order.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("all_gather", input, *outputs)
         send, _ = self._contiguous(input)
         cp, comm = self._cp, self.comm
@@ -341,6 +370,13 @@ class NCCLBackend(base.Backend):
             (input, send, gathered, outputs), outputs, async_op, after=after)
 
     def allgather_into(self, output, input, *, async_op: bool = True):
+        """``output`` (size x input elements) = inputs concatenated in rank order.
+
+        Args:
+            output: one array of ``size`` times ``input``'s elements, written.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("all_gather_into_tensor", input, output)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
@@ -350,6 +386,14 @@ class NCCLBackend(base.Backend):
             output, async_op, after=back)
 
     def gather(self, outputs, input, root: int, *, async_op: bool = True):
+        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
+
+        Args:
+            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
+            input: this rank's contribution (read only).
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("gather", input, *(outputs or ()))
         send, _ = self._contiguous(input)
         comm = self.comm
@@ -369,6 +413,14 @@ class NCCLBackend(base.Backend):
                             async_op, after=(lambda: [f() for f in backs]) if backs else None)
 
     def scatter(self, output, inputs, root: int, *, async_op: bool = True):
+        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
+
+        Args:
+            output: the array that receives this rank's piece.
+            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("scatter", output, *(inputs or ()))
         recv, back = self._contiguous(output)
         comm = self.comm
@@ -388,12 +440,28 @@ class NCCLBackend(base.Backend):
                             async_op, after=back)
 
     def reduce_scatter(self, output, inputs, op: str = "sum", *, async_op: bool = True):
+        """``output`` = reduction over ranks of their ``inputs[rank]``.
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("reduce_scatter", output, *inputs)
         with self.stream:
             packed = self._cp.stack([x.reshape(output.shape) for x in inputs])
         return self._reduce_scatter("reduce_scatter", output, packed, op, async_op, inputs)
 
     def reduce_scatter_into(self, output, input, op: str = "sum", *, async_op: bool = True):
+        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            input: one flat array of ``size`` times ``output``'s elements.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("reduce_scatter_tensor", output, input)
         packed, _ = self._contiguous(input)
         return self._reduce_scatter("reduce_scatter_tensor", output, packed, op, async_op, input)
@@ -407,6 +475,13 @@ class NCCLBackend(base.Backend):
             (keep, packed, output, recv), output, async_op, after=back)
 
     def alltoall(self, outputs, inputs, *, async_op: bool = True):
+        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
+
+        Args:
+            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
+            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("all_to_all", *outputs, *inputs)
         sends = [self._contiguous(x)[0] for x in inputs]
         recvs = [self._contiguous(o) for o in outputs]
@@ -429,6 +504,15 @@ class NCCLBackend(base.Backend):
 
     def alltoall_single(self, output, input, out_splits=None, in_splits=None, *,
                         async_op: bool = True):
+        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
+
+        Args:
+            output: the array that receives the rows from every rank, in rank order.
+            input: the rows to send, ``in_splits[j]`` of them to rank j.
+            out_splits: rows received from each rank; None for an equal split.
+            in_splits: rows sent to each rank; None for an equal split.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("all_to_all_single", output, input)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
@@ -465,6 +549,14 @@ class NCCLBackend(base.Backend):
 
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
+        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
+
+        Args:
+            array: the data to send (read only).
+            dst: the destination group rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("send", array)
         buf, _ = self._contiguous(array)
         comm = self.comm
@@ -473,6 +565,14 @@ class NCCLBackend(base.Backend):
                             (array, buf), None, async_op)
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
+        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
+
+        Args:
+            array: the array that receives the data (shape and dtype must match the send).
+            src: the source group rank; None for any rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("recv", array)
         if src is None:
             raise ValueError("NCCL cannot receive from any source: pass src (torch's NCCL "
@@ -578,6 +678,7 @@ class NCCLBackend(base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
+        """Finish queued ops, then release connections and threads."""
         deadline = time.monotonic() + self.timeout
         while self._pending and self._failure is None and time.monotonic() < deadline:
             for work in list(self._pending):
@@ -595,5 +696,6 @@ class NCCLBackend(base.Backend):
             self._failure = DistBackendError(f"group {self.group_name!r} was shut down")
 
     def abort(self) -> None:
+        """Fail pending ops at once and close everything."""
         self._fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self._stop.set()

@@ -208,7 +208,16 @@ class _MPIWork(_work.Work):
 
 class MPIBackend(base.Backend):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
-    ``Create_group`` for ``new_group``). See the module docstring for the op mapping."""
+    ``Create_group`` for ``new_group``). See the module docstring for the op mapping.
+
+    Args:
+        store: a store private to this group (prefixed).
+        rank: this process's rank in the group.
+        size: the number of ranks in the group.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, used in error messages.
+        global_ranks: the group's ranks in COMM_WORLD; None for the world group.
+    """
 
     name = "mpi"
 
@@ -761,7 +770,15 @@ class MPIBackend(base.Backend):
     def monitored_barrier(self, timeout: float, wait_all_ranks: bool = False) -> None:
         """A barrier that names the ranks that did not arrive: each rank sends a token to rank
         0, which answers with the verdict (MPI has no shared store to look in). Runs on a
-        private duplicate communicator, so it never matches user messages."""
+        private duplicate communicator, so it never matches user messages.
+
+        Args:
+            timeout: seconds to wait for the other ranks.
+            wait_all_ranks: report every missing rank rather than the first.
+
+        Raises:
+            DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
+        """
         MPI = self._MPI
         seq = self._mb_seq = getattr(self, "_mb_seq", -1) + 1
         tag = seq % (self._ctl.Get_attr(MPI.TAG_UB) + 1)
@@ -801,7 +818,15 @@ class MPIBackend(base.Backend):
         """``ops``: ``(kind, array, peer, tag)`` from ``batch_isend_irecv``. Every Isend/Irecv is
         posted at once (so exchanges in both directions cannot deadlock) and one Work completes
         when all have, as torch's coalesced batch does. (mpi4py keeps each request's buffer
-        alive until it completes.)"""
+        alive until it completes.)
+
+        Args:
+            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: one handle for the whole batch.
+        """
         MPI, posts, finishes = self._MPI, [], []
         for kind, array, peer, tag in ops:
             self._check_tag(tag)
@@ -830,7 +855,12 @@ class MPIBackend(base.Backend):
         round trip), and ``check(rows)`` runs before its Work reports success; it raises on a
         mismatch, which fails the Work and the group. MPI never writes past a receive buffer
         (a longer message is a truncation error), so posting a mismatched collective before
-        the check is safe; it is left pending in the unusable group. ``words=None`` clears it."""
+        the check is safe; it is left pending in the unusable group. ``words=None`` clears it.
+
+        Args:
+            words: this rank's fingerprint words, or None to clear.
+            check: ``check(rows)``, called with every rank's words.
+        """
         self._fp_next = None if words is None else (np.ascontiguousarray(words, np.int64), check)
 
     def _fp_check(self, op, seq, fp) -> None:
@@ -842,7 +872,14 @@ class MPIBackend(base.Backend):
 
     def fingerprint_exchange(self, words):
         """All-gather this rank's collective fingerprint (a few int64 words) on the group's
-        communicator, ahead of the collective itself, polled against the group timeout."""
+        communicator, ahead of the collective itself, polled against the group timeout.
+
+        Args:
+            words: this rank's fingerprint words (int64).
+
+        Returns:
+            numpy.ndarray: every rank's words, one row per rank.
+        """
         if self._failure is not None:
             raise DistBackendError(f"collective on group {self.group_name!r}: the group failed "
                                    f"earlier ({self._failure}); create a new group to go on")

@@ -111,7 +111,16 @@ class _NCCLWork(_work.Work):
 
 
 class NCCLBackend(base.Backend):
-    """One NCCL communicator on the current CUDA device (see the module docstring)."""
+    """One NCCL communicator on the current CUDA device (see the module docstring).
+
+    Args:
+        store: a store private to this group (prefixed).
+        rank: this process's rank in the group.
+        size: the number of ranks in the group.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, used in error messages.
+        global_ranks: the group's ranks in the world; None for the world group.
+    """
 
     name = "nccl"
 
@@ -220,7 +229,14 @@ class NCCLBackend(base.Backend):
         """All-gather this rank's collective fingerprint through NCCL on the communication
         stream, then wait for it (bounded by the group timeout) and compare on the host. NCCL
         hangs or corrupts memory on mismatched counts, so the check must finish before the
-        collective is launched. (Not measured here: no multi-GPU machine.)"""
+        collective is launched. (Not measured here: no multi-GPU machine.)
+
+        Args:
+            words: this rank's fingerprint words (int64).
+
+        Returns:
+            numpy.ndarray: every rank's words, one row per rank.
+        """
         if self._failure is not None:
             raise DistBackendError(f"collective on group {self.group_name!r}: the NCCL "
                                    f"communicator failed earlier ({self._failure})")
@@ -535,7 +551,14 @@ class NCCLBackend(base.Backend):
 
     def barrier(self, *, async_op: bool = True):
         """An all_reduce of one int32 on the device (as torch's NCCL barrier); waiting on it
-        blocks the host until every rank's barrier finished."""
+        blocks the host until every rank's barrier finished.
+
+        Args:
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: the handle of the operation.
+        """
         self._check("barrier")
         with self.device:
             token = self._cp.zeros(1, self._cp.int32)
@@ -585,7 +608,15 @@ class NCCLBackend(base.Backend):
     def batch_p2p(self, ops, *, async_op: bool = True):
         """``ops``: ``(kind, array, peer, tag)`` with kind "send"/"recv" (what
         ``batch_isend_irecv`` passes), all in one NCCL group so that ranks exchanging in both
-        directions do not deadlock. One Work for all; NCCL has no tags (order matches)."""
+        directions do not deadlock. One Work for all; NCCL has no tags (order matches).
+
+        Args:
+            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: one handle for the whole batch.
+        """
         comm, calls, keep, backs = self.comm, [], [], []
         for kind, array, peer, _tag in ops:
             self._check(f"batch_isend_irecv ({kind})", array)

@@ -173,7 +173,16 @@ def _parent(v: int) -> int:
 
 
 class TCPBackend(Backend):
-    """Collectives over a socket mesh; see the module docstring for algorithms and thresholds."""
+    """Collectives over a socket mesh; see the module docstring for algorithms and thresholds.
+
+    Args:
+        store: a store private to this group (prefixed).
+        rank: this process's rank in the group.
+        size: the number of ranks in the group.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, used in error messages.
+        deadline: a monotonic deadline for the set-up; None for ``timeout`` from now.
+    """
 
     name = "tcp"
 
@@ -1129,7 +1138,15 @@ class TCPBackend(Backend):
 
     def batch_p2p(self, ops, *, async_op=True):
         """Sends and receives ``[(kind, array, peer, tag)]`` progressed together in one run (an
-        exchange of any size cannot deadlock on full socket buffers)."""
+        exchange of any size cannot deadlock on full socket buffers).
+
+        Args:
+            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: one handle for the whole batch.
+        """
         prepared, staged = [], []
         for kind, arr, peer, tag in ops:
             if kind == "send":

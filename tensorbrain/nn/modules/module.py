@@ -45,7 +45,11 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 
 class RemovableHandle:
-    """Returned by ``register_*_hook``: ``remove()`` unregisters; usable as a context manager."""
+    """Returned by ``register_*_hook``: ``remove()`` unregisters; usable as a context manager.
+
+    Args:
+        *dicts: the hook dicts (keyed by handle id) the hook is removed from.
+    """
 
     _ids = itertools.count()
 

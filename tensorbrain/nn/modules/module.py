@@ -672,8 +672,8 @@ class Module:
 
         Args:
             *args: a device, a dtype, both, or a tensor whose device and dtype are used.
-            **kwargs: ``device=``, ``dtype=``, ``non_blocking=`` (ignored); ``memory_format=`` only
-            as contiguous.
+            **kwargs: ``device=``, ``dtype=``, ``non_blocking=`` (ignored); ``memory_format=``
+                only as contiguous.
 
         Returns:
             Module: self (the module is changed in place).

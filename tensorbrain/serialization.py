@@ -111,6 +111,10 @@ def save(obj, f) -> None:
 
     ``f`` may also be an open binary file or ``io.BytesIO``; an ``obj`` beyond plain data (a
     whole module) is pickled around its tensors, as torch does (see ``_checkpoint_io``).
+
+    Args:
+        obj: the object to save.
+        f: a path (str or ``os.PathLike``), an open binary file or ``io.BytesIO``.
     """
     if hasattr(f, "write") or not _checkpoint_io.is_plain(obj):
         return _checkpoint_io.save(obj, f)
@@ -196,6 +200,14 @@ def load(f, map_location=None, weights_only=True):
     ``f`` may be a path, an open binary file or ``io.BytesIO``. ``weights_only`` (default True,
     as torch 2.6+) matters only for files holding whole objects: True refuses classes that are
     not allowlisted (``add_safe_globals``), False unpickles them after a warning.
+
+    Args:
+        f: a path, an open binary file or ``io.BytesIO``.
+        map_location: None, a device, or a dict from saved devices to new ones.
+        weights_only: refuse classes that are not allowlisted in whole-object files.
+
+    Returns:
+        the saved object, with its tensors as :class:`Tensor` s.
     """
     if hasattr(f, "read") or _checkpoint_io.is_pickled(f):
         return _checkpoint_io.load(f, map_location, weights_only)

@@ -23,6 +23,23 @@ from .autograd import engine, grad_mode
 
 
 class Tensor:
+    """A multi-dimensional array with autograd, on CPU (NumPy) or CUDA (CuPy), as ``torch.Tensor``.
+
+    ``Tensor(data)`` behaves as :func:`tensor`; the factory functions (:func:`zeros`,
+    :func:`randn`, ...) are the usual way to make one.
+
+    Args:
+        data: nested lists, scalars, NumPy/CuPy arrays or tensors (copied).
+        dtype: the dtype; inferred from ``data`` when None (Python floats give the default dtype).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a :class:`device`; default CPU.
+        requires_grad: whether autograd records operations on this tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> t = tb.Tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> t.shape, t.sum().item()
+        (tb.Size([2, 2]), 10.0)
+    """
     __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_version", "_hooks",
                  "_post_acc_hooks", "_base", "__weakref__", "__dict__")
 
@@ -76,53 +93,73 @@ class Tensor:
 
     @property
     def shape(self):
+        """The shape of the tensor, as a :class:`Size`."""
         return Size(self._data.shape)
 
     def size(self, dim=None):
+        """The shape of the tensor, or the length of one dimension.
+
+        Args:
+            dim: a dimension index (negative counts from the end); None for the whole shape.
+
+        Returns:
+            Size | int: the shape, or the size of dimension ``dim``.
+        """
         return Size(self._data.shape) if dim is None else self._data.shape[dim]
 
     @property
     def dtype(self):
+        """The element dtype (a NumPy dtype, e.g. ``tb.float32``)."""
         return self._data.dtype
 
     @property
     def device(self) -> device:
+        """The :class:`device` the data lives on (``cpu`` or ``cuda:N``)."""
         if _xp.is_cupy_array(self._data):
             return device("cuda", self._data.device.id)
         return CPU
 
     @property
     def is_cuda(self) -> bool:
+        """True when the data lives on a CUDA device."""
         return _xp.is_cupy_array(self._data)
 
     @property
     def ndim(self):
+        """The number of dimensions (same as :meth:`dim`)."""
         return self._data.ndim
 
     def dim(self):
+        """The number of dimensions."""
         return self._data.ndim
 
     def numel(self):
+        """The number of elements (the product of the shape); ``nelement`` is an alias."""
         return int(self._data.size)
 
     nelement = numel
 
     def element_size(self):
+        """The size of one element in bytes."""
         return self._data.itemsize
 
     @property
     def is_leaf(self):
+        """True when the tensor was not produced by a recorded operation (no ``grad_fn``)."""
         return self.grad_fn is None
 
     @property
     def T(self):
+        """The tensor with all its dimensions reversed (a transpose for 2-D tensors)."""
         return S.permute(self, *reversed(range(self._data.ndim)))
 
     @property
     def mT(self):
+        """The tensor with its last two dimensions swapped (batched matrix transpose)."""
         return S.transpose(self, -2, -1)
 
     def data_ptr(self) -> int:
+        """The address of the first element in memory (host or device), as an int."""
         if _xp.is_cupy_array(self._data):
             return int(self._data.data.ptr)
         return int(self._data.__array_interface__["data"][0])
@@ -147,32 +184,69 @@ class Tensor:
         return _shared_memory.is_shared(self._data)
 
     def pin_memory(self, device=None):
-        """Page-locked memory only matters for CUDA copies; here it returns self, as a no-op."""
+        """Page-locked memory only matters for CUDA copies; here it returns self, as a no-op.
+
+        Args:
+            device: ignored (accepted for torch compatibility).
+
+        Returns:
+            Tensor: self.
+        """
         return self
 
     def is_pinned(self, device=None) -> bool:
+        """Always False: page-locked host memory is not used (see :meth:`pin_memory`).
+
+        Args:
+            device: ignored (accepted for torch compatibility).
+        """
         return False
 
     @property
     def is_xpu(self) -> bool:
+        """Always False: XPU devices are not supported."""
         return False
 
     @property
     def is_mps(self) -> bool:
+        """Always False: MPS devices are not supported."""
         return False
 
     def is_contiguous(self):
+        """True when the elements are laid out in row-major (C) order without gaps."""
         return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self):
+        """True when the dtype is a floating-point type."""
         return _dtype.is_floating_point(self._data.dtype)
 
     def stride(self, dim=None):
+        """The strides in elements (not bytes), as ``torch.Tensor.stride``.
+
+        Args:
+            dim: a dimension index; None for all of them.
+
+        Returns:
+            tuple[int, ...] | int: the strides, or the stride of dimension ``dim``.
+        """
         st = tuple(s // self._data.itemsize for s in self._data.strides)
         return st if dim is None else st[dim]
 
     # ***** conversion *****
     def numpy(self, force=False):
+        """The data as a NumPy array that shares memory with the tensor (CPU only).
+
+        Args:
+            force: when True, also works on tensors that require grad and on CUDA tensors (a host
+                copy is made for those).
+
+        Returns:
+            numpy.ndarray: the array.
+
+        Raises:
+            RuntimeError: the tensor requires grad and ``force`` is False.
+            TypeError: the tensor is on CUDA and ``force`` is False.
+        """
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -184,6 +258,16 @@ class Tensor:
         return self._data
 
     def item(self):
+        """The value of a one-element tensor as a Python number.
+
+        Raises:
+            RuntimeError: the tensor does not have exactly one element.
+
+        Example:
+            >>> import tensorbrain as tb
+            >>> tb.tensor([2.5]).item()
+            2.5
+        """
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to "
                                f"a Python number (item() needs exactly one element; shape "
@@ -192,6 +276,7 @@ class Tensor:
             _xp.to_numpy(self._data).reshape(()).item()
 
     def tolist(self):
+        """The data as (nested) Python lists of Python numbers; a scalar for 0-d tensors."""
         return _xp.to_numpy(self._data).tolist()
 
     def __array__(self, dtype=None, copy=None):
@@ -215,7 +300,19 @@ class Tensor:
         return _interop.dlpack_device(self)
 
     def to(self, *args, **kwargs):
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``; non_blocking ignored."""
+        """A tensor with another device and/or dtype: ``to(device)``, ``to(dtype)``,
+        ``to(device, dtype)`` or ``to(other)`` (other's device and dtype).
+
+        Args:
+            *args: a device (str, int or :class:`device`), a dtype, or a tensor to match.
+            **kwargs: ``device=``, ``dtype=``; ``non_blocking=`` and ``copy=`` are accepted and ignored.
+
+        Returns:
+            Tensor: self when nothing changes, else the converted tensor.
+
+        Raises:
+            TypeError: an unknown keyword argument.
+        """
         dev, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
         kwargs.pop("copy", None)
@@ -236,24 +333,97 @@ class Tensor:
         return out
 
     def cpu(self):
+        """A copy of the tensor in host memory (self when it already is on the CPU)."""
         return _to_device(self, CPU)
 
     def cuda(self, device=None):
+        """A copy of the tensor on a CUDA device (needs CuPy and a GPU).
+
+        Args:
+            device: a device index, ``"cuda:N"`` or :class:`device`; None for the current device.
+
+        Returns:
+            Tensor: the tensor on the device.
+        """
         return _to_device(self, as_device("cuda" if device is None else
                                           (f"cuda:{device}" if isinstance(device, int) else device)))
 
-    def float(self): return S.to_dtype(self, _dtype.float32)
-    def double(self): return S.to_dtype(self, _dtype.float64)
-    def half(self): return S.to_dtype(self, _dtype.float16)
-    def bfloat16(self): return S.to_dtype(self, _dtype.bfloat16)
-    def long(self): return S.to_dtype(self, _dtype.int64)
-    def int(self): return S.to_dtype(self, _dtype.int32)
-    def bool(self): return S.to_dtype(self, _dtype.bool_)
-    def type(self, dtype): return S.to_dtype(self, _dtype.as_dtype(dtype))
+    def float(self):
+        """A copy of this tensor converted to ``float32`` (self when it already is).
+
+        Returns:
+            Tensor: the converted tensor; it stays in the autograd graph.
+        """
+        return S.to_dtype(self, _dtype.float32)
+    def double(self):
+        """A copy of this tensor converted to ``float64`` (self when it already is).
+
+        Returns:
+            Tensor: the converted tensor; it stays in the autograd graph.
+        """
+        return S.to_dtype(self, _dtype.float64)
+    def half(self):
+        """A copy of this tensor converted to ``float16`` (self when it already is).
+
+        Returns:
+            Tensor: the converted tensor; it stays in the autograd graph.
+        """
+        return S.to_dtype(self, _dtype.float16)
+    def bfloat16(self):
+        """A copy of this tensor converted to ``bfloat16`` (self when it already is).
+
+        Returns:
+            Tensor: the converted tensor; it stays in the autograd graph.
+        """
+        return S.to_dtype(self, _dtype.bfloat16)
+    def long(self):
+        """A copy of this tensor converted to ``int64`` (self when it already is).
+
+        Returns:
+            Tensor: the converted tensor; it stays in the autograd graph.
+        """
+        return S.to_dtype(self, _dtype.int64)
+    def int(self):
+        """A copy of this tensor converted to ``int32`` (self when it already is).
+
+        Returns:
+            Tensor: the converted tensor; it stays in the autograd graph.
+        """
+        return S.to_dtype(self, _dtype.int32)
+    def bool(self):
+        """A copy of this tensor converted to ``bool`` (self when it already is).
+
+        Returns:
+            Tensor: the converted tensor; it stays in the autograd graph.
+        """
+        return S.to_dtype(self, _dtype.bool_)
+    def type(self, dtype):
+        """A copy of this tensor converted to ``dtype``.
+
+        Args:
+            dtype: the target dtype (a dtype or a name such as ``"float32"``).
+
+        Returns:
+            Tensor: the converted tensor.
+        """
+        return S.to_dtype(self, _dtype.as_dtype(dtype))
 
     # ***** autograd *****
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``.
+
+        Args:
+            gradient: the gradient of the output with respect to this tensor (same shape); may be
+                None only for a tensor with one element.
+            retain_graph: keep the graph so that backward can run through it again.
+            create_graph: higher-order gradients; only False is supported.
+            inputs: when given, only these tensors' ``.grad`` is accumulated.
+
+        Raises:
+            RuntimeError: the tensor does not require grad, ``gradient`` is missing for a
+                non-scalar tensor or has the wrong shape.
+            NotImplementedError: ``create_graph=True``.
+        """
         if create_graph:
             raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
         if not self.requires_grad:
@@ -277,6 +447,7 @@ class Tensor:
         engine.run_backward([self], [g], retain_graph=bool(retain_graph))
 
     def detach(self):
+        """A new tensor sharing this tensor's data, cut from the autograd graph."""
         t = Tensor._wrap(self._data)
         t._version = self._version
         return t
@@ -291,6 +462,18 @@ class Tensor:
         return self
 
     def requires_grad_(self, requires_grad=True):
+        """Set whether autograd records operations on this tensor, in place.
+
+        Args:
+            requires_grad: the new flag.
+
+        Returns:
+            Tensor: self.
+
+        Raises:
+            RuntimeError: turning it off on a non-leaf tensor, or turning it on for a
+                non-floating-point dtype.
+        """
         if self.grad_fn is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
         if requires_grad and not _dtype.is_float_or_complex(self._data.dtype):
@@ -300,8 +483,18 @@ class Tensor:
         return self
 
     def register_hook(self, hook):
-        """``hook(grad) -> Tensor | None`` runs when this tensor's gradient is computed; a
-        returned tensor replaces the gradient. Returns a handle with ``remove()``."""
+        """Register ``hook(grad) -> Tensor | None``, run when this tensor's gradient is
+        computed; a returned tensor replaces the gradient.
+
+        Args:
+            hook: the callable.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Raises:
+            RuntimeError: the tensor does not require grad.
+        """
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is None:
@@ -318,7 +511,17 @@ class Tensor:
         return _Handle(node.pre_hooks, array_hook)
 
     def register_post_accumulate_grad_hook(self, hook):
-        """``hook(tensor)`` runs right after a leaf's ``.grad`` has been written in backward."""
+        """Register ``hook(tensor)``, run right after a leaf's ``.grad`` has been written in backward.
+
+        Args:
+            hook: the callable; it receives this tensor.
+
+        Returns:
+            A handle whose ``remove()`` unregisters the hook.
+
+        Raises:
+            RuntimeError: the tensor is not a leaf.
+        """
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_acc_hooks is None:
@@ -326,6 +529,7 @@ class Tensor:
         return _Handle(self._post_acc_hooks, hook)
 
     def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor in backward (a no-op on leaves)."""
         if self.grad_fn is None:
             return
         me = self
@@ -404,6 +608,19 @@ class Tensor:
         return self
 
     def add_(self, other, alpha=1):
+        """In-place ``self += alpha * other``.
+
+        Args:
+            other: a tensor (broadcast to self's shape) or a number.
+            alpha: the multiplier of ``other``.
+
+        Returns:
+            Tensor: self.
+
+        Raises:
+            RuntimeError: the shapes do not broadcast to self's shape, or the in-place write is not
+                allowed (a leaf that requires grad).
+        """
         if not grad_mode.is_grad_enabled() or not (self.requires_grad or _req(other)):
             self._check_inplace("add_")
             o = other._data if isinstance(other, Tensor) else other
@@ -419,9 +636,26 @@ class Tensor:
         return self._inplace("add_", lambda s: E.add(s, other, alpha), other, reads_input=False)
 
     def sub_(self, other, alpha=1):
+        """In-place ``self -= alpha * other``.
+
+        Args:
+            other: a tensor (broadcast to self's shape) or a number.
+            alpha: the multiplier of ``other``.
+
+        Returns:
+            Tensor: self.
+        """
         return self._inplace("sub_", lambda s: E.sub(s, other, alpha), other, reads_input=False)
 
     def mul_(self, other):
+        """In-place ``self *= other``.
+
+        Args:
+            other: a tensor (broadcast to self's shape) or a number.
+
+        Returns:
+            Tensor: self.
+        """
         if not grad_mode.is_grad_enabled() or not (self.requires_grad or _req(other)):
             self._check_inplace("mul_")
             self._data *= other._data if isinstance(other, Tensor) else other
@@ -430,27 +664,57 @@ class Tensor:
         return self._inplace("mul_", lambda s: E.mul(s, other), other)
 
     def div_(self, other):
+        """In-place ``self /= other``.
+
+        Args:
+            other: a tensor (broadcast to self's shape) or a number.
+
+        Returns:
+            Tensor: self.
+        """
         return self._inplace("div_", lambda s: E.div(s, other), other)
 
     def pow_(self, other):
+        """In-place ``self = self ** other``.
+
+        Args:
+            other: the exponent, a tensor or a number.
+
+        Returns:
+            Tensor: self.
+        """
         return self._inplace("pow_", lambda s: E.pow(s, other), other)
 
     def clamp_(self, min=None, max=None):
+        """In-place clamp of every element into ``[min, max]``.
+
+        Args:
+            min: the lower bound, or None for none.
+            max: the upper bound, or None for none.
+
+        Returns:
+            Tensor: self.
+        """
         return self._inplace("clamp_", lambda s: E.clamp(s, min, max))
 
     def neg_(self):
+        """In-place ``self = -self``; returns self."""
         return self._inplace("neg_", E.neg, reads_input=False)
 
     def exp_(self):
+        """In-place ``self = exp(self)``; returns self."""
         return self._inplace("exp_", E.exp, reads_input=False)
 
     def sqrt_(self):
+        """In-place ``self = sqrt(self)``; returns self."""
         return self._inplace("sqrt_", E.sqrt, reads_input=False)
 
     def relu_(self):
+        """In-place ``self = max(self, 0)``; returns self."""
         return self._inplace("relu_", E.relu, reads_input=False)
 
     def zero_(self):
+        """Fill the tensor with zeros in place; returns self."""
         self._check_inplace("zero_")
         self._data.fill(0)
         self._version[0] += 1
@@ -461,6 +725,14 @@ class Tensor:
         return self
 
     def fill_(self, value):
+        """Fill the tensor with one value in place.
+
+        Args:
+            value: a number, or a one-element tensor.
+
+        Returns:
+            Tensor: self.
+        """
         self._check_inplace("fill_")
         self._data.fill(value.item() if isinstance(value, Tensor) else value)
         self._version[0] += 1
@@ -471,6 +743,23 @@ class Tensor:
         return self
 
     def copy_(self, src, non_blocking=False):
+        """Copy ``src`` into this tensor in place (broadcast, dtype and device converted).
+
+        Args:
+            src: a tensor or array-like data.
+            non_blocking: ignored (accepted for torch compatibility).
+
+        Returns:
+            Tensor: self.
+
+        Raises:
+            RuntimeError: ``src``'s shape does not broadcast to this tensor's shape.
+
+        Example:
+            >>> import tensorbrain as tb
+            >>> tb.zeros(2, 2).copy_(tb.tensor([1.0, 2.0])).tolist()
+            [[1.0, 2.0], [1.0, 2.0]]
+        """
         if not isinstance(src, Tensor):
             src = tensor(src)
         if grad_mode.is_grad_enabled() and (self.requires_grad or src.requires_grad):
@@ -495,12 +784,32 @@ class Tensor:
         return self
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
+        """Fill the tensor in place with samples of the uniform distribution on ``[a, b)``.
+
+        Args:
+            a: the lower bound.
+            b: the upper bound.
+            generator: a :class:`Generator`; None for the default one.
+
+        Returns:
+            Tensor: self.
+        """
         with grad_mode.no_grad():
             self._data[...] = _random.uniform(a, b, self._data.shape, self._data.dtype, self._data, generator)
         self._version[0] += 1
         return self
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
+        """Fill the tensor in place with samples of the normal distribution.
+
+        Args:
+            mean: the mean.
+            std: the standard deviation.
+            generator: a :class:`Generator`; None for the default one.
+
+        Returns:
+            Tensor: self.
+        """
         with grad_mode.no_grad():
             self._data[...] = _random.normal(mean, std, self._data.shape, self._data.dtype, self._data, generator)
         self._version[0] += 1
@@ -642,6 +951,7 @@ class Size(tuple):
     """The shape of a tensor: a tuple, as ``torch.Size``."""
 
     def numel(self):
+        """The number of elements of a tensor of this shape (the product of the sizes)."""
         n = 1
         for s in self:
             n *= s
@@ -738,6 +1048,19 @@ def _array_on(data, dtype, dev: device):
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data`` (nested lists, scalars, arrays, tensors).
 
+    Args:
+        data: the values.
+        dtype: the dtype; None infers it (Python floats give the default dtype, Python ints
+            int64).
+        device: the device; None keeps a CuPy array's device, else CPU.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: the new tensor.
+
+    Raises:
+        TypeError: no dtype can be inferred for ``data``.
+
     >>> import tensorbrain as tb
     >>> tb.tensor([[1.0, 2.0]]).dtype, tb.tensor([1, 2]).dtype
     (dtype('float32'), dtype('int64'))
@@ -766,12 +1089,33 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 
 def device_of(array) -> device:
+    """The :class:`device` of a NumPy or CuPy array.
+
+    Args:
+        array: the array.
+
+    Returns:
+        device: ``cuda:N`` for a CuPy array, else ``cpu``.
+    """
     if _xp.is_cupy_array(array):
         return device("cuda", array.device.id)
     return CPU
 
 
 def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor, without a copy where possible (as ``torch.as_tensor``).
+
+    A tensor is returned as is, a CPU NumPy array of the right dtype is wrapped (memory shared);
+    anything else is copied as by :func:`tensor`.
+
+    Args:
+        data: a tensor, array or array-like data.
+        dtype: the dtype wanted; None keeps or infers it.
+        device: the device wanted; None keeps it.
+
+    Returns:
+        Tensor: the tensor.
+    """
     if isinstance(data, Tensor) and dtype is None and device is None:
         return data
     if isinstance(data, np.ndarray) and device in (None, "cpu") and (dtype is None or np.dtype(dtype) == data.dtype):
@@ -780,7 +1124,17 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor sharing memory with ``array`` (changes to one show in the other)."""
+    """A tensor sharing memory with ``array`` (changes to one show in the other).
+
+    Args:
+        array: a NumPy array.
+
+    Returns:
+        Tensor: the tensor.
+
+    Raises:
+        TypeError: ``array`` is not a ``numpy.ndarray``.
+    """
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     return Tensor._wrap(array)
@@ -805,14 +1159,52 @@ def _full(shape, value, dtype, device, requires_grad):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor filled with zeros.
+
+    Args:
+        *size: the shape, as ints or one sequence of ints.
+        dtype: the dtype; None for the default dtype (float32).
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: the new tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.zeros(2, 3).shape
+        tb.Size([2, 3])
+    """
     return _full(size, 0.0, dtype or _dtype.get_default_dtype(), device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor filled with ones.
+
+    Args:
+        *size: the shape, as ints or one sequence of ints.
+        dtype: the dtype; None for the default dtype (float32).
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: the new tensor.
+    """
     return _full(size, 1.0, dtype or _dtype.get_default_dtype(), device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor whose values are not initialised.
+
+    Args:
+        *size: the shape, as ints or one sequence of ints.
+        dtype: the dtype; None for the default dtype (float32).
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: the new tensor.
+    """
     shape = S._shape_arg(size)
     dev = as_device(device)
     dtype = _dtype.as_dtype(dtype) or _dtype.get_default_dtype()
@@ -824,6 +1216,18 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor filled with ``fill_value``.
+
+    Args:
+        size: the shape (a sequence of ints).
+        fill_value: the value.
+        dtype: the dtype; None infers it from ``fill_value`` (floats give the default dtype).
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: the new tensor.
+    """
     return _full(size, fill_value, dtype, device, requires_grad)
 
 
@@ -841,11 +1245,43 @@ empty_like = _like(empty)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of ``t``'s shape filled with ``fill_value``.
+
+    Args:
+        t: the tensor whose shape (and, by default, dtype and device) is used.
+        fill_value: the value.
+        dtype: the dtype; None for ``t``'s.
+        device: the device; None for ``t``'s.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: the new tensor.
+    """
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """The values ``start, start + step, ...`` below ``end``, as ``torch.arange``.
+
+    ``arange(end)`` counts from 0.
+
+    Args:
+        start: the first value (or ``end`` when ``end`` is None).
+        end: the bound, not included.
+        step: the difference between neighbours.
+        dtype: the dtype; None gives int64 for integer arguments, else the default dtype.
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: a 1-D tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.arange(0, 1, 0.25).tolist()
+        [0.0, 0.25, 0.5, 0.75]
+    """
     if end is None:
         start, end = 0, start
     if dtype is None:
@@ -857,29 +1293,92 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included.
+
+    Args:
+        start: the first value.
+        end: the last value.
+        steps: the number of values.
+        dtype: the dtype; None for the default dtype.
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: a 1-D tensor.
+    """
     t = tensor(np.linspace(start, end, steps).astype(dtype or _dtype.get_default_dtype()), device=device)
     return t.requires_grad_(True) if requires_grad else t
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """A 2-D tensor with ones on the diagonal and zeros elsewhere.
+
+    Args:
+        n: the number of rows.
+        m: the number of columns; None for ``n``.
+        dtype: the dtype; None for the default dtype.
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+
+    Returns:
+        Tensor: the ``n x m`` tensor.
+    """
     t = tensor(np.eye(n, m, dtype=dtype or _dtype.get_default_dtype()), device=device)
     return t.requires_grad_(True) if requires_grad else t
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    """A tensor of samples of the uniform distribution on ``[0, 1)``.
+
+    Args:
+        *size: the shape, as ints or one sequence of ints.
+        dtype: the dtype; None for the default dtype.
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+        generator: a :class:`Generator`; None for the default one (see :func:`manual_seed`).
+
+    Returns:
+        Tensor: the new tensor.
+    """
     t = empty(*size, dtype=dtype, device=device)
     t.uniform_(0.0, 1.0, generator=generator)
     return t.requires_grad_(True) if requires_grad else t
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    """A tensor of samples of the standard normal distribution.
+
+    Args:
+        *size: the shape, as ints or one sequence of ints.
+        dtype: the dtype; None for the default dtype.
+        device: the device; default CPU.
+        requires_grad: whether autograd records operations on the result.
+        generator: a :class:`Generator`; None for the default one (see :func:`manual_seed`).
+
+    Returns:
+        Tensor: the new tensor.
+    """
     t = empty(*size, dtype=dtype, device=device)
     t.normal_(0.0, 1.0, generator=generator)
     return t.requires_grad_(True) if requires_grad else t
 
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None, requires_grad=False):
-    """Integers in ``[low, high)``: ``randint(high, size)`` or ``randint(low, high, size)``, as torch."""
+    """Integers drawn uniformly from ``[low, high)``: ``randint(high, size)`` or
+    ``randint(low, high, size)``, as torch.
+
+    Args:
+        low: the lowest value (or ``high`` when ``high`` is None or a shape).
+        high: one above the highest value.
+        size: the shape.
+        dtype: the dtype; None for int64.
+        device: the device; default CPU.
+        generator: a :class:`Generator`; None for the default one.
+        requires_grad: accepted for torch compatibility (integer tensors cannot require grad).
+
+    Returns:
+        Tensor: the new tensor.
+    """
     if isinstance(high, (tuple, list)) and size == ():
         low, high, size = 0, low, high  # randint(high, size)
     if high is None:
@@ -889,14 +1388,43 @@ def randint(low, high=None, size=(), dtype=None, device=None, generator=None, re
 
 
 def randperm(n, dtype=None, device=None, generator=None):
+    """A random permutation of ``0 .. n-1``.
+
+    Args:
+        n: the number of values.
+        dtype: the dtype; None for int64.
+        device: the device; default CPU.
+        generator: a :class:`Generator`; None for the default one.
+
+    Returns:
+        Tensor: a 1-D tensor.
+    """
     return tensor(_random.permutation(n, generator).astype(dtype or _dtype.int64), device=device)
 
 
 def rand_like(t, **kw):
+    """A tensor of ``t``'s shape with samples of the uniform distribution on ``[0, 1)``.
+
+    Args:
+        t: the tensor whose shape (and, by default, dtype and device) is used.
+        **kw: ``dtype=`` and ``device=`` override ``t``'s.
+
+    Returns:
+        Tensor: the new tensor.
+    """
     return rand(*t.shape, dtype=kw.get("dtype", t.dtype), device=kw.get("device", t.device))
 
 
 def randn_like(t, **kw):
+    """A tensor of ``t``'s shape with samples of the standard normal distribution.
+
+    Args:
+        t: the tensor whose shape (and, by default, dtype and device) is used.
+        **kw: ``dtype=`` and ``device=`` override ``t``'s.
+
+    Returns:
+        Tensor: the new tensor.
+    """
     return randn(*t.shape, dtype=kw.get("dtype", t.dtype), device=kw.get("device", t.device))
 
 

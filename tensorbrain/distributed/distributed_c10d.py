@@ -51,7 +51,14 @@ class Backend:
 
     @staticmethod
     def register_backend(name, func, devices=("cpu",), extended_api=False):
-        """Register ``func(store, rank, size, timeout_seconds, group_name)`` as backend ``name``."""
+        """Register ``func(store, rank, size, timeout_seconds, group_name)`` as backend ``name``.
+
+        Args:
+            name: the backend's name, as used by ``init_process_group(backend=name)``.
+            func: the factory ``func(store, rank, size, timeout_seconds, group_name) -> Backend``.
+            devices: the device types the backend takes (``"cpu"``, ``"cuda"``).
+            extended_api: accepted for torch compatibility; ignored.
+        """
         backends.register_backend(name, func, devices)
 
 
@@ -59,7 +66,19 @@ default_pg_timeout = timedelta(minutes=30)
 
 
 class ProcessGroup:
-    """A group of ranks with its backend. ``rank()``/``size()`` are within the group."""
+    """A group of ranks with its backend. ``rank()``/``size()`` are within the group.
+
+    Made by :func:`init_process_group` (the default group) and :func:`new_group`; not meant to
+    be constructed directly.
+
+    Args:
+        name: the group's name (``"default"`` or a number).
+        ranks: the group's members, as global ranks.
+        group_rank: this process's rank in the group.
+        backend: the backend that moves the data.
+        backend_name: the backend's name, as requested.
+        timeout: the group timeout in seconds.
+    """
 
     def __init__(self, name, ranks, group_rank, backend, backend_name, timeout):
         self.group_name, self.ranks = name, list(ranks)
@@ -71,12 +90,27 @@ class ProcessGroup:
         self.backend = _observe.wrap(backend, name, global_rank)
 
     def rank(self) -> int:
+        """This process's rank within the group."""
         return self._rank
 
     def size(self) -> int:
+        """The number of ranks in the group."""
         return len(self.ranks)
 
     def group_rank_of(self, global_rank: int, what: str) -> int:
+        """The group rank of a global rank.
+
+        Args:
+            global_rank: a rank of the default group.
+            what: the argument's name, for error messages.
+
+        Returns:
+            int: its rank in this group.
+
+        Raises:
+            TypeError: ``global_rank`` is not an int.
+            ValueError: ``global_rank`` is out of range or not a member of this group.
+        """
         if not isinstance(global_rank, (int, np.integer)) or isinstance(global_rank, bool):
             raise TypeError(f"{what} must be an int rank, got {type(global_rank).__name__}")
         try:
@@ -100,11 +134,15 @@ class _NonMember:
 
 
 class GroupMember:
+    """Special groups, as ``torch.distributed.GroupMember``: ``WORLD`` (the default group, None)
+    and ``NON_GROUP_MEMBER`` (what :func:`new_group` returns on ranks outside the group).
+    """
     WORLD = None                    # "the default group"
     NON_GROUP_MEMBER = _NonMember()  # new_group() on a rank outside ``ranks``
 
 
 class group:  # noqa: N801 - torch spells it this way
+    """``group.WORLD``: the default group (None), as ``torch.distributed.group``."""
     WORLD = None
 
 
@@ -134,6 +172,7 @@ def is_available() -> bool:
 
 
 def is_tcp_available() -> bool:
+    """Always True: the tcp backend (alias gloo) needs only the standard library."""
     return True
 
 
@@ -146,14 +185,21 @@ def is_mpi_available() -> bool:
 
 
 def is_nccl_available() -> bool:
+    """Whether CuPy with NCCL and a GPU can be used here."""
     return backends.is_backend_available("nccl")
 
 
 def is_initialized() -> bool:
+    """Whether the default process group is initialized."""
     return _WORLD.default is not None
 
 
 def is_backend_available(backend: str) -> bool:
+    """Whether backend ``backend`` is known and can be used here.
+
+    Args:
+        backend: a backend name or alias (``"tcp"``, ``"gloo"``, ``"mpi"``, ``"nccl"``).
+    """
     return backends.is_backend_available(backend)
 
 
@@ -174,6 +220,21 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     variables of Slurm / Open MPI / MPICH), ``tcp://host:port``, ``file:///path``; or pass an
     explicit ``store`` with ``rank`` and ``world_size``. ``backend``: "tcp" (alias "gloo"),
     "mpi", "nccl", or None (nccl for CUDA ``device_id``, tcp otherwise).
+
+    Args:
+        backend: ``"tcp"`` (alias ``"gloo"``), ``"mpi"``, ``"nccl"``, or None.
+        init_method: a URL: ``env://``, ``tcp://host:port`` or ``file:///path``.
+        timeout: the default timeout of collectives (a ``timedelta`` or seconds; 30 minutes).
+        world_size: the number of ranks (-1: from the environment).
+        rank: this process's rank (-1: from the environment).
+        store: an explicit store (with ``rank`` and ``world_size``) instead of ``init_method``.
+        group_name: accepted for torch compatibility.
+        pg_options: accepted for torch compatibility.
+        device_id: the CUDA device of this rank (chooses nccl when ``backend`` is None).
+
+    Raises:
+        DistError: the default group is already initialized, or the arguments are inconsistent.
+        DistTimeoutError: not every rank joined within ``timeout``; the message names them.
     """
     with _WORLD.lock:
         if _WORLD.default is not None:
@@ -298,7 +359,11 @@ def _safe_check(store, key) -> bool:
 
 
 def destroy_process_group(group=None) -> None:
-    """Shut down ``group`` (default: every group, and leave the default group)."""
+    """Shut down ``group`` (default: every group, and leave the default group).
+
+    Args:
+        group: the group to shut down; None for all of them.
+    """
     with _WORLD.lock:
         if group is None or group is GroupMember.WORLD or group is _WORLD.default:
             pgs = list(_WORLD.groups.values())
@@ -322,6 +387,20 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     """A group of ``ranks`` (global ranks; default all). Every rank of the default group must
     call it, in the same order, as in torch; ranks outside get ``GroupMember.NON_GROUP_MEMBER``.
     Each group has its own connections, so groups (overlapping ones included) never mix messages.
+
+    Args:
+        ranks: the members, as global ranks; None for all.
+        timeout: the group's timeout (a ``timedelta`` or seconds); None for the default group's.
+        backend: the group's backend; None for the default group's.
+        pg_options: accepted for torch compatibility.
+        use_local_synchronization: accepted for torch compatibility.
+        group_desc: accepted for torch compatibility.
+
+    Returns:
+        ProcessGroup: the group, or ``GroupMember.NON_GROUP_MEMBER`` on ranks outside ``ranks``.
+
+    Raises:
+        ValueError: a rank is out of range, repeated, or ``ranks`` is empty.
     """
     default = _default("new_group")
     world = default.size()
@@ -372,17 +451,34 @@ def _pg(group, what: str):
 
 
 def get_rank(group=None) -> int:
-    """This process's rank in ``group`` (-1 if not a member)."""
+    """This process's rank in ``group`` (-1 if not a member).
+
+    Args:
+        group: the process group; None for the default group.
+    """
     pg = _pg(group, "get_rank")
     return -1 if pg is None else pg.rank()
 
 
 def get_world_size(group=None) -> int:
+    """The number of ranks in ``group`` (-1 if this rank is not a member).
+
+    Args:
+        group: the process group; None for the default group.
+    """
     pg = _pg(group, "get_world_size")
     return -1 if pg is None else pg.size()
 
 
 def get_backend(group=None) -> str:
+    """The name of ``group``'s backend (as requested, e.g. ``"gloo"``).
+
+    Args:
+        group: the process group; None for the default group.
+
+    Raises:
+        ValueError: this rank is not a member of the group.
+    """
     pg = _pg(group, "get_backend")
     if pg is None:
         raise ValueError("get_backend: this rank is not a member of the group")
@@ -390,15 +486,35 @@ def get_backend(group=None) -> str:
 
 
 def get_process_group_ranks(group) -> list:
+    """The global ranks of ``group``'s members ([] if this rank is not one).
+
+    Args:
+        group: the process group; None for the default group.
+    """
     pg = _pg(group, "get_process_group_ranks")
     return [] if pg is None else list(pg.ranks)
 
 
 def get_global_rank(group, group_rank: int) -> int:
+    """The global rank of group rank ``group_rank``.
+
+    Args:
+        group: the process group; None for the default group.
+        group_rank: a rank within ``group``.
+    """
     return _pg(group, "get_global_rank").ranks[group_rank]
 
 
 def get_group_rank(group, global_rank: int) -> int:
+    """The rank within ``group`` of global rank ``global_rank``.
+
+    Args:
+        group: the process group; None for the default group.
+        global_rank: a rank of the default group.
+
+    Raises:
+        ValueError: ``global_rank`` is not a member of ``group``.
+    """
     return _pg(group, "get_group_rank").group_rank_of(global_rank, "global_rank")
 
 
@@ -472,7 +588,22 @@ def _ret(work, async_op, tensors=None):
 
 # ***** collectives *****
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce ``tensor`` across the group, in place on every rank."""
+    """Reduce ``tensor`` across the group, in place on every rank.
+
+    Args:
+        tensor: the input, overwritten with the result on every rank.
+        op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "all_reduce")
     if pg is None:
         return None
@@ -481,6 +612,22 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
 
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce every tensor of ``tensors`` across the group, in place, as one operation.
+
+    Args:
+        tensors: the tensors, each overwritten with its result on every rank.
+        op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "all_reduce_coalesced")
     if pg is None:
         return None
@@ -489,7 +636,23 @@ def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
-    """Copy ``src``'s tensor into every rank's ``tensor``."""
+    """Copy ``src``'s tensor into every rank's ``tensor``.
+
+    Args:
+        tensor: the data on ``src``; overwritten with it on the other ranks.
+        src: the global rank that sends.
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+        group_src: the sender as a rank within ``group`` (instead of ``src``).
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "broadcast")
     if pg is None:
         return None
@@ -509,7 +672,24 @@ def _root(pg, global_rank, group_rank, what) -> int:
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
-    """Reduce into ``dst``'s tensor; other ranks' tensors are unchanged."""
+    """Reduce into ``dst``'s tensor; other ranks' tensors are unchanged.
+
+    Args:
+        tensor: this rank's input; on ``dst`` overwritten with the result.
+        dst: the global rank that receives the result.
+        op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+        group_dst: the destination as a rank within ``group`` (instead of ``dst``).
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "reduce")
     if pg is None:
         return None
@@ -519,7 +699,22 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
-    """``tensor_list[j]`` = rank j's ``tensor``."""
+    """``tensor_list[j]`` = rank j's ``tensor``.
+
+    Args:
+        tensor_list: world_size tensors of ``tensor``'s shape, written in rank order.
+        tensor: this rank's input.
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "all_gather")
     if pg is None:
         return None
@@ -530,7 +725,22 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """``output_tensor`` (world_size x input along dim 0, or flat) = inputs in rank order."""
+    """``output_tensor`` (world_size x input along dim 0, or flat) = inputs in rank order.
+
+    Args:
+        output_tensor: world_size times ``input_tensor``'s size, written.
+        input_tensor: this rank's input.
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "all_gather_into_tensor")
     if pg is None:
         return None
@@ -546,7 +756,24 @@ _all_gather_base = all_gather_into_tensor
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
-    """On ``dst``, ``gather_list[j]`` = rank j's ``tensor``."""
+    """On ``dst``, ``gather_list[j]`` = rank j's ``tensor``.
+
+    Args:
+        tensor: this rank's input.
+        gather_list: on ``dst``, world_size tensors written in rank order; None elsewhere.
+        dst: the global rank that receives.
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+        group_dst: the destination as a rank within ``group`` (instead of ``dst``).
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "gather")
     if pg is None:
         return None
@@ -557,7 +784,24 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
-    """``tensor`` = ``src``'s ``scatter_list[rank]``."""
+    """``tensor`` = ``src``'s ``scatter_list[rank]``.
+
+    Args:
+        tensor: the output on every rank.
+        scatter_list: on ``src``, world_size tensors, one per rank; None elsewhere.
+        src: the global rank that sends.
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+        group_src: the sender as a rank within ``group`` (instead of ``src``).
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "scatter")
     if pg is None:
         return None
@@ -568,7 +812,23 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
-    """``output`` = reduction over ranks of their ``input_list[rank]``."""
+    """``output`` = reduction over ranks of their ``input_list[rank]``.
+
+    Args:
+        output: this rank's reduced block, written.
+        input_list: world_size tensors; entry j goes, reduced, to rank j.
+        op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "reduce_scatter")
     if pg is None:
         return None
@@ -579,7 +839,23 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """``output`` = reduction of block ``rank`` of ``input`` (world_size x output elements)."""
+    """``output`` = reduction of block ``rank`` of ``input`` (world_size x output elements).
+
+    Args:
+        output: this rank's reduced block, written.
+        input: world_size times ``output``'s size.
+        op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "reduce_scatter_tensor")
     if pg is None:
         return None
@@ -596,7 +872,22 @@ _reduce_scatter_base = reduce_scatter_tensor
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
-    """``output_tensor_list[j]`` on rank i = ``input_tensor_list[i]`` of rank j."""
+    """``output_tensor_list[j]`` on rank i = ``input_tensor_list[i]`` of rank j.
+
+    Args:
+        output_tensor_list: world_size tensors; entry j receives rank j's block.
+        input_tensor_list: world_size tensors; entry j is sent to rank j.
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "all_to_all")
     if pg is None:
         return None
@@ -608,7 +899,24 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
                       async_op=False):
     """Split ``input`` along dim 0 (by ``input_split_sizes`` or evenly), send block j to rank j,
-    and concatenate the received blocks into ``output``."""
+    and concatenate the received blocks into ``output``.
+
+    Args:
+        output: receives the blocks of every rank along dim 0, in rank order.
+        input: the blocks to send along dim 0.
+        output_split_sizes: rows received from each rank; None for an equal split.
+        input_split_sizes: rows sent to each rank; None for an equal split.
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "all_to_all_single")
     if pg is None:
         return None
@@ -619,7 +927,21 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
 
 def barrier(group=None, async_op=False, device_ids=None):
-    """Wait until every rank of the group reaches the barrier."""
+    """Wait until every rank of the group reaches the barrier.
+
+    Args:
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking.
+        device_ids: accepted for torch compatibility; ignored.
+
+    Returns:
+        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
+        else None; None as well on a rank that is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed or the group timeout passed; the message names the op and
+            the peer.
+    """
     pg = _pg(group, "barrier")
     if pg is None:
         return None
@@ -628,7 +950,16 @@ def barrier(group=None, async_op=False, device_ids=None):
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     """A barrier that, on timeout, raises naming the ranks that did not arrive (rank 0 reports
-    them; the others raise too)."""
+    them; the others raise too).
+
+    Args:
+        group: the process group; None for the default group.
+        timeout: how long to wait (a ``timedelta`` or seconds); None for the group's timeout.
+        wait_all_ranks: name every missing rank rather than the first.
+
+    Raises:
+        DistTimeoutError: a rank did not arrive within ``timeout``.
+    """
     pg = _pg(group, "monitored_barrier")
     if pg is None:
         return None
@@ -646,7 +977,21 @@ def _peer(pg, peer, group_peer, what) -> int:
 
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
-    """Send ``tensor`` to ``dst`` without waiting; returns a Work."""
+    """Send ``tensor`` to ``dst`` without waiting; returns a Work.
+
+    Args:
+        tensor: the data to send.
+        dst: the destination global rank.
+        group: the process group; None for the default group.
+        tag: messages are matched in order per (peer, tag).
+        group_dst: the destination as a rank within ``group`` (instead of ``dst``).
+
+    Returns:
+        Work | None: the Work, or None on a rank that is not a member of ``group``.
+
+    Raises:
+        ValueError: ``dst`` is this rank or not a member of the group.
+    """
     pg = _pg(group, "isend")
     if pg is None:
         return None
@@ -655,7 +1000,18 @@ def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
-    """Receive into ``tensor`` from ``src`` (None: any rank) without waiting; returns a Work."""
+    """Receive into ``tensor`` from ``src`` (None: any rank) without waiting; returns a Work.
+
+    Args:
+        tensor: receives the data (shape and dtype must match the send).
+        src: the source global rank; None for any rank.
+        group: the process group; None for the default group.
+        tag: messages are matched in order per (peer, tag).
+        group_src: the source as a rank within ``group`` (instead of ``src``).
+
+    Returns:
+        Work | None: the Work, or None on a rank that is not a member of ``group``.
+    """
     pg = _pg(group, "irecv")
     if pg is None:
         return None
@@ -664,7 +1020,19 @@ def irecv(tensor, src=None, group=None, tag=0, group_src=None):
 
 
 def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
-    """Send ``tensor`` to ``dst`` (returns when the data is handed to the transport)."""
+    """Send ``tensor`` to ``dst`` (returns when the data is handed to the transport).
+
+    Args:
+        tensor: the data to send.
+        dst: the destination global rank.
+        group: the process group; None for the default group.
+        tag: messages are matched in order per (peer, tag).
+        group_dst: the destination as a rank within ``group`` (instead of ``dst``).
+
+    Raises:
+        ValueError: ``dst`` is this rank or not a member of the group.
+        DistBackendError: the peer failed or the group timeout passed.
+    """
     pg = _pg(group, "send")
     if pg is None:
         return None
@@ -673,7 +1041,18 @@ def send(tensor, dst=None, group=None, tag=0, group_dst=None) -> None:
 
 
 def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
-    """Receive into ``tensor`` from ``src`` (None: any rank); returns the sender's global rank."""
+    """Receive into ``tensor`` from ``src`` (None: any rank); returns the sender's global rank.
+
+    Args:
+        tensor: receives the data (shape and dtype must match the send).
+        src: the source global rank; None for any rank.
+        group: the process group; None for the default group.
+        tag: messages are matched in order per (peer, tag).
+        group_src: the source as a rank within ``group`` (instead of ``src``).
+
+    Returns:
+        int: the sender's global rank (-1 on a rank that is not a member of ``group``).
+    """
     pg = _pg(group, "recv")
     if pg is None:
         return -1
@@ -684,7 +1063,19 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None) -> int:
 
 
 class P2POp:
-    """One send or receive for :func:`batch_isend_irecv` (``op`` is ``isend`` or ``irecv``)."""
+    """One send or receive for :func:`batch_isend_irecv` (``op`` is ``isend`` or ``irecv``).
+
+    Args:
+        op: ``tb.distributed.isend`` or ``tb.distributed.irecv`` (send/recv are accepted too).
+        tensor: the data to send, or the tensor that receives.
+        peer: the other side's global rank.
+        group: the process group; None for the default group.
+        tag: messages are matched in order per (peer, tag).
+        group_peer: the peer as a rank within ``group`` (instead of ``peer``).
+
+    Raises:
+        ValueError: ``op`` is not one of those functions.
+    """
 
     def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
         if op not in (isend, irecv, send, recv):
@@ -698,7 +1089,17 @@ class P2POp:
 
 def batch_isend_irecv(p2p_op_list) -> list:
     """Start every send and receive of the list together (so exchanges of any size cannot
-    deadlock); returns one Work per op."""
+    deadlock); returns one Work per op.
+
+    Args:
+        p2p_op_list: the :class:`P2POp` s, all on the same group.
+
+    Returns:
+        list[Work]: one Work per op (empty on a rank outside the group).
+
+    Raises:
+        ValueError: the list is empty or mixes groups.
+    """
     if not p2p_op_list:
         raise ValueError("batch_isend_irecv: the list of P2POp is empty")
     groups = {id(p.group) for p in p2p_op_list}
@@ -757,7 +1158,18 @@ class _ObjBuffers:
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
     """Broadcast ``src``'s picklable-in-torch objects (here: data only, see ``_codec``) into
-    every rank's ``object_list``, in place."""
+    every rank's ``object_list``, in place.
+
+    Args:
+        object_list: the objects on ``src``; replaced in place by them on the other ranks.
+        src: the global rank that sends.
+        group: the process group; None for the default group.
+        device: accepted for torch compatibility.
+        group_src: the sender as a rank within ``group`` (instead of ``src``).
+
+    Raises:
+        TypeError: an object is not plain data the codec can encode.
+    """
     pg = _pg(group, "broadcast_object_list")
     if pg is None:
         return
@@ -792,7 +1204,17 @@ def _gather_sizes(pg, n: int) -> list:
 
 
 def all_gather_object(object_list, obj, group=None):
-    """``object_list[j]`` = rank j's ``obj`` (data only; TypeError for other objects)."""
+    """``object_list[j]`` = rank j's ``obj`` (data only; TypeError for other objects).
+
+    Args:
+        object_list: a list of world_size entries, filled in rank order.
+        obj: this rank's object (plain data).
+        group: the process group; None for the default group.
+
+    Raises:
+        ValueError: ``object_list`` does not have world_size entries.
+        TypeError: ``obj`` is not plain data the codec can encode.
+    """
     pg = _pg(group, "all_gather_object")
     if pg is None:
         return
@@ -813,7 +1235,19 @@ def all_gather_object(object_list, obj, group=None):
 
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
-    """On ``dst``, ``object_gather_list[j]`` = rank j's ``obj``."""
+    """On ``dst``, ``object_gather_list[j]`` = rank j's ``obj``.
+
+    Args:
+        obj: this rank's object (plain data).
+        object_gather_list: on ``dst``, a list of world_size entries filled in rank order; None
+            elsewhere.
+        dst: the global rank that receives.
+        group: the process group; None for the default group.
+        group_dst: the destination as a rank within ``group`` (instead of ``dst``).
+
+    Raises:
+        ValueError: ``object_gather_list`` on ``dst`` does not have world_size entries.
+    """
     pg = _pg(group, "gather_object")
     if pg is None:
         return
@@ -839,7 +1273,19 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
 
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=None,
                         group=None, group_src=None):
-    """``scatter_object_output_list[0]`` = ``src``'s ``scatter_object_input_list[rank]``."""
+    """``scatter_object_output_list[0]`` = ``src``'s ``scatter_object_input_list[rank]``.
+
+    Args:
+        scatter_object_output_list: a non-empty list; entry 0 receives this rank's object.
+        scatter_object_input_list: on ``src``, world_size objects; None elsewhere.
+        src: the global rank that sends.
+        group: the process group; None for the default group.
+        group_src: the sender as a rank within ``group`` (instead of ``src``).
+
+    Raises:
+        ValueError: the output list is empty, or the input list on ``src`` does not have
+            world_size entries.
+    """
     pg = _pg(group, "scatter_object_list")
     if pg is None:
         return

@@ -46,7 +46,15 @@ _handlers: dict[str, RendezvousHandler] = {}
 
 def register_rendezvous_handler(scheme: str, handler: RendezvousHandler) -> None:
     """Register ``handler(url, **kwargs)`` (a generator yielding ``(store, rank, world_size)``)
-    for ``scheme://`` URLs."""
+    for ``scheme://`` URLs.
+
+    Args:
+        scheme: the URL scheme, e.g. ``"tcp"``.
+        handler: the generator function.
+
+    Raises:
+        RuntimeError: a handler for ``scheme`` is already registered.
+    """
     if scheme in _handlers:
         raise RuntimeError(f"a rendezvous handler for {scheme}:// is already registered")
     _handlers[scheme] = handler
@@ -54,7 +62,20 @@ def register_rendezvous_handler(scheme: str, handler: RendezvousHandler) -> None
 
 def rendezvous(url: str, rank: int = -1, world_size: int = -1,
                timeout: timedelta = DEFAULT_TIMEOUT, **kwargs) -> Iterator[tuple[Store, int, int]]:
-    """Meet the other ranks through ``url``; yields ``(store, rank, world_size)``."""
+    """Meet the other ranks through ``url``; yields ``(store, rank, world_size)``.
+
+    Args:
+        url: ``env://``, ``tcp://host:port`` or ``file:///path`` (or a registered scheme), with
+            optional ``?rank=..&world_size=..``.
+        rank: this process's rank; -1 to take it from the URL or the environment.
+        world_size: the number of ranks; -1 to take it from the URL or the environment.
+        timeout: how long to wait for the store.
+        **kwargs: passed to the handler.
+
+    Raises:
+        TypeError: ``url`` is not a str.
+        ValueError: no handler for the scheme, or ``rank``/``world_size`` disagree with the URL.
+    """
     if not isinstance(url, str):
         raise TypeError(f"rendezvous URL must be a str, got {type(url).__name__}")
     parsed = urlparse(url)

@@ -162,6 +162,7 @@ _TAIL_LINES = 20
 
 
 class UsageError(ValueError):
+    """A bad command line or option value; tbrun prints ``tbrun: error: ...`` and exits 2."""
     pass
 
 
@@ -192,6 +193,7 @@ def _add(parser, name, *more, **kw):
 
 
 def get_args_parser() -> argparse.ArgumentParser:
+    """The ``argparse`` parser of tbrun's command line (torchrun's options, ``--a_b`` and ``--a-b``)."""
     p = argparse.ArgumentParser(
         prog="tbrun", description="Launch distributed TensorBrain workers (torchrun's options).",
         epilog="See `python -c 'import tensorbrain.distributed.run as r; help(r)'` or "
@@ -225,6 +227,7 @@ def get_args_parser() -> argparse.ArgumentParser:
 
 @dataclass
 class Config:
+    """The launch settings of one node, as parsed from the command line by :func:`parse_args`."""
     min_nodes: int
     max_nodes: int
     nproc: int
@@ -294,6 +297,17 @@ def _nproc(text: str) -> int:
 
 
 def parse_args(argv=None) -> Config:
+    """Parse tbrun's command line (and Slurm's environment) into a :class:`Config`.
+
+    Args:
+        argv: the arguments after the program name; None for ``sys.argv[1:]``.
+
+    Returns:
+        Config: the settings.
+
+    Raises:
+        UsageError: an option value is invalid; the message names it and what is expected.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = get_args_parser()
     try:
@@ -411,6 +425,12 @@ def _emit(stream, data: bytes):
 
 
 def notice(msg: str):
+    """Print one of tbrun's notices (``tbrun: ...`` on stderr): a WARNING record of the
+    ``tensorbrain.distributed.run`` logger, shown unless ``TB_LOG_LEVEL`` hides it.
+
+    Args:
+        msg: the text.
+    """
     _notices().warning(msg)  # a WARNING record of tensorbrain.distributed.run (TB_LOG_LEVEL)
 
 
@@ -436,6 +456,7 @@ except OSError:
 
 @dataclass
 class Worker:
+    """One worker process of this node: its ranks, its ``Popen``, the tail of its output and how it ended."""
     rank: int
     local_rank: int
     proc: subprocess.Popen
@@ -471,7 +492,13 @@ def _kill_group(pid: int, sig: int):
 
 
 def stop_workers(workers: list[Worker], sig=signal.SIGTERM, grace: float = 10.0):
-    """Signal every live worker's process group, wait up to ``grace``, then SIGKILL the groups."""
+    """Signal every live worker's process group, wait up to ``grace``, then SIGKILL the groups.
+
+    Args:
+        workers: the workers; those already stopped are skipped.
+        sig: the first signal sent.
+        grace: seconds to wait before SIGKILL.
+    """
     workers = [w for w in workers if not w.stopped]
     for w in workers:
         if w.proc.poll() is None:
@@ -496,7 +523,15 @@ def stop_workers(workers: list[Worker], sig=signal.SIGTERM, grace: float = 10.0)
 
 
 def cleanup_shm(run_id: str, root: str = "/dev/shm") -> list[str]:
-    """Remove this run's leftover shared-memory segments (``tb_<run_id>_*``)."""
+    """Remove this run's leftover shared-memory segments (``tb_<run_id>_*``).
+
+    Args:
+        run_id: the run whose segments are removed.
+        root: the shared-memory folder.
+
+    Returns:
+        list: the paths removed.
+    """
     removed = []
     if not run_id:
         return removed
@@ -513,7 +548,11 @@ def cleanup_shm(run_id: str, root: str = "/dev/shm") -> list[str]:
 # ***** the agent *****
 
 class Agent:
-    """One per node: rendezvous with the other nodes, run the workers, restart or stop them."""
+    """One per node: rendezvous with the other nodes, run the workers, restart or stop them.
+
+    Args:
+        cfg: the node's settings (see :func:`parse_args`).
+    """
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
@@ -807,6 +846,13 @@ class Agent:
                    f"{self.cfg.run_id}")
 
     def run(self) -> int:
+        """Rendezvous, start the workers and watch them until the job ends, restarting the group
+        on failures up to ``max_restarts`` times (and on membership changes when elastic).
+
+        Returns:
+            int: the exit status: 0 when every worker exited 0, else 1 (a summary names the failed
+            rank, its host and exit code).
+        """
         cfg = self.cfg
         self._open_store()
         while True:
@@ -854,6 +900,11 @@ class Agent:
             pass
 
     def close(self, sig=signal.SIGTERM):
+        """Stop the workers still running and release the store, log files and temporary folders.
+
+        Args:
+            sig: the signal sent to the workers first (SIGKILL follows after the stop timeout).
+        """
         if self.workers:
             self._stop_local(sig)
         if self.guardian is not None:
@@ -913,7 +964,11 @@ def _is_local(host: str) -> bool:
 # ***** entry point *****
 
 def main(argv=None) -> int:
-    """Console entry point: ``tbrun [options] script [args...]``; returns the exit status."""
+    """Console entry point: ``tbrun [options] script [args...]``; returns the exit status.
+
+    Args:
+        argv: the arguments after the program name; None for ``sys.argv[1:]``.
+    """
     try:
         cfg = parse_args(argv)
     except UsageError as exc:
@@ -966,7 +1021,12 @@ PLACEMENT_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP
 def warn_placement_overrides(cfg, env=None) -> list:
     """Warn when placement variables tbrun will override are already set: exporting
     RANK/WORLD_SIZE/MASTER_PORT and then running ``tbrun --nproc_per_node 4`` on two machines
-    used to end with rc 0 and each machine training alone. Returns the names warned about."""
+    used to end with rc 0 and each machine training alone. Returns the names warned about.
+
+    Args:
+        cfg: the node's settings.
+        env: the environment to check; None for ``os.environ``.
+    """
     env = os.environ if env is None else env
     found = [k for k in PLACEMENT_VARS if k in env]
     if not found:

@@ -32,8 +32,15 @@ _REGISTRY: dict[str, _Entry] = {}
 def register_backend(name: str, factory, devices=("cpu",), available=None) -> None:
     """Register ``factory(store, rank, size, timeout, group_name) -> Backend`` under ``name``.
 
-    ``factory`` may be a string ``"module:attr"`` so the module is imported only when a group
-    uses it; ``devices`` lists the device types the backend takes ("cpu", "cuda").
+    Args:
+        name: the backend's name (lower-cased); it may not be an alias such as ``"gloo"``.
+        factory: the callable, or a string ``"module:attr"`` so the module is imported only
+            when a group uses it.
+        devices: the device types the backend takes (``"cpu"``, ``"cuda"``).
+        available: None (always available), or a callable / ``"module:attr"`` returning bool.
+
+    Raises:
+        ValueError: ``name`` is an alias of a built-in backend.
     """
     name = name.lower()
     if name in ALIASES:
@@ -42,7 +49,17 @@ def register_backend(name: str, factory, devices=("cpu",), available=None) -> No
 
 
 def canonical_name(name: str) -> str:
-    """'gloo' -> 'tcp'; lower-cased; unknown names raise ValueError listing the known ones."""
+    """The registry name of a backend: ``'gloo'`` -> ``'tcp'``, lower-cased.
+
+    Args:
+        name: a backend name or alias.
+
+    Returns:
+        str: the registered name.
+
+    Raises:
+        ValueError: the name is unknown; the message lists the known ones.
+    """
     key = str(name).lower()
     key = ALIASES.get(key, key)
     if key not in _REGISTRY:
@@ -60,15 +77,32 @@ def _resolve(ref):
 
 
 def get_factory(name: str) -> Callable:
+    """The factory registered for backend ``name`` (its module imported if needed).
+
+    Args:
+        name: a backend name or alias.
+
+    Raises:
+        ValueError: the name is unknown.
+    """
     return _resolve(_REGISTRY[canonical_name(name)].factory)
 
 
 def devices(name: str) -> tuple:
+    """The device types (``"cpu"``, ``"cuda"``) backend ``name`` takes.
+
+    Args:
+        name: a backend name or alias.
+    """
     return _REGISTRY[canonical_name(name)].devices
 
 
 def is_backend_available(name: str) -> bool:
-    """Whether ``name`` can be used here (its optional dependencies import)."""
+    """Whether ``name`` can be used here (its optional dependencies import).
+
+    Args:
+        name: a backend name or alias; unknown names give False.
+    """
     try:
         entry = _REGISTRY[canonical_name(name)]
     except ValueError:
@@ -82,12 +116,21 @@ def is_backend_available(name: str) -> bool:
 
 
 def available_backends() -> list:
+    """The names of the registered backends that can be used here."""
     return [n for n in _REGISTRY if is_backend_available(n)]
 
 
 def default_backend(device_type: str = "cpu") -> str:
-    """``backend=None``: nccl for CUDA tensors (when available), tcp for CPU (or the backend
-    named by ``TB_DEFAULT_BACKEND``, e.g. ``mpi`` for jobs started with mpiexec)."""
+    """The backend used for ``backend=None``: nccl for CUDA tensors (when available), tcp
+    for CPU (or the backend named by ``TB_DEFAULT_BACKEND``, e.g. ``mpi`` for jobs started with
+    mpiexec).
+
+    Args:
+        device_type: ``"cpu"`` or ``"cuda"``.
+
+    Returns:
+        str: the backend's registry name.
+    """
     if device_type == "cuda" and "nccl" in _REGISTRY and is_backend_available("nccl"):
         return "nccl"
     # Hook (issue 6): "backend=None under mpiexec when the user asks for it".
@@ -119,7 +162,11 @@ _LAUNCHER_WORLD = {"mpi": "tensorbrain.distributed.backends.mpi:world_rank_size"
 
 
 def launcher_world(name: str):
-    """``(rank, world_size)`` from the backend's own launcher, or None for store-based ones."""
+    """``(rank, world_size)`` from the backend's own launcher, or None for store-based ones.
+
+    Args:
+        name: a backend name or alias.
+    """
     ref = _LAUNCHER_WORLD.get(canonical_name(name))
     return None if ref is None else _resolve(ref)()
 
@@ -127,8 +174,24 @@ def launcher_world(name: str):
 def create_backend(name: str, store, rank: int, size: int, timeout: float, group_name: str,
                    global_ranks=None, deadline=None):
     """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter.
+
     Backends without in-band fingerprints come back wrapped in the fingerprint layer
-    (``tensorbrain/distributed/_fingerprint.py``: mismatched collectives raise on every rank)."""
+    (``tensorbrain/distributed/_fingerprint.py``: mismatched collectives raise on every rank).
+    The call is collective: every rank of the group makes it.
+
+    Args:
+        name: a backend name or alias.
+        store: a store private to the group.
+        rank: this process's rank in the group.
+        size: the number of ranks in the group.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, used in error messages.
+        global_ranks: the group's ranks in the world, for backends that use them (mpi).
+        deadline: a monotonic deadline bounding the set-up, for factories that take one.
+
+    Returns:
+        Backend: the backend.
+    """
     from .._fingerprint import wrap
     return wrap(_create(name, store, rank, size, timeout, group_name, global_ranks, deadline))
 

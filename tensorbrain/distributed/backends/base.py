@@ -49,7 +49,18 @@ REDUCE_OPS = ("sum", "avg", "prod", "min", "max", "band", "bor", "bxor")
 
 
 class Backend(abc.ABC):
-    """Base of all backends. Subclasses implement the operations below."""
+    """Base of all backends. Subclasses implement the operations below.
+
+    Args:
+        store: a store private to this group (prefixed).
+        rank: this process's rank in the group.
+        size: the number of ranks in the group.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, used in error messages.
+
+    Raises:
+        ValueError: ``rank`` is not in ``[0, size)``.
+    """
 
     #: registry name ("tcp", "mpi", "nccl"); set by subclasses
     name = "base"
@@ -63,63 +74,252 @@ class Backend(abc.ABC):
     # ***** collectives *****
     @abc.abstractmethod
     def allreduce(self, arrays: Sequence, op: str = "sum", *, async_op: bool = True) -> _work.Work:
-        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce)."""
+        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
+
+        Args:
+            arrays: the arrays to reduce; each is overwritten with the result.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def broadcast(self, array, root: int, *, async_op: bool = True) -> _work.Work:
-        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast)."""
+        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
+
+        Args:
+            array: the root's data on ``root``, overwritten with it elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def reduce(self, array, root: int, op: str = "sum", *, async_op: bool = True) -> _work.Work:
-        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce)."""
+        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
+
+        Args:
+            array: this rank's contribution; on ``root`` overwritten with the result.
+            root: the group rank that holds (or receives) the data.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def allgather(self, outputs: Sequence, input, *, async_op: bool = True) -> _work.Work:
-        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list)."""
+        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
+
+        Args:
+            outputs: ``size`` arrays, one per rank, written in rank order.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def allgather_into(self, output, input, *, async_op: bool = True) -> _work.Work:
-        """``output`` (size x input elements) = inputs concatenated in rank order."""
+        """``output`` (size x input elements) = inputs concatenated in rank order.
+
+        Args:
+            output: one array of ``size`` times ``input``'s elements, written.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def gather(self, outputs, input, root: int, *, async_op: bool = True) -> _work.Work:
-        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere."""
+        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
+
+        Args:
+            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
+            input: this rank's contribution (read only).
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def scatter(self, output, inputs, root: int, *, async_op: bool = True) -> _work.Work:
-        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root."""
+        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
+
+        Args:
+            output: the array that receives this rank's piece.
+            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def reduce_scatter(self, output, inputs: Sequence, op: str = "sum", *,
                        async_op: bool = True) -> _work.Work:
-        """``output`` = reduction over ranks of their ``inputs[rank]``."""
+        """``output`` = reduction over ranks of their ``inputs[rank]``.
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def reduce_scatter_into(self, output, input, op: str = "sum", *,
                             async_op: bool = True) -> _work.Work:
-        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output)."""
+        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            input: one flat array of ``size`` times ``output``'s elements.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def alltoall(self, outputs: Sequence, inputs: Sequence, *, async_op: bool = True) -> _work.Work:
-        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists)."""
+        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
+
+        Args:
+            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
+            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def alltoall_single(self, output, input, out_splits=None, in_splits=None, *,
                         async_op: bool = True) -> _work.Work:
-        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal)."""
+        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
+
+        Args:
+            output: the array that receives the rows from every rank, in rank order.
+            input: the rows to send, ``in_splits[j]`` of them to rank j.
+            out_splits: rows received from each rank; None for an equal split.
+            in_splits: rows sent to each rank; None for an equal split.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def barrier(self, *, async_op: bool = True) -> _work.Work:
-        """Return once every rank has entered the barrier."""
+        """Return once every rank has entered the barrier.
+
+        Args:
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     # ***** point to point *****
     @abc.abstractmethod
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True) -> _work.Work:
-        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag)."""
+        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
+
+        Args:
+            array: the data to send (read only).
+            dst: the destination group rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     @abc.abstractmethod
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True) -> _work.Work:
-        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source."""
+        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
+
+        Args:
+            array: the array that receives the data (shape and dtype must match the send).
+            src: the source group rank; None for any rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+
+        Returns:
+            _work.Work: the handle of the operation.
+
+        Raises:
+            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
+                timeout passed (DistTimeoutError).
+        """
 
     # ***** lifetime *****
     @abc.abstractmethod
@@ -132,7 +332,17 @@ class Backend(abc.ABC):
 
     # ***** optional hooks with defaults *****
     def monitored_barrier(self, timeout: float, wait_all_ranks: bool = False) -> None:
-        """A barrier that names the ranks that did not arrive (via the store)."""
+        """A barrier that names the ranks that did not arrive (via the store).
+
+        The default waits through the store; rank 0 checks in on the others and publishes a verdict.
+
+        Args:
+            timeout: seconds to wait for the other ranks.
+            wait_all_ranks: report every missing rank rather than the first.
+
+        Raises:
+            DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
+        """
         from ..errors import DistTimeoutError
         import time
         seq = getattr(self, "_mb_seq", 0)
@@ -173,16 +383,28 @@ class Backend(abc.ABC):
 
 # ***** staging helpers (non-contiguous and CUDA arrays) *****
 def is_host_contiguous(array) -> bool:
+    """True when ``array`` is a C-contiguous NumPy (host) array.
+
+    Args:
+        array: a NumPy or CuPy array.
+    """
     return isinstance(array, np.ndarray) and array.flags.c_contiguous
 
 
 def stage(array, copy_in: bool = True):
     """A C-contiguous host array to communicate through, and ``finish()`` copying it back.
 
-    Returns ``(host, finish)``: ``host`` is ``array`` itself when it already is a contiguous
-    NumPy array (``finish`` then does nothing); otherwise a host copy (CuPy arrays are copied
-    device-to-host after the device is synchronised, since CPU transports cannot read device
-    memory), and ``finish()`` writes the result back into ``array``.
+    ``host`` is ``array`` itself when it already is a contiguous NumPy array (``finish`` then
+    does nothing); otherwise a host copy (CuPy arrays are copied device-to-host after the device
+    is synchronised, since CPU transports cannot read device memory), and ``finish()`` writes the
+    result back into ``array``.
+
+    Args:
+        array: a NumPy or CuPy array, contiguous or not.
+        copy_in: copy ``array``'s values into the host buffer (False for outputs only written).
+
+    Returns:
+        tuple: ``(host, finish)``.
     """
     if type(array) is np.ndarray and array.flags.c_contiguous:
         return array, _noop
@@ -210,7 +432,14 @@ def stage(array, copy_in: bool = True):
 
 
 def stage_in(array):
-    """A contiguous host view or copy of an input that is only read."""
+    """A contiguous host view or copy of an input that is only read.
+
+    Args:
+        array: a NumPy or CuPy array.
+
+    Returns:
+        numpy.ndarray: ``array`` itself when it already is contiguous on the host, else a copy.
+    """
     if is_host_contiguous(array):
         return array
     from ... import _xp
@@ -220,7 +449,11 @@ def stage_in(array):
 
 
 def row_bytes(array) -> int:
-    """Bytes in one row (dim 0 entry) of ``array``; a 0-d array counts as one row."""
+    """Bytes in one row (dim 0 entry) of ``array``; a 0-d array counts as one row.
+
+    Args:
+        array: a NumPy or CuPy array.
+    """
     if array.ndim == 0:
         return array.itemsize
     return int(np.prod(array.shape[1:], dtype=np.int64)) * array.itemsize
@@ -228,7 +461,20 @@ def row_bytes(array) -> int:
 
 def row_splits(splits, array, size: int) -> list:
     """all_to_all_single's rows of ``array`` (dim 0) per rank: ``splits`` checked against the
-    row count, or an even split over ``size`` ranks when None."""
+    row count, or an even split over ``size`` ranks when None.
+
+    Args:
+        splits: rows per rank, or None for an equal split.
+        array: the array whose dim 0 is split.
+        size: the number of ranks.
+
+    Returns:
+        list[int]: ``size`` row counts summing to dim 0.
+
+    Raises:
+        ValueError: the splits do not have ``size`` entries summing to dim 0, or dim 0 does not
+            divide evenly when ``splits`` is None.
+    """
     rows = array.shape[0] if array.ndim else 0
     if splits is None:
         if rows % size:

@@ -208,7 +208,16 @@ class _MPIWork(_work.Work):
 
 class MPIBackend(base.Backend):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
-    ``Create_group`` for ``new_group``). See the module docstring for the op mapping."""
+    ``Create_group`` for ``new_group``). See the module docstring for the op mapping.
+
+    Args:
+        store: a store private to this group (prefixed).
+        rank: this process's rank in the group.
+        size: the number of ranks in the group.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, used in error messages.
+        global_ranks: the group's ranks in COMM_WORLD; None for the world group.
+    """
 
     name = "mpi"
 
@@ -481,6 +490,13 @@ class MPIBackend(base.Backend):
 
     # ***** collectives *****
     def allreduce(self, arrays, op: str = "sum", *, async_op: bool = True):
+        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
+
+        Args:
+            arrays: the arrays to reduce; each is overwritten with the result.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         if len(arrays) == 1:
             a = arrays[0]
             if type(a) is np.ndarray and a.flags.c_contiguous:
@@ -502,11 +518,26 @@ class MPIBackend(base.Backend):
         return self._start("all_reduce", start, finish, async_op)
 
     def broadcast(self, array, root: int, *, async_op: bool = True):
+        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
+
+        Args:
+            array: the root's data on ``root``, overwritten with it elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         host, finish = self._buffer(array, copy_in=self.rank == root)
         return self._start("broadcast", lambda: self.comm.Ibcast(_raw(host), root),
                            _then(finish, array), async_op)
 
     def reduce(self, array, root: int, op: str = "sum", *, async_op: bool = True):
+        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
+
+        Args:
+            array: this rank's contribution; on ``root`` overwritten with the result.
+            root: the group rank that holds (or receives) the data.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         MPI = self._MPI
         if self.rank == root:
             buf, mpi_op, finish = self._reduce_buffer(array, op)
@@ -532,12 +563,26 @@ class MPIBackend(base.Backend):
         return gathered, finish
 
     def allgather(self, outputs, input, *, async_op: bool = True):
+        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
+
+        Args:
+            outputs: ``size`` arrays, one per rank, written in rank order.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(input)
         gathered, finish = self._gather_buffer(send, outputs)
         return self._start("all_gather", lambda: self.comm.Iallgather(_raw(send), _raw(gathered)),
                            finish, async_op)
 
     def allgather_into(self, output, input, *, async_op: bool = True):
+        """``output`` (size x input elements) = inputs concatenated in rank order.
+
+        Args:
+            output: one array of ``size`` times ``input``'s elements, written.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(input)
         if _shares_memory(send, output):
             send = send.copy()  # MPI forbids aliased send and receive buffers
@@ -547,6 +592,14 @@ class MPIBackend(base.Backend):
                            _then(finish, output), async_op)
 
     def gather(self, outputs, input, root: int, *, async_op: bool = True):
+        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
+
+        Args:
+            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
+            input: this rank's contribution (read only).
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(input)
         if self.rank != root:
             return self._start("gather", lambda: self.comm.Igather(_raw(send), None, root),
@@ -556,6 +609,14 @@ class MPIBackend(base.Backend):
                            finish, async_op)
 
     def scatter(self, output, inputs, root: int, *, async_op: bool = True):
+        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
+
+        Args:
+            output: the array that receives this rank's piece.
+            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         recv, finish = self._buffer(output, copy_in=False)
         packed = None
         if self.rank == root:
@@ -566,12 +627,28 @@ class MPIBackend(base.Backend):
             async_op)
 
     def reduce_scatter(self, output, inputs, op: str = "sum", *, async_op: bool = True):
+        """``output`` = reduction over ranks of their ``inputs[rank]``.
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         mpi_op, work_dtype, scale = self._reduction(output.dtype, op)
         packed = np.stack([base.stage_in(x) for x in inputs])
         return self._reduce_scatter_packed("reduce_scatter", output, packed, mpi_op, work_dtype,
                                            scale, async_op)
 
     def reduce_scatter_into(self, output, input, op: str = "sum", *, async_op: bool = True):
+        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            input: one flat array of ``size`` times ``output``'s elements.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         mpi_op, work_dtype, scale = self._reduction(output.dtype, op)
         packed = self._input(input)
         if _shares_memory(packed, output):
@@ -597,6 +674,13 @@ class MPIBackend(base.Backend):
                            finish, async_op)
 
     def alltoall(self, outputs, inputs, *, async_op: bool = True):
+        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
+
+        Args:
+            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
+            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         sends = [base.stage_in(x) for x in inputs]
         recvs = [np.empty(o.shape, o.dtype) for o in outputs]
         send_buf = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
@@ -618,6 +702,15 @@ class MPIBackend(base.Backend):
 
     def alltoall_single(self, output, input, out_splits=None, in_splits=None, *,
                         async_op: bool = True):
+        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
+
+        Args:
+            output: the array that receives the rows from every rank, in rank order.
+            input: the rows to send, ``in_splits[j]`` of them to rank j.
+            out_splits: rows received from each rank; None for an equal split.
+            in_splits: rows sent to each rank; None for an equal split.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(input)
         if _shares_memory(send, output):
             send = send.copy()
@@ -636,15 +729,36 @@ class MPIBackend(base.Backend):
             [recv, (r_counts, _displs(r_counts)), byte]), _then(finish, output), async_op)
 
     def barrier(self, *, async_op: bool = True):
+        """Return once every rank has entered the barrier.
+
+        Args:
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         return self._start("barrier", lambda: self.comm.Ibarrier(), None, async_op)
 
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
+        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
+
+        Args:
+            array: the data to send (read only).
+            dst: the destination group rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         send = self._input(array)
         self._check_tag(tag)
         return self._start("send", lambda: self.comm.Isend(_raw(send), dst, tag), None, async_op)
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
+        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
+
+        Args:
+            array: the array that receives the data (shape and dtype must match the send).
+            src: the source group rank; None for any rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         MPI = self._MPI
         recv, finish = self._buffer(array, copy_in=False)
         self._check_tag(tag)
@@ -656,7 +770,15 @@ class MPIBackend(base.Backend):
     def monitored_barrier(self, timeout: float, wait_all_ranks: bool = False) -> None:
         """A barrier that names the ranks that did not arrive: each rank sends a token to rank
         0, which answers with the verdict (MPI has no shared store to look in). Runs on a
-        private duplicate communicator, so it never matches user messages."""
+        private duplicate communicator, so it never matches user messages.
+
+        Args:
+            timeout: seconds to wait for the other ranks.
+            wait_all_ranks: report every missing rank rather than the first.
+
+        Raises:
+            DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
+        """
         MPI = self._MPI
         seq = self._mb_seq = getattr(self, "_mb_seq", -1) + 1
         tag = seq % (self._ctl.Get_attr(MPI.TAG_UB) + 1)
@@ -696,7 +818,15 @@ class MPIBackend(base.Backend):
         """``ops``: ``(kind, array, peer, tag)`` from ``batch_isend_irecv``. Every Isend/Irecv is
         posted at once (so exchanges in both directions cannot deadlock) and one Work completes
         when all have, as torch's coalesced batch does. (mpi4py keeps each request's buffer
-        alive until it completes.)"""
+        alive until it completes.)
+
+        Args:
+            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: one handle for the whole batch.
+        """
         MPI, posts, finishes = self._MPI, [], []
         for kind, array, peer, tag in ops:
             self._check_tag(tag)
@@ -725,7 +855,12 @@ class MPIBackend(base.Backend):
         round trip), and ``check(rows)`` runs before its Work reports success; it raises on a
         mismatch, which fails the Work and the group. MPI never writes past a receive buffer
         (a longer message is a truncation error), so posting a mismatched collective before
-        the check is safe; it is left pending in the unusable group. ``words=None`` clears it."""
+        the check is safe; it is left pending in the unusable group. ``words=None`` clears it.
+
+        Args:
+            words: this rank's fingerprint words, or None to clear.
+            check: ``check(rows)``, called with every rank's words.
+        """
         self._fp_next = None if words is None else (np.ascontiguousarray(words, np.int64), check)
 
     def _fp_check(self, op, seq, fp) -> None:
@@ -737,7 +872,14 @@ class MPIBackend(base.Backend):
 
     def fingerprint_exchange(self, words):
         """All-gather this rank's collective fingerprint (a few int64 words) on the group's
-        communicator, ahead of the collective itself, polled against the group timeout."""
+        communicator, ahead of the collective itself, polled against the group timeout.
+
+        Args:
+            words: this rank's fingerprint words (int64).
+
+        Returns:
+            numpy.ndarray: every rank's words, one row per rank.
+        """
         if self._failure is not None:
             raise DistBackendError(f"collective on group {self.group_name!r}: the group failed "
                                    f"earlier ({self._failure}); create a new group to go on")
@@ -773,6 +915,7 @@ class MPIBackend(base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
+        """Finish queued ops, then release connections and threads."""
         for work in list(self._pending):
             try:
                 work.wait()

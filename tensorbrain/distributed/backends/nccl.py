@@ -111,7 +111,16 @@ class _NCCLWork(_work.Work):
 
 
 class NCCLBackend(base.Backend):
-    """One NCCL communicator on the current CUDA device (see the module docstring)."""
+    """One NCCL communicator on the current CUDA device (see the module docstring).
+
+    Args:
+        store: a store private to this group (prefixed).
+        rank: this process's rank in the group.
+        size: the number of ranks in the group.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, used in error messages.
+        global_ranks: the group's ranks in the world; None for the world group.
+    """
 
     name = "nccl"
 
@@ -220,7 +229,14 @@ class NCCLBackend(base.Backend):
         """All-gather this rank's collective fingerprint through NCCL on the communication
         stream, then wait for it (bounded by the group timeout) and compare on the host. NCCL
         hangs or corrupts memory on mismatched counts, so the check must finish before the
-        collective is launched. (Not measured here: no multi-GPU machine.)"""
+        collective is launched. (Not measured here: no multi-GPU machine.)
+
+        Args:
+            words: this rank's fingerprint words (int64).
+
+        Returns:
+            numpy.ndarray: every rank's words, one row per rank.
+        """
         if self._failure is not None:
             raise DistBackendError(f"collective on group {self.group_name!r}: the NCCL "
                                    f"communicator failed earlier ({self._failure})")
@@ -293,6 +309,13 @@ class NCCLBackend(base.Backend):
 
     # ***** collectives *****
     def allreduce(self, arrays, op: str = "sum", *, async_op: bool = True):
+        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
+
+        Args:
+            arrays: the arrays to reduce; each is overwritten with the result.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         arrays = list(arrays)
         self._check("all_reduce", *arrays)
         plans = []
@@ -310,6 +333,13 @@ class NCCLBackend(base.Backend):
                             after=(lambda: [f() for f in backs]) if backs else None)
 
     def broadcast(self, array, root: int, *, async_op: bool = True):
+        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
+
+        Args:
+            array: the root's data on ``root``, overwritten with it elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("broadcast", array)
         buf, back = self._contiguous(array)
         comm = self.comm
@@ -318,6 +348,14 @@ class NCCLBackend(base.Backend):
             async_op, after=back)
 
     def reduce(self, array, root: int, op: str = "sum", *, async_op: bool = True):
+        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
+
+        Args:
+            array: this rank's contribution; on ``root`` overwritten with the result.
+            root: the group rank that holds (or receives) the data.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("reduce", array)
         dt, red = self._reduce_args(array.dtype, op)
         buf, back = self._contiguous(array)
@@ -327,6 +365,13 @@ class NCCLBackend(base.Backend):
             async_op, after=back if self.rank == root else None)
 
     def allgather(self, outputs, input, *, async_op: bool = True):
+        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
+
+        Args:
+            outputs: ``size`` arrays, one per rank, written in rank order.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("all_gather", input, *outputs)
         send, _ = self._contiguous(input)
         cp, comm = self._cp, self.comm
@@ -341,6 +386,13 @@ class NCCLBackend(base.Backend):
             (input, send, gathered, outputs), outputs, async_op, after=after)
 
     def allgather_into(self, output, input, *, async_op: bool = True):
+        """``output`` (size x input elements) = inputs concatenated in rank order.
+
+        Args:
+            output: one array of ``size`` times ``input``'s elements, written.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("all_gather_into_tensor", input, output)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
@@ -350,6 +402,14 @@ class NCCLBackend(base.Backend):
             output, async_op, after=back)
 
     def gather(self, outputs, input, root: int, *, async_op: bool = True):
+        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
+
+        Args:
+            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
+            input: this rank's contribution (read only).
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("gather", input, *(outputs or ()))
         send, _ = self._contiguous(input)
         comm = self.comm
@@ -369,6 +429,14 @@ class NCCLBackend(base.Backend):
                             async_op, after=(lambda: [f() for f in backs]) if backs else None)
 
     def scatter(self, output, inputs, root: int, *, async_op: bool = True):
+        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
+
+        Args:
+            output: the array that receives this rank's piece.
+            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("scatter", output, *(inputs or ()))
         recv, back = self._contiguous(output)
         comm = self.comm
@@ -388,12 +456,28 @@ class NCCLBackend(base.Backend):
                             async_op, after=back)
 
     def reduce_scatter(self, output, inputs, op: str = "sum", *, async_op: bool = True):
+        """``output`` = reduction over ranks of their ``inputs[rank]``.
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("reduce_scatter", output, *inputs)
         with self.stream:
             packed = self._cp.stack([x.reshape(output.shape) for x in inputs])
         return self._reduce_scatter("reduce_scatter", output, packed, op, async_op, inputs)
 
     def reduce_scatter_into(self, output, input, op: str = "sum", *, async_op: bool = True):
+        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            input: one flat array of ``size`` times ``output``'s elements.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("reduce_scatter_tensor", output, input)
         packed, _ = self._contiguous(input)
         return self._reduce_scatter("reduce_scatter_tensor", output, packed, op, async_op, input)
@@ -407,6 +491,13 @@ class NCCLBackend(base.Backend):
             (keep, packed, output, recv), output, async_op, after=back)
 
     def alltoall(self, outputs, inputs, *, async_op: bool = True):
+        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
+
+        Args:
+            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
+            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("all_to_all", *outputs, *inputs)
         sends = [self._contiguous(x)[0] for x in inputs]
         recvs = [self._contiguous(o) for o in outputs]
@@ -429,6 +520,15 @@ class NCCLBackend(base.Backend):
 
     def alltoall_single(self, output, input, out_splits=None, in_splits=None, *,
                         async_op: bool = True):
+        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
+
+        Args:
+            output: the array that receives the rows from every rank, in rank order.
+            input: the rows to send, ``in_splits[j]`` of them to rank j.
+            out_splits: rows received from each rank; None for an equal split.
+            in_splits: rows sent to each rank; None for an equal split.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("all_to_all_single", output, input)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
@@ -451,7 +551,14 @@ class NCCLBackend(base.Backend):
 
     def barrier(self, *, async_op: bool = True):
         """An all_reduce of one int32 on the device (as torch's NCCL barrier); waiting on it
-        blocks the host until every rank's barrier finished."""
+        blocks the host until every rank's barrier finished.
+
+        Args:
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: the handle of the operation.
+        """
         self._check("barrier")
         with self.device:
             token = self._cp.zeros(1, self._cp.int32)
@@ -465,6 +572,14 @@ class NCCLBackend(base.Backend):
 
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
+        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
+
+        Args:
+            array: the data to send (read only).
+            dst: the destination group rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("send", array)
         buf, _ = self._contiguous(array)
         comm = self.comm
@@ -473,6 +588,14 @@ class NCCLBackend(base.Backend):
                             (array, buf), None, async_op)
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
+        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
+
+        Args:
+            array: the array that receives the data (shape and dtype must match the send).
+            src: the source group rank; None for any rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         self._check("recv", array)
         if src is None:
             raise ValueError("NCCL cannot receive from any source: pass src (torch's NCCL "
@@ -485,7 +608,15 @@ class NCCLBackend(base.Backend):
     def batch_p2p(self, ops, *, async_op: bool = True):
         """``ops``: ``(kind, array, peer, tag)`` with kind "send"/"recv" (what
         ``batch_isend_irecv`` passes), all in one NCCL group so that ranks exchanging in both
-        directions do not deadlock. One Work for all; NCCL has no tags (order matches)."""
+        directions do not deadlock. One Work for all; NCCL has no tags (order matches).
+
+        Args:
+            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: one handle for the whole batch.
+        """
         comm, calls, keep, backs = self.comm, [], [], []
         for kind, array, peer, _tag in ops:
             self._check(f"batch_isend_irecv ({kind})", array)
@@ -578,6 +709,7 @@ class NCCLBackend(base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
+        """Finish queued ops, then release connections and threads."""
         deadline = time.monotonic() + self.timeout
         while self._pending and self._failure is None and time.monotonic() < deadline:
             for work in list(self._pending):
@@ -595,5 +727,6 @@ class NCCLBackend(base.Backend):
             self._failure = DistBackendError(f"group {self.group_name!r} was shut down")
 
     def abort(self) -> None:
+        """Fail pending ops at once and close everything."""
         self._fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self._stop.set()

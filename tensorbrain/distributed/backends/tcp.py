@@ -173,7 +173,16 @@ def _parent(v: int) -> int:
 
 
 class TCPBackend(Backend):
-    """Collectives over a socket mesh; see the module docstring for algorithms and thresholds."""
+    """Collectives over a socket mesh; see the module docstring for algorithms and thresholds.
+
+    Args:
+        store: a store private to this group (prefixed).
+        rank: this process's rank in the group.
+        size: the number of ranks in the group.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, used in error messages.
+        deadline: a monotonic deadline for the set-up; None for ``timeout`` from now.
+    """
 
     name = "tcp"
 
@@ -577,6 +586,13 @@ class TCPBackend(Backend):
 
     # ***** all_reduce *****
     def allreduce(self, arrays, op="sum", *, async_op=True):
+        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
+
+        Args:
+            arrays: the arrays to reduce; each is overwritten with the result.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         staged = [stage(a) for a in arrays]
         hosts = [h for h, _ in staged]
         for h in hosts:
@@ -664,6 +680,13 @@ class TCPBackend(Backend):
 
     # ***** broadcast / reduce *****
     def broadcast(self, array, root, *, async_op=True):
+        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
+
+        Args:
+            array: the root's data on ``root``, overwritten with it elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         host, finish = stage(array, copy_in=(self.rank == root))
         return self._submit("broadcast", lambda: self._broadcast(host.reshape(-1), root),
                             async_op, finish, array, desc=lambda: _fp(host, root=root),
@@ -707,6 +730,14 @@ class TCPBackend(Backend):
         E.run()
 
     def reduce(self, array, root, op="sum", *, async_op=True):
+        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
+
+        Args:
+            array: this rank's contribution; on ``root`` overwritten with the result.
+            root: the group rank that holds (or receives) the data.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         host, finish = stage(array)
         _check_op(op, host.dtype)
         if self.rank != root:
@@ -767,6 +798,13 @@ class TCPBackend(Backend):
 
     # ***** gathers *****
     def allgather(self, outputs, input, *, async_op=True):
+        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
+
+        Args:
+            outputs: ``size`` arrays, one per rank, written in rank order.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         src = stage_in(input)
         staged = [stage(o, copy_in=False) for o in outputs]
         blocks = [h.reshape(-1) for h, _ in staged]
@@ -774,6 +812,13 @@ class TCPBackend(Backend):
                             async_op, _finisher(staged), list(outputs), desc=lambda: _fp(src))
 
     def allgather_into(self, output, input, *, async_op=True):
+        """``output`` (size x input elements) = inputs concatenated in rank order.
+
+        Args:
+            output: one array of ``size`` times ``input``'s elements, written.
+            input: this rank's contribution (read only).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         src = stage_in(input)
         host, finish = stage(output, copy_in=False)
         flat = host.reshape(-1)
@@ -818,6 +863,14 @@ class TCPBackend(Backend):
         E.run()
 
     def gather(self, outputs, input, root, *, async_op=True):
+        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
+
+        Args:
+            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
+            input: this rank's contribution (read only).
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         src = stage_in(input).reshape(-1)
         staged = [stage(o, copy_in=False) for o in outputs] if self.rank == root else []
 
@@ -840,6 +893,14 @@ class TCPBackend(Backend):
                             desc=lambda: _fp(src, root=root), ftag=FP.wire_tag(root=root))
 
     def scatter(self, output, inputs, root, *, async_op=True):
+        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
+
+        Args:
+            output: the array that receives this rank's piece.
+            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
+            root: the group rank that holds (or receives) the data.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         host, finish = stage(output, copy_in=False)
         srcs = [stage_in(x).reshape(-1) for x in inputs] if self.rank == root else []
 
@@ -863,6 +924,14 @@ class TCPBackend(Backend):
 
     # ***** reduce_scatter *****
     def reduce_scatter(self, output, inputs, op="sum", *, async_op=True):
+        """``output`` = reduction over ranks of their ``inputs[rank]``.
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         srcs = [stage_in(x).reshape(-1) for x in inputs]
         host, finish = stage(output, copy_in=False)
         _check_op(op, host.dtype)
@@ -877,6 +946,14 @@ class TCPBackend(Backend):
                             desc=lambda: _fp(host, op=op), ftag=FP.wire_tag(op))
 
     def reduce_scatter_into(self, output, input, op="sum", *, async_op=True):
+        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
+
+        Args:
+            output: the array that receives this rank's reduced block.
+            input: one flat array of ``size`` times ``output``'s elements.
+            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         src = stage_in(input).reshape(-1)
         host, finish = stage(output, copy_in=False)
         _check_op(op, host.dtype)
@@ -916,6 +993,13 @@ class TCPBackend(Backend):
 
     # ***** all_to_all *****
     def alltoall(self, outputs, inputs, *, async_op=True):
+        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
+
+        Args:
+            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
+            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         srcs = [stage_in(x).reshape(-1) for x in inputs]
         staged = [stage(o, copy_in=False) for o in outputs]
         dsts = [h.reshape(-1) for h, _ in staged]
@@ -924,6 +1008,15 @@ class TCPBackend(Backend):
                             desc=lambda: f"{srcs[0].dtype if srcs else '-'} x{len(srcs)}")
 
     def alltoall_single(self, output, input, out_splits=None, in_splits=None, *, async_op=True):
+        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
+
+        Args:
+            output: the array that receives the rows from every rank, in rank order.
+            input: the rows to send, ``in_splits[j]`` of them to rank j.
+            out_splits: rows received from each rank; None for an equal split.
+            in_splits: rows sent to each rank; None for an equal split.
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         n = self.size
         src = stage_in(input)
         host, finish = stage(output, copy_in=False)
@@ -964,6 +1057,11 @@ class TCPBackend(Backend):
 
     # ***** barrier *****
     def barrier(self, *, async_op=True):
+        """Return once every rank has entered the barrier.
+
+        Args:
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         def body():
             n, r, E = self.size, self.rank, self._engine
             shm = self._intra_host_transport()
@@ -979,6 +1077,14 @@ class TCPBackend(Backend):
 
     # ***** point to point *****
     def send(self, array, dst, tag=0, *, async_op=True):
+        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
+
+        Args:
+            array: the data to send (read only).
+            dst: the destination group rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         src = stage_in(array).reshape(-1)
         if dst == self.rank:
             raise ValueError(f"send: dst {dst} is this rank; a rank cannot send to itself")
@@ -992,6 +1098,14 @@ class TCPBackend(Backend):
         return self._submit("send", body, async_op, collective=False)
 
     def recv(self, array, src, tag=0, *, async_op=True):
+        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
+
+        Args:
+            array: the array that receives the data (shape and dtype must match the send).
+            src: the source group rank; None for any rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
         host, finish = stage(array, copy_in=False)
         flat = host.reshape(-1)
         if src == self.rank:
@@ -1024,7 +1138,15 @@ class TCPBackend(Backend):
 
     def batch_p2p(self, ops, *, async_op=True):
         """Sends and receives ``[(kind, array, peer, tag)]`` progressed together in one run (an
-        exchange of any size cannot deadlock on full socket buffers)."""
+        exchange of any size cannot deadlock on full socket buffers).
+
+        Args:
+            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: one handle for the whole batch.
+        """
         prepared, staged = [], []
         for kind, arr, peer, tag in ops:
             if kind == "send":
@@ -1090,9 +1212,19 @@ class TCPBackend(Backend):
 
     # ***** lifetime *****
     def monitored_barrier(self, timeout, wait_all_ranks=False):
+        """A barrier that names the ranks that did not arrive (via the store).
+
+        Args:
+            timeout: seconds to wait for the other ranks.
+            wait_all_ranks: report every missing rank rather than the first.
+
+        Raises:
+            DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
+        """
         return super().monitored_barrier(timeout, wait_all_ranks)
 
     def shutdown(self) -> None:
+        """Finish queued ops, then release connections and threads."""
         if self._closed:
             return
         with self._submit_lock:
@@ -1109,6 +1241,7 @@ class TCPBackend(Backend):
                 c.close()
 
     def abort(self) -> None:
+        """Fail pending ops at once and close everything."""
         self._closed = True
         if self._poisoned is None:
             self._poisoned = DistBackendError(f"group {self.group_name!r} was aborted")

@@ -6,7 +6,11 @@ from .module import Module
 
 
 class ReLU(Module):
-    """max(0, x). ``inplace`` is accepted for PyTorch compatibility; see ``extra_repr``."""
+    """max(0, x). ``inplace`` is accepted for PyTorch compatibility; see ``extra_repr``.
+
+    Args:
+        inplace: accepted for PyTorch compatibility.
+    """
 
     def __init__(self, inplace: bool = False):
         super().__init__()
@@ -20,6 +24,17 @@ class ReLU(Module):
 
 
 class LeakyReLU(Module):
+    """``x`` if positive else ``negative_slope * x``.
+
+    Args:
+        negative_slope: the slope for negative inputs.
+        inplace: accepted for PyTorch compatibility.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.LeakyReLU(0.5)(tb.tensor([-2.0, 3.0])).tolist()
+        [-1.0, 3.0]
+    """
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -32,7 +47,14 @@ class LeakyReLU(Module):
 
 
 class GELU(Module):
-    """Gaussian error linear unit; ``approximate='tanh'`` selects the tanh approximation."""
+    """Gaussian error linear unit; ``approximate='tanh'`` selects the tanh approximation.
+
+    Args:
+        approximate: ``"none"`` (exact, with erf) or ``"tanh"``.
+
+    Raises:
+        ValueError: another ``approximate``.
+    """
 
     def __init__(self, approximate: str = "none"):
         super().__init__()
@@ -48,7 +70,11 @@ class GELU(Module):
 
 
 class SiLU(Module):
-    """x * sigmoid(x) (a.k.a. swish)."""
+    """x * sigmoid(x) (a.k.a. swish).
+
+    Args:
+        inplace: accepted for PyTorch compatibility (the result is a new tensor).
+    """
 
     def __init__(self, inplace: bool = False):
         super().__init__()
@@ -62,17 +88,23 @@ class SiLU(Module):
 
 
 class Tanh(Module):
+    """The hyperbolic tangent, element-wise."""
     def forward(self, input):
         return input.tanh()
 
 
 class Sigmoid(Module):
+    """``1 / (1 + exp(-x))``, element-wise."""
     def forward(self, input):
         return input.sigmoid()
 
 
 class Softmax(Module):
-    """Softmax over ``dim`` (give it explicitly; PyTorch's implicit choice is deprecated)."""
+    """Softmax over ``dim`` (give it explicitly; PyTorch's implicit choice is deprecated).
+
+    Args:
+        dim: the dimension whose entries sum to 1.
+    """
 
     def __init__(self, dim: int | None = None):
         super().__init__()
@@ -86,6 +118,12 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
+    """``log(softmax(x))`` over ``dim``, computed stably.
+
+    Args:
+        dim: the dimension to normalise over (give it explicitly; PyTorch's implicit choice is
+            deprecated).
+    """
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
@@ -147,7 +185,12 @@ class LogSigmoid(Module):
 
 
 class Softplus(Module):
-    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``."""
+    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``.
+
+    Args:
+        beta: the sharpness.
+        threshold: above ``beta * x > threshold`` the result is ``x``.
+    """
 
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__()
@@ -161,7 +204,12 @@ class Softplus(Module):
 
 
 class ELU(Module):
-    """``x`` if positive else ``alpha * (exp(x) - 1)``."""
+    """``x`` if positive else ``alpha * (exp(x) - 1)``.
+
+    Args:
+        alpha: the value the output tends to for large negative inputs.
+        inplace: accepted for PyTorch compatibility.
+    """
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
@@ -175,7 +223,13 @@ class ELU(Module):
 
 
 class Hardtanh(Module):
-    """``clamp(x, min_val, max_val)``."""
+    """``clamp(x, min_val, max_val)``.
+
+    Args:
+        min_val: the lower bound.
+        max_val: the upper bound.
+        inplace: accepted for PyTorch compatibility.
+    """
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
@@ -196,6 +250,12 @@ class PReLU(Module):
     >>> import tensorbrain as tb
     >>> tb.nn.PReLU()(tb.tensor([-2.0, 3.0])).tolist()
     [-0.5, 3.0]
+
+    Args:
+        num_parameters: 1, or the number of channels C.
+        init: the initial value of ``weight``.
+        device: the device of ``weight``.
+        dtype: the dtype of ``weight``; None for the default dtype.
     """
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
@@ -208,6 +268,7 @@ class PReLU(Module):
                                      dtype=dtype or _dtype.get_default_dtype(), device=device))
 
     def reset_parameters(self):
+        """Set every entry of ``weight`` back to ``init``."""
         from .. import init as _init
         _init.constant_(self.weight, self.init)
 

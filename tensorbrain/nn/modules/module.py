@@ -45,7 +45,11 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 
 class RemovableHandle:
-    """Returned by ``register_*_hook``: ``remove()`` unregisters; usable as a context manager."""
+    """Returned by ``register_*_hook``: ``remove()`` unregisters; usable as a context manager.
+
+    Args:
+        *dicts: the hook dicts (keyed by handle id) the hook is removed from.
+    """
 
     _ids = itertools.count()
 
@@ -54,6 +58,7 @@ class RemovableHandle:
         self._dicts = dicts
 
     def remove(self):
+        """Unregister the hook (a second call does nothing)."""
         for d in self._dicts:
             d.pop(self.id, None)
 
@@ -72,7 +77,23 @@ def _addindent(text, spaces):
 
 
 class Module:
-    """Base class for all neural network modules; subclasses define ``forward``."""
+    """Base class for all neural network modules; subclasses define ``forward``.
+
+    Args:
+        *args: no positional arguments are taken (an error names them otherwise).
+        **kwargs: no keyword arguments are taken either.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> class Net(tb.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.fc = tb.nn.Linear(4, 2)
+        ...     def forward(self, x):
+        ...         return self.fc(x).relu()
+        >>> Net()(tb.randn(3, 4)).shape
+        tb.Size([3, 2])
+    """
 
     training: bool
     _version = 1  # state dict format version (PyTorch records one per module; kept for parity)
@@ -146,7 +167,16 @@ class Module:
 
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """``hook(module, args) -> None | new_args`` runs before ``forward``
-        (``hook(module, args, kwargs) -> None | (args, kwargs)`` with ``with_kwargs=True``)."""
+        (``hook(module, args, kwargs) -> None | (args, kwargs)`` with ``with_kwargs=True``).
+
+        Args:
+            hook: the callable.
+            prepend: run this hook before the ones already registered.
+            with_kwargs: pass (and let the hook return) the keyword arguments too.
+
+        Returns:
+            RemovableHandle: its ``remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[handle.id] = hook
         if with_kwargs:
@@ -156,7 +186,17 @@ class Module:
         return handle
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
-        """``hook(module, args, output) -> None | new_output`` runs after ``forward``."""
+        """``hook(module, args, output) -> None | new_output`` runs after ``forward``.
+
+        Args:
+            hook: the callable.
+            prepend: run this hook before the ones already registered.
+            with_kwargs: call ``hook(module, args, kwargs, output)``.
+            always_call: accepted for torch compatibility.
+
+        Returns:
+            RemovableHandle: its ``remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._forward_hooks)
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
@@ -169,7 +209,15 @@ class Module:
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """``hook(module, grad_output) -> None | new grad_output`` runs when the gradient of
-        this module's output has been computed, before it flows into the module."""
+        this module's output has been computed, before it flows into the module.
+
+        Args:
+            hook: the callable.
+            prepend: run this hook before the ones already registered.
+
+        Returns:
+            RemovableHandle: its ``remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._backward_pre_hooks)
         self._backward_pre_hooks[handle.id] = hook
         if prepend:
@@ -183,6 +231,13 @@ class Module:
 
         Supported for modules with one tensor output and at most one positional input that
         requires grad (every built-in layer); PyTorch's multi-input case raises a clear error.
+
+        Args:
+            hook: the callable.
+            prepend: run this hook before the ones already registered.
+
+        Returns:
+            RemovableHandle: its ``remove()`` unregisters the hook.
         """
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
@@ -192,21 +247,44 @@ class Module:
 
     def register_state_dict_post_hook(self, hook):
         """``hook(module, state_dict, prefix, local_metadata)`` runs after this module's entries
-        are written by ``state_dict``."""
+        are written by ``state_dict``.
+
+        Args:
+            hook: the callable.
+
+        Returns:
+            RemovableHandle: its ``remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[handle.id] = hook
         return handle
 
     def register_load_state_dict_post_hook(self, hook):
         """``hook(module, incompatible_keys)`` runs at the end of ``load_state_dict``; it may
-        edit the missing/unexpected key lists in place."""
+        edit the missing/unexpected key lists in place.
+
+        Args:
+            hook: the callable.
+
+        Returns:
+            RemovableHandle: its ``remove()`` unregisters the hook.
+        """
         handle = RemovableHandle(self._load_state_dict_post_hooks)
         self._load_state_dict_post_hooks[handle.id] = hook
         return handle
 
     # ***** registration *****
     def register_parameter(self, name: str, param: Parameter | None) -> None:
-        """Add a parameter (or a None placeholder, e.g. ``bias=False``) under ``name``."""
+        """Add a parameter (or a None placeholder, e.g. ``bias=False``) under ``name``.
+
+        Args:
+            name: the attribute name (no dots).
+            param: a :class:`Parameter`, or None.
+
+        Raises:
+            KeyError: the name is taken by another attribute, empty or dotted.
+            TypeError: ``param`` is not a Parameter.
+        """
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         self._check_name(name, "parameter")
@@ -218,7 +296,17 @@ class Module:
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
-        """Add a buffer: saved in ``state_dict`` when ``persistent``, moved by ``to``, not trained."""
+        """Add a buffer: saved in ``state_dict`` when ``persistent``, moved by ``to``, not trained.
+
+        Args:
+            name: the attribute name (no dots).
+            tensor: a tensor, or None.
+            persistent: include it in ``state_dict``.
+
+        Raises:
+            KeyError: the name is taken by another attribute, empty or dotted.
+            TypeError: ``tensor`` is not a Tensor.
+        """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         self._check_name(name, "buffer")
@@ -238,7 +326,16 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
-        """Add a child module under ``name`` (``self.name = module`` does the same)."""
+        """Add a child module under ``name`` (``self.name = module`` does the same).
+
+        Args:
+            name: the attribute name (no dots).
+            module: a Module, or None.
+
+        Raises:
+            KeyError: the name is taken by another attribute, empty or dotted.
+            TypeError: ``module`` is not a Module.
+        """
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module")
@@ -258,7 +355,14 @@ class Module:
             raise KeyError(f'{what} name can\'t be empty string ""')
 
     def get_submodule(self, target: str) -> Module:
-        """The module at dotted path ``target`` (``"layer1.0.conv1"``); ``""`` is self."""
+        """The module at dotted path ``target`` (``"layer1.0.conv1"``); ``""`` is self.
+
+        Args:
+            target: the dotted path.
+
+        Raises:
+            AttributeError: no submodule has that path; the message names the missing part.
+        """
         mod = self
         if target == "":
             return mod
@@ -270,6 +374,14 @@ class Module:
         return mod
 
     def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target`` (``"layer1.0.weight"``).
+
+        Args:
+            target: the dotted path.
+
+        Raises:
+            AttributeError: no parameter or submodule has that path.
+        """
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
         if name not in mod._parameters:
@@ -277,6 +389,14 @@ class Module:
         return mod._parameters[name]
 
     def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target`` (``"bn.running_mean"``).
+
+        Args:
+            target: the dotted path.
+
+        Raises:
+            AttributeError: no buffer or submodule has that path.
+        """
         mod_path, _, name = target.rpartition(".")
         mod = self.get_submodule(mod_path)
         if name not in mod._buffers:
@@ -356,7 +476,13 @@ class Module:
 
     # ***** traversal *****
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
-        """``(dotted name, module)`` for this module and every descendant, depth first."""
+        """``(dotted name, module)`` for this module and every descendant, depth first.
+
+        Args:
+            memo: modules already listed (used by the recursion).
+            prefix: prepended to every name.
+            remove_duplicate: list a module reached twice only once.
+        """
         if memo is None:
             memo = set()
         if remove_duplicate:
@@ -371,10 +497,12 @@ class Module:
             yield from mod.named_modules(memo, sub, remove_duplicate)
 
     def modules(self):
+        """This module and every descendant, depth first (each once)."""
         for _, m in self.named_modules():
             yield m
 
     def named_children(self):
+        """``(name, module)`` for the direct children (each once)."""
         seen = set()
         for name, mod in self._modules.items():
             if mod is not None and id(mod) not in seen:
@@ -382,6 +510,7 @@ class Module:
                 yield name, mod
 
     def children(self):
+        """The direct children (each once)."""
         for _, m in self.named_children():
             yield m
 
@@ -400,23 +529,61 @@ class Module:
                 yield mod_prefix + ("." if mod_prefix else "") + name, value
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
-        """``(dotted name, Parameter)`` pairs; a shared parameter is listed once."""
+        """``(dotted name, Parameter)`` pairs; a shared parameter is listed once.
+
+        Args:
+            prefix: prepended to every name.
+            recurse: include the parameters of descendants.
+            remove_duplicate: list a shared parameter once.
+        """
         return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
+        """The parameters of this module (and its descendants), each once.
+
+        Args:
+            recurse: include the parameters of descendants.
+
+        Example:
+            >>> import tensorbrain as tb
+            >>> sum(p.numel() for p in tb.nn.Linear(4, 2).parameters())
+            10
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """``(dotted name, buffer)`` pairs; a shared buffer is listed once.
+
+        Args:
+            prefix: prepended to every name.
+            recurse: include the buffers of descendants.
+            remove_duplicate: list a shared buffer once.
+        """
         return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
+        """The buffers of this module (and its descendants), each once.
+
+        Args:
+            recurse: include the buffers of descendants.
+        """
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     # ***** modes and gradients *****
     def train(self, mode: bool = True):
-        """Set training mode (Dropout drops, BatchNorm uses batch statistics) recursively."""
+        """Set training mode (Dropout drops, BatchNorm uses batch statistics) recursively.
+
+        Args:
+            mode: True for training, False for evaluation.
+
+        Returns:
+            Module: self (the module is changed in place).
+
+        Raises:
+            ValueError: ``mode`` is not a bool.
+        """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         for m in self.modules():
@@ -424,15 +591,28 @@ class Module:
         return self
 
     def eval(self):
+        """Set evaluation mode recursively (``train(False)``); returns self."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True):
+        """Set ``requires_grad`` on every parameter (e.g. False to freeze the module).
+
+        Args:
+            requires_grad: the new flag.
+
+        Returns:
+            Module: self.
+        """
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Reset parameter gradients: drop them (default, as in PyTorch 2) or fill with zeros."""
+        """Reset parameter gradients: drop them (default, as in PyTorch 2) or fill with zeros.
+
+        Args:
+            set_to_none: set ``.grad`` to None instead of filling it with zeros.
+        """
         for p in self.parameters():
             if p.grad is None:
                 continue
@@ -444,7 +624,14 @@ class Module:
                 p.grad._data.fill(0)
 
     def apply(self, fn):
-        """Call ``fn(module)`` on every child (recursively) and then on self, e.g. to initialise."""
+        """Call ``fn(module)`` on every child (recursively) and then on self, e.g. to initialise.
+
+        Args:
+            fn: a callable taking a module.
+
+        Returns:
+            Module: self (the module is changed in place).
+        """
         for m in self.children():
             m.apply(fn)
         fn(self)
@@ -482,6 +669,17 @@ class Module:
 
         A dtype applies to floating point parameters and buffers only (BatchNorm's integer
         ``num_batches_tracked`` stays int64), as in PyTorch.
+
+        Args:
+            *args: a device, a dtype, both, or a tensor whose device and dtype are used.
+            **kwargs: ``device=``, ``dtype=``, ``non_blocking=`` (ignored); ``memory_format=``
+                only as contiguous.
+
+        Returns:
+            Module: self (the module is changed in place).
+
+        Raises:
+            TypeError: a non-floating dtype, or an unknown keyword argument.
         """
         dev, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
@@ -507,13 +705,23 @@ class Module:
         return self._apply(lambda a: _convert(a, dev, dtype))
 
     def cuda(self, device=None):
+        """Move every parameter and buffer to a CUDA device, in place.
+
+        Args:
+            device: a device index, ``"cuda:N"`` or :class:`device`; None for the current device.
+
+        Returns:
+            Module: self.
+        """
         return self.to(as_device("cuda" if device is None else
                                  (f"cuda:{device}" if isinstance(device, int) else device)))
 
     def cpu(self):
+        """Move every parameter and buffer to host memory, in place; returns self."""
         return self.to("cpu")
 
     def half(self):
+        """Cast floating parameters and buffers to float16, in place; returns self."""
         return self.to(_dtype.float16)
 
     def bfloat16(self):
@@ -521,12 +729,22 @@ class Module:
         return self.to(_dtype.bfloat16)
 
     def float(self):
+        """Cast floating parameters and buffers to float32, in place; returns self."""
         return self.to(_dtype.float32)
 
     def double(self):
+        """Cast floating parameters and buffers to float64, in place; returns self."""
         return self.to(_dtype.float64)
 
     def type(self, dst_type):
+        """Cast floating parameters and buffers to ``dst_type``, in place.
+
+        Args:
+            dst_type: a floating dtype.
+
+        Returns:
+            Module: self.
+        """
         return self.to(dst_type)
 
     def share_memory(self):
@@ -551,6 +769,15 @@ class Module:
 
         The tensors share memory with the module (detached), as in PyTorch; copy them (or save
         them) before training further if you need a snapshot.
+
+        Args:
+            *args: torch's deprecated positional ``destination, prefix, keep_vars``.
+            destination: a dict to fill; None for a new ordered dict.
+            prefix: prepended to every key.
+            keep_vars: keep the parameters themselves (not detached tensors).
+
+        Returns:
+            dict: the state dict.
         """
         if args:  # torch's deprecated positional form state_dict(destination, prefix, keep_vars)
             destination = args[0]
@@ -616,6 +843,18 @@ class Module:
         reported as an error naming the key.
         With ``strict=True`` missing or unexpected keys raise; with ``strict=False`` they are
         returned as ``(missing_keys, unexpected_keys)``. Shape mismatches always raise.
+
+        Args:
+            state_dict: a mapping from dotted names to values.
+            strict: raise on missing or unexpected keys.
+            assign: accepted for torch compatibility.
+
+        Returns:
+            tuple: ``(missing_keys, unexpected_keys)``.
+
+        Raises:
+            TypeError: ``state_dict`` is not a mapping, or a value has an unsupported type.
+            RuntimeError: a shape mismatch, or missing/unexpected keys with ``strict=True``.
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")

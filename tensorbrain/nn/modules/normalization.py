@@ -39,6 +39,14 @@ class LayerNorm(Module):
     >>> ln = tb.nn.LayerNorm(4)
     >>> abs(ln(tb.randn(2, 4)).mean().item()) < 1e-5
     True
+
+    Args:
+        normalized_shape: the trailing shape to normalise over (an int for the last dim).
+        eps: added to the variance for stability.
+        elementwise_affine: learn ``weight`` (ones) and ``bias`` (zeros).
+        bias: learn ``bias`` too (when ``elementwise_affine``).
+        device: the device of the parameters.
+        dtype: the dtype of the parameters.
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
@@ -64,7 +72,20 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
-    """Normalise ``(N, C, ...)`` over groups of ``C // num_groups`` channels, per sample."""
+    """Normalise ``(N, C, ...)`` over groups of ``C // num_groups`` channels, per sample.
+
+    Args:
+        num_groups: the number of groups; must divide ``num_channels``.
+        num_channels: C.
+        eps: added to the variance for stability.
+        affine: learn per-channel ``weight`` (ones) and ``bias`` (zeros).
+        device: the device of the parameters.
+        dtype: the dtype of the parameters.
+        bias: learn ``bias`` too (when ``affine``).
+
+    Raises:
+        ValueError: ``num_channels`` is not divisible by ``num_groups``.
+    """
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  device=None, dtype=None, bias: bool = True):
@@ -97,6 +118,13 @@ class RMSNorm(Module):
     >>> import tensorbrain as tb
     >>> tb.nn.RMSNorm(4)(tb.ones(2, 4) * 3).tolist()[0]
     [1.0, 1.0, 1.0, 1.0]
+
+    Args:
+        normalized_shape: the trailing shape to normalise over (an int for the last dim).
+        eps: added to the mean square; None for the dtype's machine epsilon.
+        elementwise_affine: learn ``weight`` (ones).
+        device: the device of ``weight``.
+        dtype: the dtype of ``weight``.
     """
 
     def __init__(self, normalized_shape, eps: float | None = None,
@@ -113,6 +141,7 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
 
     def reset_parameters(self) -> None:
+        """Reset the weight to ones."""
         if self.weight is not None:
             init.ones_(self.weight)
 

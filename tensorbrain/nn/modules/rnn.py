@@ -296,6 +296,21 @@ class LSTM(RNNBase):
     """Long short-term memory (torch's gate order i, f, g, o; ``proj_size`` supported).
 
     Returns from forward: ``(output, (h_n, c_n))``; ``hx`` is ``(h_0, c_0)`` or None (zeros).
+
+    Args:
+        input_size: the number of features of the input.
+        hidden_size: the number of features of the hidden state.
+        num_layers: the number of stacked layers.
+        bias: learn ``bias_ih_l*`` and ``bias_hh_l*``.
+        batch_first: input and output are ``(N, L, features)`` instead of ``(L, N, features)``.
+        dropout: dropout on the outputs of every layer but the last.
+        bidirectional: add a reverse-direction layer (``*_reverse`` parameters).
+        proj_size: when > 0, project ``h`` to this size (``weight_hr_l*``).
+        device: the device of the parameters.
+        dtype: the dtype of the parameters; None for the default dtype.
+
+    Raises:
+        ValueError: bad sizes, dropout outside [0, 1], or ``proj_size >= hidden_size``.
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
@@ -309,6 +324,20 @@ class GRU(RNNBase):
     """Gated recurrent unit (torch's gate order r, z, n; ``b_hn`` inside the reset product).
 
     Returns from forward: ``(output, h_n)``.
+
+    Args:
+        input_size: the number of features of the input.
+        hidden_size: the number of features of the hidden state.
+        num_layers: the number of stacked layers.
+        bias: learn ``bias_ih_l*`` and ``bias_hh_l*``.
+        batch_first: input and output are ``(N, L, features)`` instead of ``(L, N, features)``.
+        dropout: dropout on the outputs of every layer but the last.
+        bidirectional: add a reverse-direction layer (``*_reverse`` parameters).
+        device: the device of the parameters.
+        dtype: the dtype of the parameters; None for the default dtype.
+
+    Raises:
+        ValueError: bad sizes or dropout outside [0, 1].
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
@@ -320,7 +349,16 @@ class GRU(RNNBase):
 
 # ***** cells *****
 class RNNCellBase(Module):
-    """One step of a recurrent layer: ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``."""
+    """One step of a recurrent layer: ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``.
+
+    Args:
+        input_size: the number of features of the input.
+        hidden_size: the number of features of the hidden state.
+        bias: learn ``bias_ih`` and ``bias_hh``.
+        num_chunks: the number of gates (1 for RNN, 3 for GRU, 4 for LSTM).
+        device: the device of the parameters.
+        dtype: the dtype of the parameters; None for the default dtype.
+    """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
                  device=None, dtype=None):
@@ -385,6 +423,17 @@ class RNNCell(RNNCellBase):
     >>> import tensorbrain as tb
     >>> tb.nn.RNNCell(4, 8)(tb.randn(3, 4)).shape
     tb.Size([3, 8])
+
+    Args:
+        input_size: the number of features of the input.
+        hidden_size: the number of features of the hidden state.
+        bias: learn ``bias_ih`` and ``bias_hh``.
+        nonlinearity: ``"tanh"`` or ``"relu"``.
+        device: the device of the parameters.
+        dtype: the dtype of the parameters; None for the default dtype.
+
+    Raises:
+        ValueError: another ``nonlinearity``.
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
@@ -400,7 +449,15 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
-    """One LSTM step; ``forward(input, (h, c))`` returns ``(h', c')``."""
+    """One LSTM step; ``forward(input, (h, c))`` returns ``(h', c')``.
+
+    Args:
+        input_size: the number of features of the input.
+        hidden_size: the number of features of the hidden state.
+        bias: learn ``bias_ih`` and ``bias_hh``.
+        device: the device of the parameters.
+        dtype: the dtype of the parameters; None for the default dtype.
+    """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
                  dtype=None):
@@ -412,7 +469,15 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
-    """One GRU step; ``forward(input, h)`` returns ``h'``."""
+    """One GRU step; ``forward(input, h)`` returns ``h'``.
+
+    Args:
+        input_size: the number of features of the input.
+        hidden_size: the number of features of the hidden state.
+        bias: learn ``bias_ih`` and ``bias_hh``.
+        device: the device of the parameters.
+        dtype: the dtype of the parameters; None for the default dtype.
+    """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
                  dtype=None):

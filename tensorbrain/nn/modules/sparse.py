@@ -17,6 +17,22 @@ class Embedding(Module):
     >>> emb = tb.nn.Embedding(10, 3, padding_idx=0)
     >>> emb(tb.tensor([[0, 2]])).shape, emb.weight[0].tolist()
     (tb.Size([1, 2, 3]), [0.0, 0.0, 0.0])
+
+    Args:
+        num_embeddings: the number of rows.
+        embedding_dim: the size of each row.
+        padding_idx: a row kept at zero that gets no gradient; None for none.
+        max_norm: rows looked up with a larger norm are renormalised to it, in place; None for no
+            limit.
+        norm_type: the p of the p-norm for ``max_norm``.
+        scale_grad_by_freq: scale gradients by the inverse frequency of the indices in the batch.
+        sparse: only False is supported.
+        device: the device of ``weight``.
+        dtype: the dtype of ``weight``; None for the default dtype.
+
+    Raises:
+        ValueError: ``padding_idx`` is out of range.
+        NotImplementedError: ``sparse=True``.
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, max_norm=None,
@@ -54,7 +70,20 @@ class Embedding(Module):
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None, **kwargs):
-        """An Embedding around ``embeddings`` (2-D), frozen by default."""
+        """An Embedding around ``embeddings`` (2-D), frozen by default.
+
+        Args:
+            embeddings: the 2-D weight, used as is.
+            freeze: whether the weight stays fixed in training.
+            padding_idx: as in :class:`Embedding`.
+            **kwargs: the other arguments of :class:`Embedding`.
+
+        Returns:
+            Embedding: the module.
+
+        Raises:
+            ValueError: ``embeddings`` is not 2-D.
+        """
         if embeddings.dim() != 2:
             raise ValueError(f"Embeddings parameter is expected to be 2-dimensional, got shape "
                              f"{tuple(embeddings.shape)}")
@@ -86,6 +115,23 @@ class EmbeddingBag(Module):
     >>> bag = tb.nn.EmbeddingBag(10, 3, mode="sum")
     >>> bag(tb.tensor([1, 2, 4, 5, 4]), tb.tensor([0, 2])).shape
     tb.Size([2, 3])
+
+    Args:
+        num_embeddings: the number of rows.
+        embedding_dim: the size of each row.
+        max_norm: rows looked up with a larger norm are renormalised to it; None for no limit.
+        norm_type: the p of the p-norm for ``max_norm``.
+        scale_grad_by_freq: only False is supported.
+        mode: ``"sum"``, ``"mean"`` or ``"max"``.
+        sparse: only False is supported.
+        include_last_offset: ``offsets`` has one more entry, the end of the last bag.
+        padding_idx: a row that is left out of the bags and gets no gradient; None for none.
+        device: the device of ``weight``.
+        dtype: the dtype of ``weight``; None for the default dtype.
+
+    Raises:
+        ValueError: an unknown ``mode``.
+        NotImplementedError: ``sparse`` or ``scale_grad_by_freq``.
     """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None,
@@ -119,6 +165,7 @@ class EmbeddingBag(Module):
             self.weight = Parameter(_weight)
 
     def reset_parameters(self):
+        """Draw ``weight`` from N(0, 1) again and zero the ``padding_idx`` row."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with grad_mode.no_grad():
@@ -129,7 +176,25 @@ class EmbeddingBag(Module):
                         norm_type: float = 2.0, scale_grad_by_freq: bool = False,
                         mode: str = "mean", sparse: bool = False,
                         include_last_offset: bool = False, padding_idx=None):
-        """An EmbeddingBag around the 2-D ``embeddings``, frozen by default."""
+        """An EmbeddingBag around the 2-D ``embeddings``, frozen by default.
+
+        Args:
+            embeddings: the 2-D weight, used as is.
+            freeze: whether the weight stays fixed in training.
+            max_norm: as in :class:`EmbeddingBag`.
+            norm_type: as in :class:`EmbeddingBag`.
+            scale_grad_by_freq: as in :class:`EmbeddingBag`.
+            mode: as in :class:`EmbeddingBag`.
+            sparse: as in :class:`EmbeddingBag`.
+            include_last_offset: as in :class:`EmbeddingBag`.
+            padding_idx: as in :class:`EmbeddingBag`.
+
+        Returns:
+            EmbeddingBag: the module.
+
+        Raises:
+            ValueError: ``embeddings`` is not 2-D.
+        """
         if embeddings.dim() != 2:
             raise ValueError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape

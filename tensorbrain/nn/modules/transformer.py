@@ -105,6 +105,13 @@ class TransformerEncoder(Module):
 
     ``enable_nested_tensor`` and ``mask_check`` are accepted for torch programs; they select a
     torch inference fast path that computes the same values.
+
+    Args:
+        encoder_layer: a :class:`TransformerEncoderLayer`, copied ``num_layers`` times.
+        num_layers: the number of layers.
+        norm: a module applied to the output; None for none.
+        enable_nested_tensor: accepted for torch compatibility.
+        mask_check: accepted for torch compatibility.
     """
 
     def __init__(self, encoder_layer, num_layers: int, norm=None,
@@ -137,6 +144,19 @@ class TransformerDecoderLayer(Module):
     >>> layer = tb.nn.TransformerDecoderLayer(8, 2, 16, batch_first=True)
     >>> layer(tb.randn(2, 5, 8), tb.randn(2, 7, 8)).shape
     tb.Size([2, 5, 8])
+
+    Args:
+        d_model: the number of features of the input and output.
+        nhead: the number of attention heads; must divide ``d_model``.
+        dim_feedforward: the width of the feed-forward network.
+        dropout: the dropout probability.
+        activation: ``"relu"``, ``"gelu"`` or a callable.
+        layer_norm_eps: the LayerNorms' eps.
+        batch_first: tensors are ``(N, L, E)`` instead of ``(L, N, E)``.
+        norm_first: LayerNorm before each block (pre-norm) instead of after it.
+        bias: learn the biases of the linear layers and LayerNorms.
+        device: the device of the parameters.
+        dtype: the dtype of the parameters.
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
@@ -193,7 +213,13 @@ class TransformerDecoderLayer(Module):
 
 
 class TransformerDecoder(Module):
-    """``num_layers`` deep copies of ``decoder_layer`` and an optional final ``norm``."""
+    """``num_layers`` deep copies of ``decoder_layer`` and an optional final ``norm``.
+
+    Args:
+        decoder_layer: a :class:`TransformerDecoderLayer`, copied ``num_layers`` times.
+        num_layers: the number of layers.
+        norm: a module applied to the output; None for none.
+    """
 
     def __init__(self, decoder_layer, num_layers: int, norm=None):
         super().__init__()
@@ -228,6 +254,23 @@ class Transformer(Module):
     >>> mask = tb.nn.Transformer.generate_square_subsequent_mask(4)
     >>> model(tb.randn(2, 6, 16), tb.randn(2, 4, 16), tgt_mask=mask).shape
     tb.Size([2, 4, 16])
+
+    Args:
+        d_model: the number of features of the inputs and output.
+        nhead: the number of attention heads; must divide ``d_model``.
+        num_encoder_layers: the number of encoder layers.
+        num_decoder_layers: the number of decoder layers.
+        dim_feedforward: the width of the feed-forward networks.
+        dropout: the dropout probability.
+        activation: ``"relu"``, ``"gelu"`` or a callable.
+        custom_encoder: a module used as the encoder instead of the built one.
+        custom_decoder: a module used as the decoder instead of the built one.
+        layer_norm_eps: the LayerNorms' eps.
+        batch_first: tensors are ``(N, L, E)`` instead of ``(L, N, E)``.
+        norm_first: LayerNorm before each block (pre-norm) instead of after it.
+        bias: learn the biases of the linear layers and LayerNorms.
+        device: the device of the parameters.
+        dtype: the dtype of the parameters.
     """
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
@@ -280,6 +323,15 @@ class Transformer(Module):
 
     @staticmethod
     def generate_square_subsequent_mask(sz: int, device=None, dtype=None):
-        """A ``(sz, sz)`` float mask: -inf above the diagonal, 0 elsewhere (causal)."""
+        """A ``(sz, sz)`` float mask: -inf above the diagonal, 0 elsewhere (causal).
+
+        Args:
+            sz: the sequence length.
+            device: the device of the mask.
+            dtype: the dtype of the mask; None for the default dtype.
+
+        Returns:
+            Tensor: the mask.
+        """
         return _square_subsequent_mask(sz, device, dtype)
 

@@ -17,12 +17,11 @@ import json
 import os
 import pickle
 import struct
-import tempfile
 import warnings
 
 import numpy as np
 
-from . import _xp
+from . import _atomic, _xp
 from .tensor import Tensor
 
 PICKLE_FORMAT = "tensorbrain.pickle/1"
@@ -160,21 +159,10 @@ def save(obj, f) -> None:
     if hasattr(f, "write"):
         f.write(data)
         return
-    path = os.fspath(f)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    def fill(tmp):
+        with open(tmp, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    _atomic.write(f, fill)
 
 
 # ***** loading *****

@@ -125,3 +125,19 @@ def test_torch_reads_the_state_dict_tb_wrote_to_a_file_object(tmp_path):
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
     np.testing.assert_allclose(tm.fc(torch.from_numpy(x)).detach().numpy(),
                                m(tb.from_numpy(x)).detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_whole_object_save_also_removes_a_dead_writers_temp_file(tmp_path):
+    # whole-object files and safetensors state dicts share one atomic writer (tensorbrain/_atomic.py)
+    import os
+    import socket
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()                                  # its pid is now free: a writer that died
+    host = socket.gethostname().replace("-", "_").replace(os.sep, "_")
+    stale = tmp_path / f".model.pt.tbtmp-{host}-{dead.pid}-abc.tmp"
+    stale.write_bytes(b"half a checkpoint")
+    tb.save(tb.nn.Linear(2, 3), tmp_path / "model.pt")   # a whole module: not plain data
+    assert not stale.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]

@@ -86,6 +86,11 @@ class Tensor:
 
     @data.setter
     def data(self, value):
+        """``t.data = other``: make ``t`` use ``other``'s storage (a Tensor or an array).
+
+        Raises:
+            TypeError: ``value`` is neither a Tensor nor a NumPy/CuPy array.
+        """
         array = value._data if isinstance(value, Tensor) else value
         if not (isinstance(array, np.ndarray) or _xp.is_cupy_array(array)):
             raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")

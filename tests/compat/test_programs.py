@@ -92,7 +92,7 @@ CASES = {
                                        tmp, fw), 0.15, 0.0),
     "ddp_torchrun": (lambda fw, tmp: _two_launches(fw, tmp, _standalone, "ddp_torchrun.py"),
                      0.15, 0.0),
-    "ddp_multinode_c10d": (lambda fw, tmp: _two_launches(fw, tmp, _c10d, "ddp_multinode.py"),
+    "ddp_multinode_c10d": (lambda fw, tmp: _two_launches(fw, tmp, _c10d, "ddp_torchrun.py"),
                            0.15, 0.0),
     "dist_p2p": (lambda fw, tmp: _run(_python(fw, "dist_p2p.py", str(_port())), tmp, fw), 0.0, 0.0),
     "dist_sync_sgd": (lambda fw, tmp: _run(_python(fw, "dist_sync_sgd.py", str(_port())), tmp, fw),

@@ -1,5 +1,6 @@
-"""The DDP tutorial series, step 3 (multigpu_torchrun.py's shape): launched by torchrun/tbrun,
-with snapshots so a restarted job resumes where it stopped."""
+"""The DDP tutorial series, steps 3 and 4 (multigpu_torchrun.py's and multinode.py's shape, the
+same program): launched by torchrun/tbrun, standalone or with --rdzv-backend c10d, with snapshots
+so a restarted job resumes where it stopped."""
 import os
 
 import numpy as np

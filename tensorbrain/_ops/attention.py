@@ -16,7 +16,6 @@ import numpy as np
 
 from .. import _random
 from .._xp import get_array_module
-from ._raw import raw
 from .core import make, tensor_cls, unbroadcast
 from .rnn import check_outputs, remember_output, side_output
 
@@ -25,7 +24,7 @@ def additive_mask(mask, dtype, xp, keep_true=True):
     """A float array to add to scores: a float mask as it is; a bool mask as 0 where attention
     is allowed and -inf elsewhere (``keep_true``: True means allowed, SDPA's convention;
     otherwise True means masked out, ``nn.MultiheadAttention``'s)."""
-    m = raw(mask) if isinstance(mask, tensor_cls()) else xp.asarray(mask)
+    m = mask._data if isinstance(mask, tensor_cls()) else xp.asarray(mask)
     if m.dtype == np.bool_:
         allowed = m if keep_true else ~m
         return xp.where(allowed, xp.asarray(0, dtype), xp.asarray(-np.inf, dtype))
@@ -44,7 +43,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
     gradient when it requires one. Returns ``(out, weights or None)``.
     """
     Tensor = tensor_cls()
-    q, k, v = raw(query), raw(key), raw(value)
+    q, k, v = query._data, key._data, value._data
     xp = get_array_module(q)
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
         raise RuntimeError(f"scaled_dot_product_attention: query, key and value need at least 2 "
@@ -81,7 +80,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
     elif attn_mask is not None:
         add = additive_mask(attn_mask, dt, xp)
         if isinstance(attn_mask, Tensor) and attn_mask.requires_grad and \
-                raw(attn_mask).dtype != np.bool_:
+                attn_mask._data.dtype != np.bool_:
             mask_t = attn_mask
     if add is not None:
         if np.broadcast_shapes(s.shape, add.shape) == s.shape:
@@ -103,7 +102,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
         pd = p
     out = pd @ v
     cell: dict = {}
-    shapes = (raw(query).shape, raw(key).shape, raw(value).shape)
+    shapes = (query._data.shape, key._data.shape, value._data.shape)
 
     def backward(g):
         check_outputs(cell)
@@ -118,7 +117,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
         gp *= p                                           # dS
         gmask = None
         if mask_t is not None:
-            gmask = unbroadcast(gp, raw(mask_t).shape).astype(raw(mask_t).dtype, copy=False)
+            gmask = unbroadcast(gp, mask_t._data.shape).astype(mask_t._data.dtype, copy=False)
         gp *= dt.type(scale)
         gq = gp @ k
         gk = _swap(gp) @ q

@@ -11,7 +11,6 @@ import numpy as np
 
 from .. import _random
 from .._xp import get_array_module
-from ._raw import raw
 from .core import make
 
 __all__ = ["mish", "hardswish", "hardsigmoid", "prelu", "rms_norm", "alpha_dropout",
@@ -21,7 +20,7 @@ __all__ = ["mish", "hardswish", "hardsigmoid", "prelu", "rms_norm", "alpha_dropo
 # ***** activations *****
 def mish(input, inplace=False):
     """``x * tanh(softplus(x))``."""
-    x = raw(input)
+    x = input._data
     xp = get_array_module(x)
     sp = xp.logaddexp(0, x)
     t = xp.tanh(sp)
@@ -35,7 +34,7 @@ def mish(input, inplace=False):
 
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``; gradient 0 below -3, 1 above 3, ``x/3 + 1/2`` between."""
-    x = raw(input)
+    x = input._data
     xp = get_array_module(x)
     out = (x * xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
 
@@ -47,7 +46,7 @@ def hardswish(input, inplace=False):
 
 def hardsigmoid(input, inplace=False):
     """``relu6(x + 3) / 6``; gradient 1/6 strictly inside (-3, 3)."""
-    x = raw(input)
+    x = input._data
     xp = get_array_module(x)
     out = (xp.clip(x + 3, 0, 6) / 6).astype(x.dtype, copy=False)
     inside = ((x > -3) & (x < 3)).astype(x.dtype) / 6
@@ -56,7 +55,7 @@ def hardsigmoid(input, inplace=False):
 
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, ``weight`` one value or one per channel (dim 1)."""
-    x, w = raw(input), raw(weight)
+    x, w = input._data, weight._data
     xp = get_array_module(x)
     if w.ndim != 1 and w.size != 1:
         raise RuntimeError(f"prelu: weight must be 1-D, got shape {tuple(w.shape)}")
@@ -89,7 +88,7 @@ def prelu(input, weight):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x / sqrt(mean(x^2 over normalized_shape) + eps) * weight``; ``eps`` defaults to the
     dtype's machine epsilon (torch's)."""
-    x = raw(input)
+    x = input._data
     xp = get_array_module(x)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
@@ -99,7 +98,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     eps = float(np.finfo(x.dtype).eps) if eps is None else eps
     r = 1 / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + x.dtype.type(eps))
     xhat = x * r
-    w = None if weight is None else raw(weight)
+    w = None if weight is None else weight._data
     out = xhat if w is None else xhat * w
 
     def backward(g):
@@ -130,7 +129,7 @@ def _feature_dropout(input, p, training, alpha):
     _check_p(p)
     if not training or p == 0.0:
         return input
-    x = raw(input)
+    x = input._data
     xp = get_array_module(x)
     mshape = x.shape[:2] + (1,) * (x.ndim - 2)
     return _apply_mask(input, x, xp, p, mshape, alpha)
@@ -159,7 +158,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
     if not training or p == 0.0:
         return input
-    x = raw(input)
+    x = input._data
     return _apply_mask(input, x, get_array_module(x), p, x.shape, True)
 
 
@@ -267,10 +266,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     if sparse or scale_grad_by_freq:
         raise NotImplementedError("embedding_bag: sparse gradients and scale_grad_by_freq are "
                                   "not supported")
-    w = raw(weight)
+    w = weight._data
     xp = get_array_module(w)
-    idx_np = to_numpy(raw(input)).astype(np.int64)
-    off_np = None if offsets is None else to_numpy(raw(offsets) if hasattr(offsets, "dim")
+    idx_np = to_numpy(input._data).astype(np.int64)
+    off_np = None if offsets is None else to_numpy(offsets._data if hasattr(offsets, "dim")
                                                      else np.asarray(offsets))
     flat, bag, B = _bags(idx_np, off_np, include_last_offset)
     n_rows, D = w.shape
@@ -293,7 +292,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     vals = w[fi]
     psw = None
     if per_sample_weights is not None:
-        psw = raw(per_sample_weights).reshape(-1)
+        psw = per_sample_weights._data.reshape(-1)
         if psw.shape[0] != idx_np.size:
             raise ValueError(f"embedding_bag: per_sample_weights has {psw.shape[0]} entries, "
                              f"expected one per index ({idx_np.size})")
@@ -335,7 +334,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                 gpsw[xp.asarray(keep)] = part
             else:
                 gpsw = part
-            gpsw = gpsw.reshape(raw(per_sample_weights).shape)
+            gpsw = gpsw.reshape(per_sample_weights._data.shape)
         gw = None
         if weight.requires_grad:
             if psw is not None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._xp import get_array_module
-from ._raw import raw
 from .core import make, tensor_cls
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -86,11 +85,11 @@ def side_output(value, y, cell, key):
     if not y.requires_grad:
         return Tensor._wrap(value)
     xp = get_array_module(value)
-    zero = xp.zeros((), dtype=raw(y).dtype)
+    zero = xp.zeros((), dtype=y._data.dtype)
 
     def backward(g):
         cell[key] = g
-        return (xp.broadcast_to(zero, raw(y).shape),)
+        return (xp.broadcast_to(zero, y._data.shape),)
     return make(value, (y,), backward, "RnnStateBackward")
 
 
@@ -146,7 +145,7 @@ def _to_rows(xp, blocks, N, G, H, steps, uniform):
 
 
 def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
-    X, Wih, Whh = raw(x), raw(w_ih), raw(w_hh)
+    X, Wih, Whh = x._data, w_ih._data, w_hh._data
     xp = get_array_module(X)
     dt = X.dtype
     H4, Hout = Whh.shape
@@ -160,19 +159,19 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     Wih_p, Whh_p = Wih[idx], Whh[idx]
     P = X @ (Wih_p * scale).T                           # (N, 4H): all input projections
     if b_ih is not None:
-        P += ((raw(b_ih) + raw(b_hh))[idx] * scale[:, 0])
+        P += ((b_ih._data + b_hh._data)[idx] * scale[:, 0])
     steps = _steps(batch_sizes, reverse)
     row_steps = steps[::-1] if reverse else steps
     Gb = _to_blocks(xp, P.reshape(N, 4, H), row_steps, uniform)    # per step (4, bs, H)
     del P
     # (4, Hout, H): one small GEMM per gate, batched (faster than one (bs, 4H) GEMM here)
     W4T = xp.ascontiguousarray((Whh_p * scale).reshape(4, H, Hout).transpose(0, 2, 1))
-    WhrT = None if w_hr is None else xp.ascontiguousarray(raw(w_hr).T)
+    WhrT = None if w_hr is None else xp.ascontiguousarray(w_hr._data.T)
     Y = xp.empty((N, Hout), dtype=dt)
     C = xp.empty((N, H), dtype=dt)
     TC = xp.empty((N, H), dtype=dt)
     HR = None if w_hr is None else xp.empty((N, H), dtype=dt)
-    H0, C0 = raw(h0), raw(c0)
+    H0, C0 = h0._data, c0._data
     tmp4 = xp.empty(4 * B * H, dtype=dt)
     tmp = xp.empty((B, H), dtype=dt)
     hprevs, cprevs = [], []
@@ -235,7 +234,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         Kb = K.reshape(-1) if uniform else _to_blocks(xp, K, row_steps, False)
         dGb = xp.empty(N * H4, dtype=dt)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
-        Whr = None if w_hr is None else raw(w_hr)
+        Whr = None if w_hr is None else w_hr._data
         Whh4 = Whh_p.reshape(4, H, Hout)
         th = xp.empty((B, H), dtype=dt)
         t4o = xp.empty(4 * B * Hout, dtype=dt)
@@ -278,7 +277,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
 
 # ***** GRU *****
 def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
-    X, Wih, Whh = raw(x), raw(w_ih), raw(w_hh)
+    X, Wih, Whh = x._data, w_ih._data, w_hh._data
     xp = get_array_module(X)
     dt = X.dtype
     H3, H = Whh.shape
@@ -290,10 +289,10 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
     Gi = X @ (Wih * scale).T                            # (N, 3H) r, z, n input parts
     bhn = None
     if b_ih is not None:
-        bi = raw(b_ih).copy()
-        bi[:2 * H] += raw(b_hh)[:2 * H]                 # r and z biases fold into one
+        bi = b_ih._data.copy()
+        bi[:2 * H] += b_hh._data[:2 * H]                 # r and z biases fold into one
         Gi += bi * scale[:, 0]
-        bhn = raw(b_hh)[2 * H:]
+        bhn = b_hh._data[2 * H:]
     steps = _steps(batch_sizes, reverse)
     row_steps = steps[::-1] if reverse else steps
     Gb = _to_blocks(xp, Gi.reshape(N, 3, H), row_steps, uniform)   # per step (3, bs, H)
@@ -301,7 +300,7 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
     W3T = xp.ascontiguousarray((Whh * scale).reshape(3, H, H).transpose(0, 2, 1))
     GHb = xp.empty(N * H3, dtype=dt)                    # W_hh h (+ b_hn), per step (3, bs, H)
     Y = xp.empty((N, H), dtype=dt)
-    H0 = raw(h0)
+    H0 = h0._data
     tmp = xp.empty((B, H), dtype=dt)
     hprevs = []
     prev = None
@@ -395,17 +394,17 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
 
 # ***** Elman RNN (tanh / relu) *****
 def _rnn(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse, relu):
-    X, Wih, Whh = raw(x), raw(w_ih), raw(w_hh)
+    X, Wih, Whh = x._data, w_ih._data, w_hh._data
     xp = get_array_module(X)
     dt = X.dtype
     H = Whh.shape[0]
     B = int(batch_sizes[0]) if len(batch_sizes) else 0
     P = X @ Wih.T
     if b_ih is not None:
-        P += raw(b_ih) + raw(b_hh)
+        P += b_ih._data + b_hh._data
     WhhT = xp.ascontiguousarray(Whh.T)
     Y = xp.empty_like(P)
-    H0 = raw(h0)
+    H0 = h0._data
     tmp = xp.empty((B, H), dtype=dt)
     steps = _steps(batch_sizes, reverse)
     hprevs = []

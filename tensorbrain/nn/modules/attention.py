@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from ... import _dtype
 from ..._ops import shape as _S
-from ..._ops._raw import raw
 from ..._ops.attention import additive_mask, attention
 from ..._xp import get_array_module
 from ...tensor import Tensor, empty
@@ -151,8 +150,8 @@ class MultiheadAttention(Module):
                                f"{value.shape[-1]} differ from kdim/vdim {self.kdim}/{self.vdim}")
         q, k, v = self._project(query, key, value)
         H, D = self.num_heads, self.head_dim
-        xp = get_array_module(raw(q))
-        dt = raw(q).dtype
+        xp = get_array_module(q._data)
+        dt = q._data.dtype
         mask = None if attn_mask is None else additive_mask(attn_mask, dt, xp, keep_true=False)
         kpm = None if key_padding_mask is None else \
             additive_mask(key_padding_mask, dt, xp, keep_true=False)

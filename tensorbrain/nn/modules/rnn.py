@@ -23,7 +23,6 @@ import numpy as np
 
 from ... import _dtype
 from ..._ops import shape as _S
-from ..._ops._raw import raw
 from ..._ops.rnn import GATES, recurrent_layer
 from ..._xp import get_array_module, to_numpy
 from ...tensor import Tensor, empty
@@ -37,8 +36,8 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 
 
 def _zeros_like_state(like, shape):
-    xp = get_array_module(raw(like))
-    return Tensor._wrap(xp.zeros(shape, dtype=raw(like).dtype))
+    xp = get_array_module(like._data)
+    return Tensor._wrap(xp.zeros(shape, dtype=like._data.dtype))
 
 
 class RNNBase(Module):
@@ -147,7 +146,7 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         if packed:
             data = input.data
-            batch_sizes = to_numpy(raw(input.batch_sizes)).astype(np.int64).tolist()
+            batch_sizes = to_numpy(input.batch_sizes._data).astype(np.int64).tolist()
             B = batch_sizes[0]
             batched = True
         else:

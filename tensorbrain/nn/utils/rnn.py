@@ -21,7 +21,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..._ops._raw import raw
 from ..._ops.core import make
 from ..._xp import get_array_module, to_numpy
 from ...tensor import Tensor
@@ -98,7 +97,7 @@ def invert_permutation(permutation):
     """The inverse of a permutation given as an int64 tensor (None stays None)."""
     if permutation is None:
         return None
-    p = raw(permutation)
+    p = permutation._data
     xp = get_array_module(p)
     out = xp.empty_like(p)
     out[p] = xp.arange(p.shape[0], dtype=p.dtype)
@@ -108,7 +107,7 @@ def invert_permutation(permutation):
 # ***** row gather / scatter with gradients *****
 def _take_rows(t, idx):
     """``t[idx]`` along dim 0 (``idx`` distinct), backward scatters into zeros."""
-    x = raw(t)
+    x = t._data
     xp = get_array_module(x)
     out = x[idx]
 
@@ -121,7 +120,7 @@ def _take_rows(t, idx):
 
 def _put_rows(t, idx, n, fill):
     """A new ``(n, *t.shape[1:])`` array holding ``fill`` with ``t``'s rows at ``idx``."""
-    x = raw(t)
+    x = t._data
     xp = get_array_module(x)
     out = xp.full((n,) + x.shape[1:], fill, dtype=x.dtype)
     out[idx] = x
@@ -129,7 +128,7 @@ def _put_rows(t, idx, n, fill):
 
 
 def _lengths_array(lengths):
-    arr = to_numpy(raw(lengths)) if isinstance(lengths, Tensor) else np.asarray(lengths)
+    arr = to_numpy(lengths._data) if isinstance(lengths, Tensor) else np.asarray(lengths)
     return arr.astype(np.int64).reshape(-1)
 
 
@@ -183,7 +182,7 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False, enforce_sort
     else:
         order = np.argsort(-lens, kind="stable")
         lens = lens[order]
-        xp = get_array_module(raw(input))
+        xp = get_array_module(input._data)
         sorted_indices = Tensor._wrap(xp.asarray(order.astype(np.int64)))
         input = input.index_select(b_dim, sorted_indices)
     if batch_first:
@@ -194,7 +193,7 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False, enforce_sort
                            f"sequence length {T}")
     rows, batch_sizes = _packed_rows(lens, T)
     flat = input.reshape(T * B, *input.shape[2:])
-    data = _take_rows(flat, get_array_module(raw(input)).asarray(rows))
+    data = _take_rows(flat, get_array_module(input._data).asarray(rows))
     return PackedSequence(data, Tensor._wrap(batch_sizes), sorted_indices, None)
 
 
@@ -206,7 +205,7 @@ def pad_packed_sequence(sequence, batch_first: bool = False, padding_value: floa
     Raises:
         ValueError: ``total_length`` shorter than the longest sequence.
     """
-    data, batch_sizes = sequence.data, to_numpy(raw(sequence.batch_sizes)).astype(np.int64)
+    data, batch_sizes = sequence.data, to_numpy(sequence.batch_sizes._data).astype(np.int64)
     T, B = len(batch_sizes), int(batch_sizes[0])
     if total_length is not None:
         if total_length < T:
@@ -218,13 +217,13 @@ def pad_packed_sequence(sequence, batch_first: bool = False, padding_value: floa
         T_out = T
     lens = (batch_sizes[None, :] > np.arange(B)[:, None]).sum(axis=1)
     rows, _ = _packed_rows(lens, T)
-    xp = get_array_module(raw(data))
+    xp = get_array_module(data._data)
     flat = _put_rows(data, xp.asarray(rows), T_out * B, padding_value)
     padded = flat.reshape(T_out, B, *data.shape[1:])
     lengths = lens
     if sequence.unsorted_indices is not None:
         padded = padded.index_select(1, sequence.unsorted_indices)
-        lengths = lens[to_numpy(raw(sequence.unsorted_indices))]
+        lengths = lens[to_numpy(sequence.unsorted_indices._data)]
     if batch_first:
         padded = padded.transpose(0, 1)
     return padded, Tensor._wrap(np.asarray(lengths, dtype=np.int64))
@@ -254,7 +253,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
         t = np.arange(n) if padding_side == "right" else np.arange(T - n, T)
         rows.append(t * B + b)
     rows = np.concatenate(rows)
-    xp = get_array_module(raw(flat))
+    xp = get_array_module(flat._data)
     out = _put_rows(flat, xp.asarray(rows), T * B, padding_value).reshape(T, B, *trail)
     return out.transpose(0, 1) if batch_first else out
 

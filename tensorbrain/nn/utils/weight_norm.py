@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from ..._ops import elementwise as _E
 from ..._ops import reduce as _R
-from ..._ops._raw import raw
 from ...autograd import grad_mode
 from ...tensor import Tensor
 from ..parameter import Parameter
@@ -70,10 +69,10 @@ def weight_norm(module, name: str = "weight", dim: int | None = 0):
     weight = getattr(module, name)
     fn = _WeightNorm(name, dim)
     with grad_mode.no_grad():
-        g = raw(_norm_except_dim(weight, dim)).copy()
+        g = _norm_except_dim(weight, dim)._data.copy()
     del module._parameters[name]
     module.register_parameter(name + "_g", Parameter(Tensor._wrap(g)))
-    module.register_parameter(name + "_v", Parameter(Tensor._wrap(raw(weight).copy())))
+    module.register_parameter(name + "_v", Parameter(Tensor._wrap(weight._data.copy())))
     object.__setattr__(module, name, fn.compute(module))
     module._weight_norm_handle = module.register_forward_pre_hook(fn)
     return module
@@ -88,7 +87,7 @@ def remove_weight_norm(module, name: str = "weight"):
     for key, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, _WeightNorm) and hook.name == name:
             with grad_mode.no_grad():
-                w = raw(hook.compute(module)).copy()
+                w = hook.compute(module)._data.copy()
             del module._forward_pre_hooks[key]
             del module._parameters[name + "_g"]
             del module._parameters[name + "_v"]

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import _yaml
+
 
 class DistributedType(str, enum.Enum):
     """How the :class:`~tensorbrain.accelerate.Accelerator` runs (Accelerate's names)."""
@@ -125,62 +127,7 @@ _CONFIG_KEYS = {"compute_environment", "distributed_type", "num_processes", "mix
                 "dynamo_config", "megatron_lm_config", "ipex_config", "mpirun_config"}
 
 
-def _scalar(text: str):
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    low = text.lower()
-    if low in ("true", "yes"):
-        return True
-    if low in ("false", "no"):
-        return False
-    if low in ("null", "~", ""):
-        return None
-    if text.startswith("[") and text.endswith("]"):
-        return [_scalar(v) for v in text[1:-1].split(",") if v.strip()]
-    if text.startswith("{") and text.endswith("}") and text[1:-1].strip() == "":
-        return {}
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def parse_yaml(text: str) -> dict:
-    """Parse the YAML subset Accelerate's config files use: nested mappings by indentation,
-    scalars (strings, numbers, booleans, null) and inline lists. Raises ``ValueError`` naming
-    the line for anything else.
-
-    Args:
-        text: the file's text.
-
-    Returns:
-        The mapping.
-    """
-    root: dict = {}
-    stack = [(-1, root)]
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.split(" #")[0].rstrip() if not raw.lstrip().startswith("#") else ""
-        if not line.strip() or line.strip() == "---":
-            continue
-        indent = len(line) - len(line.lstrip(" "))
-        body = line.strip()
-        if body.startswith("- ") or ":" not in body:
-            raise ValueError(f"accelerate config line {lineno}: {raw!r} is not 'key: value' "
-                             f"(block lists are not supported; write lists inline as [a, b])")
-        key, _, value = body.partition(":")
-        while stack[-1][0] >= indent:
-            stack.pop()
-        parent = stack[-1][1]
-        if value.strip() == "":
-            child: dict = {}
-            parent[key.strip()] = child
-            stack.append((indent, child))
-        else:
-            parent[key.strip()] = _scalar(value)
-    return root
+parse_yaml = _yaml.parse
 
 
 def load_config_from_file(path: str) -> dict:

@@ -119,11 +119,8 @@ _ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "nu
 
 
 def read_simple_yaml(path: str) -> dict:
-    """The top-level ``key: value`` pairs of a YAML file (Accelerate's config is that simple).
-
-    Nested blocks are skipped; quotes are removed; ``null``/``~`` become None. PyYAML is used
-    when installed, so any YAML works there.
-    """
+    """The settings of an Accelerate YAML config file (``tensorbrain._yaml``'s subset; PyYAML
+    when installed, so any YAML works there)."""
     try:
         with open(path) as f:
             text = f.read()
@@ -138,18 +135,11 @@ def read_simple_yaml(path: str) -> dict:
         if not isinstance(data, dict):
             raise CompatError(f"--config_file {path}: expected a mapping at the top level")
         return data
-    out = {}
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#") or line[0] in " \t-":
-            continue
-        key, sep, value = line.partition(":")
-        if not sep:
-            raise CompatError(f"--config_file {path}: cannot read line {line!r} (key: value)")
-        value = value.split(" #")[0].strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        out[key.strip()] = None if value in ("", "null", "~") else value
-    return out
+    from .. import _yaml
+    try:
+        return _yaml.parse(text)
+    except ValueError as exc:
+        raise CompatError(f"--config_file {path}: {exc}") from None
 
 
 def config_file_defaults(p, argv) -> None:
@@ -166,8 +156,9 @@ def config_file_defaults(p, argv) -> None:
         return
     data = read_simple_yaml(path)
     for key, dest in _ACCELERATE_FIELDS.items():
-        if data.get(key) is not None:
-            p.set_defaults(**{dest: str(data[key])})
+        value = data.get(key)
+        if value is not None:   # YAML reads an unquoted `no` (mixed_precision) as false
+            p.set_defaults(**{dest: "no" if value is False else str(value)})
 
 
 def resolve_totals(ns) -> None:

@@ -160,9 +160,7 @@ class UnitState:
         try:
             self.handle.unshard(async_op=async_op)
         except DistError as exc:
-            raise type(exc)(f"{self.kind} unit '{self.name}' on rank {c10d.get_rank()}: the "
-                            f"all-gather of its parameters failed (do all ranks run the same "
-                            f"units in the same order?): {exc}") from exc
+            raise _unit_error(self, "all-gather of its parameters", exc) from exc
 
     # ***** backward *****
     def _pre_backward_hook(self, grad):
@@ -196,7 +194,10 @@ class UnitState:
         self.post_backward_done = True
         root = self.root
         h = self.handle
-        finish = h.reduce_grad(root.sync and self.requires_grad_sync, h.W * h.R)
+        try:
+            finish = h.reduce_grad(root.sync and self.requires_grad_sync, h.W * h.R)
+        except DistError as exc:
+            raise _unit_error(self, "reduce-scatter of its gradients", exc) from exc
         if finish is not None:
             root.pending.append((self, finish))
         h.reshard()
@@ -228,6 +229,12 @@ class UnitState:
 
     def wrap_grad(self, entry, array):
         return Tensor._wrap(array)
+
+
+def _unit_error(unit, what, exc):
+    """``exc`` (a DistError) again, its message naming the FSDP unit and this rank."""
+    return type(exc)(f"{unit.kind} unit '{unit.name}' on rank {c10d.get_rank()}: the {what} "
+                     f"failed (do all ranks run the same units in the same order?): {exc}")
 
 
 def _ptr(a) -> int:
@@ -319,9 +326,7 @@ class RootState:
                 try:
                     shards.append((u, finish()))
                 except DistError as exc:
-                    raise type(exc)(f"{u.kind} unit '{u.name}' on rank {c10d.get_rank()}: the "
-                                    f"reduce-scatter of its gradients failed (do all ranks run "
-                                    f"the same units in the same order?): {exc}") from exc
+                    raise _unit_error(u, "reduce-scatter of its gradients", exc) from exc
             works = []
             for u, g in shards:
                 if u.handle.R > 1:

@@ -1,6 +1,9 @@
 """One rank of ``mpiexec -n 2 python -m tests.distributed.faults.mpi_interrupt``: Ctrl-C (a real
 SIGINT) on rank 0 while it waits in all_reduce for a late rank 1. Rank 0 prints what it saw and
-ends the job (MPI cannot cancel the posted operation)."""
+ends the job (MPI cannot cancel the posted operation).
+
+Results go to the file named by ``TB_RESULT_FILE`` (fsync'd line by line), not only to stdout:
+``MPI_Abort`` can end mpiexec before it forwards the rank's last stdout lines."""
 import os
 import signal
 import sys
@@ -11,6 +14,17 @@ import numpy as np
 
 import tensorbrain as tb
 import tensorbrain.distributed as dist
+
+
+def report(line):
+    """Print one ``RESULT`` line and append it, durably, to ``TB_RESULT_FILE``."""
+    print(f"RESULT {line}", flush=True)
+    path = os.environ.get("TB_RESULT_FILE")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"RESULT {line}\n")
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def main():
@@ -30,17 +44,16 @@ def main():
     threading.Thread(target=ctrl_c, daemon=True).start()
     try:
         dist.all_reduce(t)
-        print("RESULT first=returned", flush=True)
+        report("first=returned")
     except KeyboardInterrupt:
-        print(f"RESULT first=KeyboardInterrupt react_s={time.monotonic() - sent[0]:.3f}",
-              flush=True)
+        report(f"first=KeyboardInterrupt react_s={time.monotonic() - sent[0]:.3f}")
     except Exception as exc:  # noqa: BLE001
-        print(f"RESULT first={type(exc).__name__}", flush=True)
+        report(f"first={type(exc).__name__}")
     try:
         dist.barrier()
-        print("RESULT later=returned", flush=True)
+        report("later=returned")
     except Exception as exc:  # noqa: BLE001
-        print(f"RESULT later={type(exc).__name__}: {exc}", flush=True)
+        report(f"later={type(exc).__name__}: {exc}")
     sys.stdout.flush()
     from mpi4py import MPI
     MPI.COMM_WORLD.Abort(0)

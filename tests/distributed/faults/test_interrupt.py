@@ -79,16 +79,21 @@ def _mpiexec():
 
 @pytest.mark.mpi
 @pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec next to python (pip install mpich)")
-def test_ctrl_c_on_mpi():
+def test_ctrl_c_on_mpi(tmp_path):
     pytest.importorskip("mpi4py")
     from pathlib import Path
     root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
         env.pop(key, None)
-    out = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "-m",
-                          "tests.distributed.faults.mpi_interrupt"], cwd=root, env=env,
-                         capture_output=True, text=True, timeout=60).stdout
+    result = tmp_path / "results.txt"
+    env["TB_RESULT_FILE"] = str(result)
+    proc = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "-m",
+                           "tests.distributed.faults.mpi_interrupt"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    # the file, not stdout: MPI_Abort can end mpiexec before it forwards the last lines
+    out = result.read_text() if result.exists() else ""
+    out += f"\n--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr[-3000:]}"
     lines = dict(line.split(" ", 1)[1].split("=", 1) for line in out.splitlines()
                  if line.startswith("RESULT "))
     assert lines.get("first", "").startswith("KeyboardInterrupt"), out

@@ -1,0 +1,358 @@
+"""The layers of tensorbrain/ and which may import which (docs/architecture.md draws them).
+
+Every module under tensorbrain/ is parsed with ``ast`` (nothing is imported) and placed in a layer
+by LAYERS below. The tests fail when
+
+- a module imports one from a higher layer, at module level or inside a function (imports under
+  ``if TYPE_CHECKING:`` are not counted: they never run);
+- a distributed-core module imports the tensor layers at module level (the backends move raw
+  arrays, so ``import tensorbrain.distributed`` must not need Tensor);
+- two or more modules import each other at module level (a cycle);
+- a module sets a global of another module at import time (``other.Tensor = Tensor``): a hidden
+  upward dependency that no import shows;
+- a module is in no layer, or a KNOWN entry below no longer occurs (delete it: the list shrinks).
+
+``importlib.import_module("literal", ...)`` counts as an import. A package's module-level
+``__getattr__`` may load the package's own submodules lazily (``tb.nn.parallel``,
+``tb.distributed``): that is a namespace, as in torch, not a dependency of the package.
+
+Run ``python tests/test_layers.py`` to print which layer imports which, with counts.
+"""
+from __future__ import annotations
+
+import ast
+import collections
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "tensorbrain"
+EXTENSIONS = {"tensorbrain._C"}  # compiled modules (csrc/): no .py file to parse
+
+# Lowest first; a module may import its own layer and the ones above it in this list. A module's
+# layer is the one with its longest matching prefix (a module name or a package).
+LAYERS: list[tuple[str, list[str]]] = [
+    ("base", [  # array namespace, native kernels, config; no Tensor
+        "tensorbrain._xp", "tensorbrain._native", "tensorbrain._C", "tensorbrain._kernels",
+        "tensorbrain._config", "tensorbrain._dtype", "tensorbrain._device", "tensorbrain._logging",
+        "tensorbrain._malloc", "tensorbrain._atomic", "tensorbrain._yaml",
+        "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",
+        "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
+    ]),
+    ("tensor", [  # Tensor, the ops, autograd, autocast
+        "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain.autograd",
+        "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
+        "tensorbrain.random", "tensorbrain._interop", "tensorbrain.utils.dlpack",
+        "tensorbrain.utils.checkpoint",
+    ]),
+    ("nn", [  # modules, optimizers, data loading, tb.save/tb.load
+        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
+    ]),
+    ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
+    ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level
+        "tensorbrain.distributed._store", "tensorbrain.distributed.store",
+        "tensorbrain.distributed.rendezvous", "tensorbrain.distributed.errors",
+        "tensorbrain.distributed._env", "tensorbrain.distributed.backends",
+        "tensorbrain.distributed._shm", "tensorbrain.distributed._work",
+        "tensorbrain.distributed._fingerprint", "tensorbrain.distributed._liveness",
+        "tensorbrain.distributed._nccl_lib", "tensorbrain.distributed._codec",
+        "tensorbrain.distributed._observe", "tensorbrain.distributed.elastic",
+    ]),
+    ("c10d", [  # process groups and collectives on Tensors (torch.distributed's API)
+        "tensorbrain.distributed", "tensorbrain.distributed.distributed_c10d",
+        "tensorbrain.distributed.device_mesh", "tensorbrain.distributed.algorithms",
+        "tensorbrain.nn.parallel._join",
+    ]),
+    ("parallel", [  # wrappers that parallelise a model
+        "tensorbrain.nn.parallel", "tensorbrain.nn.modules.sync_batchnorm",
+        "tensorbrain.utils.data.distributed", "tensorbrain.distributed.fsdp",
+        "tensorbrain.distributed.tensor", "tensorbrain.distributed.pipelining",
+        "tensorbrain.distributed.pipeline", "tensorbrain.distributed.optim",
+        "tensorbrain.distributed.checkpoint",
+    ]),
+    ("front doors", [  # other frameworks' APIs on top, and the tools
+        "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",
+        "tensorbrain.ezpz", "tensorbrain.as_torch", "tensorbrain.testing",
+        "tensorbrain.benchmarks",
+    ]),
+    ("launchers", [  # tbrun, mp.spawn, the Slurm helpers: start processes, never imported below
+        "tensorbrain.multiprocessing",
+        "tensorbrain.distributed.run", "tensorbrain.distributed.__main__",
+        "tensorbrain.distributed._launch_compat", "tensorbrain.distributed._fanout",
+        "tensorbrain.distributed._output", "tensorbrain.distributed._guardian",
+        "tensorbrain.distributed.slurm",
+    ]),
+]
+# Layers whose modules may not import the tensor layers at module level (see the module docstring).
+NO_TENSOR_AT_IMPORT = {"distributed core"}
+TENSOR_LAYERS = {"tensor", "nn", "models"}
+
+# Violations that exist today, each with why it is there. The test fails when one disappears, so
+# delete the entry then. Keys: (importer, imported) for a layer violation or an injected global.
+KNOWN: dict[tuple[str, str], str] = {
+    # Tensor.softmax/log_softmax and tb.softmax call nn.functional's; the op table that both
+    # Tensor methods and tb.* come from replaces them (issue 12 item 4, tensorcore branch).
+    ("tensorbrain.tensor", "tensorbrain.nn.functional"): "Tensor.softmax via nn.functional",
+    ("tensorbrain", "tensorbrain.nn.functional"): "tb.softmax via nn.functional",
+    # tb.nn.ResNet50, the distributed guide's name; a lazy alias outside nn's own package.
+    ("tensorbrain.nn", "tensorbrain.models"): "tb.nn.ResNet50 alias",
+    # DDP.join reads DDP's internals; a Joinable/JoinHook protocol as torch's
+    # torch.distributed.algorithms.join replaces it (issue 12 item 4, tensorcore branch).
+    ("tensorbrain.nn.parallel._join", "tensorbrain.nn.parallel.distributed"): "join reads DDP",
+    # clip_grad_norm_ takes the DTensor path for DTensor parameters (tp branch's file).
+    ("tensorbrain.nn.utils.clip_grad", "tensorbrain.distributed.tensor._api"): "DTensor norms",
+    # The ops build Tensors through _ops.core.Tensor, which tensor.py sets after its class is
+    # made; a base module that both import replaces it (issue 12 item 4, tensorcore branch).
+    ("tensorbrain.tensor", "tensorbrain._ops.core"): "injected Tensor global",
+}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
+
+
+def _modules(package: pathlib.Path = PACKAGE) -> dict[str, tuple[pathlib.Path, bool]]:
+    """Module name -> (file, is a package) for every .py file under ``package``."""
+    out = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        if is_pkg:
+            parts.pop()
+        out[".".join(parts)] = (path, is_pkg)
+    return out
+
+
+def _anchor(module: str, is_pkg: bool, level: int) -> str:
+    base = module.split(".") if is_pkg else module.split(".")[:-1]
+    return ".".join(base[:len(base) - (level - 1)])
+
+
+def _known_module(name: str, modules) -> str | None:
+    while name and name not in modules and name not in EXTENSIONS:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _targets(node, module, is_pkg, modules) -> list[str]:
+    """The tensorbrain modules one import statement (or import_module call) loads."""
+    names = []
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            base = _anchor(module, is_pkg, node.level) + ("." + base if base else "")
+        for a in node.names:  # `from pkg import submodule` loads the submodule
+            names.append(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base)
+    elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str):
+        name = node.args[0].value
+        if name.startswith("."):
+            level = len(name) - len(name.lstrip("."))
+            pkg_arg = node.args[1].id if len(node.args) > 1 and isinstance(node.args[1], ast.Name) \
+                else "__package__"
+            anchor = _anchor(module, is_pkg or pkg_arg == "__name__", level)
+            name = anchor + "." + name[level:]
+        names = [name]
+    return [m for m in (_known_module(n, modules) for n in names if n.startswith("tensorbrain"))
+            if m]
+
+
+def _is_import_module(node) -> bool:
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+        or (isinstance(node.func, ast.Name) and node.func.id == "import_module"))
+
+
+def edges(modules=None) -> list[tuple[str, str, str, int]]:
+    """Every import inside tensorbrain/: (importer, imported, how, line).
+
+    ``how`` is "module" (runs at import time), "function" (inside a def or lambda), "lazy" (a
+    package's module-level ``__getattr__`` loading its own submodule) or "injected" (a
+    module-level assignment to another module's attribute: ``other.name = value``).
+    """
+    modules = modules or _modules()
+    out = []
+    for module, (path, is_pkg) in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        aliases = {}  # local name -> tensorbrain module, for injected globals
+        _walk(tree, module, is_pkg, modules, "module", out, aliases)
+    return out
+
+
+def _walk(node, module, is_pkg, modules, how, out, aliases):
+    for child in ast.iter_child_nodes(node):
+        child_how = how
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) \
+                and how == "module":
+            child_how = "lazy" if is_pkg and getattr(child, "name", "") == "__getattr__" \
+                and isinstance(node, ast.Module) else "function"
+        if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            continue  # type hints only: never runs
+        if isinstance(child, (ast.Import, ast.ImportFrom)) or _is_import_module(child):
+            for target in _targets(child, module, is_pkg, modules):
+                kind = how
+                if how == "lazy" and not target.startswith(module + "."):
+                    kind = "function"  # a lazy alias outside the package is a dependency
+                out.append((module, target, kind, child.lineno))
+                if how == "module" and isinstance(child, ast.Import):
+                    for a in child.names:
+                        aliases[(a.asname or a.name).split(".")[0]] = target if a.asname else None
+                elif how == "module":  # `from pkg import module [as name]`
+                    for a in child.names:
+                        if target.endswith("." + a.name):
+                            aliases[a.asname or a.name] = target
+        if how == "module" and isinstance(child, ast.Assign):
+            for t in child.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) \
+                        and aliases.get(t.value.id):
+                    out.append((module, aliases[t.value.id], "injected", child.lineno))
+        _walk(child, module, is_pkg, modules, child_how, out, aliases)
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a module: the one with the longest matching prefix (None: in no layer)."""
+    best, best_len = None, -1
+    for name, prefixes in LAYERS:
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = name, len(p)
+    return best
+
+
+RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
+
+
+def violations(all_edges) -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) -> where, for each import that breaks a layer rule or injects."""
+    out = collections.defaultdict(list)
+    for a, b, how, line in all_edges:
+        la, lb = layer_of(a), layer_of(b)
+        if la is None or lb is None or how == "lazy":
+            continue
+        if how == "injected":
+            out[(a, b)].append(f"{a}:{line} sets a global of {b}")
+        elif RANK[lb] > RANK[la]:
+            out[(a, b)].append(f"{a}:{line} ({la}) imports {b} ({lb}) {how}-level")
+        elif how == "module" and la in NO_TENSOR_AT_IMPORT and lb in TENSOR_LAYERS:
+            out[(a, b)].append(f"{a}:{line} ({la}) imports {b} ({lb}) at module level")
+    return out
+
+
+def cycles(all_edges) -> list[frozenset[str]]:
+    """Module-level import cycles: the strongly connected components of more than one module."""
+    graph = collections.defaultdict(set)
+    for a, b, how, _ in all_edges:
+        if how == "module" and a != b:
+            graph[a].add(b)
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's algorithm, recursive (the graph is a few hundred modules)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(frozenset(comp))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+# ------------------------------------------------------------------------------------- the tests
+_EDGES = None
+
+
+def _edges():
+    global _EDGES
+    if _EDGES is None:
+        _EDGES = edges()
+    return _EDGES
+
+
+def test_every_module_has_a_layer():
+    missing = [m for m in _modules() if layer_of(m) is None]
+    assert not missing, f"modules in no layer: {missing}; add each to LAYERS in tests/test_layers.py " \
+                        "(and to the diagram in docs/architecture.md)"
+
+
+def test_no_lower_layer_imports_an_upper_one():
+    found = violations(_edges())
+    new = {k: v for k, v in found.items() if k not in KNOWN}
+    assert not new, "layer violations (see docs/architecture.md):\n" + "\n".join(
+        line for v in new.values() for line in v)
+
+
+def test_known_violations_still_occur():
+    found = violations(_edges())
+    gone = [k for k in KNOWN if k not in found]
+    assert not gone, f"fixed, so delete from KNOWN in tests/test_layers.py: {gone}"
+
+
+def test_no_module_level_import_cycle():
+    found = cycles(_edges())
+    new = [sorted(c) for c in found if c not in KNOWN_CYCLES]
+    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
+    assert not new, f"module-level import cycles: {new}"
+    assert not gone, f"fixed, so delete from KNOWN_CYCLES: {gone}"
+
+
+def test_the_checker_sees_bad_imports(tmp_path):
+    """The rules fire on a small package: an upward import inside a function, a cycle, an injection."""
+    pkg = tmp_path / "tensorbrain"
+    (pkg / "distributed" / "backends").mkdir(parents=True)
+    (pkg / "nn").mkdir()
+    for init in (pkg, pkg / "distributed", pkg / "distributed" / "backends", pkg / "nn"):
+        (init / "__init__.py").write_text("")
+    (pkg / "tensor.py").write_text("def f():\n    from .nn import functional\n")
+    (pkg / "nn" / "functional.py").write_text("from ..tensor import f\n")
+    (pkg / "distributed" / "backends" / "tcp.py").write_text(
+        "from tensorbrain.tensor import f\nimport tensorbrain._ops.core as core\n")
+    (pkg / "_ops").mkdir()
+    (pkg / "_ops" / "__init__.py").write_text("")
+    (pkg / "_ops" / "core.py").write_text("import tensorbrain.distributed.backends.tcp\n")
+    (pkg / "_xp.py").write_text("import tensorbrain._ops.core as core\ncore.Tensor = 1\n")
+    found = violations(edges(_modules(pkg)))
+    assert ("tensorbrain.tensor", "tensorbrain.nn.functional") in found  # function level, upward
+    assert ("tensorbrain.distributed.backends.tcp", "tensorbrain.tensor") in found  # no Tensor
+    assert ("tensorbrain._ops.core", "tensorbrain.distributed.backends.tcp") in found
+    assert ("tensorbrain._xp", "tensorbrain._ops.core") in found  # injected (and upward)
+    assert any("sets a global" in w for w in found[("tensorbrain._xp", "tensorbrain._ops.core")])
+    assert frozenset({"tensorbrain._ops.core", "tensorbrain.distributed.backends.tcp"}) in \
+        cycles(edges(_modules(pkg)))
+
+
+def main():  # pragma: no cover - a report for docs/architecture.md
+    """Print layer -> layer import counts, the violations, and the modules over 600 lines."""
+    counts = collections.Counter()
+    for a, b, how, _ in _edges():
+        la, lb = layer_of(a), layer_of(b)
+        if la != lb and how != "lazy":
+            counts[(la, lb, how)] += 1
+    for (la, lb, how), n in sorted(counts.items(), key=lambda kv: (RANK.get(kv[0][0], -1),
+                                                                     RANK.get(kv[0][1], -1))):
+        print(f"{la:>16} -> {lb:<16} {how:<9} {n}")
+    for v in violations(_edges()).values():
+        print("VIOLATION", *v, sep="\n  ")
+    for name, (path, _) in _modules().items():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > 600:
+            print(f"{lines:5d} {name}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.path.insert(0, str(ROOT))
+    main()

@@ -137,7 +137,10 @@ class Accelerator(CollectivesMixin, StateMixin):
         self.gradient_state = GradientState(self.gradient_accumulation_steps)
         self.scaler = tb.amp.GradScaler(self.device.type) if mixed_precision == "fp16" else None
         self.step = 0
-        self._models, self._optimizers, self._schedulers, self._dataloaders = [], [], [], []
+        self._models: list = []
+        self._optimizers: list = []
+        self._schedulers: list = []
+        self._dataloaders: list = []
 
     # ---- who am I ---------------------------------------------------------------------------
     @property
@@ -457,7 +460,10 @@ class Accelerator(CollectivesMixin, StateMixin):
         Returns:
             As many Nones, as Accelerate.
         """
-        self._models, self._optimizers, self._schedulers, self._dataloaders = [], [], [], []
+        self._models: list = []
+        self._optimizers: list = []
+        self._schedulers: list = []
+        self._dataloaders: list = []
         return [None for _ in objects]
 
     def init_trackers(self, project_name, config=None, init_kwargs=None) -> None:

@@ -64,7 +64,7 @@ def numpy_dtype(name: str) -> np.dtype:
 
 
 def _datatypes(text: str) -> list:
-    names = []
+    names: list = []
     for part in text.split(","):
         part = part.strip().lower()
         if part == "all":

@@ -247,7 +247,8 @@ def merge(paths, out_path: str) -> dict:
     Returns:
         dict: the merged document.
     """
-    events, latest = [], {}
+    events: list = []
+    latest: dict = {}
     for p in paths:
         with open(p) as f:
             events.extend(json.load(f)["traceEvents"])

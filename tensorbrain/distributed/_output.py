@@ -41,7 +41,8 @@ class _Line:
 
     def pieces(self, data: bytes) -> bytes:
         """Console bytes for complete pieces of ``data``; returns the unterminated rest."""
-        out, start = [], 0
+        out: list[bytes] = []
+        start = 0
         for i, b in enumerate(data):
             if b in (10, 13):  # \n \r
                 piece = data[start:i + 1]

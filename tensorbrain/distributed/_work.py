@@ -29,10 +29,10 @@ class Work:
 
     def __init__(self, op: str, seq: int = -1, group: str = ""):
         self.op, self.seq, self.group = op, seq, group
-        self._event = None          # created on demand: synchronous ops never need one
+        self._event: threading.Event | None = None  # created on demand: synchronous ops never need one
         self._exc: BaseException | None = None
         self._result = None
-        self._callbacks = None
+        self._callbacks: list | None = None
         self._lock = threading.Lock()
         self._done = False
 
@@ -74,7 +74,7 @@ class Work:
     def get_future(self):
         """A `concurrent.futures.Future` completed with this work (for ``.then`` chains)."""
         import concurrent.futures
-        fut = concurrent.futures.Future()
+        fut: concurrent.futures.Future = concurrent.futures.Future()
 
         def done(w):
             if w._exc is not None:

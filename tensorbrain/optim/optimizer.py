@@ -111,7 +111,8 @@ class Optimizer:
         Returns:
             ``{"state": {index: {name: value}}, "param_groups": [options with "params": [indices]]}``.
         """
-        index, groups = {}, []
+        index: dict = {}
+        groups = []
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
             ids = []

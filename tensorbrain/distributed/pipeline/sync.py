@@ -224,7 +224,8 @@ class _Partitions(Module):
 
 def _by_device(module):
     """Consecutive layers whose parameters share a device form one partition."""
-    parts, devices = [], []
+    parts: list = []
+    devices: list = []
     for name, layer in module.named_children():
         devs = {str(p.device) for p in layer.parameters()}
         if len(devs) > 1:

@@ -144,7 +144,7 @@ def _legacy_dim(input):
 class _Elementwise(Module):
     """A parameter-free activation ``F.<name>(input)``; ``inplace`` accepted for torch programs
     (the result is a new tensor either way)."""
-    _fn = None
+    _fn: staticmethod | None = None  # each subclass sets its F.<name>
 
     def __init__(self, inplace: bool = False):
         super().__init__()

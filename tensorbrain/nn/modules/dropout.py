@@ -22,7 +22,7 @@ class Dropout(Module):
 
 
 class _DropoutNd(Module):
-    _fn = None
+    _fn: staticmethod | None = None  # each subclass sets its F.<name>
 
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()

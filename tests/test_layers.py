@@ -30,7 +30,8 @@ PACKAGE = ROOT / "tensorbrain"
 EXTENSIONS = {"tensorbrain._C"}  # compiled modules (csrc/): no .py file to parse
 
 # Lowest first; a module may import its own layer and the ones above it in this list. A module's
-# layer is the one with its longest matching prefix (a module name or a package).
+# layer is the one with its longest matching prefix (a module, or a package and all in it; the
+# root package "tensorbrain" is only the `tb` namespace module itself).
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", [  # array namespace, native kernels, config; no Tensor
         "tensorbrain._xp", "tensorbrain._native", "tensorbrain._C", "tensorbrain._kernels",
@@ -213,7 +214,8 @@ def layer_of(module: str) -> str | None:
     best, best_len = None, -1
     for name, prefixes in LAYERS:
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+            inside = module.startswith(p + ".") and p != "tensorbrain"  # the root: itself only
+            if (module == p or inside) and len(p) > best_len:
                 best, best_len = name, len(p)
     return best
 

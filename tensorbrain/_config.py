@@ -12,8 +12,9 @@ False
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def test_detach_in_place():
 # ***** formatting *****
 def test_format_of_zero_dim_tensors_as_python_numbers():
     t = tb.tensor(0.123456)
-    assert f"{t:.4f}" == "0.1235" and "{:5.2f}".format(t) == " 0.12"
+    assert f"{t:.4f}" == "0.1235" and "{:5.2f}".format(t) == " 0.12"  # noqa: UP032 (str.format)
     assert f"{tb.tensor(7):03d}" == "007"
     assert f"{tb.ones(2)}" == str(tb.ones(2))
     with pytest.raises(TypeError):

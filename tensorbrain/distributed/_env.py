@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from collections.abc import Mapping
 
 DEFAULT_PORT = 29500
 

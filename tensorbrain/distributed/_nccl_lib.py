@@ -22,7 +22,7 @@ import importlib.util
 import os
 import sys
 import threading
-from typing import Mapping
+from collections.abc import Mapping
 
 from .. import _config
 

@@ -35,7 +35,7 @@ from ._twin import ShmGroup as TwinGroup
 __all__ = ["connect", "open_group", "close", "all_reduce", "native_available", "reduce_ranks",
            "segment_name", "DEFAULT_BUF_BYTES", "flat_max_bytes", "TwinGroup"]
 
-_live: "weakref.WeakSet" = weakref.WeakSet()
+_live: weakref.WeakSet = weakref.WeakSet()
 
 
 def native_available() -> bool:

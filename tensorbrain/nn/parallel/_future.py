@@ -25,13 +25,13 @@ class Future:
         self._wait, self._value, self._done, self._exc = wait_fn, None, False, None
 
     @classmethod
-    def completed(cls, value) -> "Future":
+    def completed(cls, value) -> Future:
         f = cls()
         f.set_result(value)
         return f
 
     @classmethod
-    def from_work(cls, work, value) -> "Future":
+    def from_work(cls, work, value) -> Future:
         """Finishes with ``value`` once ``work`` (anything with ``wait()``) has finished."""
         def run():
             work.wait()
@@ -60,6 +60,6 @@ class Future:
     def value(self):
         return self.wait()
 
-    def then(self, callback) -> "Future":
+    def then(self, callback) -> Future:
         """A Future for ``callback(self)``, run after this one finishes."""
         return Future(lambda: (self.wait(), callback(self))[1])

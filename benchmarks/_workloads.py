@@ -1,14 +1,14 @@
-"""The training-step workloads of issue 15, written once for both frameworks.
+"""The training-step workloads of ``train.py --workload``, written once for both frameworks.
 
 Each builder takes ``lib`` (``tensorbrain`` or ``torch``) and returns a model built from that
 library's ``nn``: one source text, two frameworks, so the comparison is the same model line for
-line. ResNet-18 is the exception the issue asks for: TensorBrain's side is
+line. ResNet-18 is the exception: TensorBrain's side is
 ``tb.models.resnet18``; the torch side is :func:`resnet18` here (torchvision's structure, which
 this machine does not have), and takes tb's weights through the state dict (the keys are
 torchvision's on both sides).
 
-A workload names the ``tb.nn`` layers it needs; when one is missing (layers other helpers are
-still building), train.py prints "skipped: tb.nn has no X yet" for it instead of failing.
+A workload names the ``tb.nn`` layers it needs; when one is missing (a layer not written
+yet), train.py prints "skipped: tb.nn has no X yet" for it instead of failing.
 """
 from __future__ import annotations
 

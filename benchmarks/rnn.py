@@ -1,6 +1,6 @@
 """Sequence-model training steps: TensorBrain vs torch, side by side in one process.
 
-Two workloads from issue 15, each written once and built from ``tb.nn`` and from ``torch.nn``
+Two workloads, each written once and built from ``tb.nn`` and from ``torch.nn``
 with the same weights:
 
 * ``lstm``: the word-language-model step (PyTorch's examples/word_language_model): Embedding

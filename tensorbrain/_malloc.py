@@ -3,10 +3,9 @@
 glibc's malloc hands blocks above its mmap threshold (128 KiB at start, raised automatically only
 after a large block is freed) back to the kernel on free. A training step allocates and frees the
 same 1-2 MiB activations and gradients every time, so every step faulted in fresh zero-filled
-pages: MLP 784-512-512-10 at B=512 paid 2,152 minor page faults per step, 20.4 ms against 16.1 ms
-with the thresholds below (same process, same data, measured on the 2-core dev VM); in 2-rank DDP
-the faulting rank set the pace (efficiency 0.77 against 0.92). PyTorch never shows this because
-its own 25 MiB buffers raise glibc's threshold as a side effect.
+pages, and in DDP the faulting rank set the pace (the figures are in docs/ddp.md, "Memory
+allocator"). PyTorch never shows this because its own 25 MiB buffers raise glibc's threshold as a
+side effect.
 
 The values are the ceiling glibc's own automatic adjustment reaches (32 MiB mmap threshold), and
 64 MiB of free heap top is kept. Cost: freed blocks up to 32 MiB stay in the heap for reuse

@@ -337,6 +337,30 @@ def test_the_checker_sees_bad_imports(tmp_path):
         cycles(edges(_modules(pkg)))
 
 
+# Documents that live outside this repository; the code may not send a reader to them.
+OUTSIDE_DOCUMENTS = ("../shared", "REFERENCE.md", "BASELINES.md", "STYLE.md")
+# Files other branches are changing this session; they still cite one (delete when fixed).
+KNOWN_CITING_OUTSIDE = {
+    "tensorbrain/nn/parallel/distributed.py", "tensorbrain/distributed/rendezvous.py",
+    "tensorbrain/distributed/backends/mpi.py", "benchmarks/ddp.py", "benchmarks/mpi_overhead.py",
+    "benchmarks/shm.py", "benchmarks/ops.py",
+}
+
+
+def test_no_document_outside_the_repo_is_cited():
+    citing = set()
+    for top in ("tensorbrain", "tests", "benchmarks", "examples"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel != "tests/test_layers.py" and any(
+                    d in path.read_text(encoding="utf-8") for d in OUTSIDE_DOCUMENTS):
+                citing.add(rel)
+    assert not citing - KNOWN_CITING_OUTSIDE, \
+        f"cite docs/ or benchmarks/ instead of {OUTSIDE_DOCUMENTS}: {sorted(citing - KNOWN_CITING_OUTSIDE)}"
+    assert not KNOWN_CITING_OUTSIDE - citing, \
+        f"fixed, so delete from KNOWN_CITING_OUTSIDE: {sorted(KNOWN_CITING_OUTSIDE - citing)}"
+
+
 def main():  # pragma: no cover - a report for docs/architecture.md
     """Print layer -> layer import counts, the violations, and the modules over 600 lines."""
     counts = collections.Counter()

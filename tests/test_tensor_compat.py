@@ -1,5 +1,5 @@
 """torch semantics real programs rely on: .data, detach_, __format__, view strides, .to(int),
-backends, accelerator and the small names (issue 14)."""
+backends, accelerator and the small names."""
 import itertools
 
 import numpy as np

@@ -128,9 +128,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     def backward(g):
         # The input gradient and both affine gradients from two per-channel sums, sum(g) and
         # sum(g * xhat): gx = rstd*w * (g - sum(g)/n - xhat * sum(g*xhat)/n). Written this way
-        # the backward makes 2 full-size temporaries instead of 7 (the conv net workload's three
-        # BatchNorm2d layers, forward + backward: 9.0 ms against 11.1 ms, torch 8.4 ms; one
-        # thread, benchmarks/train.py --workload convnet shapes).
+        # the backward makes 2 full-size temporaries instead of 7 (the time saved is in
+        # docs/training.md).
         g = xp.ascontiguousarray(g)   # a stride-0 broadcast g would make the matmul skip BLAS
         need_w = weight is not None and weight.requires_grad
         sg = g.sum(axis=axes, keepdims=True) if training or (bias is not None and bias.requires_grad) else None

@@ -2,8 +2,8 @@
 loop itself.
 
 Why: a recurrent layer written from primitive ops records ~15 graph nodes per timestep and pays
-Python dispatch for each, forward and backward; the measured cost was 1.7-2.0x torch's step time
-on LSTM language models (issue 15). Here a layer/direction costs
+Python dispatch for each, forward and backward (1.7-2.0x torch's step time on LSTM language
+models; docs/sequence.md has the figures). Here a layer/direction costs
 
 * one GEMM for the input projections of all timesteps (``x @ W_ih^T + b``);
 * per timestep: one GEMM with ``W_hh`` and a handful of in-place NumPy calls on small arrays;
@@ -19,12 +19,11 @@ reverse pass's grow; rows that are not active keep their state.
 
 The LSTM keeps its gates internally in the order (o, i, f, g), torch's being (i, f, g, o): the
 three sigmoid gates are then one contiguous block for the forward and the three gates that the
-cell-state gradient feeds are one contiguous block for the backward. Each step's gates are
-stored as one contiguous ``(4, bs, H)`` block, with the hidden GEMM batched per gate: measured
-on (20, 200) x (200, 800), contiguous ufuncs ran ~3x faster than on the strided column slices of
-a ``(bs, 4H)`` array and four (200, 200) GEMMs took 64 us against 85 us for one; the layer's
-forward went from 8.3 to 6.7 ms. Sigmoids are computed as ``0.5 * tanh(x / 2) + 0.5`` with the
-1/2 folded into a per-call copy of the weights (one ufunc per step instead of four).
+cell-state gradient feeds are one contiguous block for the backward. Each step's gates are stored
+as one contiguous ``(4, bs, H)`` block, with the hidden GEMM batched per gate: ufuncs on contiguous
+blocks beat the strided column slices of a ``(bs, 4H)`` array, and four square GEMMs beat one wide
+one at these sizes (docs/sequence.md). Sigmoids are computed as ``0.5 * tanh(x / 2) + 0.5`` with
+the 1/2 folded into a per-call copy of the weights (one ufunc per step instead of four).
 
 The layer returns ``y``; ``h_n`` (and ``c_n``) are tensors whose nodes hand their gradient to
 the layer's node through a shared cell and give ``y`` a zero gradient, so the three outputs

@@ -1,4 +1,4 @@
-"""Nothing outlives tbrun, even when tbrun itself is SIGKILLed (issue 13, finding 7).
+"""Nothing outlives tbrun, even when tbrun itself is SIGKILLed.
 
 Workers get ``PR_SET_PDEATHSIG`` (the kernel kills a worker when tbrun dies), but what a worker
 started (DataLoader workers, a subprocess) is not its child's child of tbrun: it used to survive a

@@ -1,4 +1,4 @@
-"""Layers added for real programs (issue 15): finite differences always, torch where installed."""
+"""Layers added for real programs: finite differences always, torch where installed."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Shared-memory collectives between the ranks of one group on one host (issue 7, docs/shm.md).
+"""Shared-memory collectives between the ranks of one group on one host (docs/shm.md).
 
 Two implementations of one protocol on one segment layout:
 

@@ -48,9 +48,8 @@ def describe(a: int, nbytes: int) -> str:
     parts += [f"root {root}"] if root >= 0 else []
     return f"{KIND_NAMES.get(kind, '?')}({', '.join(parts + [f'{nbytes} bytes'])})"
 
-# One buffer per rank and generation (two generations alternate). 1 MiB measured best for 2 ranks
-# on the dev VM (min of 3 rounds, 16 MiB: 2.6 ms against 6.9 ms with 256 KiB and 4.4 ms with
-# 4 MiB; 64 MiB: 11.2 / 11.6 / 16.7 ms): a chunk fits the 1 MiB L2 of the core that reduces it.
+# One buffer per rank and generation (two generations alternate). 1 MiB: a chunk fits the 1 MiB L2
+# of the core that reduces it (the chunk sizes measured against it are in docs/shm.md).
 # The segment holds 2 * nranks buffers: 8 MiB for 4 ranks.
 DEFAULT_BUF_BYTES = 1 << 20
 

@@ -27,7 +27,7 @@ from .transformer import MultiheadAttention, TransformerEncoderLayer
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
                           TransformerEncoder)
 
-_SEQUENCE = [  # issue 15's sequence layers and the layers real programs use
+_SEQUENCE = [  # the sequence layers and the other layers real programs use
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
     "Mish", "Hardswish", "Hardsigmoid", "ReLU6", "LogSigmoid", "Softplus", "ELU", "Hardtanh",
     "PReLU", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",

@@ -140,7 +140,7 @@ def _legacy_dim(input):
     return 0 if input.dim() in (0, 1, 3) else 1
 
 
-# ***** more activations (issue 15) *****
+# ***** more activations *****
 class _Elementwise(Module):
     """A parameter-free activation ``F.<name>(input)``; ``inplace`` accepted for torch programs
     (the result is a new tensor either way)."""

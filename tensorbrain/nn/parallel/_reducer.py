@@ -1,6 +1,6 @@
 """The gradient reducer behind DistributedDataParallel: buckets, hooks, overlap, write-back.
 
-How one iteration goes (PyTorch's ``reducer.cpp``, REFERENCE.md "PyTorch DDP"):
+How one iteration goes (as in PyTorch's ``reducer.cpp``):
 
 1. ``prepare_for_backward`` (DDP's forward): reset the per-bucket counters; with
    ``find_unused_parameters`` walk the graph from the outputs to find parameters that will get
@@ -365,8 +365,8 @@ class Reducer:
         t_end = time.perf_counter() if self.timings is not None else None
         missing = [i for i, r in enumerate(self._ready) if not r]
         if self.world_size == 1 and self.comm_hook is None:
-            # Nothing to reduce (measured: skipping the 1-rank all_reduce round trips through
-            # the backend's worker thread saves ~4 ms per MLP step); only the checks remain.
+            # Nothing to reduce: skip the 1-rank all_reduce and its round trip through the
+            # backend's worker thread; only the checks remain.
             self._works = []
             self._check_missing(missing)
             self._done_iteration()

@@ -1,4 +1,4 @@
-"""The fault-injection suite (issue 13): real processes, real signals, hard timeouts.
+"""The fault-injection suite (docs/reliability.md): real processes, real signals, hard timeouts.
 
 ``python -m pytest tests/distributed/faults`` is the quick run CI does (under ~3 minutes on 2
 cores). ``TB_FAULTS_SOAK=N`` (N > 1) turns on the long mode: N times the repetitions of each

@@ -70,12 +70,12 @@ def check_survivors(results, victim, limit):
         assert obs["secs"] < limit, (res.rank, obs)
 
 
-# Known gap (issue 13 is open for it; docs/reliability.md): in the direct exchange of a small
+# Known gap (open; docs/reliability.md): in the direct exchange of a small
 # all_reduce, a survivor that has already failed closes its sockets right after its abort frame,
 # and a slower survivor whose send to it hits EPIPE names that survivor instead of the dead rank
 # (the abort frame is left unread). Seen in about 1 run in 5 with victim 0 on 2 loaded cores.
 _EPIPE_GAP = pytest.mark.xfail(strict=False, reason="known gap: EPIPE from a survivor that "
-                               "already aborted is blamed on it (abort frame unread); issue 13")
+                               "already aborted is blamed on it (abort frame unread)")
 
 
 @pytest.mark.parametrize("count", [8, 400_000])

@@ -57,7 +57,7 @@ class _Encoder:
         if isinstance(obj, Tensor):
             name = self.name(path)
             self.arrays[name] = _contiguous(_xp.to_numpy(obj._data))
-            node = {"T": "tensor", "name": name, "device": str(obj.device)}
+            node: dict[str, str | bool] = {"T": "tensor", "name": name, "device": str(obj.device)}
             if obj.requires_grad:
                 node["requires_grad"] = True
             if _is_parameter(obj):

@@ -170,8 +170,12 @@ def annotate(exc: BaseException) -> None:
     """
     if isinstance(exc, ImportError) and (exc.name or "").split(".")[0] in ALIASES.values() and \
             "cannot import name" in str(exc) and not getattr(exc, "__tb_noted__", False):
-        exc.add_note(f"[tensorbrain.as_torch] the name is missing from {exc.name}: {_GAP}")
-        exc.__tb_noted__ = True
+        note = f"[tensorbrain.as_torch] the name is missing from {exc.name}: {_GAP}"
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        else:  # Python 3.10 has no notes: append it to the message
+            exc.args = (f"{exc.args[0] if exc.args else ''}\n{note}", *exc.args[1:])
+        exc.__tb_noted__ = True  # type: ignore[attr-defined]
 
 
 def is_installed() -> bool:

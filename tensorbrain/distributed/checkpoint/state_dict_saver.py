@@ -186,7 +186,7 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
     entries, writes = _plan(plans)  # the same on every rank, so a bad plan raises on every rank
     mine = {_entry_name(path, offsets): arrays[(path, offsets, lengths)]
             for path, offsets, lengths in writes[comm.rank]}
-    outcome = {"file": None, "error": None}
+    outcome: dict[str, str | None] = {"file": None, "error": None}
     try:
         outcome["file"] = writer.write_rank(comm.rank, token, mine)
     except Exception as exc:  # reported to every rank below, then raised everywhere

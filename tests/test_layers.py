@@ -30,8 +30,8 @@ PACKAGE = ROOT / "tensorbrain"
 EXTENSIONS = {"tensorbrain._C"}  # compiled modules (csrc/): no .py file to parse
 
 # Lowest first; a module may import its own layer and the ones above it in this list. A module's
-# layer is the one with its longest matching prefix (a module, or a package and all in it; the
-# root package "tensorbrain" is only the `tb` namespace module itself).
+# layer is the one with its longest matching prefix (a module, or a package and all in it, except
+# for NAMESPACES below).
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", [  # array namespace, native kernels, config; no Tensor
         "tensorbrain._xp", "tensorbrain._native", "tensorbrain._C", "tensorbrain._kernels",
@@ -84,6 +84,9 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed.slurm",
     ]),
 ]
+# Packages whose modules sit in several layers: the prefix is the package's __init__ only, so a
+# new module in them must be placed in LAYERS by name.
+NAMESPACES = {"tensorbrain", "tensorbrain.distributed"}
 # Layers whose modules may not import the tensor layers at module level (see the module docstring).
 NO_TENSOR_AT_IMPORT = {"distributed core"}
 TENSOR_LAYERS = {"tensor", "nn", "models"}
@@ -214,7 +217,7 @@ def layer_of(module: str) -> str | None:
     best, best_len = None, -1
     for name, prefixes in LAYERS:
         for p in prefixes:
-            inside = module.startswith(p + ".") and p != "tensorbrain"  # the root: itself only
+            inside = module.startswith(p + ".") and p not in NAMESPACES
             if (module == p or inside) and len(p) > best_len:
                 best, best_len = name, len(p)
     return best

@@ -20,10 +20,7 @@ import math
 
 import numpy as np
 
-try:  # the data package's base class when it exists (isinstance checks in DataLoader)
-    from .sampler import Sampler as _Base
-except ImportError:  # pragma: no cover - the data package is built by another change
-    _Base = object
+from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
 
@@ -43,7 +40,7 @@ def _group_rank_and_size():
     return dist.get_rank(), dist.get_world_size()
 
 
-class DistributedSampler(_Base):
+class DistributedSampler(Sampler):
     """Restrict data loading to this rank's subset of ``dataset`` (``torch.utils.data.DistributedSampler``).
 
     ``num_replicas``/``rank`` default to the default process group's world size and rank.

@@ -11,10 +11,11 @@ together (``connect``) and:
   all_reduce between one leader per host over the backend's sockets, a broadcast within each
   host in shared memory); the other collectives stay on the sockets.
 
-The interface the backend's dispatcher sees is two methods: ``accepts(kind, *args)`` says whether
-this transport runs collective ``kind`` with these arguments (every rank takes the same decision,
-from the group shape, sizes and dtypes only), and ``run(kind, *args)`` runs it. The arguments are
-those of the backend's socket algorithm for that kind (contiguous host arrays). The exchange
+The interface the backend's dispatcher sees is one method: ``route(kind, *args)`` returns the
+function that runs collective ``kind`` with these arguments in shared memory, or None to leave it
+to the sockets (every rank takes the same decision, from the group shape, sizes and dtypes only).
+The arguments are those of the backend's socket algorithm for that kind (contiguous host
+arrays). The exchange
 between host leaders goes through the backend's public ``exchange_direct``. ``op`` may be "avg",
 with the tcp backend's semantics: float16 contributions are divided by the group size in float32
 before the sum (an average that fits in float16 never overflows on the way), float32/64 are
@@ -76,36 +77,29 @@ class IntraHost:
                 _interrupt.unwatch(self)
 
     # ***** the dispatcher's interface *****
-    def accepts(self, kind: str, *args) -> bool:
-        """Whether this transport runs collective ``kind`` with ``args`` (same on every rank).
+    def route(self, kind: str, *args):
+        """The function that runs collective ``kind`` with ``args`` here, or None (sockets).
+
+        The returned function takes ``args`` and raises `DistBackendError` naming the group
+        rank of a local peer that failed, or KeyboardInterrupt on Ctrl-C. The decision is the
+        same on every rank.
 
         Args:
             kind: ``"all_reduce"``, ``"broadcast"``, ``"all_gather"``, ``"reduce_scatter"``,
-                ``"all_to_all"`` or ``"barrier"`` (others: False).
+                ``"all_to_all"`` or ``"barrier"`` (others: None).
             *args: the socket algorithm's arguments for that kind.
         """
         if kind == "all_reduce":
-            return True  # hierarchical when the group spans hosts
-        if not self.whole or kind not in _RUNS:
-            return False
+            return self.allreduce  # hierarchical when the group spans hosts
+        if not self.whole:
+            return None
         if kind == "all_to_all":  # uneven splits or mixed dtypes: the sockets handle them
             dsts, srcs = args[0], args[1]
-            return (len({s.nbytes for s in srcs} | {d.nbytes for d in dsts}) == 1
-                    and len({s.dtype for s in srcs} | {d.dtype for d in dsts}) == 1)
-        return True
-
-    def run(self, kind: str, *args) -> None:
-        """Run collective ``kind`` (which :meth:`accepts` took) in shared memory.
-
-        Args:
-            kind: the collective.
-            *args: the socket algorithm's arguments for that kind.
-
-        Raises:
-            DistBackendError: a local peer failed (the message names its group rank).
-            KeyboardInterrupt: Ctrl-C while waiting for a local peer.
-        """
-        getattr(self, _RUNS[kind])(*args)
+            if (len({s.nbytes for s in srcs} | {d.nbytes for d in dsts}) != 1
+                    or len({s.dtype for s in srcs} | {d.dtype for d in dsts}) != 1):
+                return None
+        name = _RUNS.get(kind)
+        return None if name is None else getattr(self, name)
 
     # ***** collectives *****
     def allreduce(self, flat: np.ndarray, op: str) -> None:

@@ -95,14 +95,16 @@ class OpQueue:
     Args:
         name: the worker thread's name.
         failure: the group's :class:`FailureState`.
-        begin: ``begin(work, tag)`` called just before an op's body runs (arms its deadline).
+        begin: ``begin(op, seq, timeout, tag)`` called just before an op's body runs (arms
+            its deadline).
+        timeout: the group timeout in seconds, passed to ``begin``.
         on_failure: ``on_failure(work, exc) -> exc`` called once per failed op (poisons the
             group); it returns the error the Work completes with. A KeyboardInterrupt is passed
             too, and stays a KeyboardInterrupt for the caller.
     """
 
-    def __init__(self, name: str, failure: FailureState, begin, on_failure):
-        self.name, self.failure = name, failure
+    def __init__(self, name: str, failure: FailureState, begin, on_failure, timeout: float):
+        self.name, self.failure, self.timeout = name, failure, timeout
         self._begin, self._on_failure = begin, on_failure
         self.seq = 0
         self._submit_lock = threading.Lock()
@@ -132,7 +134,9 @@ class OpQueue:
             KeyboardInterrupt: Ctrl-C during a synchronous op (the group is then poisoned).
         """
         with self._submit_lock:
-            self.failure.check(op)
+            failure = self.failure
+            if failure.first is not None or failure.closed:
+                failure.check(op)
             seq = self.seq
             if collective:
                 self.seq += 1
@@ -173,7 +177,7 @@ class OpQueue:
         if self.failure.first is not None:
             work._complete(exc=self.failure.unusable(work.op, work.seq))
             return
-        self._begin(work, tag)
+        self._begin(work.op, work.seq, self.timeout, tag)
         try:
             out = body()
             if finish is not None:
@@ -225,3 +229,4 @@ class OpQueue:
             if item is not None:
                 item[0]._complete(exc=self.failure.first)
         self._queue.put(None)
+

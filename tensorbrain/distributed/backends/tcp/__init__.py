@@ -31,6 +31,7 @@ from .p2p import PointToPoint
 
 K = W.KIND
 _FP_BYTES = 256  # one call's description under TB_DISTRIBUTED_DEBUG=DETAIL
+_CHECKED: set = set()  # (op, dtype) pairs this backend accepted
 
 
 class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
@@ -58,9 +59,9 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
         self.hosts: list = [None] * size
         self.local_ranks: list = [rank]
         self._failure = FailureState(group_name, rank)
-        self._ops = OpQueue(f"tb-tcp-{group_name}-r{rank}", self._failure, self._begin,
-                            self._on_failure)
         self._engine = W.Engine(self)
+        self._ops = OpQueue(f"tb-tcp-{group_name}-r{rank}", self._failure, self._engine.begin,
+                            self._on_failure, self.timeout)
         self._abort_reasons: dict = {}
         self._shm = None
         self._debug = FP.detail_enabled()
@@ -86,13 +87,8 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
         """Run collective ``kind`` on shared memory when that transport takes it, else on the
         sockets. Every rank takes the same decision (from sizes, dtypes and group shape)."""
         shm = self._shm
-        if shm is not None and self.size > 1 and shm.accepts(kind, *args):
-            shm.run(kind, *args)
-        else:
-            sockets(*args)
-
-    def _begin(self, work, ftag: int) -> None:
-        self._engine.begin(work.op, work.seq, self.timeout, ftag)
+        run = shm.route(kind, *args) if shm is not None else None
+        (run or sockets)(*args)
 
     def _on_failure(self, work, exc: BaseException) -> BaseException:
         """Every failure poisons the group: peers may be mid-op with us, and closing our sockets
@@ -157,7 +153,9 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
                 f"ranks detected by TB_DISTRIBUTED_DEBUG=DETAIL: {detail}")
 
     def _check_op(self, op: str, dtype) -> None:
-        _validate.check_reduce(op, dtype, self.capabilities.dtypes, self.name)
+        if (op, dtype) not in _CHECKED:  # the latency path: one set lookup per call
+            _validate.check_reduce(op, dtype, self.capabilities.dtypes, self.name)
+            _CHECKED.add((op, dtype))
 
     def allreduce(self, arrays, op="sum", *, async_op=True):
         """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).

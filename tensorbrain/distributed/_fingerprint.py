@@ -9,7 +9,7 @@ collective's *fingerprint* is and how a mismatch is reported; backends only move
 * Backends that frame their own messages carry it **in band** at no cost: the tcp backend's
   frame header already holds kind, dtype, the byte count and the sequence number, and its tag
   field holds :func:`wire_tag` (op and root) for collective frames; the receiver compares every
-  field before it reads a byte (``_tcp_wire``). The shared-memory transport writes the same
+  field before it reads a byte (``backends/tcp/wire.py``). The shared-memory transport writes the same
   fields into its control blocks (``_shm/_layout.py``).
 * Any other backend (mpi, nccl, or one registered by a user) is wrapped by
   :class:`FingerprintLayer` when it declares ``fingerprint_inband = False`` and provides

@@ -102,7 +102,7 @@ declare("TB_RESTART_COUNT", int, 0,
 declare("TB_MPI_ABORT_ON_ERROR", _bool, True,
         "Under mpiexec, an uncaught exception on one rank calls MPI_Abort so every rank ends "
         "instead of waiting forever in a collective. 0 turns the hook off.")
-# tcp backend (tensorbrain/distributed/backends/tcp.py)
+# tcp backend (tensorbrain/distributed/backends/tcp/)
 declare("TB_IFNAME", _str, "",
         "Network interface whose IPv4 address the tcp backend listens on and advertises to "
         "peers (e.g. eth0). Empty: the address that routes to the store's host (MASTER_ADDR).")

@@ -30,7 +30,7 @@ import numpy as np
 MAX_DEPTH = 200
 # The same limits as the rest of the stack: ints of at most MAX_INT_DIGITS decimal digits
 # (int() of a long digit string costs quadratic time; Python's own cap is 4300), and only the
-# dtypes the collectives move (_tcp_wire._DTYPES): no float128/complex256, no datetimes.
+# dtypes the collectives move (backends/tcp/wire.py _DTYPES): no float128/complex256, no datetimes.
 MAX_INT_DIGITS = 1024
 _DTYPE_NAMES = frozenset({"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
                           "uint64", "float16", "float32", "float64", "complex64", "complex128"})

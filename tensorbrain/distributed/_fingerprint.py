@@ -9,7 +9,7 @@ collective's *fingerprint* is and how a mismatch is reported; backends only move
 * Backends that frame their own messages carry it **in band** at no cost: the tcp backend's
   frame header already holds kind, dtype, the byte count and the sequence number, and its tag
   field holds :func:`wire_tag` (op and root) for collective frames; the receiver compares every
-  field before it reads a byte (``_tcp_wire``). The shared-memory transport writes the same
+  field before it reads a byte (``backends/tcp/wire.py``). The shared-memory transport writes the same
   fields into its control blocks (``_shm/_layout.py``).
 * Any other backend (mpi, nccl, or one registered by a user) is wrapped by
   :class:`FingerprintLayer` when it declares ``fingerprint_inband = False`` and provides
@@ -37,6 +37,7 @@ import sys
 
 import numpy as np
 
+from .backends._executor import FailureState
 from .errors import DistBackendError
 
 KINDS = ("none", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
@@ -190,7 +191,11 @@ class FingerprintLayer:
     def __init__(self, backend):
         self.__dict__["_inner"] = backend
         self.__dict__["_fp_seq"] = 0
-        self.__dict__["_fp_failure"] = None
+        # the backend's own failure state when it has one (one per group), else the layer's
+        failure = getattr(backend, "_failure", None)
+        if not isinstance(failure, FailureState):
+            failure = FailureState(backend.group_name, backend.rank)
+        self.__dict__["_fp_failure"] = failure
         self.__dict__["_fp_detail"] = detail_enabled()
         self.__dict__["_attach"] = getattr(backend, "fingerprint_attach", None)
 
@@ -216,9 +221,8 @@ class FingerprintLayer:
         # The latency path (measured: the layer's Python cost is what an 8-byte collective
         # pays): words packed inline, the failure text built only on a mismatch.
         inner = self._inner
-        if self._fp_failure is not None:
-            raise DistBackendError(f"{kind} on group {inner.group_name!r}: the group is unusable "
-                                   f"after an earlier failure: {self._fp_failure}")
+        if self._fp_failure.first is not None:
+            raise self._fp_failure.unusable(kind)
         d = self.__dict__
         seq = d["_fp_seq"]
         d["_fp_seq"] = seq + 1
@@ -311,7 +315,7 @@ class _Check:
         try:
             verify(rows[:, :WORDS], inner.rank, where, details)
         except DistBackendError as exc:
-            self.layer.__dict__["_fp_failure"] = exc
+            self.layer._fp_failure.record(exc)
             raise
 
 

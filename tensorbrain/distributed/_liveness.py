@@ -44,8 +44,8 @@ def proc_state(pid: int):
 
 
 def host_id() -> str:
-    from .backends.tcp import _host_identity
-    return _host_identity()[1]
+    from .backends.tcp import mesh
+    return mesh._host_identity()[1]
 
 
 def announce(store, rank: int) -> None:

@@ -72,8 +72,8 @@ def w_hierarchical(rank, world):
     import tensorbrain as tb
     import tensorbrain.distributed as dist
     from tensorbrain.distributed import distributed_c10d as c10d
-    from tensorbrain.distributed.backends import tcp
-    tcp._host_identity = lambda: (f"host{rank // 2}", f"host{rank // 2}/boot")
+    from tensorbrain.distributed.backends.tcp import mesh
+    mesh._host_identity = lambda: (f"host{rank // 2}", f"host{rank // 2}/boot")
     store = dist.TCPStore("127.0.0.1", int(os.environ["MASTER_PORT"]), is_master=rank == 0,
                           wait_for_workers=False, timeout=20)
     dist.init_process_group("tcp", store=store, rank=rank, world_size=world, timeout=20)

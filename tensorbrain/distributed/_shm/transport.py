@@ -11,8 +11,12 @@ together (``connect``) and:
   all_reduce between one leader per host over the backend's sockets, a broadcast within each
   host in shared memory); the other collectives stay on the sockets.
 
-Each method returns True when it ran the op and False to let the backend use its sockets; every
-rank takes the same decision (from the group shape, sizes and dtypes only). ``op`` may be "avg",
+The interface the backend's dispatcher sees is one method: ``route(kind, *args)`` returns the
+function that runs collective ``kind`` with these arguments in shared memory, or None to leave it
+to the sockets (every rank takes the same decision, from the group shape, sizes and dtypes only).
+The arguments are those of the backend's socket algorithm for that kind (contiguous host
+arrays). The exchange
+between host leaders goes through the backend's public ``exchange_direct``. ``op`` may be "avg",
 with the tcp backend's semantics: float16 contributions are divided by the group size in float32
 before the sum (an average that fits in float16 never overflows on the way), float32/64 are
 summed and then scaled by 1/size.
@@ -72,8 +76,33 @@ class IntraHost:
             if watched:
                 _interrupt.unwatch(self)
 
-    # ***** collectives (True: done here; False: the backend's sockets do it) *****
-    def allreduce(self, flat: np.ndarray, op: str) -> bool:
+    # ***** the dispatcher's interface *****
+    def route(self, kind: str, *args):
+        """The function that runs collective ``kind`` with ``args`` here, or None (sockets).
+
+        The returned function takes ``args`` and raises `DistBackendError` naming the group
+        rank of a local peer that failed, or KeyboardInterrupt on Ctrl-C. The decision is the
+        same on every rank.
+
+        Args:
+            kind: ``"all_reduce"``, ``"broadcast"``, ``"all_gather"``, ``"reduce_scatter"``,
+                ``"all_to_all"`` or ``"barrier"`` (others: None).
+            *args: the socket algorithm's arguments for that kind.
+        """
+        if kind == "all_reduce":
+            return self.allreduce  # hierarchical when the group spans hosts
+        if not self.whole:
+            return None
+        if kind == "all_to_all":  # uneven splits or mixed dtypes: the sockets handle them
+            dsts, srcs = args[0], args[1]
+            if (len({s.nbytes for s in srcs} | {d.nbytes for d in dsts}) != 1
+                    or len({s.dtype for s in srcs} | {d.dtype for d in dsts}) != 1):
+                return None
+        name = _RUNS.get(kind)
+        return None if name is None else getattr(self, name)
+
+    # ***** collectives *****
+    def allreduce(self, flat: np.ndarray, op: str) -> None:
         g = self.group
         op, post = _kernels.avg_plan(flat, op, self.backend.size)
         self._run("all_reduce", g.all_reduce, flat, flat, op)
@@ -83,32 +112,18 @@ class IntraHost:
             self._run("all_reduce (host broadcast)", g.broadcast, flat, 0)
         if post is not None:
             _kernels.scale_into(flat, post)
-        return True
 
     def _leaders_allreduce(self, flat: np.ndarray, op: str) -> None:
         """Direct exchange between host leaders; reduce in leader order (same bits everywhere)."""
-        from ..backends import _tcp_wire as W
-        b, E = self.backend, self.backend._engine
-        kind, dc, total = W.KIND["all_reduce"], W.dtype_code(flat.dtype), flat.nbytes
-        others = [j for j in self.leaders if j != b.rank]
-        bufs = {j: np.empty_like(flat) for j in others}
-        payload = W.as_bytes(flat)
-        for j in others:
-            E.send(b.conns[j], kind, dc, total, payload)
-            E.recv(b.conns[j], kind, dc, total, W.as_bytes(bufs[j]))
-        E.run()
-        srcs = [flat.copy() if j == b.rank else bufs[j] for j in self.leaders]
+        bufs = self.backend.exchange_direct(flat, self.leaders)
+        me = self.leaders.index(self.backend.rank)
+        srcs = [flat.copy() if i == me else bufs[i] for i in range(len(self.leaders))]
         reduce_ranks(flat, srcs, op)
 
-    def broadcast(self, flat: np.ndarray, root: int) -> bool:
-        if not self.whole:
-            return False
+    def broadcast(self, flat: np.ndarray, root: int) -> None:
         self._run("broadcast", self.group.broadcast, flat, root)
-        return True
 
-    def allgather(self, blocks, src: np.ndarray) -> bool:
-        if not self.whole:
-            return False
+    def allgather(self, blocks, src: np.ndarray) -> None:
         out = _contiguous_blocks(blocks)
         if out is None:
             tmp = np.empty((len(blocks), src.size), src.dtype)
@@ -117,22 +132,14 @@ class IntraHost:
                 blk[...] = tmp[j]
         else:
             self._run("all_gather", self.group.all_gather, np.ascontiguousarray(src), out)
-        return True
 
-    def reduce_scatter(self, out: np.ndarray, scratch: np.ndarray, op: str) -> bool:
-        if not self.whole:
-            return False
+    def reduce_scatter(self, out: np.ndarray, scratch: np.ndarray, op: str) -> None:
         op, post = _kernels.avg_plan(scratch, op, self.backend.size)
         self._run("reduce_scatter", self.group.reduce_scatter, scratch, out, op)
         if post is not None:
             _kernels.scale_into(out, post)
-        return True
 
-    def alltoall(self, dsts, srcs) -> bool:
-        if not self.whole or len({s.nbytes for s in srcs} | {d.nbytes for d in dsts}) != 1:
-            return False  # uneven splits: the sockets handle them
-        if len({s.dtype for s in srcs} | {d.dtype for d in dsts}) != 1:
-            return False
+    def alltoall(self, dsts, srcs, check_total=True) -> None:
         src = np.concatenate(srcs)
         out = _contiguous_blocks(dsts)
         if out is None:
@@ -143,13 +150,9 @@ class IntraHost:
                 d[...] = tmp[j * m:(j + 1) * m]
         else:
             self._run("all_to_all", self.group.all_to_all, src, out)
-        return True
 
-    def barrier(self) -> bool:
-        if not self.whole:
-            return False
+    def barrier(self) -> None:
         self._run("barrier", self.group.barrier)
-        return True
 
     # ***** lifetime *****
     def abort(self) -> None:
@@ -160,6 +163,10 @@ class IntraHost:
     def close(self) -> None:
         """Unmap the segment (call only when no collective is running)."""
         close(self.group)
+
+
+_RUNS = {"all_reduce": "allreduce", "broadcast": "broadcast", "all_gather": "allgather",
+         "reduce_scatter": "reduce_scatter", "all_to_all": "alltoall", "barrier": "barrier"}
 
 
 def reduce_ranks(dst: np.ndarray, srcs, op: str) -> None:

@@ -39,13 +39,27 @@ Contract (every backend: tcp, mpi, nccl, ...)
 from __future__ import annotations
 
 import abc
-from typing import Sequence
-
-import numpy as np
+from typing import NamedTuple, Sequence
 
 from .. import _work
+from ._validate import REDUCE_OPS
 
-REDUCE_OPS = ("sum", "avg", "prod", "min", "max", "band", "bor", "bxor")
+
+class Capabilities(NamedTuple):
+    """What a backend can do; the process-group layer and the shared checks read it.
+
+    Attributes:
+        ops: the reduce ops it supports (a subset of ``REDUCE_OPS``).
+        dtypes: the dtype names it reduces (data movement takes any dtype).
+        batched_p2p: ``batch_p2p`` posts a list of sends and receives as one operation.
+        devices: the device types it takes (``"cpu"``, ``"cuda"``).
+    """
+
+    ops: tuple = REDUCE_OPS
+    dtypes: tuple = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
+                     "float64")
+    batched_p2p: bool = False
+    devices: tuple = ("cpu",)
 
 
 class Backend(abc.ABC):
@@ -64,6 +78,11 @@ class Backend(abc.ABC):
 
     #: registry name ("tcp", "mpi", "nccl"); set by subclasses
     name = "base"
+    #: what the backend supports; each backend declares its own
+    capabilities = Capabilities()
+    #: True when the backend compares collective fingerprints itself (in its frames); False to
+    #: be wrapped by the fingerprint layer (``_fingerprint.FingerprintLayer``)
+    fingerprint_inband = True
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str):
         if not 0 <= rank < size:
@@ -332,9 +351,10 @@ class Backend(abc.ABC):
 
     # ***** optional hooks with defaults *****
     def monitored_barrier(self, timeout: float, wait_all_ranks: bool = False) -> None:
-        """A barrier that names the ranks that did not arrive (via the store).
+        """A barrier that names the ranks that did not arrive.
 
-        The default waits through the store; rank 0 checks in on the others and publishes a verdict.
+        The default checks in through the group's store (rank 0 publishes a verdict); backends
+        with a channel of their own (mpi) override it.
 
         Args:
             timeout: seconds to wait for the other ranks.
@@ -343,150 +363,8 @@ class Backend(abc.ABC):
         Raises:
             DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
         """
-        from ..errors import DistTimeoutError
-        import time
-        seq = getattr(self, "_mb_seq", 0)
-        self._mb_seq = seq + 1
-        key = f"mb/{seq}"
-        self.store.set(f"{key}/{self.rank}", b"1")
-        if self.rank == 0:
-            deadline = time.monotonic() + timeout
-            missing = list(range(1, self.size))
-            while missing and time.monotonic() < deadline:
-                missing = [r for r in missing if not self.store.check([f"{key}/{r}"])]
-                if missing:
-                    time.sleep(0.005)
-            if missing:
-                self.store.set(f"{key}/verdict", ",".join(map(str, missing)).encode())
-                raise DistTimeoutError(
-                    f"monitored_barrier of group {self.group_name!r} timed out after {timeout} s: "
-                    f"rank(s) {missing} did not arrive" + ("" if wait_all_ranks else
-                                                             " (first missing shown)"))
-            self.store.set(f"{key}/verdict", b"ok")
-        else:
-            from datetime import timedelta
-            try:  # rank 0 always answers within ``timeout`` unless it is the one missing
-                self.store.wait([f"{key}/verdict"], timedelta(seconds=timeout + 2.0))
-            except Exception:  # noqa: BLE001 - the store's own timeout error
-                raise DistTimeoutError(
-                    f"monitored_barrier of group {self.group_name!r} timed out after {timeout} s "
-                    f"on rank {self.rank}: rank 0 did not arrive (it reports the others)") from None
-            verdict = self.store.get(f"{key}/verdict")
-            if verdict != b"ok":
-                raise DistTimeoutError(
-                    f"monitored_barrier of group {self.group_name!r} failed: rank 0 reports "
-                    f"rank(s) {verdict.decode()} did not arrive")
+        from ._store_barrier import monitored_barrier
+        monitored_barrier(self, timeout, wait_all_ranks)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} group={self.group_name!r} rank={self.rank}/{self.size}>"
-
-
-# ***** staging helpers (non-contiguous and CUDA arrays) *****
-def is_host_contiguous(array) -> bool:
-    """True when ``array`` is a C-contiguous NumPy (host) array.
-
-    Args:
-        array: a NumPy or CuPy array.
-    """
-    return isinstance(array, np.ndarray) and array.flags.c_contiguous
-
-
-def stage(array, copy_in: bool = True):
-    """A C-contiguous host array to communicate through, and ``finish()`` copying it back.
-
-    ``host`` is ``array`` itself when it already is a contiguous NumPy array (``finish`` then
-    does nothing); otherwise a host copy (CuPy arrays are copied device-to-host after the device
-    is synchronised, since CPU transports cannot read device memory), and ``finish()`` writes the
-    result back into ``array``.
-
-    Args:
-        array: a NumPy or CuPy array, contiguous or not.
-        copy_in: copy ``array``'s values into the host buffer (False for outputs only written).
-
-    Returns:
-        tuple: ``(host, finish)``.
-    """
-    if type(array) is np.ndarray and array.flags.c_contiguous:
-        return array, _noop
-    from ... import _xp
-    if _xp.is_cupy_array(array):
-        cp = _xp.cupy()
-        if copy_in:
-            cp.cuda.get_current_stream().synchronize()
-            host = cp.asnumpy(array)
-            host = np.ascontiguousarray(host)
-        else:
-            host = np.empty(array.shape, dtype=array.dtype)
-
-        def finish():
-            array[...] = cp.asarray(host)
-            cp.cuda.get_current_stream().synchronize()
-        return host, finish
-    host = np.ascontiguousarray(array) if copy_in else np.empty(array.shape, array.dtype)
-    if host is array:  # pragma: no cover - ascontiguousarray returned the input
-        return host, _noop
-
-    def finish():
-        np.copyto(array, host)
-    return host, finish
-
-
-def stage_in(array):
-    """A contiguous host view or copy of an input that is only read.
-
-    Args:
-        array: a NumPy or CuPy array.
-
-    Returns:
-        numpy.ndarray: ``array`` itself when it already is contiguous on the host, else a copy.
-    """
-    if is_host_contiguous(array):
-        return array
-    from ... import _xp
-    if _xp.is_cupy_array(array):
-        _xp.cupy().cuda.get_current_stream().synchronize()
-    return np.ascontiguousarray(_xp.to_numpy(array))
-
-
-def row_bytes(array) -> int:
-    """Bytes in one row (dim 0 entry) of ``array``; a 0-d array counts as one row.
-
-    Args:
-        array: a NumPy or CuPy array.
-    """
-    if array.ndim == 0:
-        return array.itemsize
-    return int(np.prod(array.shape[1:], dtype=np.int64)) * array.itemsize
-
-
-def row_splits(splits, array, size: int) -> list:
-    """all_to_all_single's rows of ``array`` (dim 0) per rank: ``splits`` checked against the
-    row count, or an even split over ``size`` ranks when None.
-
-    Args:
-        splits: rows per rank, or None for an equal split.
-        array: the array whose dim 0 is split.
-        size: the number of ranks.
-
-    Returns:
-        list[int]: ``size`` row counts summing to dim 0.
-
-    Raises:
-        ValueError: the splits do not have ``size`` entries summing to dim 0, or dim 0 does not
-            divide evenly when ``splits`` is None.
-    """
-    rows = array.shape[0] if array.ndim else 0
-    if splits is None:
-        if rows % size:
-            raise ValueError(f"all_to_all_single: dim 0 ({rows} rows) does not divide evenly "
-                             f"among {size} ranks; pass the split sizes")
-        return [rows // size] * size
-    splits = [int(s) for s in splits]
-    if len(splits) != size or sum(splits) != rows:
-        raise ValueError(f"all_to_all_single: split sizes {splits} must have {size} entries "
-                         f"summing to dim 0 ({rows})")
-    return splits
-
-
-def _noop():
-    return None

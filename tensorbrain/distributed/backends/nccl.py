@@ -39,22 +39,19 @@ True
 """
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
 import numpy as np
 
 from ... import _xp
-from .. import _nccl_lib, _work
-from ..errors import DistBackendError, DistStoreError, DistTimeoutError
-from . import base
+from .. import _nccl_lib
+from ..errors import DistBackendError, DistStoreError
+from . import _validate, base
+from ._executor import FailureState
+from ._nccl_work import Watchdog, _NCCLWork
 
 _UID_KEY = "nccl/uid"
-# Watchdog period. torch's ProcessGroupNCCL watchdog wakes every 100 ms (kWatchdogThreadSleepMillis).
-# It bounds how late an asynchronous error or a timeout is noticed and how long a finished op keeps
-# its arrays alive; each wake-up costs one cudaEventQuery per pending op and one error query.
-_WATCHDOG_PERIOD_S = 0.05
 _INT8 = 0  # ncclInt8: data movement in bytes
 
 
@@ -68,49 +65,7 @@ def is_available() -> bool:
     return _nccl_lib.is_available()
 
 
-class _NCCLWork(_work.Work):
-    """A `Work` whose op runs on the communication stream and ends at ``done`` (a CUDA event)."""
-
-    __slots__ = ("_backend", "_done_event", "_keep", "_deadline")
-
-    def __init__(self, backend, op, seq, done_event, keep, result):
-        super().__init__(op, seq, backend.group_name)
-        self._backend, self._done_event, self._keep = backend, done_event, keep
-        self._deadline = time.monotonic() + backend.timeout
-        self._result = result
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Order the caller's current stream after the op; with ``timeout`` also block the host
-        until the op finished (`DistTimeoutError` if it has not by then)."""
-        if hasattr(timeout, "total_seconds"):
-            timeout = timeout.total_seconds()
-        if not self._done:
-            event = self._done_event
-            if event is not None:
-                self._backend._cp.cuda.get_current_stream().wait_event(event)
-            if timeout is not None:
-                deadline = time.monotonic() + timeout
-                while not self.is_completed():
-                    if time.monotonic() >= deadline:
-                        raise DistTimeoutError(
-                            f"Work.wait timed out after {timeout} s: NCCL {self.op} (seq "
-                            f"{self.seq}) of group {self.group!r} is still running")
-                    time.sleep(1e-4)
-        if self._exc is not None:
-            raise self._exc
-        return True
-
-    def is_completed(self) -> bool:
-        if not self._done:
-            self._backend._poll(self)
-        return self._done
-
-    def result(self):
-        self.wait()
-        return self._result
-
-
-class NCCLBackend(base.Backend):
+class NCCLBackend(Watchdog, base.Backend):
     """One NCCL communicator on the current CUDA device (see the module docstring).
 
     Args:
@@ -123,6 +78,11 @@ class NCCLBackend(base.Backend):
     """
 
     name = "nccl"
+    capabilities = base.Capabilities(
+        ops=tuple(o for o in _validate.REDUCE_OPS if o not in _validate.BITWISE),
+        dtypes=("bool", "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
+                "bfloat16", "float32", "float64"),
+        batched_p2p=True, devices=("cuda",))
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):
@@ -131,7 +91,7 @@ class NCCLBackend(base.Backend):
         cp = self._cp
         self.device = cp.cuda.Device()
         self._seq = 0
-        self._failure: BaseException | None = None
+        self._failure = FailureState(group_name, rank)
         self._pending: list[_NCCLWork] = []
         self._lock = threading.Lock()
         uid = self._exchange_unique_id(store)
@@ -176,9 +136,7 @@ class NCCLBackend(base.Backend):
     def _check(self, op: str, *arrays) -> None:
         """Validate, then order the communication stream after the caller's current stream (so
         the staging copies below and NCCL itself read inputs only once they are produced)."""
-        if self._failure is not None:
-            raise DistBackendError(f"{op} on group {self.group_name!r}: the NCCL communicator "
-                                   f"failed earlier ({self._failure}); create a new group to go on")
+        self._failure.check(op)
         for a in arrays:
             if a is None:
                 continue
@@ -237,9 +195,7 @@ class NCCLBackend(base.Backend):
         Returns:
             numpy.ndarray: every rank's words, one row per rank.
         """
-        if self._failure is not None:
-            raise DistBackendError(f"collective on group {self.group_name!r}: the NCCL "
-                                   f"communicator failed earlier ({self._failure})")
+        self._failure.check("collective")
         from .._fingerprint import KINDS
         cp = self._cp
         words = np.ascontiguousarray(words, np.int64)
@@ -276,22 +232,14 @@ class NCCLBackend(base.Backend):
 
     def _reduce_args(self, dtype, op: str):
         name = np.dtype(dtype).name
-        if op not in base.REDUCE_OPS:
-            raise ValueError(f"unknown reduce op {op!r}; expected one of {base.REDUCE_OPS}")
-        if op in ("band", "bor", "bxor"):
+        if op in _validate.BITWISE:
             raise ValueError(f"NCCL has no bitwise reductions: ReduceOp.{op.upper()} is not "
                              "supported on the nccl backend (torch's NCCL refuses it too)")
+        _validate.check_reduce(op, dtype, tuple(self._nccl.DTYPES) + ("bool",), self.name)
         if name == "bool":
             # bool bytes are 0/1: max is "or", min is "and" (torch reduces bool the same way).
-            if op == "avg":
-                raise TypeError("ReduceOp.AVG needs a floating dtype, got bool")
             return self._nccl.DTYPES["uint8"], self._nccl.RED_OPS[
                 {"sum": "max", "max": "max", "prod": "min", "min": "min"}[op]]
-        if name not in self._nccl.DTYPES:
-            raise TypeError(f"NCCL cannot reduce {name}; supported: "
-                            f"{', '.join(self._nccl.DTYPES)}, bool")
-        if op == "avg" and name not in ("float16", "float32", "float64", "bfloat16"):
-            raise TypeError(f"ReduceOp.AVG needs a floating dtype, got {name}")
         # The binding names ncclProd "product" (nccl.h's spelling); ours is "prod".
         return self._nccl.DTYPES[name], self._nccl.RED_OPS["product" if op == "prod" else op]
 
@@ -532,9 +480,11 @@ class NCCLBackend(base.Backend):
         self._check("all_to_all_single", output, input)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
-        in_rows = base.row_splits(in_splits, send, self.size)
-        out_rows = base.row_splits(out_splits, recv, self.size)
-        in_row, out_row = base.row_bytes(send), base.row_bytes(recv)
+        in_rows = _validate.splits(in_splits, _validate.rows_of(send), self.size,
+                                   "input_split_sizes")
+        out_rows = _validate.splits(out_splits, _validate.rows_of(recv), self.size,
+                                    "output_split_sizes")
+        in_row, out_row = _validate.row_bytes(send), _validate.row_bytes(recv)
         comm, calls = self.comm, []
         s_off = r_off = 0
         for peer in range(self.size):
@@ -631,87 +581,11 @@ class NCCLBackend(base.Backend):
         return self._launch("batch_isend_irecv", self._group(calls), keep, None, async_op,
                             after=(lambda: [f() for f in backs]) if backs else None)
 
-    # ***** completion, errors, watchdog *****
-    def _poll(self, work: _NCCLWork) -> None:
-        event = work._done_event
-        if event is not None and event.done:
-            self._finish(work)
-
-    def _finish(self, work: _NCCLWork, exc: BaseException | None = None) -> None:
-        with self._lock:
-            if work._done_event is None:
-                return
-            work._done_event = None
-            work._keep = None
-            try:
-                self._pending.remove(work)
-            except ValueError:
-                pass
-        work._complete(work._result, exc)
-
-    def _fail(self, err: BaseException) -> None:
-        """Abort the communicator once and fail every pending Work with ``err``."""
-        with self._lock:
-            first = self._failure is None
-            if first:
-                self._failure = err
-            pending, self._pending = self._pending, []
-        if first:
-            sys.stderr.write(f"[tensorbrain nccl] rank {self.rank}: {err}; aborting the NCCL "
-                             f"communicator of group {self.group_name!r}\n")
-            try:
-                self.comm.abort()
-            except self._nccl.NcclError:
-                pass
-        for work in pending:
-            work._done_event = None
-            work._keep = None
-            work._complete(None, err)
-
-    def _watch(self) -> None:
-        IN_PROGRESS = self._nccl.IN_PROGRESS
-        while not self._stop.wait(_WATCHDOG_PERIOD_S):
-            if self._failure is not None or not self.comm.alive:
-                return
-            try:
-                code = self.comm.get_async_error()
-            except self._nccl.NcclError as exc:
-                code, detail = -1, str(exc)
-            else:
-                detail = ""
-            if code not in (0, IN_PROGRESS):
-                detail = detail or (self._nccl.get_error_string(code) + (
-                    f"; NCCL says: {self.comm.last_error()}" if self.comm.last_error() else ""))
-                with self._lock:
-                    last = self._pending[0] if self._pending else None
-                where = f" during {last.op} (seq {last.seq})" if last else ""
-                self._fail(DistBackendError(f"NCCL reported an asynchronous error on group "
-                                            f"{self.group_name!r}, rank {self.rank}{where}: {detail}"))
-                return
-            with self._lock:
-                pending = list(self._pending)
-            now = time.monotonic()
-            for work in pending:
-                if work._done_event is not None and work._done_event.done:
-                    self._finish(work)
-                elif now > work._deadline:
-                    self._fail(DistTimeoutError(
-                        f"NCCL {work.op} (seq {work.seq}) of group {self.group_name!r} ran past the "
-                        f"group timeout of {self.timeout:g} s on rank {self.rank} (last completed "
-                        f"seq {self._last_completed(work.seq)}): a peer is missing or issued "
-                        "different collectives; the communicator was aborted"))
-                    return
-
-    def _last_completed(self, seq: int) -> int:
-        with self._lock:
-            running = [w.seq for w in self._pending]
-        return (min(running) if running else seq) - 1
-
     # ***** lifetime *****
     def shutdown(self) -> None:
         """Finish queued ops, then release connections and threads."""
         deadline = time.monotonic() + self.timeout
-        while self._pending and self._failure is None and time.monotonic() < deadline:
+        while self._pending and self._failure.first is None and time.monotonic() < deadline:
             for work in list(self._pending):
                 self._poll(work)
             time.sleep(1e-3)
@@ -719,12 +593,11 @@ class NCCLBackend(base.Backend):
         if self._watchdog.is_alive() and self._watchdog is not threading.current_thread():
             self._watchdog.join(timeout=5)
         if self.comm.alive:
-            if self._failure is None and not self._pending:
+            if self._failure.first is None and not self._pending:
                 self.comm.destroy()
             else:
                 self.comm.abort()
-        if self._failure is None:
-            self._failure = DistBackendError(f"group {self.group_name!r} was shut down")
+        self._failure.shut_down()
 
     def abort(self) -> None:
         """Fail pending ops at once and close everything."""

@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from ..errors import DistBackendError, DistTimeoutError
+from ...errors import DistBackendError, DistTimeoutError
 
 HEADER = struct.Struct("<HBBiQQQ")
 HEADER_SIZE = HEADER.size  # 32
@@ -484,12 +484,12 @@ class Engine:
     def peer_closed(self, conn: Conn) -> DistBackendError:
         if conn.abort_info is not None:
             return self.peer_aborted(conn, *conn.abort_info)
-        state = self.backend._peer_state(conn.peer, settle=0.05)
+        state = self.backend.peer_state(conn.peer, settle=0.05)
         if state:  # same host: /proc says it is gone or stopped (no store round trip)
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}; "
                                            f"its connection ({conn.describe()}) closed"),
                           [conn.peer])
-        reason = self.backend._peer_abort_reason(conn.peer)
+        reason = self.backend.peer_abort_reason(conn.peer)
         more = f": it reported: {reason}" if reason else " (it died or hit an error)"
         return _blame(DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed "
                                        f"the connection{more}"), [conn.peer])
@@ -507,11 +507,11 @@ class Engine:
         if conn.abort_info is not None:
             return self.peer_aborted(conn, *conn.abort_info)
         name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
-        state = self.backend._peer_state(conn.peer, settle=0.05)
+        state = self.backend.peer_state(conn.peer, settle=0.05)
         if state:
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state} "
                                            f"({conn.describe()}: {name} {exc})"), [conn.peer])
-        reason = self.backend._peer_abort_reason(conn.peer)
+        reason = self.backend.peer_abort_reason(conn.peer)
         more = f"; it reported: {reason}" if reason else ""
         return _blame(DistBackendError(f"{self._where()} failed talking to peer "
                                        f"{conn.describe()}: {name} {exc}{more}"), [conn.peer])
@@ -521,7 +521,7 @@ class Engine:
                                 f"{what} (is another program connected to this port?)")
 
     def mismatch(self, conn, exp, kind, dtype, seq, total, nbytes, tag) -> DistBackendError:
-        from .._fingerprint import describe_tag
+        from ..._fingerprint import describe_tag
 
         def desc(k, d, s, t, n, g):
             kname = KINDS[k] if k < len(KINDS) else f"op#{k}"
@@ -547,7 +547,7 @@ class Engine:
         # waits for a healthy peer that itself waits for it: same-host ranks are checked in /proc.
         b = self.backend
         silent = {j: st for j in range(b.size) if j != b.rank
-                  for st in [b._peer_state(j)] if st}
+                  for st in [b.peer_state(j)] if st}
         if silent:
             who = "; " + "; ".join(f"rank {j} {st}" for j, st in silent.items())
             culprits = sorted(silent)

@@ -1,0 +1,232 @@
+"""What every backend does around an operation: numbering, one failure state, running in order.
+
+* :class:`FailureState`: a group's first failure, and the one wording of "this group is
+  unusable" that every backend raises afterwards (tcp, mpi, nccl and the fingerprint layer).
+* :class:`OpQueue`: the executor of a backend whose operations are Python bodies (tcp): it
+  numbers collectives 0, 1, 2, ... in issue order, runs a synchronous op in the calling thread
+  when nothing is queued (the latency path) and everything else in issue order on one worker
+  thread, completes each op's `Work` exactly once, and hands any failure to the backend's
+  ``on_failure`` (which poisons the group). Backends whose library queues the op (mpi requests,
+  nccl streams) use :class:`FailureState` and their own completion.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+
+from .. import _work
+from ..errors import DistBackendError
+
+
+class FailureState:
+    """The first failure of one group; later operations raise :meth:`unusable`.
+
+    Args:
+        group_name: the group's name, for messages.
+        rank: this rank in the group.
+    """
+
+    __slots__ = ("group_name", "rank", "first", "closed")
+
+    def __init__(self, group_name: str, rank: int):
+        self.group_name, self.rank = group_name, rank
+        self.first: BaseException | None = None
+        self.closed = False
+
+    def record(self, exc: BaseException) -> BaseException:
+        """Remember ``exc`` if it is the group's first failure; return it.
+
+        Args:
+            exc: the failure.
+        """
+        if self.first is None:
+            self.first = exc
+        return exc
+
+    def shut_down(self) -> None:
+        """Refuse new operations (``shutdown``); queued ones still run."""
+        self.closed = True
+
+    def abort(self) -> DistBackendError:
+        """Refuse new operations and fail the pending ones (``abort``); returns the failure."""
+        self.closed = True
+        return self.record(DistBackendError(f"group {self.group_name!r} was aborted"))
+
+    def check(self, op: str) -> None:
+        """Raise when the group failed (:meth:`unusable`) or was shut down.
+
+        Args:
+            op: the operation about to start.
+        """
+        if self.first is not None:
+            raise self.unusable(op)
+        if self.closed:
+            raise DistBackendError(f"{op}: group {self.group_name!r} was shut down "
+                                   "(destroy_process_group); create a new group to go on")
+
+    def unusable(self, op: str, seq: int | None = None) -> DistBackendError:
+        """The error every operation after the first failure raises.
+
+        Args:
+            op: the refused operation.
+            seq: its sequence number, when it has one.
+        """
+        what = op if seq is None else f"{op} (seq {seq})"
+        return DistBackendError(
+            f"{what} on group {self.group_name!r} (rank {self.rank}): the group failed earlier "
+            f"and is unusable ({self.first}); create a new group to go on")
+
+    def interrupted(self, op: str, seq: int, why: str = "") -> DistBackendError:
+        """The failure a Ctrl-C during ``op`` leaves behind (the caller records it).
+
+        Args:
+            op: the interrupted operation.
+            seq: its sequence number.
+            why: what else to say (e.g. that MPI cannot cancel it).
+        """
+        return DistBackendError(
+            f"{op} (seq {seq}) of group {self.group_name!r} on rank {self.rank} was interrupted "
+            f"by KeyboardInterrupt (Ctrl-C){why}; the group is unusable: create a new one")
+
+
+class OpQueue:
+    """Runs one group's operations one at a time, in issue order (see the module docstring).
+
+    Args:
+        name: the worker thread's name.
+        failure: the group's :class:`FailureState`.
+        begin: ``begin(op, seq, timeout, tag)`` called just before an op's body runs (arms
+            its deadline).
+        timeout: the group timeout in seconds, passed to ``begin``.
+        on_failure: ``on_failure(work, exc) -> exc`` called once per failed op (poisons the
+            group); it returns the error the Work completes with. A KeyboardInterrupt is passed
+            too, and stays a KeyboardInterrupt for the caller.
+    """
+
+    def __init__(self, name: str, failure: FailureState, begin, on_failure, timeout: float):
+        self.name, self.failure, self.timeout = name, failure, timeout
+        self._begin, self._on_failure = begin, on_failure
+        self.seq = 0
+        self._submit_lock = threading.Lock()
+        self._exec_lock = threading.Lock()
+        self._pending = 0
+        self._queue: queue.Queue = queue.Queue()
+        self._worker: threading.Thread | None = None
+
+    def submit(self, op: str, body, async_op: bool, finish=None, result=None,
+               collective: bool = True, tag: int = 0) -> _work.Work:
+        """Run ``body()`` as operation ``op``; ``finish()`` runs after it, before completion.
+
+        Args:
+            op: the operation's name (``"all_reduce"``).
+            body: the work itself; its return value is the result unless ``result`` is given.
+            async_op: return at once (the body runs on the worker thread).
+            finish: copies staged results back; part of the op.
+            result: the Work's result.
+            collective: takes a sequence number (point-to-point ops do not).
+            tag: passed to ``begin`` (the tcp backend's in-band fingerprint tag).
+
+        Returns:
+            _work.Work: complete unless ``async_op``.
+
+        Raises:
+            DistBackendError: the group failed earlier or was closed; a synchronous op's error.
+            KeyboardInterrupt: Ctrl-C during a synchronous op (the group is then poisoned).
+        """
+        with self._submit_lock:
+            failure = self.failure
+            if failure.first is not None or failure.closed:
+                failure.check(op)
+            seq = self.seq
+            if collective:
+                self.seq += 1
+            work = _work.Work(op, seq, self.failure.group_name)
+            inline = not async_op and self._pending == 0
+            if inline:
+                self._exec_lock.acquire()
+            else:
+                self._pending += 1
+                self._ensure_worker()
+                self._queue.put((work, body, finish, result, tag))
+        if inline:
+            try:
+                self._execute(work, body, finish, result, tag)
+            finally:
+                self._exec_lock.release()
+            if work._exc is not None:
+                raise work._exc
+            return work
+        if not async_op:
+            self.wait(work)
+        return work
+
+    def wait(self, work: _work.Work, timeout=None) -> bool:
+        """``work.wait(timeout)``; a Ctrl-C while waiting poisons the group, then re-raises.
+
+        Args:
+            work: a Work this queue returned.
+            timeout: seconds (or a timedelta) to wait; None for the op's own deadline.
+        """
+        try:
+            return _work.Work.wait(work, timeout)
+        except KeyboardInterrupt:  # Ctrl-C while queued or running on the worker: stop all
+            self._on_failure(work, KeyboardInterrupt())
+            raise
+
+    def _execute(self, work, body, finish, result, tag) -> None:
+        if self.failure.first is not None:
+            work._complete(exc=self.failure.unusable(work.op, work.seq))
+            return
+        self._begin(work.op, work.seq, self.timeout, tag)
+        try:
+            out = body()
+            if finish is not None:
+                finish()
+            work._complete(result=out if result is None else result)
+        except BaseException as exc:  # noqa: BLE001 - every failure poisons the group
+            err = self._on_failure(work, exc)
+            work._complete(exc=exc if isinstance(exc, KeyboardInterrupt) else err)
+
+    def _ensure_worker(self) -> None:
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._loop, daemon=True, name=self.name)
+            self._worker.start()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            with self._exec_lock:
+                self._execute(*item)
+            with self._submit_lock:
+                self._pending -= 1
+
+    def close(self, timeout: float) -> bool:
+        """Stop taking ops, let the queued ones finish (up to ``timeout`` s).
+
+        Args:
+            timeout: seconds to wait for the worker.
+
+        Returns:
+            bool: True when no op can still be running.
+        """
+        with self._submit_lock:
+            worker = self._worker
+        if worker is not None and worker.is_alive():
+            self._queue.put(None)
+            worker.join(timeout)
+            return not worker.is_alive()
+        return True
+
+    def fail_queued(self) -> None:
+        """Complete every queued op with the group's failure and stop the worker (abort)."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0]._complete(exc=self.failure.first)
+        self._queue.put(None)
+

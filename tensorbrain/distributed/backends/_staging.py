@@ -1,0 +1,96 @@
+"""Staging: the contiguous host buffers a CPU transport communicates through.
+
+A backend that cannot use an array directly (non-contiguous, or on a CUDA device for a CPU
+transport) stages it: :func:`stage` gives a contiguous host array and a ``finish()`` that copies
+the result back (run before the op's Work completes); :func:`stage_in` is the read-only form.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def is_host_contiguous(array) -> bool:
+    """True when ``array`` is a C-contiguous NumPy (host) array.
+
+    Args:
+        array: a NumPy or CuPy array.
+    """
+    return isinstance(array, np.ndarray) and array.flags.c_contiguous
+
+
+def stage(array, copy_in: bool = True):
+    """A C-contiguous host array to communicate through, and ``finish()`` copying it back.
+
+    ``host`` is ``array`` itself when it already is a contiguous NumPy array (``finish`` then
+    does nothing); otherwise a host copy (CuPy arrays are copied device-to-host after the device
+    is synchronised, since CPU transports cannot read device memory), and ``finish()`` writes the
+    result back into ``array``.
+
+    Args:
+        array: a NumPy or CuPy array, contiguous or not.
+        copy_in: copy ``array``'s values into the host buffer (False for outputs only written).
+
+    Returns:
+        tuple: ``(host, finish)``.
+    """
+    if type(array) is np.ndarray and array.flags.c_contiguous:
+        return array, _noop
+    from ... import _xp
+    if _xp.is_cupy_array(array):
+        cp = _xp.cupy()
+        if copy_in:
+            cp.cuda.get_current_stream().synchronize()
+            host = cp.asnumpy(array)
+            host = np.ascontiguousarray(host)
+        else:
+            host = np.empty(array.shape, dtype=array.dtype)
+
+        def finish():
+            array[...] = cp.asarray(host)
+            cp.cuda.get_current_stream().synchronize()
+        return host, finish
+    host = np.ascontiguousarray(array) if copy_in else np.empty(array.shape, array.dtype)
+    if host is array:  # pragma: no cover - ascontiguousarray returned the input
+        return host, _noop
+
+    def finish():
+        np.copyto(array, host)
+    return host, finish
+
+
+def stage_in(array):
+    """A contiguous host view or copy of an input that is only read.
+
+    Args:
+        array: a NumPy or CuPy array.
+
+    Returns:
+        numpy.ndarray: ``array`` itself when it already is contiguous on the host, else a copy.
+    """
+    if is_host_contiguous(array):
+        return array
+    from ... import _xp
+    if _xp.is_cupy_array(array):
+        _xp.cupy().cuda.get_current_stream().synchronize()
+    return np.ascontiguousarray(_xp.to_numpy(array))
+
+
+
+def finisher(staged):
+    """One ``finish()`` for a list of ``(host, finish)`` pairs, or None when none copies back.
+
+    Args:
+        staged: pairs from :func:`stage`.
+    """
+    fins = [f for _, f in staged if f is not _noop]
+    if not fins:
+        return None
+
+    def finish():
+        for f in fins:
+            f()
+    return finish
+
+
+def _noop():
+    return None

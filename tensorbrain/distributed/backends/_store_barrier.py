@@ -1,0 +1,52 @@
+"""``monitored_barrier`` through the group's store: the default of backends without a channel
+of their own. Every rank checks in under ``mb/<n>/<rank>``; rank 0 waits for the others and
+publishes a verdict naming the ranks that did not arrive."""
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from ..errors import DistTimeoutError
+
+
+def monitored_barrier(backend, timeout: float, wait_all_ranks: bool = False) -> None:
+    """A barrier that names the ranks that did not arrive (rank 0 reports them all).
+
+    Args:
+        backend: the group's backend (its ``store``, ``rank``, ``size``, ``group_name``).
+        timeout: seconds to wait for the other ranks.
+        wait_all_ranks: report every missing rank rather than the first.
+
+    Raises:
+        DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
+    """
+    seq = getattr(backend, "_mb_seq", 0)
+    backend._mb_seq = seq + 1
+    key = f"mb/{seq}"
+    backend.store.set(f"{key}/{backend.rank}", b"1")
+    if backend.rank == 0:
+        deadline = time.monotonic() + timeout
+        missing = list(range(1, backend.size))
+        while missing and time.monotonic() < deadline:
+            missing = [r for r in missing if not backend.store.check([f"{key}/{r}"])]
+            if missing:
+                time.sleep(0.005)
+        if missing:
+            backend.store.set(f"{key}/verdict", ",".join(map(str, missing)).encode())
+            raise DistTimeoutError(
+                f"monitored_barrier of group {backend.group_name!r} timed out after {timeout} s: "
+                f"rank(s) {missing} did not arrive" + ("" if wait_all_ranks else
+                                                         " (first missing shown)"))
+        backend.store.set(f"{key}/verdict", b"ok")
+    else:
+        try:  # rank 0 always answers within ``timeout`` unless it is the one missing
+            backend.store.wait([f"{key}/verdict"], timedelta(seconds=timeout + 2.0))
+        except Exception:  # noqa: BLE001 - the store's own timeout error
+            raise DistTimeoutError(
+                f"monitored_barrier of group {backend.group_name!r} timed out after {timeout} s "
+                f"on rank {backend.rank}: rank 0 did not arrive (it reports the others)") from None
+        verdict = backend.store.get(f"{key}/verdict")
+        if verdict != b"ok":
+            raise DistTimeoutError(
+                f"monitored_barrier of group {backend.group_name!r} failed: rank 0 reports "
+                f"rank(s) {verdict.decode()} did not arrive")

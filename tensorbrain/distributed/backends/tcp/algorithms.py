@@ -1,0 +1,354 @@
+"""The tcp backend's collective algorithms over the socket mesh (a mixin of ``TCPBackend``).
+
+Each method runs one collective on contiguous host arrays through the progress engine
+(``wire.Engine``): it posts the sends and receives of every round, then ``run()`` progresses them
+together. Which algorithm a size takes, and why, is in docs/distributed.md (the measured
+crossovers); the thresholds are the constants below.
+
+* all_reduce: a direct exchange (one round, each rank reduces the n contributions in rank order,
+  so every rank gets the same bits) up to ``SMALL_ALLREDUCE`` bytes sent per rank; above, a
+  pipelined ring reduce-scatter + all-gather cut in ``SEGMENT``-byte frames.
+* broadcast / reduce: binomial tree up to ``SMALL_BCAST``, pipelined chain above.
+* all_gather / reduce_scatter: direct up to ``SMALL_ALLGATHER``, ring above.
+* gather / scatter: direct to/from the root; all_to_all: pairwise; barrier: dissemination.
+
+float16: the direct path accumulates in float32 and rounds once; ring and chain round after each
+addition (the wire carries float16, as Gloo's does). AVG on float16 divides each contribution by
+n before the sum, so an average that fits in float16 never overflows on the way.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .... import _kernels
+from . import wire as W
+
+# Thresholds, measured on 2 cores with 2 ranks over Unix sockets (docs/distributed.md).
+SMALL_ALLREDUCE = 1 << 20   # direct all_reduce while nbytes * (n - 1) stays under this
+SEGMENT = 1 << 20           # ring/chain frame: keeps the ~15 us Python cost per frame under 5%
+SMALL_BCAST = 1 << 20       # tree below, chain above (a chain pays off after a few segments)
+SMALL_ALLGATHER = 2 << 20   # direct all_gather/reduce_scatter below (one round, all buffered)
+THREADED_SEND = 1 << 20     # large ops send from a second thread (wire.Sender)
+
+K = W.KIND
+
+
+def _chunks(count: int, n: int) -> list:
+    """n contiguous [start, end) element ranges covering count (np.array_split's split)."""
+    base, rem = divmod(count, n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + base + (1 if i < rem else 0)
+        out.append((start, end))
+        start = end
+    return out
+
+
+def _segments(start: int, end: int, seg: int) -> list:
+    return [(a, min(a + seg, end)) for a in range(start, end, seg)]
+
+
+def _children(v: int, n: int) -> list:
+    """Binomial-tree children of virtual rank v (farthest first)."""
+    kids, mask = [], 1
+    while mask < n:
+        if v < mask and v + mask < n:
+            kids.append(v + mask)
+        mask <<= 1
+    return kids[::-1]
+
+
+def _parent(v: int) -> int:
+    return v - (1 << (v.bit_length() - 1))
+
+
+def _reduce_rows(out, rows, op) -> None:
+    """out = rows[0] op rows[1] op ... in row (rank) order; float16 sums in float32."""
+    if rows.dtype == np.float16 and op == "sum":
+        acc = rows[0].astype(np.float32)
+        for j in range(1, len(rows)):
+            acc += rows[j]
+        out[...] = acc
+        return
+    np.copyto(out, rows[0])
+    for j in range(1, len(rows)):
+        _kernels.reduce_into(out, rows[j], op)
+
+
+class Algorithms:
+    """The collectives' socket algorithms; ``self`` is the ``TCPBackend`` (conns, engine, rank)."""
+
+    def _allreduce_one(self, arr, op) -> None:
+        n = self.size
+        flat = arr.reshape(-1)
+        if n == 1:
+            return
+        self._dispatch("all_reduce", self._allreduce_sockets, flat, op)
+
+    def _allreduce_sockets(self, flat, op) -> None:
+        n = self.size
+        op, post = _kernels.avg_plan(flat, op, n)
+        if flat.nbytes * (n - 1) <= SMALL_ALLREDUCE:
+            self._direct_allreduce(flat, op)
+        else:
+            self._ring(flat, _chunks(flat.size, n), op, K["all_reduce"], allgather=True)
+        if post is not None:
+            _kernels.scale_into(flat, post)
+
+    def exchange_direct(self, flat, ranks, kind=K["all_reduce"]):
+        """Send ``flat`` to every other rank of ``ranks`` and receive theirs, in one round.
+
+        Used inside a running op (the direct all_reduce; the shared-memory transport's exchange
+        between host leaders).
+
+        Args:
+            flat: this rank's contiguous 1-D contribution (read only).
+            ranks: the group ranks taking part, this rank among them (a list or range).
+            kind: the frame kind, the collective's own.
+
+        Returns:
+            numpy.ndarray: ``(len(ranks), flat.size)``; row i is ``ranks[i]``'s contribution
+            (this rank's own row is left unset).
+        """
+        m, p, E = len(ranks), ranks.index(self.rank), self._engine
+        dc, total = W.dtype_code(flat.dtype), flat.nbytes
+        bufs = np.empty((m, flat.size), flat.dtype)
+        payload = W.as_bytes(flat)
+        for k in range(1, m):
+            i = (p - k) % m
+            E.send(self.conns[ranks[(p + k) % m]], kind, dc, total, payload)
+            E.recv(self.conns[ranks[i]], kind, dc, total, W.as_bytes(bufs[i]))
+        E.run()
+        return bufs
+
+    def _direct_allreduce(self, flat, op) -> None:
+        """Everyone sends its whole buffer to everyone; reduce n contributions in rank order."""
+        n, r = self.size, self.rank
+        bufs = self.exchange_direct(flat, range(n))
+        if n == 2:  # two operands commute exactly for every op: both ranks get the same bits
+            _kernels.reduce_into(flat, bufs[(r + 1) % 2], op)
+            return
+        bufs[r] = flat
+        _reduce_rows(flat, bufs, op)
+
+    def _ring(self, flat, bounds, op, kind, allgather: bool) -> None:
+        """Pipelined ring reduce-scatter (+ all-gather) over ``flat`` cut at ``bounds``.
+
+        Step s of the reduce-scatter sends chunk (r-s-1) and reduces chunk (r-s-2) received from
+        the left; after n-1 steps chunk r is complete. The all-gather then forwards chunks round
+        the ring. Every chunk travels as SEGMENT-byte frames and each received segment is reduced
+        (or forwarded) at once, so sends of step s+1 overlap the receives of step s.
+        """
+        n, r, E = self.size, self.rank, self._engine
+        right, left = self.conns[(r + 1) % n], self.conns[(r - 1) % n]
+        dc, total = W.dtype_code(flat.dtype), flat.nbytes
+        seg = max(1, SEGMENT // flat.itemsize)
+        segs = [_segments(a, b, seg) for a, b in bounds]
+        tmp = np.empty(min(seg, max(b - a for a, b in bounds)), flat.dtype)
+        reduce_into = _kernels.reduce_into
+        if total >= THREADED_SEND:
+            E.use_sender()
+        as_bytes = W.as_bytes
+
+        for a, b in segs[(r - 1) % n]:
+            E.send(right, kind, dc, total, as_bytes(flat[a:b]))
+        for s in range(n - 1):
+            forward = s < n - 2 or allgather
+            for a, b in segs[(r - s - 2) % n]:
+                t = tmp[:b - a]
+
+                def reduced(a=a, b=b, t=t, forward=forward):
+                    reduce_into(flat[a:b], t, op)
+                    if forward:
+                        E.send(right, kind, dc, total, as_bytes(flat[a:b]))
+                E.recv(left, kind, dc, total, as_bytes(t), reduced)
+        if allgather:
+            for t_step in range(n - 1):
+                forward = t_step < n - 2
+                for a, b in segs[(r - t_step - 1) % n]:
+                    view = as_bytes(flat[a:b])
+                    cb = (lambda v=view: E.send(right, kind, dc, total, v)) if forward else None
+                    E.recv(left, kind, dc, total, view, cb)
+        E.run()
+
+    def _broadcast(self, flat, root) -> None:
+        if self.size == 1:
+            return
+        self._dispatch("broadcast", self._broadcast_sockets, flat, root)
+
+    def _broadcast_sockets(self, flat, root) -> None:
+        n, r, E = self.size, self.rank, self._engine
+        kind, dc, total = K["broadcast"], W.dtype_code(flat.dtype), flat.nbytes
+        v = (r - root) % n
+        real = lambda vv: (vv + root) % n  # noqa: E731
+        if total <= SMALL_BCAST:
+            kids = [self.conns[real(c)] for c in _children(v, n)]
+            payload = W.as_bytes(flat)
+            if v == 0:
+                for c in kids:
+                    E.send(c, kind, dc, total, payload)
+            else:
+                def got():
+                    for c in kids:
+                        E.send(c, kind, dc, total, payload)
+                E.recv(self.conns[real(_parent(v))], kind, dc, total, payload, got)
+            E.run()
+            return
+        # pipelined chain root -> root+1 -> ... ; each segment is forwarded as soon as it lands
+        if total >= THREADED_SEND:
+            E.use_sender()
+        nxt = self.conns[real(v + 1)] if v < n - 1 else None
+        prev = self.conns[real(v - 1)] if v > 0 else None
+        for a, b in _segments(0, flat.size, max(1, SEGMENT // flat.itemsize)):
+            view = W.as_bytes(flat[a:b])
+            if prev is None:
+                E.send(nxt, kind, dc, total, view)
+            else:
+                cb = (lambda vw=view: E.send(nxt, kind, dc, total, vw)) if nxt is not None else None
+                E.recv(prev, kind, dc, total, view, cb)
+        E.run()
+
+    def _reduce(self, flat, root, op) -> None:
+        n, r, E = self.size, self.rank, self._engine
+        if n == 1:
+            return
+        kind, dc, total = K["reduce"], W.dtype_code(flat.dtype), flat.nbytes
+        acc = flat if r == root else flat.copy()
+        op, post = _kernels.avg_plan(acc, op, n)
+        v = (r - root) % n
+        real = lambda vv: (vv + root) % n  # noqa: E731
+        if total <= SMALL_BCAST:
+            kids = _children(v, n)
+            f32 = acc.dtype == np.float16 and op == "sum"
+            acc_r = acc.astype(np.float32) if f32 else acc
+            tmps = {}
+            for c in kids:
+                t = tmps[c] = np.empty_like(acc)
+                E.recv(self.conns[real(c)], kind, dc, total, W.as_bytes(t))
+            E.run()
+            for c in sorted(kids):  # fixed order: the same result whatever the arrival order
+                if f32:
+                    acc_r += tmps[c]
+                else:
+                    _kernels.reduce_into(acc_r, tmps[c], op)
+            if f32:
+                acc[...] = acc_r
+            if v > 0:
+                E.send(self.conns[real(_parent(v))], kind, dc, total, W.as_bytes(acc))
+                E.run()
+        else:
+            nxt = self.conns[real(v + 1)] if v < n - 1 else None   # farther from the root
+            prev = self.conns[real(v - 1)] if v > 0 else None      # towards the root
+            seg = max(1, SEGMENT // acc.itemsize)
+            tmp = np.empty(min(seg, acc.size), acc.dtype)
+            if total >= THREADED_SEND:
+                E.use_sender()
+            for a, b in _segments(0, acc.size, seg):
+                if nxt is None:
+                    E.send(prev, kind, dc, total, W.as_bytes(acc[a:b]))
+                    continue
+                t = tmp[:b - a]
+
+                def reduced(a=a, b=b, t=t):
+                    _kernels.reduce_into(acc[a:b], t, op)
+                    if prev is not None:
+                        E.send(prev, kind, dc, total, W.as_bytes(acc[a:b]))
+                E.recv(nxt, kind, dc, total, W.as_bytes(t), reduced)
+            E.run()
+        if r == root and post is not None:
+            _kernels.scale_into(acc, post)
+
+    def _allgather(self, blocks, src) -> None:
+        n, r = self.size, self.rank
+        for b in blocks:
+            if b.size != src.size:
+                raise ValueError(f"all_gather: every output must hold {src.size} elements like "
+                                 f"the input, got {b.size}")
+        blocks[r][...] = src
+        if n == 1:
+            return
+        self._dispatch("all_gather", self._allgather_sockets, blocks, src)
+
+    def _allgather_sockets(self, blocks, src) -> None:
+        n, r, E = self.size, self.rank, self._engine
+        kind, dc, total = K["all_gather"], W.dtype_code(src.dtype), src.nbytes
+        if total * n <= SMALL_ALLGATHER:
+            payload = W.as_bytes(src)
+            for k in range(1, n):
+                E.send(self.conns[(r + k) % n], kind, dc, total, payload)
+                E.recv(self.conns[(r - k) % n], kind, dc, total, W.as_bytes(blocks[(r - k) % n]))
+            E.run()
+            return
+        right, left = self.conns[(r + 1) % n], self.conns[(r - 1) % n]
+        seg = max(1, SEGMENT // src.itemsize)
+        pieces = _segments(0, src.size, seg)
+        if total >= THREADED_SEND:
+            E.use_sender()
+        for a, b in pieces:
+            E.send(right, kind, dc, total, W.as_bytes(blocks[r][a:b]))
+        for t in range(n - 1):
+            blk = blocks[(r - t - 1) % n]
+            for a, b in pieces:
+                view = W.as_bytes(blk[a:b])
+                cb = (lambda v=view: E.send(right, kind, dc, total, v)) if t < n - 2 else None
+                E.recv(left, kind, dc, total, view, cb)
+        E.run()
+
+    def _reduce_scatter(self, out, scratch, op) -> None:
+        """``scratch`` (n x m, ours to modify) -> out = reduction of block ``rank``."""
+        self._dispatch("reduce_scatter", self._reduce_scatter_sockets, out, scratch, op)
+
+    def _reduce_scatter_sockets(self, out, scratch, op) -> None:
+        n, r, E, m = self.size, self.rank, self._engine, out.size
+        op, post = _kernels.avg_plan(scratch, op, n)
+        kind = K["reduce_scatter"]
+        if n > 1 and scratch.nbytes <= SMALL_ALLGATHER:
+            dc, total = W.dtype_code(out.dtype), scratch.nbytes
+            bufs = np.empty((n, m), out.dtype)
+            for k in range(1, n):
+                to, frm = (r + k) % n, (r - k) % n
+                E.send(self.conns[to], kind, dc, total, W.as_bytes(scratch[to * m:(to + 1) * m]))
+                E.recv(self.conns[frm], kind, dc, total, W.as_bytes(bufs[frm]))
+            E.run()
+            bufs[r] = scratch[r * m:(r + 1) * m]
+            _reduce_rows(out, bufs, op)
+        else:
+            if n > 1:
+                self._ring(scratch, [(j * m, (j + 1) * m) for j in range(n)], op, kind,
+                           allgather=False)
+            out[...] = scratch[r * m:(r + 1) * m]
+        if post is not None:
+            _kernels.scale_into(out, post)
+
+    def _alltoall(self, dsts, srcs, check_total=True) -> None:
+        n, r = self.size, self.rank
+        if len(dsts) != n or len(srcs) != n:
+            raise ValueError(f"all_to_all needs {n} inputs and {n} outputs, got {len(srcs)} and "
+                             f"{len(dsts)}")
+        if dsts[r].size != srcs[r].size:
+            raise ValueError(f"all_to_all: this rank's block to itself has {srcs[r].size} "
+                             f"elements but its output slot {dsts[r].size}")
+        dsts[r][...] = srcs[r]
+        self._dispatch("all_to_all", self._alltoall_sockets, dsts, srcs, check_total)
+
+    def _alltoall_sockets(self, dsts, srcs, check_total) -> None:
+        n, r, E = self.size, self.rank, self._engine
+        kind = K["all_to_all"]
+        total = srcs[0].nbytes if check_total else -1
+        for k in range(1, n):
+            to, frm = (r + k) % n, (r - k) % n
+            E.send(self.conns[to], kind, W.dtype_code(srcs[to].dtype), max(total, 0),
+                   W.as_bytes(srcs[to]))
+            E.recv(self.conns[frm], kind, W.dtype_code(dsts[frm].dtype), total,
+                   W.as_bytes(dsts[frm]))
+        E.run()
+
+    def _barrier_sockets(self) -> None:
+        """Dissemination: after round k, every rank has heard from 2^(k+1) ranks."""
+        n, r, E = self.size, self.rank, self._engine
+        dist = 1
+        while dist < n:
+            E.send(self.conns[(r + dist) % n], K["barrier"], 0, 0, W._EMPTY)
+            E.recv(self.conns[(r - dist) % n], K["barrier"], 0, 0, W._EMPTY)
+            E.run()
+            dist <<= 1

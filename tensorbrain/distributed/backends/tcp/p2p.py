@@ -1,0 +1,154 @@
+"""Point-to-point messages of the tcp backend (a mixin of ``TCPBackend``).
+
+A p2p frame carries its tag and a per-peer counter; it is matched in order per (peer, tag). A
+frame that arrives before its ``recv`` is posted (another tag, or ``recv(src=None)`` looking
+at several peers) is stashed on its connection, bounded by ``wire.MAX_STASH``. Point-to-point
+ops never take a collective sequence number.
+"""
+from __future__ import annotations
+
+import socket
+import time
+
+from ...errors import DistBackendError, DistTimeoutError
+from .. import _validate
+from .._staging import finisher, stage, stage_in
+from . import wire as W
+
+K = W.KIND
+
+
+class PointToPoint:
+    """send / recv / batch_p2p; ``self`` is the ``TCPBackend``."""
+
+    def send(self, array, dst, tag=0, *, async_op=True):
+        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
+
+        Args:
+            array: the data to send (read only).
+            dst: the destination group rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
+        src = stage_in(array).reshape(-1)
+        _validate.not_self("send", dst, self.rank)
+
+        def body():
+            conn = self.conns[dst]
+            conn.p2p_sent += 1
+            self._engine.send(conn, K["p2p"], W.dtype_code(src.dtype), src.nbytes,
+                              W.as_bytes(src), tag=tag, seq=conn.p2p_sent)
+            self._engine.run()
+        return self._submit("send", body, async_op, collective=False)
+
+    def recv(self, array, src, tag=0, *, async_op=True):
+        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
+
+        Args:
+            array: the array that receives the data (shape and dtype must match the send).
+            src: the source group rank; None for any rank.
+            tag: messages are matched in order per (peer, tag).
+            async_op: return without waiting for the peers (else the returned Work is complete).
+        """
+        host, finish = stage(array, copy_in=False)
+        flat = host.reshape(-1)
+        _validate.not_self("recv", src, self.rank)
+        # the Work's result is the source rank (within the group)
+        return self._submit("recv", lambda: self._recv(flat, src, tag), async_op, finish,
+                            collective=False)
+
+    def _recv(self, flat, src, tag) -> int:
+        E, dc = self._engine, W.dtype_code(flat.dtype)
+        peers = [src] if src is not None else [j for j in range(self.size) if j != self.rank]
+        for j in peers:  # an early frame already read?
+            stash = self.conns[j].stash.get(tag)
+            if stash:
+                dtype, data = stash.popleft()
+                if dtype != dc or len(data) != flat.nbytes:
+                    raise DistBackendError(
+                        f"recv (tag {tag}) on group {self.group_name!r}, rank {self.rank}: rank "
+                        f"{j} sent {len(data)} bytes of {W.dtype_name(dtype)} but this rank "
+                        f"receives {flat.nbytes} bytes of {flat.dtype}")
+                W.as_bytes(flat)[:] = data
+                return j
+        if src is None:
+            src = self._wait_any_p2p(peers, tag)
+            if src is None:
+                return self._recv(flat, None, tag)  # a stashed frame with our tag arrived
+        E.recv(self.conns[src], K["p2p"], dc, -1, W.as_bytes(flat), tag=tag, seq=-1)
+        E.run()
+        return src
+
+    def batch_p2p(self, ops, *, async_op=True):
+        """Sends and receives ``[(kind, array, peer, tag)]`` progressed together in one run (an
+        exchange of any size cannot deadlock on full socket buffers).
+
+        Args:
+            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
+            async_op: return without waiting for the peers.
+
+        Returns:
+            Work: one handle for the whole batch.
+        """
+        prepared, staged = [], []
+        for kind, arr, peer, tag in ops:
+            if kind == "send":
+                prepared.append((kind, stage_in(arr).reshape(-1), peer, tag))
+            else:
+                host, fin = stage(arr, copy_in=False)
+                staged.append((host, fin))
+                prepared.append((kind, host.reshape(-1), peer, tag))
+
+        def body():
+            E = self._engine
+            for kind, flat, peer, tag in prepared:
+                conn, dc = self.conns[peer], W.dtype_code(flat.dtype)
+                if kind == "send":
+                    conn.p2p_sent += 1
+                    E.send(conn, K["p2p"], dc, flat.nbytes, W.as_bytes(flat), tag=tag,
+                           seq=conn.p2p_sent)
+                else:
+                    E.recv(conn, K["p2p"], dc, -1, W.as_bytes(flat), tag=tag, seq=-1)
+            E.run()
+        return self._submit("batch_isend_irecv", body, async_op, finisher(staged),
+                            collective=False)
+
+    def _wait_any_p2p(self, peers, tag):
+        """recv(src=None): the first peer whose next frame is a p2p frame with ``tag``."""
+        import select
+        E = self._engine
+        candidates = {self.conns[j].fd: self.conns[j] for j in peers}
+        while candidates:
+            left = E.deadline - time.monotonic()
+            if left <= 0:
+                raise DistTimeoutError(
+                    f"recv from any source (tag {tag}) on group {self.group_name!r}, rank "
+                    f"{self.rank}, timed out after {self.timeout:g} s: no rank sent")
+            ready, _, _ = select.select(list(candidates), [], [], left)
+            for fd in ready:
+                conn = candidates[fd]
+                try:
+                    head = conn.sock.recv(W.HEADER_SIZE, socket.MSG_PEEK)
+                except BlockingIOError:
+                    continue
+                if not head:
+                    raise E.peer_closed(conn)
+                if len(head) < W.HEADER_SIZE:
+                    time.sleep(0.0001)
+                    continue
+                magic, kind, dtype, ftag, _, _, nbytes = W.HEADER.unpack(head)
+                if magic != W.MAGIC:
+                    raise E.protocol_error(conn, f"bad frame magic {magic:#x}")
+                if kind == K["abort"]:
+                    conn.sock.recv_into(conn.hdr_view)
+                    raise E.peer_aborted(conn, *conn.read_abort(E, ftag, nbytes))
+                if kind != K["p2p"]:
+                    del candidates[fd]  # its next frame is a collective: no p2p before it
+                    continue
+                if ftag == tag:
+                    return conn.peer
+                conn.sock.recv_into(conn.hdr_view)  # consume the header, stash the payload
+                conn._read_stray(E, dtype, ftag, nbytes)
+                return None if conn.stash.get(tag) else self._wait_any_p2p(peers, tag)
+        raise DistBackendError(f"recv from any source (tag {tag}) on group {self.group_name!r}, "
+                               f"rank {self.rank}: every peer's next message is a collective")

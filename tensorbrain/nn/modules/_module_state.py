@@ -7,6 +7,7 @@ so a TensorBrain state dict loads into the same torch model and back.
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ... import _interop
 from ._module_convert import _convert
@@ -25,6 +26,9 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 class _ModuleStateDict:
     """The state-dict half of :class:`~tensorbrain.nn.Module`."""
+
+    if TYPE_CHECKING:   # Module's, for type checkers
+        def modules(self) -> Iterator[Any]: ...
 
     # ***** state dict *****
     def _save_to_state_dict(self, destination, prefix, keep_vars):
@@ -129,7 +133,9 @@ class _ModuleStateDict:
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing, unexpected, errors = [], [], []
+        missing: list[str] = []
+        unexpected: list[str] = []
+        errors: list[str] = []
 
         def load(module, prefix):
             module._load_from_state_dict(state_dict, prefix, {}, True, missing, unexpected, errors)

@@ -12,11 +12,6 @@ from ..autograd.graph import Node
 from .._tensor_base import Tensor
 
 
-def tensor_cls():
-    """The Tensor class (kept for the op modules that ask for it by call)."""
-    return Tensor
-
-
 def make(out, inputs, backward, name, saved=()):
     """Wrap ``out`` as a Tensor; record a graph node when grad mode is on and an input needs it."""
     if isinstance(out, np.generic):  # NumPy reductions return scalars; ._data is always an array

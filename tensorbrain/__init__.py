@@ -16,9 +16,6 @@ from ._dtype import (bool_, double, float, float16, float32, float64, get_defaul
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from ._dtype import bfloat16, finfo, iinfo, promote_types
 from ._dtype import is_floating_point as _is_fp_dtype
-from ._ops import elementwise as _E
-from ._ops import reduce as _R
-from ._ops import shape as _S
 from ._random import Generator, initial_seed, manual_seed, seed
 from . import amp, cpu
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
@@ -35,58 +32,9 @@ from . import _logging  # noqa: E402
 _logging.configure()  # TB_LOG_LEVEL: the 'tensorbrain' logger and its stderr handler
 _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their freed arrays' pages
 
-# ***** ops as tb.* functions *****
-add, sub, mul, div, pow, neg = _E.add, _E.sub, _E.mul, _E.div, _E.pow, _E.neg
-multiply, divide, subtract, true_divide = mul, div, sub, div
-maximum, minimum, where = _E.maximum, _E.minimum, _E.where
-exp, log, sqrt, rsqrt, abs, sign, sin, cos = _E.exp, _E.log, _E.sqrt, _E.rsqrt, _E.abs, _E.sign, _E.sin, _E.cos
-clamp = clip = _E.clamp
-relu, sigmoid, tanh = _E.relu, _E.sigmoid, _E.tanh
-lt, gt, le, ge, eq, ne = _E.lt_, _E.gt_, _E.le_, _E.ge_, _E.eq_, _E.ne_
-sum, mean, max, min, amax = _R.sum, _R.mean, _R.max, _R.min, _R.amax
-argmax, argmin, var, std, logsumexp, prod = _R.argmax, _R.argmin, _R.var, _R.std, _R.logsumexp, _R.prod
-reshape, flatten, permute, transpose, t = _S.reshape, _S.flatten, _S.permute, _S.transpose, _S.t
-squeeze, unsqueeze, cat, concat, stack = _S.squeeze, _S.unsqueeze, _S.cat, _S.cat, _S.stack
-split, chunk, narrow, matmul, mm, clone = _S.split, _S.chunk, _S.narrow, _S.matmul, _S.matmul, _S.clone
-bmm = _S.matmul
-gelu, silu, log1p, expm1, erf, square, reciprocal = _E.gelu, _E.silu, _E.log1p, _E.expm1, _E.erf, _E.square, _E.reciprocal
-floor, ceil, trunc, round, isnan, isinf, isfinite = _E.floor, _E.ceil, _E.trunc, _E.round, _E.isnan, _E.isinf, _E.isfinite
-logical_not, masked_fill = _E.logical_not, _E.masked_fill
-cumsum, all, any, norm = _R.cumsum, _R.all, _R.any, _R.norm
-gather, index_select, tril, triu, flip, sort, argsort, topk = _S.gather, _S.index_select, _S.tril, _S.triu, _S.flip, _S.sort, _S.argsort, _S.topk
-dot, outer = _S.dot, _S.outer
-
-
-def softmax(input, dim, dtype=None):
-    """``tb.softmax`` (same as ``tb.nn.functional.softmax``).
-
-    Args:
-        input: the tensor.
-        dim: the dimension to normalise over.
-        dtype: if given, ``input`` is cast to it first.
-    """
-    from .nn.functional import softmax as _softmax
-    return _softmax(input, dim, dtype)
-
-
-def log_softmax(input, dim, dtype=None):
-    """Log of softmax along ``dim``, computed stably (as ``torch.log_softmax``).
-
-    Args:
-        input: the tensor.
-        dim: the dimension to normalise over.
-        dtype: if given, ``input`` is cast to it first.
-
-    Returns:
-        A tensor of ``input``'s shape.
-
-    Example:
-        >>> import tensorbrain as tb
-        >>> tb.log_softmax(tb.zeros(2), 0).exp().tolist()
-        [0.5, 0.5]
-    """
-    from .nn.functional import log_softmax as _log_softmax
-    return _log_softmax(input, dim, dtype)
+# ***** ops as tb.* functions: made from the op table (tensorbrain/_ops/table.py) *****
+from ._ops import table as _op_table  # noqa: E402
+globals().update(_op_table.functions())
 
 
 def is_tensor(obj) -> bool:

@@ -258,7 +258,8 @@ def test_gpu_tensor_roundtrip_and_errors():
 @pytest.mark.parametrize("module", ["tensorbrain", "tensorbrain.tensor", "tensorbrain.autograd",
                                     "tensorbrain.autograd.function", "tensorbrain.autograd.grad_mode",
                                     "tensorbrain.nn.functional", "tensorbrain.testing.gradcheck",
-                                    "tensorbrain._ops.loss", "tensorbrain._ops.norm", "tensorbrain._device"])
+                                    "tensorbrain._ops.loss", "tensorbrain._ops.norm", "tensorbrain._device",
+                                    "tensorbrain._factories", "tensorbrain._ops.softmax"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
@@ -266,3 +267,15 @@ def test_docstring_examples_run(module):
     importlib.import_module(module)
     res = doctest.testmod(sys.modules[module])
     assert res.failed == 0
+
+
+def test_tensor_method_docstring_examples_run():
+    # Tensor's methods are defined in two modules (_tensor_base and tensor); testmod of either
+    # skips those defined in the other, so run every example on the class itself.
+    import doctest
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
+    tests = [t for t in finder.find(tb.Tensor, "Tensor", module=False, globs={}) if t.examples]
+    assert len(tests) >= 4   # data, item, copy_, the class: the examples are found
+    for t in tests:
+        runner.run(t)
+    assert runner.summarize(verbose=False).failed == 0

@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import _random
 from .._xp import get_array_module
-from .core import make, tensor_cls, unbroadcast
+from .._tensor_base import Tensor
+from .core import make, unbroadcast
 from .rnn import check_outputs, remember_output, side_output
 
 
@@ -24,7 +25,7 @@ def additive_mask(mask, dtype, xp, keep_true=True):
     """A float array to add to scores: a float mask as it is; a bool mask as 0 where attention
     is allowed and -inf elsewhere (``keep_true``: True means allowed, SDPA's convention;
     otherwise True means masked out, ``nn.MultiheadAttention``'s)."""
-    m = mask._data if isinstance(mask, tensor_cls()) else xp.asarray(mask)
+    m = mask._data if isinstance(mask, Tensor) else xp.asarray(mask)
     if m.dtype == np.bool_:
         allowed = m if keep_true else ~m
         return xp.where(allowed, xp.asarray(0, dtype), xp.asarray(-np.inf, dtype))
@@ -42,7 +43,6 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
     Args and semantics are ``F.scaled_dot_product_attention``'s; a float ``attn_mask`` gets a
     gradient when it requires one. Returns ``(out, weights or None)``.
     """
-    Tensor = tensor_cls()
     q, k, v = query._data, key._data, value._data
     xp = get_array_module(q)
     if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:

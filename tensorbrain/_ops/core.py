@@ -9,17 +9,7 @@ from .._dtype import bfloat16 as _BF16
 from .._xp import get_array_module
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import Node
-
-
-# The Tensor class, set by tensorbrain.tensor right after it defines it: the ops modules are
-# imported by tensor.py, so they cannot import the class at module level. A global read costs
-# ~20 ns where the former per-call `from ..tensor import Tensor` cost ~1 us (measured with
-# cProfile: 9 such imports made up 60% of a small `a * b`).
-Tensor = None
-
-
-def tensor_cls():
-    return Tensor
+from .._tensor_base import Tensor
 
 
 def make(out, inputs, backward, name, saved=()):

@@ -8,19 +8,19 @@ import numpy as np
 from .._dtype import bfloat16 as _BF16
 from .._dtype import get_default_dtype, promote_types
 from .._xp import get_array_module
-from . import core as _core
 from ..autograd.grad_mode import _state as _grad_state
-from .core import as_operand, make, shape_error, tensor_cls, unbroadcast
+from .._tensor_base import Tensor
+from .core import as_operand, make, shape_error, unbroadcast
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
 def _is_tensor(x):
-    return isinstance(x, _core.Tensor)
+    return isinstance(x, Tensor)
 
 
 def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
     """Shared path of the binary arithmetic ops: operands, broadcasting, device checks."""
-    T = _core.Tensor
+    T = Tensor
     ta, tb_ = isinstance(a, T), isinstance(b, T)
     if ta and tb_:
         ad, bd = a._data, b._data
@@ -116,15 +116,15 @@ def div(a, b, rounding_mode=None):
         r = floor(q) if rounding_mode == "floor" else trunc(q)
         ints = [t._data.dtype for t in (a, b) if _is_tensor(t)]
         if ints and all(d.kind in "biu" for d in ints):
-            r = tensor_cls()._wrap(r._data.astype(np.result_type(*ints)))
+            r = Tensor._wrap(r._data.astype(np.result_type(*ints)))
         return r
     # True division of integers gives the default float dtype, as in PyTorch.
     if _is_tensor(a) and a._data.dtype.kind in "biu" and (not _is_tensor(b) or b._data.dtype.kind in "biu"):
-        a = tensor_cls()._wrap(a._data.astype(get_default_dtype()))
+        a = Tensor._wrap(a._data.astype(get_default_dtype()))
         if _is_tensor(b):
-            b = tensor_cls()._wrap(b._data.astype(get_default_dtype()))
+            b = Tensor._wrap(b._data.astype(get_default_dtype()))
     elif _is_tensor(b) and b._data.dtype.kind in "biu" and not _is_tensor(a) and not isinstance(a, float):
-        b = tensor_cls()._wrap(b._data.astype(get_default_dtype()))
+        b = Tensor._wrap(b._data.astype(get_default_dtype()))
     return _binary("DivBackward", a, b, lambda x, y: x / y,
                    lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), "b", True)
 
@@ -169,7 +169,6 @@ def neg(a):
 # ***** comparisons (no gradient) *****
 def _compare(fn):
     def op(a, b):
-        Tensor = tensor_cls()
         if not _is_tensor(a):
             a, b = b, a
             fn_ = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}.get(fn.__name__, fn.__name__)
@@ -228,7 +227,7 @@ def abs(a):
 
 
 def sign(a):
-    return tensor_cls()._wrap(get_array_module(a._data).sign(a._data))
+    return Tensor._wrap(get_array_module(a._data).sign(a._data))
 
 
 def sin(a):
@@ -265,7 +264,6 @@ def clamp(a, min=None, max=None):
 
 
 def where(cond, a, b):
-    Tensor = tensor_cls()
     like = a if _is_tensor(a) else b
     c = cond._data if _is_tensor(cond) else cond
     a = as_operand(a, like) if _is_tensor(like) else a
@@ -401,7 +399,7 @@ def _erf_f32(x):
 
 def silu(a):
     x = a._data
-    s = sigmoid(tensor_cls()._wrap(x))._data
+    s = sigmoid(Tensor._wrap(x))._data
     out = x * s
     return make(out, (a,), lambda g: (g * (s * (1 + x * (1 - s))),), "SiluBackward", (a,))
 
@@ -438,7 +436,7 @@ def reciprocal(a):
 
 def _no_grad_unary(name, fn):
     def op(a):
-        return tensor_cls()._wrap(fn(get_array_module(a._data), a._data))
+        return Tensor._wrap(fn(get_array_module(a._data), a._data))
     op.__name__ = name
     op.__doc__ = f"``{name}`` elementwise (no gradient: piecewise constant or boolean)."
     return op
@@ -454,7 +452,7 @@ logical_not = _no_grad_unary("logical_not", lambda xp, x: xp.logical_not(x))
 
 
 def round(a, decimals=0):
-    return tensor_cls()._wrap(get_array_module(a._data).round(a._data, decimals))
+    return Tensor._wrap(get_array_module(a._data).round(a._data, decimals))
 
 
 def masked_fill(a, mask, value):

@@ -8,7 +8,8 @@ import numpy as np
 from .. import _dtype
 from .._dtype import bfloat16 as _BF16
 from .._xp import get_array_module
-from .core import make, tensor_cls
+from .._tensor_base import Tensor
+from .core import make
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
@@ -74,7 +75,6 @@ def mean(a, dim=None, keepdim=False, dtype=None):
 def _minmax(name, a, dim, keepdim, pick, argpick):
     x = a._data
     xp = get_array_module(x)
-    Tensor = tensor_cls()
     if dim is None:
         out = pick(x)
 
@@ -133,7 +133,6 @@ def _arg_index(a, dim, keepdim, method):
     """The index tensor of the array method ``method`` ("argmax"/"argmin"), over all elements
     when ``dim`` is None (a 0-d result), else along ``dim``."""
     x = a._data
-    Tensor = tensor_cls()
     if dim is None:
         return Tensor._wrap(get_array_module(x).asarray(getattr(x, method)()))
     return Tensor._wrap(getattr(x, method)(axis=_axes(dim, x.ndim)[0], keepdims=keepdim))
@@ -219,12 +218,12 @@ def cumsum(a, dim, dtype=None):
 
 def all(a, dim=None, keepdim=False):
     x = a._data
-    return tensor_cls()._wrap(x.all(axis=_axes(dim, x.ndim), keepdims=keepdim))
+    return Tensor._wrap(x.all(axis=_axes(dim, x.ndim), keepdims=keepdim))
 
 
 def any(a, dim=None, keepdim=False):
     x = a._data
-    return tensor_cls()._wrap(x.any(axis=_axes(dim, x.ndim), keepdims=keepdim))
+    return Tensor._wrap(x.any(axis=_axes(dim, x.ndim), keepdims=keepdim))
 
 
 @autocast_op("norm")

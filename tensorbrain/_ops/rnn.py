@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._xp import get_array_module
-from .core import make, tensor_cls
+from .._tensor_base import Tensor
+from .core import make
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -80,7 +81,6 @@ def _in_row_order(xp, parts, steps, reverse):
 
 def side_output(value, y, cell, key):
     """``h_n``/``c_n``: its gradient goes to ``cell[key]``; ``y`` gets a (broadcast) zero."""
-    Tensor = tensor_cls()
     if not y.requires_grad:
         return Tensor._wrap(value)
     xp = get_array_module(value)

@@ -5,7 +5,8 @@ import numpy as np
 
 from .. import _dtype
 from .._xp import get_array_module
-from .core import make, make_view, tensor_cls, unbroadcast
+from .._tensor_base import Tensor
+from .core import make, make_view, unbroadcast
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
@@ -204,7 +205,6 @@ def narrow(a, dim, start, length):
 
 
 def _index_data(index):
-    Tensor = tensor_cls()
     if isinstance(index, Tensor):
         return index._data
     if isinstance(index, tuple):
@@ -392,7 +392,7 @@ def sort(a, dim=-1, descending=False, stable=False):
         if descending:
             idx = xp.flip(idx, d)
     from ..return_types import Sort
-    return Sort(gather(a, d, tensor_cls()._wrap(idx)), tensor_cls()._wrap(idx))
+    return Sort(gather(a, d, Tensor._wrap(idx)), Tensor._wrap(idx))
 
 
 def argsort(a, dim=-1, descending=False, stable=False):
@@ -407,7 +407,7 @@ def topk(a, k, dim=-1, largest=True, sorted=True):
     vals, idx = sort(a, d, descending=largest)
     sl = tuple(slice(None) if i != d else slice(0, k) for i in range(x.ndim))
     from ..return_types import Sort
-    return Sort(getitem(vals, sl), tensor_cls()._wrap(idx._data[sl]))
+    return Sort(getitem(vals, sl), Tensor._wrap(idx._data[sl]))
 
 
 def dot(a, b):

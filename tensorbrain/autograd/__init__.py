@@ -1,6 +1,8 @@
 """Reverse-mode autograd: ``backward``, ``grad``, grad modes, hooks and end-of-backward callbacks."""
 from __future__ import annotations
 
+from .._tensor_base import Tensor
+from .._xp import get_array_module
 from .engine import queue_callback, run_backward
 from .function import Function, FunctionCtx
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -11,14 +13,12 @@ __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_gra
 
 
 def _seq(x):
-    from ..tensor import Tensor
     if isinstance(x, Tensor):
         return [x]
     return list(x) if x is not None else None
 
 
 def _default_grads(outputs, grad_outputs):
-    from .._xp import get_array_module
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if grad_outputs is not None else None
@@ -53,7 +53,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, inputs=None):
 
 
 def _accumulate_into(inputs, results):
-    from ..tensor import Tensor
     for t in inputs:
         g = results.get(id(t))
         if g is None:
@@ -83,7 +82,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         create_graph: record the backward pass so the result can be differentiated again.
         allow_unused: return None for inputs the outputs do not depend on instead of raising.
     """
-    from ..tensor import Tensor
     if create_graph:
         raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
     outputs, inputs = _seq(outputs), _seq(inputs)

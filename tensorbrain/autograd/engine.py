@@ -12,7 +12,7 @@ import threading
 
 from . import grad_mode
 from .graph import Node
-from .._ops import core as _core
+from .._tensor_base import Tensor
 
 _local = threading.local()
 
@@ -43,7 +43,6 @@ def _check_saved(node):
 
 
 def _accumulate_leaf(leaf, grad, inputs_filter, results):
-    Tensor = _core.Tensor   # not `from ..tensor import Tensor`: an import per call costs ~1 us
     hooks = leaf._hooks
     if hooks:
         for hook in hooks:

@@ -16,6 +16,8 @@
 """
 from __future__ import annotations
 
+from .._ops.core import make
+from .._tensor_base import Tensor
 from . import grad_mode
 
 
@@ -97,8 +99,6 @@ class Function:
             >>> Square.apply(x).sum().backward(); x.grad.tolist()
             [6.0]
         """
-        from .._ops.core import make
-        from ..tensor import Tensor
         ctx = FunctionCtx(tuple(isinstance(a, Tensor) and a.requires_grad for a in args))
         with grad_mode.no_grad():
             out = cls.forward(ctx, *args)

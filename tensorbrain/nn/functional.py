@@ -37,6 +37,7 @@ from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,
                          binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
                          l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from .._ops.norm import batch_norm, group_norm, layer_norm  # noqa: F401
+from .._ops.softmax import log_softmax, softmax, softmin  # noqa: F401
 from .._xp import get_array_module
 from ..tensor import Tensor
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
@@ -284,78 +285,6 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     inside = (x > min_val) & (x < max_val)   # PyTorch: zero gradient at the edges
     return make(out, (input,), lambda g: (g * inside,), "HardtanhBackward", (input,))
 
-
-# ***** softmax family *****
-def _softmax_dim(ndim, dim):
-    if dim is None:  # PyTorch's legacy implicit choice
-        return 0 if ndim in (0, 1, 3) else 1
-    return dim
-
-
-@autocast_op("softmax")
-def softmax(input, dim=None, dtype=None):
-    """Exp(x) / sum(exp(x)) along ``dim`` (as ``torch.nn.functional.softmax``).
-
-    Args:
-        input: the tensor.
-        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
-            3-D inputs, else 1).
-        dtype: if given, ``input`` is cast to it first.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    x = input._data if dtype is None else input._data.astype(dtype)
-    xp = get_array_module(x)
-    d = _softmax_dim(x.ndim, dim)
-    e = xp.exp(x - x.max(axis=d, keepdims=True))
-    e /= e.sum(axis=d, keepdims=True)
-    src = input._data.dtype
-
-    def backward(g):
-        gx = e * (g - (g * e).sum(axis=d, keepdims=True))
-        return (gx.astype(src, copy=False),)
-    return make(e, (input,), backward, "SoftmaxBackward")
-
-
-@autocast_op("softmin")
-def softmin(input, dim=None, dtype=None):
-    """Softmax(-x) along ``dim`` (as ``torch.nn.functional.softmin``).
-
-    Args:
-        input: the tensor.
-        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
-            3-D inputs, else 1).
-        dtype: if given, ``input`` is cast to it first.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    return softmax(_E.neg(input), dim, dtype)
-
-@autocast_op("log_softmax")
-def log_softmax(input, dim=None, dtype=None):
-    """Log(softmax(x)) along ``dim``, computed stably (as ``torch.nn.functional.log_softmax``).
-
-    Args:
-        input: the tensor.
-        dim: the dimension to normalise over (None: torch's legacy choice, 0 for 0-, 1- and
-            3-D inputs, else 1).
-        dtype: if given, ``input`` is cast to it first.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    x = input._data if dtype is None else input._data.astype(dtype)
-    xp = get_array_module(x)
-    d = _softmax_dim(x.ndim, dim)
-    out = _log_softmax_array(xp, x, d)
-    src = input._data.dtype
-
-    def backward(g):
-        gx = g - xp.exp(out) * g.sum(axis=d, keepdims=True)
-        return (gx.astype(src, copy=False),)
-    return make(out, (input,), backward, "LogSoftmaxBackward")
 
 # ***** regularisation and lookup *****
 def dropout(input, p=0.5, training=True, inplace=False, generator=None):

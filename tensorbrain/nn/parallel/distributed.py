@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
 from ... import _xp
 from ...autograd import grad_mode
+from ...distributed.algorithms.join import Join, Joinable, JoinHook
 from ...tensor import Tensor
 from ..modules.module import Module
 from ._reducer import MiB, Reducer
@@ -73,7 +76,7 @@ def broadcast_coalesced(dist, tensors, src, group, cap_bytes=BROADCAST_BUCKET_BY
                 off += n
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """Data parallelism across processes (``torch.nn.parallel.DistributedDataParallel``).
 
     ``module``'s parameters are synchronised from rank 0 at construction; each backward averages
@@ -125,7 +128,8 @@ class DistributedDataParallel(Module):
         self._rank = dist.get_rank(process_group)
         self._world_size = dist.get_world_size(process_group)
         self._src = _src_rank(dist, process_group)
-        self._join = None  # the active join() context, if any
+        Joinable.__init__(self)
+        self._join_hook = None  # the hook of the join() context, while one is active
         names = [n for n, _ in params]
         self._verify_params_across_ranks(module)
         self._buffers_list = [b for _, b in module.named_buffers()]
@@ -175,13 +179,15 @@ class DistributedDataParallel(Module):
         sync = grad_on and self.require_backward_grad_sync
         div = None
         collective = True  # may this forward issue collectives?
-        if self._join is not None:
+        joining = self._join_config.enable
+        if joining:
             # Inside join() only training forwards are mirrored by the ranks that ran out of
             # data (they wait for the notify all_reduce), so only those may communicate.
             collective = grad_on and self.module.training
             if collective:
-                div = self._join._notify(active=True, sync=sync)
-        src = self._join._authority if self._join is not None else self._src
+                Join.notify_join_context(self)
+                div = self._join_hook.notify(active=True, sync=sync)
+        src = self._join_hook.authority if joining else self._src
         if collective and grad_on and self.reducer.rebuild_pending:
             self.reducer.rebuild_buckets(src)
         if collective and self._will_sync_buffers():
@@ -224,9 +230,41 @@ class DistributedDataParallel(Module):
     def join(self, divide_by_initial_world_size=True, enable=True,
              throw_on_early_termination=False):
         """Context manager for uneven inputs: a rank that leaves the loop early keeps answering
-        the others' collectives with zeros until every rank is done (PyTorch's ``Join``)."""
-        from ._join import _JoinContext
-        return _JoinContext(self, divide_by_initial_world_size, enable, throw_on_early_termination)
+        the others' collectives with zeros until every rank is done (PyTorch's ``Join``).
+
+        Args:
+            divide_by_initial_world_size: divide gradients by the world size at the start (True,
+                as torch) or by the number of ranks still training.
+            enable: False makes the context do nothing.
+            throw_on_early_termination: raise on every rank once one runs out of inputs.
+
+        Returns:
+            Join: ``Join([self], ...)`` (``tensorbrain.distributed.algorithms.join``).
+        """
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        """The :class:`JoinHook` that shadows this model's collectives on a rank that has joined.
+
+        Args:
+            **kwargs: ``divide_by_initial_world_size`` (default True).
+
+        Returns:
+            JoinHook: the hook.
+        """
+        self._join_hook = _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+        return self._join_hook
+
+    @property
+    def join_device(self):
+        """The parameters' device (that of the join notification)."""
+        return next(iter(self.module.parameters())).device
+
+    @property
+    def join_process_group(self):
+        """The process group of the gradient all_reduce (None: the default group)."""
+        return self.process_group
 
     # ***** communication hooks *****
     def register_comm_hook(self, state, hook):
@@ -269,3 +307,86 @@ def _move_to(obj, dev):
     if isinstance(obj, dict):
         return {k: _move_to(v, dev) for k, v in obj.items()}
     return obj
+
+
+# ***** join(): the ranks that ran out of inputs shadow the others' collectives *****
+class _DDPJoinHook(JoinHook):
+    """DDP's side of ``join()`` (``tensorbrain.distributed.algorithms.join`` runs the loop).
+
+    Besides the join context's own notification, every training forward inside the context
+    all_reduces (SUM) a vector ``[one-hot of the active ranks..., sync flag]``; a joined rank
+    contributes zeros (:meth:`main_hook`). The sum tells every rank how many are still active,
+    which rank is the *authority* (the lowest active rank: buffers and the bucket order are
+    broadcast from it instead of rank 0, which may have left) and whether this iteration's
+    backward synchronises (``no_sync`` iterations have nothing to shadow). A joined rank then
+    mirrors the forward's collectives (bucket rebuild, buffer broadcast) and, when the iteration
+    synchronises, reduces zero gradients for every bucket, in bucket order. When all ranks have
+    joined, the parameters and buffers are broadcast from the rank that trained the most
+    iterations (the last to join), because the ranks that left early missed the last optimizer
+    steps (:meth:`post_hook`).
+
+    Gradients are divided by the initial world size (``divide_by_initial_world_size=True``, as
+    torch) or by the number of ranks still active.
+    """
+
+    def __init__(self, ddp, divide_by_initial_world_size):
+        self.ddp = ddp
+        self.divide_by_initial = bool(divide_by_initial_world_size)
+        self.authority = ddp._src
+        self.sync = True
+        self.active = ddp._world_size
+        self.iterations = 0
+
+    def _global(self, group_rank):
+        ddp = self.ddp
+        if ddp.process_group is None:
+            return group_rank
+        return ddp._dist.get_global_rank(ddp.process_group, group_rank)
+
+    def notify(self, active: bool, sync: bool):
+        """The per-iteration collective; returns the gradient divisor for this iteration."""
+        ddp = self.ddp
+        W = ddp._world_size
+        v = np.zeros(W + 1, dtype=np.int64)
+        if active:
+            v[ddp._rank] = 1
+            v[W] = 1 if sync else 0
+            self.iterations += 1
+        v = ddp.reducer._control_array(v, np.int64)  # on the parameters' device (NCCL)
+        ddp._dist.all_reduce(Tensor._wrap(v), group=ddp.process_group)
+        v = _xp.to_numpy(v)
+        self.active = int(v[:W].sum())
+        self.sync = bool(v[W])
+        if self.active:
+            self.authority = self._global(int(np.flatnonzero(v[:W])[0]))
+        return W if self.divide_by_initial else max(self.active, 1)
+
+    def main_hook(self):
+        """Mirror one training iteration of the active ranks, in the order of
+        :meth:`DistributedDataParallel.forward` and its backward."""
+        ddp, reducer = self.ddp, self.ddp.reducer
+        self.notify(active=False, sync=False)
+        if reducer.rebuild_pending:
+            reducer.rebuild_buckets(self.authority)
+        if ddp._will_sync_buffers():
+            ddp._sync_buffers(self.authority)
+        if self.sync:
+            reducer.shadow_backward()
+            if not reducer._rebuilt and (reducer.static_graph or not reducer.find_unused):
+                reducer.rebuild_pending = True
+
+    def post_hook(self, is_last_joiner: bool):
+        """Broadcast the model from the rank that ran the most iterations (the last joiner)."""
+        ddp = self.ddp
+        W = ddp._world_size
+        counts = np.zeros(W, dtype=np.int64)
+        counts[ddp._rank] = self.iterations
+        counts = ddp.reducer._control_array(counts, np.int64)
+        ddp._dist.all_reduce(Tensor._wrap(counts), group=ddp.process_group)
+        counts = _xp.to_numpy(counts)
+        last = int(np.argmax(counts))  # first rank with the most iterations
+        if counts.min() == counts.max() or W == 1:
+            return  # even inputs: every replica already holds the same model
+        state = list(ddp.module.parameters()) + list(ddp.module.buffers())
+        with grad_mode.no_grad():
+            broadcast_coalesced(ddp._dist, state, self._global(last), ddp.process_group)

@@ -1,0 +1,77 @@
+"""The op table: one entry per public op, from which ``tb.<name>`` and ``Tensor.<name>`` are made.
+
+Each entry is ``name: (op, where)``; ``where`` holds ``f`` when the op is a ``tb.*`` function,
+``m`` when it is a Tensor method (the op called with the tensor as its first argument) and ``i``
+when ``Tensor.<name>_`` is its in-place form. ``tensorbrain/__init__.py`` takes
+:func:`functions`, ``tensorbrain/tensor.py`` takes :func:`methods` and :func:`inplace_methods`.
+Methods whose form differs from the op's (``Tensor.where(cond, other)``, ``view_as``) are written
+out in ``tensorbrain/tensor.py``.
+"""
+from __future__ import annotations
+
+from . import elementwise as E
+from . import reduce as R
+from . import shape as S
+from . import softmax as _softmax
+
+OPS = {
+    # ***** elementwise *****
+    "add": (E.add, "fm"), "sub": (E.sub, "fm"), "mul": (E.mul, "fm"), "div": (E.div, "fm"),
+    "pow": (E.pow, "fm"), "neg": (E.neg, "fm"),
+    "multiply": (E.mul, "fm"), "divide": (E.div, "fm"), "subtract": (E.sub, "fm"),
+    "true_divide": (E.div, "fm"),
+    "maximum": (E.maximum, "fm"), "minimum": (E.minimum, "fm"), "where": (E.where, "f"),
+    "exp": (E.exp, "fm"), "log": (E.log, "fmi"), "sqrt": (E.sqrt, "fm"), "rsqrt": (E.rsqrt, "fm"),
+    "abs": (E.abs, "fmi"), "sign": (E.sign, "fm"), "sin": (E.sin, "fm"), "cos": (E.cos, "fm"),
+    "clamp": (E.clamp, "fm"), "clip": (E.clamp, "fm"),
+    "relu": (E.relu, "fm"), "sigmoid": (E.sigmoid, "fmi"), "tanh": (E.tanh, "fmi"),
+    "gelu": (E.gelu, "fm"), "silu": (E.silu, "fm"), "log1p": (E.log1p, "fm"),
+    "expm1": (E.expm1, "fm"), "erf": (E.erf, "fm"), "square": (E.square, "fm"),
+    "reciprocal": (E.reciprocal, "fm"), "floor": (E.floor, "fmi"), "ceil": (E.ceil, "fmi"),
+    "trunc": (E.trunc, "fm"), "round": (E.round, "fm"), "isnan": (E.isnan, "fm"),
+    "isinf": (E.isinf, "fm"), "isfinite": (E.isfinite, "fm"),
+    "logical_not": (E.logical_not, "fm"), "masked_fill": (E.masked_fill, "fmi"),
+    "lt": (E.lt_, "fm"), "gt": (E.gt_, "fm"), "le": (E.le_, "fm"), "ge": (E.ge_, "fm"),
+    "eq": (E.eq_, "fm"), "ne": (E.ne_, "fm"),
+    # ***** reductions *****
+    "sum": (R.sum, "fm"), "mean": (R.mean, "fm"), "max": (R.max, "fm"), "min": (R.min, "fm"),
+    "amax": (R.amax, "fm"), "argmax": (R.argmax, "fm"), "argmin": (R.argmin, "fm"),
+    "var": (R.var, "fm"), "std": (R.std, "fm"), "logsumexp": (R.logsumexp, "fm"),
+    "prod": (R.prod, "fm"), "cumsum": (R.cumsum, "fm"), "all": (R.all, "fm"),
+    "any": (R.any, "fm"), "norm": (R.norm, "fm"),
+    "softmax": (_softmax.softmax, "f"), "log_softmax": (_softmax.log_softmax, "f"),
+    # ***** shape, indexing, linear algebra *****
+    "reshape": (S.reshape, "fm"), "view": (S.view, "m"), "flatten": (S.flatten, "fm"),
+    "unflatten": (S.unflatten, "m"), "permute": (S.permute, "fm"),
+    "transpose": (S.transpose, "fm"), "swapaxes": (S.transpose, "m"),
+    "swapdims": (S.transpose, "m"), "t": (S.t, "fm"), "squeeze": (S.squeeze, "fm"),
+    "unsqueeze": (S.unsqueeze, "fm"), "expand": (S.expand, "m"), "expand_as": (S.expand_as, "m"),
+    "contiguous": (S.contiguous, "m"), "clone": (S.clone, "fm"),
+    "cat": (S.cat, "f"), "concat": (S.cat, "f"), "stack": (S.stack, "f"),
+    "split": (S.split, "fm"), "chunk": (S.chunk, "fm"), "narrow": (S.narrow, "fm"),
+    "matmul": (S.matmul, "fm"), "mm": (S.matmul, "fm"), "bmm": (S.matmul, "fm"),
+    "dot": (S.dot, "fm"), "outer": (S.outer, "fm"),
+    "gather": (S.gather, "fm"), "index_select": (S.index_select, "fm"),
+    "tril": (S.tril, "fm"), "triu": (S.triu, "fm"), "repeat": (S.repeat, "m"),
+    "flip": (S.flip, "fm"), "sort": (S.sort, "fm"), "argsort": (S.argsort, "fm"),
+    "topk": (S.topk, "fm"),
+}
+
+
+def functions():
+    """The ``tb.*`` functions: ``{name: op}``."""
+    return {name: op for name, (op, where) in OPS.items() if "f" in where}
+
+
+def methods():
+    """The Tensor methods that are ops called on the tensor: ``{name: op}``.
+
+    The op itself becomes the method (a plain function binds as one), so ``t.add(u)`` costs what
+    ``tb.add(t, u)`` costs.
+    """
+    return {name: op for name, (op, where) in OPS.items() if "m" in where}
+
+
+def inplace_methods():
+    """The in-place forms made from ops: ``{name + "_": op}`` (see ``Tensor._inplace``)."""
+    return {name + "_": op for name, (op, where) in OPS.items() if "i" in where}

@@ -7,7 +7,8 @@ so a TensorBrain state dict loads into the same torch model and back.
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
 
 from ... import _interop
 from ._module_convert import _convert

@@ -17,8 +17,8 @@ missing ones fall back to the environment, so ``tcp://`` works under ``mpiexec``
 
 Every store handed out is a :class:`PrefixStore` scoped by the restart count
 (``TB_RESTART_COUNT``, set by tbrun): after a restart the new group only sees keys written in this
-attempt, never the addresses the previous (dead) attempt published. (torchrun + gloo without
-that scoping failed to rebuild its mesh in 4 of 6 restarts measured here, REFERENCE.md.)
+attempt, never the addresses the previous (dead) attempt published: a group that read those
+would try to connect to processes that no longer exist.
 
 >>> import os, tempfile
 >>> url = "file://" + os.path.join(tempfile.mkdtemp(), "rdzv")

@@ -134,31 +134,24 @@ with no restarts left or a rendezvous error; 2 for usage errors; 128 + N after s
 from __future__ import annotations
 
 import argparse
-import collections
-import ctypes
-import glob
-import json
 import os
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 import uuid
-from dataclasses import dataclass, field
-from datetime import timedelta
 
 from . import _launch_compat as _compat
-from . import _output
-from .errors import DistError, DistNetworkError, DistStoreError
-from .store import PrefixStore, TCPStore
+
+# The agent and the worker processes live in tensorbrain.distributed._launcher; their names stay
+# importable from here, where scripts and tests have always found them.
+from ._launcher.agent import Agent
+from ._launcher.agent import is_local as _is_local
+from ._launcher.config import Config
+from ._launcher.notice import notice
+from ._launcher.workers import Stop as _Stop
+from ._launcher.workers import Worker, cleanup_shm, stop_workers  # noqa: F401  (re-exported)
+from .errors import DistError
 
 __all__ = ["main", "get_args_parser", "parse_args"]
-
-_NOTICE = "tbrun:"
-_TAIL_LINES = 20
 
 
 class UsageError(ValueError):
@@ -174,14 +167,6 @@ class _Fanout(Exception):
         self.hosts, self.ns, self.argv, self.script_at = hosts, ns, argv, script_at
 
 
-class _Stop(BaseException):
-    """Raised from the signal handler so blocking waits (store, sleep) end at once."""
-
-    def __init__(self, signum):
-        super().__init__(signum)
-        self.signum = signum
-
-
 # ***** options *****
 
 def _add(parser, name, *more, **kw):
@@ -193,7 +178,8 @@ def _add(parser, name, *more, **kw):
 
 
 def get_args_parser() -> argparse.ArgumentParser:
-    """The ``argparse`` parser of tbrun's command line (torchrun's options, ``--a_b`` and ``--a-b``)."""
+    """The ``argparse`` parser of tbrun's command line (torchrun's options, ``--a_b`` and
+    ``--a-b``)."""
     p = argparse.ArgumentParser(
         prog="tbrun", description="Launch distributed TensorBrain workers (torchrun's options).",
         epilog="See `python -c 'import tensorbrain.distributed.run as r; help(r)'` or "
@@ -223,38 +209,6 @@ def get_args_parser() -> argparse.ArgumentParser:
     p.add_argument("training_script", help="the script (or module with -m) each worker runs")
     p.add_argument("training_script_args", nargs=argparse.REMAINDER)
     return p
-
-
-@dataclass
-class Config:
-    """The launch settings of one node, as parsed from the command line by :func:`parse_args`."""
-    min_nodes: int
-    max_nodes: int
-    nproc: int
-    node_rank: int
-    master_addr: str
-    master_port: int
-    standalone: bool
-    run_id: str
-    max_restarts: int
-    monitor_interval: float
-    stop_timeout: float
-    join_timeout: float
-    last_call: float
-    redirects: dict
-    tee: dict
-    log_dir: str
-    shown: set | None
-    cmd: list
-    elastic: bool = False
-    watch_stdin: bool = False
-    dup_filters: dict = field(default_factory=dict)
-    mixed_precision: str | None = None
-    role: str = "default"
-    local_addr: str | None = None
-    virtual_local_rank: bool = False
-    no_prefix: bool = False
-    signals: tuple = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 
 
 def _std_spec(text: str, nproc: int, what: str) -> dict[int, int]:
@@ -290,7 +244,8 @@ def _nproc(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise UsageError(f"--nproc_per_node {text!r}: expected a number, cpu, gpu or auto") from None
+        raise UsageError(f"--nproc_per_node {text!r}: expected a number, cpu, gpu or auto") \
+            from None
     if n < 1:
         raise UsageError(f"--nproc_per_node {n}: needs at least 1 worker")
     return n
@@ -418,549 +373,6 @@ def parse_args(argv=None) -> Config:
         virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
 
 
-# ***** workers and their output *****
-
-def _emit(stream, data: bytes):
-    _output.emit(stream, data)
-
-
-def notice(msg: str):
-    """Print one of tbrun's notices (``tbrun: ...`` on stderr): a WARNING record of the
-    ``tensorbrain.distributed.run`` logger, shown unless ``TB_LOG_LEVEL`` hides it.
-
-    Args:
-        msg: the text.
-    """
-    _notices().warning(msg)  # a WARNING record of tensorbrain.distributed.run (TB_LOG_LEVEL)
-
-
-def _notices():
-    from .._logging import prefixed_logger
-    return prefixed_logger("tensorbrain.distributed.run", _NOTICE,
-                           lambda data: _emit(sys.stderr.buffer, data))
-
-
-def _pdeathsig():
-    """preexec_fn: the kernel SIGKILLs the worker if tbrun dies (even by SIGKILL)."""
-    try:
-        _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
-try:
-    _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-except OSError:
-    _LIBC = None
-
-
-@dataclass
-class Worker:
-    """One worker process of this node: its ranks, its ``Popen``, the tail of its output and how it ended."""
-    rank: int
-    local_rank: int
-    proc: subprocess.Popen
-    tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=_TAIL_LINES))
-    readers: list = field(default_factory=list)
-    files: list = field(default_factory=list)
-    returncode: int | None = None
-    ended_at: float | None = None
-    stopped: bool = False
-    error_file: str = ""
-
-
-def _pump(pipe, console, prefix: bytes, logf, tail: collections.deque | None, dup=None):
-    """Copy a worker pipe: prefixed pieces (ending in a newline or carriage return) to the
-    console, raw to the log file (see ``_output``)."""
-    _output.pump(pipe, console, prefix, logf, tail, dup)
-
-
-def _exit_text(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by signal {signal.Signals(-code).name} ({-code})"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with code {code}"
-
-
-def _kill_group(pid: int, sig: int):
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def stop_workers(workers: list[Worker], sig=signal.SIGTERM, grace: float = 10.0):
-    """Signal every live worker's process group, wait up to ``grace``, then SIGKILL the groups.
-
-    Args:
-        workers: the workers; those already stopped are skipped.
-        sig: the first signal sent.
-        grace: seconds to wait before SIGKILL.
-    """
-    workers = [w for w in workers if not w.stopped]
-    for w in workers:
-        if w.proc.poll() is None:
-            _kill_group(w.proc.pid, sig)
-    deadline = time.monotonic() + grace
-    for w in workers:
-        try:
-            w.proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-    for w in workers:
-        # the group may hold grandchildren even when the worker itself has exited
-        _kill_group(w.proc.pid, signal.SIGKILL)
-        if w.proc.poll() is None:
-            w.proc.wait()
-    for w in workers:
-        for t in w.readers:
-            t.join(2.0)
-        for f in w.files:
-            f.close()
-        w.stopped = True
-
-
-def cleanup_shm(run_id: str, root: str = "/dev/shm") -> list[str]:
-    """Remove this run's leftover shared-memory segments (``tb_<run_id>_*``).
-
-    Args:
-        run_id: the run whose segments are removed.
-        root: the shared-memory folder.
-
-    Returns:
-        list: the paths removed.
-    """
-    removed = []
-    if not run_id:
-        return removed
-    safe = run_id.replace("/", "-")[:200]  # as the shm transport spells it (_shm/_layout.py)
-    for path in glob.glob(os.path.join(root, f"tb_{glob.escape(safe)}_*")):
-        try:
-            os.unlink(path)
-            removed.append(path)
-        except OSError:
-            pass
-    return removed
-
-
-# ***** the agent *****
-
-class Agent:
-    """One per node: rendezvous with the other nodes, run the workers, restart or stop them.
-
-    Args:
-        cfg: the node's settings (see :func:`parse_args`).
-    """
-
-    def __init__(self, cfg: Config):
-        self.cfg = cfg
-        self.workers: list[Worker] = []
-        self.store_server: TCPStore | None = None
-        self.store: PrefixStore | None = None
-        self.restarts = 0  # failures restarted so far (TORCHELASTIC_RESTART_COUNT)
-        # rendezvous round: + 1 on every restart and every membership change; elastic nodes
-        # other than the store's learn the current one from the store
-        self.round = None if cfg.elastic else 0
-        self.started = False
-        self.multi = cfg.max_nodes > 1
-        self.guardian = None  # kills the workers' process groups if tbrun is SIGKILLed
-        self.log_root = None
-        self.dups = {}
-        if any(cfg.redirects.values()) or any(cfg.tee.values()) or cfg.dup_filters:
-            self.log_root = cfg.log_dir or tempfile.mkdtemp(prefix="tbrun_logs_")
-            if not cfg.log_dir:
-                notice(f"worker logs go to {self.log_root}")
-
-    def error_root(self) -> str:
-        """Folder for the workers' TORCHELASTIC_ERROR_FILEs (the log folder, else a temporary
-        one removed at exit)."""
-        if self.log_root:
-            return self.log_root
-        if getattr(self, "tmp_errors", None) is None:
-            self.tmp_errors = tempfile.mkdtemp(prefix="tbrun_errors_")
-        return self.tmp_errors
-
-    # ---- store and rendezvous ---------------------------------------------------------------
-    def _is_host(self) -> bool:
-        if not self.cfg.elastic:
-            return self.cfg.node_rank == 0
-        return False  # elastic: decided by trying to bind (see _open_store)
-
-    def _open_store(self):
-        cfg = self.cfg
-        timeout = timedelta(seconds=cfg.join_timeout)
-        if self._is_host() or (cfg.elastic and _is_local(cfg.master_addr)):
-            try:
-                self.store_server = TCPStore(cfg.master_addr, cfg.master_port, None, True, timeout)
-            except DistNetworkError:
-                if not cfg.elastic:
-                    raise
-        if self.store_server is not None:
-            cfg.master_port = self.store_server.port
-            raw = self.store_server
-            self.node_rank = 0 if cfg.elastic else cfg.node_rank
-            if self.round is None:
-                self.round = 0
-            if not cfg.run_id:
-                cfg.run_id = uuid.uuid4().hex[:12]
-            raw.set("tbrun/run_id", cfg.run_id)
-        else:
-            raw = TCPStore(cfg.master_addr, cfg.master_port, None, False, timeout)
-            if not cfg.run_id:
-                cfg.run_id = raw.get("tbrun/run_id").decode()
-        self.raw_store = raw
-        self.store = PrefixStore(f"tbrun/{cfg.run_id}", raw)
-
-    def _rendezvous(self) -> tuple[int, int, int]:
-        """Meet the other nodes for this round: (node_rank, rank offset, world size)."""
-        cfg = self.cfg
-        if not self.multi:
-            return 0, 0, cfg.nproc
-        me = json.dumps({"host": cfg.local_addr or socket.gethostname(),
-                         "nproc": cfg.nproc}).encode()
-        if cfg.elastic:
-            node_rank, nnodes = self._join_round(me)
-            s = PrefixStore(f"rdzv/{self.round}", self.store)
-        else:
-            s = PrefixStore(f"rdzv/{self.round}", self.store)
-            node_rank, nnodes = cfg.node_rank, cfg.max_nodes
-            claimed = s.compare_set(f"node/{node_rank}", "", me)
-            if claimed != me:
-                other = json.loads(claimed)["host"]
-                raise DistError(f"node rank {node_rank} is already taken by host {other}; give "
-                                f"every node its own --node_rank in 0..{nnodes - 1}")
-        keys = [f"node/{r}" for r in range(nnodes)]
-        try:
-            s.wait(keys, timedelta(seconds=cfg.join_timeout))
-        except DistStoreError:
-            missing = [r for r in range(nnodes) if not s.check([f"node/{r}"])]
-            raise DistStoreError(
-                f"node(s) {missing} of {nnodes} did not join within {cfg.join_timeout:g} s "
-                f"(rendezvous at {cfg.master_addr}:{cfg.master_port}, round {self.round}); "
-                "start tbrun on every node with the same --nnodes/--master_addr/--master_port "
-                "and its own --node_rank") from None
-        infos = [json.loads(v) for v in s.multi_get(keys)]
-        offset = sum(i["nproc"] for i in infos[:node_rank])
-        world = sum(i["nproc"] for i in infos)
-        self.nnodes = nnodes
-        return node_rank, offset, world
-
-    def _join_round(self, me) -> tuple[int, int]:
-        """c10d-style: node ranks by arrival through the store, one round at a time.
-
-        The agent serving the store is node 0 and publishes the current round number. A node
-        that finds the round closed (or arrives as it closes) asks the running nodes for a new
-        round (key ``late``) and joins round + 1; they stop their workers and join it too."""
-        cfg = self.cfg
-        if self.store_server is not None:
-            self.store.set("round", str(self.round))
-        elif self.round is None:
-            self.round = int(self.store.get("round"))
-        while True:
-            s = PrefixStore(f"rdzv/{self.round}", self.store)
-            if self.store_server is not None:
-                node_rank = 0
-            elif s.check(["closed"]):
-                node_rank = None
-            else:
-                node_rank = int(s.add("next", 1))
-                if node_rank >= cfg.max_nodes:
-                    node_rank = None
-            if node_rank is not None:
-                s.set(f"node/{node_rank}", me)
-            n, restarts = self._close_round(s, node_rank)
-            if node_rank is not None and node_rank < n:
-                self.restarts = restarts
-                return node_rank, n
-            if n >= cfg.max_nodes:
-                raise DistError(f"round {self.round} of run {cfg.run_id} already has the maximum "
-                                f"of {cfg.max_nodes} node(s) (--nnodes {cfg.min_nodes}:"
-                                f"{cfg.max_nodes}); this node is not needed")
-            notice(f"round {self.round} closed with {n} node(s) before this node joined; asking "
-                   f"the running nodes to start round {self.round + 1} with it")
-            s.add("late", 1)
-            self.round += 1
-
-    def _close_round(self, s, node_rank) -> tuple[int, int]:
-        """Node 0 decides how many nodes this round has: (nodes, restart count)."""
-        cfg = self.cfg
-        if node_rank != 0:
-            n, restarts = s.get("closed").decode().split()
-            return int(n), int(restarts)
-        deadline = time.monotonic() + cfg.join_timeout
-        last, last_change = 1, time.monotonic()
-        while True:
-            n = 1 + int(s.add("next", 0))
-            if n != last:
-                last, last_change = n, time.monotonic()
-            now = time.monotonic()
-            if n >= cfg.max_nodes or (n >= cfg.min_nodes and now - last_change >= cfg.last_call):
-                n = min(n, cfg.max_nodes)
-                s.set("closed", f"{n} {self.restarts}")
-                return n, self.restarts
-            if now > deadline:
-                raise DistStoreError(
-                    f"node(s) {list(range(n, cfg.min_nodes))} of {cfg.min_nodes} did not join "
-                    f"within {cfg.join_timeout:g} s (rendezvous at {cfg.master_addr}:"
-                    f"{cfg.master_port}, round {self.round}); start the same tbrun command on "
-                    "every node")
-            time.sleep(0.05)
-
-    # ---- workers ---------------------------------------------------------------------------
-    def _spawn(self, node_rank, offset, world):
-        cfg = self.cfg
-        base = dict(os.environ)
-        if "OMP_NUM_THREADS" not in base and cfg.nproc > 1:
-            if not getattr(self, "omp_noticed", False):
-                self.omp_noticed = True
-                notice(f"setting OMP_NUM_THREADS=1 for each of the {cfg.nproc} workers so they do "
-                       "not oversubscribe the cores; set it yourself to override")
-            base["OMP_NUM_THREADS"] = "1"
-        base.setdefault("PYTHONUNBUFFERED", "1")
-        self.workers = []
-        # A signal arriving between fork and the Popen assignment would orphan that worker, so
-        # the handler defers it until every worker is recorded. (Blocking signals instead would
-        # leak the blocked mask into the workers: they would then ignore SIGTERM.)
-        self.spawning, self.pending_signal = True, None
-        try:
-            for lr in range(cfg.nproc):
-                rank = offset + lr
-                env = dict(base, RANK=str(rank), LOCAL_RANK=str(lr), WORLD_SIZE=str(world),
-                           LOCAL_WORLD_SIZE=str(cfg.nproc), GROUP_RANK=str(node_rank),
-                           NODE_RANK=str(node_rank), ROLE_RANK=str(rank),
-                           ROLE_WORLD_SIZE=str(world), MASTER_ADDR=cfg.master_addr,
-                           MASTER_PORT=str(cfg.master_port), TB_USE_AGENT_STORE="1",
-                           TB_RESTART_COUNT=str(self.restarts), TB_ROUND=str(self.round),
-                           TB_MAX_RESTARTS=str(cfg.max_restarts), TB_RUN_ID=cfg.run_id,
-                           TB_RAW_ESCAPE="1")
-                env.update(_compat.worker_env(cfg, self, lr, node_rank))
-                proc = subprocess.Popen(cfg.cmd, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        start_new_session=True,
-                                        preexec_fn=_pdeathsig if _LIBC is not None else None)
-                w = Worker(rank, lr, proc, error_file=env["TORCHELASTIC_ERROR_FILE"])
-                self.workers.append(w)
-                if self.guardian is None:
-                    from ._guardian import Guardian
-                    self.guardian = Guardian(cfg.run_id)
-                self.guardian.add(proc.pid)
-                self._start_pumps(w)
-        finally:
-            self.spawning = False
-        if self.pending_signal is not None:
-            raise _Stop(self.pending_signal)
-
-    def _start_pumps(self, w: Worker):
-        cfg = self.cfg
-        prefix = b"" if cfg.no_prefix else f"[rank {w.rank}] ".encode()
-        shown = cfg.shown is None or w.local_rank in cfg.shown
-        for bit, pipe, console, name in ((1, w.proc.stdout, sys.stdout.buffer, "stdout"),
-                                         (2, w.proc.stderr, sys.stderr.buffer, "stderr")):
-            redirect, tee = cfg.redirects[w.local_rank] & bit, cfg.tee[w.local_rank] & bit
-            logf = None
-            if (redirect or tee) and self.log_root:
-                d = os.path.join(self.log_root, cfg.run_id, f"attempt_{self.round}",
-                                 str(w.local_rank))
-                os.makedirs(d, exist_ok=True)
-                logf = open(os.path.join(d, f"{name}.log"), "wb")
-                w.files.append(logf)
-            out = console if shown and not redirect else None
-            t = threading.Thread(target=_pump, args=(pipe, out, prefix, logf,
-                                                     w.tail if bit == 2 else None,
-                                                     self._duplicator(name)), daemon=True)
-            t.start()
-            w.readers.append(t)
-
-    def _duplicator(self, name):
-        """The shared ``filtered_{stdout,stderr}.log`` writer, when filters were given."""
-        filters = self.cfg.dup_filters.get(name)
-        if not filters or not self.log_root:
-            return None
-        if name not in self.dups:
-            d = os.path.join(self.log_root, self.cfg.run_id)
-            os.makedirs(d, exist_ok=True)
-            self.dups[name] = _output.Duplicator(os.path.join(d, f"filtered_{name}.log"), filters)
-        return self.dups[name]
-
-    # ---- one attempt -----------------------------------------------------------------------
-    def _monitor(self, node_rank) -> tuple[str, dict | None]:
-        """Until this attempt ends: ("done", None) or ("failed", failure description)."""
-        cfg = self.cfg
-        s = PrefixStore(f"attempt/{self.round}", self.store) if self.multi else None
-        rs = PrefixStore(f"rdzv/{self.round}", self.store) if cfg.elastic else None
-        local_done = False
-        while True:
-            time.sleep(cfg.monitor_interval)
-            now = time.time()
-            for w in self.workers:
-                if w.returncode is None and w.proc.poll() is not None:
-                    w.returncode, w.ended_at = w.proc.returncode, now
-            failed = [w for w in self.workers if w.returncode not in (None, 0)]
-            if failed:
-                first = min(failed, key=lambda w: (w.ended_at, w.rank))
-                for t in first.readers:  # its pipes are at EOF unless a child still holds them
-                    t.join(1.0)
-                info = dict(node=node_rank, host=socket.gethostname(), rank=first.rank,
-                            local_rank=first.local_rank, pid=first.proc.pid,
-                            code=first.returncode, tail=list(first.tail)[-10:],
-                            error=_compat.read_error_file(first.error_file))
-                if s is not None:
-                    s.compare_set("failed", "", json.dumps(info))
-                self._stop_local(signal.SIGTERM)
-                info["tail"] = list(first.tail)[-10:]
-                info["others"] = [(w.rank, w.returncode) for w in failed if w is not first]
-                return "failed", info
-            if not local_done and all(w.returncode == 0 for w in self.workers):
-                local_done = True
-                if s is None:
-                    return "done", None
-                s.set(f"done/{node_rank}", "1")
-            if s is not None:
-                if s.check(["failed"]):
-                    info = json.loads(s.get("failed"))
-                    self._stop_local(signal.SIGTERM)
-                    return "failed", info
-                if local_done and s.check([f"done/{r}" for r in range(self.nnodes)]):
-                    return "done", None
-            if rs is not None and not local_done and self.nnodes < cfg.max_nodes \
-                    and rs.check(["late"]):
-                notice(f"a node is waiting to join; stopping the workers to start round "
-                       f"{self.round + 1} with it")
-                self._stop_local(signal.SIGTERM)
-                return "rejoin", None
-
-    def _forget_stopped(self):
-        if self.guardian is not None:
-            for w in self.workers:
-                if w.stopped:
-                    self.guardian.forget(w.proc.pid)
-
-    def _stop_local(self, sig):
-        stop_workers(self.workers, sig, self.cfg.stop_timeout)
-        self._forget_stopped()
-        removed = cleanup_shm(self.cfg.run_id)
-        if removed:
-            notice(f"removed {len(removed)} leftover shared-memory segment(s) of run "
-                   f"{self.cfg.run_id}")
-
-    def run(self) -> int:
-        """Rendezvous, start the workers and watch them until the job ends, restarting the group
-        on failures up to ``max_restarts`` times (and on membership changes when elastic).
-
-        Returns:
-            int: the exit status: 0 when every worker exited 0, else 1 (a summary names the failed
-            rank, its host and exit code).
-        """
-        cfg = self.cfg
-        self._open_store()
-        while True:
-            node_rank, offset, world = self._rendezvous()
-            if not self.started or cfg.elastic:
-                self.started = True
-                notice(f"run {cfg.run_id}: node {node_rank}, {cfg.nproc} worker(s) (ranks "
-                       f"{offset}..{offset + cfg.nproc - 1} of {world}), store at "
-                       f"{cfg.master_addr}:{cfg.master_port}")
-            self._spawn(node_rank, offset, world)
-            outcome, info = self._monitor(node_rank)
-            if outcome == "rejoin":
-                self.round += 1
-                continue
-            if outcome == "done":
-                # every worker exited 0; what is left in their process groups (children they
-                # started and did not wait for) must not outlive the job either
-                stop_workers(self.workers, signal.SIGKILL, 0)
-                self._forget_stopped()
-                cleanup_shm(cfg.run_id)
-                self._goodbye()
-                return 0
-            if self.restarts < cfg.max_restarts:
-                notice(f"{_failure_line(info)}; restarting all workers (restart "
-                       f"{self.restarts + 1} of {cfg.max_restarts})")
-                self.restarts += 1
-                self.round += 1
-                continue
-            notice(_summary(info, self.restarts, cfg))
-            self._goodbye()
-            return 1
-
-    def _goodbye(self):
-        """Node 0 keeps the store up until every node has read the outcome."""
-        if not self.multi:
-            return
-        try:
-            n = self.store.add("bye", 1)
-            if self.store_server is not None:
-                deadline = time.monotonic() + 10
-                while n < self.nnodes and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    n = self.store.add("bye", 0)
-        except DistError:
-            pass
-
-    def close(self, sig=signal.SIGTERM):
-        """Stop the workers still running and release the store, log files and temporary folders.
-
-        Args:
-            sig: the signal sent to the workers first (SIGKILL follows after the stop timeout).
-        """
-        if self.workers:
-            self._stop_local(sig)
-        if self.guardian is not None:
-            self.guardian.close()
-            self.guardian = None
-        for s in (getattr(self, "raw_store", None), self.store_server):
-            if s is not None:
-                s.close()
-        for d in self.dups.values():
-            d.close()
-        self.dups = {}
-        if getattr(self, "tmp_errors", None) is not None:
-            import shutil
-            shutil.rmtree(self.tmp_errors, ignore_errors=True)
-            self.tmp_errors = None
-
-
-def _failure_line(info) -> str:
-    return (f"rank {info['rank']} (local rank {info['local_rank']} on node {info['node']}, "
-            f"{info['host']}, pid {info['pid']}) {_exit_text(info['code'])}")
-
-
-def _summary(info, attempt, cfg) -> str:
-    lines = [f"worker failure after {attempt + 1} attempt(s) (max_restarts={cfg.max_restarts}):",
-             f"  first failure: {_failure_line(info)}"]
-    err = info.get("error")
-    if err:
-        lines.append(f"  its uncaught exception (TORCHELASTIC_ERROR_FILE): {err['message']}")
-        tb_lines = err["traceback"].rstrip("\n").splitlines()[-8:]
-        lines += [f"    {t}" for t in tb_lines]
-    if info.get("tail"):
-        lines.append("  last lines of its stderr:")
-        lines += [f"    {t}" for t in info["tail"]]
-    else:
-        lines.append("  (it wrote nothing to stderr)")
-    for rank, code in info.get("others", []):
-        lines.append(f"  also: rank {rank} {_exit_text(code)}")
-    lines.append("  the other workers were stopped by tbrun")
-    return "\n".join(lines)
-
-
-def _is_local(host: str) -> bool:
-    try:
-        addrs = {i[4][0] for i in socket.getaddrinfo(host, None)}
-    except socket.gaierror:
-        return False
-    for a in addrs:
-        try:
-            with socket.socket(socket.AF_INET6 if ":" in a else socket.AF_INET) as s:
-                s.bind((a, 0))
-            return True
-        except OSError:
-            continue
-    return False
-
-
 # ***** entry point *****
 
 def main(argv=None) -> int:
@@ -981,8 +393,8 @@ def main(argv=None) -> int:
     agent = Agent(cfg)
 
     def on_signal(signum, frame):
-        if getattr(agent, "spawning", False):
-            agent.pending_signal = signum
+        if agent.group.spawning:  # deferred until every worker forked is recorded
+            agent.group.pending_signal = signum
             return
         raise _Stop(signum)
 

@@ -368,6 +368,17 @@ def test_hostile_clients_cannot_stop_the_server(master):
     good.close()
 
 
+def test_each_request_type_has_one_handler_and_a_second_hello_is_refused(master):
+    from tensorbrain.distributed._store.handlers import HANDLERS
+    # every opcode the client can send after the handshake is served by the dispatch table
+    assert set(HANDLERS) == set(P.OP_NAMES) - {P.OP_HELLO}
+    again = _hello(_raw(master.port))
+    again.sendall(P.encode(P.OP_HELLO, P.MAGIC + bytes((P.VERSION,)), os.urandom(32), b""))
+    assert _closed_by_server(again), "a hello after the handshake is not a request"
+    again.close()
+    assert master.add("alive", 1) == 1
+
+
 def test_many_connect_and_close_storms(master):
     for _ in range(200):
         s = socket.create_connection(("127.0.0.1", master.port))

@@ -257,7 +257,10 @@ class Mesh:
                     f"tcp backend, group {self.group_name!r}: rank {self.rank} waited "
                     f"{self.timeout:g} s for rank(s) {sorted(expected)} to connect")
             ready, _, _ = select.select(listeners, [], [], min(left, 0.25))
-            dead = {j: st for j in sorted(expected) for st in [self.peer_state(j)] if st}
+            # Pending connections first: a fast peer can connect, finish its work and exit
+            # before we accept; its hello is still queued, so it joined (a later op names it).
+            dead = {} if ready else {
+                j: st for j in sorted(expected) for st in [self.peer_state(j)] if st}
             if dead:
                 raise DistBackendError(
                     f"tcp backend, group {self.group_name!r}: " + "; ".join(

@@ -82,6 +82,14 @@ def _reference(clip):
 def _two_d(rank, world, kind, clip):
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
     model = parallelize_module(_build(), mesh["tp"], PLAN)
+    x, y = _data()
+    dp = mesh.get_local_rank("dp")
+    half = BATCH // 2
+    if kind == "tp":   # tensor parallel alone: every rank of the tp group takes the whole batch
+        norms = _steps(model, x, y, clip)
+        return {"full": {n: (p.full_tensor() if isinstance(p, DTensor) else p).detach()
+                         .numpy().tolist() for n, p in model.named_parameters()},
+                "norms": norms}
     if kind == "fully_shard":
         for b in model.blocks:
             fully_shard(b, mesh=mesh["dp"])
@@ -89,9 +97,6 @@ def _two_d(rank, world, kind, clip):
     else:
         model = FSDP(model, device_mesh=mesh["dp"], auto_wrap_policy=ModuleWrapPolicy({Block}),
                      use_orig_params=kind == "fsdp_orig")
-    x, y = _data()
-    dp = mesh.get_local_rank("dp")
-    half = BATCH // 2
     norms = _steps(model, x[dp * half:(dp + 1) * half], y[dp * half:(dp + 1) * half], clip)
     if kind == "fully_shard":
         layout = {n: [str(pl) for pl in p.placements] for n, p in model.named_parameters()}
@@ -123,7 +128,7 @@ def _compare(got, ref):
         np.testing.assert_allclose(np.asarray(got[k]), v, rtol=2e-5, atol=2e-6, err_msg=k)
 
 
-CASES = [("fully_shard", None), ("fully_shard", "nn"), ("fsdp", "method"), ("fsdp_orig", "nn")]
+CASES = [("tp", "nn"), ("fully_shard", None), ("fully_shard", "nn"), ("fsdp", "method"), ("fsdp_orig", "nn")]
 
 
 @pytest.mark.parametrize("kind, clip", CASES)
@@ -135,6 +140,8 @@ def test_tp_inside_fsdp_matches_one_process(kind, clip):
     for r in res:
         _compare(r["full"], ref)
         np.testing.assert_allclose(r["norms"], ref_norms, rtol=1e-5)
+    if kind == "tp":
+        return
     if kind == "fully_shard":
         lay = res[0]["layout"]
         assert lay["blocks.0.w1.weight"] == ["_StridedShard(dim=0, sf=2)", "Shard(dim=0)"]

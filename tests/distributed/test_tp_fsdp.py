@@ -58,8 +58,10 @@ def _data():
             tb.tensor(rng.standard_normal((BATCH, D)).astype(np.float32)))
 
 
-def _steps(model, x, y, clip):
+def _steps(model, x, y, clip, keep=None):
     opt = tb.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+    if keep is not None:
+        keep.append(opt)
     norms = []
     for _ in range(STEPS):
         opt.zero_grad()
@@ -237,3 +239,70 @@ def test_one_rank_two_d_mesh_runs_in_process():
         dist.destroy_process_group()
     ref, _ = _reference(True)
     _compare({k: v.tolist() for k, v in got.items()}, ref)
+
+
+# ***** the 2-D model's sharded state dict through tensorbrain.distributed.checkpoint *****
+def _dcp_save(rank, world, path):
+    import tensorbrain.distributed.checkpoint as dcp
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    model = parallelize_module(_build(), mesh["tp"], PLAN)
+    for b in model.blocks:
+        fully_shard(b, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    x, y = _data()
+    dp = mesh.get_local_rank("dp")
+    half = BATCH // 2
+    _steps(model, x[dp * half:(dp + 1) * half], y[dp * half:(dp + 1) * half], "nn")
+    dcp.save({"model": model.state_dict()}, checkpoint_id=path)
+
+
+def test_two_d_checkpoint_loads_into_a_plain_model(tmp_path):
+    import tensorbrain.distributed.checkpoint as dcp
+    path = str(tmp_path / "ckpt")
+    run_workers(f"{HERE}:_dcp_save", 4, path, timeout=180)
+    model = _build()
+    sd = {"model": model.state_dict()}
+    with tb.no_grad():
+        for p in model.parameters():
+            p.data[...] = 0
+    dcp.load(sd, checkpoint_id=path)
+    model.load_state_dict(sd["model"])
+    ref, _ = _reference(True)
+    _compare({n: p.detach().numpy() for n, p in model.named_parameters()}, ref)
+
+
+# ***** FSDP1's optimizer state dict with tensor-parallel parameters *****
+def _optim_sd(rank, world):
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    model = FSDP(parallelize_module(_build(), mesh["tp"], PLAN), device_mesh=mesh["dp"],
+                 auto_wrap_policy=ModuleWrapPolicy({Block}))
+    x, y = _data()
+    dp = mesh.get_local_rank("dp")
+    half = BATCH // 2
+    keep = []
+    _steps(model, x[dp * half:(dp + 1) * half], y[dp * half:(dp + 1) * half], None, keep)
+    opt = keep[0]
+    osd = FSDP.optim_state_dict(model, opt)
+    full = {k: (v["momentum_buffer"].full_tensor() if isinstance(v["momentum_buffer"], DTensor)
+                else v["momentum_buffer"]).detach().numpy().tolist()
+            for k, v in osd["state"].items()}
+    before = [s["momentum_buffer"].copy() for s in opt.state.values()]
+    for st in opt.state.values():
+        st["momentum_buffer"][...] = 0
+    opt.load_state_dict(FSDP.optim_state_dict_to_load(model, opt, osd))
+    after = [s["momentum_buffer"] for s in opt.state.values()]
+    same = all(np.array_equal(np.asarray(a), np.asarray(b))
+               for a, b in zip(before, after, strict=True))
+    return {"full": full, "same": same}
+
+
+def test_fsdp1_optimizer_state_dict_with_tp_parameters():
+    model = _build()
+    x, y = _data()
+    keep = []
+    _steps(model, x, y, None, keep)
+    names = {id(p): n for n, p in model.named_parameters()}
+    ref = {names[id(p)]: np.asarray(st["momentum_buffer"]) for p, st in keep[0].state.items()}
+    for r in run_workers(f"{HERE}:_optim_sd", 4, timeout=180):
+        _compare(r["full"], ref)
+        assert r["same"]

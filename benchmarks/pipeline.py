@@ -24,6 +24,10 @@ Every rank is a separate process (tensorbrain.testing.distributed.run_workers, t
 * tensor parallel: a Megatron MLP block (d -> 4d -> d) on 2 ranks (ColwiseParallel,
   RowwiseParallel) against the unsplit block on one rank alone (the other waits): step time and
   memory per rank (parameters + optimizer-free step peak);
+* tensor parallel x FSDP on a 2-D mesh (dp=2 x tp=2, 4 ranks): blocks of that MLP,
+  ``parallelize_module`` on ``mesh["tp"]`` then ``fully_shard`` on ``mesh["dp"]``, each dp rank
+  on half the batch, a step = forward, backward, ``clip_grad_norm_``, SGD, against the unsplit
+  model on rank 0 alone on the whole batch (the others wait): step time and parameters per rank;
 * activation checkpointing: a deep MLP in one process, plain against checkpoint_sequential with
   k segments: peak activation memory and step time.
 """
@@ -202,6 +206,92 @@ def run_tp(dim, tokens, warmup, steps):
     return {"unsplit": un, "tp": [r["tp"] for r in tp]}
 
 
+# ***** tensor parallel + FSDP on a 2-D mesh *****
+def tpfsdp_worker(rank, world, dim, tokens, blocks, warmup, steps):
+    import numpy as np
+
+    import tensorbrain as tb
+    import tensorbrain.distributed as dist
+    from tensorbrain.distributed.device_mesh import init_device_mesh
+    from tensorbrain.distributed.fsdp import fully_shard
+    from tensorbrain.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
+                                                         parallelize_module)
+    F = tb.nn.functional
+
+    class Block(tb.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1, self.w2 = tb.nn.Linear(dim, 4 * dim), tb.nn.Linear(4 * dim, dim)
+
+        def forward(self, x):
+            return x + self.w2(F.gelu(self.w1(x)))
+
+    def build():
+        tb.manual_seed(0)
+        return tb.nn.Sequential(*[Block() for _ in range(blocks)])
+    rng = np.random.default_rng(0)
+    x = tb.tensor(rng.standard_normal((tokens, dim)).astype(np.float32))
+    y = tb.tensor(rng.standard_normal((tokens, dim)).astype(np.float32))
+
+    def measure(model, xs, ys):
+        opt = tb.optim.SGD(model.parameters(), lr=1e-4)
+
+        def step():
+            opt.zero_grad()
+            F.mse_loss(model(xs), ys).backward()
+            tb.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        times = []
+        for i in range(warmup + steps):
+            dist.barrier()
+            t0 = time.perf_counter()
+            step()
+            if i >= warmup:
+                times.append(time.perf_counter() - t0)
+        param = sum(p._data.nbytes for p in model.parameters())
+        return {"step": statistics.median(times), "param_bytes": param}
+    out = {}
+    if rank == 0:
+        out["unsplit"] = _alone(measure, build(), x, y)
+    dist.barrier()
+    mesh = init_device_mesh("cpu", (world // 2, 2), mesh_dim_names=("dp", "tp"))
+    model = parallelize_module(build(), mesh["tp"], {"*.w1": ColwiseParallel(),
+                                                     "*.w2": RowwiseParallel()})
+    for b in model:
+        fully_shard(b, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    dp, rows = mesh.get_local_rank("dp"), tokens // mesh.size(0)
+    out["tpfsdp"] = measure(model, x[dp * rows:(dp + 1) * rows], y[dp * rows:(dp + 1) * rows])
+    return out
+
+
+def _alone(measure, model, x, y):
+    """``measure`` on rank 0 alone (its barriers must not wait for the others)."""
+    import tensorbrain.distributed as dist
+    real = dist.barrier
+    dist.barrier = lambda *a, **k: None
+    try:
+        return measure(model, x, y)
+    finally:
+        dist.barrier = real
+
+
+def run_tpfsdp(dim, tokens, blocks, warmup, steps, world=4):
+    from tensorbrain.testing.distributed import run_workers
+    res = run_workers("benchmarks.pipeline:tpfsdp_worker", world, dim, tokens, blocks, warmup,
+                      steps, timeout=900)
+    un = res[0]["unsplit"]
+    step = max(r["tpfsdp"]["step"] for r in res)
+    print("| layout | step (ms) | parameters per rank (MiB) |")
+    print("| --- | ---: | ---: |")
+    print(f"| unsplit, 1 rank, whole batch | {un['step'] * 1e3:.1f} | "
+          f"{un['param_bytes'] / 2**20:.2f} |")
+    print(f"| TP x FSDP, {world} ranks (dp={world // 2} x tp=2) | {step * 1e3:.1f} | "
+          f"{max(r['tpfsdp']['param_bytes'] for r in res) / 2**20:.2f} |")
+    print(f"speed-up {un['step'] / step:.2f}x on {world} ranks", flush=True)
+    return {"unsplit": un, "tpfsdp": [r["tpfsdp"] for r in res]}
+
+
 # ***** activation checkpointing *****
 def run_ckpt(width, layers, rows, warmup, steps, segments):
     import numpy as np
@@ -239,7 +329,7 @@ def run_ckpt(width, layers, rows, warmup, steps, segments):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--parts", default="pp,tp,ckpt")
+    ap.add_argument("--parts", default="pp,tp,tpfsdp,ckpt")
     ap.add_argument("--ranks", default="2,4")
     ap.add_argument("--width", type=int, default=512)
     ap.add_argument("--layers", type=int, default=8)
@@ -266,6 +356,11 @@ def main():
         tokens = 64 if a.quick else 512
         print(f"\n## tensor parallel MLP block d={dim} -> {4 * dim} -> {dim}, {tokens} tokens\n")
         run_tp(dim, tokens, 2, a.steps)
+    if "tpfsdp" in parts:
+        dim, tokens, blocks = (64, 64, 2) if a.quick else (512, 512, 2)
+        print(f"\n## tensor parallel x FSDP (fully_shard), {blocks} MLP blocks d={dim} -> "
+              f"{4 * dim} -> {dim}, {tokens} tokens, clip_grad_norm_ each step\n")
+        run_tpfsdp(dim, tokens, blocks, 2, a.steps)
     if "ckpt" in parts:
         width, layers, rows = (128, 8, 32) if a.quick else (512, 16, 1024)
         print(f"\n## activation checkpointing: MLP of {layers} x Linear({width}) + ReLU, "

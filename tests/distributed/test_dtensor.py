@@ -198,3 +198,30 @@ def test_total_norm_counts_every_shard_once(workers):
     for n2, ninf, n1 in workers(f"{HERE}:_norms", 4):
         assert n2 == pytest.approx(two) and ninf == pytest.approx(7.0)
         assert n1 == pytest.approx(one)
+
+
+def _strided(rank, world):
+    from tensorbrain.distributed.tensor.placement_types import _StridedShard
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    full = _full((13, 3))
+    d = distribute_tensor(tb.tensor(full), mesh, [_StridedShard(0, split_factor=2), Shard(0)])
+    moved = d.redistribute(mesh, [Shard(0), Shard(1)])
+    back = moved.redistribute(mesh, [_StridedShard(0, split_factor=2), Shard(0)])
+    return {"local": d.to_local().numpy().tolist(), "full": d.full_tensor().numpy().tolist(),
+            "moved": moved.to_local().numpy().tolist(), "back": back.to_local().numpy().tolist(),
+            "eq": [Shard(0) == _StridedShard(0, 2), _StridedShard(0, 2) == Shard(0)]}
+
+
+def test_strided_shard_is_a_tp_chunk_then_a_dp_chunk(workers):
+    """(_StridedShard(0, sf=tp), Shard(0)) on (dp, tp): rank (d, t) holds chunk d of chunk t,
+    the layout FSDP gives a ColwiseParallel weight (13 rows: uneven at both levels)."""
+    full = _full((13, 3))
+    for rank, r in enumerate(workers(f"{HERE}:_strided", 4)):
+        d, t = divmod(rank, 2)
+        expect = _chunk(_chunk(full, 0, 2, t), 0, 2, d)
+        np.testing.assert_array_equal(np.array(r["local"]).reshape(expect.shape), expect)
+        np.testing.assert_array_equal(np.array(r["back"]).reshape(expect.shape), expect)
+        np.testing.assert_array_equal(r["full"], full)
+        moved = _chunk(_chunk(full, 0, 2, d), 1, 2, t)
+        np.testing.assert_array_equal(np.array(r["moved"]).reshape(moved.shape), moved)
+        assert r["eq"] == [False, False]

@@ -227,18 +227,25 @@ def test_clip_grad_norm_on_dtensor_gradients_is_global(workers, world, mesh):
         _assert_matches(full, ref)
 
 
-def test_dtensor_parameters_are_refused():
+def test_dtensor_parameters_fsdp_cannot_shard_are_refused():
+    """Tensor-parallel (1-D mesh) DTensor parameters are sharded (tests/distributed/
+    test_tp_fsdp.py); one on a 2-D mesh, or a Partial one, is refused with what to do."""
     import tensorbrain.distributed as dist
     from tensorbrain.distributed.fsdp import FullyShardedDataParallel as FSDP, fully_shard
-    from tensorbrain.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+    from tensorbrain.distributed.tensor import (Partial, Shard, distribute_tensor,
+                                                init_device_mesh)
     dist.init_process_group("tcp", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        lin = tb.nn.Linear(4, 4)
-        lin.weight = tb.nn.Parameter(distribute_tensor(lin.weight.detach(),
-                                                       init_device_mesh("cpu", (1,)), [Shard(0)]))
-        for wrap_it in (FSDP, fully_shard):
-            with pytest.raises(NotImplementedError, match="'weight' is already a DTensor"):
-                wrap_it(lin)
+        for mesh, pl, err, words in (((1, 1), [Shard(0), Shard(0)], NotImplementedError,
+                                      "'weight' is a DTensor on a 2-D mesh"),
+                                     ((1,), [Partial()], ValueError,
+                                      "'weight' is a DTensor with placement Partial")):
+            for wrap_it in (FSDP, fully_shard):
+                lin = tb.nn.Linear(4, 4)
+                lin.weight = tb.nn.Parameter(distribute_tensor(
+                    lin.weight.detach(), init_device_mesh("cpu", mesh), pl))
+                with pytest.raises(err, match=words):
+                    wrap_it(lin)
     finally:
         dist.destroy_process_group()
 

@@ -45,7 +45,27 @@ _SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B,
               "interleaved": ScheduleInterleaved1F1B}
 
 
-def _train(kind, n_stages, M, pp_group=None, dp_group=None, rows=None):
+def _wrap(part, wrap, dp_group, dp_mesh):
+    """One stage's module made data parallel over ``dp_group``: DDP, fully_shard or FSDP."""
+    if wrap == "ddp":
+        return tb.nn.parallel.DistributedDataParallel(part, process_group=dp_group)
+    if wrap == "fully_shard":
+        from tensorbrain.distributed.fsdp import fully_shard
+        return fully_shard(part, mesh=dp_mesh)
+    from tensorbrain.distributed.fsdp import FullyShardedDataParallel as FSDP
+    return FSDP(part, device_mesh=dp_mesh)
+
+
+def _full_params(part, mod, wrap):
+    """The stage's parameters as whole arrays, in the plain module's order."""
+    if wrap == "fsdp":
+        return [v.numpy().tolist() for v in mod.state_dict().values()]
+    return [(p.full_tensor() if hasattr(p, "full_tensor") else p).detach().numpy().tolist()
+            for p in part.parameters()]
+
+
+def _train(kind, n_stages, M, pp_group=None, dp_group=None, rows=None, wrap="ddp",
+           dp_mesh=None):
     P = dist.get_world_size(pp_group)
     me = dist.get_rank(pp_group)
     model = _model(n_stages)
@@ -53,12 +73,11 @@ def _train(kind, n_stages, M, pp_group=None, dp_group=None, rows=None):
     mine = [s for s in range(n_stages) if s % P == me]
     mods = {s: parts[s] for s in mine}
     if dp_group is not None:
-        mods = {s: tb.nn.parallel.DistributedDataParallel(parts[s], process_group=dp_group)
-                for s in mine}
+        mods = {s: _wrap(parts[s], wrap, dp_group, dp_mesh) for s in mine}
     stages = [PipelineStage(mods[s], s, n_stages, "cpu", group=pp_group) for s in mine]
     arg = stages if kind == "interleaved" else stages[0]
     sched = _SCHEDULES[kind](arg, M, loss_fn=tb.nn.MSELoss())
-    opt = tb.optim.SGD([p for s in mine for p in parts[s].parameters()], lr=0.2)
+    opt = tb.optim.SGD([p for s in mine for p in mods[s].parameters()], lr=0.2)
     x, y = _data()
     if rows is not None:
         x, y = x[rows[0]:rows[1]], y[rows[0]:rows[1]]
@@ -78,8 +97,7 @@ def _train(kind, n_stages, M, pp_group=None, dp_group=None, rows=None):
             sched.step()
         opt.step()
     peak = sched.last_step_stats["peak_live"]
-    return {"params": {str(s): [p.detach().numpy().tolist() for p in parts[s].parameters()]
-                       for s in mine},
+    return {"params": {str(s): _full_params(parts[s], mods[s], wrap) for s in mine},
             "losses": [float(v.item()) for v in losses], "peak": {str(k): v for k, v in peak.items()}}
 
 

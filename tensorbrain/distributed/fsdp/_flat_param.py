@@ -86,7 +86,8 @@ class ParamEntry:
     """Where one original parameter lives: its module, attribute, name and unsharded view."""
 
     __slots__ = ("module", "attr", "fqn", "shape", "numel", "offset", "requires_grad", "orig",
-                 "view", "rows", "row_numel", "chunk_rows", "shard_offset", "local_rows")
+                 "view", "rows", "row_numel", "chunk_rows", "shard_offset", "local_rows",
+                 "tp_spec")
 
     def __init__(self, module, attr, fqn, param):
         self.module, self.attr, self.fqn = module, attr, fqn
@@ -96,6 +97,7 @@ class ParamEntry:
         self.orig = param     # the registered Parameter (use_orig_params / FSDP2), else None later
         self.view = None      # leaf Tensor over the unsharded buffer
         self.offset = 0       # offset in the unsharded buffer
+        self.tp_spec = None   # a tensor-parallel DTensor's spec: shape above is its local shard
 
 
 class FlatParamHandle:

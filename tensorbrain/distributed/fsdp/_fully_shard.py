@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import distributed_c10d as c10d
-from . import _runtime
+from . import _runtime, _tp
 from ._flat_param import FlatParamHandle
 
 __all__ = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy",
@@ -116,7 +116,12 @@ def _lazy_root(module):
         st.name = names[id(m)]
         states.append(st)
     root = _runtime.RootState(module.__dict__["_fsdp_state"], states)
-    root.fingerprint_check(None)
+    # compare the wrapping over the world when the mesh spans it; over the shard group when it
+    # is a sub-mesh (mesh["dp"] of pp x dp or tp x dp: the other ranks run other stages, or hold
+    # other tensor-parallel shards of uneven sizes, and do not take part)
+    h = next((u.handle for u in states if u.handle is not None), None)
+    spans_world = h is None or h.W * h.R == c10d.get_world_size()
+    root.fingerprint_check(None if spans_world else h.shard_group)
     return root
 
 
@@ -184,13 +189,21 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=True, shard_placemen
         raise ValueError(f"fully_shard: mesh must be 1-D or 2-D (replicate, shard), got "
                          f"{mesh.ndim}-D")
     ignored = {id(p) for p in (ignored_params or ())}
-    entries, shared = _collect(module, lambda m: "_fsdp_state" in m.__dict__, ignored)
+    entries, shared = _collect(module, lambda m: "_fsdp_state" in m.__dict__, ignored,
+                               "fully_shard")
     handle = None
     if entries:
         handle = FlatParamHandle(type(module).__name__, entries, shard_group, replicate_group,
                                  "dim0", _np_dtype(mp_policy.param_dtype),
                                  _np_dtype(mp_policy.reduce_dtype),
                                  isinstance(offload_policy, CPUOffloadPolicy), mesh)
+        if handle.entries and any(e.tp_spec is not None for e in handle.entries) and \
+                mesh.ndim != 1:
+            raise NotImplementedError(
+                f"fully_shard: tensor-parallel (DTensor) parameters with a {mesh.ndim}-D FSDP "
+                f"mesh (HSDP) would need a 3-D mesh, which is not supported yet; pass "
+                f"mesh=mesh['dp'] (1-D)")
+        _tp.attach(handle, "fully_shard")
     state = _runtime.UnitState("", handle, kind="fully_shard",
                                reshard_after_forward=reshard_after_forward, orig_params=True,
                                cast_inputs=mp_policy.cast_forward_inputs,
@@ -201,8 +214,10 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=True, shard_placemen
         for e in handle.entries:
             lo, hi = handle.local_slice(e)
             local = handle.shard[lo:hi].reshape((e.local_rows,) + e.shape[1:])
-            pl = placements if e.shape else tuple(Replicate() for _ in placements)
-            spec = DTensorSpec(mesh, pl, e.shape)
+            spec = handle.tp_specs.get(id(e))
+            if spec is None:
+                pl = placements if e.shape else tuple(Replicate() for _ in placements)
+                spec = DTensorSpec(mesh, pl, e.shape)
             dt = DTensor._make(local, spec)
             p = DTensor._as_parameter(dt, requires_grad=e.requires_grad)
             e.module.__dict__["_parameters"][e.attr] = p

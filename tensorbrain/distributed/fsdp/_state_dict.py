@@ -48,6 +48,28 @@ def _as_dtensor(h, full_param):
     return DTensor.from_local(Tensor._wrap(local), mesh, [Shard(0)], shape=full_param.shape)
 
 
+def _tp_out(h, e, arr, sharded: bool):
+    """A tensor-parallel parameter's (or its optimizer state's) TP-local array for a state
+    dict: a DTensor on the TP mesh (full state dict, as torch's FSDP1 gives it) or its FSDP
+    shard on the 2-D ``(dp, tp)`` mesh (sharded state dict)."""
+    from ._tp import as_dtensor
+    if not sharded:
+        return as_dtensor(e.tp_spec, arr.copy())
+    from ..tensor._redistribute import take_chunk
+    spec = h.tp_specs[id(e)]
+    split = arr.ndim > 0 and spec.placements[0].is_shard()
+    local = take_chunk(arr, 0, h.W, h.rank) if split else arr.copy()
+    return as_dtensor(spec, local)
+
+
+def _value_in(e, v, key):
+    """A state-dict value as the array FSDP holds for entry ``e`` (TP-local for a TP one)."""
+    if getattr(e, "tp_spec", None) is not None:
+        from ._tp import tp_local
+        return tp_local(e.tp_spec, v, key)
+    return _full_value(v)
+
+
 def _full_value(v):
     """A state-dict value as a full array (DTensors are all-gathered)."""
     from ..tensor import DTensor
@@ -98,7 +120,11 @@ def model_state_dict(model, prefix=""):
         full = h.gather_full_flat(h.shard)
         for e in h.entries:
             arr = full[e.offset:e.offset + e.numel].reshape(e.shape)
-            if kind == StateDictType.SHARDED_STATE_DICT:
+            if e.tp_spec is not None:
+                if keep or kind == StateDictType.SHARDED_STATE_DICT:
+                    out[_key(prefix, u, e.fqn)] = _tp_out(
+                        h, e, arr, kind == StateDictType.SHARDED_STATE_DICT)
+            elif kind == StateDictType.SHARDED_STATE_DICT:
                 out[_key(prefix, u, e.fqn)] = _as_dtensor(h, arr)
             elif keep:
                 arr = _xp.to_numpy(arr) if to_cpu else arr
@@ -151,7 +177,7 @@ def load_model_state_dict(model, state_dict, strict=True):
                 missing.append(k)
                 continue
             used.add(k)
-            v = _full_value(state_dict[k])
+            v = _value_in(e, state_dict[k], k)
             if tuple(v.shape) != e.shape:
                 raise RuntimeError(f"FSDP load_state_dict: '{k}' has shape {tuple(v.shape)} in "
                                    f"the state dict but {e.shape} in the model")
@@ -249,8 +275,12 @@ def optim_state_dict(model, optim):
                 full = h.gather_full_flat(_unit_state_shard(u, per_param, key))
                 for e in h.entries:
                     arr = full[e.offset:e.offset + e.numel].reshape(e.shape)
-                    val = _as_dtensor(h, arr) if kind == StateDictType.SHARDED_STATE_DICT \
-                        else Tensor._wrap(_xp.to_numpy(arr).copy())
+                    sharded = kind == StateDictType.SHARDED_STATE_DICT
+                    if e.tp_spec is not None:
+                        val = _tp_out(h, e, arr, sharded)
+                    else:
+                        val = _as_dtensor(h, arr) if sharded \
+                            else Tensor._wrap(_xp.to_numpy(arr).copy())
                     state.setdefault(_key("", u, e.fqn), {})[key] = val
             else:
                 for e in h.entries:
@@ -306,7 +336,7 @@ def optim_state_dict_to_load(model, optim, osd):
                 for e, k in zip(h.entries, keys, strict=True):
                     if k in saved and key in saved[k]:
                         full[e.offset:e.offset + e.numel] = xp.asarray(
-                            _full_value(saved[k][key])).reshape(-1)
+                            _value_in(e, saved[k][key], k)).reshape(-1)
                 shard = h.shard_of_full(full)
                 if u.flat_param is not None:
                     out_state.setdefault(index[id(u.flat_param)], {})[key] = shard

@@ -7,13 +7,12 @@ from __future__ import annotations
 import contextlib
 import functools
 
-from ... import _xp
 from ...autograd import grad_mode
 from ...nn.modules.module import Module
 from ...nn.parameter import Parameter
 from ...tensor import Tensor
 from .. import distributed_c10d as c10d
-from . import _runtime, _state_dict
+from . import _runtime, _state_dict, _tp
 from ._flat_param import FlatParamHandle, ParamEntry
 from .api import (BackwardPrefetch, CPUOffload, MixedPrecision, ShardingStrategy, StateDictType)
 from .wrap import _as_policy, _recursive_wrap
@@ -31,7 +30,7 @@ def _dtype(d):
     return np.dtype(getattr(d, "np", d)) if not isinstance(d, np.dtype) else d
 
 
-def _collect(module, is_unit, ignored):
+def _collect(module, is_unit, ignored, what="FSDP"):
     """``(entries, shared)``: parameters of ``module`` outside nested units and ignored
     modules, each Parameter once (later references to it are ``shared``)."""
     entries, shared, seen = [], [], {}
@@ -43,12 +42,9 @@ def _collect(module, is_unit, ignored):
             if id(p) in seen:
                 shared.append((mod, name, seen[id(p)]))
                 continue
-            if getattr(p, "_spec", None) is not None:
-                raise NotImplementedError(
-                    f"FSDP: parameter '{prefix + name}' is already a DTensor (tensor parallel or "
-                    f"another fully_shard?); combining FSDP with DTensor parameters is not "
-                    f"supported yet")
             e = ParamEntry(mod, name, prefix + name, p)
+            if getattr(p, "_spec", None) is not None:   # tensor parallel: shard the local part
+                e.tp_spec = _tp.check_param(prefix + name, p, what)
             seen[id(p)] = e
             entries.append(e)
         for cname, child in mod._modules.items():
@@ -147,6 +143,7 @@ class FullyShardedDataParallel(Module):
             handle = FlatParamHandle("", entries, shard_group, replicate_group, "flat",
                                      _dtype(mp.param_dtype), _dtype(mp.reduce_dtype), offload,
                                      mesh)
+            _tp.attach(handle, "FSDP")
         pre = {BackwardPrefetch.BACKWARD_PRE: _runtime.BACKWARD_PRE,
                BackwardPrefetch.BACKWARD_POST: _runtime.BACKWARD_POST}.get(backward_prefetch)
         reshard = strategy in (ShardingStrategy.FULL_SHARD, ShardingStrategy.HYBRID_SHARD)
@@ -236,12 +233,15 @@ class FullyShardedDataParallel(Module):
             for mod, attr, _ in state.shared:
                 mod.__dict__["_parameters"].pop(attr, None)
             module.__dict__["_parameters"]["_flat_param"] = flat
+            flat._grad_norm_parts = [handle.local_slice(e) + (_tp.norm_groups(handle, e),)
+                                     for e in handle.entries]
             state.flat_param = flat
             state.install()
             return
         for e in handle.entries:
             lo, hi = handle.local_slice(e)
             p = Parameter(Tensor._wrap(handle.shard[lo:hi]), requires_grad=e.requires_grad)
+            p._grad_norm_parts = [(0, hi - lo, _tp.norm_groups(handle, e))]
             e.module.__dict__["_parameters"][e.attr] = p
             e.orig = p
         for mod, attr, e in state.shared:
@@ -318,7 +318,8 @@ class FullyShardedDataParallel(Module):
             root.sync = old
 
     def clip_grad_norm_(self, max_norm, norm_type=2.0):
-        """Clip the gradients of all units by their global norm (over every rank's shards).
+        """Clip the gradients of all units by their global norm (over every rank's shards, and
+        over the tensor-parallel group for TP-split parameters).
 
         Args:
             max_norm: the largest allowed total norm.
@@ -327,40 +328,9 @@ class FullyShardedDataParallel(Module):
         Returns:
             The total norm before clipping (a scalar Tensor, the same on every rank).
         """
-        import numpy as np
-        root = self._lazy_init()
-        p = float(norm_type)
-        sharded_ids = {id(u.flat_param) if u.flat_param is not None else None
-                       for u in root.units if u.handle is not None}
-        for u in root.units:
-            if u.handle is not None and u.flat_param is None:
-                sharded_ids.update(id(e.orig) for e in u.handle.entries)
-        parts = [0.0, 0.0]   # [sharded, replicated]
-        grads = []
-        for param in self.parameters():
-            if param.grad is None:
-                continue
-            g = param.grad._data
-            grads.append(g)
-            a = np.abs(_xp.to_numpy(g).astype(np.float64))
-            k = 0 if id(param) in sharded_ids else 1
-            if a.size:
-                parts[k] = max(parts[k], float(a.max())) if p == float("inf") else \
-                    parts[k] + float((a ** p).sum())
-        t = Tensor._wrap(np.array([parts[0]]))
-        groups = {id(u.handle.shard_group): u.handle.shard_group for u in root.units
-                  if u.handle is not None and u.handle.shard_group is not None}
-        for g in groups.values():
-            c10d.all_reduce(t, op="max" if p == float("inf") else "sum", group=g)
-        if p == float("inf"):
-            total = max(float(t._data[0]), parts[1])
-        else:
-            total = (float(t._data[0]) + parts[1]) ** (1.0 / p)
-        coef = float(max_norm) / (total + 1e-6)
-        if coef < 1.0:
-            for g in grads:
-                g *= g.dtype.type(coef)
-        return Tensor._wrap(np.asarray(total, dtype=np.float32))
+        from ...nn.utils.clip_grad import clip_grad_norm_
+        self._lazy_init()
+        return clip_grad_norm_(list(self.parameters()), max_norm, norm_type)
 
     # ***** state dicts *****
     @staticmethod

@@ -118,6 +118,18 @@ class PipelineStage:
         from ...nn.parallel import DistributedDataParallel
         return isinstance(self.submod, DistributedDataParallel)
 
+    def _fsdp_sync(self, last_backward: bool):
+        """An FSDP stage reduces its gradients once per step, in the last backward (as torch's
+        PipelineStage does): earlier micro-batches' backwards accumulate unsharded gradients
+        (``set_requires_gradient_sync(False)`` for fully_shard, ``no_sync()`` for FSDP1)."""
+        import contextlib
+        from ..fsdp import FSDPModule, FullyShardedDataParallel
+        if isinstance(self.submod, FSDPModule):
+            self.submod.set_requires_gradient_sync(last_backward)
+        elif isinstance(self.submod, FullyShardedDataParallel) and not last_backward:
+            return self.submod.no_sync()
+        return contextlib.nullcontext()
+
     def forward_one_chunk(self, mb: int, x, keep: bool):
         """Run the submodule on micro-batch ``mb``; keep input and output for backward if
         ``keep``. Returns the output."""
@@ -159,13 +171,14 @@ class PipelineStage:
             red = self.submod.reducer
             red.prepare_for_backward([out] if (self.submod.find_unused_parameters
                                                or self.submod.static_graph) else None)
-        if loss is not None:
-            if loss.requires_grad:
-                from ..._xp import get_array_module
-                xp = get_array_module(loss._data)    # the seed on the loss's device
-                loss.backward(Tensor._wrap(xp.asarray(scale, dtype=loss._data.dtype)))
-        elif out.requires_grad:
-            backward([out], [grad_out])
+        with self._fsdp_sync(last_backward):
+            if loss is not None:
+                if loss.requires_grad:
+                    from ..._xp import get_array_module
+                    xp = get_array_module(loss._data)    # the seed on the loss's device
+                    loss.backward(Tensor._wrap(xp.asarray(scale, dtype=loss._data.dtype)))
+            elif out.requires_grad:
+                backward([out], [grad_out])
         if self.is_first or x._data.dtype.kind != "f":
             return None
         if x.grad is None:

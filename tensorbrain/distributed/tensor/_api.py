@@ -14,7 +14,7 @@ from ... import _xp
 from ...tensor import Size, Tensor
 from ..._ops.core import make
 from . import _redistribute as R
-from .placement_types import Placement, Replicate, Shard
+from .placement_types import Placement, Replicate, Shard, _StridedShard
 
 __all__ = ["DTensor", "DTensorSpec", "distribute_tensor", "empty", "full", "ones", "zeros"]
 
@@ -57,7 +57,8 @@ def _placements(mesh, placements, ndim: int, what: str) -> tuple:
         if isinstance(p, Shard):
             if not -ndim <= p.dim < max(ndim, 1):
                 raise ValueError(f"{what}: {p} is out of range for a {ndim}-D tensor")
-            p = Shard(p.dim % ndim)
+            p = Shard(p.dim % ndim) if type(p) is Shard else \
+                _StridedShard(p.dim % ndim, p.split_factor)
         out.append(p)
     if len(out) != mesh.ndim:
         raise ValueError(f"{what}: got {len(out)} placements {tuple(out)} for a {mesh.ndim}-D "
@@ -378,13 +379,17 @@ def full(size, fill_value, *, device_mesh=None, placements=None, dtype=None,
     return out
 
 
-
 def _total_norm(tensors, norm_type: float = 2.0):
-    """The ``norm_type`` norm of all ``tensors`` together, where DTensors count once globally:
-    each rank's local p-sum (or max) is reduced over the mesh dimensions the tensor is sharded
-    on (``Replicate`` dimensions hold copies and are not summed; a ``Partial`` tensor is reduced
-    to its full value first). Collective: every rank of the meshes must call it with the same
-    layouts in the same order. Returns a Python float."""
+    """The ``norm_type`` norm of all ``tensors`` together, each counted once globally.
+
+    An item is a Tensor, a DTensor, or a pair ``(tensor, parts)`` where ``parts`` lists
+    ``(start, stop, groups)`` slices of the flattened local array, each slice being one shard
+    of a tensor split over the ranks of ``groups`` (what FSDP marks its flat and original
+    parameters with, ``_grad_norm_parts``). A DTensor's local p-sum (or max) is reduced over the
+    mesh dimensions it is sharded on (``Replicate`` dimensions hold copies and are not summed; a
+    ``Partial`` tensor is reduced to its full value first); a plain Tensor counts as replicated.
+    Collective: every rank of the groups must call it with the same layouts in the same order.
+    Returns a Python float."""
     import math
 
     import numpy as np
@@ -392,25 +397,36 @@ def _total_norm(tensors, norm_type: float = 2.0):
     from .. import distributed_c10d as c10d
     p = float(norm_type)
     inf = p == math.inf
-    groups: dict = {}   # (mesh id, sharded mesh dims) -> (mesh, dims, running value)
-    local = 0.0
+    groups: dict = {}   # ids of the groups to reduce over -> (groups, running value)
+
+    def add(groups_, a):
+        part = (float(a.max()) if a.size else 0.0) if inf else float((a ** p).sum())
+        key = tuple(id(g) for g in groups_)
+        gs, acc = groups.get(key, (groups_, 0.0))
+        groups[key] = (gs, max(acc, part) if inf else acc + part)
+
     for t in tensors:
+        parts = None
+        if isinstance(t, tuple):
+            t, parts = t
         if isinstance(t, DTensor) and any(pl.is_partial() for pl in t.placements):
             t = t.redistribute(placements=[Replicate() if pl.is_partial() else pl
                                            for pl in t.placements])
         a = np.abs(_xp.to_numpy(t.data).astype(np.float64))
-        part = (float(a.max()) if a.size else 0.0) if inf else float((a ** p).sum())
-        if not isinstance(t, DTensor):
-            local = max(local, part) if inf else local + part
-            continue
-        dims = tuple(i for i, pl in enumerate(t.placements) if pl.is_shard())
-        key = (id(t.device_mesh), dims)
-        mesh, _, acc = groups.get(key, (t.device_mesh, dims, 0.0))
-        groups[key] = (mesh, dims, max(acc, part) if inf else acc + part)
-    total = local
-    for mesh, dims, acc in groups.values():
+        if parts is not None:
+            flat = a.reshape(-1)
+            for lo, hi, gs in parts:
+                add(tuple(gs), flat[lo:hi])
+        elif isinstance(t, DTensor):
+            mesh = t.device_mesh
+            add(tuple(mesh.get_group(i) for i, pl in enumerate(t.placements) if pl.is_shard()
+                      and mesh.size(i) > 1), a)
+        else:
+            add((), a)
+    total = 0.0
+    for gs, acc in groups.values():
         buf = Tensor._wrap(np.array([acc]))
-        for d in dims:
-            c10d.all_reduce(buf, op="max" if inf else "sum", group=mesh.get_group(d))
+        for g in gs:
+            c10d.all_reduce(buf, op="max" if inf else "sum", group=g)
         total = max(total, float(buf.data[0])) if inf else total + float(buf.data[0])
     return total if inf else total ** (1.0 / p)

@@ -10,29 +10,38 @@ from __future__ import annotations
 
 from ... import _xp
 from .. import distributed_c10d as c10d
-from .placement_types import Partial, Shard
+from .placement_types import Partial, Shard, _StridedShard
+
+
+def _order(placements) -> list:
+    """Mesh dimensions in the order their shards are cut: plain ``Shard``s in mesh order, then
+    ``_StridedShard``s (which cut what the later mesh dimensions left)."""
+    plain = [i for i, p in enumerate(placements) if isinstance(p, Shard)
+             and not isinstance(p, _StridedShard)]
+    return plain + [i for i, p in enumerate(placements) if isinstance(p, _StridedShard)]
 
 
 def local_shape(global_shape, mesh, placements, coord=None) -> tuple:
     """The shape of this rank's (or ``coord``'s) shard under ``placements``."""
     shape = list(global_shape)
     coord = mesh.get_coordinate() if coord is None else coord
-    for i, p in enumerate(placements):
-        if isinstance(p, Shard):
-            start, stop = Shard.local_range(shape[p.dim], mesh.size(i), coord[i])
-            shape[p.dim] = stop - start
+    for i in _order(placements):
+        p = placements[i]
+        start, stop = Shard.local_range(shape[p.dim], mesh.size(i), coord[i])
+        shape[p.dim] = stop - start
     return tuple(shape)
 
 
 def local_offset(global_shape, mesh, placements, coord=None) -> tuple:
-    """The global index of this rank's shard's first element, per tensor dimension."""
+    """The global index of this rank's shard's first element, per tensor dimension (a shard
+    of shards is one contiguous block, whatever the order)."""
     shape, offset = list(global_shape), [0] * len(global_shape)
     coord = mesh.get_coordinate() if coord is None else coord
-    for i, p in enumerate(placements):
-        if isinstance(p, Shard):
-            start, stop = Shard.local_range(shape[p.dim], mesh.size(i), coord[i])
-            offset[p.dim] += start
-            shape[p.dim] = stop - start
+    for i in _order(placements):
+        p = placements[i]
+        start, stop = Shard.local_range(shape[p.dim], mesh.size(i), coord[i])
+        offset[p.dim] += start
+        shape[p.dim] = stop - start
     return tuple(offset)
 
 
@@ -73,6 +82,8 @@ def redistribute_array(arr, mesh, src, dst, global_shape):
     src, dst = tuple(src), tuple(dst)
     if src == dst:
         return arr
+    if any(isinstance(p, _StridedShard) for p in src + dst):
+        return _via_full(arr, mesh, src, dst, global_shape)
     k = next(i for i in range(len(src)) if src[i] != dst[i])
     coord = mesh.get_coordinate()
     for i in reversed(range(k, len(src))):
@@ -90,3 +101,61 @@ def redistribute_array(arr, mesh, src, dst, global_shape):
         elif isinstance(p, Partial) and p.reduce_op == "sum" and coord[i] != 0:
             arr = _xp.get_array_module(arr).zeros_like(arr)
     return arr
+
+
+def _via_full(arr, mesh, src, dst, global_shape):
+    """Any layout change by way of the whole tensor: reduce partials, all-gather every shard
+    block along each sharded mesh dimension in turn and paste the blocks at their offsets, then
+    cut this rank's block under ``dst``. Used for ``_StridedShard`` layouts (FSDP over tensor
+    parallel), where the per-dimension gathers of ``redistribute_array`` do not apply."""
+    xp = _xp.get_array_module(arr)
+    coord = tuple(mesh.get_coordinate())
+    for i, p in enumerate(src):
+        if isinstance(p, Partial):
+            arr = arr.copy()
+            c10d.all_reduce(_wrap(arr), op=p.reduce_op, group=mesh.get_group(i))
+    pieces = {coord: xp.ascontiguousarray(arr)}
+    for i, p in enumerate(src):
+        if not isinstance(p, Shard) or mesh.size(i) == 1:
+            continue
+        n = mesh.size(i)
+
+        held = sorted(pieces)
+
+        def keys_for(j, i=i, held=held):   # the blocks rank j along mesh dim i holds
+            return [tuple(j if d == i else k[d] for d in range(len(k))) for k in held]
+
+        def numel(k):
+            size = 1
+            for s in local_shape(global_shape, mesh, src, k):
+                size *= s
+            return size
+        width = max(sum(numel(k) for k in keys_for(j)) for j in range(n))
+        buf = xp.zeros(width, dtype=arr.dtype)
+        at = 0
+        for k in held:
+            flat = pieces[k].reshape(-1)
+            buf[at:at + flat.size] = flat
+            at += flat.size
+        out = xp.empty(n * width, dtype=arr.dtype)
+        c10d.all_gather_into_tensor(_wrap(out), _wrap(buf), group=mesh.get_group(i))
+        pieces = {}
+        for j in range(n):
+            at = j * width
+            for k in keys_for(j):
+                shape = local_shape(global_shape, mesh, src, k)
+                size = numel(k)
+                pieces[k] = out[at:at + size].reshape(shape)
+                at += size
+    full = xp.empty(tuple(global_shape), dtype=arr.dtype)
+    for k, block in pieces.items():
+        off = local_offset(global_shape, mesh, src, k)
+        full[tuple(slice(o, o + s) for o, s in zip(off, block.shape, strict=True))] = block
+    off = local_offset(global_shape, mesh, dst, list(coord))
+    shape = local_shape(global_shape, mesh, dst, list(coord))
+    out = xp.ascontiguousarray(full[tuple(slice(o, o + s) for o, s in zip(off, shape,
+                                                                           strict=True))])
+    for i, p in enumerate(dst):
+        if isinstance(p, Partial) and p.reduce_op == "sum" and coord[i] != 0:
+            out = xp.zeros_like(out)
+    return out

@@ -14,7 +14,7 @@ every rank a summand (or a max/min candidate) of the value, to be reduced later.
 """
 from __future__ import annotations
 
-__all__ = ["Partial", "Placement", "Replicate", "Shard"]
+__all__ = ["Partial", "Placement", "Replicate", "Shard"]   # and _StridedShard (private, as torch)
 
 
 class Placement:
@@ -83,13 +83,42 @@ class Shard(Placement):
         return start, min(start + c, size)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Shard) and other.dim == self.dim
+        return type(other) is Shard and other.dim == self.dim
 
     def __hash__(self) -> int:
         return hash(("Shard", self.dim))
 
     def __repr__(self) -> str:
         return f"Shard(dim={self.dim})"
+
+
+class _StridedShard(Shard):
+    """``Shard(dim)`` applied *after* the mesh dimensions to its right that shard the same
+    tensor dimension (torch's private ``_StridedShard``): what FSDP produces when it shards a
+    tensor-parallel ``Shard(0)`` parameter's local rows over the data-parallel mesh dimension.
+
+    On a ``(dp, tp)`` mesh, ``(_StridedShard(0, split_factor=tp), Shard(0))`` means: rank
+    ``(d, t)`` holds chunk ``d`` (over dp) of chunk ``t`` (over tp) of the rows, where plain
+    ``(Shard(0), Shard(0))`` would mean chunk ``t`` of chunk ``d``.
+
+    Args:
+        dim: the tensor dimension.
+        split_factor: the number of chunks the later mesh dimensions cut ``dim`` into first.
+    """
+
+    def __init__(self, dim: int = 0, split_factor: int = 1):
+        super().__init__(dim)
+        self.split_factor = int(split_factor)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _StridedShard) and other.dim == self.dim
+                and other.split_factor == self.split_factor)
+
+    def __hash__(self) -> int:
+        return hash(("_StridedShard", self.dim, self.split_factor))
+
+    def __repr__(self) -> str:
+        return f"_StridedShard(dim={self.dim}, sf={self.split_factor})"
 
 
 class Replicate(Placement):

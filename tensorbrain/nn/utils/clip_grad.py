@@ -32,7 +32,17 @@ def _norm(xp, g, norm_type):
 
 
 def _has_dtensor(tensors) -> bool:
-    return any(getattr(t, "_spec", None) is not None for t in tensors)
+    return any(getattr(t, "_spec", None) is not None or isinstance(t, tuple) for t in tensors)
+
+
+def _norm_items(parameters, grad_tensors):
+    """The gradients, each paired with its parameter's shard layout when FSDP gave it one
+    (``_grad_norm_parts``: which slices are shards over which process groups)."""
+    out = []
+    for p, g in zip(parameters, grad_tensors, strict=True):
+        parts = getattr(p, "_grad_norm_parts", None)
+        out.append((g, parts) if parts is not None else g)
+    return out
 
 
 def _dtensor_norm(tensors, norm_type, error_if_nonfinite):
@@ -80,16 +90,21 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     """Scale all gradients together so their total norm is at most ``max_norm``.
 
     Returns the total norm before clipping. The scale is ``max_norm / (total + 1e-6)`` clamped
-    to 1, as in PyTorch.
+    to 1, as in PyTorch. Sharded gradients count once globally, as torch's DTensor norm does:
+    DTensor gradients (tensor parallel, ``fully_shard``, both on a 2-D mesh) are summed over
+    the mesh dimensions they are sharded on, and ``FullyShardedDataParallel``'s shards (flat or
+    original parameters) over their shard group; then every rank must call it (collective).
     """
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     parameters = list(parameters)
-    grad_tensors = [p.grad for p in parameters if p.grad is not None]
+    with_grad = [p for p in parameters if p.grad is not None]
+    grad_tensors = [p.grad for p in with_grad]
     grads = [g._data for g in grad_tensors]
     if not grads:
         return _zero()
-    total = get_total_norm(grad_tensors if _has_dtensor(grad_tensors) else grads, norm_type,
+    items = _norm_items(with_grad, grad_tensors)
+    total = get_total_norm(items if _has_dtensor(items) else grads, norm_type,
                            error_if_nonfinite)
     coef = float(max_norm) / (float(total._data) + 1e-6)
     if coef < 1.0:

@@ -120,8 +120,8 @@ def _lazy_root(module):
     # is a sub-mesh (mesh["dp"] of pp x dp or tp x dp: the other ranks run other stages, or hold
     # other tensor-parallel shards of uneven sizes, and do not take part)
     h = next((u.handle for u in states if u.handle is not None), None)
-    spans_world = h is None or h.W * h.R == c10d.get_world_size()
-    root.fingerprint_check(None if spans_world else h.shard_group)
+    sub_mesh = h is not None and h.W * h.R != c10d.get_world_size()
+    root.fingerprint_check(h.shard_group if h is not None and sub_mesh else None)
     return root
 
 

@@ -81,9 +81,13 @@ CONV = [
 ]
 
 
-# The three ways to run a convolution, forced by the thresholds that normally choose them:
-# a GEMM per image with strided col2im, the same with the flat col2im, one GEMM for the batch.
-PATHS = {"per-image": (0, 0.0), "flat-col2im": (0, 1e9), "one-gemm": (10 ** 9, 0.0)}
+# The ways to run a convolution, forced by the thresholds that normally choose them: a GEMM
+# per image with strided col2im, the same with the flat col2im, one GEMM for the batch; each
+# with the columns kept from forward for the weight gradient, and the first two also with the
+# columns rebuilt in backward (what happens above _KEEP_COLS_BYTES).
+PATHS = {"per-image": (0, 0.0, 1 << 40), "flat-col2im": (0, 1e9, 1 << 40),
+         "one-gemm": (10 ** 9, 0.0, 1 << 40), "per-image-rebuilt": (0, 0.0, 0),
+         "one-gemm-rebuilt": (10 ** 9, 0.0, 0)}
 
 
 @pytest.mark.parametrize("path", list(PATHS))
@@ -92,6 +96,7 @@ def test_conv_nd(nd, kw, path, monkeypatch):
     from tensorbrain._ops import convnd
     monkeypatch.setattr(convnd, "_ONE_GEMM_MAX", PATHS[path][0])
     monkeypatch.setattr(convnd, "_FLAT_MAX_EXTRA", PATHS[path][1])
+    monkeypatch.setattr(convnd, "_KEEP_COLS_BYTES", PATHS[path][2])
     sizes = {1: (9,), 2: (6, 7), 3: (5, 4, 5)}[nd]
     ks = {1: (4,), 2: (3, 2), 3: (3, 2, 3)}[nd]   # even kernels too: 'same' pads asymmetrically
     g = kw.get("groups", 1)

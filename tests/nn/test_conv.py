@@ -82,21 +82,24 @@ CONV = [
 
 
 # The ways to run a convolution, forced by the thresholds that normally choose them: a GEMM
-# per image with strided col2im, the same with the flat col2im, one GEMM for the batch; each
-# with the columns kept from forward for the weight gradient, and the first two also with the
-# columns rebuilt in backward (what happens above _KEEP_COLS_BYTES).
-PATHS = {"per-image": (0, 0.0, 1 << 40), "flat-col2im": (0, 1e9, 1 << 40),
-         "one-gemm": (10 ** 9, 0.0, 1 << 40), "per-image-rebuilt": (0, 0.0, 0),
-         "one-gemm-rebuilt": (10 ** 9, 0.0, 0)}
+# per image or one GEMM for the batch; the input gradient by strided col2im or by the flat
+# col2im (all images in one GEMM, or one image per GEMM); the columns kept from forward for the
+# weight gradient, or rebuilt in backward (what happens above _KEEP_COLS_BYTES).
+_PER, _ONE = dict(_ONE_GEMM_MAX=0), dict(_ONE_GEMM_MAX=10 ** 9)
+_STRIDED, _FLAT = dict(_FLAT_MAX_EXTRA=0.0), dict(_FLAT_MAX_EXTRA=1e9)
+PATHS = {"per-image": {**_PER, **_STRIDED}, "flat-col2im": {**_PER, **_FLAT},
+         "flat-col2im-image-by-image": {**_PER, **_FLAT, "_FLAT_CHUNK_BYTES": 1},
+         "one-gemm": {**_ONE, **_STRIDED}, "one-gemm-flat-col2im": {**_ONE, **_FLAT},
+         "per-image-rebuilt": {**_PER, **_STRIDED, "_KEEP_COLS_BYTES": 0},
+         "one-gemm-rebuilt": {**_ONE, **_FLAT, "_KEEP_COLS_BYTES": 0}}
 
 
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("nd,kw", CONV, ids=[f"{nd}d-{kw}" for nd, kw in CONV])
 def test_conv_nd(nd, kw, path, monkeypatch):
     from tensorbrain._ops import convnd
-    monkeypatch.setattr(convnd, "_ONE_GEMM_MAX", PATHS[path][0])
-    monkeypatch.setattr(convnd, "_FLAT_MAX_EXTRA", PATHS[path][1])
-    monkeypatch.setattr(convnd, "_KEEP_COLS_BYTES", PATHS[path][2])
+    for name, value in PATHS[path].items():
+        monkeypatch.setattr(convnd, name, value)
     sizes = {1: (9,), 2: (6, 7), 3: (5, 4, 5)}[nd]
     ks = {1: (4,), 2: (3, 2), 3: (3, 2, 3)}[nd]   # even kernels too: 'same' pads asymmetrically
     g = kw.get("groups", 1)

@@ -112,6 +112,20 @@ def test_conv_nd(nd, kw, path, monkeypatch):
               torch_fn=tfn(lambda TF: lambda x, w, b: getattr(TF, f"conv{nd}d")(x, w, b, **kw)))
 
 
+def test_conv_batch_in_chunks_with_a_remainder(monkeypatch):
+    """Forward's im2col + GEMM and the flat input gradient run 2 images at a time over a batch
+    of 3 (a last chunk of 1)."""
+    from tensorbrain._ops import convnd
+    x, w, b = rng.standard_normal((3, 4, 6, 7)), rng.standard_normal((6, 4, 3, 3)), rng.standard_normal(6)
+    per_image = 9 * 4 * (6 * 9) * 8      # kernel positions * channels * flat grid * float64
+    monkeypatch.setattr(convnd, "_FLAT_CHUNK_BYTES", 2 * per_image)
+    monkeypatch.setattr(convnd, "_ONE_GEMM_MAX", 0)
+    assert 2 * per_image // (4 * 9 * 42 * 8) == 2      # forward's chunk is 2 images too
+    gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b],
+              numpy_fn=lambda x, w, b: np_conv(x, w, b, padding=1),
+              torch_fn=tfn(lambda TF: lambda x, w, b: TF.conv2d(x, w, b, padding=1)))
+
+
 def test_conv_pointwise_and_unbatched():
     x, w = rng.standard_normal((3, 5, 5)), rng.standard_normal((2, 3, 1, 1))
     gradcheck(lambda x, w: F.conv2d(x, w), [x, w],

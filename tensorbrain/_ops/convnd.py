@@ -9,8 +9,8 @@ the weight's rank minus 2.
 * ``col2im``: the adjoint, a scattered add of the column array into the (padded) image, one
   vectorised add per kernel position (9 for a 3x3 kernel), never a loop over pixels.
 
-A convolution is im2col + GEMM forward and GEMM + col2im (input gradient) + im2col + GEMM
-(weight gradient) backward. A transposed convolution is the same two halves the other way
+A convolution is im2col + GEMM forward and GEMM + col2im (input gradient) + GEMM with the
+columns forward kept (weight gradient; rebuilt by im2col when they are large) backward. A transposed convolution is the same two halves the other way
 round: GEMM + col2im forward, and im2col of the output gradient shared by both input and
 weight gradients backward (one column array, two GEMMs).
 """

@@ -36,6 +36,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # _common, also under python -m
 import tensorbrain as tb  # noqa: E402
 
 import _common  # noqa: E402

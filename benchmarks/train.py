@@ -43,6 +43,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # _common, also under python -m
 import tensorbrain as tb  # noqa: E402
 from tensorbrain import nn  # noqa: E402
 from tensorbrain.nn import functional as F  # noqa: E402

@@ -81,17 +81,25 @@ CONV = [
 ]
 
 
-# The three ways to run a convolution, forced by the thresholds that normally choose them:
-# a GEMM per image with strided col2im, the same with the flat col2im, one GEMM for the batch.
-PATHS = {"per-image": (0, 0.0), "flat-col2im": (0, 1e9), "one-gemm": (10 ** 9, 0.0)}
+# The ways to run a convolution, forced by the thresholds that normally choose them: a GEMM
+# per image or one GEMM for the batch; the input gradient by strided col2im or by the flat
+# col2im (all images in one GEMM, or one image per GEMM); the columns kept from forward for the
+# weight gradient, or rebuilt in backward (what happens above _KEEP_COLS_BYTES).
+_PER, _ONE = dict(_ONE_GEMM_MAX=0), dict(_ONE_GEMM_MAX=10 ** 9)
+_STRIDED, _FLAT = dict(_FLAT_MAX_EXTRA=0.0), dict(_FLAT_MAX_EXTRA=1e9)
+PATHS = {"per-image": {**_PER, **_STRIDED}, "flat-col2im": {**_PER, **_FLAT},
+         "flat-col2im-image-by-image": {**_PER, **_FLAT, "_FLAT_CHUNK_BYTES": 1},
+         "one-gemm": {**_ONE, **_STRIDED}, "one-gemm-flat-col2im": {**_ONE, **_FLAT},
+         "per-image-rebuilt": {**_PER, **_STRIDED, "_KEEP_COLS_BYTES": 0},
+         "one-gemm-rebuilt": {**_ONE, **_FLAT, "_KEEP_COLS_BYTES": 0}}
 
 
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("nd,kw", CONV, ids=[f"{nd}d-{kw}" for nd, kw in CONV])
 def test_conv_nd(nd, kw, path, monkeypatch):
     from tensorbrain._ops import convnd
-    monkeypatch.setattr(convnd, "_ONE_GEMM_MAX", PATHS[path][0])
-    monkeypatch.setattr(convnd, "_FLAT_MAX_EXTRA", PATHS[path][1])
+    for name, value in PATHS[path].items():
+        monkeypatch.setattr(convnd, name, value)
     sizes = {1: (9,), 2: (6, 7), 3: (5, 4, 5)}[nd]
     ks = {1: (4,), 2: (3, 2), 3: (3, 2, 3)}[nd]   # even kernels too: 'same' pads asymmetrically
     g = kw.get("groups", 1)
@@ -102,6 +110,20 @@ def test_conv_nd(nd, kw, path, monkeypatch):
     gradcheck(lambda x, w, b: fn(x, w, b, **kw), [x, w, b],
               numpy_fn=lambda x, w, b: np_conv(x, w, b, **kw),
               torch_fn=tfn(lambda TF: lambda x, w, b: getattr(TF, f"conv{nd}d")(x, w, b, **kw)))
+
+
+def test_conv_batch_in_chunks_with_a_remainder(monkeypatch):
+    """Forward's im2col + GEMM and the flat input gradient run 2 images at a time over a batch
+    of 3 (a last chunk of 1)."""
+    from tensorbrain._ops import convnd
+    x, w, b = rng.standard_normal((3, 4, 6, 7)), rng.standard_normal((6, 4, 3, 3)), rng.standard_normal(6)
+    per_image = 9 * 4 * (6 * 9) * 8      # kernel positions * channels * flat grid * float64
+    monkeypatch.setattr(convnd, "_FLAT_CHUNK_BYTES", 2 * per_image)
+    monkeypatch.setattr(convnd, "_ONE_GEMM_MAX", 0)
+    assert 2 * per_image // (4 * 9 * 42 * 8) == 2      # forward's chunk is 2 images too
+    gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b],
+              numpy_fn=lambda x, w, b: np_conv(x, w, b, padding=1),
+              torch_fn=tfn(lambda TF: lambda x, w, b: TF.conv2d(x, w, b, padding=1)))
 
 
 def test_conv_pointwise_and_unbatched():

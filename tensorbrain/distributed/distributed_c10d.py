@@ -158,6 +158,7 @@ class _World:
 
 
 _WORLD = _World()
+_FAST = [None]  # the default group's all_reduce fast path (_fastpath.py), or None
 _INIT_COUNT = [0]   # re-inits in this process get fresh store keys
 
 
@@ -281,7 +282,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                                  timeout_s, "default", global_ranks=range(world_size),
                                  deadline=deadline)
     pg = ProcessGroup("default", range(world_size), rank, be, requested, timeout_s)
+    from . import _fastpath
     with _WORLD.lock:
+        _FAST[0] = _fastpath.for_group(pg, be)
         _WORLD.default, _WORLD.store, _WORLD.prefix = pg, store, prefix
         _WORLD.groups = {"default": pg}
         _WORLD.group_count = 0
@@ -368,6 +371,9 @@ def destroy_process_group(group=None) -> None:
         if group is None or group is GroupMember.WORLD or group is _WORLD.default:
             pgs = list(_WORLD.groups.values())
             _WORLD.default, _WORLD.store, _WORLD.groups = None, None, {}
+            fast, _FAST[0] = _FAST[0], None
+            if fast is not None:
+                fast.close()
         elif group is GroupMember.NON_GROUP_MEMBER:
             return
         else:
@@ -604,6 +610,9 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         DistBackendError: a peer failed or the group timeout passed; the message names the op and
             the peer.
     """
+    fast = _FAST[0]
+    if fast is not None and group is None and not async_op and fast(tensor, op):
+        return None
     pg = _pg(group, "all_reduce")
     if pg is None:
         return None

@@ -63,7 +63,7 @@ def for_group(pg, backend):
         return None
     from ..tensor import Tensor
     from ._shm import _interrupt
-    from .distributed_c10d import ReduceOp
+    from ._groups import ReduceOp
     guard = _SigintGuard(group)
     watched = _interrupt.watch(guard)  # False off the main thread: Ctrl-C then waits, as before
     avg_of = {ReduceOp.SUM: False, ReduceOp.AVG: True, "sum": False, "avg": True}

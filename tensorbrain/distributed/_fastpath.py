@@ -113,7 +113,8 @@ def _fail(backend, intra, guard, seq, exc) -> None:
 
     work = _work.Work("all_reduce", seq, backend.group_name)
     backend._execute(work, body, None, None)
-    raise work._exc from None
+    err = work._exc if work._exc is not None else exc  # _execute always completes with an error
+    raise err from None
 
 
 def _interrupted(backend, seq) -> None:

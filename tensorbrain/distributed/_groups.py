@@ -101,7 +101,8 @@ class ProcessGroup:
         try:
             return self.ranks.index(int(global_rank))
         except ValueError:
-            world = _world().default.size()
+            default = _world().default
+            world = default.size() if default is not None else len(self.ranks)
             if not 0 <= global_rank < world:
                 raise ValueError(f"{what}={global_rank} is out of range: ranks are 0..{world - 1}"
                                  ) from None

@@ -152,7 +152,7 @@ def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=
         if pg.rank() == root else None
     pg.backend.gather(outs, buf.put(mine), root, async_op=False)
     outs = [buf.get(o) for o in outs] if outs is not None else None
-    if pg.rank() == root:
+    if outs is not None:  # the destination
         for j, n in enumerate(sizes):
             object_gather_list[j] = _codec.decode(outs[j][:n].tobytes())
 

@@ -9,13 +9,14 @@ locks, the Ctrl-C registration), 20x the transport's own 0.3 us on a quiet 2-cor
 * the checks that must stay run in ``ShmGroup.all_reduce_inplace`` (C++: a NumPy array,
   C-contiguous, writable, a dtype the op takes); when one fails it returns False before doing
   anything and the general path runs, with its errors;
-* the group's state stays authoritative: under the backend's submit lock the call is taken only
-  when the group is usable and no asynchronous op is queued (ordering), and it claims the same
-  sequence number the general path would;
+* the group's state stays authoritative: the backend's op queue runs it
+  (``OpQueue.run_inline``) only when the group is usable and no asynchronous op is queued
+  (ordering), with the sequence number the general path would claim;
 * the shared-memory transport's always-on collective fingerprint (csrc/shm/shm.cpp ``begin``)
   runs inside the native call, so mismatched calls across ranks still raise on every rank;
-* a failure is reported through the backend's own failure path (``_execute``): the same error
-  text, and the group is poisoned exactly as after a failure on the general path;
+* a failure gets the transport's wording (``IntraHost._run``) and then goes through the
+  backend's own failure path (``on_failure``): the same error text, and the group is poisoned
+  exactly as after a failure on the general path;
 * Ctrl-C: the group is registered once with the SIGINT watcher (``_shm/_interrupt.py``) through
   a guard that aborts it only while a fast-path collective runs (``abort_if_busy``).
 
@@ -58,70 +59,46 @@ def for_group(pg, backend):
     if not isinstance(backend, TCPBackend) or backend._debug:
         return None
     intra = backend._shm
-    group = getattr(intra, "group", None)
-    if intra is None or not intra.whole or not hasattr(group, "all_reduce_inplace"):
+    native = getattr(getattr(intra, "group", None), "all_reduce_inplace", None)
+    if intra is None or not intra.whole or native is None:  # the twin transport has none
         return None
+    group = intra.group
     from ..tensor import Tensor
-    from ._shm import _interrupt
     from ._groups import ReduceOp
+    from ._shm import _interrupt
     guard = _SigintGuard(group)
     watched = _interrupt.watch(guard)  # False off the main thread: Ctrl-C then waits, as before
     avg_of = {ReduceOp.SUM: False, ReduceOp.AVG: True, "sum": False, "avg": True}
-    lock = backend._submit_lock
-    native = group.all_reduce_inplace
+    run_inline = backend._ops.run_inline
+
+    def call(arr, avg) -> bool:
+        try:
+            return native(arr, avg)
+        except BaseException as exc:  # noqa: BLE001 - worded as the general path words it
+            _reword(intra, guard, exc)
+            raise
 
     def all_reduce(tensor, op) -> bool:
         avg = avg_of.get(op)
         if avg is None or type(tensor) is not Tensor:
             return False
-        b = backend
-        with lock:
-            if b._pending or b._poisoned is not None or b._closed:
-                return False  # queued async ops go first; a dead group raises on the general path
-            seq = b._seq
-            b._seq = seq + 1  # claimed as the general path would; given back when not taken
-            try:
-                try:
-                    ran = native(tensor._data, avg)
-                except BaseException as exc:  # noqa: BLE001 - reported as the general path does
-                    _fail(b, intra, guard, seq, exc)
-            except KeyboardInterrupt:  # Python's own handler may raise it anywhere in there
-                _interrupted(b, seq)
-                raise
-            if not ran:
-                b._seq = seq
-            return ran
+        return run_inline("all_reduce", call, tensor._data, avg)
 
     def close() -> None:
         if watched:
             _interrupt.unwatch(guard)
 
-    all_reduce.close = close
+    all_reduce.close = close  # type: ignore[attr-defined]
     return all_reduce
 
 
-def _fail(backend, intra, guard, seq, exc) -> None:
-    """Raise ``exc`` as the general path would: the transport's wording (IntraHost._run), then
-    the backend's (``_execute``: op, sequence number, group; the group is poisoned)."""
-    from . import _work
+def _reword(intra, guard, exc) -> None:
+    """Raise ``exc`` as the general path's transport would (``IntraHost._run``): a Ctrl-C that
+    aborted the call as KeyboardInterrupt, a peer's failure naming its group rank."""
     if guard.fired or isinstance(exc, KeyboardInterrupt):
         guard.fired = False
         raise KeyboardInterrupt("all_reduce over shared memory was interrupted") from None
-
-    def body():
-        intra._run("all_reduce", _raise, exc)
-
-    work = _work.Work("all_reduce", seq, backend.group_name)
-    backend._execute(work, body, None, None)
-    err = work._exc if work._exc is not None else exc  # _execute always completes with an error
-    raise err from None
-
-
-def _interrupted(backend, seq) -> None:
-    """Ctrl-C during the call: the group is unusable, its peers fail at once naming this rank."""
-    from . import _work
-    if backend._poisoned is None:
-        backend._interrupted(_work.Work("all_reduce", seq, backend.group_name))
+    intra._run("all_reduce", _raise, exc)
 
 
 def _raise(exc):

@@ -75,7 +75,7 @@ def w_parity(rank, world):
                            input_split_sizes=split)
     np.testing.assert_array_equal(out.numpy(), np.repeat(np.arange(world, dtype=np.float32),
                                                          split[rank]))
-    return [c10d._FAST[0] is not None, be._seq, calls]
+    return [c10d._FAST[0] is not None, be._ops.seq, calls]
 
 
 @pytest.mark.parametrize("fast", ["1", "0"])

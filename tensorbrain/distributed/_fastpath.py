@@ -18,7 +18,9 @@ locks, the Ctrl-C registration), 20x the transport's own 0.3 us on a quiet 2-cor
   backend's own failure path (``on_failure``): the same error text, and the group is poisoned
   exactly as after a failure on the general path;
 * Ctrl-C: the group is registered once with the SIGINT watcher (``_shm/_interrupt.py``) through
-  a guard that aborts it only while a fast-path collective runs (``abort_if_busy``).
+  a guard that aborts it only while a fast-path collective runs (``abort_if_busy``). One
+  difference from the general path: a Ctrl-C (delivered to the main thread) also aborts a
+  fast-path collective that another thread of the process is waiting in.
 
 The general path stays the twin: ``TB_FASTPATH=0`` turns this off, and
 tests/distributed/test_fastpath.py checks both give the same bits and the same errors.

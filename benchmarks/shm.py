@@ -8,6 +8,8 @@ or quieter machine; a size's figure is the best (lowest time) of its rounds. Imp
 
 * ``shm``: ``tb.distributed.all_reduce`` (tcp backend, same-host ranks -> shared memory), in place;
 * ``tcp``: the same with ``TB_SHM=0`` (Unix/TCP sockets);
+* ``shm-general``: the same with ``TB_FASTPATH=0``: the general process-group path (argument
+  checks, ``Work``, the op queue) instead of the one-call fast path (distributed/_fastpath.py);
 * ``shm-raw``: ``tensorbrain._C.ShmGroup.all_reduce`` called directly: the transport without the
   process-group layer (Tensor unwrap, Work, sequence numbers);
 * ``mpi``: mpi4py ``comm.Allreduce(a, b)`` under ``mpiexec`` (the mpich wheel), out of place as in
@@ -43,7 +45,7 @@ sys.path.insert(0, ROOT)
 
 SIZES = [8, 128, 1 << 10, 8 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
          256 << 20]
-IMPLS = ["shm", "shm-raw", "tcp", "mpi", "gloo"]
+IMPLS = ["shm", "shm-general", "shm-raw", "tcp", "mpi", "gloo"]
 
 
 def hardware_line() -> str:
@@ -155,7 +157,8 @@ def run_impl(impl, n, sizes, args, timeout=900):
              "-w", str(args.warmup), "--min-time", str(args.min_time), "--out", out]
     env = dict(os.environ, OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(_free_port()), PYTHONPATH=ROOT, TB_RUN_ID=f"bench{os.getpid()}",
-               TB_SHM="0" if impl == "tcp" else "1")
+               TB_SHM="0" if impl == "tcp" else "1",
+               TB_FASTPATH="0" if impl == "shm-general" else "1")
     try:
         if impl == "mpi":
             mpiexec = shutil.which("mpiexec")
@@ -299,7 +302,8 @@ def plot(records, path, n) -> None:
     counts = sorted({r["nproc"] for r in records}) if n is None else [n]
     fig, axes = plt.subplots(1, len(counts), figsize=(4.2 * len(counts), 3.6), squeeze=False,
                              sharey=True)
-    labels = {"shm": "tb shm (tb.distributed)", "shm-raw": "tb shm (transport only)",
+    labels = {"shm": "tb shm (tb.distributed)", "shm-general": "tb shm (TB_FASTPATH=0)",
+              "shm-raw": "tb shm (transport only)",
               "tcp": "tb tcp (TB_SHM=0)", "mpi": "MPICH (mpi4py)", "gloo": "torch gloo"}
     for ax, k in zip(axes[0], counts):
         for impl in labels:

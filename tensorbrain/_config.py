@@ -87,6 +87,9 @@ declare("TB_MALLOC_TUNING", _bool, True,
         "leaves glibc's defaults alone.")
 declare("TB_SHM", _bool, True,
         "Use the shared-memory transport for ranks on the same host (tcp backend). 0 turns it off.")
+declare("TB_FASTPATH", _bool, True,
+        "all_reduce of one contiguous tensor (SUM/AVG, default group, synchronous, every rank on "
+        "this host) in one native call (tensorbrain/distributed/_fastpath.py). 0: the general path.")
 # NCCL backend (tensorbrain/distributed/_nccl_lib.py)
 declare("TB_NCCL_LIBRARY", _str, "",
         "Path of the NCCL library (libnccl.so.2) the nccl backend opens; when set, only this file "

@@ -85,6 +85,16 @@ class Group {
     const std::string &name() const { return name_; }
     bool closed() const { return base_ == nullptr; }
 
+    // Ctrl-C for callers that do not register each call with the SIGINT watcher (the
+    // process-group layer's fast path, tensorbrain/distributed/_fastpath.py): they mark the
+    // collective busy (an atomic store), and the watcher aborts the group only while one is.
+    std::atomic<int> busy{0};
+    bool abort_if_busy() {
+        if (busy.load(std::memory_order_seq_cst) == 0) return false;
+        abort();
+        return true;
+    }
+
     // Tuning knobs (tests and benchmarks); see the crossover comments in shm.cpp.
     std::size_t flat_max_bytes = 0;  // all_reduce: flat exchange at or below this size
     double timeout_s;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/reduce.h"
 #include "shm.h"
 
 namespace py = pybind11;
@@ -57,6 +58,36 @@ void same_dtype(const py::array &a, const py::array &b) {
                                     " differs from output dtype " +
                                     py::str(b.dtype()).cast<std::string>());
 }
+
+// all_reduce_inplace's eligibility: the dtypes the tcp backend reduces (tensorbrain._kernels.DTYPES:
+// float16/32/64, int8/16/32/64, uint8, bool) for SUM, float32/64 for AVG (float16 AVG divides
+// before the sum: the Python path does that). Kind and itemsize are C struct reads, no Python call.
+bool fast_dtype(const py::array &a, bool avg, DType *d, tb::kernels::DType *kd) {
+    py::dtype dt = a.dtype();
+    char kind = dt.kind();
+    auto size = dt.itemsize();
+    if (kind == 'f' && (size == 4 || size == 8)) {
+        *d = size == 4 ? DType::F32 : DType::F64;
+        *kd = size == 4 ? tb::kernels::DType::float32 : tb::kernels::DType::float64;
+        return true;
+    }
+    if (avg) return false;
+    if (kind == 'f' && size == 2) *d = DType::F16;
+    else if (kind == 'b') *d = DType::Bool;
+    else if (kind == 'u' && size == 1) *d = DType::U8;
+    else if (kind == 'i' && size == 1) *d = DType::I8;
+    else if (kind == 'i' && size == 2) *d = DType::I16;
+    else if (kind == 'i' && size == 4) *d = DType::I32;
+    else if (kind == 'i' && size == 8) *d = DType::I64;
+    else return false;
+    return true;
+}
+
+struct BusyMark {
+    Group &g;
+    explicit BusyMark(Group &g_) : g(g_) { g.busy.store(1, std::memory_order_seq_cst); }
+    ~BusyMark() { g.busy.store(0, std::memory_order_seq_cst); }
+};
 
 }  // namespace
 
@@ -114,6 +145,28 @@ void init_shm(py::module_ &m) {
                  g.all_reduce(ip, opp, n, d, o);
              },
              py::arg("input"), py::arg("output"), py::arg("op"))
+        .def("all_reduce_inplace",
+             [](Group &g, py::handle obj, bool avg) -> bool {
+                 // The fast path's whole call: False (nothing done) unless obj is a writable
+                 // C-contiguous NumPy array of a dtype the op takes; then SUM (AVG: SUM, then
+                 // x 1/size with the kernel the Python path uses: the same bits) in place.
+                 if (!py::isinstance<py::array>(obj)) return false;
+                 auto a = py::reinterpret_borrow<py::array>(obj);
+                 if (!(a.flags() & py::array::c_style) || !a.writeable()) return false;
+                 DType d;
+                 tb::kernels::DType kd;
+                 if (!fast_dtype(a, avg, &d, &kd)) return false;
+                 void *p = a.mutable_data();
+                 std::size_t n = static_cast<std::size_t>(a.size());
+                 py::gil_scoped_release nogil;
+                 BusyMark mark(g);
+                 g.all_reduce(p, p, n, d, tb_shm::Op::Sum);
+                 if (avg && g.size() > 1) tb::kernels::scale_into(p, n, kd, 1.0 / g.size());
+                 return true;
+             },
+             py::arg("array"), py::arg("avg"))
+        .def("abort_if_busy", &Group::abort_if_busy,
+             "Abort the group if a fast-path collective is running in it (the SIGINT watcher).")
         .def("broadcast",
              [](Group &g, py::array buf, int root) {
                  check_contig(buf, "broadcast buffer", true);

@@ -49,7 +49,12 @@ class IntraHost:
             return None
         local = list(backend.local_ranks)
         if len(local) < 2:
-            return None
+            # Alone on this host. If another host's ranks share memory they run the hierarchical
+            # all_reduce, so this rank must run it too, as its host's leader (no segment here);
+            # the flat socket all_reduce would wait for data they never send.
+            if len(set(backend.host_ids)) == backend.size:
+                return None  # every rank alone: plain sockets everywhere
+            return cls(backend, None, local)
         from ..store import PrefixStore
         key = f"shm/{local[0]}"  # one key space per host: its lowest rank creates the segment
         group = connect(PrefixStore(key, backend.store), local.index(backend.rank), len(local),
@@ -103,13 +108,15 @@ class IntraHost:
 
     # ***** collectives *****
     def allreduce(self, flat: np.ndarray, op: str) -> None:
-        g = self.group
+        g = self.group  # None for a rank alone on its host: it only joins the leaders
         op, post = _kernels.avg_plan(flat, op, self.backend.size)
-        self._run("all_reduce", g.all_reduce, flat, flat, op)
+        if g is not None:
+            self._run("all_reduce", g.all_reduce, flat, flat, op)
         if not self.whole:
             if self.is_leader:  # hierarchical: leaders exchange host results over the sockets
                 self._leaders_allreduce(flat, op)
-            self._run("all_reduce (host broadcast)", g.broadcast, flat, 0)
+            if g is not None:
+                self._run("all_reduce (host broadcast)", g.broadcast, flat, 0)
         if post is not None:
             _kernels.scale_into(flat, post)
 
@@ -157,12 +164,13 @@ class IntraHost:
     # ***** lifetime *****
     def abort(self) -> None:
         """Wake and fail the local peers; safe while another thread is inside a collective."""
-        if not self.group.closed:
+        if self.group is not None and not self.group.closed:
             self.group.abort()
 
     def close(self) -> None:
         """Unmap the segment (call only when no collective is running)."""
-        close(self.group)
+        if self.group is not None:
+            close(self.group)
 
 
 _RUNS = {"all_reduce": "allreduce", "broadcast": "broadcast", "all_gather": "allgather",

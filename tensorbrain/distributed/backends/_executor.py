@@ -160,6 +160,49 @@ class OpQueue:
             self.wait(work)
         return work
 
+    def run_inline(self, op: str, fn, *args):
+        """The latency path without a `Work`: ``fn(*args)`` in this thread as collective ``op``.
+
+        Taken only when the group is usable and nothing is queued (ops stay in issue order);
+        it claims the sequence number :meth:`submit` would. ``fn`` returns a false value to
+        decline before doing anything (the number is then given back and the caller uses
+        :meth:`submit`); its failures go through ``on_failure`` exactly as a submitted op's.
+        Used by the process-group layer's all_reduce fast path (``distributed/_fastpath.py``).
+
+        Args:
+            op: the operation's name, for errors.
+            fn: the op; its return value is returned.
+            *args: its arguments.
+
+        Returns:
+            What ``fn`` returned; False without calling it when the queue is busy or the group
+            unusable (then :meth:`submit` raises the group's error).
+
+        Raises:
+            DistBackendError: ``fn``'s failure, worded by ``on_failure`` (the group is poisoned).
+            KeyboardInterrupt: Ctrl-C during ``fn`` (the group is poisoned).
+        """
+        with self._submit_lock:
+            failure = self.failure
+            if self._pending or failure.first is not None or failure.closed:
+                return False
+            seq = self.seq
+            self.seq = seq + 1
+            try:
+                try:
+                    done = fn(*args)
+                except BaseException as exc:  # noqa: BLE001 - worded and raised below
+                    work = _work.Work(op, seq, failure.group_name)
+                    err = self._on_failure(work, exc)
+                    raise (exc if isinstance(exc, KeyboardInterrupt) else err) from None
+            except KeyboardInterrupt:  # Python's SIGINT handler may raise it anywhere above
+                if failure.first is None:
+                    self._on_failure(_work.Work(op, seq, failure.group_name), KeyboardInterrupt())
+                raise
+            if not done:
+                self.seq = seq
+            return done
+
     def wait(self, work: _work.Work, timeout=None) -> bool:
         """``work.wait(timeout)``; a Ctrl-C while waiting poisons the group, then re-raises.
 

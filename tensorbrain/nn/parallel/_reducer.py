@@ -189,6 +189,7 @@ class Reducer:
         self.timings = None             # set to a list to record (launch, done) per bucket
         self._trace_later = {}          # TB_TIMELINE: comm-hook buckets, recorded when waited for
         self.inline_last = True         # reduce the last bucket in _finalize's thread
+        self.overlap = _spare_core_per_rank(self.world_size)  # else every bucket is inline
         me = weakref.ref(self)
         self._handles = [p.register_post_accumulate_grad_hook(
             lambda _p, i=i: (r := me()) is not None and r._on_grad(i))
@@ -326,11 +327,14 @@ class Reducer:
         last = len(buckets) - 1
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
-            if self._next == last and self.comm_hook is None and self.inline_last:
+            if ((self._next == last or not self.overlap) and self.comm_hook is None
+                    and self.inline_last):
                 # The last bucket fills at the very end of backward: nothing is left to overlap
                 # it with, so _finalize reduces it synchronously, in this thread, once the
                 # others are done. That skips two thread hand-offs (to the backend's worker and
-                # back), which cost milliseconds when the machine is loaded.
+                # back), which cost milliseconds when the machine is loaded. Without a spare
+                # core per rank every bucket goes that way: the backend's thread would only
+                # take turns with backward on the same core (see _spare_core_per_rank).
                 self._works[self._next] = None
             else:
                 self._works[self._next] = self._launch(b)
@@ -470,6 +474,26 @@ class Reducer:
         for h in self._handles:
             h.remove()
         self._handles = []
+
+
+def _spare_core_per_rank(world_size: int) -> bool:
+    """Whether each rank on this host has a second core for its communication thread.
+
+    Overlapping a bucket's all_reduce with backward runs it on the backend's worker thread; when
+    the ranks of this host have no core to spare, that thread only takes turns with backward on
+    the rank's core and adds two thread hand-offs and GIL switches per bucket. Measured on a
+    2-core machine, 2 ranks, MLP 784-512-512-10 at B=512 per rank (interleaved blocks, CPU time
+    per step): 19.86 ms overlapped, 19.68 ms with every bucket reduced at the end of backward,
+    18.64 ms without DDP. Ranks on this host: ``LOCAL_WORLD_SIZE`` (set by tbrun and torchrun),
+    else the group's size.
+    """
+    import os
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size) or world_size)
+    return cores >= 2 * max(1, min(local, world_size))
 
 
 def _tensors_in(obj):

@@ -74,12 +74,15 @@ def small_buckets():
 
 
 # ***** checks *****
-def check_equivalence(rank, world, opt_name, as_view, steps=STEPS):
-    """Train with DDP on shards; each rank starts from a different init (rank 0's wins)."""
+def check_equivalence(rank, world, opt_name, as_view, steps=STEPS, overlap=None):
+    """Train with DDP on shards; each rank starts from a different init (rank 0's wins).
+    ``overlap``: force buckets onto the backend's thread (True) or all inline (False)."""
     X, Y = dataset(world, steps)
     model = mlp(seed=rank)
     ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=small_buckets(),
                                               gradient_as_bucket_view=as_view)
+    if overlap is not None:
+        ddp.reducer.overlap = overlap
     opt = make_opt(opt_name, ddp.parameters())
     for s in range(steps):
         x, y = shard(X, Y, s, rank)
@@ -319,6 +322,8 @@ CHECKS = {
     "equiv_sgd": lambda r, w: check_equivalence(r, w, "sgd", False),
     "equiv_adam_view": lambda r, w: check_equivalence(r, w, "adam", True),
     "equiv_adam": lambda r, w: check_equivalence(r, w, "adam", False),
+    "equiv_sgd_overlap": lambda r, w: check_equivalence(r, w, "sgd", False, overlap=True),
+    "equiv_sgd_inline": lambda r, w: check_equivalence(r, w, "sgd", False, overlap=False),
     "no_sync": lambda r, w: check_no_sync(r, w, False),
     "no_sync_view": lambda r, w: check_no_sync(r, w, True),
     "unused": check_unused,

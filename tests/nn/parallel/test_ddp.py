@@ -66,6 +66,16 @@ def test_equivalence_sgd(world, request):
     assert_close(per_rank[0], ref_train(world, "sgd"))
 
 
+def test_overlapped_and_inline_buckets_give_the_same_bits(world2):
+    # the reducer picks one of the two by the cores per rank (_spare_core_per_rank); both must
+    # equal the one-process reference, and each other bit for bit
+    runs = {k: [r[k]["params"] for r in world2] for k in ("equiv_sgd_overlap", "equiv_sgd_inline")}
+    for per_rank in runs.values():
+        assert_same_on_every_rank(per_rank)
+    assert_same_on_every_rank([runs["equiv_sgd_overlap"][0], runs["equiv_sgd_inline"][0]])
+    assert_close(runs["equiv_sgd_inline"][0], ref_train(2, "sgd"))
+
+
 @pytest.mark.parametrize("world,check", [(2, "equiv_adam"), (2, "equiv_adam_view"),
                                          (3, "equiv_adam"), (4, "equiv_adam_view")])
 def test_equivalence_adam(world, check, request):

@@ -62,28 +62,43 @@ def open_group(name: str, rank: int, size: int, create: bool, *, timeout: float,
 
 
 def connect(store, rank: int, size: int, timeout: float, *, key: str = "shm/segment",
-            buf_bytes: int = DEFAULT_BUF_BYTES, native: bool | None = None):
+            buf_bytes: int = DEFAULT_BUF_BYTES, native: bool | None = None,
+            deadline: float | None = None):
     """Collective over ``size`` ranks on this host: rank 0 creates a segment and publishes its
     name under ``key`` in ``store``, the others attach; returns once everyone is attached (and
-    the name already unlinked). Failures raise DistBackendError/DistTimeoutError on every rank."""
+    the name already unlinked). Failures raise DistBackendError/DistTimeoutError on every rank.
+    ``timeout`` is the group's timeout for its collectives; ``deadline`` (monotonic) bounds the
+    attach itself, so that a set-up inside init_process_group never outlives the init's own
+    deadline (None: ``timeout`` from now)."""
+    import time
+    attach = timeout if deadline is None else max(0.05, deadline - time.monotonic())
     if rank == 0:
         try:
-            g = open_group(segment_name(), 0, size, True, timeout=timeout, buf_bytes=buf_bytes,
+            g = open_group(segment_name(), 0, size, True, timeout=attach, buf_bytes=buf_bytes,
                            native=native)
         except BaseException as exc:
             store.set(key, "!" + str(exc))  # the peers fail at once instead of at their timeout
             raise
         store.set(key, g.name)
     else:
+        if deadline is not None:
+            from datetime import timedelta
+            try:
+                store.wait([key], timedelta(seconds=attach))
+            except Exception as exc:  # noqa: BLE001 - the store's timeout, named here
+                raise errors.DistTimeoutError(
+                    f"shm: rank 0 of this host did not publish the segment within the set-up "
+                    f"deadline ({attach:.1f} s left): {exc}") from None
         name = bytes(store.get(key)).decode()
         if name.startswith("!"):
             raise errors.DistBackendError(f"shm: rank 0 could not create the segment: {name[1:]}")
-        g = open_group(name, rank, size, False, timeout=timeout, native=native)
+        g = open_group(name, rank, size, False, timeout=attach, native=native)
     try:
         g.wait_attached()
     except BaseException:
         close(g)
         raise
+    g.timeout_s = float(timeout)  # collectives: the group timeout again
     return g
 
 

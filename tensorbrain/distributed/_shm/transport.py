@@ -58,7 +58,7 @@ class IntraHost:
         from ..store import PrefixStore
         key = f"shm/{local[0]}"  # one key space per host: its lowest rank creates the segment
         group = connect(PrefixStore(key, backend.store), local.index(backend.rank), len(local),
-                        backend.timeout)
+                        backend.timeout, deadline=getattr(backend, "setup_deadline", None))
         return cls(backend, group, local)
 
     # ***** failures: name the group, the op and the GROUP rank of the peer *****

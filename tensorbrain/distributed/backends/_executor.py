@@ -140,7 +140,8 @@ class OpQueue:
             seq = self.seq
             if collective:
                 self.seq += 1
-            work = _work.Work(op, seq, self.failure.group_name)
+            work = _QueuedWork(op, seq, self.failure.group_name)
+            work._queue = self
             inline = not async_op and self._pending == 0
             if inline:
                 self._exec_lock.acquire()
@@ -273,3 +274,22 @@ class OpQueue:
                 item[0]._complete(exc=self.failure.first)
         self._queue.put(None)
 
+
+class _QueuedWork(_work.Work):
+    """A Work of an :class:`OpQueue`: Ctrl-C in ``wait()`` poisons the group (the op may be
+    running on the worker thread, mid-way with the peers) and stays a KeyboardInterrupt."""
+
+    __slots__ = ("_queue",)
+
+    def wait(self, timeout=None) -> bool:
+        """Block until the op finishes; raise its error (see ``_work.Work.wait``).
+
+        Args:
+            timeout: seconds (or a timedelta); None for the op's own deadline.
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C while waiting; the group is then unusable.
+        """
+        if self._done:
+            return _work.Work.wait(self)
+        return self._queue.wait(self, timeout)

@@ -110,8 +110,9 @@ class Watchdog:
             if code not in (0, IN_PROGRESS):
                 detail = detail or (self._nccl.get_error_string(code) + (
                     f"; NCCL says: {self.comm.last_error()}" if self.comm.last_error() else ""))
-                with self._lock:
-                    last = self._pending[0] if self._pending else None
+                with self._lock:  # the oldest op not finished yet (a finished one may wait here)
+                    last = next((w for w in self._pending if w._done_event is not None
+                                 and not w._done_event.done), None)
                 where = f" during {last.op} (seq {last.seq})" if last else ""
                 self._fail(DistBackendError(f"NCCL reported an asynchronous error on group "
                                             f"{self.group_name!r}, rank {self.rank}{where}: {detail}"))

@@ -22,7 +22,7 @@ import tensorbrain.distributed as dist
 HERE = "tests.distributed.faults.test_interrupt"
 
 
-def interrupt_worker(rank, size):
+def interrupt_worker(rank, size, how="sync"):
     t = tb.tensor(np.ones(8, np.float32))
     dist.all_reduce(t)
     if rank == 1:
@@ -42,7 +42,10 @@ def interrupt_worker(rank, size):
     threading.Thread(target=ctrl_c, daemon=True).start()
     out = {}
     try:
-        dist.all_reduce(t)
+        if how == "async":  # the op runs on the backend's thread; Ctrl-C lands in wait()
+            dist.all_reduce(t, async_op=True).wait()
+        else:
+            dist.all_reduce(t)
         out["first"] = "returned"
     except KeyboardInterrupt:
         out["first"] = "KeyboardInterrupt"
@@ -62,6 +65,20 @@ def test_ctrl_c_interrupts_a_waiting_collective(workers, run_id, mode):
     env = {"sockets": {"TB_SHM": "0"}, "shm": {"TB_SHM": "1"},
            "shm-twin": {"TB_SHM": "1", "TB_NATIVE": "0"}}[mode]
     res = workers(f"{HERE}:interrupt_worker", 2, timeout=60, group_timeout=20,
+                  env={**env, "TB_RUN_ID": run_id})
+    r0, r1 = res
+    assert r0["first"] == "KeyboardInterrupt", r0
+    assert r0["react_s"] < 1.0, r0
+    assert r0["later"].startswith("DistBackendError") and "interrupted" in r0["later"], r0
+    assert r1["type"] == "DistBackendError" and r1["secs"] < 3.0, r1
+    assert "rank 0" in r1["msg"], r1
+
+
+@pytest.mark.parametrize("mode", ["sockets", "shm"])
+def test_ctrl_c_interrupts_an_async_wait(workers, run_id, mode):
+    """Ctrl-C in ``work.wait()`` of an async op poisons the group as a synchronous call does."""
+    env = {"sockets": {"TB_SHM": "0"}, "shm": {"TB_SHM": "1"}}[mode]
+    res = workers(f"{HERE}:interrupt_worker", 2, "async", timeout=60, group_timeout=20,
                   env={**env, "TB_RUN_ID": run_id})
     r0, r1 = res
     assert r0["first"] == "KeyboardInterrupt", r0

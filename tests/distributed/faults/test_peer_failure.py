@@ -70,16 +70,11 @@ def check_survivors(results, victim, limit):
         assert obs["secs"] < limit, (res.rank, obs)
 
 
-# Known gap (open; docs/reliability.md): in the direct exchange of a small
-# all_reduce, a survivor that has already failed closes its sockets right after its abort frame,
-# and a slower survivor whose send to it hits EPIPE names that survivor instead of the dead rank
-# (the abort frame is left unread). Seen in about 1 run in 5 with victim 0 on 2 loaded cores.
-_EPIPE_GAP = pytest.mark.xfail(strict=False, reason="known gap: EPIPE from a survivor that "
-                               "already aborted is blamed on it (abort frame unread)")
-
-
+# Victim 0 hosts the store. In the direct exchange of a small all_reduce, a survivor that has
+# already failed closes its sockets right after its abort frame; a slower survivor whose send to
+# it then breaks (EPIPE) must read that abort frame and name the dead rank, not the survivor.
 @pytest.mark.parametrize("count", [8, 400_000])
-@pytest.mark.parametrize("victim", [pytest.param(0, marks=_EPIPE_GAP), 2])
+@pytest.mark.parametrize("victim", [0, 2])
 def test_killed_peer_is_named_by_every_survivor(workers, victim, count, soak):
     for _ in range(soak):
         results = workers(f"{HERE}:victim_worker", 4, victim, "kill", count, timeout=60,

@@ -125,6 +125,7 @@ class Mesh:
 
     def _connect_mesh(self) -> None:
         deadline = self._setup_deadline or time.monotonic() + self.timeout
+        self.setup_deadline = deadline  # the shared-memory attach is bounded by it too
         from ... import _liveness
         _liveness.announce(self.store, self.rank)  # a rank that dies from here on is named
         hostname, hostid = _host_identity()

@@ -223,6 +223,37 @@ class Conn:
         self.abort_info = (blamed, bytes(buf[:got]).decode(errors="replace"))
         return self.abort_info
 
+    def pending_abort(self):
+        """The ``(blamed, text)`` of an abort frame the peer sent that is still unread in the
+        receive buffer (frames before it are skipped over, not consumed), else None.
+
+        Best effort and non-blocking: used only on the error path, to name the rank that
+        really failed instead of a peer that closed because it had already aborted.
+        """
+        try:
+            size = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+            data = self.sock.recv(max(size, 1 << 16), socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:
+            return None
+        pos, exp = 0, self.recvq[0] if self.recvq else None
+        if self.hdr_got:  # a header is half read: complete it from the buffer
+            head = bytes(self.hdr[:self.hdr_got]) + data[:HEADER_SIZE - self.hdr_got]
+            if len(head) < HEADER_SIZE:
+                return None
+            pos = HEADER_SIZE - self.hdr_got + HEADER.unpack(head)[6]
+        elif exp is not None and exp.header_ok:  # inside an expected frame's payload
+            pos = exp.nbytes - exp.got
+        while pos + HEADER_SIZE <= len(data):
+            magic, kind, _, tag, _, _, nbytes = HEADER.unpack_from(data, pos)
+            if magic != MAGIC:
+                return None
+            if kind == _ABORT:
+                text = data[pos + HEADER_SIZE:pos + HEADER_SIZE + min(nbytes, MAX_ABORT_TEXT)]
+                self.abort_info = (tag, bytes(text).decode(errors="replace"))
+                return self.abort_info
+            pos += HEADER_SIZE + nbytes
+        return None
+
     def send_abort(self, blamed: int, text: str) -> None:
         """Best effort, never blocks: tell the peer why we stop (skipped mid-frame)."""
         if self.closed or self.mid_frame or self.sendq:
@@ -482,7 +513,7 @@ class Engine:
         return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
 
     def peer_closed(self, conn: Conn) -> DistBackendError:
-        if conn.abort_info is not None:
+        if conn.abort_info is not None or conn.pending_abort() is not None:
             return self.peer_aborted(conn, *conn.abort_info)
         state = self.backend.peer_state(conn.peer, settle=0.05)
         if state:  # same host: /proc says it is gone or stopped (no store round trip)
@@ -504,7 +535,9 @@ class Engine:
                       [blamed if blamed >= 0 else conn.peer])
 
     def peer_error(self, conn: Conn, exc: OSError) -> DistBackendError:
-        if conn.abort_info is not None:
+        # A send to a peer that already failed breaks (EPIPE, ECONNRESET) while its abort frame,
+        # naming the rank that really failed, still waits unread in our receive buffer.
+        if conn.abort_info is not None or conn.pending_abort() is not None:
             return self.peer_aborted(conn, *conn.abort_info)
         name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
         state = self.backend.peer_state(conn.peer, settle=0.05)

@@ -112,7 +112,19 @@ def _setup_tb(a, rank, world, port):
     if rank == 0:
         steps["plain"] = _stepper(tb, build(tb.nn, a.model)[0], x, y)
         steps["one"] = _stepper(tb, DDP(build(tb.nn, a.model)[0], process_group=solo), x, y)
-    return dist, steps, ddp_n.reducer
+    setups = {"tb": (dist, steps, ddp_n.reducer)}
+    variants = a.variants.split(",") if a.variants else []
+    if "view" in variants:  # gradient_as_bucket_view=True: no copy into or out of the buckets
+        view_n = DDP(build(tb.nn, a.model)[0], gradient_as_bucket_view=True)
+        vsteps = {"N": _stepper(tb, view_n, x, y)}
+        if rank == 0:
+            vsteps["one"] = _stepper(tb, DDP(build(tb.nn, a.model)[0], process_group=solo,
+                                             gradient_as_bucket_view=True), x, y)
+        setups["tb-view"] = (dist, vsteps, view_n.reducer)
+    if "plain" in variants:  # no DDP on every rank at once: the ceiling the shared cores allow
+        plain = _stepper(tb, build(tb.nn, a.model)[0], x, y)
+        setups["tb-plain"] = (dist, {"N": plain, **({"one": plain} if rank == 0 else {})}, None)
+    return setups
 
 
 def _setup_torch(a, rank, world, port):
@@ -150,8 +162,8 @@ def worker(a, rank, world):
     load changes on this shared machine hit all alike. Per block: rank 0 alone (tb plain,
     tb DDP in a world of one, torch DDP in a world of one) while the others wait in a barrier,
     then every rank with tb DDP over the world, then every rank with torch DDP."""
-    frameworks = ["tb"] + (["torch"] if a.worker == "both" else [])
-    setups = {"tb": _setup_tb(a, rank, world, a.port)}
+    setups = _setup_tb(a, rank, world, a.port)
+    frameworks = list(setups) + (["torch"] if a.worker == "both" else [])
     if "torch" in frameworks:
         setups["torch"] = _setup_torch(a, rank, world, a.port + 1)
     tb_dist = setups["tb"][0]
@@ -184,7 +196,7 @@ def worker(a, rank, world):
                 out[fw]["exposed"].append(exposed / a.steps)
     out["tb"]["buckets"] = len(setups["tb"][2].buckets)
     tb_dist.barrier()
-    for dist, _, _ in setups.values():
+    for dist in {id(d): d for d, _, _ in setups.values()}.values():
         dist.destroy_process_group()
     return out
 
@@ -196,8 +208,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600):
-    """Run one framework/model/batch in ``world`` fresh processes; per-block figures back."""
+def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600, variants=""):
+    """Run one framework/model/batch in ``world`` fresh processes; per-block figures back.
+    ``variants``: extra tb contenders in the same processes ("view", "plain"; see --variants)."""
     port = free_port()
     while True:  # torch's store takes port + 1
         try:
@@ -209,7 +222,8 @@ def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600):
     env = dict(os.environ, PYTHONPATH=ROOT)
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", framework, "--models", model,
            "--batches", str(batch), "--steps", str(steps), "--warmup", str(warmup),
-           "--blocks", str(blocks), "--port", str(port), "--world", str(world)]
+           "--blocks", str(blocks), "--port", str(port), "--world", str(world),
+           "--variants", variants]
     procs = [subprocess.Popen(cmd + ["--rank", str(r)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for r in range(world)]
     results = []
@@ -241,7 +255,7 @@ def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600):
         if r0["hidden"]:
             res["hidden"] = statistics.median(h for r in results for h in r[fw]["hidden"])
             res["exposed"] = statistics.median(e for r in results for e in r[fw]["exposed"])
-            res["buckets"] = r0["buckets"]
+            res["buckets"] = r0.get("buckets")
         rows[fw] = res
     return rows
 
@@ -272,6 +286,10 @@ def main(argv=None):
     ap.add_argument("--compare", choices=["torch"], default=None)
     ap.add_argument("--quick", action="store_true", help="few steps (smoke run)")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--variants", default="",
+                    help="extra tb contenders in the same processes, comma-separated: 'view' "
+                         "(DDP with gradient_as_bucket_view=True), 'plain' (no DDP on every rank "
+                         "at once: what the shared cores and memory allow, DDP's ceiling)")
     # worker mode (internal)
     ap.add_argument("--worker", choices=["tb", "both"])
     ap.add_argument("--port", type=int)
@@ -302,7 +320,7 @@ def main(argv=None):
             warm = 1 if a.quick else a.warmup
             row = {"model": model, "batch": batch, "ranks": N, "steps": steps, "blocks": blocks}
             row.update(launch("both" if a.compare else "tb", model, batch, N, steps, warm,
-                              blocks))
+                              blocks, variants=a.variants))
             rows.append(row)
             _print_row(row, N)
     if a.json:
@@ -320,7 +338,9 @@ def _print_row(r, N):
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     t = r["tb"]
     print(f"| tb, no DDP | {t['plain'] * 1e3:.2f} | - | - | - | - | - | - | - |")
-    for name, key in (("tb DDP", "tb"), ("torch DDP (gloo)", "torch")):
+    for name, key in (("tb DDP", "tb"), ("tb DDP, gradient_as_bucket_view", "tb-view"),
+                      ("tb, no DDP, every rank at once", "tb-plain"),
+                      ("torch DDP (gloo)", "torch")):
         if key not in r:
             continue
         m = r[key]

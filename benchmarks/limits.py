@@ -13,7 +13,9 @@ Figures, each against an anchor measured in the same run (the goal in brackets):
 3. the socket path (``TB_SHM=0``, what runs between hosts): 8 B against Gloo [<= 0.25x], and
    busbw from 4 MiB against the single-stream limit of this machine's loopback, measured here by
    one Python process streaming to another with ``sendall``/``recv_into`` [>= 0.9x]; a Unix
-   stream (what same-host ranks use with ``TB_SHM=0``) is printed too;
+   stream (what same-host ranks use with ``TB_SHM=0``) is printed too; and the same across two
+   network namespaces joined by a veth pair, against the stream limit across that veth and Gloo
+   there (``benchmarks/limits_netns.py``; needs root and ``ip netns``, else skipped saying why);
 4. DDP: 2-rank efficiency, MLP 784-512-512-10 at B=512 per rank [>= 0.95], and the step time
    against torch DDP over Gloo in the same processes.
 
@@ -32,7 +34,8 @@ import sys
 import time
 from types import SimpleNamespace
 
-import shm as shm_bench  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
+import limits_netns  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
+import shm as shm_bench  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
 LATENCY = 8
@@ -254,6 +257,8 @@ def main(argv=None) -> int:
     p.add_argument("--min-time", type=float, default=0.15, help="seconds timed per size")
     p.add_argument("--ddp-blocks", type=int, default=5)
     p.add_argument("--no-ddp", action="store_true")
+    p.add_argument("--no-netns", action="store_true",
+                   help="skip the part across two network namespaces (veth)")
     p.add_argument("--quick", action="store_true", help="1 round, short timings, 2 DDP blocks")
     p.add_argument("--plots", default="benchmark-plots", help="folder for the PNGs")
     p.add_argument("--json", default=None, help="also write every figure to this file")
@@ -270,6 +275,13 @@ def main(argv=None) -> int:
     times = collectives(impls, sizes, a.rounds, 3, a.min_time)
     print(f"\n# all_reduce float32 sum, 2 ranks, best of {a.rounds} rounds")
     print_times(times, sizes)
+    netns_rows: list = []
+    netns: dict = {"skipped": "--no-netns"}
+    if not a.no_netns:
+        ns_sizes = [LATENCY] + [s for s in MID if s >= MIB]
+        netns = limits_netns.measure(ns_sizes, a.rounds, 3, a.min_time)
+        netns_rows = limits_netns.report(netns, ns_sizes, STREAM_FROM)
+        limits["veth"] = netns.get("limit")
     ddp = None
     if not a.no_ddp:
         import ddp as ddp_bench  # sets 1 BLAS thread per process: only when DDP runs
@@ -283,7 +295,7 @@ def main(argv=None) -> int:
         for n, m in ddp.items():
             print(f"{n}: step 1 rank {m['one'] * 1e3:.2f} ms, 2 ranks {m['N'] * 1e3:.2f} ms, "
                   f"efficiency {m['eff']:.2f} (by CPU time {m['cpu_eff']:.2f})")
-    rows = summarize(times, sizes, limits, ddp)
+    rows = summarize(times, sizes, limits, ddp) + netns_rows
     print(f"\n# every figure against its anchor (same run; load average now "
           f"{os.getloadavg()[0]:.1f}; {time.monotonic() - t0:.0f} s)")
     print_rows(rows)
@@ -292,7 +304,7 @@ def main(argv=None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"sizes": sizes, "times": times, "limits": limits, "ddp": ddp,
-                       "rows": rows}, f, indent=1)
+                       "netns": netns, "rows": rows}, f, indent=1)
     return 0
 
 

@@ -83,6 +83,63 @@ def stream_limit(family: str = "tcp", total: int = 256 * MIB, chunk: int = 4 * M
     return best
 
 
+def duplex_limit(family: str = "tcp", total: int = 128 * MIB, chunk: int = 4 * MIB) -> float:
+    """Per-direction GB/s of one connection carrying a stream each way at once, what a 2-rank
+    ring needs (each rank sends and receives ``size`` bytes per all_reduce, so its busbw is
+    bounded by this, not by the one-way figure of :func:`stream_limit`). Each end sends from a
+    thread and receives on its main thread; the parent's receive is timed; best of three."""
+    import multiprocessing as mp
+    if family == "unix":
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    else:
+        srv = socket.create_server(("127.0.0.1", 0))
+        a = socket.create_connection(srv.getsockname())
+        b, _ = srv.accept()
+        srv.close()
+        for s in (a, b):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    rounds = 3
+    child = mp.get_context("fork").Process(target=_duplex_child, args=(a, total, chunk, rounds),
+                                           daemon=True)
+    child.start()
+    a.close()
+    try:
+        best = _duplex_end(b, total, chunk, rounds)
+        b.sendall(b"k")  # the child leaves after this
+        return best
+    finally:
+        b.close()
+        child.join(10)
+
+
+def _duplex_end(sock, total, chunk, rounds) -> float:
+    import threading
+    data, buf, best = memoryview(bytearray(chunk)), memoryview(bytearray(chunk)), 0.0
+    for _ in range(rounds):
+        sock.sendall(b"r")  # both ends start each round together
+        if sock.recv(1) != b"r":
+            raise RuntimeError("duplex_limit: the peer closed early")
+        sender = threading.Thread(target=lambda: [sock.sendall(data)
+                                                 for _ in range(total // chunk)])
+        t0 = time.perf_counter()
+        sender.start()
+        got = 0
+        while got < total:
+            n = sock.recv_into(buf, min(chunk, total - got))  # not into the next round
+            if n == 0:
+                raise RuntimeError("duplex_limit: the peer closed early")
+            got += n
+        sender.join()
+        best = max(best, total / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def _duplex_child(sock, total, chunk, rounds) -> None:
+    _duplex_end(sock, total, chunk, rounds)
+    sock.recv(1)
+    sock.close()
+
+
 def _stream_send(sock, total, chunk, rounds):
     data = memoryview(bytearray(b"x" * chunk))
     for _ in range(rounds):
@@ -270,6 +327,10 @@ def main(argv=None) -> int:
     limits = {"tcp": stream_limit("tcp"), "unix": stream_limit("unix")}
     print(f"# single-stream limit, one Python process to another: TCP loopback "
           f"{limits['tcp']:.2f} GB/s, Unix socket {limits['unix']:.2f} GB/s")
+    limits.update({"tcp-duplex": duplex_limit("tcp"), "unix-duplex": duplex_limit("unix")})
+    print(f"# a stream each way at once (what a 2-rank ring does), per direction: TCP loopback "
+          f"{limits['tcp-duplex']:.2f} GB/s, Unix socket {limits['unix-duplex']:.2f} GB/s "
+          f"(same-host ranks with TB_SHM=0 talk over Unix sockets)")
     sizes = [LATENCY] + MID
     impls = ["shm", "shm-general", "shm-raw", "tcp", "mpi", "gloo"]
     times = collectives(impls, sizes, a.rounds, 3, a.min_time)

@@ -2,7 +2,8 @@
 
 Part of ``benchmarks/limits.py`` (``--netns``; on by default where it can run): the single-stream
 TCP limit across the veth (one Python process in one namespace streaming to one in the other,
-``sendall`` against ``recv_into``, as over loopback) beside tb's all_reduce busbw with rank 0 in one
+``sendall`` against ``recv_into``, as over loopback; and per direction with a stream each way at
+once, which is what a 2-rank ring does) beside tb's all_reduce busbw with rank 0 in one
 namespace and rank 1 in the other, and Gloo's where torch is installed. Ranks in different
 namespaces count as different hosts to the tcp backend, so they talk TCP over the veth whatever
 ``TB_SHM`` says. Needs root and iproute2 (``ip netns``); otherwise :func:`unavailable` says why
@@ -86,12 +87,18 @@ def _in_ns(ns, argv, env, **kw):
 
 
 # ***** the stream limit across the veth *****
-def _stream_recv(addr, port, total, chunk, rounds) -> None:
+def _stream_recv(addr, port, total, chunk, rounds, duplex=False) -> None:
     srv = socket.create_server((addr, port))
     print("ready", flush=True)
     b, _ = srv.accept()
     srv.close()
     b.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if duplex:
+        from limits import _duplex_end  # a stream each way at once (limits.duplex_limit)
+        best = _duplex_end(b, total, chunk, rounds)
+        b.sendall(b"k")
+        print(f"GBps {best}", flush=True)
+        return
     buf, best = memoryview(bytearray(chunk)), 0.0
     for _ in range(rounds):
         got, t0 = 0, None
@@ -107,10 +114,14 @@ def _stream_recv(addr, port, total, chunk, rounds) -> None:
     print(f"GBps {best}", flush=True)
 
 
-def _stream_send(addr, port, total, chunk, rounds) -> None:
+def _stream_send(addr, port, total, chunk, rounds, duplex=False) -> None:
     a = socket.create_connection((addr, port), timeout=20)
     a.settimeout(None)
     a.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if duplex:
+        from limits import _duplex_child
+        _duplex_child(a, total, chunk, rounds)
+        return
     data = memoryview(bytearray(b"x" * chunk))
     for _ in range(rounds):
         for _ in range(total // chunk):
@@ -119,10 +130,12 @@ def _stream_send(addr, port, total, chunk, rounds) -> None:
     a.close()
 
 
-def stream_limit(ns, addrs, total=256 << 20, chunk=4 << 20, rounds=3, port=29761) -> float:
-    """One-way GB/s of one TCP stream from namespace 1 to namespace 0: the best of ``rounds``."""
+def stream_limit(ns, addrs, total=256 << 20, chunk=4 << 20, rounds=3, port=29761,
+                 duplex=False) -> float:
+    """One-way GB/s of one TCP stream from namespace 1 to namespace 0: the best of ``rounds``;
+    with ``duplex``, per direction with a stream each way at once (``limits.duplex_limit``)."""
     me = os.path.abspath(__file__)
-    args = [addrs[0], str(port), str(total), str(chunk), str(rounds)]
+    args = [addrs[0], str(port), str(total), str(chunk), str(rounds), str(int(duplex))]
     recv = _in_ns(ns[0], [sys.executable, me, "--stream-recv", *args], _env(),
                   stdout=subprocess.PIPE, text=True)
     try:
@@ -187,6 +200,7 @@ def measure(sizes, rounds=3, warmup=3, min_time=0.15) -> dict:
     try:
         with two_namespaces() as (ns, addrs, devs):
             limit = stream_limit(ns, addrs)
+            duplex = stream_limit(ns, addrs, total=128 << 20, port=29762, duplex=True)
             impls, best = ["tcp", "gloo"], {}
             for rnd in range(rounds):
                 for k, impl in enumerate(impls[rnd % 2:] + impls[:rnd % 2]):
@@ -195,20 +209,24 @@ def measure(sizes, rounds=3, warmup=3, min_time=0.15) -> dict:
                     if t is not None:
                         prev = best.get(impl, [float("inf")] * len(sizes))
                         best[impl] = [min(x, y) for x, y in zip(prev, t)]
-            return {"limit": limit, "times": best}
+            return {"limit": limit, "duplex": duplex, "times": best}
     except (RuntimeError, subprocess.SubprocessError, OSError, ValueError, IndexError) as e:
         return {"skipped": f"{type(e).__name__}: {e}"}
 
 
 def report(res, sizes, stream_from) -> list:
     """Print the part's table; return summary rows as benchmarks/limits.py builds them."""
+    from shm import human
     if "skipped" in res:
         print(f"\n# across network namespaces (veth): skipped, {res['skipped']}")
         return []
     limit, times = res["limit"], res["times"]
-    print(f"\n# across two network namespaces over veth: single-stream TCP limit {limit:.2f} GB/s")
-    print("| size | tb us | tb busbw GB/s | tb / stream limit | gloo us | gloo busbw GB/s |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    duplex = res.get("duplex")
+    print(f"\n# across two network namespaces over veth: single-stream TCP limit {limit:.2f} GB/s; "
+          f"a stream each way at once {duplex or float('nan'):.2f} GB/s per direction")
+    print("| size | tb us | tb busbw GB/s | tb / stream limit | tb / duplex limit | gloo us | "
+          "gloo busbw GB/s |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows = []
     for k, s in enumerate(sizes):
         cells = []
@@ -217,18 +235,20 @@ def report(res, sizes, stream_from) -> list:
             cells.append((t, s / t / 1e9 if t else None))
         (tt, tb), (gt, gb) = cells
         fmt = lambda x, f: "-" if x is None else format(x, f)  # noqa: E731
-        print(f"| {s} B | {fmt(tt and tt * 1e6, '.1f')} | {fmt(tb, '.3g')} | "
-              f"{fmt(tb and tb / limit, '.2f')} | {fmt(gt and gt * 1e6, '.1f')} | {fmt(gb, '.3g')} |")
+        print(f"| {human(s)} | {fmt(tt and tt * 1e6, '.1f')} | {fmt(tb, '.3g')} | "
+              f"{fmt(tb and tb / limit, '.2f')} | "
+              f"{fmt(tb and duplex and tb / duplex, '.2f')} | {fmt(gt and gt * 1e6, '.1f')} | "
+              f"{fmt(gb, '.3g')} |")
         if tt is None:
             continue
         if k == 0 and gt:
             r = tt / gt
-            rows.append({"figure": f"{s} B all_reduce, sockets across netns", "ours": tt * 1e6,
+            rows.append({"figure": f"{human(s)} all_reduce, sockets across netns", "ours": tt * 1e6,
                          "anchor": gt * 1e6, "anchor_name": "Gloo", "ratio": r,
                          "goal": "<= 0.25x Gloo's time", "met": r <= 0.25, "unit": "us"})
         if s >= stream_from:
             r = tb / limit
-            rows.append({"figure": f"{s >> 20} MiB busbw, sockets across netns", "ours": tb,
+            rows.append({"figure": f"{human(s)} busbw, sockets across netns", "ours": tb,
                          "anchor": limit, "anchor_name": "veth stream limit", "ratio": r,
                          "goal": ">= 0.9x the stream limit", "met": r >= 0.9, "unit": "GB/s"})
     return rows
@@ -238,8 +258,8 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("--stream-recv", "--stream-send"):
         fn = _stream_recv if argv[0] == "--stream-recv" else _stream_send
-        addr, port, total, chunk, rounds = argv[1:6]
-        fn(addr, int(port), int(total), int(chunk), int(rounds))
+        addr, port, total, chunk, rounds, duplex = argv[1:7]
+        fn(addr, int(port), int(total), int(chunk), int(rounds), duplex == "1")
         return 0
     import argparse
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -43,6 +43,7 @@ def test_missing_anchor_is_not_a_met_goal():
 def test_stream_limit_moves_the_bytes():
     for family in ("tcp", "unix"):
         assert limits.stream_limit(family, total=8 << 20, chunk=1 << 20) > 0
+        assert limits.duplex_limit(family, total=8 << 20, chunk=1 << 20) > 0
 
 
 def test_one_command_end_to_end(tmp_path):

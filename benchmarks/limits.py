@@ -13,9 +13,10 @@ Figures, each against an anchor measured in the same run (the goal in brackets):
 3. the socket path (``TB_SHM=0``, what runs between hosts): 8 B against Gloo [<= 0.25x], and
    busbw from 4 MiB against the single-stream limit of this machine's loopback, measured here by
    one Python process streaming to another with ``sendall``/``recv_into`` [>= 0.9x]; a Unix
-   stream (what same-host ranks use with ``TB_SHM=0``) is printed too; and the same across two
-   network namespaces joined by a veth pair, against the stream limit across that veth and Gloo
-   there (``benchmarks/limits_netns.py``; needs root and ``ip netns``, else skipped saying why);
+   stream (what same-host ranks use with ``TB_SHM=0``) is printed too, and both as a *duplex*
+   stream (a stream each way at once, per direction: what a 2-rank ring does); and the same
+   across two network namespaces joined by a veth pair, against the stream limit across that
+   veth and Gloo there (``benchmarks/limits_netns.py``; needs root and ``ip netns``, else skipped saying why);
 4. DDP: 2-rank efficiency, MLP 784-512-512-10 at B=512 per rank [>= 0.95], and the step time
    against torch DDP over Gloo in the same processes.
 

@@ -240,8 +240,9 @@ def print_times(times, sizes) -> None:
 
 
 # ***** plots: one per figure *****
-def plots(times, sizes, limits, ddp, out_dir) -> list:
-    """Four PNGs in ``out_dir``; returns their paths ([] without matplotlib)."""
+def plots(times, sizes, limits, ddp, out_dir, netns=None) -> list:
+    """Four PNGs in ``out_dir``; returns their paths ([] without matplotlib). ``netns``: the
+    part across network namespaces (``limits_netns.measure``), drawn on the sockets plot."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -289,6 +290,14 @@ def plots(times, sizes, limits, ddp, out_dir) -> list:
         if line == "tcp-limit" and limits.get("tcp"):
             ax.axhline(limits["tcp"], c="k", ls="--", lw=1, label="TCP stream limit")
             ax.axhline(0.9 * limits["tcp"], c="k", ls=":", lw=1, label="goal: 0.9x limit")
+        if line == "tcp-limit" and netns and "times" in netns:
+            ns_sizes = netns["sizes"]
+            for impl, lab in (("tcp", "tb across netns (veth)"), ("gloo", "Gloo across netns")):
+                if impl in netns["times"]:
+                    pts = [(s, busbw(s, t)) for s, t in zip(ns_sizes, netns["times"][impl])
+                           if s >= 1024]
+                    ax.plot(*zip(*pts), marker="s", ms=3, ls="-.", label=lab)
+            ax.axhline(netns["limit"], c="tab:red", ls="--", lw=1, label="veth stream limit")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("size (bytes)")
@@ -341,7 +350,7 @@ def main(argv=None) -> int:
     netns: dict = {"skipped": "--no-netns"}
     if not a.no_netns:
         ns_sizes = [LATENCY] + [s for s in MID if s >= MIB]
-        netns = limits_netns.measure(ns_sizes, a.rounds, 3, a.min_time)
+        netns = dict(limits_netns.measure(ns_sizes, a.rounds, 3, a.min_time), sizes=ns_sizes)
         netns_rows = limits_netns.report(netns, ns_sizes, STREAM_FROM)
         limits["veth"] = netns.get("limit")
     ddp = None
@@ -361,7 +370,7 @@ def main(argv=None) -> int:
     print(f"\n# every figure against its anchor (same run; load average now "
           f"{os.getloadavg()[0]:.1f}; {time.monotonic() - t0:.0f} s)")
     print_rows(rows)
-    for path in plots(times, sizes, limits, ddp, a.plots):
+    for path in plots(times, sizes, limits, ddp, a.plots, netns):
         print(f"# plot: {path}")
     if a.json:
         with open(a.json, "w") as f:

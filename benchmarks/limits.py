@@ -13,7 +13,10 @@ Figures, each against an anchor measured in the same run (the goal in brackets):
 3. the socket path (``TB_SHM=0``, what runs between hosts): 8 B against Gloo [<= 0.25x], and
    busbw from 4 MiB against the single-stream limit of this machine's loopback, measured here by
    one Python process streaming to another with ``sendall``/``recv_into`` [>= 0.9x]; a Unix
-   stream (what same-host ranks use with ``TB_SHM=0``) is printed too;
+   stream (what same-host ranks use with ``TB_SHM=0``) is printed too, and both as a *duplex*
+   stream (a stream each way at once, per direction: what a 2-rank ring does); and the same
+   across two network namespaces joined by a veth pair, against the stream limit across that
+   veth and Gloo there (``benchmarks/limits_netns.py``; needs root and ``ip netns``, else skipped saying why);
 4. DDP: 2-rank efficiency, MLP 784-512-512-10 at B=512 per rank [>= 0.95], and the step time
    against torch DDP over Gloo in the same processes.
 
@@ -32,7 +35,8 @@ import sys
 import time
 from types import SimpleNamespace
 
-import shm as shm_bench  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
+import limits_netns  # noqa: E402  (benchmarks/ is sys.path[0] when run as a script)
+import shm as shm_bench  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
 LATENCY = 8
@@ -78,6 +82,63 @@ def stream_limit(family: str = "tcp", total: int = 256 * MIB, chunk: int = 4 * M
         b.close()
         child.join(10)
     return best
+
+
+def duplex_limit(family: str = "tcp", total: int = 128 * MIB, chunk: int = 4 * MIB) -> float:
+    """Per-direction GB/s of one connection carrying a stream each way at once, what a 2-rank
+    ring needs (each rank sends and receives ``size`` bytes per all_reduce, so its busbw is
+    bounded by this, not by the one-way figure of :func:`stream_limit`). Each end sends from a
+    thread and receives on its main thread; the parent's receive is timed; best of three."""
+    import multiprocessing as mp
+    if family == "unix":
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    else:
+        srv = socket.create_server(("127.0.0.1", 0))
+        a = socket.create_connection(srv.getsockname())
+        b, _ = srv.accept()
+        srv.close()
+        for s in (a, b):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    rounds = 3
+    child = mp.get_context("fork").Process(target=_duplex_child, args=(a, total, chunk, rounds),
+                                           daemon=True)
+    child.start()
+    a.close()
+    try:
+        best = _duplex_end(b, total, chunk, rounds)
+        b.sendall(b"k")  # the child leaves after this
+        return best
+    finally:
+        b.close()
+        child.join(10)
+
+
+def _duplex_end(sock, total, chunk, rounds) -> float:
+    import threading
+    data, buf, best = memoryview(bytearray(chunk)), memoryview(bytearray(chunk)), 0.0
+    for _ in range(rounds):
+        sock.sendall(b"r")  # both ends start each round together
+        if sock.recv(1) != b"r":
+            raise RuntimeError("duplex_limit: the peer closed early")
+        sender = threading.Thread(target=lambda: [sock.sendall(data)
+                                                 for _ in range(total // chunk)])
+        t0 = time.perf_counter()
+        sender.start()
+        got = 0
+        while got < total:
+            n = sock.recv_into(buf, min(chunk, total - got))  # not into the next round
+            if n == 0:
+                raise RuntimeError("duplex_limit: the peer closed early")
+            got += n
+        sender.join()
+        best = max(best, total / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def _duplex_child(sock, total, chunk, rounds) -> None:
+    _duplex_end(sock, total, chunk, rounds)
+    sock.recv(1)
+    sock.close()
 
 
 def _stream_send(sock, total, chunk, rounds):
@@ -179,8 +240,9 @@ def print_times(times, sizes) -> None:
 
 
 # ***** plots: one per figure *****
-def plots(times, sizes, limits, ddp, out_dir) -> list:
-    """Four PNGs in ``out_dir``; returns their paths ([] without matplotlib)."""
+def plots(times, sizes, limits, ddp, out_dir, netns=None) -> list:
+    """Four PNGs in ``out_dir``; returns their paths ([] without matplotlib). ``netns``: the
+    part across network namespaces (``limits_netns.measure``), drawn on the sockets plot."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -228,6 +290,14 @@ def plots(times, sizes, limits, ddp, out_dir) -> list:
         if line == "tcp-limit" and limits.get("tcp"):
             ax.axhline(limits["tcp"], c="k", ls="--", lw=1, label="TCP stream limit")
             ax.axhline(0.9 * limits["tcp"], c="k", ls=":", lw=1, label="goal: 0.9x limit")
+        if line == "tcp-limit" and netns and "times" in netns:
+            ns_sizes = netns["sizes"]
+            for impl, lab in (("tcp", "tb across netns (veth)"), ("gloo", "Gloo across netns")):
+                if impl in netns["times"]:
+                    pts = [(s, busbw(s, t)) for s, t in zip(ns_sizes, netns["times"][impl])
+                           if s >= 1024]
+                    ax.plot(*zip(*pts), marker="s", ms=3, ls="-.", label=lab)
+            ax.axhline(netns["limit"], c="tab:red", ls="--", lw=1, label="veth stream limit")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("size (bytes)")
@@ -254,6 +324,8 @@ def main(argv=None) -> int:
     p.add_argument("--min-time", type=float, default=0.15, help="seconds timed per size")
     p.add_argument("--ddp-blocks", type=int, default=5)
     p.add_argument("--no-ddp", action="store_true")
+    p.add_argument("--no-netns", action="store_true",
+                   help="skip the part across two network namespaces (veth)")
     p.add_argument("--quick", action="store_true", help="1 round, short timings, 2 DDP blocks")
     p.add_argument("--plots", default="benchmark-plots", help="folder for the PNGs")
     p.add_argument("--json", default=None, help="also write every figure to this file")
@@ -265,11 +337,22 @@ def main(argv=None) -> int:
     limits = {"tcp": stream_limit("tcp"), "unix": stream_limit("unix")}
     print(f"# single-stream limit, one Python process to another: TCP loopback "
           f"{limits['tcp']:.2f} GB/s, Unix socket {limits['unix']:.2f} GB/s")
+    limits.update({"tcp-duplex": duplex_limit("tcp"), "unix-duplex": duplex_limit("unix")})
+    print(f"# a stream each way at once (what a 2-rank ring does), per direction: TCP loopback "
+          f"{limits['tcp-duplex']:.2f} GB/s, Unix socket {limits['unix-duplex']:.2f} GB/s "
+          f"(same-host ranks with TB_SHM=0 talk over Unix sockets)")
     sizes = [LATENCY] + MID
     impls = ["shm", "shm-general", "shm-raw", "tcp", "mpi", "gloo"]
     times = collectives(impls, sizes, a.rounds, 3, a.min_time)
     print(f"\n# all_reduce float32 sum, 2 ranks, best of {a.rounds} rounds")
     print_times(times, sizes)
+    netns_rows: list = []
+    netns: dict = {"skipped": "--no-netns"}
+    if not a.no_netns:
+        ns_sizes = [LATENCY] + [s for s in MID if s >= MIB]
+        netns = dict(limits_netns.measure(ns_sizes, a.rounds, 3, a.min_time), sizes=ns_sizes)
+        netns_rows = limits_netns.report(netns, ns_sizes, STREAM_FROM)
+        limits["veth"] = netns.get("limit")
     ddp = None
     if not a.no_ddp:
         import ddp as ddp_bench  # sets 1 BLAS thread per process: only when DDP runs
@@ -283,16 +366,16 @@ def main(argv=None) -> int:
         for n, m in ddp.items():
             print(f"{n}: step 1 rank {m['one'] * 1e3:.2f} ms, 2 ranks {m['N'] * 1e3:.2f} ms, "
                   f"efficiency {m['eff']:.2f} (by CPU time {m['cpu_eff']:.2f})")
-    rows = summarize(times, sizes, limits, ddp)
+    rows = summarize(times, sizes, limits, ddp) + netns_rows
     print(f"\n# every figure against its anchor (same run; load average now "
           f"{os.getloadavg()[0]:.1f}; {time.monotonic() - t0:.0f} s)")
     print_rows(rows)
-    for path in plots(times, sizes, limits, ddp, a.plots):
+    for path in plots(times, sizes, limits, ddp, a.plots, netns):
         print(f"# plot: {path}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"sizes": sizes, "times": times, "limits": limits, "ddp": ddp,
-                       "rows": rows}, f, indent=1)
+                       "netns": netns, "rows": rows}, f, indent=1)
     return 0
 
 

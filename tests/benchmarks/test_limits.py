@@ -12,6 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import limits  # noqa: E402
+import limits_netns  # noqa: E402
 
 
 def test_summary_ratios_and_goals():
@@ -42,6 +43,7 @@ def test_missing_anchor_is_not_a_met_goal():
 def test_stream_limit_moves_the_bytes():
     for family in ("tcp", "unix"):
         assert limits.stream_limit(family, total=8 << 20, chunk=1 << 20) > 0
+        assert limits.duplex_limit(family, total=8 << 20, chunk=1 << 20) > 0
 
 
 def test_one_command_end_to_end(tmp_path):
@@ -55,6 +57,26 @@ def test_one_command_end_to_end(tmp_path):
     assert set(data["times"]) >= {"shm", "shm-general", "shm-raw", "tcp"}
     assert all(len(v) == len(data["sizes"]) for v in data["times"].values())
     assert "| 8 B all_reduce, tb.distributed |" in proc.stdout
+    # the part across two network namespaces ran, or said why not
+    netns = data["netns"]
+    if "skipped" in netns:
+        assert "across network namespaces (veth): skipped" in proc.stdout
+    else:
+        assert netns["limit"] > 0 and len(netns["times"]["tcp"]) == 4
+        assert "| 4 MiB busbw, sockets across netns |" in proc.stdout
     pytest.importorskip("matplotlib")
     for name in ("limits_latency.png", "limits_mid_sizes.png", "limits_sockets.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_netns_rows_compare_with_the_veth_limit_and_gloo(capsys):
+    sizes = [8, 4 << 20]
+    res = {"limit": 2.0, "times": {"tcp": [50e-6, 4e-3], "gloo": [400e-6, 8e-3]}}
+    rows = {r["figure"]: r for r in limits_netns.report(res, sizes, 4 << 20)}
+    lat = rows["8 B all_reduce, sockets across netns"]
+    assert lat["ratio"] == pytest.approx(0.125) and lat["met"]
+    bw = rows["4 MiB busbw, sockets across netns"]
+    assert bw["ours"] == pytest.approx((4 << 20) / 4e-3 / 1e9)
+    assert bw["ratio"] == pytest.approx(bw["ours"] / 2.0) and not bw["met"]
+    assert limits_netns.report({"skipped": "needs root"}, sizes, 4 << 20) == []
+    assert "skipped, needs root" in capsys.readouterr().out

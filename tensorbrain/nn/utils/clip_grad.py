@@ -6,7 +6,7 @@ Both work on the ``.grad`` arrays in place (no new graph, no per-parameter tenso
 >>> p = tb.nn.Parameter(tb.zeros(2))
 >>> p.grad = tb.tensor([3.0, 4.0])
 >>> round(tb.nn.utils.clip_grad_norm_([p], max_norm=1.0).item(), 4), p.grad.tolist()
-(5.0, [0.6000000238418579, 0.800000011920929])
+(5.0, [0.5999999046325684, 0.7999998331069946])
 """
 from __future__ import annotations
 

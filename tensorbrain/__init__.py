@@ -20,6 +20,7 @@ from ._random import Generator, initial_seed, manual_seed, seed
 from . import amp, cpu
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from ._random import get_rng_state, set_rng_state
+from ._sampling import bernoulli, multinomial, normal
 from ._interop import from_dlpack
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
@@ -114,7 +115,7 @@ def is_floating_point(t: Tensor) -> bool:
 # Subpackages load on first use: `import tensorbrain` stays fast and never needs MPI, CUDA or a
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
-               "multiprocessing", "backends", "accelerator", "onnx", "as_torch")
+               "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions")
 _SUBMODULES += ("random",)
 
 

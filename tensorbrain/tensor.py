@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dtype, _xp
+from . import _dtype, _sampling, _xp
 from ._device import CPU, as_device, device
 from ._factories import (arange, as_tensor, device_of, empty, empty_like, eye,  # noqa: F401
                          from_numpy, full, full_like, linspace, ones, ones_like, rand, rand_like,
@@ -149,6 +149,58 @@ class _OpMethods:
             Tensor: the converted tensor.
         """
         return S.to_dtype(self, _dtype.as_dtype(dtype))
+
+    def type_as(self, other):
+        """This tensor converted to ``other``'s dtype (``torch.Tensor.type_as``).
+
+        Args:
+            other: the tensor whose dtype is used.
+
+        Returns:
+            Tensor: self when the dtype already matches, else the converted tensor.
+        """
+        return S.to_dtype(self, other.dtype)
+
+    # ***** sampling (tensorbrain/_sampling.py) *****
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        """Indices drawn from the distribution(s) in this tensor's rows; see :func:`tb.multinomial`.
+
+        Args:
+            num_samples: how many indices per row.
+            replacement: draw with replacement.
+            generator: a :class:`Generator`; None for the default one.
+
+        Returns:
+            Tensor: int64 indices.
+        """
+        return _sampling.multinomial(self, num_samples, replacement, generator=generator)
+
+    def bernoulli(self, p=None, *, generator=None):
+        """Zeros and ones, each one with the probability in this tensor (or ``p``).
+
+        Args:
+            p: one probability for all elements; None uses this tensor's values.
+            generator: a :class:`Generator`; None for the default one.
+
+        Returns:
+            Tensor: a new tensor of this tensor's shape and dtype.
+        """
+        return _sampling.bernoulli(self, p, generator=generator)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        """Fill this tensor in place with zeros and ones, each one with probability ``p``.
+
+        Args:
+            p: a number, or a tensor of probabilities broadcastable to this tensor.
+            generator: a :class:`Generator`; None for the default one.
+
+        Returns:
+            Tensor: self.
+        """
+        probs = p if isinstance(p, Tensor) else None
+        draws = _sampling.bernoulli(probs.expand(self.shape) if probs is not None else self,
+                                    None if probs is not None else p, generator=generator)
+        return self.copy_(draws)
 
     # ***** autograd *****
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

@@ -42,13 +42,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",
-        "tensorbrain._factories", "tensorbrain.autograd",
+        "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain.autograd",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain.random", "tensorbrain._interop", "tensorbrain.utils.dlpack",
         "tensorbrain.utils.checkpoint",
     ]),
     ("nn", [  # modules, optimizers, data loading, tb.save/tb.load
-        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
+        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level

@@ -21,6 +21,7 @@ from . import amp, cpu
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from ._random import get_rng_state, set_rng_state
 from ._sampling import bernoulli, multinomial, normal
+from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision
 from ._interop import from_dlpack
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,

@@ -177,3 +177,23 @@ def test_backends_answer_honestly():
     assert b.cudnn.enabled is True
     b.cudnn.benchmark, b.cudnn.deterministic = False, False
     b.cuda.matmul.allow_tf32 = False
+
+
+def test_float32_matmul_precision_follows_torch():
+    """build-nanogpt-style trainers call it first thing; stored, tied to allow_tf32 as torch."""
+    try:
+        seq = ["highest", "high", "medium", "bogus", "highest"]
+        ours = []
+        for p in seq:
+            if p == "bogus":
+                with pytest.warns(UserWarning, match="no effect"):
+                    tb.set_float32_matmul_precision(p)
+            else:
+                tb.set_float32_matmul_precision(p)
+            ours.append((tb.get_float32_matmul_precision(), tb.backends.cuda.matmul.allow_tf32))
+        tb.backends.cuda.matmul.allow_tf32 = True
+        ours.append((tb.get_float32_matmul_precision(), True))
+        assert ours == [("highest", False), ("high", True), ("medium", True), ("medium", True),
+                        ("highest", False), ("high", True)]
+    finally:
+        tb.set_float32_matmul_precision("highest")

@@ -29,3 +29,40 @@ def is_built() -> bool:
 def preferred_linalg_library(backend=None):
     """Accepted for compatibility; CuPy chooses its own linear-algebra library."""
     return "default"
+
+
+_PRECISIONS = ("highest", "high", "medium")
+_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """``torch.set_float32_matmul_precision``: stored, no effect on TensorBrain's numerics.
+
+    As torch, ``"high"`` and ``"medium"`` also set :attr:`matmul.allow_tf32` to True and
+    ``"highest"`` sets it to False; TensorBrain's matmuls stay full float32 either way (see the
+    module docstring). An unknown value warns and changes nothing, as torch.
+
+    Args:
+        precision: ``"highest"``, ``"high"`` or ``"medium"``.
+    """
+    if precision not in _PRECISIONS:
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      f"set_float32_matmul_precision call has no effect.", stacklevel=2)
+        return
+    _precision[0] = precision
+    matmul.allow_tf32 = precision != "highest"
+
+
+def get_float32_matmul_precision() -> str:
+    """``torch.get_float32_matmul_precision``: the last precision set (``"highest"`` at start;
+    ``"high"`` once ``matmul.allow_tf32`` was set True, as torch).
+
+    Returns:
+        ``"highest"``, ``"high"`` or ``"medium"``.
+    """
+    if _precision[0] == "highest" and matmul.allow_tf32:
+        return "high"
+    if _precision[0] != "highest" and not matmul.allow_tf32:
+        return "highest"
+    return _precision[0]

@@ -23,6 +23,7 @@ from ._ops import shape as S
 from ._ops import softmax as _softmax
 from ._ops import table as _table
 from ._ops.core import make, unbroadcast
+from ._tensor_legacy import LegacyMethods
 from ._tensor_base import Size, Tensor, _req  # noqa: F401  (Size: its public home is here)
 from .autograd import engine, grad_mode
 from .autograd import backward as _backward
@@ -539,5 +540,6 @@ for _name, _fn in _table.methods().items():
 for _name, _fn in _table.inplace_methods().items():
     setattr(Tensor, _name, _inplace_method(_name, _fn))
 _install(_Adapters)
+_install(LegacyMethods)
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = _new(zeros), _new(ones), _new(empty)
 del _name, _fn

@@ -36,13 +36,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("base", [  # array namespace, native kernels, config; no Tensor
         "tensorbrain._xp", "tensorbrain._native", "tensorbrain._C", "tensorbrain._kernels",
         "tensorbrain._config", "tensorbrain._dtype", "tensorbrain._device", "tensorbrain._logging",
-        "tensorbrain._malloc", "tensorbrain._atomic", "tensorbrain._yaml",
+        "tensorbrain._malloc", "tensorbrain._atomic", "tensorbrain._threads", "tensorbrain._yaml",
         "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",
         "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",
-        "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain.autograd",
+        "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain._tensor_legacy", "tensorbrain.autograd",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain.random", "tensorbrain._interop", "tensorbrain.utils.dlpack",
         "tensorbrain.utils.checkpoint",

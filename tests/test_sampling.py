@@ -102,3 +102,56 @@ def test_type_as():
     w = tb.ones(2, requires_grad=True)                      # stays in the graph, as torch
     w.type_as(tb.zeros(1, dtype=tb.float64)).sum().backward()
     assert w.grad.tolist() == [1.0, 1.0]
+
+
+# ***** addcmul / addcdiv / lerp, new / resize_, _grad, thread counts *****
+def test_addcmul_addcdiv_lerp_values_and_gradients_match_torch():
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3))
+    c = np.abs(c) + 0.5
+    np.testing.assert_allclose(tb.addcmul(tb.tensor(a), tb.tensor(b), tb.tensor(c), value=0.5).numpy(),
+                               a + 0.5 * b * c, rtol=1e-6)
+    np.testing.assert_allclose(tb.tensor(a).addcdiv(tb.tensor(b), tb.tensor(c), value=-2).numpy(),
+                               a - 2 * b / c, rtol=1e-6)
+    np.testing.assert_allclose(tb.lerp(tb.tensor(a), tb.tensor(b), 0.25).numpy(), a + 0.25 * (b - a),
+                               rtol=1e-6)
+    t = tb.tensor(a)
+    t.addcmul_(tb.tensor(b), tb.tensor(b), value=0.1).addcdiv_(tb.tensor(b), tb.tensor(c)).lerp_(tb.zeros(3), 0.5)
+    np.testing.assert_allclose(t.numpy(), (a + 0.1 * b * b + b / c) * 0.5, rtol=1e-6)
+    torch = pytest.importorskip("torch")
+    ours = [tb.tensor(v, requires_grad=True) for v in (a, b, c)]
+    theirs = [torch.tensor(v, requires_grad=True) for v in (a, b, c)]
+    for lib, (x, y, z) in ((tb, ours), (torch, theirs)):
+        (lib.addcmul(x, y, z, value=0.3) * lib.addcdiv(x, y, z, value=2) + lib.lerp(x, y, z)).sum().backward()
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-5)
+
+
+def test_legacy_new_resize_and_grad_alias():
+    p = tb.ones(2, 3, dtype=tb.float64)
+    e = p.new()
+    assert e.shape == (0,) and e.dtype == tb.float64
+    assert e.resize_as_(p).zero_().tolist() == [[0.0] * 3] * 2
+    assert p.new(4).shape == (4,) and p.new((2, 2)).shape == (2, 2)
+    assert p.new([1, 2]).tolist() == [1.0, 2.0] and p.new([1, 2]).dtype == tb.float64
+    r = tb.arange(6).float().resize_(2, 3)
+    assert r.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert r.resize_(4).tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(RuntimeError, match="require grad"):
+        tb.ones(2, requires_grad=True).resize_(3)
+    w, g = tb.ones(2, requires_grad=True), tb.tensor([1.0, 2.0])
+    w._grad = g                               # torch's alias of .grad (A3C's ensure_shared_grads)
+    assert w.grad is g and w._grad is g
+
+
+def test_thread_counts():
+    n = tb.get_num_threads()
+    try:
+        tb.set_num_threads(1)
+        assert tb.get_num_threads() == 1
+    finally:
+        tb.set_num_threads(n)
+    with pytest.raises(ValueError, match="positive"):
+        tb.set_num_threads(0)
+    tb.set_num_interop_threads(2)
+    assert tb.get_num_interop_threads() == 2

@@ -467,3 +467,20 @@ def masked_fill(a, mask, value):
         out = make(out._data.astype(a._data.dtype), (out,), lambda g, d=out._data.dtype: (g.astype(d),),
                    "ToCopyBackward")
     return out
+
+
+# ***** composites: torch's addcmul, addcdiv, lerp (written from the ops above, so autograd is theirs) *****
+def addcmul(a, tensor1, tensor2, value=1):
+    """``a + value * tensor1 * tensor2``, broadcast (``torch.addcmul``)."""
+    return add(a, mul(tensor1, tensor2), alpha=value)
+
+
+def addcdiv(a, tensor1, tensor2, value=1):
+    """``a + value * tensor1 / tensor2``, broadcast (``torch.addcdiv``)."""
+    return add(a, div(tensor1, tensor2), alpha=value)
+
+
+def lerp(a, end, weight):
+    """``a + weight * (end - a)``: linear interpolation (``torch.lerp``; ``weight`` a number or a
+    tensor)."""
+    return add(a, mul(sub(end, a), weight))

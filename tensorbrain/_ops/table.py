@@ -31,6 +31,7 @@ OPS = {
     "trunc": (E.trunc, "fm"), "round": (E.round, "fm"), "isnan": (E.isnan, "fm"),
     "isinf": (E.isinf, "fm"), "isfinite": (E.isfinite, "fm"),
     "logical_not": (E.logical_not, "fm"), "masked_fill": (E.masked_fill, "fmi"),
+    "addcmul": (E.addcmul, "fmi"), "addcdiv": (E.addcdiv, "fmi"), "lerp": (E.lerp, "fmi"),
     "lt": (E.lt_, "fm"), "gt": (E.gt_, "fm"), "le": (E.le_, "fm"), "ge": (E.ge_, "fm"),
     "eq": (E.eq_, "fm"), "ne": (E.ne_, "fm"),
     # ***** reductions *****

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._xp import get_array_module
 from ._checks import check_flags, check_hparams
-from .optimizer import Optimizer, scratch
+from .optimizer import Optimizer, scratch, step_count
 
 
 class Adagrad(Optimizer):
@@ -54,7 +54,7 @@ class Adagrad(Optimizer):
             state["step"] = 0.0
             state["sum"] = xp.full_like(p, group["initial_accumulator_value"])
         state["step"] += 1
-        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
+        clr = group["lr"] / (1 + (step_count(state["step"]) - 1) * group["lr_decay"])
         s, tmp = state["sum"], scratch(state, p)
         xp.multiply(g, g, out=tmp)
         s += tmp

@@ -5,7 +5,7 @@ import math
 
 from .._xp import get_array_module
 from ._checks import check_flags
-from .optimizer import Optimizer, scratch
+from .optimizer import Optimizer, scratch, step_count
 
 
 class Adam(Optimizer):
@@ -49,7 +49,7 @@ class Adam(Optimizer):
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = xp.zeros_like(p)
         state["step"] += 1
-        step = state["step"]
+        step = step_count(state["step"])
         m, v, tmp = state["exp_avg"], state["exp_avg_sq"], scratch(state, p)
         # m = b1*m + (1-b1)*g ; v = b2*v + (1-b2)*g*g   (in place, one scratch buffer)
         m *= b1

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._xp import get_array_module
 from ._checks import check_flags, check_hparams
-from .optimizer import Optimizer
+from .optimizer import Optimizer, step_count
 
 
 class Adamax(Optimizer):
@@ -54,4 +54,4 @@ class Adamax(Optimizer):
         m += (1 - b1) * g
         u *= b2
         xp.maximum(u, xp.abs(g) + eps, out=u)
-        p -= (lr / (1 - b1 ** state["step"])) * (m / u)
+        p -= (lr / (1 - b1 ** step_count(state["step"]))) * (m / u)

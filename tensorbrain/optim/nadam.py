@@ -5,7 +5,7 @@ import math
 
 from .._xp import get_array_module
 from ._checks import check_flags, check_hparams
-from .optimizer import Optimizer
+from .optimizer import Optimizer, step_count
 
 
 def _decay(p, g, group):
@@ -29,7 +29,7 @@ def _moments(xp, p, g, state, b1, b2):
     m += (1 - b1) * (g - m)          # lerp, as torch
     v *= b2
     v += (1 - b2) * g * g
-    return m, v, state["step"]
+    return m, v, step_count(state["step"])
 
 
 class NAdam(Optimizer):

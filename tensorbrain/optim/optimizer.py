@@ -2,8 +2,19 @@
 
 Updates run on ``p._data`` in place with preallocated scratch buffers, so a step allocates
 nothing after the first one (the arrays may be views into DDP buckets or shared memory).
+
+``optimizer.state`` is a ``defaultdict(dict)`` keyed by parameter, as torch's, so code that fills
+``self.state[p]`` itself (the A3C ``SharedAdam`` idiom) works. The built-in optimizers keep their
+state as raw NumPy/CuPy arrays (a Tensor wrapper per entry would cost each step a dict rebuild);
+Tensors a program puts there itself (``state["exp_avg"] = torch.zeros_like(p)``, then
+``.share_memory_()``) are used in place: the next ``step()`` swaps each for its array, which
+*is* the Tensor's storage, so the updates land in that memory (shared with other processes when
+it was shared). Reading an entry back gives that array (``optimizer.state[p]["exp_avg"]`` is a
+NumPy array, not a Tensor: the one difference from torch; ``state_dict()`` gives Tensors).
 """
 from __future__ import annotations
+
+import collections
 
 import numpy as np
 
@@ -19,12 +30,51 @@ class _Required:
 required = _Required()
 
 
+class _ParamState(dict):
+    """One parameter's state: a dict that notes when a program stores a Tensor in it."""
+
+    _has_tensors = False
+
+    def __setitem__(self, key, value):
+        if isinstance(value, Tensor):
+            self._has_tensors = True
+        dict.__setitem__(self, key, value)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return dict.__getitem__(self, key)
+
+    def update(self, *args, **kwargs):
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def unwrap(self) -> None:
+        """Replace the Tensors stored by the program with their arrays (their storage)."""
+        for k, v in list(self.items()):
+            if isinstance(v, Tensor):
+                dict.__setitem__(self, k, v._data)
+        self._has_tensors = False
+
+
+def _state_dict_type():
+    return collections.defaultdict(_ParamState)
+
+
+def step_count(step) -> float:
+    """A state's ``"step"`` as a float: a number, or a one-element array or Tensor (a shared
+    step counter that a program put there, such as ``torch.zeros(1)``)."""
+    if isinstance(step, (int, float)):
+        return float(step)
+    return float(_xp.to_numpy(getattr(step, "_data", step)).reshape(-1)[0])
+
+
 class Optimizer:
     """Base class. Subclasses implement ``_update(p, grad, state, group)`` on raw arrays."""
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
-        self.state: dict = {}
+        self.state: collections.defaultdict = _state_dict_type()
         self.param_groups: list[dict] = []
         params = list(params)
         if not params:
@@ -94,9 +144,9 @@ class Optimizer:
                 if g.shape != p._data.shape:
                     raise RuntimeError(f"gradient of shape {tuple(g.shape)} does not match its "
                                        f"parameter of shape {tuple(p._data.shape)}")
-                state = self.state.get(p)
-                if state is None:
-                    state = self.state[p] = {}
+                state = self.state[p]
+                if state._has_tensors:
+                    state.unwrap()
                 self._update(p._data, g, state, group)
                 p._version[0] += 1
         return loss
@@ -150,7 +200,7 @@ class Optimizer:
                                  f"{len(mine['params'])} parameters)")
             for idx, p in zip(saved["params"], mine["params"]):
                 id_map[int(idx)] = p
-        self.state = {}
+        self.state = _state_dict_type()
         for key, st in state_dict["state"].items():
             p = id_map[int(key)]
             new = {}
@@ -164,7 +214,7 @@ class Optimizer:
                     new[k] = arr.copy()
                 else:
                     new[k] = v
-            self.state[p] = new
+            self.state[p].update(new)
         for mine, saved in zip(self.param_groups, groups):
             for k, v in saved.items():
                 if k != "params":

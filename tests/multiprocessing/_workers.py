@@ -47,3 +47,16 @@ def put_tensor(i, q):
     q.put(t)
     q.put(None)
     time.sleep(1.0)  # keep the tensor alive until the parent has mapped it
+
+
+def shared_adam_steps(i, model, optimizer, x, y, steps):
+    """A3C-style worker: a local copy of the model, its gradients handed to the shared model
+    with ``shared_param._grad = param.grad``, the shared Adam (base ``step``) updating it."""
+    local = tb.nn.Linear(x.shape[1], 1)
+    for _ in range(steps):
+        local.load_state_dict(model.state_dict())
+        local.zero_grad()
+        tb.nn.functional.mse_loss(local(x), y).backward()
+        for p, shared in zip(local.parameters(), model.parameters()):
+            shared._grad = p.grad
+        optimizer.step()

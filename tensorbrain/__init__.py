@@ -25,6 +25,7 @@ from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_prec
 from ._threads import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
 from ._interop import from_dlpack
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import inference_mode, is_inference_mode_enabled
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
                      full_like, linspace, ones, ones_like, rand, rand_like, randint, randn,
                      randn_like, randperm, tensor, zeros, zeros_like)

@@ -398,3 +398,26 @@ def test_backward_with_inputs_accumulates_only_into_those():
     assert b.grad is None
     np.testing.assert_allclose(a.grad.numpy(), 2 * (a * b * b).detach().numpy())
     np.testing.assert_allclose(h.grad.numpy(), 2 * h.detach().numpy())
+
+
+def test_inference_mode_and_bare_no_grad_decorators():
+    @tb.no_grad                      # without parentheses, as torch 2.x
+    def double(x):
+        return x * 2
+
+    @tb.inference_mode
+    def triple(x):
+        return x * 3, tb.is_inference_mode_enabled()
+
+    x = tb.ones(2, requires_grad=True)
+    assert not double(x).requires_grad
+    y, inside = triple(x)
+    assert not y.requires_grad and inside and not tb.is_inference_mode_enabled()
+    with tb.inference_mode():
+        assert not (x * 2).requires_grad and not tb.is_grad_enabled()
+    with tb.inference_mode(False):
+        assert (x * 2).requires_grad
+    assert tb.is_grad_enabled()
+    with tb.set_grad_enabled(False):        # a mode argument is not a function to wrap
+        assert not tb.is_grad_enabled()
+    assert tb.is_grad_enabled()

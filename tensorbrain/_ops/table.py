@@ -9,6 +9,7 @@ out in ``tensorbrain/tensor.py``.
 """
 from __future__ import annotations
 
+from . import einsum as _einsum
 from . import elementwise as E
 from . import reduce as R
 from . import shape as S
@@ -55,7 +56,7 @@ OPS = {
     "gather": (S.gather, "fm"), "index_select": (S.index_select, "fm"),
     "tril": (S.tril, "fm"), "triu": (S.triu, "fm"), "repeat": (S.repeat, "m"),
     "flip": (S.flip, "fm"), "sort": (S.sort, "fm"), "argsort": (S.argsort, "fm"),
-    "topk": (S.topk, "fm"),
+    "topk": (S.topk, "fm"), "einsum": (_einsum.einsum, "f"),
 }
 
 

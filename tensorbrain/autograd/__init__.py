@@ -5,10 +5,12 @@ from .._tensor_base import Tensor
 from .._xp import get_array_module
 from .engine import queue_callback, run_backward
 from .function import Function, FunctionCtx
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                        no_grad, set_grad_enabled)
 from .graph import Node, reachable_leaves
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+           "inference_mode", "is_inference_mode_enabled",
            "queue_callback", "Node", "reachable_leaves"]
 
 

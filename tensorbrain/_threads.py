@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-_state = {"intra": None, "inter": None, "limiter": None}
+_state: dict = {"intra": None, "inter": None, "limiter": None}
 
 
 def _blas_threads():

@@ -6,7 +6,7 @@ from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .normal import Normal
 
-_KL = {}
+_KL: dict = {}
 
 
 def register_kl(type_p, type_q):

@@ -31,6 +31,8 @@ from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, fr
                      randn_like, randperm, tensor, zeros, zeros_like)
 
 bool = bool_  # noqa: A001  (torch.bool)
+import numpy as _np  # noqa: E402
+dtype = _np.dtype  # torch.dtype: TensorBrain's dtypes are NumPy dtypes (isinstance(tb.float32, tb.dtype))
 
 from . import _logging  # noqa: E402
 _logging.configure()  # TB_LOG_LEVEL: the 'tensorbrain' logger and its stderr handler

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import einsum as _einsum
 from . import elementwise as E
+from . import extra as X
 from . import reduce as R
 from . import shape as S
 from . import softmax as _softmax
@@ -57,6 +58,10 @@ OPS = {
     "tril": (S.tril, "fm"), "triu": (S.triu, "fm"), "repeat": (S.repeat, "m"),
     "flip": (S.flip, "fm"), "sort": (S.sort, "fm"), "argsort": (S.argsort, "fm"),
     "topk": (S.topk, "fm"), "einsum": (_einsum.einsum, "f"),
+    # ***** composites (extra.py) *****
+    "amin": (X.amin, "fm"), "clamp_min": (X.clamp_min, "fmi"), "clamp_max": (X.clamp_max, "fmi"),
+    "logical_and": (X.logical_and, "fm"), "logical_or": (X.logical_or, "fm"),
+    "logical_xor": (X.logical_xor, "fm"), "isclose": (X.isclose, "fm"), "unbind": (X.unbind, "fm"),
 }
 
 

@@ -100,8 +100,6 @@ TENSOR_LAYERS = {"tensor", "nn", "models"}
 KNOWN: dict[tuple[str, str], str] = {
     # tb.nn.ResNet50, the distributed guide's name; a lazy alias outside nn's own package.
     ("tensorbrain.nn", "tensorbrain.models"): "tb.nn.ResNet50 alias",
-    # clip_grad_norm_ takes the DTensor path for DTensor parameters (tp branch's file).
-    ("tensorbrain.nn.utils.clip_grad", "tensorbrain.distributed.tensor._api"): "DTensor norms",
 }
 KNOWN_CYCLES: dict[frozenset[str], str] = {}
 

@@ -12,6 +12,8 @@ from ...nn.modules.module import Module
 from ...nn.parameter import Parameter
 from ...tensor import Tensor
 from .. import distributed_c10d as c10d
+# Imported for its hook: it gives clip_grad_norm_ the norm of the _grad_norm_parts shards.
+from ..tensor import _api as _dtensor_api  # noqa: F401
 from . import _runtime, _state_dict, _tp
 from ._flat_param import FlatParamHandle, ParamEntry
 from .api import (BackwardPrefetch, CPUOffload, MixedPrecision, ShardingStrategy, StateDictType)

@@ -145,7 +145,7 @@ def run_fanout(hosts, ns, argv, script_at, notice) -> int:
                                  daemon=True)
             t.start()
             pumps.append(t)
-    stop = {"sig": None}
+    stop: dict[str, int | None] = {"sig": None}
 
     def on_signal(signum, frame):
         stop["sig"] = signum
@@ -182,9 +182,10 @@ def run_fanout(hosts, ns, argv, script_at, notice) -> int:
             signal.signal(sg, h)
         for t in pumps:
             t.join(2.0)
-    if stop["sig"] is not None:
-        notice(f"received {signal.Signals(stop['sig']).name}; stopped the agents on every host")
-        return 128 + stop["sig"]
+    sig = stop["sig"]
+    if sig is not None:
+        notice(f"received {signal.Signals(sig).name}; stopped the agents on every host")
+        return 128 + sig
     for _, p in procs:
         if status == 0 and p.returncode != 0:
             status = p.returncode

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 
 import numpy as np
 
@@ -146,7 +147,7 @@ _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def call_site() -> str:
     """``train.py:42 in step``: the first frame outside tensorbrain (the user's call)."""
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
         f = f.f_back
     if f is None:

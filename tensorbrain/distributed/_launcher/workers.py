@@ -17,10 +17,14 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .. import _output
 from .config import Config
 from .notice import notice
+
+if TYPE_CHECKING:
+    from .._guardian import Guardian
 
 _TAIL_LINES = 20
 
@@ -144,14 +148,14 @@ class WorkerGroup:
     def __init__(self, cfg: Config):
         self.cfg = cfg
         self.workers: list[Worker] = []
-        self.guardian = None  # kills the workers' process groups if tbrun is SIGKILLed
+        self.guardian: Guardian | None = None  # kills the workers' process groups if tbrun is SIGKILLed
         # A signal arriving between fork and the Popen assignment would orphan that worker, so
         # tbrun's handler defers it (``pending_signal``) while ``spawning``. (Blocking signals
         # instead would leak the blocked mask into the workers: they would then ignore SIGTERM.)
         self.spawning, self.pending_signal = False, None
         self.log_root = None
-        self.dups = {}
-        self.tmp_errors = None
+        self.dups: dict[str, _output.Duplicator] = {}
+        self.tmp_errors: str | None = None
         self.omp_noticed = False
         if any(cfg.redirects.values()) or any(cfg.tee.values()) or cfg.dup_filters:
             self.log_root = cfg.log_dir or tempfile.mkdtemp(prefix="tbrun_logs_")

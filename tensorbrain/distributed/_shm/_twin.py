@@ -93,7 +93,7 @@ class ShmGroup:
         self._coll, self._fp_pending = 0, False
         size = L.segment_bytes(nranks, buf_bytes) if create else 0
         try:
-            self._shm = _open(self.name, create, size)
+            self._shm: shared_memory.SharedMemory | None = _open(self.name, create, size)
         except FileExistsError:
             raise errors.DistBackendError(f"shm: segment /{self.name} already exists") from None
         except FileNotFoundError:

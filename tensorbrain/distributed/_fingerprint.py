@@ -34,12 +34,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Sequence
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .backends._executor import FailureState
 from .errors import DistBackendError
+
+if TYPE_CHECKING:
+    from . import _work
+    from .backends.base import Array, Backend
 
 KINDS = ("none", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
          "reduce_scatter", "all_to_all", "barrier")
@@ -61,10 +67,10 @@ def detail_enabled() -> bool:
     return str(_config.get("TB_DISTRIBUTED_DEBUG")).upper() == "DETAIL"
 
 
-_DTYPE_CACHE: dict = {}
+_DTYPE_CACHE: dict[np.dtype, int] = {}
 
 
-def dtype_code(dtype) -> int:
+def dtype_code(dtype: np.dtype) -> int:
     code = _DTYPE_CACHE.get(dtype)  # np.dtype objects hash; .name builds a string each time
     if code is None:
         code = _DTYPE_CACHE[dtype] = DTYPE_CODE.get(np.dtype(dtype).name, OTHER_DTYPE)
@@ -84,8 +90,8 @@ def describe_tag(tag: int) -> str:
     return ", ".join(parts + ([f"root={root}"] if root >= 0 else []))
 
 
-def pack(seq: int, kind: str, arrays=(), op: str | None = None, root: int | None = None,
-         count: int | None = None, detail: bool = False) -> np.ndarray:
+def pack(seq: int, kind: str, arrays: Sequence[Array] = (), op: str | None = None,
+         root: int | None = None, count: int | None = None, detail: bool = False) -> np.ndarray:
     """The fingerprint of one call as :data:`WORDS` int64 words (``count``: elements, default
     the total over ``arrays``; ``detail``: also hash the shapes)."""
     dt = dtype_code(arrays[0].dtype) if len(arrays) else 0
@@ -100,7 +106,7 @@ def pack(seq: int, kind: str, arrays=(), op: str | None = None, root: int | None
     return np.array((seq, word, count, shapes), dtype=np.int64)
 
 
-def describe(words) -> str:
+def describe(words: np.ndarray) -> str:
     """``all_reduce(seq 3, float32 x 4, op=max)``: a packed fingerprint in words."""
     seq, word, count = int(words[0]), int(words[1]), int(words[2])
     kind, op, dt, root = word & 0xFF, (word >> 8) & 0xFF, (word >> 16) & 0xFF, (word >> 24) - 1
@@ -116,7 +122,8 @@ def describe(words) -> str:
     return f"{kname}({', '.join(parts)})"
 
 
-def verify(rows, rank: int, where: str, details=None) -> None:
+def verify(rows: np.ndarray, rank: int, where: str,
+           details: Sequence[str] | None = None) -> None:
     """Raise `DistBackendError` unless every rank's fingerprint (``rows[j]``) equals this rank's;
     the message lists each rank's call (and with ``details``, its shapes and call site)."""
     rows = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1)
@@ -155,7 +162,7 @@ def call_site() -> str:
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} in {f.f_code.co_name}"
 
 
-def detail_text(arrays, site: str) -> str:
+def detail_text(arrays: Sequence[Array], site: str) -> str:
     shapes = ",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)
     return f"shapes {shapes or '-'} at {site}"
 
@@ -167,7 +174,7 @@ def encode_detail(text: str) -> np.ndarray:
     return buf.view(np.int64)
 
 
-def decode_detail(words) -> str:
+def decode_detail(words: np.ndarray) -> str:
     return bytes(np.asarray(words, np.int64).view(np.uint8)).rstrip(b"\0").decode(
         errors="replace")
 
@@ -189,7 +196,7 @@ class FingerprintLayer:
     attributes) passes straight through.
     """
 
-    def __init__(self, backend):
+    def __init__(self, backend: Backend) -> None:
         self.__dict__["_inner"] = backend
         self.__dict__["_fp_seq"] = 0
         # the backend's own failure state when it has one (one per group), else the layer's
@@ -200,16 +207,16 @@ class FingerprintLayer:
         self.__dict__["_fp_detail"] = detail_enabled()
         self.__dict__["_attach"] = getattr(backend, "fingerprint_attach", None)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._inner, name, value)
 
     def __repr__(self) -> str:
         return f"FingerprintLayer({self._inner!r})"
 
-    def _run(self, fn, *args, **kw):
+    def _run(self, fn: Callable[..., _work.Work], *args: Any, **kw: Any) -> _work.Work:
         """Run the wrapped op; a fingerprint it did not consume (it raised first) is dropped."""
         try:
             return fn(*args, **kw)
@@ -218,7 +225,8 @@ class FingerprintLayer:
                 self._attach(None, None)
             raise
 
-    def _check(self, kind, arrays=(), op=None, root=None, count=None) -> None:
+    def _check(self, kind: str, arrays: Sequence[Array] = (), op: str | None = None,
+               root: int | None = None, count: int | None = None) -> None:
         # The latency path (measured: the layer's Python cost is what an 8-byte collective
         # pays): words packed inline, the failure text built only on a mismatch.
         inner = self._inner
@@ -247,53 +255,64 @@ class FingerprintLayer:
             check(inner.fingerprint_exchange(words))  # exchanged ahead of it
 
     # ***** collectives: check, then run *****
-    def allreduce(self, arrays, op="sum", *, async_op=True):
+    def allreduce(self, arrays: Sequence[Array], op: str = "sum", *,
+                  async_op: bool = True) -> _work.Work:
         self._check("all_reduce", arrays, op=op)
         return self._run(self._inner.allreduce, arrays, op, async_op=async_op)
 
-    def broadcast(self, array, root, *, async_op=True):
+    def broadcast(self, array: Array, root: int, *, async_op: bool = True) -> _work.Work:
         self._check("broadcast", [array], root=root)
         return self._run(self._inner.broadcast, array, root, async_op=async_op)
 
-    def reduce(self, array, root, op="sum", *, async_op=True):
+    def reduce(self, array: Array, root: int, op: str = "sum", *,
+               async_op: bool = True) -> _work.Work:
         self._check("reduce", [array], op=op, root=root)
         return self._run(self._inner.reduce, array, root, op, async_op=async_op)
 
-    def allgather(self, outputs, input, *, async_op=True):
+    def allgather(self, outputs: Sequence[Array], input: Array, *,
+                  async_op: bool = True) -> _work.Work:
         self._check("all_gather", [input])
         return self._run(self._inner.allgather, outputs, input, async_op=async_op)
 
-    def allgather_into(self, output, input, *, async_op=True):
+    def allgather_into(self, output: Array, input: Array, *,
+                       async_op: bool = True) -> _work.Work:
         self._check("all_gather", [input])
         return self._run(self._inner.allgather_into, output, input, async_op=async_op)
 
-    def gather(self, outputs, input, root, *, async_op=True):
+    def gather(self, outputs: Sequence[Array] | None, input: Array, root: int, *,
+               async_op: bool = True) -> _work.Work:
         self._check("gather", [input], root=root)
         return self._run(self._inner.gather, outputs, input, root, async_op=async_op)
 
-    def scatter(self, output, inputs, root, *, async_op=True):
+    def scatter(self, output: Array, inputs: Sequence[Array] | None, root: int, *,
+                async_op: bool = True) -> _work.Work:
         self._check("scatter", [output], root=root)
         return self._run(self._inner.scatter, output, inputs, root, async_op=async_op)
 
-    def reduce_scatter(self, output, inputs, op="sum", *, async_op=True):
+    def reduce_scatter(self, output: Array, inputs: Sequence[Array], op: str = "sum", *,
+                       async_op: bool = True) -> _work.Work:
         self._check("reduce_scatter", [output], op=op)
         return self._run(self._inner.reduce_scatter, output, inputs, op, async_op=async_op)
 
-    def reduce_scatter_into(self, output, input, op="sum", *, async_op=True):
+    def reduce_scatter_into(self, output: Array, input: Array, op: str = "sum", *,
+                            async_op: bool = True) -> _work.Work:
         self._check("reduce_scatter", [output], op=op)
         return self._run(self._inner.reduce_scatter_into, output, input, op, async_op=async_op)
 
-    def alltoall(self, outputs, inputs, *, async_op=True):
+    def alltoall(self, outputs: Sequence[Array], inputs: Sequence[Array], *,
+                 async_op: bool = True) -> _work.Work:
         self._check("all_to_all", list(inputs)[:1], count=sum(int(x.size) for x in inputs))
         return self._run(self._inner.alltoall, outputs, inputs, async_op=async_op)
 
-    def alltoall_single(self, output, input, out_splits=None, in_splits=None, *, async_op=True):
+    def alltoall_single(self, output: Array, input: Array, out_splits: Sequence[int] | None = None,
+                        in_splits: Sequence[int] | None = None, *,
+                        async_op: bool = True) -> _work.Work:
         even = not out_splits and not in_splits
         self._check("all_to_all", [input], count=None if even else ANY_COUNT)
         return self._run(self._inner.alltoall_single, output, input, out_splits, in_splits,
                                            async_op=async_op)
 
-    def barrier(self, *, async_op=True):
+    def barrier(self, *, async_op: bool = True) -> _work.Work:
         self._check("barrier")
         return self._run(self._inner.barrier, async_op=async_op)
 
@@ -303,10 +322,10 @@ class _Check:
 
     __slots__ = ("layer", "kind", "seq", "detail")
 
-    def __init__(self, layer, kind, seq, detail):
+    def __init__(self, layer: FingerprintLayer, kind: str, seq: int, detail: bool) -> None:
         self.layer, self.kind, self.seq, self.detail = layer, kind, seq, detail
 
-    def __call__(self, rows) -> None:
+    def __call__(self, rows: np.ndarray) -> None:
         inner = self.layer._inner
         rows = np.asarray(rows, np.int64).reshape(inner.size, -1)
         if not self.detail and rows.tobytes() == rows[inner.rank].tobytes() * inner.size:
@@ -320,7 +339,7 @@ class _Check:
             raise
 
 
-def wrap(backend):
+def wrap(backend: Backend) -> Backend | FingerprintLayer:
     """``backend`` wrapped in :class:`FingerprintLayer` unless it checks fingerprints in band."""
     if getattr(backend, "fingerprint_inband", True) or isinstance(backend, FingerprintLayer):
         return backend

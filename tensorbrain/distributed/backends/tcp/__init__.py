@@ -199,10 +199,9 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
             op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
             async_op: return without waiting for the peers (else the returned Work is complete).
         """
-        host, finish = stage(array)
+        host, copy_back = stage(array)
         self._check_op(op, host.dtype)
-        if self.rank != root:
-            finish = None  # non-roots keep their input unchanged
+        finish = copy_back if self.rank == root else None  # non-roots keep their input unchanged
         return self._submit("reduce", lambda: self._reduce(host.reshape(-1), root, op),
                             async_op, finish, array, desc=lambda: _fp(host, root=root, op=op),
                             ftag=FP.wire_tag(op, root))

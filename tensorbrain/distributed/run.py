@@ -273,6 +273,7 @@ def parse_args(argv=None) -> Config:
         script_at = len(argv) - 1 - len(ns.training_script_args)
         _compat.drop_python(ns)
         signals = tuple(_compat.parse_signals(ns.signals_to_handle))
+        ns.local_rank_arg = _compat.local_rank_argument(ns, argv[:script_at])
     except _compat.CompatError as exc:
         raise UsageError(str(exc)) from None
     if ns.hostfile or ns.hosts:
@@ -298,6 +299,9 @@ def parse_args(argv=None) -> Config:
     if ns.run_path:
         ns.no_python = False
     nproc = _nproc(ns.nproc_per_node)
+    from_env = _compat.placement_from_env(ns, nproc)
+    if from_env:
+        notice(from_env)
     try:
         parts = [int(x) for x in ns.nnodes.split(":")]
         lo, hi = (parts[0], parts[0]) if len(parts) == 1 else tuple(parts)
@@ -360,6 +364,12 @@ def parse_args(argv=None) -> Config:
         cmd = [sys.executable, "-u", "-m", ns.training_script]
     else:
         cmd = [sys.executable, "-u", ns.training_script]
+    script_args = list(ns.training_script_args)
+    if ns.local_rank_arg:
+        if ns.local_rank_arg == "--local_rank":
+            notice("DeepSpeed's options: each worker also gets --local_rank=<its local rank> "
+                   "before its arguments, as deepspeed passes it (--no_local_rank: not)")
+        script_args.insert(0, f"{ns.local_rank_arg}=${{local_rank}}")
     run_id = ns.rdzv_id or (uuid.uuid4().hex[:12] if ns.standalone or hi == 1 else "")
     return Config(
         min_nodes=lo, max_nodes=hi, nproc=nproc, node_rank=ns.node_rank, master_addr=addr,
@@ -367,7 +377,7 @@ def parse_args(argv=None) -> Config:
         monitor_interval=ns.monitor_interval, stop_timeout=ns.stop_timeout,
         join_timeout=join_timeout, last_call=last_call,
         redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
-        log_dir=ns.log_dir, shown=shown, cmd=cmd + list(ns.training_script_args),
+        log_dir=ns.log_dir, shown=shown, cmd=cmd + script_args, env_placement=bool(from_env),
         elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters,
         mixed_precision=ns.mixed_precision, role=ns.role, local_addr=ns.local_addr,
         virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
@@ -440,7 +450,11 @@ def warn_placement_overrides(cfg, env=None) -> list:
         env: the environment to check; None for ``os.environ``.
     """
     env = os.environ if env is None else env
-    found = [k for k in PLACEMENT_VARS if k in env]
+    if cfg.env_placement:  # taken as this node's placement (and said so)
+        return []
+    # the store address tbrun serves anyway is not overridden
+    same = {"MASTER_ADDR": cfg.master_addr, "MASTER_PORT": str(cfg.master_port)}
+    found = [k for k in PLACEMENT_VARS if k in env and env[k] != same.get(k)]
     if not found:
         return []
     shown = ", ".join(f"{k}={env[k]}" for k in found)

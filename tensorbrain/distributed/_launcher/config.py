@@ -35,4 +35,5 @@ class Config:
     local_addr: str | None = None
     virtual_local_rank: bool = False
     no_prefix: bool = False
+    env_placement: bool = False
     signals: tuple = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)

@@ -9,7 +9,10 @@ Usage (``tbrun`` is the console script; ``python -m tensorbrain.distributed.run`
     tbrun --nproc_per_node 2 -m mypkg.train --lr 0.1        # run a module
     tbrun --nproc_per_node 2 --max_restarts 3 train.py      # restart the group on failure
 
-Everything after the script (or ``-m module``) is passed to every worker unchanged.
+Everything after the script (or ``-m module``) is passed to every worker unchanged, except
+torchrun's macro ``${local_rank}`` (the worker's local rank; ``string.Template``, as torchrun).
+``python -m tensorbrain.distributed.launch`` (torch's deprecated launcher) is tbrun that also
+hands each worker ``--local-rank=N`` first, unless ``--use-env``.
 
 Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--nproc_per_node``)
 ------------------------------------------------------------------------------------------------
@@ -36,6 +39,10 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
 ``--rdzv_id ID``
     Run id shared by all nodes (default: random, chosen by node 0 and shared through the store).
 
+``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` (``MASTER_PORT``) exported before tbrun (the recipe
+``export RANK=4 WORLD_SIZE=8 ...; torchrun --nproc_per_node=4 train.py``, where torchrun ignores
+them) are taken as ``--nnodes WORLD_SIZE/N --node_rank RANK/N`` and the store's address when they
+describe whole nodes and no placement option is given (not inside a worker: ``LOCAL_RANK`` set).
 Under ``srun`` with one task per node (``srun tbrun ...`` in an sbatch script), ``--nnodes``,
 ``--node_rank``, ``--master_addr`` (first host of the step's nodelist), ``--master_port``
 (15000 + the job id's last four digits) and ``--rdzv_id`` default from Slurm's variables.
@@ -78,7 +85,9 @@ torchrun's other options
     ``--duplicate-stdout-filters``/``--duplicate-stderr-filters`` (matching lines also go to
     ``LOG_DIR/RUN_ID/filtered_std{out,err}.log``); ``PET_<OPTION>``
     variables supply options not on the command line. Other launchers' names (``accelerate
-    launch``, DeepSpeed, ``horovodrun``): see docs/launcher.md and ``_launch_compat``.
+    launch``, DeepSpeed, ``horovodrun``): see docs/launcher.md and ``_launch_compat``; with
+    DeepSpeed's (``--num_gpus``, ``--num_nodes``, ``--hostfile`` without ``-np``) each worker
+    gets ``--local_rank=N`` first, as ``deepspeed`` passes it (``--no_local_rank``: not).
 ``--as-torch``
     Run an unmodified PyTorch script: in every worker, ``import torch`` resolves to TensorBrain
     (``python -m tensorbrain.as_torch``; see docs/compat.md). Said once at start-up.

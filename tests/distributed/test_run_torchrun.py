@@ -274,6 +274,27 @@ def test_waiting_on_torchruns_agent_store_longer_than_a_slice_is_not_a_store_fai
         _liveness.wait_keys(store, ["never"], time.monotonic() + 0.6, "test")
 
 
+def test_a_real_pytorch_script_under_tbrun_gets_a_hint(tmp_path):
+    """torch's env:// rank 0 listens on MASTER_PORT, which tbrun's store holds: the summary says
+    what to do (--as-torch, or the real torchrun), and --as-torch runs the same script."""
+    pytest.importorskip("torch")
+    w = script(tmp_path, """
+        import torch
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        t = torch.ones(1) * (dist.get_rank() + 1)
+        dist.all_reduce(t)
+        print("SUM", t.item(), flush=True)
+        dist.destroy_process_group()
+        """)
+    r = tbrun("--nproc_per_node", "2", "--master_port", str(free_port()), w, timeout=120)
+    assert r.returncode == 1 and "hint: this looks like a PyTorch script" in r.stderr, r.stderr
+    assert "--as-torch" in r.stderr
+    r = tbrun("--as-torch", "--nproc_per_node", "2", "--master_port", str(free_port()), w,
+              timeout=120)
+    assert r.returncode == 0 and r.stdout.count("SUM 3.0") == 2, r.stderr
+
+
 def test_c10d_failure_restarts_every_node_into_a_new_round(tmp_path):
     w = script(tmp_path, TORCH_ENV + """
 import sys

@@ -12,7 +12,7 @@ import signal
 
 __all__ = ["add_options", "apply_pet_env", "config_file_defaults", "read_simple_yaml",
            "resolve_totals", "worker_env", "read_error_file", "parse_signals",
-           "local_rank_argument", "placement_from_env"]
+           "local_rank_argument", "placement_from_env", "accelerate_env"]
 
 
 class CompatError(ValueError):
@@ -59,6 +59,14 @@ def add_options(p) -> None:
     _add(a, "mixed_precision", default=None, choices=["no", "fp16", "bf16", "fp8"],
          help="accelerate: ACCELERATE_MIXED_PRECISION in the workers (read by their Accelerator)")
     _add(a, "config_file", default=None, help="accelerate: YAML config read for those fields")
+    _add(a, "num_cpu_threads_per_process", type=int, default=None,
+         help="accelerate: OMP_NUM_THREADS in every worker")
+    _add(a, "gpu_ids", default=None, help="accelerate: CUDA_VISIBLE_DEVICES in every worker")
+    _add(a, "dynamo_backend", default=None,
+         help="accelerate: ACCELERATE_DYNAMO_BACKEND in the workers (no compiler here)")
+    _add(a, "same_network", action="store_true", help="accelerate: accepted (no effect)")
+    _add(a, "debug", action="store_true", help="accelerate: ACCELERATE_DEBUG_MODE=true")
+    a.add_argument("-q", "--quiet", action="store_true", help="accelerate: accepted (no effect)")
     _add(a, "num_gpus", dest="nproc_per_node", help="deepspeed: = --nproc_per_node")
     _add(a, "num_nodes", dest="nnodes", help="deepspeed: = --nnodes")
     _add(a, "hostfile", default=None, help="deepspeed: 'host slots=N' lines, one agent per host")
@@ -124,7 +132,7 @@ def apply_pet_env(p, env=None) -> None:
 _ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "num_processes",
                       "num_machines": "nnodes",
                       "machine_rank": "node_rank", "main_process_ip": "master_addr",
-                      "main_process_port": "master_port"}
+                      "main_process_port": "master_port", "gpu_ids": "gpu_ids"}
 
 
 def read_simple_yaml(path: str) -> dict:
@@ -168,6 +176,34 @@ def config_file_defaults(p, argv) -> None:
         value = data.get(key)
         if value is not None:   # YAML reads an unquoted `no` (mixed_precision) as false
             p.set_defaults(**{dest: "no" if value is False else str(value)})
+
+
+def accelerate_env(ns) -> dict:
+    """The variables ``accelerate launch``'s own options put in every worker's environment.
+
+    Args:
+        ns: the parsed options.
+
+    Returns:
+        dict: name -> value (``OMP_NUM_THREADS``, ``CUDA_VISIBLE_DEVICES``,
+        ``ACCELERATE_DYNAMO_BACKEND``, ``ACCELERATE_DEBUG_MODE``) for the options given.
+
+    Raises:
+        CompatError: ``--num_cpu_threads_per_process`` below 1.
+    """
+    env = {}
+    if ns.num_cpu_threads_per_process is not None:
+        if ns.num_cpu_threads_per_process < 1:
+            raise CompatError(f"--num_cpu_threads_per_process {ns.num_cpu_threads_per_process}: "
+                              "needs at least 1")
+        env["OMP_NUM_THREADS"] = str(ns.num_cpu_threads_per_process)
+    if ns.gpu_ids and ns.gpu_ids != "all":
+        env["CUDA_VISIBLE_DEVICES"] = ns.gpu_ids
+    if ns.dynamo_backend:
+        env["ACCELERATE_DYNAMO_BACKEND"] = ns.dynamo_backend.upper()
+    if ns.debug:
+        env["ACCELERATE_DEBUG_MODE"] = "true"
+    return env
 
 
 def resolve_totals(ns) -> None:
@@ -320,6 +356,7 @@ def worker_env(cfg, agent, local_rank: int, node_rank: int) -> dict:
            "TORCHELASTIC_ERROR_FILE": err}
     if cfg.mixed_precision:
         env["ACCELERATE_MIXED_PRECISION"] = cfg.mixed_precision
+    env.update(cfg.extra_env)
     if cfg.virtual_local_rank:
         env["LOCAL_RANK"] = "0"
         env["CUDA_VISIBLE_DEVICES"] = str(local_rank)

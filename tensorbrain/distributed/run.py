@@ -301,6 +301,7 @@ def parse_args(argv=None) -> Config:
                     ("stderr", ns.duplicate_stderr_filters)) if text}
     try:
         _compat.resolve_totals(ns)
+        extra_env = _compat.accelerate_env(ns)
     except _compat.CompatError as exc:
         raise UsageError(str(exc)) from None
     if ns.shutdown_timeout is not None:
@@ -386,7 +387,7 @@ def parse_args(argv=None) -> Config:
         monitor_interval=ns.monitor_interval, stop_timeout=ns.stop_timeout,
         join_timeout=join_timeout, last_call=last_call,
         redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
-        log_dir=ns.log_dir, shown=shown, cmd=cmd + script_args, env_placement=bool(from_env),
+        log_dir=ns.log_dir, shown=shown, cmd=cmd + script_args, env_placement=bool(from_env), extra_env=extra_env,
         elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters,
         mixed_precision=ns.mixed_precision, role=ns.role, local_addr=ns.local_addr,
         virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)

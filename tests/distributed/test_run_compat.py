@@ -227,3 +227,19 @@ def test_store_address_variables_equal_to_tbruns_are_not_warned_about():
     assert warn_placement_overrides(cfg, {"MASTER_ADDR": "h0", "MASTER_PORT": "1234"}) == []
     assert warn_placement_overrides(cfg, {"MASTER_ADDR": "h0", "MASTER_PORT": "99"}) == \
         ["MASTER_PORT"]
+
+
+def test_accelerates_resource_options_reach_the_workers(tmp_path):
+    """`accelerate launch` without a config tells users to pass --num_machines, --mixed_precision
+    and --dynamo_backend; those and its thread/GPU options work with the name changed."""
+    w = script(tmp_path, "import os\nprint('VARS', *[os.environ.get(k) for k in ("
+               "'OMP_NUM_THREADS', 'CUDA_VISIBLE_DEVICES', 'ACCELERATE_DYNAMO_BACKEND', "
+               "'ACCELERATE_MIXED_PRECISION', 'ACCELERATE_DEBUG_MODE')])\n")
+    r = tbrun("--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+              "--dynamo_backend", "no", "--num_cpu_threads_per_process", "3", "--gpu_ids", "0,1",
+              "--same_network", "-q", "--debug", "--main_process_port", str(free_port()), w)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("VARS 3 0,1 NO no true") == 2, r.stdout
+    assert "OMP_NUM_THREADS=1" not in r.stderr  # the user's thread count, no notice about ours
+    with pytest.raises(UsageError, match="--num_cpu_threads_per_process 0"):
+        parse_args(["--num_cpu_threads_per_process", "0", "t.py"])

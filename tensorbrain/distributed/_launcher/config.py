@@ -36,4 +36,5 @@ class Config:
     virtual_local_rank: bool = False
     no_prefix: bool = False
     env_placement: bool = False
+    extra_env: dict = field(default_factory=dict)
     signals: tuple = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)

@@ -188,7 +188,8 @@ class WorkerGroup:
         """tbrun's environment with the defaults every worker gets (``OMP_NUM_THREADS``,
         ``PYTHONUNBUFFERED``) filled in where unset."""
         base = dict(os.environ)
-        if "OMP_NUM_THREADS" not in base and self.cfg.nproc > 1:
+        if "OMP_NUM_THREADS" not in base and "OMP_NUM_THREADS" not in self.cfg.extra_env \
+                and self.cfg.nproc > 1:
             if not self.omp_noticed:
                 self.omp_noticed = True
                 notice(f"setting OMP_NUM_THREADS=1 for each of the {self.cfg.nproc} workers so "

@@ -82,6 +82,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("launchers", [  # tbrun, mp.spawn, the Slurm helpers: start processes, never imported below
         "tensorbrain.multiprocessing",
         "tensorbrain.distributed.run", "tensorbrain.distributed.__main__",
+        "tensorbrain.distributed.launch",
         "tensorbrain.distributed._launcher",
         "tensorbrain.distributed._launch_compat", "tensorbrain.distributed._fanout",
         "tensorbrain.distributed._output", "tensorbrain.distributed._guardian",

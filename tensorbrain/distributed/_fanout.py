@@ -127,6 +127,8 @@ def run_fanout(hosts, ns, argv, script_at, notice) -> int:
     port = ns.master_port if ns.master_port is not None else 29500
     run_id = ns.rdzv_id or uuid.uuid4().hex[:12]
     options = remote_options(argv, script_at)
+    if ns.local_rank_arg and not any(o.startswith("--_local_rank_arg") for o in options):
+        options.append(f"--_local_rank_arg={ns.local_rank_arg}")  # decided here, from --hostfile
     target = argv[script_at:]
     ssh = ["ssh", "-o", "BatchMode=yes"]
     if ns.ssh_port:

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from string import Template
 from typing import TYPE_CHECKING
 
 from .. import _output
@@ -35,6 +36,22 @@ class Stop(BaseException):
     def __init__(self, signum):
         super().__init__(signum)
         self.signum = signum
+
+
+def substitute_local_rank(cmd: list, local_rank: int) -> list:
+    """torchrun's ``${local_rank}`` macro: each argument with the worker's local rank put in
+    (``string.Template.safe_substitute``, as torch's ``macros.substitute``; so ``$$`` becomes
+    ``$`` there too). tbrun's ``--local-rank=``/``--local_rank=`` arguments are built on it.
+
+    Args:
+        cmd: the worker's command line.
+        local_rank: the worker's index on this node.
+
+    Returns:
+        list: the command line with the macro replaced.
+    """
+    return [Template(a).safe_substitute(local_rank=str(local_rank)) if "$" in a else a
+            for a in cmd]
 
 
 def _pdeathsig():
@@ -175,7 +192,8 @@ class WorkerGroup:
         """tbrun's environment with the defaults every worker gets (``OMP_NUM_THREADS``,
         ``PYTHONUNBUFFERED``) filled in where unset."""
         base = dict(os.environ)
-        if "OMP_NUM_THREADS" not in base and self.cfg.nproc > 1:
+        if "OMP_NUM_THREADS" not in base and "OMP_NUM_THREADS" not in self.cfg.extra_env \
+                and self.cfg.nproc > 1:
             if not self.omp_noticed:
                 self.omp_noticed = True
                 notice(f"setting OMP_NUM_THREADS=1 for each of the {self.cfg.nproc} workers so "
@@ -199,9 +217,9 @@ class WorkerGroup:
         self.spawning, self.pending_signal = True, None
         try:
             for lr, env in enumerate(envs):
-                proc = subprocess.Popen(self.cfg.cmd, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        start_new_session=True,
+                proc = subprocess.Popen(substitute_local_rank(self.cfg.cmd, lr), env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, start_new_session=True,
                                         preexec_fn=_pdeathsig if _LIBC is not None else None)
                 w = Worker(int(env["RANK"]), lr, proc, error_file=env["TORCHELASTIC_ERROR_FILE"])
                 self.workers.append(w)

@@ -257,3 +257,79 @@ def test_styles_in_one_process_and_errors():
             ColwiseParallel(output_layouts=Shard(1))
     finally:
         dist.destroy_process_group()
+
+
+# ***** sequence parallel inside FSDP on a (dp, tp) mesh, 4 ranks *****
+class _SPBlock(tb.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = tb.nn.LayerNorm(D)
+        self.w1, self.w2 = tb.nn.Linear(D, 2 * D), tb.nn.Linear(2 * D, D)
+
+    def forward(self, x):
+        return x + self.w2(F.gelu(self.w1(self.norm(x))))
+
+
+def _sp_net():
+    tb.manual_seed(0)
+    return tb.nn.Sequential(_SPBlock(), _SPBlock())
+
+
+def _sp_data():
+    rng = np.random.default_rng(4)
+    return (tb.tensor(rng.standard_normal((4, SEQ, D)).astype(np.float32)),
+            tb.tensor(rng.standard_normal((4, SEQ, D)).astype(np.float32)))
+
+
+def _sp_steps(model, x, y):
+    opt = tb.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+    for _ in range(STEPS):
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+
+
+def _sp_fsdp(rank, world):
+    from tensorbrain.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from tensorbrain.distributed.fsdp import fully_shard
+    from tensorbrain.distributed.fsdp.wrap import ModuleWrapPolicy
+    mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+    dp = mesh.get_local_rank("dp")
+    x, y = _sp_data()
+    x, y = x[2 * dp:2 * dp + 2], y[2 * dp:2 * dp + 2]     # this replica's half of the batch
+    out = {}
+    for kind in ("fully_shard", "fsdp"):
+        model = _sp_net()
+        # the whole batch in and out on every tp rank; the blocks in between see SEQ / 2
+        parallelize_module(model, mesh["tp"], PrepareModuleInputOutput(
+            input_layouts=Replicate(), desired_input_layouts=Shard(1), use_local_input=True,
+            output_layouts=Shard(1), desired_output_layouts=Replicate()))
+        parallelize_module(model, mesh["tp"], {
+            "*.norm": SequenceParallel(), "*.w1": ColwiseParallel(input_layouts=Shard(1)),
+            "*.w2": RowwiseParallel(output_layouts=Shard(1))})
+        if kind == "fully_shard":
+            for block in model:
+                fully_shard(block, mesh=mesh["dp"])
+            fully_shard(model, mesh=mesh["dp"])
+            _sp_steps(model, x, y)
+            out[kind] = {n: p.full_tensor().detach().numpy().tolist()
+                         for n, p in model.named_parameters()}
+        else:
+            wrapped = FSDP(model, device_mesh=mesh["dp"], auto_wrap_policy=ModuleWrapPolicy(
+                {_SPBlock}))
+            _sp_steps(wrapped, x, y)
+            out[kind] = {k: (v.full_tensor() if isinstance(v, DTensor) else v).detach().numpy()
+                         .tolist() for k, v in wrapped.state_dict().items()}
+    return out
+
+
+def test_sequence_parallel_inside_fsdp_matches_one_process():
+    res = run_workers(f"{HERE}:_sp_fsdp", 4, timeout=240)
+    ref = _sp_net()
+    _sp_steps(ref, *_sp_data())
+    for r in res:
+        for kind, params in r.items():
+            assert sorted(params) == sorted(n for n, _ in ref.named_parameters()), kind
+            for n, p in ref.named_parameters():
+                np.testing.assert_allclose(np.asarray(params[n]), p.detach().numpy(), rtol=2e-5,
+                                           atol=2e-6, err_msg=f"{kind} {n}")

@@ -73,18 +73,24 @@ class SequenceParallel(ParallelStyle):
                     .redistribute(placements=[Shard(d)]).to_local()
             # The module reads its parameters through Megatron's f (identity forward, gradient
             # summed over the group backward): each rank saw only its own positions. An entry
-            # in the instance __dict__ shadows the registered parameter for this call only.
+            # in the instance __dict__ shadows the registered parameter for this call only;
+            # FSDP puts its unsharded view there during forward, so that one is wrapped then.
             shadowed = []
             try:
                 for owner, leaf in owners:
-                    param = owner._parameters.get(leaf)
-                    if param is not None and leaf not in owner.__dict__:
-                        owner.__dict__[leaf] = copy_to_region(param, group)
-                        shadowed.append((owner, leaf))
+                    had = leaf in owner.__dict__
+                    current = owner.__dict__[leaf] if had else owner._parameters.get(leaf)
+                    if current is None:
+                        continue
+                    owner.__dict__[leaf] = copy_to_region(current, group)
+                    shadowed.append((owner, leaf, had, current))
                 out = inner(self_, x, *args, **kwargs)
             finally:
-                for owner, leaf in shadowed:
-                    owner.__dict__.pop(leaf, None)
+                for owner, leaf, had, current in reversed(shadowed):
+                    if had:
+                        owner.__dict__[leaf] = current
+                    else:
+                        owner.__dict__.pop(leaf, None)
             if use_local:
                 return out
             shape = None

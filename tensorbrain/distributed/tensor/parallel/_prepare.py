@@ -18,6 +18,8 @@ layout and redistribute them, with forward (pre-)hooks, as torch's do.
 """
 from __future__ import annotations
 
+import types
+
 from .._api import DTensor
 from ..placement_types import Placement, Replicate, Shard
 from ._base import ParallelStyle, copy_to_region, distribute_param, local_input
@@ -98,7 +100,6 @@ class SequenceParallel(ParallelStyle):
                 shape = list(out.shape)
                 shape[d] = gshape[d]
             return DTensor.from_local(out, mesh, [Shard(d)], shape=shape)
-        import types
         module.forward = types.MethodType(forward, module)
         return module
 

@@ -14,7 +14,17 @@ from ..distributed import (ReduceOp, all_gather, all_gather_into_tensor, all_gat
                            get_global_rank, get_rank, get_world_size, irecv, is_available,
                            is_initialized, isend, monitored_barrier, new_group, recv, reduce,
                            reduce_scatter, reduce_scatter_tensor, scatter, send)
-from . import init_distributed
+
+
+def init_distributed(*args, **kwargs) -> None:
+    """:func:`tensorbrain.deepspeed.init_distributed` (DeepSpeed's ``deepspeed.comm`` name).
+
+    Args:
+        *args: its arguments.
+        **kwargs: its keywords.
+    """
+    from . import init_distributed as init   # the package imports this module
+    init(*args, **kwargs)
 
 
 def get_local_rank() -> int:

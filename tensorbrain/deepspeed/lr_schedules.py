@@ -40,7 +40,7 @@ class _Schedule:
             raise TypeError(f"{type(optimizer).__name__} is not an optimizer (no param_groups)")
         self.optimizer = optimizer
         self.last_batch_iteration = int(last_batch_iteration)
-        self._last_lr = None
+        self._last_lr: list | None = None
 
     def get_lr(self) -> list:
         """The learning rates of ``last_batch_iteration``, one per parameter group."""

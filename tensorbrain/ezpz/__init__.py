@@ -314,7 +314,14 @@ def timeitlogit(rank: int | None = None, verbose: bool = True):
     return decorate
 
 
-from . import dist  # noqa: E402  (ezpz.dist: wrap_model_for_ddp and the names above)
+
+
+def __getattr__(name):
+    if name == "dist":   # ezpz.dist (wrap_model_for_ddp and the names above), on first use
+        import importlib
+        return importlib.import_module(".dist", __name__)
+    raise AttributeError(f"module 'tensorbrain.ezpz' has no attribute {name!r}")
+
 
 __all__ = ["cleanup", "dist", "get_dist_info", "get_logger", "print_dist_setup",
            "summarize_dict", "get_local_rank", "get_local_size", "get_node_index", "get_num_nodes",

@@ -18,6 +18,16 @@ PROG = "deepspeed_train.py"
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.fixture(autouse=True)
+def _no_group_left_behind():
+    """deepspeed.initialize in this process forms a group of one: leave none to later tests."""
+    import tensorbrain.distributed as dist
+    had = dist.is_initialized()
+    yield
+    if dist.is_initialized() and not had:
+        dist.destroy_process_group()
+
+
 def _config(tmp_path, name, world, micro=None, **extra):
     cfg = {"train_batch_size": 16, "train_micro_batch_size_per_gpu": micro or 16 // world,
            "optimizer": {"type": "Adam", "params": {"lr": 0.01, "weight_decay": 0.01}},
@@ -217,3 +227,39 @@ def test_initialize_in_one_process_with_client_optimizer_and_errors():
         "train_batch_size": 4, "optimizer": {"type": "Adam",
                                              "params": {"lr": 0.1, "adam_w_mode": False}}})
     assert type(o) is tb.optim.Adam
+
+
+def test_accelerator_comm_and_was_step_applied(monkeypatch):
+    import tensorbrain as tb
+    import tensorbrain.deepspeed as deepspeed
+    from tensorbrain.deepspeed import accelerator as ds_accelerator
+    from tensorbrain.deepspeed.accelerator import get_accelerator
+    acc = get_accelerator()
+    kind = "cuda" if tb.cuda.is_available() else "cpu"
+    assert acc.device_name() == kind and acc.device_name(0) == ("cuda:0" if kind == "cuda" else "cpu")
+    assert acc.communication_backend_name() == ("nccl" if kind == "cuda" else "gloo")
+    assert acc.is_fp16_supported() and acc.on_accelerator(tb.zeros(1).to(acc.device_name()))
+    monkeypatch.setattr(ds_accelerator, "_ACCELERATOR", None)
+    monkeypatch.setenv("DS_ACCELERATOR", "xpu")
+    with pytest.raises(ValueError, match="'xpu'"):
+        get_accelerator()
+    monkeypatch.setattr(ds_accelerator, "_ACCELERATOR", None)
+    monkeypatch.delenv("DS_ACCELERATOR")
+    assert deepspeed.comm.all_reduce is tb.distributed.all_reduce
+    model = tb.nn.Linear(3, 1)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        engine, *_ = deepspeed.initialize(model=model, config={
+            "train_batch_size": 2, "gradient_accumulation_steps": 2,
+            "optimizer": {"type": "SGD", "params": {"lr": 0.1}},
+            "wall_clock_breakdown": False, "zero_optimization": {"stage": 0, "overlap_comm": True}})
+    msgs = [str(w.message) for w in seen if "only tune GPUs" in str(w.message)]
+    assert len(msgs) == 1 and "wall_clock_breakdown" in msgs[0] and "overlap_comm" in msgs[0]
+    applied = []
+    for _ in range(4):
+        engine.backward(engine(tb.randn(1, 3)).sum())
+        engine.step()
+        applied.append(engine.was_step_applied())
+    assert applied == [False, True, False, True]
+    assert deepspeed.comm.get_world_size() == 1    # initialize joined a group of one
+    deepspeed.comm.destroy_process_group()

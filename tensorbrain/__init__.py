@@ -20,6 +20,8 @@ from ._random import Generator, initial_seed, manual_seed, seed
 from . import amp, cpu
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled
 from ._random import get_rng_state, set_rng_state
+from ._threads import (get_num_interop_threads, get_num_threads, set_num_interop_threads,
+                       set_num_threads)
 from ._interop import from_dlpack
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,

@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",
         "tensorbrain._factories", "tensorbrain.autograd",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
+        "tensorbrain._threads",
         "tensorbrain.random", "tensorbrain._interop", "tensorbrain.utils.dlpack",
         "tensorbrain.utils.checkpoint",
     ]),

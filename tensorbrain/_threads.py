@@ -1,0 +1,79 @@
+"""``tb.set_num_threads`` / ``tb.get_num_threads``: the CPU threads of the BLAS/OpenMP pools
+behind NumPy's matrix products (torch's intra-op threads).
+
+The pools are resized with ``threadpoolctl`` when it is installed (scikit-learn brings it);
+without it the number is only recorded and ``OMP_NUM_THREADS`` set before start-up is what
+counts. Horovod and DeepSpeed programs call ``torch.set_num_threads(1)`` per worker.
+"""
+from __future__ import annotations
+
+import os
+
+_state: dict = {"threads": None, "interop": None, "limiter": None}
+
+
+def _limit(n: int) -> None:
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:   # optional: the number is recorded only
+        return
+    _state["limiter"] = threadpool_limits(limits=n)   # stays in force until the next call
+
+
+def set_num_threads(num: int) -> None:
+    """Use ``num`` threads for CPU matrix products (NumPy's BLAS/OpenMP pools).
+
+    Args:
+        num: a positive number of threads.
+
+    Raises:
+        ValueError: ``num`` < 1.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> n = tb.get_num_threads()
+        >>> tb.set_num_threads(1); tb.get_num_threads()
+        1
+        >>> tb.set_num_threads(n)
+    """
+    num = int(num)
+    if num < 1:
+        raise ValueError(f"set_num_threads expects a positive integer, got {num}")
+    _limit(num)
+    _state["threads"] = num
+
+
+def get_num_threads() -> int:
+    """The threads CPU matrix products use (the last :func:`set_num_threads`, else
+    ``OMP_NUM_THREADS``, else the pools' own size, else the CPU count)."""
+    if _state["threads"] is not None:
+        return _state["threads"]
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        return int(os.environ["OMP_NUM_THREADS"])
+    try:
+        from threadpoolctl import threadpool_info
+        sizes = [p["num_threads"] for p in threadpool_info()]
+        if sizes:
+            return max(sizes)
+    except ImportError:
+        pass
+    return os.cpu_count() or 1
+
+
+def set_num_interop_threads(num: int) -> None:
+    """Recorded for torch compatibility: TensorBrain runs ops one at a time per Python thread.
+
+    Args:
+        num: a positive number of threads.
+
+    Raises:
+        ValueError: ``num`` < 1.
+    """
+    if int(num) < 1:
+        raise ValueError(f"set_num_interop_threads expects a positive integer, got {num}")
+    _state["interop"] = int(num)
+
+
+def get_num_interop_threads() -> int:
+    """The number :func:`set_num_interop_threads` recorded (default 1)."""
+    return _state["interop"] or 1

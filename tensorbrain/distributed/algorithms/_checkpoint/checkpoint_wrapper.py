@@ -16,7 +16,7 @@ unwrapped model, ``load_state_dict`` takes them, and FSDP's state dicts strip it
 >>> apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, tb.nn.Linear))
 >>> type(model[0]).__name__, list(model.state_dict())
 ('CheckpointWrapper', ['0.weight', '0.bias', '2.weight', '2.bias'])
->>> model(tb.randn(3, 4)).sum().backward(); model[0].weight.grad.shape
+>>> model(tb.randn(3, 4)).sum().backward(); tuple(model[0].weight.grad.shape)
 (4, 4)
 """
 from __future__ import annotations

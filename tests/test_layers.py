@@ -73,7 +73,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.utils.data.distributed", "tensorbrain.distributed.fsdp",
         "tensorbrain.distributed.tensor", "tensorbrain.distributed.pipelining",
         "tensorbrain.distributed.pipeline", "tensorbrain.distributed.optim",
-        "tensorbrain.distributed.checkpoint",
+        "tensorbrain.distributed.checkpoint", "tensorbrain.distributed._composable",
+        "tensorbrain.distributed._tensor", "tensorbrain.distributed.algorithms._checkpoint",
     ]),
     ("front doors", [  # other frameworks' APIs on top, and the tools
         "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",

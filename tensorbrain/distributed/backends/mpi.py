@@ -462,8 +462,20 @@ class MPIBackend(Requests, base.Backend):
         self._check_tag(tag)
         source = MPI.ANY_SOURCE if src is None else src
         status = MPI.Status()
+
+        def check_and_finish():
+            # MPI fills a longer buffer silently (a shorter one is a truncation error): a
+            # message of another size than the buffer is a mismatched send/recv pair
+            got = status.Get_count(MPI.BYTE)
+            if got != recv.nbytes:
+                raise DistBackendError(
+                    f"MPI recv of group {self.group_name!r} on rank {self.rank}: rank "
+                    f"{status.Get_source()} sent {got} bytes (tag {tag}) but the receive buffer "
+                    f"holds {recv.nbytes} ({recv.dtype} x {recv.size}); send and recv must use "
+                    "the same shape and dtype")
+            return finish()
         return self._start("recv", lambda: self.comm.Irecv(_raw(recv), source, tag),
-                           lambda: finish(), async_op, status=status)
+                           check_and_finish, async_op, status=status)
 
     def batch_p2p(self, ops, *, async_op: bool = True):
         """``ops``: ``(kind, array, peer, tag)`` from ``batch_isend_irecv``. Every Isend/Irecv is

@@ -104,6 +104,7 @@ class MPIBackend(Requests, base.Backend):
         # A private duplicate for control messages (monitored_barrier), made here because Dup is
         # collective: made later, a late rank would hold the others inside Dup past the timeout.
         self._ctl = self.comm.Dup()
+        self._learn_peers()  # pid and host of every rank: a timeout names a stopped/dead one
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "

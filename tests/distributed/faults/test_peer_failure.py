@@ -94,3 +94,30 @@ def test_frozen_peer_is_named_by_every_survivor(workers, victim, soak):
                           group_timeout=FREEZE_TIMEOUT, init="env", raise_on_error=False,
                           env={"TB_SHM": "0"})
         check_survivors(results, victim, limit=FREEZE_TIMEOUT + 0.75)
+
+
+# ***** mpi: MPI cannot say which rank a collective waits for; /proc can (same host) *****
+@pytest.mark.mpi
+def test_frozen_peer_is_named_on_mpi(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    if not mpiexec.exists():
+        pytest.skip("no mpiexec next to python (pip install mpich)")
+    pytest.importorskip("mpi4py")
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1",
+           "TB_RESULT_FILE": str(tmp_path / "results.txt")}
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
+        env.pop(key, None)
+    proc = subprocess.run([str(mpiexec), "-n", "2", sys.executable, "-m",
+                           "tests.distributed.faults.mpi_frozen"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    path = tmp_path / "results.txt"
+    out = (path.read_text() if path.exists() else "") + proc.stdout + proc.stderr[-2000:]
+    first = [line for line in out.splitlines() if line.startswith("RESULT first=")]
+    assert first and first[0].startswith("RESULT first=DistTimeoutError"), out
+    assert "rank 1 is stopped" in first[0], out
+    assert float(first[0].split("secs=")[1].split()[0]) < 3.0 + 0.75, out
+

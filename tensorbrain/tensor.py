@@ -27,6 +27,12 @@ from ._tensor_base import Size, Tensor, _req  # noqa: F401  (Size: its public ho
 from .autograd import engine, grad_mode
 from .autograd import backward as _backward
 
+# What ``from tensorbrain.tensor import *`` and the API reference (docs/api/tensor.md) give: the
+# class and the factories (device, make, unbroadcast are imported for this module's own use).
+__all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty",
+           "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace",
+           "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like"]
+
 
 class _OpMethods:
     """The Tensor methods that call ops, copied onto :class:`Tensor` by :func:`_install`."""

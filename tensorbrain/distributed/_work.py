@@ -63,12 +63,27 @@ class Work:
         return True
 
     def is_completed(self) -> bool:
+        """Whether the op has finished (successfully or not), without waiting.
+
+        Returns:
+            bool: True once finished.
+        """
         return self._done
 
     def is_success(self) -> bool:
+        """Whether the op has finished without an error, without waiting.
+
+        Returns:
+            bool: True once finished successfully.
+        """
         return self._done and self._exc is None
 
     def exception(self) -> BaseException | None:
+        """The op's error, without waiting.
+
+        Returns:
+            The exception it failed with, or None (running, or finished successfully).
+        """
         return self._exc
 
     def result(self) -> Any:

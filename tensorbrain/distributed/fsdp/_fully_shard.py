@@ -56,6 +56,7 @@ class UnshardHandle:
         self._state = state
 
     def wait(self):
+        """Finish the all-gather and install the full parameters on the module."""
         if self._state.handle is not None:
             self._state.handle.wait_unshard()
             self._state.install()

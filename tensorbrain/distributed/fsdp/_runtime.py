@@ -262,7 +262,9 @@ class UnitState:
 
 def _unit_error(unit, what, exc):
     """``exc`` (a DistError) again, its message naming the FSDP unit and this rank."""
-    hint = ("another rank died; its own error says why" if " died" in str(exc) else
+    msg = str(exc)
+    hint = ("a rank ran out of memory" if "MemoryError" in msg else
+            "another rank died; its own error says why" if " died" in msg else
             "do all ranks run the same units in the same order?")
     return type(exc)(f"{unit.kind} unit '{unit.name}' on rank {c10d.get_rank()}: the {what} "
                      f"failed ({hint}): {exc}")

@@ -171,6 +171,8 @@ class UnitState:
             self.handle.unshard(async_op=async_op)
         except DistError as exc:
             raise _unit_error(self, "all-gather of its parameters", exc) from exc
+        except MemoryError as exc:
+            raise _oom(self, "gathering its parameters", exc) from exc
 
     # ***** backward *****
     def _pre_backward_hook(self, grad):
@@ -203,7 +205,11 @@ class UnitState:
             if self.root is None or view.grad is None:
                 return
             self.root.backward_started()
-            if self.handle.take_grad(entry):
+            try:
+                done = self.handle.take_grad(entry)
+            except MemoryError as exc:
+                raise _oom(self, "collecting its unsharded gradients", exc) from exc
+            if done:
                 self.post_backward()
         return hook
 
@@ -218,6 +224,8 @@ class UnitState:
             finish = h.reduce_grad(root.sync and self.requires_grad_sync, divide)
         except DistError as exc:
             raise _unit_error(self, "reduce-scatter of its gradients", exc) from exc
+        except MemoryError as exc:
+            raise _oom(self, "reducing its gradients", exc) from exc
         if finish is not None:
             root.pending.append((self, finish))
         h.reshard()
@@ -254,8 +262,19 @@ class UnitState:
 
 def _unit_error(unit, what, exc):
     """``exc`` (a DistError) again, its message naming the FSDP unit and this rank."""
+    msg = str(exc)
+    hint = ("a rank ran out of memory" if "MemoryError" in msg else
+            "another rank died; its own error says why" if " died" in msg else
+            "do all ranks run the same units in the same order?")
     return type(exc)(f"{unit.kind} unit '{unit.name}' on rank {c10d.get_rank()}: the {what} "
-                     f"failed (do all ranks run the same units in the same order?): {exc}")
+                     f"failed ({hint}): {exc}")
+
+
+def _oom(unit, what, exc):
+    """A MemoryError naming the FSDP unit and this rank (the other ranks then fail naming this
+    one when it exits)."""
+    return MemoryError(f"{unit.kind} unit '{unit.name}' on rank {c10d.get_rank()} ran out of "
+                       f"memory {what}: {exc}")
 
 
 def _ptr(a) -> int:

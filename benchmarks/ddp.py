@@ -6,8 +6,9 @@
     python benchmarks/ddp.py --quick               # smoke run
 
 Every rank is a separate process with 1 BLAS thread (OMP/OPENBLAS/MKL_NUM_THREADS=1, torch
-set_num_threads(1)), as in ../shared/BASELINES.md. A step is ``zero_grad; loss(model(x),
-y).backward(); step()`` with SGD (momentum 0.9) on random data of B samples per rank.
+set_num_threads(1)), so a rank's time does not depend on idle cores. A step is
+``zero_grad; loss(model(x), y).backward(); step()`` with SGD (momentum 0.9) on random data of B
+samples per rank.
 
 Figures (one launch per model and batch runs every contender in the same processes -- tb and,
 with --compare torch, torch with its own gloo group -- in interleaved blocks of steps, so the

@@ -3,12 +3,15 @@
     python benchmarks/fsdp.py                  # memory rows at 2 and 4 ranks, step time at 2
     python benchmarks/fsdp.py --quick          # smaller model, fewer steps (smoke run)
     python benchmarks/fsdp.py --json out.json
-    python benchmarks/fsdp.py --only limit --limit-mib 128   # largest MLP under a memory cap
+    python benchmarks/fsdp.py --only limit --limit-mib 128   # largest MLP under ulimit -d
+    python benchmarks/fsdp.py --only limit --limit-kind as     # ... under ulimit -v
 
 Every configuration runs in fresh processes (``run_workers``: real processes, TCP backend with
 its same-host shared-memory transport, one BLAS thread each). Memory runs fix
-``MALLOC_MMAP_THRESHOLD_`` so that freed arrays go back to the OS and RSS means something; the
-step-time run keeps the default allocator, as a user would. Figures per rank (rank 0 shown; the ranks agree to within a few pages):
+``MALLOC_MMAP_THRESHOLD_`` and turn tensorbrain's own glibc tuning off (``TB_MALLOC_TUNING=0``:
+it keeps freed blocks in the heap) so that freed arrays go back to the OS and RSS means
+something; the step-time run keeps the default allocator, as a user would. Figures per rank
+(rank 0 shown; the ranks agree to within a few pages):
 
 * persistent: bytes of parameters + gradients + optimizer state that live between steps, summed
   over the arrays the model and optimizer hold (``p._data``, ``p.grad``, Adam's two moments);
@@ -20,7 +23,17 @@ step-time run keeps the default allocator, as a user would. Figures per rank (ra
 * step: median time of ``zero_grad; loss.backward(); step()`` over blocks of steps; DDP and
   FSDP run in the same processes in interleaved blocks, so the machine's load hits both alike;
 * CPU time per step: process CPU time (all threads) per step; on a machine shared with other
-  jobs it shows the work each variant adds, without the time spent waiting for a core.
+  jobs it shows the work each variant adds, without the time spent waiting for a core;
+* largest model under a limit (``--only limit``): each of 4 ranks sets ``RLIMIT_DATA`` (the
+  kernel's limit on private writable memory, ``ulimit -d``; ``--limit-kind as``: ``RLIMIT_AS``,
+  ``ulimit -v``) to its size before the model plus ``--limit-mib``, after one step of a tiny
+  model of the same kind (so lazy imports and the backend's threads are in the baseline), then
+  builds the MLP and trains ``--limit-steps`` Adam steps; a run counts if every rank finishes
+  with finite losses. A rank over the limit gets MemoryError and the others fail naming it
+  (each row says so; a hang would show as one, killed at ``--limit-timeout``). Width is
+  searched at 4 layers and depth at width 1024, stepping up by doubling, then bisecting.
+  ``FULL_SHARD+per_layer`` wraps each Linear as it is built, so the whole model never exists
+  unsharded on one rank.
 
 Goals (issue 16; figures, not asserted): FULL_SHARD persistent <= (1/N + 0.1) x DDP's at N = 2
 and 4; FSDP step <= 1.3 x DDP's at 2 ranks.
@@ -37,8 +50,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+# memory runs: freed arrays go back to the OS, so resident and data sizes mean something
+# (TB_MALLOC_TUNING=0: tensorbrain's import would otherwise raise glibc's mmap threshold to 32 MiB
+# and keep 64 MiB of freed heap, overriding MALLOC_MMAP_THRESHOLD_)
+MEMORY_ENV = {"MALLOC_MMAP_THRESHOLD_": "131072", "TB_MALLOC_TUNING": "0"}
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-       "MALLOC_MMAP_THRESHOLD_": "131072"}
+       **MEMORY_ENV}
 
 
 # ***** worker side *****
@@ -152,33 +169,157 @@ def speed_worker(rank, world, kinds, width, layers, batch, blocks, steps):
     return {"wall": times, "cpu": cpu}
 
 
-def largest_under_cap(args, env, me, world=4, layers=4):
-    """The widest ``layers``-layer MLP whose peak resident memory per rank (above the
-    pre-model baseline, sampled during training steps) stays under ``--limit-mib``: DDP against
-    FULL_SHARD at ``world`` ranks."""
+# ***** the largest model under an enforced memory limit *****
+def _vm(key: str) -> int:
+    """One ``Vm*`` figure of /proc/self/status, in bytes."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def _build(tb, kind, width, layers):
+    """The model for ``kind``; ``+per_layer``: each Linear is wrapped (sharded) as it is built,
+    so a rank never holds more than one unsharded layer -- the way to build a model that does
+    not fit one process when there is no meta device."""
+    if not kind.endswith("+per_layer"):
+        return _wrap(tb, _model(tb, width, layers), kind)
+    from tensorbrain.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+    from tensorbrain.distributed.fsdp.wrap import enable_wrap, wrap
+    strategy = ShardingStrategy[kind.partition("+")[0]]
+    with enable_wrap(wrapper_cls=FSDP, sharding_strategy=strategy):
+        mods = []
+        for _ in range(layers):
+            mods += [wrap(tb.nn.Linear(width, width)), tb.nn.ReLU()]
+        return FSDP(tb.nn.Sequential(*mods), sharding_strategy=strategy)
+
+
+LIMITS = {"data": ("RLIMIT_DATA", "VmData", "ulimit -d"),
+          "as": ("RLIMIT_AS", "VmSize", "ulimit -v")}
+
+
+def cap_worker(rank, world, kind, width, layers, batch, steps, cap, limit="data"):
+    """Build and train ``kind`` with ``RLIMIT_DATA`` (``limit="as"``: ``RLIMIT_AS``) set to this
+    process's data size (address-space size) before the model plus ``cap`` bytes; a rank that
+    needs more gets MemoryError from the kernel's limit.
+    A tiny model of the same kind trains one step first, so that what every run pays once
+    (lazy imports, the backend's threads and their stacks) is in the baseline."""
+    import resource
+
+    import numpy as np
+    import tensorbrain as tb
+
+    def train(model, width, steps):
+        optim = tb.optim.Adam(model.parameters(), lr=1e-4)
+        x = tb.tensor(np.random.RandomState(rank).randn(batch, width).astype(np.float32))
+        losses = []
+        for _ in range(steps):
+            optim.zero_grad()
+            loss = (model(x) ** 2).mean()
+            loss.backward()
+            optim.step()
+            losses.append(float(loss.item()))
+        return losses, _vm(field)
+    rlimit, field, _ = LIMITS[limit]
+    rlimit = getattr(resource, rlimit)
+    train(_build(tb, kind, 64, 2), 64, 1)
+    _trim()
+    base = _vm(field)
+    resource.setrlimit(rlimit, (base + int(cap), resource.getrlimit(rlimit)[1]))
+    tb.manual_seed(0)
+    losses, data = train(_build(tb, kind, width, layers), width, steps)
+    if not np.all(np.isfinite(losses)):
+        raise FloatingPointError(f"rank {rank}: losses {losses}")
+    return {"losses": losses, "data": data - base}
+
+
+def _outcome(results) -> tuple[bool, str]:
+    """``(trained, what happened)`` for one capped run's ``WorkerResult`` list."""
+    if all(r.ok for r in results):
+        return True, "trained"
+    oom = [r.rank for r in results if r.error_type == "MemoryError" or
+           (r.exitcode is not None and r.exitcode < 0) or   # killed (the OOM killer, say)
+           f"on rank {r.rank} failed: MemoryError" in (r.message or "")]   # in a collective
+    hung = [r.rank for r in results if r.timed_out]
+    others = [r for r in results if not r.ok and r.rank not in oom]
+    named = all(any(f"rank {o}" in (r.message or "") for o in oom) for r in others)
+    text = f"MemoryError on rank{'s' if len(oom) > 1 else ''} {oom}" if oom else \
+        "failed: " + "; ".join(r.describe().splitlines()[0] for r in results if not r.ok)
+    if others:
+        text += f"; ranks {[r.rank for r in others]} " + (
+            f"failed naming rank {oom[0]}" if named and oom and not hung else
+            f"{'hung (killed at the timeout)' if hung else 'failed'} without naming it: "
+            f"{others[0].describe().splitlines()[0][:200]}")
+    return False, text
+
+
+def _trial(me, env, kind, width, layers, args, cap, log):
     from tensorbrain.testing.distributed import run_workers
-    cap = args.limit_mib * (1 << 20)
-    print(f"\n# largest {layers}-layer MLP (Adam, batch {args.batch}/rank) whose peak RSS per "
-          f"rank stays under {args.limit_mib:.0f} MiB, {world} ranks")
-    print("| config | width | parameters | peak in step (MiB) | fits |")
-    print("| --- | ---: | ---: | ---: | --- |")
-    best = {}
-    for kind in ("DDP", "FULL_SHARD"):
-        for width in (512, 768, 1024, 1280, 1536, 1792, 2048, 2304):
-            r = run_workers(f"{me}:memory_worker", world, kind, width, layers, args.batch, 2,
-                            timeout=600, env=env)
-            peak = max(x["peak"] for x in r)
-            n = layers * (width * width + width)
-            fits = peak <= cap
-            print(f"| {kind} | {width} | {n / 1e6:.2f} M | {peak / (1 << 20):.1f} | "
-                  f"{'yes' if fits else 'no'} |", flush=True)
-            if not fits:
-                break
-            best[kind] = n
-    if len(best) == 2:
-        print(f"\nFULL_SHARD trains {best['FULL_SHARD'] / best['DDP']:.1f} x DDP's parameters "
-              f"under the cap")
-    return best
+    t0 = time.perf_counter()
+    res = run_workers(f"{me}:cap_worker", 4, kind, width, layers, args.batch, args.limit_steps,
+                      cap, args.limit_kind, timeout=args.limit_timeout, env=env,
+                      raise_on_error=False)
+    ok, what = _outcome(res)
+    n = layers * (width * width + width)
+    data = max(r.value["data"] for r in res) / (1 << 20) if ok else float("nan")
+    log.append({"kind": kind, "width": width, "layers": layers, "params": n, "trained": ok,
+                "what": what, "used_mib": data, "wall_s": time.perf_counter() - t0})
+    print(f"| {kind} | {layers} x {width} | {n / 1e6:.2f} M | "
+          f"{'yes' if ok else 'no'} | {f'{data:.0f}' if ok else ''} | {what} |", flush=True)
+    return ok
+
+
+def _search(try_size, lo, hi, step):
+    """The largest size in ``lo, lo+step, ...`` for which ``try_size`` holds: step up by
+    doubling from ``lo`` until it fails (or ``hi``), then bisect. None if ``lo`` fails."""
+    good, bad = None, None
+    size = lo
+    while size <= hi:
+        if try_size(size):
+            good = size
+            size = lo + 2 * (size - lo) + step
+        else:
+            bad = size
+            break
+    if good is None:
+        return None
+    bad = bad if bad is not None else hi + step
+    while bad - good > step:
+        mid = good + (bad - good) // (2 * step) * step
+        if try_size(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def largest_under_cap(args, env, me, layers=4):
+    """The largest MLP each configuration trains at 4 ranks under an enforced per-process
+    limit (``RLIMIT_DATA`` or ``RLIMIT_AS``): width searched at ``layers`` layers, depth at
+    width 1024."""
+    cap = int(args.limit_mib * (1 << 20))
+    kinds = ("DDP", "FULL_SHARD", "FULL_SHARD+per_layer")
+    rlimit, field, shell = LIMITS[args.limit_kind]
+    from benchmarks._common import cpu_model
+    print(f"# largest MLP (Adam, batch {args.batch}/rank, {args.limit_steps} steps) that trains "
+          f"at 4 ranks with {rlimit} ({shell}) = each rank's {field} before the model + "
+          f"{args.limit_mib:.0f} MiB; TCP backend; {cpu_model()}")
+    print(f"| config | layers x width | parameters | trained | {field} used (MiB) | outcome |")
+    print("| --- | --- | ---: | --- | ---: | --- |")
+    log, best = [], {}
+    for kind in kinds:
+        w = _search(lambda w: _trial(me, env, kind, w, layers, args, cap, log), 256, 8192, 64)
+        d = _search(lambda d: _trial(me, env, kind, 1024, d, args, cap, log), 1, 256, 1)
+        best[kind] = {"width": w, "layers": d}
+    print(f"\n| config | widest at {layers} layers | parameters | deepest at width 1024 | "
+          f"parameters |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for kind, b in best.items():
+        pw = layers * (b["width"] ** 2 + b["width"]) if b["width"] else 0
+        pd = b["layers"] * (1024 ** 2 + 1024) if b["layers"] else 0
+        print(f"| {kind} | {b['width']} | {pw / 1e6:.2f} M | {b['layers']} | {pd / 1e6:.2f} M |")
+    return {"limit": rlimit, "cap_mib": args.limit_mib, "best": best, "trials": log}
 
 
 # ***** driver *****
@@ -191,7 +332,13 @@ def main(argv=None):
     ap.add_argument("--json")
     ap.add_argument("--only", choices=("memory", "speed", "limit"))
     ap.add_argument("--limit-mib", type=float, default=128.0,
-                    help="per-process resident-memory cap for the largest-model search")
+                    help="the limit above each rank's size before the model (largest-model "
+                         "search)")
+    ap.add_argument("--limit-kind", choices=sorted(LIMITS), default="data",
+                    help="data: RLIMIT_DATA (ulimit -d); as: RLIMIT_AS (ulimit -v)")
+    ap.add_argument("--limit-steps", type=int, default=3, help="Adam steps per capped run")
+    ap.add_argument("--limit-timeout", type=float, default=300.0,
+                    help="seconds before a capped run's ranks count as hung")
     args = ap.parse_args(argv)
     from tensorbrain.testing.distributed import run_workers
     from benchmarks._common import cpu_model
@@ -199,10 +346,14 @@ def main(argv=None):
     steps, blocks = (3, 2) if args.quick else (5, 5)
     me = "benchmarks.fsdp"
     env = {**ENV, "PYTHONPATH": ROOT}
+    if args.only == "limit":
+        out = largest_under_cap(args, env, me)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=1)
+        return out
     print(f"# FSDP vs DDP: {layers} x Linear({width}, {width}) + ReLU, Adam, batch {args.batch}"
           f"/rank, TCP backend; {cpu_model()}")
-    if args.only == "limit":
-        return largest_under_cap(args, env, me)
     rows = []
     print("\n| ranks | config | persistent (MiB) | x DDP | goal | RSS between steps (MiB) "
           "| peak in step (MiB) |")
@@ -225,7 +376,7 @@ def main(argv=None):
     if args.only == "memory":
         return
     kinds = ["DDP", "FULL_SHARD", "FULL_SHARD+forward_prefetch", "SHARD_GRAD_OP"]
-    speed_env = {k: v for k, v in env.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    speed_env = {k: v for k, v in env.items() if k not in MEMORY_ENV}
     res = run_workers(f"{me}:speed_worker", 2, kinds, width, layers, args.batch, blocks, steps,
                       timeout=600, env=speed_env)
     print("\n| config (2 ranks) | step (ms, median of blocks, slowest rank) | x DDP "

@@ -259,7 +259,7 @@ def plots(times, sizes, limits, ddp, out_dir, netns=None) -> list:
     def save(fig, name):
         path = os.path.join(out_dir, name)
         fig.tight_layout()
-        fig.savefig(path, dpi=70)
+        fig.savefig(path, dpi=140)   # 70 dpi made the legends unreadable in the docs site
         plt.close(fig)
         paths.append(path)
 

@@ -12,7 +12,7 @@ processes; each round is ``-w`` warm-up calls, a barrier, then ``-n`` timed call
 a round is the slowest rank's mean. The median round is printed. In-place against in-place: our
 all_reduce is in place (as torch's), so that is the call it replaces.
 
-Columns as nccl-tests (REFERENCE.md): size(B) count type redop root | time(us) algbw(GB/s)
+Columns as nccl-tests (github.com/NVIDIA/nccl-tests, doc/PERFORMANCE.md): size(B) count type redop root | time(us) algbw(GB/s)
 busbw(GB/s) #wrong, with algbw = size / time (GB = 1e9 B) and busbw = algbw x 2(n-1)/n for
 all_reduce; #wrong counts mismatches of a separate correctness call on rank-dependent data. Then
 the raw mpi4py time and busbw, the ratio tb/mpi4py and the difference in microseconds.

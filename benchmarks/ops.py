@@ -1,6 +1,6 @@
 """Per-op dispatch overhead and the MLP training step, TensorBrain vs hand-written NumPy (vs torch).
 
-    python benchmarks/ops.py                 # 1 BLAS thread (as ../shared/BASELINES.md)
+    python benchmarks/ops.py                 # 1 BLAS thread (independent of idle cores)
     python benchmarks/ops.py --threads 2     # both cores
     python benchmarks/ops.py --quick         # fewer steps, for a smoke run
 

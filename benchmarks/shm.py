@@ -12,8 +12,8 @@ or quieter machine; a size's figure is the best (lowest time) of its rounds. Imp
   checks, ``Work``, the op queue) instead of the one-call fast path (distributed/_fastpath.py);
 * ``shm-raw``: ``tensorbrain._C.ShmGroup.all_reduce`` called directly: the transport without the
   process-group layer (Tensor unwrap, Work, sequence numbers);
-* ``mpi``: mpi4py ``comm.Allreduce(a, b)`` under ``mpiexec`` (the mpich wheel), out of place as in
-  ../shared/BASELINES.md;
+* ``mpi``: mpi4py ``comm.Allreduce(a, b)`` under ``mpiexec`` (the mpich wheel), out of place (MPI's
+  usual form, as osu_allreduce calls it);
 * ``gloo``: ``torch.distributed.all_reduce`` with the gloo backend (when torch is installed).
 
 Timing per size: ``-w`` warm-up calls, a barrier, then calls for at least ``--min-time`` seconds
@@ -320,7 +320,7 @@ def plot(records, path, n) -> None:
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"one host, {os.cpu_count()} cores", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=70)
+    fig.savefig(path, dpi=140)   # 70 dpi made the legends unreadable in the docs site
     print(f"# plot written to {path}")
 
 

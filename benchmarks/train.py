@@ -2,7 +2,7 @@
 
 Two models, each trained with SGD (momentum 0.9) on cross-entropy, on random data:
 
-* ``mlp``: 784-512-512-10 with ReLU (the model of docs/BASELINES' training-step table);
+* ``mlp``: 784-512-512-10 with ReLU (the model of docs/tensor.md's training-step table);
 * ``cnn``: 28x28x1 -> conv3x3(16)+ReLU -> maxpool2 -> conv3x3(32)+ReLU -> maxpool2 -> fc(10).
 
 A step is ``zero_grad; loss(model(x), y).backward(); step()``. The NumPy baseline does exactly

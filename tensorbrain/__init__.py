@@ -22,7 +22,8 @@ from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocas
 from ._random import get_rng_state, set_rng_state
 from ._sampling import bernoulli, multinomial, normal
 from .backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision
-from ._threads import get_num_interop_threads, get_num_threads, set_num_interop_threads, set_num_threads
+from ._threads import (get_num_interop_threads, get_num_threads, set_num_interop_threads,
+                       set_num_threads)
 from ._interop import from_dlpack
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import inference_mode, is_inference_mode_enabled

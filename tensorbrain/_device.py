@@ -57,6 +57,14 @@ CPU = device("cpu")
 
 
 def as_device(spec) -> device:
+    """A ``device`` from a user's device argument.
+
+    Args:
+        spec: a ``device``, a str such as ``"cuda:1"``, an int GPU index, or None (the CPU).
+
+    Returns:
+        device: the device.
+    """
     if spec is None:
         return CPU
     return spec if isinstance(spec, device) else device(spec)

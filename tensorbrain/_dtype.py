@@ -28,10 +28,31 @@ _default_float = float32
 
 
 def get_default_dtype() -> np.dtype:
+    """The floating-point dtype of new float tensors (float32 at start), as
+    ``torch.get_default_dtype``.
+
+    Returns:
+        The dtype (``tb.float32`` unless :func:`set_default_dtype` changed it).
+    """
     return _default_float
 
 
 def set_default_dtype(dtype) -> None:
+    """Set the dtype that ``tb.tensor([1.0])``, ``tb.zeros(...)`` and friends give floats, as
+    ``torch.set_default_dtype``.
+
+    Args:
+        dtype: a floating-point dtype (``tb.float64``, ``tb.float32``, ``tb.float16``, ...).
+
+    Raises:
+        TypeError: ``dtype`` is not a floating-point dtype.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.set_default_dtype(tb.float64); tb.zeros(1).dtype == tb.float64
+        True
+        >>> tb.set_default_dtype(tb.float32)
+    """
     global _default_float
     dtype = np.dtype(dtype)
     if not is_floating_point(dtype):

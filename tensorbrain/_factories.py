@@ -186,7 +186,15 @@ def _like(fn):
     def like(t, dtype=None, device=None, requires_grad=False, **kw):
         return fn(*t.shape, **kw, dtype=dtype or t.dtype, device=device or t.device,
                   requires_grad=requires_grad)
-    like.__name__ = fn.__name__ + "_like"
+    like.__name__ = like.__qualname__ = fn.__name__ + "_like"
+    like.__doc__ = (f"A tensor like ``tb.{fn.__name__}`` of ``t``'s shape, and its dtype and "
+                    f"device unless given, as ``torch.{fn.__name__}_like``.\n\nArgs:\n"
+                    f"    t: the tensor whose shape (and dtype, device) to take.\n"
+                    f"    dtype: the dtype; default ``t.dtype``.\n"
+                    f"    device: the device; default ``t.device``.\n"
+                    f"    requires_grad: whether autograd records operations on the result.\n"
+                    f"    **kw: further keyword arguments of ``tb.{fn.__name__}``.\n\n"
+                    f"Returns:\n    Tensor: the new tensor.\n")
     return like
 
 

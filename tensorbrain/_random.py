@@ -19,11 +19,24 @@ class Generator:
         self.rng = np.random.default_rng(self._seed)
 
     def manual_seed(self, seed: int):
+        """Reseed this generator, as ``torch.Generator.manual_seed``.
+
+        Args:
+            seed: the seed (an int).
+
+        Returns:
+            Generator: self.
+        """
         self._seed = int(seed)
         self.rng = np.random.default_rng(self._seed)
         return self
 
     def initial_seed(self) -> int:
+        """The seed this generator was last seeded with (``torch.Generator.initial_seed``).
+
+        Returns:
+            int: the seed.
+        """
         return self._seed
 
     def get_state(self):
@@ -52,10 +65,25 @@ def manual_seed(seed: int) -> Generator:
 
 
 def initial_seed() -> int:
+    """The seed of the global generator, as ``torch.initial_seed``.
+
+    Returns:
+        int: the last seed given to ``tb.manual_seed`` or chosen by ``tb.seed``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> _ = tb.manual_seed(7); tb.initial_seed()
+        7
+    """
     return default_generator.initial_seed()
 
 
 def seed() -> int:
+    """Seed the global generator (and CuPy's) from fresh entropy, as ``torch.seed``.
+
+    Returns:
+        int: the seed chosen (``tb.initial_seed()`` returns it too).
+    """
     s = int(np.random.SeedSequence().entropy % (2 ** 63))
     manual_seed(s)
     return s

@@ -1,82 +1,79 @@
-"""``tb.set_num_threads`` / ``tb.get_num_threads`` (and the inter-op pair), as torch's.
+"""``tb.set_num_threads`` / ``tb.get_num_threads``: the CPU threads of the BLAS/OpenMP pools
+behind NumPy's matrix products (torch's intra-op threads).
 
-TensorBrain's CPU math runs in NumPy's BLAS (and ``tensorbrain._C``, built without OpenMP), so
-the intra-op thread count is the BLAS pool's. ``set_num_threads(n)`` limits it through
-``threadpoolctl`` when that package is installed (it is with scikit-learn); without it the
-value is stored and the BLAS keeps the count it started with (``OMP_NUM_THREADS`` /
-``OPENBLAS_NUM_THREADS`` read at start-up). A3C and hogwild programs call
-``torch.set_num_threads(1)`` in each worker; that works either way.
+The pools are resized with ``threadpoolctl`` when it is installed (scikit-learn brings it);
+without it the number is only recorded and ``OMP_NUM_THREADS`` set before start-up is what
+counts. Horovod and DeepSpeed programs call ``torch.set_num_threads(1)`` per worker.
 """
 from __future__ import annotations
 
 import os
 
-_state: dict = {"intra": None, "inter": None, "limiter": None}
+_state: dict = {"threads": None, "interop": None, "limiter": None}
 
 
-def _blas_threads():
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return None
-    counts = [i.get("num_threads") for i in threadpool_info() if i.get("user_api") == "blas"]
-    return max(counts) if counts else None
-
-
-def set_num_threads(n: int) -> None:
-    """Set the number of threads CPU math uses (the BLAS pool, via threadpoolctl when present).
-
-    Args:
-        n: a positive thread count.
-
-    Raises:
-        ValueError: ``n`` < 1.
-    """
-    n = int(n)
-    if n < 1:
-        raise ValueError(f"set_num_threads: the number of threads must be positive, got {n}")
-    _state["intra"] = n
+def _limit(n: int) -> None:
     try:
         from threadpoolctl import threadpool_limits
-    except ImportError:
+    except ImportError:   # optional: the number is recorded only
         return
-    _state["limiter"] = threadpool_limits(limits=n, user_api="blas")
+    _state["limiter"] = threadpool_limits(limits=n)   # stays in force until the next call
+
+
+def set_num_threads(num: int) -> None:
+    """Use ``num`` threads for CPU matrix products (NumPy's BLAS/OpenMP pools).
+
+    Args:
+        num: a positive number of threads.
+
+    Raises:
+        ValueError: ``num`` < 1.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> n = tb.get_num_threads()
+        >>> tb.set_num_threads(1); tb.get_num_threads()
+        1
+        >>> tb.set_num_threads(n)
+    """
+    num = int(num)
+    if num < 1:
+        raise ValueError(f"set_num_threads expects a positive integer, got {num}")
+    _limit(num)
+    _state["threads"] = num
 
 
 def get_num_threads() -> int:
-    """The number of threads CPU math uses.
+    """The threads CPU matrix products use (the last :func:`set_num_threads`, else
+    ``OMP_NUM_THREADS``, else the pools' own size, else the CPU count)."""
+    if _state["threads"] is not None:
+        return _state["threads"]
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        return int(os.environ["OMP_NUM_THREADS"])
+    try:
+        from threadpoolctl import threadpool_info
+        sizes = [p["num_threads"] for p in threadpool_info()]
+        if sizes:
+            return max(sizes)
+    except ImportError:
+        pass
+    return os.cpu_count() or 1
 
-    Returns:
-        The value last set, else the BLAS pool's size (threadpoolctl), else ``OMP_NUM_THREADS``
-        or the CPU count.
-    """
-    if _state["intra"] is not None:
-        return _state["intra"]
-    blas = _blas_threads()
-    if blas:
-        return blas
-    env = os.environ.get("OMP_NUM_THREADS", "")
-    return int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
 
-
-def set_num_interop_threads(n: int) -> None:
-    """Stored only: TensorBrain runs no inter-op thread pool (ops run one after another).
+def set_num_interop_threads(num: int) -> None:
+    """Recorded for torch compatibility: TensorBrain runs ops one at a time per Python thread.
 
     Args:
-        n: a positive thread count.
+        num: a positive number of threads.
 
     Raises:
-        ValueError: ``n`` < 1.
+        ValueError: ``num`` < 1.
     """
-    if int(n) < 1:
-        raise ValueError(f"set_num_interop_threads: the number of threads must be positive, got {n}")
-    _state["inter"] = int(n)
+    if int(num) < 1:
+        raise ValueError(f"set_num_interop_threads expects a positive integer, got {num}")
+    _state["interop"] = int(num)
 
 
 def get_num_interop_threads() -> int:
-    """The value last given to :func:`set_num_interop_threads` (1 before: there is no pool).
-
-    Returns:
-        An int.
-    """
-    return _state["inter"] or 1
+    """The number :func:`set_num_interop_threads` recorded (default 1)."""
+    return _state["interop"] or 1

@@ -429,3 +429,25 @@ def test_the_n_d_convolutions_and_margin_losses_follow_torchs_cpu_lists():
     assert {k: v.dtype for k, v in outs.items()} == {
         "conv1d": tb.bfloat16, "conv3d": tb.bfloat16, "conv_transpose1d": tb.bfloat16,
         "conv_transpose2d": tb.bfloat16, "margin_ranking_loss": tb.float32}
+
+
+@pytest.mark.parametrize("low", [tb.float16, tb.bfloat16])
+def test_conv_modules_autocast_as_the_functions_do(low):
+    """nn.Conv1d/2d/3d and ConvTranspose*d go through the autocast hook (they once called the
+    convolution body directly: float32 out under autocast, and a float16 input -- DeepSpeed's
+    `inputs.to(torch.half)` idiom -- failed with a dtype mismatch); values equal the functions'."""
+    tb.manual_seed(0)
+    cases = [(tb.nn.Conv1d(3, 4, 3), tb.randn(2, 3, 8), F.conv1d),
+             (tb.nn.Conv2d(3, 4, 3, padding=1), tb.randn(2, 3, 6, 6), F.conv2d),
+             (tb.nn.Conv3d(2, 2, 3), tb.randn(1, 2, 4, 4, 4), F.conv3d),
+             (tb.nn.ConvTranspose2d(3, 2, 2, stride=2), tb.randn(1, 3, 3, 3), F.conv_transpose2d)]
+    for module, x, fn in cases:
+        kwargs = {"stride": module.stride, "padding": module.padding}
+        with tb.autocast("cpu", dtype=low):
+            out, ref = module(x), fn(x, module.weight, module.bias, **kwargs)
+            from_low = module(x.to(low))            # a low-precision input, float32 weights
+        assert out.dtype == ref.dtype == from_low.dtype == low, type(module).__name__
+        np.testing.assert_array_equal(out._data.astype(np.float32), ref._data.astype(np.float32))
+        out.float().sum().backward()
+        assert module.weight.grad.dtype == tb.float32
+    assert tb.nn.Conv2d(3, 4, 3)(tb.randn(1, 3, 5, 5)).dtype == tb.float32   # off: as given

@@ -104,7 +104,7 @@ def test_type_as():
     assert w.grad.tolist() == [1.0, 1.0]
 
 
-# ***** addcmul / addcdiv / lerp, new / resize_, _grad, thread counts *****
+# ***** addcmul / addcdiv / lerp, new / resize_, _grad *****
 def test_addcmul_addcdiv_lerp_values_and_gradients_match_torch():
     rng = np.random.default_rng(4)
     a, b, c = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3))
@@ -143,15 +143,3 @@ def test_legacy_new_resize_and_grad_alias():
     w._grad = g                               # torch's alias of .grad (A3C's ensure_shared_grads)
     assert w.grad is g and w._grad is g
 
-
-def test_thread_counts():
-    n = tb.get_num_threads()
-    try:
-        tb.set_num_threads(1)
-        assert tb.get_num_threads() == 1
-    finally:
-        tb.set_num_threads(n)
-    with pytest.raises(ValueError, match="positive"):
-        tb.set_num_threads(0)
-    tb.set_num_interop_threads(2)
-    assert tb.get_num_interop_threads() == 2

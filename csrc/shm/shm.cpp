@@ -372,7 +372,7 @@ static std::string describe(uint64_t a, uint64_t bytes) {
     int64_t root = static_cast<int64_t>(a >> 32) - 1;
     std::string out = kind >= 1 && kind <= 6 ? kinds[kind] : "?";
     out += "(";
-    if (dt != kNone) out += std::string(dtype_name(static_cast<DType>(dt))) + ", ";
+    if (dt != kNone) out += std::string(fp_dtype_name(dt)) + ", ";
     if (op != kNone) out += std::string(op_name(static_cast<Op>(op))) + ", ";
     if (root >= 0) out += "root " + std::to_string(root) + ", ";
     return out + std::to_string(bytes) + " bytes)";
@@ -482,14 +482,14 @@ void Group::all_reduce_rsag(const char *in, char *out, std::size_t count, DType 
     }
 }
 
-void Group::broadcast(void *data_, std::size_t bytes, int root) {
+void Group::broadcast(void *data_, std::size_t bytes, int root, int fp_dtype) {
     check_usable("broadcast");
     if (root < 0 || root >= n_)
         throw std::invalid_argument("shm: broadcast root " + std::to_string(root) +
                                     " is out of range for " + std::to_string(n_) + " ranks");
     char *data = static_cast<char *>(data_);
     if (n_ == 1) return;
-    begin(kBroadcast, kNone, kNone, root, bytes);
+    begin(kBroadcast, fp_dtype, kNone, root, bytes);
     for (std::size_t off = 0; off < bytes || (bytes == 0 && off == 0); off += buf_bytes_) {
         std::size_t len = bytes - off < buf_bytes_ ? bytes - off : buf_bytes_;
         uint32_t g = gen_++;
@@ -500,11 +500,11 @@ void Group::broadcast(void *data_, std::size_t bytes, int root) {
     }
 }
 
-void Group::all_gather(const void *in_, void *out_, std::size_t S) {
+void Group::all_gather(const void *in_, void *out_, std::size_t S, int fp_dtype) {
     check_usable("all_gather");
     const char *in = static_cast<const char *>(in_);
     char *out = static_cast<char *>(out_);
-    if (n_ > 1) begin(kAllGather, kNone, kNone, -1, S);
+    if (n_ > 1) begin(kAllGather, fp_dtype, kNone, -1, S);
     for (std::size_t off = 0; off < S || (S == 0 && off == 0); off += buf_bytes_) {
         std::size_t len = S - off < buf_bytes_ ? S - off : buf_bytes_;
         uint32_t g = gen_++;
@@ -540,12 +540,12 @@ void Group::reduce_scatter(const void *in_, void *out_, std::size_t c, DType d, 
     }
 }
 
-void Group::all_to_all(const void *in_, void *out_, std::size_t S) {
+void Group::all_to_all(const void *in_, void *out_, std::size_t S, int fp_dtype) {
     check_usable("all_to_all");
     const char *in = static_cast<const char *>(in_);
     char *out = static_cast<char *>(out_);
     const std::size_t cs = buf_bytes_ / n_;
-    if (n_ > 1) begin(kAllToAll, kNone, kNone, -1, S);
+    if (n_ > 1) begin(kAllToAll, fp_dtype, kNone, -1, S);
     for (std::size_t off = 0; off < S || (S == 0 && off == 0); off += cs) {
         std::size_t len = S - off < cs ? S - off : cs;
         uint32_t g = gen_++;

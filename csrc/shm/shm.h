@@ -72,12 +72,16 @@ class Group {
     void unlink();  // shm_unlink if not yet done (creator); idempotent
 
     // All sizes in bytes / elements of the CALLER's buffers; see shm.cpp for each algorithm.
+    // fp_dtype: the buffer's dtype for the fingerprint only (fp_dtype_code in shm_reduce.h; the
+    // byte movers copy bytes, but float32 on one rank against int32 on another is a mismatch).
     void barrier();
     void all_reduce(const void *in, void *out, std::size_t count, DType d, Op op);
-    void broadcast(void *buf, std::size_t bytes, int root);
-    void all_gather(const void *in, void *out, std::size_t bytes_per_rank);
+    void broadcast(void *buf, std::size_t bytes, int root, int fp_dtype = kFpNoDtype);
+    void all_gather(const void *in, void *out, std::size_t bytes_per_rank,
+                    int fp_dtype = kFpNoDtype);
     void reduce_scatter(const void *in, void *out, std::size_t count_per_rank, DType d, Op op);
-    void all_to_all(const void *in, void *out, std::size_t bytes_per_rank);
+    void all_to_all(const void *in, void *out, std::size_t bytes_per_rank,
+                    int fp_dtype = kFpNoDtype);
 
     int rank() const { return rank_; }
     int size() const { return n_; }

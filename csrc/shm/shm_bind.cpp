@@ -41,6 +41,23 @@ DType dtype_of(const py::array &a, const char *what) {
                                 ", which the shared-memory transport does not support");
 }
 
+// The dtype as the collective fingerprint records it (shm_reduce.h: a DType's value, complex,
+// or "another dtype"); never throws: the byte-moving collectives take any dtype.
+int fp_dtype(const py::array &a) {
+    py::dtype dt = a.dtype();
+    char kind = dt.kind();
+    auto size = dt.itemsize();
+    if (kind == 'c') {
+        if (size == 8) return tb_shm::kFpComplex64;
+        if (size == 16) return tb_shm::kFpComplex128;
+        return tb_shm::kFpOtherDtype;
+    }
+    if (kind == 'b' || ((kind == 'f') && (size == 2 || size == 4 || size == 8)) ||
+        ((kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8)))
+        return static_cast<int>(dtype_of(a, "buffer"));
+    return tb_shm::kFpOtherDtype;
+}
+
 void check_contig(const py::array &a, const char *what, bool writable) {
     if (!(a.flags() & py::array::c_style))
         throw std::invalid_argument(std::string("shm: ") + what +
@@ -172,8 +189,9 @@ void init_shm(py::module_ &m) {
                  check_contig(buf, "broadcast buffer", true);
                  void *p = mptr(buf);
                  std::size_t nb = static_cast<std::size_t>(buf.nbytes());
+                 int fd = fp_dtype(buf);
                  py::gil_scoped_release nogil;
-                 g.broadcast(p, nb, root);
+                 g.broadcast(p, nb, root, fd);
              },
              py::arg("buffer"), py::arg("root"))
         .def("all_gather",
@@ -189,8 +207,9 @@ void init_shm(py::module_ &m) {
                  const void *ip = cptr(in);
                  void *opp = mptr(out);
                  std::size_t nb = static_cast<std::size_t>(in.nbytes());
+                 int fd = fp_dtype(in);
                  py::gil_scoped_release nogil;
-                 g.all_gather(ip, opp, nb);
+                 g.all_gather(ip, opp, nb, fd);
              },
              py::arg("input"), py::arg("output"))
         .def("reduce_scatter",
@@ -224,8 +243,9 @@ void init_shm(py::module_ &m) {
                  const void *ip = cptr(in);
                  void *opp = mptr(out);
                  std::size_t s = static_cast<std::size_t>(in.nbytes()) / g.size();
+                 int fd = fp_dtype(in);
                  py::gil_scoped_release nogil;
-                 g.all_to_all(ip, opp, s);
+                 g.all_to_all(ip, opp, s, fd);
              },
              py::arg("input"), py::arg("output"));
 

@@ -54,6 +54,18 @@ inline const char *dtype_name(DType d) {
     return names[static_cast<int>(d)];
 }
 
+// Fingerprint-only dtype codes (the collective fingerprints of shm.cpp): a DType's value, or one
+// of these for dtypes that the byte-moving collectives (broadcast, all_gather, all_to_all) copy
+// but no kernel reduces. tensorbrain/distributed/_shm/_layout.py holds the same table.
+constexpr int kFpComplex64 = 12, kFpComplex128 = 13, kFpOtherDtype = 254, kFpNoDtype = 255;
+
+inline const char *fp_dtype_name(int code) {
+    if (code >= 0 && code <= static_cast<int>(DType::F64)) return dtype_name(static_cast<DType>(code));
+    if (code == kFpComplex64) return "complex64";
+    if (code == kFpComplex128) return "complex128";
+    return "another dtype";
+}
+
 inline const char *op_name(Op o) {
     static const char *names[] = {"sum", "prod", "min", "max", "band", "bor", "bxor"};
     return names[static_cast<int>(o)];

@@ -99,6 +99,30 @@ def _pool_geometry(name, x, kernel_size, stride, padding, dilation, ceil_mode):
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    """2-D max pooling over ``(N, C, H, W)`` or ``(C, H, W)``, as
+    ``torch.nn.functional.max_pool2d``.
+
+    Args:
+        input: the input tensor.
+        kernel_size: the window, an int or ``(kh, kw)``.
+        stride: the step, an int or a pair; None: ``kernel_size``.
+        padding: implicit ``-inf`` padding on each side (at most half the window).
+        dilation: the spacing of the window's elements.
+        ceil_mode: round the output size up instead of down.
+        return_indices: also return the flat ``H * W`` index of each maximum.
+
+    Returns:
+        Tensor: the pooled tensor, or ``(output, indices)`` with ``return_indices``. The
+        gradient goes to the first maximum of each window.
+
+    Raises:
+        RuntimeError: a bad input rank or window geometry (the message names the sizes).
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.max_pool2d(tb.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
+        [[[[5.0, 7.0], [13.0, 15.0]]]]
+    """
     x = input._data
     x, unbatched = _as_4d("max_pool2d", x)
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew = _pool_geometry(
@@ -199,6 +223,29 @@ def _avg_divisor(xp, size, k, s, p, o, count_include_pad):
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    """2-D average pooling over ``(N, C, H, W)`` or ``(C, H, W)``, as
+    ``torch.nn.functional.avg_pool2d``.
+
+    Args:
+        input: the input tensor.
+        kernel_size: the window, an int or ``(kh, kw)``.
+        stride: the step, an int or a pair; None: ``kernel_size``.
+        padding: implicit zero padding on each side (at most half the window).
+        ceil_mode: round the output size up instead of down.
+        count_include_pad: count the padding zeros in the divisor.
+        divisor_override: divide by this instead of the window size.
+
+    Returns:
+        Tensor: the pooled tensor.
+
+    Raises:
+        RuntimeError: a bad input rank or window geometry (the message names the sizes).
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.avg_pool2d(tb.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
+        [[[[2.5, 4.5], [10.5, 12.5]]]]
+    """
     x = input._data
     x, unbatched = _as_4d("avg_pool2d", x)
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, eh, ew = _pool_geometry(
@@ -242,6 +289,24 @@ def _adaptive_matrix(xp, size, out, dtype):
 
 
 def adaptive_avg_pool2d(input, output_size):
+    """2-D average pooling to a fixed output size, as
+    ``torch.nn.functional.adaptive_avg_pool2d`` (torch's window bounds: floor and ceil).
+
+    Args:
+        input: a ``(N, C, H, W)`` or ``(C, H, W)`` tensor.
+        output_size: ``(oh, ow)`` or an int for both; a None entry keeps that input size.
+
+    Returns:
+        Tensor: the pooled tensor, ``(..., oh, ow)``.
+
+    Raises:
+        RuntimeError: the input is not 3-D or 4-D.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.adaptive_avg_pool2d(tb.ones(1, 3, 7, 5), 1).shape
+        tb.Size([1, 3, 1, 1])
+    """
     x = input._data
     if x.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape {tuple(x.shape)}")

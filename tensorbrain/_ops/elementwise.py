@@ -181,6 +181,7 @@ def _compare(fn):
             return Tensor._wrap(f(a._data, bd))
         except ValueError as exc:
             raise shape_error(fn.__name__, a._data, bd, exc) from None
+    op.__name__ = op.__qualname__ = fn.__name__   # its docstring: docs_math.py
     return op
 
 
@@ -437,8 +438,7 @@ def reciprocal(a):
 def _no_grad_unary(name, fn):
     def op(a):
         return Tensor._wrap(fn(get_array_module(a._data), a._data))
-    op.__name__ = name
-    op.__doc__ = f"``{name}`` elementwise (no gradient: piecewise constant or boolean)."
+    op.__name__ = op.__qualname__ = name   # its docstring: docs_math.py
     return op
 
 
@@ -456,7 +456,25 @@ def round(a, decimals=0):
 
 
 def masked_fill(a, mask, value):
-    """``a`` with ``value`` where ``mask`` is True (gradient flows to the kept elements)."""
+    """``a`` with ``value`` where ``mask`` is True, as ``torch.masked_fill``.
+
+    Args:
+        a: the input tensor.
+        mask: a bool tensor broadcastable to ``a``.
+        value: a number or a one-element tensor.
+
+    Returns:
+        Tensor: a new tensor of ``a``'s shape and dtype; the gradient flows to the kept elements.
+
+    Raises:
+        RuntimeError: ``mask`` is not bool.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> x = tb.tensor([1.0, 2.0, 3.0])
+        >>> x.masked_fill(x > 1.5, 0.0).tolist()
+        [1.0, 0.0, 0.0]
+    """
     m = mask._data if _is_tensor(mask) else mask
     if getattr(m, "dtype", None) is not None and m.dtype != np.bool_:
         raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype {m.dtype}")

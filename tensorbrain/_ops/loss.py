@@ -285,6 +285,25 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 @autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Smooth L1 loss: ``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``
+    (``d = input - target``), as ``torch.nn.functional.smooth_l1_loss``.
+
+    Args:
+        input: the predictions.
+        target: the targets, of ``input``'s shape.
+        size_average: torch's deprecated spelling of ``reduction``.
+        reduce: torch's deprecated spelling of ``reduction``.
+        reduction: ``'mean'``, ``'sum'`` or ``'none'``.
+        beta: where the loss turns from quadratic to linear (0: the L1 loss).
+
+    Returns:
+        Tensor: the loss (0-d unless ``reduction='none'``).
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.smooth_l1_loss(tb.tensor([0.5, 3.0]), tb.zeros(2), reduction="none").tolist()
+        [0.125, 2.5]
+    """
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     return _pointwise_loss(
@@ -295,6 +314,23 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 @autocast_op("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0):
+    """Huber loss: ``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``
+    (``d = input - target``), as ``torch.nn.functional.huber_loss``.
+
+    Args:
+        input: the predictions.
+        target: the targets, of ``input``'s shape.
+        reduction: ``'mean'``, ``'sum'`` or ``'none'``.
+        delta: where the loss turns from quadratic to linear.
+
+    Returns:
+        Tensor: the loss (0-d unless ``reduction='none'``).
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.huber_loss(tb.tensor([0.5, 3.0]), tb.zeros(2), reduction="none", delta=2.0).tolist()
+        [0.125, 4.0]
+    """
     return _pointwise_loss(
         "huber_loss", input, target, reduction,
         lambda xp, d: xp.where(xp.abs(d) < delta, 0.5 * d * d, delta * (xp.abs(d) - 0.5 * delta)),

@@ -102,7 +102,23 @@ def _minmax(name, a, dim, keepdim, pick, argpick):
 
 
 def max(a, dim=None, keepdim=False):
-    """``max()`` of all elements, ``max(dim)`` -> (values, indices), or elementwise with a tensor."""
+    """The largest element; with ``dim``, the largest values and their indices; with a tensor,
+    the elementwise maximum, as ``torch.max``.
+
+    Args:
+        a: the input tensor.
+        dim: the dimension to reduce (None: all elements), or a tensor for ``tb.maximum``.
+        keepdim: keep the reduced dimension with size 1.
+
+    Returns:
+        The maximum (0-d) without ``dim``; a named tuple ``(values, indices)`` with ``dim``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> x = tb.tensor([[1.0, 5.0], [3.0, 2.0]])
+        >>> x.max().item(), x.max(dim=1).indices.tolist()
+        (5.0, [1, 0])
+    """
     if dim is not None and not isinstance(dim, (int, tuple, list)):
         from .elementwise import maximum
         return maximum(a, dim)
@@ -147,7 +163,24 @@ def argmin(a, dim=None, keepdim=False):
 
 
 def var(a, dim=None, unbiased=None, keepdim=False, correction=None):
-    """Variance; ``correction`` (default 1, Bessel) as in PyTorch; ``unbiased=False`` means 0."""
+    """The variance over ``dim``, as ``torch.var``.
+
+    Args:
+        a: the input tensor.
+        dim: the dimension or tuple of dimensions to reduce; None: all of them.
+        unbiased: False for the population variance (``correction=0``); torch's old spelling.
+        keepdim: keep the reduced dimensions with size 1.
+        correction: subtract this from the count (default 1, Bessel's correction); NaN when
+            the count is not larger than it.
+
+    Returns:
+        Tensor: the reduced tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([1.0, 3.0]).var().item(), tb.tensor([1.0, 3.0]).var(correction=0).item()
+        (2.0, 1.0)
+    """
     if correction is None:
         correction = 0 if unbiased is False else 1
     x = a._data
@@ -228,7 +261,23 @@ def any(a, dim=None, keepdim=False):
 
 @autocast_op("norm")
 def norm(a, p="fro", dim=None, keepdim=False):
-    """Vector p-norm over ``dim`` (all elements when None); 'fro' is the 2-norm."""
+    """The vector p-norm over ``dim``, as ``torch.norm`` for vectors.
+
+    Args:
+        a: the input tensor.
+        p: the order: ``'fro'`` or 2, 1, ``inf``, or any other number.
+        dim: the dimension or tuple of dimensions; None: all elements as one vector (so
+            ``'fro'`` is the Frobenius norm of a matrix).
+        keepdim: keep the reduced dimensions with size 1.
+
+    Returns:
+        Tensor: the norm.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([3.0, 4.0]).norm().item(), tb.tensor([3.0, -4.0]).norm(p=1).item()
+        (5.0, 7.0)
+    """
     from .elementwise import abs as _abs, mul, pow, sqrt
     if p in ("fro", 2, 2.0):
         return sqrt(sum(mul(a, a), dim, keepdim))

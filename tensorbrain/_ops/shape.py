@@ -35,6 +35,22 @@ def view(a, *shape):
     dim's stride equals the next one's stride times its size), which is exactly when NumPy can
     reshape without a copy: ``x.transpose(1, 2).contiguous().view(B, T, C)`` works, a view of a
     transposed tensor across the swapped dims does not.
+
+    Args:
+        a: the input tensor.
+        *shape: the new shape, as ints or one tuple; one -1 is inferred.
+
+    Returns:
+        Tensor: a view sharing ``a``'s memory.
+
+    Raises:
+        RuntimeError: the shape does not hold ``a``'s elements, or the view would need a copy
+            (use ``reshape``).
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.arange(6).view(3, 2).shape
+        tb.Size([3, 2])
     """
     shape = _shape_arg(shape)
     x = a._data
@@ -347,7 +363,7 @@ def _tri(name, keep):
         mask = keep(xp.ones(x.shape[-2:], dtype=bool), diagonal)
         return make(xp.where(mask, x, 0).astype(x.dtype, copy=False), (a,),
                     lambda g: (xp.where(mask, g, 0).astype(g.dtype, copy=False),), name + "Backward")
-    op.__name__ = name.lower()
+    op.__name__ = op.__qualname__ = name.lower()   # its docstring: docs_shape.py
     return op
 
 
@@ -356,7 +372,24 @@ triu = _tri("Triu", lambda m, k: get_array_module(m).triu(m, k))
 
 
 def repeat(a, *sizes):
-    """Tile ``a`` (torch's ``repeat``: sizes per dim, leading ones added as needed)."""
+    """``a`` tiled ``sizes[i]`` times along each dimension, as ``Tensor.repeat``.
+
+    Args:
+        a: the input tensor.
+        *sizes: repetitions per dimension, as ints or one tuple; more of them than ``a`` has
+            dimensions add leading dimensions.
+
+    Returns:
+        Tensor: a copy of shape ``a.shape[i] * sizes[i]``.
+
+    Raises:
+        RuntimeError: fewer sizes than ``a`` has dimensions.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([1, 2]).repeat(2, 2).tolist()
+        [[1, 2, 1, 2], [1, 2, 1, 2]]
+    """
     sizes = _shape_arg(sizes)
     x = a._data
     if len(sizes) < x.ndim:
@@ -381,7 +414,23 @@ def flip(a, dims):
 
 
 def sort(a, dim=-1, descending=False, stable=False):
-    """(values, indices) along ``dim``; values carry the gradient back to their positions."""
+    """``a`` sorted along ``dim`` and the indices that sort it, as ``torch.sort``.
+
+    Args:
+        a: the input tensor.
+        dim: the dimension to sort along.
+        descending: largest first.
+        stable: accepted for torch's signature; the sort is always stable.
+
+    Returns:
+        A named tuple ``(values, indices)``; the values carry the gradient back to their
+        positions.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([3.0, 1.0, 2.0]).sort(descending=True).values.tolist()
+        [3.0, 2.0, 1.0]
+    """
     x = a._data
     xp = get_array_module(x)
     d = dim % max(x.ndim, 1)

@@ -30,6 +30,11 @@ def softmax(input, dim=None, dtype=None):
 
     Returns:
         A tensor of ``input``'s shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.softmax(tb.tensor([[0.0, 0.0], [0.0, 2.0 ** 0.5]]), dim=1).sum(dim=1).tolist()
+        [1.0, 1.0]
     """
     x = input._data if dtype is None else input._data.astype(dtype)
     xp = get_array_module(x)

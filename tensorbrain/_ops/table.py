@@ -65,6 +65,20 @@ OPS = {
 }
 
 
+def _document():
+    """Sets the docstrings of docs_math.py and docs_shape.py on the ops that have none in their
+    own module (a factory-made op, or one documented here to keep its module short)."""
+    from .docs_math import DOCS as math_docs
+    from .docs_shape import DOCS as shape_docs
+    for name, doc in {**math_docs, **shape_docs}.items():
+        op = OPS[name][0]
+        if not op.__doc__:
+            op.__doc__ = doc
+
+
+_document()
+
+
 def functions():
     """The ``tb.*`` functions: ``{name: op}``."""
     return {name: op for name, (op, where) in OPS.items() if "f" in where}

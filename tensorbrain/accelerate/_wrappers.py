@@ -86,6 +86,9 @@ class AcceleratedScheduler:
             return
         times = 1 if self.split_batches else self.num_processes
         for _ in range(times):
+            total = getattr(self.scheduler, "total_steps", None)
+            if total is not None and getattr(self.scheduler, "_step_count", 0) > total:
+                break   # OneCycleLR would raise past its end (Accelerate stops there too)
             self.scheduler.step(*args, **kwargs)
 
     def get_last_lr(self):

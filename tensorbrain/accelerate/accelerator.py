@@ -7,9 +7,10 @@ import os
 from ._wrappers import AcceleratedOptimizer, AcceleratedScheduler
 from .collectives import CollectivesMixin, _recurse, _split  # noqa: F401
 from .checkpointing import StateMixin
-from .data_loader import DataLoaderShard
-from .utils import (DistributedType, FullyShardedDataParallelPlugin, fsdp_plugin_from_config,
-                    load_config_from_file, rng_states, set_rng_states, write_json)
+from .data_loader import DataLoaderShard, skip_first_batches
+from .utils import (DistributedType, FullyShardedDataParallelPlugin, ProjectConfiguration,
+                    fsdp_plugin_from_config, load_config_from_file, rng_states, set_rng_states,
+                    write_json)
 
 
 class GradientState:
@@ -56,6 +57,9 @@ class Accelerator(CollectivesMixin, StateMixin):
         cpu: run on the CPU even when a GPU is present.
         log_with: only None (trackers are not supported).
         project_dir: default folder for ``save_state``.
+        project_config: a ``ProjectConfiguration`` (automatic checkpoint naming).
+        kwargs_handlers: ``DistributedDataParallelKwargs`` (passed to DDP),
+            ``InitProcessGroupKwargs`` (``timeout``...), ``GradScalerKwargs``.
         split_batches: False (Accelerate's default; see the class doc) or True (each batch of
             the loader is split between processes).
         even_batches: complete the last round so every process gets as many batches.
@@ -75,8 +79,9 @@ class Accelerator(CollectivesMixin, StateMixin):
                  cpu: bool = False, log_with=None, project_dir=None, split_batches: bool = False,
                  even_batches: bool = True, fsdp_plugin=None, step_scheduler_with_optimizer=True,
                  config_file=None, device_placement: bool = True, rng_types=None,
-                 kwargs_handlers=None, deepspeed_plugin=None):
+                 kwargs_handlers=None, deepspeed_plugin=None, project_config=None):
         import tensorbrain as tb
+        handlers = _handlers(kwargs_handlers)
         config_file = config_file or os.environ.get("ACCELERATE_CONFIG_FILE")
         config = load_config_from_file(config_file) if config_file else {}
         if mixed_precision is None:
@@ -104,7 +109,10 @@ class Accelerator(CollectivesMixin, StateMixin):
         world = int(os.environ.get("WORLD_SIZE", "1"))
         self._owns_group = False
         if world > 1 and not dist.is_initialized():
-            dist.init_process_group()
+            init = handlers.get("InitProcessGroupKwargs")
+            init_kwargs = init.to_kwargs() if init is not None else {}
+            init_kwargs.pop("backend", None)   # chosen from the device, as without the handler
+            dist.init_process_group(**init_kwargs)
             self._owns_group = True
         self.num_processes = dist.get_world_size() if dist.is_initialized() else 1
         self.process_index = dist.get_rank() if dist.is_initialized() else 0
@@ -122,7 +130,11 @@ class Accelerator(CollectivesMixin, StateMixin):
         self.even_batches = bool(even_batches)
         self.step_scheduler_with_optimizer = step_scheduler_with_optimizer
         self.device_placement = device_placement
-        self.project_dir = project_dir
+        self.project_configuration = project_config or ProjectConfiguration()
+        if project_dir is not None:
+            self.project_configuration.set_directories(project_dir)
+        self._ddp_kwargs = handlers["DistributedDataParallelKwargs"].to_kwargs() \
+            if "DistributedDataParallelKwargs" in handlers else {}
         self.fsdp_plugin = fsdp_plugin
         if fsdp_plugin is not None and not isinstance(fsdp_plugin, FullyShardedDataParallelPlugin):
             raise TypeError(f"fsdp_plugin must be a FullyShardedDataParallelPlugin, got "
@@ -135,7 +147,9 @@ class Accelerator(CollectivesMixin, StateMixin):
             self.distributed_type = DistributedType.MULTI_GPU if use_cuda else \
                 DistributedType.MULTI_CPU
         self.gradient_state = GradientState(self.gradient_accumulation_steps)
-        self.scaler = tb.amp.GradScaler(self.device.type) if mixed_precision == "fp16" else None
+        scaler = handlers["GradScalerKwargs"].to_kwargs() if "GradScalerKwargs" in handlers else {}
+        self.scaler = tb.amp.GradScaler(self.device.type, **scaler) \
+            if mixed_precision == "fp16" else None
         self.step = 0
         self._models: list = []
         self._optimizers: list = []
@@ -143,6 +157,11 @@ class Accelerator(CollectivesMixin, StateMixin):
         self._dataloaders: list = []
 
     # ---- who am I ---------------------------------------------------------------------------
+    @property
+    def project_dir(self):
+        """The project folder (``project_dir=`` or the ``ProjectConfiguration``'s)."""
+        return self.project_configuration.project_dir
+
     @property
     def is_main_process(self) -> bool:
         """True on global rank 0."""
@@ -277,7 +296,7 @@ class Accelerator(CollectivesMixin, StateMixin):
                 model = FullyShardedDataParallel(model, **self.fsdp_plugin.fsdp_kwargs())
             else:
                 from ..nn.parallel import DistributedDataParallel
-                model = DistributedDataParallel(model)
+                model = DistributedDataParallel(model, **self._ddp_kwargs)
         if self.mixed_precision != "no":
             model.forward = _autocast_forward(model.forward, self.device.type,
                                               self.mixed_precision)
@@ -355,6 +374,18 @@ class Accelerator(CollectivesMixin, StateMixin):
         self._dataloaders.append(loader)
         return loader
 
+    def skip_first_batches(self, dataloader, num_batches: int = 0):
+        """``dataloader`` without its first ``num_batches`` batches (resuming mid-epoch).
+
+        Args:
+            dataloader: a prepared DataLoader.
+            num_batches: this process's batches to skip.
+
+        Returns:
+            A loader over the remaining batches of this epoch.
+        """
+        return skip_first_batches(dataloader, num_batches)
+
     # ---- training -------------------------------------------------------------------------
     def backward(self, loss, **kwargs) -> None:
         """``loss.backward()``, divided by the accumulation steps and loss-scaled with fp16.
@@ -377,10 +408,13 @@ class Accelerator(CollectivesMixin, StateMixin):
         Args:
             *models: the prepared models (their DDP ``no_sync`` is entered in between).
         """
-        self.step += 1
         state = self.gradient_state
-        state.sync_gradients = (self.step % self.gradient_accumulation_steps == 0
-                                or state.end_of_dataloader)
+        if state.end_of_dataloader:   # the loader's last batch ends the cycle; the next epoch
+            self.step = 0             # starts a fresh one (Accelerate's _do_sync)
+            state.sync_gradients = True
+        else:
+            self.step += 1
+            state.sync_gradients = self.step % self.gradient_accumulation_steps == 0
         with contextlib.ExitStack() as stack:
             if not state.sync_gradients:
                 for m in models:
@@ -494,6 +528,23 @@ class Accelerator(CollectivesMixin, StateMixin):
     # state used by _state
     _rng_states, _set_rng_states, _write_json = staticmethod(rng_states), \
         staticmethod(set_rng_states), staticmethod(write_json)
+
+
+_HANDLERS = ("DistributedDataParallelKwargs", "InitProcessGroupKwargs", "GradScalerKwargs")
+
+
+def _handlers(kwargs_handlers) -> dict:
+    """The ``kwargs_handlers`` by class name; an unsupported or repeated one is an error."""
+    out: dict = {}
+    for h in kwargs_handlers or ():
+        name = type(h).__name__
+        if name not in _HANDLERS:
+            raise ValueError(f"kwargs_handlers: {name} is not supported by "
+                             f"tensorbrain.accelerate (supported: {', '.join(_HANDLERS)})")
+        if name in out:
+            raise ValueError(f"You can only pass one {name} in `kwargs_handler`.")
+        out[name] = h
+    return out
 
 
 def _autocast_forward(forward, device_type: str, precision: str):

@@ -78,34 +78,89 @@ class StateMixin:
         process's random states (a collective).
 
         Args:
-            output_dir: the folder (default ``project_dir/checkpoints``).
+            output_dir: the folder (default ``project_dir/checkpoints``; with a
+                ``ProjectConfiguration(automatic_checkpoint_naming=True)``
+                ``project_dir/checkpoints/checkpoint_<iteration>``, keeping ``total_limit``).
 
         Returns:
             The folder written.
 
         Raises:
-            ValueError: neither ``output_dir`` nor ``project_dir`` was given.
+            ValueError: neither ``output_dir`` nor ``project_dir`` was given, or the automatic
+                folder exists already.
         """
-        if output_dir is None:
+        config = self.project_configuration
+        if config.automatic_checkpoint_naming:
+            if self.project_dir is None:
+                raise ValueError("automatic_checkpoint_naming needs a project_dir")
+            output_dir = _next_automatic(self, config)
+        elif output_dir is None:
             if self.project_dir is None:
                 raise ValueError("save_state() needs output_dir (or project_dir on the "
                                  "Accelerator)")
             output_dir = os.path.join(self.project_dir, "checkpoints")
         _save(self, output_dir)
+        if config.automatic_checkpoint_naming:
+            config.iteration += 1
         return output_dir
 
     def load_state(self, input_dir=None) -> None:
         """Load what :meth:`save_state` wrote (the same objects must have been prepared).
 
         Args:
-            input_dir: the folder (default ``project_dir/checkpoints``).
+            input_dir: the folder (default ``project_dir/checkpoints``; with automatic naming
+                the newest ``checkpoint_<n>`` there, and the next save is ``n + 1``).
 
         Raises:
             FileNotFoundError: no such folder.
         """
+        config = self.project_configuration
         if input_dir is None:
             input_dir = os.path.join(self.project_dir or ".", "checkpoints")
+            if config.automatic_checkpoint_naming:
+                numbers = _automatic_numbers(input_dir)
+                if not numbers:
+                    raise FileNotFoundError(f"load_state: no checkpoint_<n> folder in "
+                                            f"{input_dir!r}")
+                input_dir = os.path.join(input_dir, f"checkpoint_{numbers[-1]}")
+                config.iteration = numbers[-1] + 1
         _load(self, input_dir)
+
+
+def _automatic_numbers(folder: str) -> list:
+    """The ``n`` of the ``checkpoint_<n>`` folders in ``folder``, in order."""
+    if not os.path.isdir(folder):
+        return []
+    return sorted(int(name.split("_", 1)[1]) for name in os.listdir(folder)
+                  if name.startswith("checkpoint_") and name.split("_", 1)[1].isdigit())
+
+
+def _next_automatic(acc, config) -> str:
+    """``project_dir/checkpoints/checkpoint_<iteration>``, after removing the oldest ones
+    beyond ``total_limit`` (main process)."""
+    import shutil
+    base = os.path.join(acc.project_dir, "checkpoints")
+    os.makedirs(base, exist_ok=True)
+    numbers = _automatic_numbers(base)
+    if config.total_limit is not None and acc.is_main_process:
+        for n in numbers[:max(0, len(numbers) + 1 - int(config.total_limit))]:
+            shutil.rmtree(os.path.join(base, f"checkpoint_{n}"))
+    acc.wait_for_everyone()
+    folder = os.path.join(base, f"checkpoint_{config.iteration}")
+    if os.path.exists(folder):
+        raise ValueError(f"Checkpoint directory {folder} ({config.iteration}) already exists. "
+                         f"Please manually override `self.save_iteration` with what iteration "
+                         f"to start with.")
+    return folder
+
+
+def _sampler_epoch(acc, loader):
+    """The epoch a shuffled loader's next iteration uses; saved mid-epoch, the epoch being
+    iterated, so a resumed run (``skip_first_batches``) sees the same order."""
+    epoch = getattr(getattr(loader, "_epoch_sampler", None), "epoch", None)
+    if epoch is not None and acc.gradient_state.active_dataloader is loader:
+        epoch -= 1   # SeedableRandomSampler counts an epoch as soon as its iteration starts
+    return epoch
 
 
 def _files(i: int, kind: str) -> str:
@@ -126,7 +181,8 @@ def _save(acc, output_dir: str) -> None:
         if acc.scaler is not None:
             tb.save(acc.scaler.state_dict(), os.path.join(output_dir, "scaler.safetensors"))
         acc._write_json(os.path.join(output_dir, "accelerator.json"),
-                        {"step": acc.step, "num_processes": acc.num_processes})
+                        {"step": acc.step, "num_processes": acc.num_processes,
+                         "sampler_epochs": [_sampler_epoch(acc, d) for d in acc._dataloaders]})
     for i, o in enumerate(acc._optimizers):
         if sharded_optim:   # each rank's optimizer holds its own shards
             tb.save(o.state_dict(), os.path.join(
@@ -161,7 +217,13 @@ def _load(acc, input_dir: str) -> None:
     if acc.scaler is not None:
         acc.scaler.load_state_dict(tb.load(os.path.join(input_dir, "scaler.safetensors")))
     with open(os.path.join(input_dir, "accelerator.json")) as f:
-        acc.step = int(json.load(f)["step"])
+        saved = json.load(f)
+    acc.step = int(saved["step"])
+    # the shuffled loaders go on with the epoch they had reached (their permutation), as
+    # Accelerate's restored sampler/generator state does, also without set_epoch calls
+    for loader, epoch in zip(acc._dataloaders, saved.get("sampler_epochs", []), strict=False):
+        if epoch is not None:
+            loader.set_epoch(epoch)
     path = os.path.join(input_dir, f"random_states_{acc.process_index}.json")
     if os.path.exists(path):
         with open(path) as f:

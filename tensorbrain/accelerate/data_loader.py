@@ -157,6 +157,46 @@ class DataLoaderShard(DataLoader):
 
     @property
     def remainder(self) -> int:
-        """How many real samples the last global batch holds (-1: it is full)."""
+        """How many real samples the last global batch holds (-1: it is full, or the loader
+        drops its incomplete end, so nothing was padded)."""
+        if self.base_dataloader.drop_last:
+            return -1
         rest = self.total_dataset_length % self.total_batch_size
         return rest if rest else -1
+
+
+class SkipDataLoader:
+    """``loader`` without its first ``skip_batches`` batches (this epoch's iteration); the
+    rest, the end-of-loader signal and every attribute are the loader's.
+
+    Args:
+        loader: a prepared (or plain) DataLoader.
+        skip_batches: how many batches to skip.
+    """
+
+    def __init__(self, loader, skip_batches: int):
+        self.loader, self.skip_batches = loader, int(skip_batches)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["loader"], name)
+
+    def __iter__(self):
+        for i, batch in enumerate(self.loader):
+            if i >= self.skip_batches:
+                yield batch
+
+    def __len__(self):
+        return max(0, len(self.loader) - self.skip_batches)
+
+
+def skip_first_batches(dataloader, num_batches: int = 0):
+    """A loader that resumes an epoch: ``dataloader`` without its first ``num_batches``.
+
+    Args:
+        dataloader: the (prepared) DataLoader.
+        num_batches: batches of this process to skip.
+
+    Returns:
+        A :class:`SkipDataLoader`.
+    """
+    return SkipDataLoader(dataloader, num_batches)

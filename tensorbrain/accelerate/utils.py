@@ -117,6 +117,84 @@ class FullyShardedDataParallelPlugin:
                 "use_orig_params": bool(self.use_orig_params)}
 
 
+# ---- kwargs handlers and the project configuration ------------------------------------------
+
+class KwargsHandler:
+    """Accelerate's base of the ``kwargs_handlers``: a dataclass whose non-default fields are
+    passed on to the object it configures."""
+
+    def to_kwargs(self) -> dict:
+        """The fields that differ from their defaults."""
+        default = type(self)()
+        return {k: v for k, v in vars(self).items() if getattr(default, k) != v}
+
+
+@dataclass
+class DistributedDataParallelKwargs(KwargsHandler):
+    """Keywords for the ``DistributedDataParallel`` wrapper ``prepare`` builds."""
+
+    dim: int = 0
+    broadcast_buffers: bool = True
+    bucket_cap_mb: int = 25
+    find_unused_parameters: bool = False
+    check_reduction: bool = False
+    gradient_as_bucket_view: bool = False
+    static_graph: bool = False
+
+
+@dataclass
+class InitProcessGroupKwargs(KwargsHandler):
+    """Keywords for ``init_process_group`` (``timeout`` is the usual one)."""
+
+    backend: str | None = "nccl"
+    init_method: str | None = None
+    timeout: object = None
+
+
+@dataclass
+class GradScalerKwargs(KwargsHandler):
+    """Keywords for the fp16 ``GradScaler``."""
+
+    init_scale: float = 65536.0
+    growth_factor: float = 2.0
+    backoff_factor: float = 0.5
+    growth_interval: int = 2000
+    enabled: bool = True
+
+
+@dataclass
+class ProjectConfiguration:
+    """Where ``save_state`` writes: with ``automatic_checkpoint_naming``, each call without a
+    folder writes ``project_dir/checkpoints/checkpoint_<iteration>`` (keeping the newest
+    ``total_limit``), and ``load_state()`` reads the newest.
+
+    Args:
+        project_dir: the project folder.
+        logging_dir: accepted (trackers are not supported).
+        automatic_checkpoint_naming: name the checkpoint folders automatically.
+        total_limit: how many automatic checkpoints to keep.
+        iteration: the next automatic checkpoint's number.
+        save_on_each_node: accepted (one machine writes).
+    """
+
+    project_dir: str | None = None
+    logging_dir: str | None = None
+    automatic_checkpoint_naming: bool = False
+    total_limit: int | None = None
+    iteration: int = 0
+    save_on_each_node: bool = False
+
+    def set_directories(self, project_dir: str | None = None) -> None:
+        """Set ``project_dir`` (and ``logging_dir`` when unset).
+
+        Args:
+            project_dir: the project folder.
+        """
+        self.project_dir = project_dir
+        if self.logging_dir is None:
+            self.logging_dir = project_dir
+
+
 # ---- Accelerate's YAML config file ------------------------------------------------------------
 
 _CONFIG_KEYS = {"compute_environment", "distributed_type", "num_processes", "mixed_precision",
@@ -176,5 +254,7 @@ def fsdp_plugin_from_config(fsdp_config: dict) -> FullyShardedDataParallelPlugin
         use_orig_params=bool(fsdp_config.get("fsdp_use_orig_params", False)))
 
 
-__all__ = ["DistributedType", "FullyShardedDataParallelPlugin", "fsdp_plugin_from_config",
+__all__ = ["DistributedDataParallelKwargs", "DistributedType", "FullyShardedDataParallelPlugin",
+           "GradScalerKwargs", "InitProcessGroupKwargs", "KwargsHandler", "ProjectConfiguration",
+           "fsdp_plugin_from_config",
            "load_config_from_file", "parse_yaml", "rng_states", "set_rng_states", "set_seed"]

@@ -46,6 +46,8 @@ class GradScaler:
         65536.0
     """
 
+    _allow_fp16 = False   # FSDP's ShardedGradScaler unscales float16 gradients too
+
     def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0,
                  backoff_factor=0.5, growth_interval=2000, enabled=True):
         self._device = str(device).split(":")[0]
@@ -130,7 +132,7 @@ class GradScaler:
                 if p.grad is None:
                     continue
                 g = p.grad._data
-                if g.dtype == _dtype.float16:
+                if g.dtype == _dtype.float16 and not self._allow_fp16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
                 g *= g.dtype.type(inv_scale)
                 if not found_inf:

@@ -187,7 +187,8 @@ def metadata(args, argv, n, transports) -> dict:
             "world_size": n, "collective": args.collective, "datatypes": args.datatypes,
             "redops": args.redops, "iters": args.iters, "warmup_iters": args.warmup_iters,
             "average": AVERAGE[args.average], "blocking": bool(args.blocking),
-            "time": "cpu" if args.report_cputime else "wall", "stat": args.stat,
+            "time": "cpu" if args.report_cputime else "wall",
+            "stat": args.stat if args.blocking else "mean",
             "cpu_count": os.cpu_count(), "load_average": list(os.getloadavg())}
     if args.compare == "torch":
         try:
@@ -269,7 +270,9 @@ def _run(args, argv) -> int:
         transports.append("shm for same-host ranks")
     step = (f"{parse_size(args.stepbytes)}(bytes)" if args.stepbytes is not None
             else f"{args.stepfactor or 2:g}(factor)")
-    out(f"# nThread 1 nGpus 1 minBytes {sizes[0]} maxBytes {sizes[-1]} step: {step} "
+    # minBytes/maxBytes as given (-b/-e), as nccl-tests prints them; the rows show the sizes run
+    out(f"# nThread 1 nGpus 1 minBytes {parse_size(args.minbytes)} "
+        f"maxBytes {parse_size(args.maxbytes)} step: {step} "
         f"warmup iters: {args.warmup_iters} iters: {args.iters} validation: {args.check} "
         f"blocking: {args.blocking} time: {'cpu' if args.report_cputime else 'wall'}, "
         f"{args.stat if args.blocking else 'mean'} per call, {AVERAGE[args.average]} of ranks")

@@ -21,8 +21,8 @@ def init_distributed(dist_backend=None, auto_mpi_discovery: bool = True, distrib
                      verbose: bool = True, timeout=None, init_method=None, dist_init_required=None,
                      config=None, rank=-1, world_size=-1) -> None:
     """Join the default process group from the launcher's environment (tbrun, torchrun,
-    mpiexec, Slurm), unless already joined. Single-process runs without those variables stay
-    without a group, as there is nothing to join.
+    mpiexec, Slurm), unless already joined. A process started without a launcher forms a group
+    of one (as DeepSpeed's MPI discovery does), so ``deepspeed.comm`` works there too.
 
     Args:
         dist_backend: "gloo"/"tcp", "nccl", "mpi" or None (from the device).
@@ -42,6 +42,10 @@ def init_distributed(dist_backend=None, auto_mpi_discovery: bool = True, distrib
     launched = any(k in os.environ for k in ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
                                              "SLURM_NTASKS"))
     if not launched and init_method is None:
+        # DeepSpeed's MPI discovery makes a plain `python train.py` a group of one, so
+        # deepspeed.comm calls work there too
+        from ..distributed.store import HashStore
+        dist.init_process_group(store=HashStore(), rank=0, world_size=1)
         return
     backend = {"gloo": "tcp", "ccl": "tcp"}.get(dist_backend, dist_backend)
     kwargs = {"rank": rank, "world_size": world_size} if rank >= 0 else {}
@@ -116,5 +120,7 @@ def add_config_arguments(parser):
     return parser
 
 
-__all__ = ["DeepSpeedConfigError", "DeepSpeedEngine", "DynamicLossScaler", "add_config_arguments",
-           "init_distributed", "initialize", "lr_schedules"]
+from . import accelerator, comm  # noqa: E402  (deepspeed.comm / deepspeed.accelerator)
+
+__all__ = ["DeepSpeedConfigError", "DeepSpeedEngine", "DynamicLossScaler", "accelerator",
+           "add_config_arguments", "comm", "init_distributed", "initialize", "lr_schedules"]

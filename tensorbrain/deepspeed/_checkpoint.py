@@ -43,7 +43,12 @@ def save(engine, save_dir, tag, client_state, save_latest) -> bool:
                  "loss_scaler": (json.dumps(engine.loss_scaler.state_dict())
                                  if engine.loss_scaler is not None else None),
                  "client_state": client_state or {}}, os.path.join(folder, MODEL))
-    tb.save({"optimizer_state_dict": engine._local_optimizer().state_dict(),
+    local = engine._local_optimizer()
+    if local is not engine.optimizer:   # ZeRO-1: the shard's groups get the outer lr (the
+        # scheduler set it after the last step; ZeroRedundancyOptimizer copies it only in step)
+        for outer, inner in zip(engine.optimizer.param_groups, local.param_groups, strict=True):
+            inner.update({k: v for k, v in outer.items() if k != "params"})
+    tb.save({"optimizer_state_dict": local.state_dict(),
              "world_size": engine.world_size, "zero_stage": engine.stage},
             os.path.join(folder, _optim_file(engine.global_rank)))
     _barrier(engine)

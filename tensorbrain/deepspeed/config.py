@@ -54,13 +54,14 @@ def load(config) -> dict:
         return json.load(f)
 
 
-def _check_keys(section: dict, supported: set, gpu_only: set, where: str) -> None:
+def _check_keys(section: dict, supported: set, gpu_only: set, where: str,
+                ignored: list | None = None) -> None:
     for key in section:
         if key in supported:
             continue
         if key in gpu_only:
-            warnings.warn(f"DeepSpeed config {where}{key!r} only tunes GPUs/communication or "
-                          f"profiling; TensorBrain accepts it and it has no effect", stacklevel=4)
+            if ignored is not None:
+                ignored.append(f"{where}{key}")
             continue
         raise DeepSpeedConfigError(
             f"DeepSpeed config key {where}{key!r} is not supported by tensorbrain.deepspeed "
@@ -84,11 +85,16 @@ def check(cfg: dict, world_size: int) -> dict:
         DeepSpeedConfigError: an unknown key (named), inconsistent batch sizes, fp16 and bf16
             together, an unknown ZeRO stage or offload device.
     """
-    _check_keys(cfg, SUPPORTED, GPU_ONLY, "")
+    ignored: list = []
+    _check_keys(cfg, SUPPORTED, GPU_ONLY, "", ignored)
     zero = cfg.setdefault("zero_optimization", {})
     if isinstance(zero, bool):
         zero = cfg["zero_optimization"] = {"stage": 1 if zero else 0}
-    _check_keys(zero, ZERO_SUPPORTED, ZERO_GPU_ONLY, "zero_optimization.")
+    _check_keys(zero, ZERO_SUPPORTED, ZERO_GPU_ONLY, "zero_optimization.", ignored)
+    if ignored:   # one warning for all of them (a typical ds_config.json has several)
+        warnings.warn(f"DeepSpeed config keys {ignored} only tune GPUs/communication or "
+                      f"profiling; TensorBrain accepts them and they have no effect",
+                      stacklevel=3)
     stage = int(zero.get("stage", 0))
     if stage not in (0, 1, 2, 3):
         raise DeepSpeedConfigError(f"zero_optimization.stage must be 0, 1, 2 or 3, got {stage}")

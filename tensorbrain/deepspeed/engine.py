@@ -55,6 +55,7 @@ class DeepSpeedEngine:
         self.loss_scaler = _ls.from_config(fp16) if self._fp16 else None
         self._low_dtype = tb.float16 if self._fp16 else tb.bfloat16 if self._bf16 else None
         self.global_steps = self.global_samples = self.micro_steps = self.skipped_steps = 0
+        self._step_applied = False
         self._wrapped = self._wrap(model, zero)
         self.optimizer = self._build_optimizer(optimizer, model_parameters)
         self.lr_scheduler = self._build_scheduler(lr_scheduler)
@@ -150,6 +151,11 @@ class DeepSpeedEngine:
         """Whether the next ``step()`` applies the optimizer."""
         return self._next_is_boundary()
 
+    def was_step_applied(self) -> bool:
+        """Whether the last ``step()`` updated the weights (False between accumulation
+        boundaries and when an fp16 overflow skipped it)."""
+        return self._step_applied
+
     def backward(self, loss, retain_graph: bool = False, scale_wrt_gas: bool = True):
         """``loss.backward()`` of ``loss / gradient_accumulation_steps`` (times the fp16 scale).
 
@@ -179,6 +185,7 @@ class DeepSpeedEngine:
         """
         boundary = self._next_is_boundary()
         self.micro_steps += 1
+        self._step_applied = False
         if not boundary:
             return
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
@@ -198,6 +205,7 @@ class DeepSpeedEngine:
             if clip > 0:
                 self.clip_grad_norm_(clip)
             self.optimizer.step()
+            self._step_applied = True
             if self.lr_scheduler is not None:
                 self.lr_scheduler.step(**(lr_kwargs or {}))
         self.optimizer.zero_grad(set_to_none=True)

@@ -127,6 +127,8 @@ def run_fanout(hosts, ns, argv, script_at, notice) -> int:
     port = ns.master_port if ns.master_port is not None else 29500
     run_id = ns.rdzv_id or uuid.uuid4().hex[:12]
     options = remote_options(argv, script_at)
+    if ns.local_rank_arg and not any(o.startswith("--_local_rank_arg") for o in options):
+        options.append(f"--_local_rank_arg={ns.local_rank_arg}")  # decided here, from --hostfile
     target = argv[script_at:]
     ssh = ["ssh", "-o", "BatchMode=yes"]
     if ns.ssh_port:
@@ -145,7 +147,7 @@ def run_fanout(hosts, ns, argv, script_at, notice) -> int:
                                  daemon=True)
             t.start()
             pumps.append(t)
-    stop = {"sig": None}
+    stop: dict[str, int | None] = {"sig": None}
 
     def on_signal(signum, frame):
         stop["sig"] = signum
@@ -182,9 +184,10 @@ def run_fanout(hosts, ns, argv, script_at, notice) -> int:
             signal.signal(sg, h)
         for t in pumps:
             t.join(2.0)
-    if stop["sig"] is not None:
-        notice(f"received {signal.Signals(stop['sig']).name}; stopped the agents on every host")
-        return 128 + stop["sig"]
+    sig = stop["sig"]
+    if sig is not None:
+        notice(f"received {signal.Signals(sig).name}; stopped the agents on every host")
+        return 128 + sig
     for _, p in procs:
         if status == 0 and p.returncode != 0:
             status = p.returncode

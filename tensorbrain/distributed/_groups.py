@@ -7,6 +7,7 @@ from __future__ import annotations
 import enum
 import threading
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 
@@ -144,7 +145,7 @@ class _World:
 
 
 _WORLD = _World()
-_FAST = [None]  # the default group's all_reduce fast path (_fastpath.py), or None
+_FAST: list[Any] = [None]  # the default group's all_reduce fast path (_fastpath.py), or None
 _INIT_COUNT = [0]   # re-inits in this process get fresh store keys
 
 

@@ -11,7 +11,8 @@ import re
 import signal
 
 __all__ = ["add_options", "apply_pet_env", "config_file_defaults", "read_simple_yaml",
-           "resolve_totals", "worker_env", "read_error_file", "parse_signals"]
+           "resolve_totals", "worker_env", "read_error_file", "parse_signals",
+           "local_rank_argument", "placement_from_env", "accelerate_env"]
 
 
 class CompatError(ValueError):
@@ -58,16 +59,32 @@ def add_options(p) -> None:
     _add(a, "mixed_precision", default=None, choices=["no", "fp16", "bf16", "fp8"],
          help="accelerate: ACCELERATE_MIXED_PRECISION in the workers (read by their Accelerator)")
     _add(a, "config_file", default=None, help="accelerate: YAML config read for those fields")
+    _add(a, "num_cpu_threads_per_process", type=int, default=None,
+         help="accelerate: OMP_NUM_THREADS in every worker")
+    _add(a, "gpu_ids", default=None, help="accelerate: CUDA_VISIBLE_DEVICES in every worker")
+    _add(a, "dynamo_backend", default=None,
+         help="accelerate: ACCELERATE_DYNAMO_BACKEND in the workers (no compiler here)")
+    _add(a, "same_network", action="store_true", help="accelerate: accepted (no effect)")
+    _add(a, "debug", action="store_true", help="accelerate: ACCELERATE_DEBUG_MODE=true")
+    a.add_argument("-q", "--quiet", action="store_true", help="accelerate: accepted (no effect)")
     _add(a, "num_gpus", dest="nproc_per_node", help="deepspeed: = --nproc_per_node")
     _add(a, "num_nodes", dest="nnodes", help="deepspeed: = --nnodes")
     _add(a, "hostfile", default=None, help="deepspeed: 'host slots=N' lines, one agent per host")
     a.add_argument("-np", dest="np", type=int, default=None, help="horovodrun: processes in all")
     a.add_argument("-H", "--hosts", dest="hosts", default=None,
                    help="horovodrun: host1:2,host2:2 (one agent per host)")
+    _add(a, "no_local_rank", action="store_true",
+         help="deepspeed: do not pass --local_rank=N to the workers")
+    _add(a, "use_env", action="store_true",
+         help="torch.distributed.launch: LOCAL_RANK in the environment only, no --local-rank")
     _add(a, "ssh_port", type=int, default=None, help="ssh port for --hostfile/-H")
     _add(a, "ssh_opts", default="", help="more ssh options for --hostfile/-H, e.g. '-F cfg'")
     p.add_argument("--_watch_stdin", dest="watch_stdin", action="store_true",
                    help=argparse.SUPPRESS)
+    # set by tensorbrain.distributed.launch (--local-rank) or by DeepSpeed's names (--local_rank);
+    # an option so that the ssh fan-out hands it on to the remote tbruns
+    p.add_argument("--_local_rank_arg", dest="local_rank_arg", default=None,
+                   choices=["--local-rank", "--local_rank"], help=argparse.SUPPRESS)
 
 
 def apply_slurm_env(p, env=None) -> bool:
@@ -115,7 +132,7 @@ def apply_pet_env(p, env=None) -> None:
 _ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "num_processes",
                       "num_machines": "nnodes",
                       "machine_rank": "node_rank", "main_process_ip": "master_addr",
-                      "main_process_port": "master_port"}
+                      "main_process_port": "master_port", "gpu_ids": "gpu_ids"}
 
 
 def read_simple_yaml(path: str) -> dict:
@@ -161,6 +178,34 @@ def config_file_defaults(p, argv) -> None:
             p.set_defaults(**{dest: "no" if value is False else str(value)})
 
 
+def accelerate_env(ns) -> dict:
+    """The variables ``accelerate launch``'s own options put in every worker's environment.
+
+    Args:
+        ns: the parsed options.
+
+    Returns:
+        dict: name -> value (``OMP_NUM_THREADS``, ``CUDA_VISIBLE_DEVICES``,
+        ``ACCELERATE_DYNAMO_BACKEND``, ``ACCELERATE_DEBUG_MODE``) for the options given.
+
+    Raises:
+        CompatError: ``--num_cpu_threads_per_process`` below 1.
+    """
+    env = {}
+    if ns.num_cpu_threads_per_process is not None:
+        if ns.num_cpu_threads_per_process < 1:
+            raise CompatError(f"--num_cpu_threads_per_process {ns.num_cpu_threads_per_process}: "
+                              "needs at least 1")
+        env["OMP_NUM_THREADS"] = str(ns.num_cpu_threads_per_process)
+    if ns.gpu_ids and ns.gpu_ids != "all":
+        env["CUDA_VISIBLE_DEVICES"] = ns.gpu_ids
+    if ns.dynamo_backend:
+        env["ACCELERATE_DYNAMO_BACKEND"] = ns.dynamo_backend.upper()
+    if ns.debug:
+        env["ACCELERATE_DEBUG_MODE"] = "true"
+    return env
+
+
 def resolve_totals(ns) -> None:
     """Turn totals (accelerate's --num_processes, horovodrun's -np) into per-node counts."""
     if ns.node_rank is not None:
@@ -195,6 +240,84 @@ def drop_python(ns) -> None:
     if not args:
         raise CompatError(f"{ns.training_script}: no script after the interpreter")
     ns.training_script, ns.training_script_args = args[0], args[1:]
+
+
+# options only DeepSpeed's launcher has: a command line using them was written for `deepspeed`
+_DEEPSPEED_ONLY = {"--num_gpus", "--num-gpus", "--num_nodes", "--num-nodes", "--no_local_rank",
+                   "--no-local-rank"}
+
+
+def local_rank_argument(ns, options: list) -> str | None:
+    """The ``--local_rank=N`` style argument the workers get before their own arguments, if any.
+
+    ``deepspeed`` passes ``--local_rank=<local rank>`` to every worker (unless
+    ``--no_local_rank``), and DeepSpeed scripts read it (``if args.local_rank == -1`` often means
+    "not distributed"), so a command line using DeepSpeed's own options (``--num_gpus``,
+    ``--num_nodes``, or ``--hostfile`` without horovodrun's ``-np``) gets the same.
+    ``tensorbrain.distributed.launch`` asks for torch.distributed.launch's ``--local-rank``
+    (unless ``--use-env``). torchrun and tbrun's own spelling pass none.
+
+    Args:
+        ns: the parsed options.
+        options: tbrun's options as given (the command line before the script).
+
+    Returns:
+        str | None: ``"--local_rank"``, ``"--local-rank"`` or None.
+    """
+    if ns.local_rank_arg == "--local-rank":
+        if ns.use_env:
+            return None
+        if ns.no_python:
+            raise CompatError("torch.distributed.launch: --no-python needs --use-env (a program "
+                              "that is not Python cannot be handed --local-rank)")
+        return ns.local_rank_arg
+    if ns.local_rank_arg or ns.no_local_rank:
+        return None if ns.no_local_rank else ns.local_rank_arg
+    names = {o.split("=", 1)[0] for o in options if o.startswith("-")}
+    if names & _DEEPSPEED_ONLY or ("--hostfile" in names and ns.np is None):
+        return "--local_rank"
+    return None
+
+
+def placement_from_env(ns, nproc: int, env=None) -> str | None:
+    """Take the node count, node rank and store address from ``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR`` (``MASTER_PORT``) exported before tbrun, as the guide's multi-machine recipe
+    does (``export RANK=4 WORLD_SIZE=8 MASTER_ADDR=...`` then ``torchrun --nproc_per_node=4``).
+
+    torchrun ignores these and each machine trains alone; tbrun uses them when they describe whole
+    nodes (``WORLD_SIZE`` a multiple of ``nproc`` larger than it, ``RANK`` a multiple of ``nproc``)
+    and nothing on the command line (``--nnodes``, ``--node_rank``, ``--rdzv_endpoint``,
+    ``--standalone``), in ``PET_*`` or from Slurm says otherwise. Not inside a launched worker
+    (``LOCAL_RANK`` set): there they are that worker's own.
+
+    Args:
+        ns: the parsed options; ``nnodes``, ``node_rank``, ``master_addr``, ``master_port`` are
+            set when the variables are used.
+        nproc: workers per node.
+        env: the environment; None for ``os.environ``.
+
+    Returns:
+        str | None: what tbrun took, for a notice; None when the variables were not used.
+    """
+    env = os.environ if env is None else env
+    rank, world, addr = env.get("RANK", ""), env.get("WORLD_SIZE", ""), env.get("MASTER_ADDR")
+    if (not rank.isdigit() or not world.isdigit() or not addr or "LOCAL_RANK" in env
+            or ns.nnodes != "1" or ns.node_rank is not None or ns.rdzv_endpoint
+            or ns.standalone):
+        return None
+    rank_i, world_i = int(rank), int(world)
+    if world_i <= nproc or world_i % nproc or rank_i % nproc or rank_i >= world_i:
+        return None
+    ns.nnodes, ns.node_rank = str(world_i // nproc), rank_i // nproc
+    if ns.master_addr == "127.0.0.1":
+        ns.master_addr = addr
+    port = env.get("MASTER_PORT", "")
+    if ns.master_port == 29500 and port.isdigit():
+        ns.master_port = int(port)
+    return (f"RANK={rank}, WORLD_SIZE={world} and MASTER_ADDR={addr} are set: this is node "
+            f"{ns.node_rank} of {ns.nnodes} (--nnodes {ns.nnodes} --node_rank {ns.node_rank} "
+            f"--master_addr {ns.master_addr} --master_port {ns.master_port}); each worker gets "
+            "its own RANK (torchrun would ignore them and train on each machine alone)")
 
 
 def parse_signals(text: str) -> list:
@@ -233,6 +356,7 @@ def worker_env(cfg, agent, local_rank: int, node_rank: int) -> dict:
            "TORCHELASTIC_ERROR_FILE": err}
     if cfg.mixed_precision:
         env["ACCELERATE_MIXED_PRECISION"] = cfg.mixed_precision
+    env.update(cfg.extra_env)
     if cfg.virtual_local_rank:
         env["LOCAL_RANK"] = "0"
         env["CUDA_VISIBLE_DEVICES"] = str(local_rank)

@@ -17,8 +17,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .errors import DistTimeoutError
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 
 class Work:
@@ -27,12 +32,12 @@ class Work:
     __slots__ = ("op", "seq", "group", "_event", "_exc", "_result", "_callbacks", "_lock",
                  "_done", "__weakref__")
 
-    def __init__(self, op: str, seq: int = -1, group: str = ""):
+    def __init__(self, op: str, seq: int = -1, group: str = "") -> None:
         self.op, self.seq, self.group = op, seq, group
         self._event: threading.Event | None = None  # created on demand: synchronous ops never need one
         self._exc: BaseException | None = None
-        self._result = None
-        self._callbacks: list | None = None
+        self._result: Any = None
+        self._callbacks: list[Callable[[Work], object]] | None = None
         self._lock = threading.Lock()
         self._done = False
 
@@ -58,25 +63,40 @@ class Work:
         return True
 
     def is_completed(self) -> bool:
+        """Whether the op has finished (successfully or not), without waiting.
+
+        Returns:
+            bool: True once finished.
+        """
         return self._done
 
     def is_success(self) -> bool:
+        """Whether the op has finished without an error, without waiting.
+
+        Returns:
+            bool: True once finished successfully.
+        """
         return self._done and self._exc is None
 
     def exception(self) -> BaseException | None:
+        """The op's error, without waiting.
+
+        Returns:
+            The exception it failed with, or None (running, or finished successfully).
+        """
         return self._exc
 
-    def result(self):
+    def result(self) -> Any:
         """Wait, then return the op's result (the output arrays for collectives)."""
         self.wait()
         return self._result
 
-    def get_future(self):
+    def get_future(self) -> concurrent.futures.Future:
         """A `concurrent.futures.Future` completed with this work (for ``.then`` chains)."""
         import concurrent.futures
         fut: concurrent.futures.Future = concurrent.futures.Future()
 
-        def done(w):
+        def done(w: Work) -> None:
             if w._exc is not None:
                 fut.set_exception(w._exc)
             else:
@@ -91,7 +111,7 @@ class Work:
         return f"Work({self.op}, seq={self.seq}, group={self.group!r}, {state})"
 
     # ***** backend side *****
-    def _on_done(self, fn) -> None:
+    def _on_done(self, fn: Callable[[Work], object]) -> None:
         """Run ``fn(work)`` when the op completes (at once if it already has)."""
         with self._lock:
             if not self._done:
@@ -101,7 +121,7 @@ class Work:
                 return
         fn(self)
 
-    def _complete(self, result=None, exc: BaseException | None = None) -> None:
+    def _complete(self, result: Any = None, exc: BaseException | None = None) -> None:
         self._result, self._exc = result, exc
         with self._lock:
             callbacks, self._callbacks = self._callbacks, None
@@ -118,7 +138,7 @@ class Work:
             event.set()
 
 
-def completed(op: str, result=None, exc: BaseException | None = None, seq: int = -1,
+def completed(op: str, result: Any = None, exc: BaseException | None = None, seq: int = -1,
               group: str = "") -> Work:
     """A `Work` that is already finished (synchronous ops, world size 1)."""
     w = Work(op, seq, group)
@@ -126,7 +146,7 @@ def completed(op: str, result=None, exc: BaseException | None = None, seq: int =
     return w
 
 
-def wait_all(works, timeout: float | None = None) -> None:
+def wait_all(works: Iterable[Work], timeout: float | None = None) -> None:
     """Wait for every work; raise the first error after all finished (or the deadline)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     first = None

@@ -9,7 +9,10 @@ Usage (``tbrun`` is the console script; ``python -m tensorbrain.distributed.run`
     tbrun --nproc_per_node 2 -m mypkg.train --lr 0.1        # run a module
     tbrun --nproc_per_node 2 --max_restarts 3 train.py      # restart the group on failure
 
-Everything after the script (or ``-m module``) is passed to every worker unchanged.
+Everything after the script (or ``-m module``) is passed to every worker unchanged, except
+torchrun's macro ``${local_rank}`` (the worker's local rank; ``string.Template``, as torchrun).
+``python -m tensorbrain.distributed.launch`` (torch's deprecated launcher) is tbrun that also
+hands each worker ``--local-rank=N`` first, unless ``--use-env``.
 
 Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--nproc_per_node``)
 ------------------------------------------------------------------------------------------------
@@ -36,6 +39,10 @@ Options (dashed and underscored spellings both work: ``--nproc-per-node`` = ``--
 ``--rdzv_id ID``
     Run id shared by all nodes (default: random, chosen by node 0 and shared through the store).
 
+``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` (``MASTER_PORT``) exported before tbrun (the recipe
+``export RANK=4 WORLD_SIZE=8 ...; torchrun --nproc_per_node=4 train.py``, where torchrun ignores
+them) are taken as ``--nnodes WORLD_SIZE/N --node_rank RANK/N`` and the store's address when they
+describe whole nodes and no placement option is given (not inside a worker: ``LOCAL_RANK`` set).
 Under ``srun`` with one task per node (``srun tbrun ...`` in an sbatch script), ``--nnodes``,
 ``--node_rank``, ``--master_addr`` (first host of the step's nodelist), ``--master_port``
 (15000 + the job id's last four digits) and ``--rdzv_id`` default from Slurm's variables.
@@ -78,7 +85,9 @@ torchrun's other options
     ``--duplicate-stdout-filters``/``--duplicate-stderr-filters`` (matching lines also go to
     ``LOG_DIR/RUN_ID/filtered_std{out,err}.log``); ``PET_<OPTION>``
     variables supply options not on the command line. Other launchers' names (``accelerate
-    launch``, DeepSpeed, ``horovodrun``): see docs/launcher.md and ``_launch_compat``.
+    launch``, DeepSpeed, ``horovodrun``): see docs/launcher.md and ``_launch_compat``; with
+    DeepSpeed's (``--num_gpus``, ``--num_nodes``, ``--hostfile`` without ``-np``) each worker
+    gets ``--local_rank=N`` first, as ``deepspeed`` passes it (``--no_local_rank``: not).
 ``--as-torch``
     Run an unmodified PyTorch script: in every worker, ``import torch`` resolves to TensorBrain
     (``python -m tensorbrain.as_torch``; see docs/compat.md). Said once at start-up.
@@ -273,6 +282,7 @@ def parse_args(argv=None) -> Config:
         script_at = len(argv) - 1 - len(ns.training_script_args)
         _compat.drop_python(ns)
         signals = tuple(_compat.parse_signals(ns.signals_to_handle))
+        ns.local_rank_arg = _compat.local_rank_argument(ns, argv[:script_at])
     except _compat.CompatError as exc:
         raise UsageError(str(exc)) from None
     if ns.hostfile or ns.hosts:
@@ -291,6 +301,7 @@ def parse_args(argv=None) -> Config:
                     ("stderr", ns.duplicate_stderr_filters)) if text}
     try:
         _compat.resolve_totals(ns)
+        extra_env = _compat.accelerate_env(ns)
     except _compat.CompatError as exc:
         raise UsageError(str(exc)) from None
     if ns.shutdown_timeout is not None:
@@ -298,6 +309,9 @@ def parse_args(argv=None) -> Config:
     if ns.run_path:
         ns.no_python = False
     nproc = _nproc(ns.nproc_per_node)
+    from_env = _compat.placement_from_env(ns, nproc)
+    if from_env:
+        notice(from_env)
     try:
         parts = [int(x) for x in ns.nnodes.split(":")]
         lo, hi = (parts[0], parts[0]) if len(parts) == 1 else tuple(parts)
@@ -360,6 +374,12 @@ def parse_args(argv=None) -> Config:
         cmd = [sys.executable, "-u", "-m", ns.training_script]
     else:
         cmd = [sys.executable, "-u", ns.training_script]
+    script_args = list(ns.training_script_args)
+    if ns.local_rank_arg:
+        if ns.local_rank_arg == "--local_rank":
+            notice("DeepSpeed's options: each worker also gets --local_rank=<its local rank> "
+                   "before its arguments, as deepspeed passes it (--no_local_rank: not)")
+        script_args.insert(0, f"{ns.local_rank_arg}=${{local_rank}}")
     run_id = ns.rdzv_id or (uuid.uuid4().hex[:12] if ns.standalone or hi == 1 else "")
     return Config(
         min_nodes=lo, max_nodes=hi, nproc=nproc, node_rank=ns.node_rank, master_addr=addr,
@@ -367,7 +387,7 @@ def parse_args(argv=None) -> Config:
         monitor_interval=ns.monitor_interval, stop_timeout=ns.stop_timeout,
         join_timeout=join_timeout, last_call=last_call,
         redirects=_std_spec(ns.redirects, nproc, "redirects"), tee=_std_spec(ns.tee, nproc, "tee"),
-        log_dir=ns.log_dir, shown=shown, cmd=cmd + list(ns.training_script_args),
+        log_dir=ns.log_dir, shown=shown, cmd=cmd + script_args, env_placement=bool(from_env), extra_env=extra_env,
         elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters,
         mixed_precision=ns.mixed_precision, role=ns.role, local_addr=ns.local_addr,
         virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
@@ -440,7 +460,11 @@ def warn_placement_overrides(cfg, env=None) -> list:
         env: the environment to check; None for ``os.environ``.
     """
     env = os.environ if env is None else env
-    found = [k for k in PLACEMENT_VARS if k in env]
+    if cfg.env_placement:  # taken as this node's placement (and said so)
+        return []
+    # the store address tbrun serves anyway is not overridden
+    same = {"MASTER_ADDR": cfg.master_addr, "MASTER_PORT": str(cfg.master_port)}
+    found = [k for k in PLACEMENT_VARS if k in env and env[k] != same.get(k)]
     if not found:
         return []
     shown = ", ".join(f"{k}={env[k]}" for k in found)

@@ -155,6 +155,7 @@ def setup_torch(backend: str = "DDP", port=None, seed=None, timeout=None, **kwar
         tb.cuda.set_device(get_local_rank() % tb.cuda.device_count())
     if seed is not None:
         seed_everything(int(seed))
+    _configure_logging()
     rank = get_rank()
     if rank == 0:
         logger.info("Using device='%s' with backend='%s' + '%s' for distributed training.",
@@ -188,6 +189,93 @@ def setup(framework: str = "pytorch", backend: str = "DDP", port=None, seed=None
     return setup_torch(backend=backend, port=port, seed=seed, **kwargs)
 
 
+_LOG_FORMAT = "[%(asctime)s][%(levelname)s][%(name)s]: %(message)s"
+
+
+def _configure_logging() -> None:
+    """What importing ezpz does: INFO-level logging on stderr unless the program set up its
+    own, and ezpz's own logger quiet on ranks other than 0 (here: on first use, so importing
+    the module changes nothing)."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=_log_level(), format=_LOG_FORMAT)
+    logger.setLevel(_log_level() if get_rank() == 0 or _from_all_ranks() else "CRITICAL")
+
+
+def _log_level() -> str:
+    return os.environ.get("EZPZ_LOG_LEVEL", os.environ.get("LOG_LEVEL", "INFO")).upper()
+
+
+def _from_all_ranks() -> bool:
+    value = os.environ.get("LOG_FROM_ALL_RANKS", os.environ.get("EZPZ_LOG_FROM_ALL_RANKS", ""))
+    return value.lower() in ("1", "true", "yes", "on")
+
+
+def get_logger(name: str | None = None, level: str | None = None, rank_zero_only: bool = True,
+               rank: int | None = None, colored_logs: bool = True) -> logging.Logger:
+    """A logger that prints at ``level`` on rank 0 and stays quiet (CRITICAL) on the others,
+    as ezpz's (plain text instead of ezpz's rich formatting).
+
+    Args:
+        name: the logger's name (``__name__``).
+        level: default ``EZPZ_LOG_LEVEL`` / ``LOG_LEVEL`` / "INFO".
+        rank_zero_only: quiet on ranks other than 0 (``LOG_FROM_ALL_RANKS=1`` overrides).
+        rank: this process's rank (default :func:`get_rank`).
+        colored_logs: accepted (no colours here).
+
+    Returns:
+        The ``logging.Logger``.
+
+    Example:
+        >>> log = get_logger("train", rank=0)
+        >>> log.getEffectiveLevel() == logging.INFO
+        True
+    """
+    _configure_logging()
+    log = logging.getLogger(name if name is not None else "ezpz")
+    rank = get_rank() if rank is None else int(rank)
+    want = (level or _log_level()).upper()
+    quiet = rank_zero_only and rank != 0 and not _from_all_ranks()
+    log.setLevel("CRITICAL" if quiet else want)
+    return log
+
+
+def get_dist_info() -> dict:
+    """Where this process runs: rank, local rank, world size, machines, device and backend."""
+    import socket
+    return {"RANK": get_rank(), "LOCAL_RANK": get_local_rank(), "WORLD_SIZE": get_world_size(),
+            "LOCAL_SIZE": get_local_size(), "NUM_NODES": get_num_nodes(),
+            "NODE_ID": get_node_index(), "HOSTNAME": socket.gethostname(),
+            "DEVICE": get_torch_device(), "BACKEND": get_torch_backend()}
+
+
+def print_dist_setup() -> str:
+    """Log (rank 0) and return one line describing :func:`get_dist_info`."""
+    info = get_dist_info()
+    line = (f"[{info['DEVICE']}] [rank {info['RANK']}/{info['WORLD_SIZE'] - 1}] "
+            f"[local_rank {info['LOCAL_RANK']}/{info['LOCAL_SIZE'] - 1}] "
+            f"[node {info['NODE_ID']}/{info['NUM_NODES'] - 1}] [{info['HOSTNAME']}]")
+    _configure_logging()
+    logger.info(line)
+    return line
+
+
+def summarize_dict(d: dict) -> str:
+    """``"k=v k=v ..."`` (ints as they are, floats with 6 decimals), as ezpz's.
+
+    Args:
+        d: the metrics.
+
+    Example:
+        >>> summarize_dict({"step": 3, "loss": 0.5})
+        'step=3 loss=0.500000'
+    """
+    def one(k, v):
+        if isinstance(v, (bool, int, np.integer)):
+            return f"{k}={v}"
+        return f"{k}={float(v):<.6f}"
+    return " ".join(one(k, v) for k, v in d.items())
+
+
 def cleanup() -> None:
     """Leave the process group."""
     if _dist().is_initialized():
@@ -217,6 +305,7 @@ def timeitlogit(rank: int | None = None, verbose: bool = True):
             dt = time.perf_counter() - t0
             who = get_rank() if rank is None else rank
             if verbose and who == 0:
+                _configure_logging()
                 shown = ", ".join([repr(a) for a in args if not hasattr(a, "shape")] +
                                   [f"{k}={v!r}" for k, v in kwargs.items()])
                 logger.info("`%s`(%s) took: dt=%.6fs", fn.__name__, shown, dt)
@@ -225,6 +314,16 @@ def timeitlogit(rank: int | None = None, verbose: bool = True):
     return decorate
 
 
-__all__ = ["cleanup", "get_local_rank", "get_local_size", "get_node_index", "get_num_nodes",
+
+
+def __getattr__(name):
+    if name == "dist":   # ezpz.dist (wrap_model_for_ddp and the names above), on first use
+        import importlib
+        return importlib.import_module(".dist", __name__)
+    raise AttributeError(f"module 'tensorbrain.ezpz' has no attribute {name!r}")
+
+
+__all__ = ["cleanup", "dist", "get_dist_info", "get_logger", "print_dist_setup",
+           "summarize_dict", "get_local_rank", "get_local_size", "get_node_index", "get_num_nodes",
            "get_rank", "get_torch_backend", "get_torch_device", "get_torch_device_type",
            "get_world_size", "seed_everything", "setup", "setup_torch", "timeitlogit"]

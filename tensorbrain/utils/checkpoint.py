@@ -19,7 +19,7 @@ backward (hooks such as DDP's gradient-ready hooks fire once per parameter, as w
 >>> x = tb.randn(4, 3, requires_grad=True)
 >>> checkpoint(lin, x, use_reentrant=False).sum().backward()
 >>> x.grad.shape, lin.weight.grad.shape
-((4, 3), (2, 3))
+(tb.Size([4, 3]), tb.Size([2, 3]))
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
         >>> block = tb.nn.Sequential(tb.nn.Linear(4, 4), tb.nn.ReLU())
         >>> y = checkpoint(block, tb.randn(2, 4), use_reentrant=False)
         >>> y.sum().backward(); block[0].weight.grad.shape
-        (4, 4)
+        tb.Size([4, 4])
     """
     from ..autograd import grad_mode
     from ..autograd.engine import run_backward
@@ -159,7 +159,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         >>> import tensorbrain as tb
         >>> net = tb.nn.Sequential(*[tb.nn.Linear(4, 4) for _ in range(4)])
         >>> checkpoint_sequential(net, 2, tb.randn(3, 4), use_reentrant=False).shape
-        (3, 4)
+        tb.Size([3, 4])
     """
     fns = list(functions.children()) if hasattr(functions, "children") else list(functions)
     if not 1 <= int(segments) <= max(1, len(fns)):

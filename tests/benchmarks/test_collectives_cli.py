@@ -85,12 +85,14 @@ def test_average_flag_combines_as_nccl_tests(workers):
 # ***** real runs *****
 def test_run_every_reduction_two_dtypes_nonblocking_cputime_json(tmp_path):
     out = tmp_path / "r.jsonl"
-    proc = _run("all_reduce", "-b", "8", "-e", "40", "-i", "16", "-n", "2", "-w", "1",
+    proc = _run("all_reduce", "-b", "8", "-e", "48", "-i", "16", "-n", "2", "-w", "1",
                 "-d", "float,int8", "-o", "all", "-a", "1", "-z", "0", "-C", "1",
                 "--json", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "# Out of bounds values : 0 OK" in proc.stdout
     assert "blocking: 0 time: cpu" in proc.stdout and "average of ranks" in proc.stdout
+    # -b/-e as given, as nccl-tests prints them (the rows stop at 40, below -e 48)
+    assert "minBytes 8 maxBytes 48 step: 16(bytes)" in proc.stdout
     assert "[rank" not in proc.stdout
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     meta = lines[0]
@@ -98,7 +100,7 @@ def test_run_every_reduction_two_dtypes_nonblocking_cputime_json(tmp_path):
     for key in ("host", "date", "python", "numpy", "tensorbrain", "argv", "platform"):
         assert meta[key], key
     assert meta["argv"][:1] == ["all_reduce"] and meta["blocking"] is False
-    assert meta["average"] == "average" and meta["time"] == "cpu"
+    assert meta["average"] == "average" and meta["time"] == "cpu" and meta["stat"] == "mean"
     rows = [r for r in lines[1:] if r["kind"] == "result"]
     # the tcp backend averages floating-point types only: int8/avg is reported, not run
     want = {(t, o) for t in ("float", "int8") for o in ("sum", "prod", "min", "max", "avg")}

@@ -105,6 +105,17 @@ CASES = {
                                           tmp, fw), 1e-3, 1e-5),
     "word_lm": (lambda fw, tmp: _run(_python(fw, "word_lm.py", "--deterministic", "--dropout", "0"),
                                      tmp, fw), 1e-3, 1e-5),
+    # 2 ranks; each program also trains the unsplit model in one process and fails unless every
+    # parameter matches it (1e-4); NumPy-set weights, so torch's final loss must match too
+    "pipelining_gpipe": (lambda fw, tmp: _run(_launcher(fw, _standalone(), "pipelining_manual.py",
+                                                        "gpipe"), tmp, fw), 1e-4, 1e-6),
+    "pipelining_1f1b": (lambda fw, tmp: _run(_launcher(fw, _standalone(), "pipelining_manual.py",
+                                                       "1f1b"), tmp, fw), 1e-4, 1e-6),
+    "tensor_parallel": (lambda fw, tmp: _run(_launcher(fw, _standalone(), "tensor_parallel.py"),
+                                             tmp, fw), 1e-4, 1e-6),
+    "sequence_parallel": (lambda fw, tmp: _run(_launcher(fw, _standalone(), "tensor_parallel.py",
+                                                         "--sequence-parallel"), tmp, fw),
+                          1e-4, 1e-6),
 }
 
 

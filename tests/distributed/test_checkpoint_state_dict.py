@@ -110,8 +110,12 @@ def test_errors():
     ((model(x) - y) ** 2).mean().backward()
     with pytest.raises(RuntimeError, match="zero_grad"):
         get_optimizer_state_dict(model, opt)
-    with pytest.raises(NotImplementedError, match="broadcast_from_rank0"):
+    with pytest.raises(ValueError, match=r"broadcast_from_rank0=True\) needs full_state_dict"):
         get_model_state_dict(model, options=StateDictOptions(broadcast_from_rank0=True))
+    # with full_state_dict it is accepted; one process has nothing to broadcast
+    sd = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True,
+                                                              broadcast_from_rank0=True))
+    assert list(sd) == list(model.state_dict())
 
 
 # ***** DTensor parameters (fully_shard's layout): state saved as shards, loaded anywhere *****

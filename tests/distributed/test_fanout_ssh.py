@@ -70,13 +70,14 @@ def driver(ns, argv):
 
 
 ALLREDUCE = """
-import os, socket
+import os, socket, sys
 import tensorbrain as tb
 import tensorbrain.distributed as dist
 dist.init_process_group("tcp")
 x = tb.ones(1) * (dist.get_rank() + 1)
 dist.all_reduce(x)
 print("OK", dist.get_rank(), dist.get_world_size(), os.environ["GROUP_RANK"], x.tolist())
+print("ARGV", dist.get_rank(), sys.argv[1:])
 dist.destroy_process_group()
 """
 
@@ -94,6 +95,12 @@ def test_hostfile_and_dash_h_start_one_agent_per_host(ssh_hosts, tmp_path):
         assert p.returncode == 0, err
         lines = sorted(x.split("] ", 1)[1] for x in out.splitlines() if "] OK" in x)
         assert lines == ["OK 0 4 0 [10.0]", "OK 1 4 0 [10.0]", "OK 2 4 1 [10.0]", "OK 3 4 1 [10.0]"], out + err
+        # DeepSpeed's --hostfile: every host's workers get --local_rank=N, as deepspeed passes
+        # it (the driver decides, the remote tbruns are told); horovodrun's -np/-H: none
+        argvs = sorted(x.split("] ", 1)[1] for x in out.splitlines() if "] ARGV" in x)
+        want = [f"ARGV {r} ['--local_rank={r % 2}']" if "--hostfile" in argv else f"ARGV {r} []"
+                for r in range(4)]
+        assert argvs == want, out
 
 
 SLEEPER = """

@@ -156,3 +156,41 @@ def test_a_dead_peer_fails_the_op_through_the_watchdog_and_poisons_the_group():
     assert "NCCL reported an asynchronous error" in first and "all_reduce (seq 1)" in first, first
     assert "failed earlier" in later, later
     assert results[1].exitcode == 3
+
+
+# ***** TB_DISTRIBUTED_DEBUG and TB_TIMELINE mean on nccl what they mean on tcp and mpi *****
+def _observed(rank, world):
+    import json
+    import logging
+
+    from tensorbrain.distributed import _observe
+    records = []
+    handler = logging.Handler()
+    handler.emit = lambda r: records.append(r.getMessage())
+    logging.getLogger("tensorbrain.distributed").addHandler(handler)
+    _init()
+    dist.all_reduce(tb.ones(100))
+    dist.broadcast(tb.zeros(10, dtype=tb.float64), src=0)
+    # same dtype and count, other shapes: only DETAIL compares shapes (checked on the host,
+    # before the kernel, as on a GPU, where NCCL would reduce the mismatched buffers silently)
+    try:
+        dist.all_reduce(tb.tensor(np.ones((2, 3) if rank == 0 else (3, 2), np.float32)))
+        error = None
+    except Exception as exc:   # noqa: BLE001  (the test reports whatever was raised)
+        error = f"{type(exc).__name__}: {exc}"
+    _observe.flush()
+    with open(_observe.timeline().path) as f:
+        events = [(e["name"], e["args"]["seq"], e["args"]["bytes"])
+                  for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+    return error, events, [r for r in records if "(seq " in r]
+
+
+def test_debug_detail_info_and_timeline_on_the_nccl_backend(tmp_path):
+    env = {"TB_DISTRIBUTED_DEBUG": "DETAIL", "TB_TIMELINE": str(tmp_path / "t.json")}
+    results = run_workers(f"{HERE}:_observed", 2, init=None, timeout=90, env=env)
+    for error, events, logged in results:
+        assert error is not None and "[2, 3]" in error and "[3, 2]" in error, error
+        assert events[:2] == [("all_reduce", 0, 400), ("broadcast", 1, 80)], events
+        # DETAIL includes INFO: one record per collective, as on tcp and mpi
+        assert any(r.startswith("all_reduce (seq 0) of group 'default': float32 x 100 (400 B)")
+                   for r in logged), logged

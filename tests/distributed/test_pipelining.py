@@ -274,8 +274,8 @@ def test_mpi_backend_every_schedule_matches_one_process(tmp_path):
 def test_unsupported_torch_names_say_so():
     with pytest.raises(NotImplementedError, match="ScheduleLoopedBFS is not supported"):
         from tensorbrain.distributed.pipelining import ScheduleLoopedBFS  # noqa: F401
-    with pytest.raises(NotImplementedError, match="PrepareModuleInput is not supported"):
-        from tensorbrain.distributed.tensor.parallel import PrepareModuleInput  # noqa: F401
+    with pytest.raises(NotImplementedError, match="loss_parallel is not supported"):
+        from tensorbrain.distributed.tensor.parallel import loss_parallel  # noqa: F401
 
 
 def _peer_dies(rank, world):

@@ -1,10 +1,13 @@
 """Other launchers' commands with the launcher's name changed to tbrun: accelerate launch (and
 its YAML config), DeepSpeed's launcher, horovodrun."""
+import subprocess
+import sys
+
 import pytest
 
 from tensorbrain.distributed.run import UsageError, parse_args
 
-from .test_run import free_port, parse_env_lines, script, tbrun
+from .test_run import env, free_port, parse_env_lines, script, start_tbrun, tbrun
 from .test_run_torchrun import TORCH_ENV
 
 
@@ -101,7 +104,6 @@ def test_the_guides_multinode_commands_verbatim(tmp_path):
     cmds = [["--nproc_per_node=2", "--nnodes=2", f"--node_rank={r}", "--rdzv_id=456",
              "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", w, "50", "10"]
             for r in (0, 1)]
-    from .test_run import start_tbrun
     first = start_tbrun(*cmds[0])
     try:
         second = tbrun(*cmds[1])
@@ -115,3 +117,129 @@ def test_the_guides_multinode_commands_verbatim(tmp_path):
     r = tbrun("--num_processes", "1", "--mixed_precision", "bf16", "--main_process_port",
               str(free_port()), w)
     assert r.returncode == 0 and "MP bf16" in r.stdout, r.stderr
+
+
+LEGACY = """
+import argparse, os
+p = argparse.ArgumentParser()
+p.add_argument("--local-rank", "--local_rank", type=int, default=-1)
+p.add_argument("--args", action="store_true")
+a = p.parse_args()
+print(f"ARG {a.local_rank} ENV {os.environ['LOCAL_RANK']} FLAG {a.args}", flush=True)
+"""
+
+
+def _arg_lines(out):
+    return sorted(x.split("] ", 1)[1] for x in out.splitlines() if "] ARG" in x)
+
+
+def test_torch_distributed_launch_module_passes_local_rank(tmp_path):
+    """The guide's `python -m torch.distributed.launch --nproc_per_node=4 train.py --args` with
+    the name changed: workers get --local-rank=N before their arguments unless --use-env."""
+    w = script(tmp_path, LEGACY)
+    run = [sys.executable, "-m", "tensorbrain.distributed.launch", "--master_port",
+           str(free_port())]
+    r = subprocess.run([*run, "--nproc_per_node=2", w, "--args"], env=env(
+        PYTHON_MULTIPROCESSING_METHOD="spawn"), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert _arg_lines(r.stdout) == ["ARG 0 ENV 0 FLAG True", "ARG 1 ENV 1 FLAG True"], r.stdout
+    assert "deprecated: use tbrun" in r.stderr
+    r = subprocess.run([*run, "--use-env", "--nproc_per_node=2", w], env=env(),
+                       capture_output=True, text=True, timeout=60)
+    assert _arg_lines(r.stdout) == ["ARG -1 ENV 0 FLAG False", "ARG -1 ENV 1 FLAG False"], r
+    r = subprocess.run([*run, "--no-python", "echo"], env=env(), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "--no-python needs --use-env" in r.stderr, r.stderr
+
+
+def test_deepspeed_commands_pass_local_rank_as_deepspeed_does(tmp_path):
+    """`deepspeed --num_gpus 2 train.py --deepspeed --deepspeed_config ds.json`: DeepSpeed's
+    launcher hands every worker --local_rank=N first; torchrun's spelling does not."""
+    w = script(tmp_path, LEGACY.replace('"--args", action="store_true"', '"--deepspeed", '
+                                        'action="store_true", dest="args"') +
+               "import sys; print('REST', sys.argv[1:])\n")
+    port = str(free_port())
+    r = tbrun("--num_gpus", "2", "--master_port", port, w, "--deepspeed")
+    assert r.returncode == 0, r.stderr
+    assert _arg_lines(r.stdout) == ["ARG 0 ENV 0 FLAG True", "ARG 1 ENV 1 FLAG True"], r.stdout
+    assert "[rank 1] REST ['--local_rank=1', '--deepspeed']" in r.stdout
+    assert "each worker also gets --local_rank" in r.stderr
+    for argv in (["--num_gpus", "2", "--no_local_rank"], ["--nproc_per_node", "2"]):
+        r = tbrun(*argv, "--master_port", port, w)
+        assert _arg_lines(r.stdout) == ["ARG -1 ENV 0 FLAG False", "ARG -1 ENV 1 FLAG False"]
+    hosts = tmp_path / "hostfile"
+    hosts.write_text("localhost slots=2\n")
+    assert parse_args(["--hostfile", str(hosts), "t.py", "x"]).cmd[-3:] == \
+        ["t.py", "--local_rank=${local_rank}", "x"]
+    # horovodrun's -np with a hostfile: no --local_rank (horovodrun passes none)
+    assert parse_args(["-np", "2", "--hostfile", str(hosts), "t.py"]).cmd[-1] == "t.py"
+
+
+def test_local_rank_macro_is_substituted_as_torchrun_does(tmp_path):
+    r = tbrun("--nproc_per_node", "2", "--master_port", str(free_port()), "--no_python",
+              "echo", "rank=${local_rank}", "cost=$$5")
+    assert r.returncode == 0, r.stderr
+    assert sorted(x for x in r.stdout.splitlines()) == ["[rank 0] rank=0 cost=$5",
+                                                        "[rank 1] rank=1 cost=$5"]
+
+
+def test_the_guides_multi_machine_exports_form_one_world(tmp_path):
+    """The guide's recipe: export MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE on each machine,
+    then `torchrun --nproc_per_node=N train.py` (torchrun ignores them: each machine trains
+    alone). tbrun takes them as the node's placement, on two 'machines' here."""
+    w = script(tmp_path, TORCH_ENV)
+    common = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": "4"}
+    first = start_tbrun("--nproc_per_node=2", w, extra_env={**common, "RANK": "0"})
+    try:
+        second = tbrun("--nproc_per_node=2", w, extra_env={**common, "RANK": "2"})
+        out1, err1 = first.communicate(timeout=40)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0 and second.returncode == 0, err1 + second.stderr
+    envs = {**parse_env_lines(out1), **parse_env_lines(second.stdout)}
+    assert sorted(envs) == [0, 1, 2, 3] and {e["WORLD_SIZE"] for e in envs.values()} == {"4"}
+    assert [envs[r]["GROUP_RANK"] for r in range(4)] == ["0", "0", "1", "1"]
+    assert "this is node 1 of 2" in second.stderr and "warning" not in second.stderr
+
+
+def test_exported_placement_is_used_only_when_it_describes_whole_nodes(monkeypatch):
+    for k, v in {"MASTER_ADDR": "10.1.1.1", "MASTER_PORT": "2345", "WORLD_SIZE": "8",
+                 "RANK": "4"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    cfg = parse_args(["--nproc_per_node=4", "t.py"])
+    assert (cfg.max_nodes, cfg.node_rank, cfg.master_addr, cfg.master_port, cfg.elastic) == \
+        (2, 1, "10.1.1.1", 2345, False)
+    for argv in (["--nproc_per_node=3"], ["--nproc_per_node=8"], ["--standalone"],
+                 ["--nproc_per_node=4", "--node_rank=0"],
+                 ["--nproc_per_node=4", "--rdzv_endpoint=h:1"]):
+        assert parse_args([*argv, "t.py"]).env_placement is False, argv
+    monkeypatch.setenv("LOCAL_RANK", "0")  # inside a launched worker: those are its own
+    assert parse_args(["--nproc_per_node=4", "t.py"]).max_nodes == 1
+
+
+def test_store_address_variables_equal_to_tbruns_are_not_warned_about():
+    """An sbatch recipe exports MASTER_ADDR/MASTER_PORT and passes the same values as
+    --main_process_ip/--main_process_port: nothing is overridden, so no warning."""
+    from tensorbrain.distributed.run import warn_placement_overrides
+    cfg = parse_args(["--master_addr", "h0", "--master_port", "1234", "t.py"])
+    assert warn_placement_overrides(cfg, {"MASTER_ADDR": "h0", "MASTER_PORT": "1234"}) == []
+    assert warn_placement_overrides(cfg, {"MASTER_ADDR": "h0", "MASTER_PORT": "99"}) == \
+        ["MASTER_PORT"]
+
+
+def test_accelerates_resource_options_reach_the_workers(tmp_path):
+    """`accelerate launch` without a config tells users to pass --num_machines, --mixed_precision
+    and --dynamo_backend; those and its thread/GPU options work with the name changed."""
+    w = script(tmp_path, "import os\nprint('VARS', *[os.environ.get(k) for k in ("
+               "'OMP_NUM_THREADS', 'CUDA_VISIBLE_DEVICES', 'ACCELERATE_DYNAMO_BACKEND', "
+               "'ACCELERATE_MIXED_PRECISION', 'ACCELERATE_DEBUG_MODE')])\n")
+    r = tbrun("--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+              "--dynamo_backend", "no", "--num_cpu_threads_per_process", "3", "--gpu_ids", "0,1",
+              "--same_network", "-q", "--debug", "--main_process_port", str(free_port()), w)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("VARS 3 0,1 NO no true") == 2, r.stdout
+    assert "OMP_NUM_THREADS=1" not in r.stderr  # the user's thread count, no notice about ours
+    with pytest.raises(UsageError, match="--num_cpu_threads_per_process 0"):
+        parse_args(["--num_cpu_threads_per_process", "0", "t.py"])

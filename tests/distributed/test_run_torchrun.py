@@ -251,6 +251,50 @@ def test_tensorbrain_workers_under_real_torchrun_use_the_agent_store(tmp_path):
         assert (tmp_path / f"sum{rank}").read_text() == "[3.0] True"
 
 
+def test_waiting_on_torchruns_agent_store_longer_than_a_slice_is_not_a_store_failure():
+    """Ranks wait for each other's keys in 0.25 s slices; a key that comes later than one slice
+    must not read as a broken store (torch's client words its timeout differently: the real
+    torchrun test above failed on a loaded machine that way)."""
+    td = pytest.importorskip("torch.distributed")
+    import threading
+    from datetime import timedelta
+
+    from tensorbrain.distributed import _liveness
+    from tensorbrain.distributed._store.torch_agent import TorchAgentStore
+    from tensorbrain.distributed.errors import DistStoreError, DistTimeoutError
+    master = td.TCPStore("127.0.0.1", 0, is_master=True, timeout=timedelta(seconds=10))
+    store = TorchAgentStore("127.0.0.1", master.port, timedelta(seconds=10))
+    threading.Timer(0.8, lambda: master.set("late", b"1")).start()
+    t0 = time.monotonic()
+    _liveness.wait_keys(store, ["late"], time.monotonic() + 10, "test")
+    assert 0.7 < time.monotonic() - t0 < 5 and store.get("late") == b"1"
+    with pytest.raises(DistStoreError, match="timed out after .* waiting for key.*'never'"):
+        store.wait(["never"], timedelta(milliseconds=300))
+    with pytest.raises(DistTimeoutError):
+        _liveness.wait_keys(store, ["never"], time.monotonic() + 0.6, "test")
+
+
+def test_a_real_pytorch_script_under_tbrun_gets_a_hint(tmp_path):
+    """torch's env:// rank 0 listens on MASTER_PORT, which tbrun's store holds: the summary says
+    what to do (--as-torch, or the real torchrun), and --as-torch runs the same script."""
+    pytest.importorskip("torch")
+    w = script(tmp_path, """
+        import torch
+        import torch.distributed as dist
+        dist.init_process_group("gloo")
+        t = torch.ones(1) * (dist.get_rank() + 1)
+        dist.all_reduce(t)
+        print("SUM", t.item(), flush=True)
+        dist.destroy_process_group()
+        """)
+    r = tbrun("--nproc_per_node", "2", "--master_port", str(free_port()), w, timeout=120)
+    assert r.returncode == 1 and "hint: this looks like a PyTorch script" in r.stderr, r.stderr
+    assert "--as-torch" in r.stderr
+    r = tbrun("--as-torch", "--nproc_per_node", "2", "--master_port", str(free_port()), w,
+              timeout=120)
+    assert r.returncode == 0 and r.stdout.count("SUM 3.0") == 2, r.stderr
+
+
 def test_c10d_failure_restarts_every_node_into_a_new_round(tmp_path):
     w = script(tmp_path, TORCH_ENV + """
 import sys

@@ -93,3 +93,32 @@ def test_submit_to_a_real_slurm_through_submitit(slurm, tmp_path, monkeypatch): 
     assert job.job_id.isdigit() and os.path.dirname(job.stdout_path) == str(tmp_path / "jobs")
     assert job.wait() == "COMPLETED"
     assert sorted(job.results()) == [(0, 2, [3.0]), (1, 2, [3.0])]
+
+
+def test_a_launch_command_with_accelerates_names_on_a_real_slurm(slurm, tmp_path, monkeypatch):  # noqa: F811,E501
+    """nntool's idiom: SlurmConfig(distributed_launch_command="accelerate launch --num_processes
+    {num_processes} ...") with `accelerate launch` changed to tbrun; each task runs it."""
+    pytest.importorskip("submitit")
+    monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])
+    monkeypatch.setenv("PYTHONPATH", slurm.env["PYTHONPATH"])
+    (tmp_path / "train.py").write_text(
+        "import os\n"
+        "import tensorbrain as tb\n"
+        "import tensorbrain.distributed as dist\n"
+        "dist.init_process_group('tcp')\n"
+        "x = tb.ones(1) * (dist.get_rank() + 1)\n"
+        "dist.all_reduce(x)\n"
+        "open(os.path.join(os.path.dirname(__file__), f'r{dist.get_rank()}'), 'w')"
+        ".write(f'{dist.get_world_size()} {x.tolist()}')\n")
+    config = SlurmConfig(job_name="tblaunch", tasks_per_node=1, cpus_per_task=2, time=2,
+                         nproc_per_node=2, output=str(tmp_path / "jobs"),
+                         distributed_launch_command=(
+                             f"{sys.executable} -m tensorbrain.distributed.run --num_processes "
+                             "{num_processes} --num_machines {num_machines} --machine_rank "
+                             "{machine_rank} --main_process_ip {main_process_ip} "
+                             "--main_process_port {main_process_port} "
+                             f"{tmp_path / 'train.py'}"))
+    job = submit(None, config)
+    assert job.wait() == "COMPLETED", open(job.stderr_path).read()
+    assert job.result() == 0
+    assert [(tmp_path / f"r{r}").read_text() for r in (0, 1)] == ["2 [3.0]", "2 [3.0]"]

@@ -11,7 +11,7 @@ import tensorbrain.distributed as dist
 from tensorbrain.distributed.device_mesh import init_device_mesh
 from tensorbrain.distributed.tensor import DTensor, Replicate, Shard
 from tensorbrain.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
-                                                     SequenceParallel, parallelize_module)
+                                                     parallelize_module)
 from tensorbrain.testing.distributed import run_workers
 
 HERE = "tests.distributed.test_tensor_parallel"
@@ -137,10 +137,10 @@ def test_errors():
             parallelize_module(MLP(), mesh, {"w*": ColwiseParallel(), "w2": RowwiseParallel()})
         with pytest.raises(NotImplementedError, match="LayerNorm is not supported"):
             parallelize_module(tb.nn.LayerNorm(4), mesh, ColwiseParallel())
-        with pytest.raises(NotImplementedError, match="sequence parallel"):
+        with pytest.raises(NotImplementedError, match=r"output: Shard\(dim=0\) is not supported"):
             ColwiseParallel(output_layouts=Shard(0))
-        with pytest.raises(NotImplementedError, match="SequenceParallel"):
-            SequenceParallel()
+        with pytest.raises(NotImplementedError, match="SequenceParallel takes norms"):
+            parallelize_module(tb.nn.LayerNorm(4), mesh, RowwiseParallel())
         m = parallelize_module(MLP(), mesh, {"w1": ColwiseParallel(use_local_output=False),
                                              "w2": RowwiseParallel(use_local_output=False)})
         out = m(tb.ones(2, D))

@@ -1,5 +1,7 @@
 """tensorbrain.accelerate: an Accelerate-style program (tests/frontdoors/programs) run unchanged
 under tbrun --as-torch at 2 ranks ends with the weights one process reaches on the full batch."""
+import os
+
 import numpy as np
 import pytest
 
@@ -118,3 +120,78 @@ def test_unsupported_options_are_clear_errors():
         Accelerator(cpu=True, log_with="wandb")
     with pytest.raises(ValueError, match="fp8"):
         Accelerator(cpu=True, mixed_precision="fp8")
+
+
+def test_accumulation_restarts_after_the_loaders_last_batch():
+    """5 batches, accumulation 2: steps at batches 2, 4 and 5 in every epoch (Accelerate resets
+    its counter at the end of the loader; without that epoch 2 stepped at batches 1, 3, 5)."""
+    import tensorbrain as tb
+    from tensorbrain.accelerate import Accelerator
+    acc = Accelerator(cpu=True, gradient_accumulation_steps=2)
+    model, loader = acc.prepare(tb.nn.Linear(1, 1),
+                                tb.utils.data.DataLoader(list(range(5)), batch_size=1))
+    for _ in range(2):
+        pattern = []
+        for _batch in loader:
+            with acc.accumulate(model):
+                pattern.append(acc.sync_gradients)
+        assert pattern == [False, True, False, True, True]
+
+
+def test_gather_for_metrics_keeps_a_drop_last_loader_whole():
+    import tensorbrain as tb
+    from tensorbrain.accelerate import Accelerator
+    acc = Accelerator(cpu=True)
+    data = tb.utils.data.TensorDataset(tb.arange(10))
+    loader = acc.prepare(tb.utils.data.DataLoader(data, batch_size=4, drop_last=True))
+    assert [acc.gather_for_metrics(x).tolist() for (x,) in loader] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    loader = acc.prepare(tb.utils.data.DataLoader(data, batch_size=4))
+    assert [len(acc.gather_for_metrics(x)) for (x,) in loader] == [4, 4, 2]
+
+
+def test_prepared_scheduler_stops_at_the_end_of_one_cycle():
+    """With n processes the prepared scheduler steps n times per step; OneCycleLR sized for
+    fewer steps would raise past its end, so it stops there (as Accelerate)."""
+    import tensorbrain as tb
+    from tensorbrain.accelerate._wrappers import AcceleratedScheduler
+    from tensorbrain.accelerate.accelerator import GradientState
+    opt = tb.optim.SGD([tb.zeros(1, requires_grad=True)], lr=0.1)
+    sched = tb.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=5)
+    wrapped = AcceleratedScheduler(sched, [], GradientState(1), num_processes=2)
+    for _ in range(4):
+        opt.step()
+        wrapped.step()
+    assert sched.last_epoch == 5
+
+
+def test_kwargs_handlers_project_configuration_and_logger(tmp_path, caplog):
+    import logging
+
+    import tensorbrain as tb
+    from tensorbrain.accelerate import (Accelerator, DistributedDataParallelKwargs,
+                                        GradScalerKwargs, ProjectConfiguration)
+    from tensorbrain.accelerate.logging import get_logger
+    acc = Accelerator(cpu=True, mixed_precision="fp16", kwargs_handlers=[
+        DistributedDataParallelKwargs(find_unused_parameters=True),
+        GradScalerKwargs(init_scale=1024.0)],
+        project_config=ProjectConfiguration(str(tmp_path), automatic_checkpoint_naming=True,
+                                            total_limit=2))
+    assert acc._ddp_kwargs == {"find_unused_parameters": True}
+    assert acc.scaler.get_scale() == 1024.0
+    model = tb.nn.Linear(2, 1)
+    acc.prepare(model, tb.optim.SGD(model.parameters(), lr=0.1))
+    written = [acc.save_state() for _ in range(3)]
+    assert [os.path.basename(w) for w in written] == [f"checkpoint_{i}" for i in range(3)]
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == ["checkpoint_1", "checkpoint_2"]
+    again = Accelerator(cpu=True, project_config=ProjectConfiguration(
+        str(tmp_path), automatic_checkpoint_naming=True))
+    model2 = tb.nn.Linear(2, 1)
+    again.prepare(model2, tb.optim.SGD(model2.parameters(), lr=0.1))
+    again.load_state()                                    # the newest: checkpoint_2
+    np.testing.assert_array_equal(model2.weight._data, model.weight._data)
+    assert again.project_configuration.iteration == 3
+    with pytest.raises(ValueError, match="AutocastKwargs is not supported"):
+        Accelerator(cpu=True, kwargs_handlers=[type("AutocastKwargs", (), {})()])
+    with caplog.at_level(logging.INFO):
+        get_logger("train").info("hello %s", "main")
+    assert [r.getMessage() for r in caplog.records] == ["hello main"]

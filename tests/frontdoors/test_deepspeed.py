@@ -18,6 +18,16 @@ PROG = "deepspeed_train.py"
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.fixture(autouse=True)
+def _no_group_left_behind():
+    """deepspeed.initialize in this process forms a group of one: leave none to later tests."""
+    import tensorbrain.distributed as dist
+    had = dist.is_initialized()
+    yield
+    if dist.is_initialized() and not had:
+        dist.destroy_process_group()
+
+
 def _config(tmp_path, name, world, micro=None, **extra):
     cfg = {"train_batch_size": 16, "train_micro_batch_size_per_gpu": micro or 16 // world,
            "optimizer": {"type": "Adam", "params": {"lr": 0.01, "weight_decay": 0.01}},
@@ -125,32 +135,63 @@ def test_dynamic_loss_scaler_hysteresis_and_window():
 
 
 def test_schedules_follow_deepspeeds_formulas():
+    """The lr each optimizer step runs at (read before the step, as the engine steps the
+    schedule after the optimizer): construction sets iteration -1's lr, so a warm-up's first two
+    steps both run at its minimum, as DeepSpeed's lr_schedules.py (since its PR #6597)."""
     import math
 
     import tensorbrain as tb
-    from tensorbrain.deepspeed.lr_schedules import WarmupCosineLR, WarmupDecayLR, WarmupLR
+    from tensorbrain.deepspeed.lr_schedules import (LRRangeTest, OneCycle, WarmupCosineLR,
+                                                    WarmupDecayLR, WarmupLR)
 
-    def lrs(sched, n):
+    def lrs(sched, n, key="lr"):
         out = []
         for _ in range(n):
-            out.append(sched.get_last_lr()[0])
+            group = sched.optimizer.param_groups[0]
+            out.append(group[key] if key == "lr" else group[key][0])
             sched.step()
         return out
 
-    opt = tb.optim.SGD([tb.zeros(1, requires_grad=True)], lr=0.5)
-    got = lrs(WarmupLR(opt, warmup_min_lr=0.1, warmup_max_lr=1.0, warmup_num_steps=5), 7)
-    want = [0.1 + 0.9 * math.log(k + 1) / math.log(5) for k in range(5)] + [1.0, 1.0]
+    def opt(lr=0.5, cls=tb.optim.SGD):
+        return cls([tb.zeros(1, requires_grad=True)], lr=lr)
+
+    got = lrs(WarmupLR(opt(), warmup_min_lr=0.1, warmup_max_lr=1.0, warmup_num_steps=5), 8)
+    want = [0.1] + [0.1 + 0.9 * math.log(k + 1) / math.log(5) for k in range(5)] + [1.0, 1.0]
     np.testing.assert_allclose(got, want, rtol=1e-12)
-    got = lrs(WarmupLR(opt, 0.0, 1.0, 4, warmup_type="linear"), 5)
-    np.testing.assert_allclose(got, [0, 0.25, 0.5, 0.75, 1.0])
-    got = lrs(WarmupDecayLR(opt, total_num_steps=8, warmup_min_lr=0, warmup_max_lr=1.0,
-                            warmup_num_steps=4, warmup_type="linear"), 10)
-    np.testing.assert_allclose(got, [0, 0.25, 0.5, 0.75, 1.0, 0.75, 0.5, 0.25, 0.0, 0.0])
-    opt = tb.optim.SGD([tb.zeros(1, requires_grad=True)], lr=2.0)
-    got = lrs(WarmupCosineLR(opt, total_num_steps=6, warmup_min_ratio=0.0, warmup_num_steps=2,
-                             cos_min_ratio=0.0, warmup_type="linear"), 7)
-    want = [0.0, 1.0] + [2.0 * 0.5 * (1 + math.cos(math.pi * k / 4)) for k in range(5)]
+    np.testing.assert_allclose(lrs(WarmupLR(opt(), 0.0, 1.0, 4, warmup_type="linear"), 6),
+                               [0, 0, 0.25, 0.5, 0.75, 1.0])
+    got = lrs(WarmupDecayLR(opt(), total_num_steps=8, warmup_min_lr=0, warmup_max_lr=1.0,
+                            warmup_num_steps=4, warmup_type="linear"), 11)
+    np.testing.assert_allclose(got, [0, 0, 0.25, 0.5, 0.75, 1.0, 0.75, 0.5, 0.25, 0.0, 0.0])
+    # the peak is the optimizer's lr; 0 before the first step; the cosine counts from 1
+    got = lrs(WarmupCosineLR(opt(2.0), total_num_steps=6, warmup_min_ratio=0.0,
+                             warmup_num_steps=2, cos_min_ratio=0.0, warmup_type="linear"), 8)
+    want = [0.0, 0.0, 1.0] + [2.0 * 0.5 * (1 + math.cos(math.pi * min(1, k / 4)))
+                              for k in range(1, 6)]
     np.testing.assert_allclose(got, want, atol=1e-12)
+    # OneCycle: up 2 steps, down 2, then cycle_min_lr / (1 + rate * k); Adam's beta1 cycles
+    # the other way (DeepSpeed also sets beta2 to 0.99)
+    s = OneCycle(opt(cls=tb.optim.Adam), cycle_min_lr=0.1, cycle_max_lr=1.0,
+                 cycle_first_step_size=2, decay_lr_rate=1.0, decay_step_size=1)
+    np.testing.assert_allclose(lrs(s, 7), [0.1, 0.55, 1.0, 0.55, 0.1, 0.05, 0.1 / 3])
+    s = OneCycle(opt(cls=tb.optim.Adam), 0.1, 1.0, cycle_first_step_size=2)
+    np.testing.assert_allclose(lrs(s, 6, key="betas"), [0.8, 0.85, 0.8, 0.85, 0.9, 0.9])
+    assert s.optimizer.param_groups[0]["betas"][1] == 0.99
+    s = OneCycle(opt(), 0.1, 1.0, cycle_first_step_size=4, cycle_first_stair_count=2)
+    np.testing.assert_allclose(lrs(s, 5), [0.1, 0.1, 0.55, 0.55, 1.0])   # stairs
+    assert not s.cycle_momentum   # SGD has no betas: DeepSpeed leaves its momentum alone
+    np.testing.assert_allclose(lrs(LRRangeTest(opt(), 0.1, 2, 1.0), 4), [0.1, 0.15, 0.2, 0.25])
+    np.testing.assert_allclose(lrs(LRRangeTest(opt(), 0.1, 2, 1.0, True), 4),
+                               [0.1, 0.1, 0.2, 0.2])
+    # resuming: the state is the iteration
+    a = WarmupLR(opt(), 0.0, 1.0, 10, warmup_type="linear")
+    for _ in range(3):
+        a.step()
+    b = WarmupLR(opt(), 0.0, 1.0, 10, warmup_type="linear")
+    b.load_state_dict(a.state_dict())
+    a.step()
+    b.step()
+    assert a.get_last_lr() == b.get_last_lr() == [0.3]
 
 
 def test_initialize_in_one_process_with_client_optimizer_and_errors():
@@ -175,9 +216,9 @@ def test_initialize_in_one_process_with_client_optimizer_and_errors():
     with pytest.raises(ValueError, match="'Lamb' is not supported"):
         deepspeed.initialize(model=model, config={
             "train_batch_size": 4, "optimizer": {"type": "Lamb", "params": {"lr": 0.1}}})
-    with pytest.raises(ValueError, match="'OneCycle' is not supported"):
+    with pytest.raises(ValueError, match="'Noam' is not supported"):
         deepspeed.initialize(model=model, optimizer=opt, config={
-            "train_batch_size": 4, "scheduler": {"type": "OneCycle", "params": {}}})
+            "train_batch_size": 4, "scheduler": {"type": "Noam", "params": {}}})
     # "Adam" is AdamW unless adam_w_mode is false
     e, o, _, _ = deepspeed.initialize(model=model, config={
         "train_batch_size": 4, "optimizer": {"type": "Adam", "params": {"lr": 0.1}}})
@@ -186,3 +227,39 @@ def test_initialize_in_one_process_with_client_optimizer_and_errors():
         "train_batch_size": 4, "optimizer": {"type": "Adam",
                                              "params": {"lr": 0.1, "adam_w_mode": False}}})
     assert type(o) is tb.optim.Adam
+
+
+def test_accelerator_comm_and_was_step_applied(monkeypatch):
+    import tensorbrain as tb
+    import tensorbrain.deepspeed as deepspeed
+    from tensorbrain.deepspeed import accelerator as ds_accelerator
+    from tensorbrain.deepspeed.accelerator import get_accelerator
+    acc = get_accelerator()
+    kind = "cuda" if tb.cuda.is_available() else "cpu"
+    assert acc.device_name() == kind and acc.device_name(0) == ("cuda:0" if kind == "cuda" else "cpu")
+    assert acc.communication_backend_name() == ("nccl" if kind == "cuda" else "gloo")
+    assert acc.is_fp16_supported() and acc.on_accelerator(tb.zeros(1).to(acc.device_name()))
+    monkeypatch.setattr(ds_accelerator, "_ACCELERATOR", None)
+    monkeypatch.setenv("DS_ACCELERATOR", "xpu")
+    with pytest.raises(ValueError, match="'xpu'"):
+        get_accelerator()
+    monkeypatch.setattr(ds_accelerator, "_ACCELERATOR", None)
+    monkeypatch.delenv("DS_ACCELERATOR")
+    assert deepspeed.comm.all_reduce is tb.distributed.all_reduce
+    model = tb.nn.Linear(3, 1)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        engine, *_ = deepspeed.initialize(model=model, config={
+            "train_batch_size": 2, "gradient_accumulation_steps": 2,
+            "optimizer": {"type": "SGD", "params": {"lr": 0.1}},
+            "wall_clock_breakdown": False, "zero_optimization": {"stage": 0, "overlap_comm": True}})
+    msgs = [str(w.message) for w in seen if "only tune GPUs" in str(w.message)]
+    assert len(msgs) == 1 and "wall_clock_breakdown" in msgs[0] and "overlap_comm" in msgs[0]
+    applied = []
+    for _ in range(4):
+        engine.backward(engine(tb.randn(1, 3)).sum())
+        engine.step()
+        applied.append(engine.was_step_applied())
+    assert applied == [False, True, False, True]
+    assert deepspeed.comm.get_world_size() == 1    # initialize joined a group of one
+    deepspeed.comm.destroy_process_group()

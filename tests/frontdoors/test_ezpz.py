@@ -51,3 +51,20 @@ def test_helpers_without_a_launcher(caplog, monkeypatch):
     with caplog.at_level(logging.INFO, logger="ezpz"):
         assert quiet(1) == 2 and loud(2) == 3
     assert [r.getMessage().split(" took")[0] for r in caplog.records] == ["`loud`(2)"]
+
+
+def test_get_logger_speaks_on_rank_zero_and_dist_helpers(monkeypatch):
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.delenv("LOG_FROM_ALL_RANKS", raising=False)
+    monkeypatch.delenv("EZPZ_LOG_LEVEL", raising=False)
+    monkeypatch.delenv("LOG_LEVEL", raising=False)
+    assert ezpz.get_logger("t0", rank=0).level == logging.INFO
+    assert ezpz.get_logger("t1", rank=1).level == logging.CRITICAL
+    assert ezpz.get_logger("t1", rank=1, rank_zero_only=False).level == logging.INFO
+    monkeypatch.setenv("LOG_FROM_ALL_RANKS", "1")
+    assert ezpz.get_logger("t2", rank=3).level == logging.INFO
+    assert ezpz.summarize_dict({"iter": 2, "loss": 0.25}) == "iter=2 loss=0.250000"
+    assert callable(ezpz.dist.wrap_model_for_ddp) and ezpz.dist.setup_torch is ezpz.setup_torch
+    info = ezpz.get_dist_info()
+    assert (info["RANK"], info["WORLD_SIZE"], info["DEVICE"]) == (0, 1, ezpz.get_torch_device())

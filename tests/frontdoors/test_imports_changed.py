@@ -10,11 +10,13 @@ from ._run import PROGRAMS, assert_close, run, weights
 
 pytestmark = pytest.mark.timeout(300)
 
-REWRITES = [(r"^import horovod\.torch as hvd$", "import tensorbrain.horovod as hvd"),
+REWRITES = [(r"^(\s*)import horovod\.torch as hvd$", r"\1import tensorbrain.horovod as hvd"),
             (r"^import (deepspeed|ezpz)$", r"import tensorbrain.\1 as \1"),
-            (r"^from accelerate(\S*) import", r"from tensorbrain.accelerate\1 import"),
+            (r"^import deepspeed\.(\S+) as", r"import tensorbrain.deepspeed.\1 as"),
+            (r"^from (accelerate|deepspeed|ezpz)(\S*) import", r"from tensorbrain.\1\2 import"),
             (r"^import torch$", "import tensorbrain as torch"),
             (r"^import torch\.(\S+) as", r"import tensorbrain.\1 as"),
+            (r"^import torch\.(\S+)$", r"import tensorbrain.\1"),
             (r"^from torch(\S*) import", r"from tensorbrain\1 import")]
 
 
@@ -23,7 +25,7 @@ def _rewrite(name, folder):
         text = f.read()
     for pattern, repl in REWRITES:
         text = re.sub(pattern, repl, text, flags=re.M)
-    assert not re.search(r"^(import|from) (torch|accelerate|deepspeed|horovod|ezpz)\b", text,
+    assert not re.search(r"^\s*(import|from) (torch|accelerate|deepspeed|horovod|ezpz)\b", text,
                          flags=re.M)
     path = os.path.join(folder, name)
     with open(path, "w") as f:

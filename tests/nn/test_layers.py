@@ -4,6 +4,8 @@ NumPy references run everywhere; where torch is installed, each layer is also co
 same torch layer after copying our weights into it (tests skip cleanly without torch).
 """
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -380,6 +382,29 @@ def test_clip_grad_matches_torch(torch):
         assert n1.item() == pytest.approx(n2.item(), rel=1e-5)
         for p, q in zip(ours, theirs):
             np.testing.assert_allclose(p.grad._data, q.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_clip_grad_gets_the_sharded_norm_from_the_dtensor_layer():
+    """nn never imports distributed: the DTensor module (also loaded by FSDP1) registers the
+    collective norm that clip_grad_norm_ uses for sharded gradients; before that, a clear error."""
+    code = """
+import sys
+import tensorbrain as tb
+from tensorbrain.nn.utils import clip_grad
+assert not any(m.startswith("tensorbrain.distributed") for m in sys.modules), "nn loaded distributed"
+assert clip_grad._sharded_total_norm is None
+try:
+    clip_grad.get_total_norm([(tb.zeros(2), [])])
+except RuntimeError as e:
+    assert "import tensorbrain.distributed.tensor" in str(e), e
+else:
+    raise AssertionError("no error without the DTensor layer")
+import tensorbrain.distributed.fsdp.fully_sharded_data_parallel
+from tensorbrain.distributed.tensor._api import _total_norm
+assert clip_grad._sharded_total_norm is _total_norm
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
 
 
 def test_clip_grad_numpy():

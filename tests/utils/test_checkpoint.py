@@ -154,3 +154,78 @@ def test_checkpoint_under_ddp_matches_one_process():
         assert r["fired"] == r["params"]            # each parameter's hook fired exactly once
         for a, b in zip(r["grads"], _grads(ref), strict=True):
             np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
+
+
+# ***** with FSDP: each block checkpointed inside the model's forward, blocks sharded *****
+class _Block(tb.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = tb.nn.Linear(8, 16), tb.nn.Linear(16, 8)
+
+    def forward(self, x):
+        return x + self.fc2(tb.nn.functional.gelu(self.fc1(x)))
+
+
+class _Blocks(tb.nn.Module):
+    def __init__(self, ckpt):
+        super().__init__()
+        tb.manual_seed(3)
+        self.blocks = tb.nn.ModuleList([_Block() for _ in range(3)])
+        self.head = tb.nn.Linear(8, 2)
+        self.ckpt = ckpt
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = checkpoint(b, x, use_reentrant=False) if self.ckpt else b(x)
+        return self.head(x)
+
+
+def _blocks_data():
+    rng = np.random.default_rng(0)
+    return (tb.tensor(rng.standard_normal((8, 8)).astype(np.float32)),
+            tb.tensor(rng.standard_normal((8, 2)).astype(np.float32)))
+
+
+def _train_blocks(model, x, y):
+    opt = tb.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(3):
+        opt.zero_grad()
+        tb.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+
+def _fsdp_checkpointed(rank, world):
+    from tensorbrain.distributed.device_mesh import init_device_mesh
+    from tensorbrain.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from tensorbrain.distributed.fsdp import fully_shard
+    from tensorbrain.distributed.fsdp.wrap import ModuleWrapPolicy
+    x, y = _blocks_data()
+    x, y = x[rank * 4:(rank + 1) * 4], y[rank * 4:(rank + 1) * 4]
+    out = {}
+    net = _Blocks(ckpt=True)
+    mesh = init_device_mesh("cpu", (world,))
+    for b in net.blocks:
+        fully_shard(b, mesh=mesh)
+    fully_shard(net, mesh=mesh)
+    _train_blocks(net, x, y)
+    out["fully_shard"] = {n: p.full_tensor().detach().numpy().tolist()
+                          for n, p in net.named_parameters()}
+    for orig in (False, True):
+        m = FSDP(_Blocks(ckpt=True), auto_wrap_policy=ModuleWrapPolicy({_Block}),
+                 use_orig_params=orig)
+        _train_blocks(m, x, y)
+        out[f"fsdp1_orig={orig}"] = {n: v.numpy().tolist() for n, v in m.state_dict().items()}
+    return out
+
+
+def test_checkpoint_under_fsdp_matches_one_process():
+    from tensorbrain.testing.distributed import run_workers
+    res = run_workers("tests.utils.test_checkpoint:_fsdp_checkpointed", 2, timeout=120)
+    ref = _Blocks(ckpt=False)
+    _train_blocks(ref, *_blocks_data())
+    for r in res:
+        assert sorted(r) == ["fsdp1_orig=False", "fsdp1_orig=True", "fully_shard"]
+        for kind, params in r.items():
+            for n, p in ref.named_parameters():
+                np.testing.assert_allclose(np.asarray(params[n]), p.detach().numpy(), rtol=1e-5,
+                                           atol=1e-6, err_msg=f"{kind} {n}")

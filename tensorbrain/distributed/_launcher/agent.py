@@ -337,6 +337,14 @@ def _summary(info, attempt, cfg) -> str:
         lines += [f"    {t}" for t in info["tail"]]
     else:
         lines.append("  (it wrote nothing to stderr)")
+    tail = info.get("tail") or []
+    if any("EADDRINUSE" in t or "address already in use" in t for t in tail) and \
+            any("torch" in t for t in tail):
+        # a real PyTorch script: its rank 0 listens on MASTER_PORT, where tbrun's store (our
+        # protocol, not torch's) already is; torchrun's agent store would have taken it instead
+        lines.append("  hint: this looks like a PyTorch script whose rank 0 tried to serve a "
+                     "store on MASTER_PORT, which tbrun's own store holds; run it with tbrun "
+                     "--as-torch (TensorBrain in place of torch) or with the real torchrun")
     for rank, code in info.get("others", []):
         lines.append(f"  also: rank {rank} {exit_text(code)}")
     lines.append("  the other workers were stopped by tbrun")

@@ -35,4 +35,6 @@ class Config:
     local_addr: str | None = None
     virtual_local_rank: bool = False
     no_prefix: bool = False
+    env_placement: bool = False
+    extra_env: dict = field(default_factory=dict)
     signals: tuple = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)

@@ -17,10 +17,15 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from string import Template
+from typing import TYPE_CHECKING
 
 from .. import _output
 from .config import Config
 from .notice import notice
+
+if TYPE_CHECKING:
+    from .._guardian import Guardian
 
 _TAIL_LINES = 20
 
@@ -31,6 +36,22 @@ class Stop(BaseException):
     def __init__(self, signum):
         super().__init__(signum)
         self.signum = signum
+
+
+def substitute_local_rank(cmd: list, local_rank: int) -> list:
+    """torchrun's ``${local_rank}`` macro: each argument with the worker's local rank put in
+    (``string.Template.safe_substitute``, as torch's ``macros.substitute``; so ``$$`` becomes
+    ``$`` there too). tbrun's ``--local-rank=``/``--local_rank=`` arguments are built on it.
+
+    Args:
+        cmd: the worker's command line.
+        local_rank: the worker's index on this node.
+
+    Returns:
+        list: the command line with the macro replaced.
+    """
+    return [Template(a).safe_substitute(local_rank=str(local_rank)) if "$" in a else a
+            for a in cmd]
 
 
 def _pdeathsig():
@@ -144,14 +165,14 @@ class WorkerGroup:
     def __init__(self, cfg: Config):
         self.cfg = cfg
         self.workers: list[Worker] = []
-        self.guardian = None  # kills the workers' process groups if tbrun is SIGKILLed
+        self.guardian: Guardian | None = None  # kills the workers' process groups if tbrun is SIGKILLed
         # A signal arriving between fork and the Popen assignment would orphan that worker, so
         # tbrun's handler defers it (``pending_signal``) while ``spawning``. (Blocking signals
         # instead would leak the blocked mask into the workers: they would then ignore SIGTERM.)
         self.spawning, self.pending_signal = False, None
         self.log_root = None
-        self.dups = {}
-        self.tmp_errors = None
+        self.dups: dict[str, _output.Duplicator] = {}
+        self.tmp_errors: str | None = None
         self.omp_noticed = False
         if any(cfg.redirects.values()) or any(cfg.tee.values()) or cfg.dup_filters:
             self.log_root = cfg.log_dir or tempfile.mkdtemp(prefix="tbrun_logs_")
@@ -171,7 +192,8 @@ class WorkerGroup:
         """tbrun's environment with the defaults every worker gets (``OMP_NUM_THREADS``,
         ``PYTHONUNBUFFERED``) filled in where unset."""
         base = dict(os.environ)
-        if "OMP_NUM_THREADS" not in base and self.cfg.nproc > 1:
+        if "OMP_NUM_THREADS" not in base and "OMP_NUM_THREADS" not in self.cfg.extra_env \
+                and self.cfg.nproc > 1:
             if not self.omp_noticed:
                 self.omp_noticed = True
                 notice(f"setting OMP_NUM_THREADS=1 for each of the {self.cfg.nproc} workers so "
@@ -195,9 +217,9 @@ class WorkerGroup:
         self.spawning, self.pending_signal = True, None
         try:
             for lr, env in enumerate(envs):
-                proc = subprocess.Popen(self.cfg.cmd, env=env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        start_new_session=True,
+                proc = subprocess.Popen(substitute_local_rank(self.cfg.cmd, lr), env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, start_new_session=True,
                                         preexec_fn=_pdeathsig if _LIBC is not None else None)
                 w = Worker(int(env["RANK"]), lr, proc, error_file=env["TORCHELASTIC_ERROR_FILE"])
                 self.workers.append(w)

@@ -33,6 +33,15 @@ NONE = 255
 DTYPE_CODES = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "uint16": 6,
                "uint32": 7, "uint64": 8, "float16": 9, "float32": 10, "float64": 11}
 OP_CODES = {"sum": 0, "prod": 1, "min": 2, "max": 3, "band": 4, "bor": 5, "bxor": 6}
+# Fingerprint-only codes (shm_reduce.h, kFp*): the byte movers (broadcast, all_gather, all_to_all)
+# record the buffer's dtype too, so float32 on one rank against int32 on another raises.
+FP_DTYPE_CODES = {**DTYPE_CODES, "complex64": 12, "complex128": 13}
+FP_OTHER_DTYPE = 254
+
+
+def fp_dtype_code(dtype) -> int:
+    """The dtype as a fingerprint records it (any dtype; those without a code share one)."""
+    return FP_DTYPE_CODES.get(dtype.name, FP_OTHER_DTYPE)
 
 
 def fingerprint(kind: int, dtype: int = NONE, op: int = NONE, root: int = -1) -> int:
@@ -42,9 +51,10 @@ def fingerprint(kind: int, dtype: int = NONE, op: int = NONE, root: int = -1) ->
 def describe(a: int, nbytes: int) -> str:
     """``all_reduce(float32, sum, 16 bytes)``: a fingerprint as the C++ side writes it."""
     kind, dt, op, root = a & 0xFF, (a >> 8) & 0xFF, (a >> 16) & 0xFF, (a >> 32) - 1
-    dts = {v: k for k, v in DTYPE_CODES.items()}
+    dts = {v: k for k, v in FP_DTYPE_CODES.items()}
     ops = {v: k for k, v in OP_CODES.items()}
-    parts = ([dts.get(dt, "?")] if dt != NONE else []) + ([ops.get(op, "?")] if op != NONE else [])
+    parts = [dts.get(dt, "another dtype")] if dt != NONE else []
+    parts += [ops.get(op, "?")] if op != NONE else []
     parts += [f"root {root}"] if root >= 0 else []
     return f"{KIND_NAMES.get(kind, '?')}({', '.join(parts + [f'{nbytes} bytes'])})"
 

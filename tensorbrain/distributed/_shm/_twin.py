@@ -93,7 +93,7 @@ class ShmGroup:
         self._coll, self._fp_pending = 0, False
         size = L.segment_bytes(nranks, buf_bytes) if create else 0
         try:
-            self._shm = _open(self.name, create, size)
+            self._shm: shared_memory.SharedMemory | None = _open(self.name, create, size)
         except FileExistsError:
             raise errors.DistBackendError(f"shm: segment /{self.name} already exists") from None
         except FileNotFoundError:
@@ -242,9 +242,13 @@ class ShmGroup:
     def _fp_index(self, rank: int) -> int:
         return (L.CTL_STRIDE * (rank + 1) + L.CTL_FP + 16 * (self._coll & 1)) // 8
 
-    def _begin(self, kind: int, nbytes: int, dtype=None, op=None, root: int = -1) -> None:
+    def _begin(self, kind: int, nbytes: int, dtype=None, op=None, root: int = -1,
+               fp_dtype=None) -> None:
+        # fp_dtype: a byte mover's buffer dtype, recorded for the comparison only
         self._coll = (self._coll + 1) & 0xFFFFFFFF
-        a = L.fingerprint(kind, L.NONE if dtype is None else L.DTYPE_CODES[np.dtype(dtype).name],
+        code = (L.DTYPE_CODES[np.dtype(dtype).name] if dtype is not None
+                else L.NONE if fp_dtype is None else L.fp_dtype_code(np.dtype(fp_dtype)))
+        a = L.fingerprint(kind, code,
                           L.NONE if op is None else L.OP_CODES[op], root)
         i = self._fp_index(self.rank)
         self._u64[i] = a
@@ -365,7 +369,7 @@ class ShmGroup:
         if self.size == 1:
             return
         data = buffer.reshape(-1).view(np.uint8)
-        self._begin(L.KIND_BROADCAST, data.size, root=root)
+        self._begin(L.KIND_BROADCAST, data.size, root=root, fp_dtype=buffer.dtype)
         for off in range(0, max(data.size, 1), self.buf_bytes):
             ln = min(self.buf_bytes, data.size - off)
             g = self._gen
@@ -382,7 +386,7 @@ class ShmGroup:
         dst = output.reshape(-1).view(np.uint8)
         S = src.size
         if self.size > 1:
-            self._begin(L.KIND_ALL_GATHER, S)
+            self._begin(L.KIND_ALL_GATHER, S, fp_dtype=input.dtype)
         for off in range(0, max(S, 1), self.buf_bytes):
             ln = min(self.buf_bytes, S - off)
             g = self._gen
@@ -421,7 +425,7 @@ class ShmGroup:
         n, r = self.size, self.rank
         S, cs = src.size // n, self.buf_bytes // n
         if n > 1:
-            self._begin(L.KIND_ALL_TO_ALL, S)
+            self._begin(L.KIND_ALL_TO_ALL, S, fp_dtype=input.dtype)
         for off in range(0, max(S, 1), cs):
             ln = min(cs, S - off)
             g = self._gen

@@ -161,6 +161,17 @@ class IntraHost:
     def barrier(self) -> None:
         self._run("barrier", self.group.barrier)
 
+    def agree_root(self, what: str, root: int) -> None:
+        """Before a rooted collective that runs on the sockets (gather, scatter, reduce): check
+        that every rank names the same root, as a broadcast of 0 bytes whose fingerprint
+        carries the root (one synchronisation, a few us). Without it, a scatter whose ranks
+        each believe they are the root returns on all of them and leaves its frames unread in
+        the sockets, which later collectives over shared memory never look at: the mismatch
+        went unreported. Whole-host groups only (their local ranks are the group ranks)."""
+        if self.whole:
+            self._run(f"{what} (do the ranks agree on the root?)", self.group.broadcast,
+                      _NO_BYTES, root)
+
     # ***** lifetime *****
     def abort(self) -> None:
         """Wake and fail the local peers; safe while another thread is inside a collective."""
@@ -173,6 +184,7 @@ class IntraHost:
             close(self.group)
 
 
+_NO_BYTES = np.empty(0, np.uint8)
 _RUNS = {"all_reduce": "allreduce", "broadcast": "broadcast", "all_gather": "allgather",
          "reduce_scatter": "reduce_scatter", "all_to_all": "alltoall", "barrier": "barrier"}
 

@@ -95,45 +95,141 @@ class Store:
 
     # ---- the interface -------------------------------------------------------------------
     def set(self, key: str, value) -> None:
+        """Set ``key`` to ``value`` and wake every rank waiting for it.
+
+        Args:
+            key: the key (a non-empty str).
+            value: bytes, or a str (stored UTF-8 encoded).
+
+        Raises:
+            DistStoreError: the store cannot be reached.
+        """
         raise NotImplementedError
 
     def get(self, key: str) -> bytes:
-        """The value of ``key``; blocks until it is set or the store timeout passes."""
+        """The value of ``key``; blocks until it is set or the store timeout passes.
+
+        Args:
+            key: the key.
+
+        Returns:
+            bytes: the value.
+
+        Raises:
+            DistStoreError: the key was not set within the timeout (the message names it).
+        """
         raise NotImplementedError
 
     def add(self, key: str, amount: int) -> int:
+        """Add ``amount`` to the integer counter ``key`` (0 when absent), atomically.
+
+        Args:
+            key: the key.
+            amount: the increment (may be negative or 0, to read the counter).
+
+        Returns:
+            int: the new value.
+
+        Raises:
+            DistStoreError: ``key`` holds something that is not an integer counter.
+        """
         raise NotImplementedError
 
     def compare_set(self, key: str, expected, desired) -> bytes:
+        """Set ``key`` to ``desired`` if it holds ``expected`` (or is absent and ``expected``
+        is empty), atomically, as torch's ``Store.compare_set``.
+
+        Args:
+            key: the key.
+            expected: the value it must hold (bytes or str).
+            desired: the value to write.
+
+        Returns:
+            bytes: the value after the call (``desired`` when written, else the current one,
+            or ``expected`` for an absent key).
+        """
         raise NotImplementedError
 
     def wait(self, keys: list[str], timeout=None) -> None:
+        """Block until every key in ``keys`` is set.
+
+        Args:
+            keys: the keys.
+            timeout: a ``timedelta`` or seconds; None: the store's timeout.
+
+        Raises:
+            DistStoreError: a key was still missing at the timeout (the message names them).
+        """
         raise NotImplementedError
 
     def check(self, keys: list[str]) -> bool:
+        """Whether every key in ``keys`` is set, without waiting.
+
+        Args:
+            keys: the keys.
+
+        Returns:
+            bool: True when all are set.
+        """
         raise NotImplementedError
 
     def delete_key(self, key: str) -> bool:
+        """Delete ``key``.
+
+        Args:
+            key: the key.
+
+        Returns:
+            bool: whether it existed.
+        """
         raise NotImplementedError
 
     def num_keys(self) -> int:
+        """The number of keys set (the store's own bookkeeping keys not counted).
+
+        Returns:
+            int: the count.
+        """
         raise NotImplementedError
 
     # ---- shared conveniences ---------------------------------------------------------------
     @property
     def timeout(self) -> timedelta:
+        """The default timeout of ``get`` and ``wait`` (a ``timedelta``)."""
         return self._timeout
 
     def set_timeout(self, timeout) -> None:
+        """Change the default timeout of ``get`` and ``wait``.
+
+        Args:
+            timeout: a ``timedelta`` or seconds.
+        """
         self._timeout = to_timedelta(timeout)
 
     def multi_set(self, keys: list[str], values: list) -> None:
+        """Set each of ``keys`` to the matching one of ``values``.
+
+        Args:
+            keys: the keys.
+            values: as many values (bytes or str).
+
+        Raises:
+            ValueError: the two lists differ in length.
+        """
         if len(keys) != len(values):
             raise ValueError(f"multi_set: {len(keys)} keys but {len(values)} values")
         for k, v in zip(keys, values):
             self.set(k, v)
 
     def multi_get(self, keys: list[str]) -> list[bytes]:
+        """The values of ``keys``, each waited for as ``get`` does.
+
+        Args:
+            keys: the keys.
+
+        Returns:
+            list[bytes]: the values, in the order of ``keys``.
+        """
         return [self.get(k) for k in keys]
 
     def describe(self) -> str:
@@ -244,6 +340,7 @@ class PrefixStore(Store):
 
     @property
     def timeout(self):
+        """The underlying store's timeout."""
         return self.underlying_store.timeout
 
     def set_timeout(self, timeout):

@@ -85,6 +85,7 @@ class TCPStore(Store):
 
     @property
     def is_master(self) -> bool:
+        """Whether this process runs the store's server (``is_master=True`` at creation)."""
         return self._server is not None
 
     def describe(self) -> str:

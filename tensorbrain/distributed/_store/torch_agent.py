@@ -9,10 +9,11 @@ raised as TensorBrain's :class:`DistStoreError` naming the address.
 """
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from ..errors import DistStoreError
-from .base import Store, to_timedelta
+from .base import Store, to_timedelta, wait_timeout_message
 
 __all__ = ["TorchAgentStore"]
 
@@ -67,6 +68,7 @@ class TorchAgentStore(Store):
         self._call(f"set({key!r})", self._s.set, key, self._bytes(value))
 
     def get(self, key):
+        self.wait([key])  # a missing key times out in our words, without torch's warnings
         return bytes(self._call(f"get({key!r})", self._s.get, key))
 
     def add(self, key, amount):
@@ -77,8 +79,24 @@ class TorchAgentStore(Store):
                                 self._bytes(expected), self._bytes(desired)))
 
     def wait(self, keys, timeout=None):
+        """Wait for ``keys`` by polling ``check``, not with torch's ``wait``.
+
+        Callers wait in short slices (``_liveness.wait_keys``, 0.25 s) and treat a timeout as
+        "not yet"; torch's ``wait`` words its timeout ``wait timeout after 250ms`` (which they
+        took for a broken store) and prints two ``[c10d] waitForInput ... timed out`` warnings
+        per slice. Polling ``check`` never blocks, so neither happens; a timeout raises the
+        same message as TensorBrain's own stores.
+        """
+        keys = list(keys)
         t = self.timeout if timeout is None else to_timedelta(timeout)
-        self._call(f"wait({list(keys)!r})", self._s.wait, list(keys), t)
+        deadline = time.monotonic() + t.total_seconds()
+        pause = 0.001
+        while not self.check(keys):
+            if time.monotonic() >= deadline:
+                missing = [k for k in keys if not self.check([k])]
+                raise DistStoreError(wait_timeout_message(missing, t, self._where))
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.02)
 
     def check(self, keys):
         return bool(self._call("check", self._s.check, list(keys)))

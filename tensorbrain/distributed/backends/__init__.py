@@ -133,7 +133,7 @@ def default_backend(device_type: str = "cpu") -> str:
     """
     if device_type == "cuda" and "nccl" in _REGISTRY and is_backend_available("nccl"):
         return "nccl"
-    # Hook (issue 6): "backend=None under mpiexec when the user asks for it".
+    # TB_DEFAULT_BACKEND=mpi lets jobs started with mpiexec leave the backend out (docs/mpi.md).
     from ... import _config
     chosen = _config.get("TB_DEFAULT_BACKEND")
     return canonical_name(chosen) if chosen else "tcp"
@@ -151,7 +151,7 @@ for _name, _mod in (("mpi", "tensorbrain.distributed.backends.mpi"),
 del _name, _mod
 
 
-# ***** hooks for backends that bring their own launcher (issue 6: mpi) *****
+# ***** hooks for backends that bring their own launcher (mpi) *****
 # The mpi backend takes rank and size from MPI_COMM_WORLD (mpiexec), so it needs no store or
 # master address, and it maps new_group to an MPI communicator over the group's *global* ranks.
 # distributed_c10d can use two hooks for that: launcher_world(name) before any rendezvous (a

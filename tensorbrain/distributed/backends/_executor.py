@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from .. import _work
 from ..errors import DistBackendError
@@ -103,7 +105,10 @@ class OpQueue:
             too, and stays a KeyboardInterrupt for the caller.
     """
 
-    def __init__(self, name: str, failure: FailureState, begin, on_failure, timeout: float):
+    def __init__(self, name: str, failure: FailureState,
+                 begin: Callable[[str, int, float, int], object],
+                 on_failure: Callable[[_work.Work, BaseException], BaseException],
+                 timeout: float) -> None:
         self.name, self.failure, self.timeout = name, failure, timeout
         self._begin, self._on_failure = begin, on_failure
         self.seq = 0
@@ -113,7 +118,8 @@ class OpQueue:
         self._queue: queue.Queue = queue.Queue()
         self._worker: threading.Thread | None = None
 
-    def submit(self, op: str, body, async_op: bool, finish=None, result=None,
+    def submit(self, op: str, body: Callable[[], Any], async_op: bool,
+               finish: Callable[[], None] | None = None, result: Any = None,
                collective: bool = True, tag: int = 0) -> _work.Work:
         """Run ``body()`` as operation ``op``; ``finish()`` runs after it, before completion.
 
@@ -161,7 +167,7 @@ class OpQueue:
             self.wait(work)
         return work
 
-    def run_inline(self, op: str, fn, *args):
+    def run_inline(self, op: str, fn: Callable[..., Any], *args: Any) -> Any:
         """The latency path without a `Work`: ``fn(*args)`` in this thread as collective ``op``.
 
         Taken only when the group is usable and nothing is queued (ops stay in issue order);
@@ -204,7 +210,7 @@ class OpQueue:
                 self.seq = seq
             return done
 
-    def wait(self, work: _work.Work, timeout=None) -> bool:
+    def wait(self, work: _work.Work, timeout: float | None = None) -> bool:
         """``work.wait(timeout)``; a Ctrl-C while waiting poisons the group, then re-raises.
 
         Args:
@@ -217,7 +223,8 @@ class OpQueue:
             self._on_failure(work, KeyboardInterrupt())
             raise
 
-    def _execute(self, work, body, finish, result, tag) -> None:
+    def _execute(self, work: _work.Work, body: Callable[[], Any],
+                 finish: Callable[[], None] | None, result: Any, tag: int) -> None:
         if self.failure.first is not None:
             work._complete(exc=self.failure.unusable(work.op, work.seq))
             return
@@ -280,8 +287,9 @@ class _QueuedWork(_work.Work):
     running on the worker thread, mid-way with the peers) and stays a KeyboardInterrupt."""
 
     __slots__ = ("_queue",)
+    _queue: OpQueue
 
-    def wait(self, timeout=None) -> bool:
+    def wait(self, timeout: float | None = None) -> bool:
         """Block until the op finishes; raise its error (see ``_work.Work.wait``).
 
         Args:

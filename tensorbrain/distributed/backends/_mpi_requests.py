@@ -9,6 +9,7 @@ polling cost is measured in docs/mpi.md (no cost against the blocking call).
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import threading
 import time
@@ -97,9 +98,37 @@ def _install_abort_hook(MPI) -> None:
             # proxy has forwarded this rank's traceback (seen here: 2 of 6 runs printed nothing).
             # A short pause lets the user see why the job ended; the others are blocked anyway.
             time.sleep(_ABORT_GRACE_S)
+            unlink_mpich_segments()
             MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = hook
+
+
+def unlink_mpich_segments() -> list:
+    """Remove the names of the MPICH shared-memory segments this process has mapped
+    (``/dev/shm/mpich_shm_*``), just before ``MPI_Abort``: MPICH unlinks them when a job ends
+    normally but not on abort, so every aborted job left 2 MiB in /dev/shm. Every rank mapped
+    them at ``MPI_Init``; removing a name does not unmap anything.
+
+    Returns:
+        The paths removed.
+    """
+    removed = []
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split(None, 5)[-1].strip() for line in maps
+                     if "/dev/shm/mpich_shm_" in line}
+    except OSError:
+        return removed
+    for path in sorted(paths):
+        if path.endswith(" (deleted)"):
+            continue
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError:
+            pass
+    return removed
 
 
 # ***** CUDA-aware MPI *****
@@ -165,6 +194,30 @@ class _MPIWork(_work.Work):
 class Requests:
     """Posting and completing MPI requests; a mixin of ``MPIBackend`` (``self.comm``,
     ``self._failure``, ``self._guard``, ``self._pending``)."""
+
+    # ***** who is who: a timeout names a same-host rank that is stopped or dead *****
+    def _learn_peers(self) -> None:
+        """All-gather (pid, host key) once, on the control communicator (collective, like the
+        Dup before it). MPI itself cannot say which rank a collective waits for; /proc can say
+        that a same-host rank is stopped (SIGSTOP, a debugger) or gone, as on tcp."""
+        import hashlib
+
+        from .._liveness import host_id
+        key = int.from_bytes(hashlib.blake2b(host_id().encode(), digest_size=8).digest(),
+                             "little", signed=True)
+        self._peers = np.empty((self.size, 2), np.int64)
+        self._ctl.Allgather(np.array([os.getpid(), key], np.int64), self._peers)
+
+    def _silent_peers(self) -> str:
+        """'; rank 2 is stopped (...)' for the same-host ranks /proc says are not running."""
+        from .._liveness import proc_state
+        peers = getattr(self, "_peers", None)
+        if peers is None:
+            return ""
+        found = [f"rank {j} {state}" for j in range(self.size)
+                 if j != self.rank and peers[j, 1] == peers[self.rank, 1]
+                 for state in [proc_state(int(peers[j, 0]))] if state]
+        return "".join(f"; {f}" for f in found)
 
     # ***** plumbing *****
     def _check_thread(self) -> None:
@@ -282,8 +335,9 @@ class Requests:
                     self._settle(work, exc=self._fail(work.op, work.seq, DistTimeoutError(
                         f"MPI {work.op} (seq {work.seq}) of group {self.group_name!r} did not "
                         f"finish within the group timeout of {self.timeout:g} s on rank "
-                        f"{self.rank}: a peer never joined it (different collectives or order "
-                        "on some rank?); MPI cannot cancel it, so this group is unusable")))
+                        f"{self.rank}{self._silent_peers()}: a peer never joined it (different "
+                        "collectives or order on some rank?); MPI cannot cancel it, so this "
+                        "group is unusable")))
                 return
             spins += 1
             if spins > _SPINS:
@@ -414,7 +468,8 @@ class Requests:
                         raise self._fail("collective", int(words[0]), DistTimeoutError(
                             f"MPI collective (seq {int(words[0])}) of group {self.group_name!r} "
                             f"on rank {self.rank}: not every rank called it within the group "
-                            f"timeout of {self.timeout:g} s; the group is unusable"))
+                            f"timeout of {self.timeout:g} s{self._silent_peers()}; the group "
+                            "is unusable"))
                     time.sleep(_NAP_S)
         except MPI.Exception as exc:
             raise self._fail("collective fingerprint", int(words[0]), exc) from None

@@ -6,10 +6,19 @@ the result back (run before the op's Work completes); :func:`stage_in` is the re
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from .base import Array
 
-def is_host_contiguous(array) -> bool:
+#: copies a staged result back into the caller's array
+Finish = Callable[[], None]
+
+
+def is_host_contiguous(array: Array) -> bool:
     """True when ``array`` is a C-contiguous NumPy (host) array.
 
     Args:
@@ -18,7 +27,7 @@ def is_host_contiguous(array) -> bool:
     return isinstance(array, np.ndarray) and array.flags.c_contiguous
 
 
-def stage(array, copy_in: bool = True):
+def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
     """A C-contiguous host array to communicate through, and ``finish()`` copying it back.
 
     ``host`` is ``array`` itself when it already is a contiguous NumPy array (``finish`` then
@@ -45,7 +54,7 @@ def stage(array, copy_in: bool = True):
         else:
             host = np.empty(array.shape, dtype=array.dtype)
 
-        def finish():
+        def finish() -> None:
             array[...] = cp.asarray(host)
             cp.cuda.get_current_stream().synchronize()
         return host, finish
@@ -53,12 +62,12 @@ def stage(array, copy_in: bool = True):
     if host is array:  # pragma: no cover - ascontiguousarray returned the input
         return host, _noop
 
-    def finish():
+    def finish() -> None:
         np.copyto(array, host)
     return host, finish
 
 
-def stage_in(array):
+def stage_in(array: Array) -> np.ndarray:
     """A contiguous host view or copy of an input that is only read.
 
     Args:
@@ -67,7 +76,7 @@ def stage_in(array):
     Returns:
         numpy.ndarray: ``array`` itself when it already is contiguous on the host, else a copy.
     """
-    if is_host_contiguous(array):
+    if isinstance(array, np.ndarray) and array.flags.c_contiguous:
         return array
     from ... import _xp
     if _xp.is_cupy_array(array):
@@ -75,8 +84,7 @@ def stage_in(array):
     return np.ascontiguousarray(_xp.to_numpy(array))
 
 
-
-def finisher(staged):
+def finisher(staged: Iterable[tuple[np.ndarray, Finish]]) -> Finish | None:
     """One ``finish()`` for a list of ``(host, finish)`` pairs, or None when none copies back.
 
     Args:
@@ -86,11 +94,11 @@ def finisher(staged):
     if not fins:
         return None
 
-    def finish():
+    def finish() -> None:
         for f in fins:
             f()
     return finish
 
 
-def _noop():
+def _noop() -> None:
     return None

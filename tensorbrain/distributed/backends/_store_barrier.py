@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from ..errors import DistTimeoutError
 
+if TYPE_CHECKING:
+    from .base import Backend
 
-def monitored_barrier(backend, timeout: float, wait_all_ranks: bool = False) -> None:
+
+def monitored_barrier(backend: Backend, timeout: float, wait_all_ranks: bool = False) -> None:
     """A barrier that names the ranks that did not arrive (rank 0 reports them all).
 
     Args:

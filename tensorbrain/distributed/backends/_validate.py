@@ -11,17 +11,25 @@ are cached because the 8-byte latency path runs them on every call.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from .base import Array
 
 #: the reduce ops of ``tensorbrain._kernels.reduce_into`` plus "avg"
 REDUCE_OPS = ("sum", "avg", "prod", "min", "max", "band", "bor", "bxor")
 BITWISE = ("band", "bor", "bxor")
 FLOATING = frozenset({"float16", "float32", "float64", "bfloat16"})
 
-_CHECKED: set = set()  # (op, dtype, dtypes) triples already accepted
+# (op, dtype, dtypes) triples already accepted
+_CHECKED: set[tuple[str, np.dtype, tuple[str, ...] | None]] = set()
 
 
-def check_reduce(op: str, dtype, dtypes=None, backend: str = "") -> None:
+def check_reduce(op: str, dtype: np.dtype, dtypes: tuple[str, ...] | None = None,
+                 backend: str = "") -> None:
     """Raise unless ``op`` can reduce ``dtype`` (cached per (op, dtype, dtypes)).
 
     Args:
@@ -55,7 +63,7 @@ def check_reduce(op: str, dtype, dtypes=None, backend: str = "") -> None:
     _CHECKED.add(key)
 
 
-def splits(given, rows: int, size: int, what: str) -> list:
+def splits(given: Sequence[int] | None, rows: int, size: int, what: str) -> list[int]:
     """all_to_all_single's rows per rank: ``given`` checked against ``rows``, or an even split.
 
     Args:
@@ -83,23 +91,23 @@ def splits(given, rows: int, size: int, what: str) -> list:
     return out
 
 
-def rows_of(array) -> int:
+def rows_of(array: Array) -> int:
     """Dim 0 of ``array`` (a 0-d array counts as one row)."""
-    return array.shape[0] if array.ndim else 1
+    return int(array.shape[0]) if array.ndim else 1
 
 
-def row_bytes(array) -> int:
+def row_bytes(array: Array) -> int:
     """Bytes in one row (dim 0 entry) of ``array``; a 0-d array counts as one row.
 
     Args:
         array: a NumPy or CuPy array.
     """
     if array.ndim == 0:
-        return array.itemsize
-    return int(np.prod(array.shape[1:], dtype=np.int64)) * array.itemsize
+        return int(array.itemsize)
+    return int(np.prod(array.shape[1:], dtype=np.int64)) * int(array.itemsize)
 
 
-def same_size(what: str, arrays, expected: int, label: str = "output") -> None:
+def same_size(what: str, arrays: Iterable[Array], expected: int, label: str = "output") -> None:
     """Raise ValueError unless every array of ``arrays`` holds ``expected`` elements.
 
     Args:
@@ -125,7 +133,7 @@ def root(what: str, root_rank: int, size: int) -> None:
         raise ValueError(f"{what}: root {root_rank} is not a rank of this group of {size}")
 
 
-def not_self(what: str, peer, rank: int) -> None:
+def not_self(what: str, peer: int | None, rank: int) -> None:
     """Raise ValueError when a point-to-point ``peer`` is this rank itself.
 
     Args:

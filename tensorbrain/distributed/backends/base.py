@@ -39,10 +39,17 @@ Contract (every backend: tcp, mpi, nccl, ...)
 from __future__ import annotations
 
 import abc
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import _work
 from ._validate import REDUCE_OPS
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+#: a NumPy or CuPy array (CuPy ships no type information, so to mypy this is Any)
+Array = Any
 
 
 class Capabilities(NamedTuple):
@@ -84,7 +91,11 @@ class Backend(abc.ABC):
     #: be wrapped by the fingerprint layer (``_fingerprint.FingerprintLayer``)
     fingerprint_inband = True
 
-    def __init__(self, store, rank: int, size: int, timeout: float, group_name: str):
+    #: how many store-based monitored_barriers ran (``_store_barrier``; set on first use)
+    _mb_seq: int
+
+    def __init__(self, store: Store, rank: int, size: int, timeout: float,
+                 group_name: str) -> None:
         if not 0 <= rank < size:
             raise ValueError(f"rank {rank} is out of range for a group of size {size}")
         self.store, self.rank, self.size = store, rank, size
@@ -92,7 +103,8 @@ class Backend(abc.ABC):
 
     # ***** collectives *****
     @abc.abstractmethod
-    def allreduce(self, arrays: Sequence, op: str = "sum", *, async_op: bool = True) -> _work.Work:
+    def allreduce(self, arrays: Sequence[Array], op: str = "sum", *,
+                  async_op: bool = True) -> _work.Work:
         """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
 
         Args:
@@ -109,7 +121,7 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def broadcast(self, array, root: int, *, async_op: bool = True) -> _work.Work:
+    def broadcast(self, array: Array, root: int, *, async_op: bool = True) -> _work.Work:
         """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
 
         Args:
@@ -126,7 +138,8 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def reduce(self, array, root: int, op: str = "sum", *, async_op: bool = True) -> _work.Work:
+    def reduce(self, array: Array, root: int, op: str = "sum", *,
+               async_op: bool = True) -> _work.Work:
         """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
 
         Args:
@@ -144,7 +157,8 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def allgather(self, outputs: Sequence, input, *, async_op: bool = True) -> _work.Work:
+    def allgather(self, outputs: Sequence[Array], input: Array, *,
+                  async_op: bool = True) -> _work.Work:
         """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
 
         Args:
@@ -161,7 +175,7 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def allgather_into(self, output, input, *, async_op: bool = True) -> _work.Work:
+    def allgather_into(self, output: Array, input: Array, *, async_op: bool = True) -> _work.Work:
         """``output`` (size x input elements) = inputs concatenated in rank order.
 
         Args:
@@ -178,7 +192,8 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def gather(self, outputs, input, root: int, *, async_op: bool = True) -> _work.Work:
+    def gather(self, outputs: Sequence[Array] | None, input: Array, root: int, *,
+               async_op: bool = True) -> _work.Work:
         """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
 
         Args:
@@ -196,7 +211,8 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def scatter(self, output, inputs, root: int, *, async_op: bool = True) -> _work.Work:
+    def scatter(self, output: Array, inputs: Sequence[Array] | None, root: int, *,
+                async_op: bool = True) -> _work.Work:
         """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
 
         Args:
@@ -214,7 +230,7 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def reduce_scatter(self, output, inputs: Sequence, op: str = "sum", *,
+    def reduce_scatter(self, output: Array, inputs: Sequence[Array], op: str = "sum", *,
                        async_op: bool = True) -> _work.Work:
         """``output`` = reduction over ranks of their ``inputs[rank]``.
 
@@ -233,7 +249,7 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def reduce_scatter_into(self, output, input, op: str = "sum", *,
+    def reduce_scatter_into(self, output: Array, input: Array, op: str = "sum", *,
                             async_op: bool = True) -> _work.Work:
         """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
 
@@ -252,7 +268,8 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def alltoall(self, outputs: Sequence, inputs: Sequence, *, async_op: bool = True) -> _work.Work:
+    def alltoall(self, outputs: Sequence[Array], inputs: Sequence[Array], *,
+                 async_op: bool = True) -> _work.Work:
         """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
 
         Args:
@@ -269,7 +286,8 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def alltoall_single(self, output, input, out_splits=None, in_splits=None, *,
+    def alltoall_single(self, output: Array, input: Array, out_splits: Sequence[int] | None = None,
+                        in_splits: Sequence[int] | None = None, *,
                         async_op: bool = True) -> _work.Work:
         """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
 
@@ -305,7 +323,7 @@ class Backend(abc.ABC):
 
     # ***** point to point *****
     @abc.abstractmethod
-    def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True) -> _work.Work:
+    def send(self, array: Array, dst: int, tag: int = 0, *, async_op: bool = True) -> _work.Work:
         """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
 
         Args:
@@ -323,7 +341,8 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True) -> _work.Work:
+    def recv(self, array: Array, src: int | None, tag: int = 0, *,
+             async_op: bool = True) -> _work.Work:
         """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
 
         Args:

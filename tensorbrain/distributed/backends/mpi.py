@@ -104,6 +104,7 @@ class MPIBackend(Requests, base.Backend):
         # A private duplicate for control messages (monitored_barrier), made here because Dup is
         # collective: made later, a late rank would hold the others inside Dup past the timeout.
         self._ctl = self.comm.Dup()
+        self._learn_peers()  # pid and host of every rank: a timeout names a stopped/dead one
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "
@@ -462,8 +463,20 @@ class MPIBackend(Requests, base.Backend):
         self._check_tag(tag)
         source = MPI.ANY_SOURCE if src is None else src
         status = MPI.Status()
+
+        def check_and_finish():
+            # MPI fills a longer buffer silently (a shorter one is a truncation error): a
+            # message of another size than the buffer is a mismatched send/recv pair
+            got = status.Get_count(MPI.BYTE)
+            if got != recv.nbytes:
+                raise DistBackendError(
+                    f"MPI recv of group {self.group_name!r} on rank {self.rank}: rank "
+                    f"{status.Get_source()} sent {got} bytes (tag {tag}) but the receive buffer "
+                    f"holds {recv.nbytes} ({recv.dtype} x {recv.size}); send and recv must use "
+                    "the same shape and dtype")
+            return finish()
         return self._start("recv", lambda: self.comm.Irecv(_raw(recv), source, tag),
-                           lambda: finish(), async_op, status=status)
+                           check_and_finish, async_op, status=status)
 
     def batch_p2p(self, ops, *, async_op: bool = True):
         """``ops``: ``(kind, array, peer, tag)`` from ``batch_isend_irecv``. Every Isend/Irecv is

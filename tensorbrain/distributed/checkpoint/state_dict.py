@@ -42,7 +42,8 @@ class StateDictOptions:
         ignore_frozen_params: leave out parameters with ``requires_grad=False``.
         keep_submodule_prefixes: must be True (``submodules`` is not supported).
         strict: ``set_model_state_dict`` raises on missing or unexpected keys.
-        broadcast_from_rank0: not supported (must be False).
+        broadcast_from_rank0: ``set_*`` only (needs ``full_state_dict``): rank 0's full state
+            dict is broadcast to every rank (the others may pass ``{}``), then loaded.
         flatten_optimizer_state_dict: not supported (must be False).
     """
 
@@ -60,9 +61,9 @@ def _options(options, submodules=None) -> StateDictOptions:
     if submodules is not None or not options.keep_submodule_prefixes:
         raise NotImplementedError("submodules / keep_submodule_prefixes=False are not supported "
                                   "(torch deprecates them); pass the whole model")
-    if options.broadcast_from_rank0:
-        raise NotImplementedError("StateDictOptions(broadcast_from_rank0=True) is not supported "
-                                  "yet; load the full state dict on every rank")
+    if options.broadcast_from_rank0 and not options.full_state_dict:
+        raise ValueError("StateDictOptions(broadcast_from_rank0=True) needs "
+                         "full_state_dict=True (as torch)")
     if options.flatten_optimizer_state_dict:
         raise NotImplementedError("StateDictOptions(flatten_optimizer_state_dict=True) is not "
                                   "supported; dcp.save flattens nested dicts itself")
@@ -117,7 +118,9 @@ def _leaves(tree):
 
 
 def _fqns(model) -> dict:
-    return {id(p): name for name, p in _unwrap(model).named_parameters()}
+    # the state-dict names: without activation-checkpoint wrappers (torch's _get_fqns)
+    return {id(p): name.replace("_checkpoint_wrapped_module.", "")
+            for name, p in _unwrap(model).named_parameters()}
 
 
 def _optimizers(optimizers) -> list:
@@ -144,6 +147,58 @@ def _finish(value, options):
         if options.cpu_offload and value.device.type != "cpu":
             value = value.to("cpu")
     return value
+
+
+def _from_rank0(tree, what):
+    """``broadcast_from_rank0``: every rank gets rank 0's (full) state dict; what the other
+    ranks passed is ignored. One object broadcast (the safe codec carries Tensors, no pickle);
+    a state dict rank 0 cannot send raises the same error on every rank."""
+    from .. import distributed_c10d as c10d
+    if not c10d.is_initialized() or c10d.get_world_size() == 1:
+        return tree
+    box: list = [None]
+    if c10d.get_rank() == 0:
+        try:
+            box = [{"ok": _sendable(tree, "")}]
+        except (TypeError, ValueError) as exc:
+            box = [{"error": str(exc)}]
+    c10d.broadcast_object_list(box, src=0)
+    if "error" in box[0]:
+        raise ValueError(f"{what}(options=StateDictOptions(broadcast_from_rank0=True)): rank "
+                         f"0's state dict cannot be broadcast: {box[0]['error']}")
+    return box[0]["ok"]
+
+
+def _sendable(tree, path):
+    from .. import _codec
+    if isinstance(tree, dict):
+        return {k: _sendable(v, f"{path}.{k}" if path else str(k)) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_sendable(v, f"{path}.{i}") for i, v in enumerate(tree))
+    if isinstance(tree, Tensor):
+        if getattr(tree, "_spec", None) is not None:
+            raise ValueError(f"{path!r} is a DTensor; with broadcast_from_rank0 rank 0 passes "
+                             f"full tensors (get them with full_state_dict=True)")
+        if tree._data.dtype.name not in _codec._DTYPE_NAMES:   # bfloat16: exact in float32
+            return Tensor._wrap(tree.detach().numpy().astype("float32"))
+        return tree.detach()
+    return tree
+
+
+def _local_piece(value, spec):
+    """This rank's part of the full tensor ``value`` under ``spec`` (no communication)."""
+    from ..tensor import distribute_tensor
+    return distribute_tensor(value.detach(), spec.mesh, spec.placements,
+                             src_data_rank=None).to_local()
+
+
+def _shard_full(value, target):
+    """A full (plain) tensor meant for a DTensor ``target``: cut to the local piece."""
+    spec = getattr(target, "_spec", None)
+    if spec is None or not isinstance(value, Tensor) or getattr(value, "_spec", None) is not None \
+            or tuple(value.shape) != tuple(spec.shape):
+        return value
+    return _local_piece(value, spec)
 
 
 # ***** model *****
@@ -184,11 +239,17 @@ def set_model_state_dict(model, model_state_dict: dict, *, options=None):
         ``(missing_keys, unexpected_keys)`` as ``Module.load_state_dict``.
     """
     options = _options(options)
+    if options.broadcast_from_rank0:
+        model_state_dict = _from_rank0(model_state_dict, "set_model_state_dict")
     fsdp = _fsdp1(model)
     if fsdp is not None:
         with _fsdp1_context(fsdp, _loading_options(options, model_state_dict)):
             return fsdp.load_state_dict(model_state_dict, strict=options.strict)
-    return _unwrap(model).load_state_dict(model_state_dict, strict=options.strict)
+    inner = _unwrap(model)
+    # full tensors for DTensor parameters (fully_shard's): each rank keeps its piece, as torch
+    targets = inner.state_dict(keep_vars=True)
+    model_state_dict = {k: _shard_full(v, targets.get(k)) for k, v in model_state_dict.items()}
+    return inner.load_state_dict(model_state_dict, strict=options.strict)
 
 
 # ***** optimizer *****
@@ -307,6 +368,8 @@ def set_optimizer_state_dict(model, optimizers, optim_state_dict: dict, *, optio
         ValueError: an optimizer's groups are not found in ``optim_state_dict``.
     """
     options = _options(options)
+    if options.broadcast_from_rank0:
+        optim_state_dict = _from_rank0(optim_state_dict, "set_optimizer_state_dict")
     fsdp = _fsdp1(model)
     if fsdp is not None:
         from ..fsdp import FullyShardedDataParallel
@@ -325,7 +388,9 @@ def set_optimizer_state_dict(model, optimizers, optim_state_dict: dict, *, optio
             raise ValueError(f"the optimizer state dict's parameter groups do not match this "
                              f"optimizer's: it has groups of {[len(g['params']) for g in optim.param_groups]} "
                              f"parameters, the state dict {[len(g['params']) for g in saved_groups]}")
-        state = {index[n]: st for n, st in optim_state_dict["state"].items() if n in index}
+        params = {fqns[id(p)]: p for g in optim.param_groups for p in g["params"]}
+        state = {index[n]: {k: _shard_full(v, params[n]) for k, v in st.items()}
+                 for n, st in optim_state_dict["state"].items() if n in index}
         packed = [{**{k: v for k, v in g.items() if k != "params"},
                    "params": [index[n] for n in g["params"]]} for g in groups]
         optim.load_state_dict({"state": state, "param_groups": packed})

@@ -4,13 +4,17 @@
 (FSDP2: per-parameter DTensor shards) on the same machinery; see ``docs/fsdp.md``.
 """
 from .api import (BackwardPrefetch, CPUOffload, FullOptimStateDictConfig, FullStateDictConfig,
-                  MixedPrecision, ShardedOptimStateDictConfig, ShardedStateDictConfig,
-                  ShardingStrategy, StateDictSettings, StateDictType)
+                  LocalOptimStateDictConfig, LocalStateDictConfig, MixedPrecision,
+                  OptimStateDictConfig, ShardedOptimStateDictConfig, ShardedStateDictConfig,
+                  ShardingStrategy, StateDictConfig, StateDictSettings, StateDictType)
 from ._fully_shard import (CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, OffloadPolicy,
-                           UnshardHandle, fully_shard)
+                           UnshardHandle, fully_shard, register_fsdp_forward_method)
 from .fully_sharded_data_parallel import FullyShardedDataParallel
 
 __all__ = ["BackwardPrefetch", "CPUOffload", "CPUOffloadPolicy", "FSDPModule",
            "FullOptimStateDictConfig", "FullStateDictConfig", "FullyShardedDataParallel",
-           "MixedPrecision", "MixedPrecisionPolicy", "OffloadPolicy", "UnshardHandle", "fully_shard", "ShardedOptimStateDictConfig",
-           "ShardedStateDictConfig", "ShardingStrategy", "StateDictSettings", "StateDictType"]
+           "LocalOptimStateDictConfig", "LocalStateDictConfig", "MixedPrecision",
+           "MixedPrecisionPolicy", "OffloadPolicy", "OptimStateDictConfig",
+           "ShardedOptimStateDictConfig", "ShardedStateDictConfig", "ShardingStrategy",
+           "StateDictConfig", "StateDictSettings", "StateDictType", "UnshardHandle",
+           "fully_shard", "register_fsdp_forward_method"]

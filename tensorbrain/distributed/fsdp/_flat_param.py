@@ -9,20 +9,54 @@ Two layouts share the machinery:
   DTensor ``Shard(0)``; the all-gather input is the concatenation of this rank's (padded) row
   chunks, and the gathered rows are copied out into each parameter's unsharded view.
 
-The unsharded buffer lives in an anonymous ``mmap`` on the CPU, so that resharding can give its
-pages back to the OS (``MADV_DONTNEED``) while autograd still holds views of it -- NumPy's
+The unsharded buffer lives in a private anonymous ``mmap`` on the CPU, so that resharding can give
+its pages back to the OS (``MADV_DONTNEED``) while autograd still holds views of it -- NumPy's
 equivalent of torch freeing a storage under its tensors; the next all-gather writes into the same
 pages again before backward reads them. On CUDA the buffer stays allocated (documented).
+
+Private, not shared: ``MADV_DONTNEED`` on a shared anonymous mapping (Python's ``mmap(-1, n)``
+default) only unmaps the pages from this process -- they stay allocated in shmem with their data,
+so resident memory drops while nothing is freed (measured: /proc/meminfo's Shmem kept all 256 MiB
+of a released buffer). A released buffer is also made read-only (``mprotect``): the kernel then
+stops counting it as data (``VmData``, the ``RLIMIT_DATA`` limit), so that limit sees what FSDP
+really holds, and the views refuse writes (ValueError: read-only) while they hold no parameters.
 """
 from __future__ import annotations
 
+import ctypes
 import mmap
+import os
 
 import numpy as np
 
 from ... import _xp
 from ...tensor import Tensor
 from .. import distributed_c10d as c10d
+
+
+def _load_mprotect():
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).mprotect
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return fn
+
+
+_MPROTECT = _load_mprotect()
+
+
+def _protect(array, nbytes: int, writable: bool) -> int:
+    """``mprotect`` the mapping under ``array`` read-only or read-write; 0 or the errno.
+
+    A read-only private mapping is not counted by ``RLIMIT_DATA``; making it writable again is
+    where the kernel enforces that limit (ENOMEM)."""
+    if _MPROTECT is None:
+        return 0
+    prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+    if _MPROTECT(array.ctypes.data, nbytes, prot) == 0:
+        return 0
+    return ctypes.get_errno()
 
 
 def _alloc(n: int, dtype, like):
@@ -33,8 +67,37 @@ def _alloc(n: int, dtype, like):
     xp = _xp.get_array_module(like)
     if xp is not np:
         return xp.empty(n, dtype=dtype), None
-    mm = mmap.mmap(-1, max(int(n) * np.dtype(dtype).itemsize, 1))
-    return np.frombuffer(mm, dtype=dtype, count=int(n)), mm
+    nbytes = max(int(n) * np.dtype(dtype).itemsize, 1)
+    if _MPROTECT is None:      # no mprotect: a writable mapping, counted as data from the start
+        mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+        return np.frombuffer(mm, dtype=dtype, count=int(n)), mm
+    # created read-only: RLIMIT_DATA counts it only while it holds parameters (see _protect)
+    mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+    return np.asarray(_Mapped(mm)).view(dtype)[:int(n)], mm
+
+
+class _Mapped:
+    """A writable NumPy view of a read-only ``mmap`` (``np.frombuffer`` would be read-only for
+    good); every array over it keeps this object, and so the mapping, alive."""
+
+    def __init__(self, mm):
+        self.mm = mm
+        addr = np.frombuffer(mm, dtype=np.uint8).ctypes.data
+        self.__array_interface__ = {"shape": (len(mm),), "typestr": "|u1", "version": 3,
+                                    "data": (addr, False)}
+
+
+def _data_limit() -> str:
+    """``; the process's data limit (RLIMIT_DATA) is ... MiB`` where one is set, else ``""``."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    except (ImportError, OSError, ValueError):
+        return ""
+    if soft == resource.RLIM_INFINITY:
+        return ""
+    return (f"; this process's data limit (RLIMIT_DATA, ulimit -d) is {soft / 2**20:.0f} MiB: "
+            f"raise it, shard over more ranks, or train a smaller model")
 
 
 # MADV_POPULATE_WRITE (Linux 5.14): fault a released buffer back in with one system call. On this
@@ -144,7 +207,7 @@ class FlatParamHandle:
         self._layout_sizes()
         self.full, self._mm = _alloc(self.padded, self.param_dtype, first)
         self.unsharded = False
-        self._released = True        # pages not resident: populate before the next fill
+        self._released = False       # pages given back: map writable and populate before a fill
         self._work = None            # pending all-gather
         self._gathered = None        # dim0 layout: all-gather output awaiting copy-out
         self.grad_buffer = None      # unsharded gradients of this backward
@@ -152,6 +215,7 @@ class FlatParamHandle:
         self.accum = None            # no_sync(): unsharded gradients kept across backwards
         self._build_shard()
         self._make_views()
+        self._release()
 
     # ***** layout *****
     def _layout_sizes(self):
@@ -219,8 +283,7 @@ class FlatParamHandle:
         if self._work is None:
             xp = _xp.get_array_module(self.full)
             if self._released:
-                _populate(self._mm)
-                self._released = False
+                self._take_back()
             src = self.shard
             if src.dtype != self.param_dtype or _xp.get_array_module(src) is not xp:
                 src = xp.asarray(src).astype(self.param_dtype)
@@ -270,9 +333,35 @@ class FlatParamHandle:
         self.unsharded = False   # the next unshard copies the (maybe updated) shard in again
         if self.W == 1:
             return   # a size-1 shard group keeps the full buffer: freeing would save nothing
-        if self._mm is not None and len(self._mm) >= mmap.PAGESIZE:
-            self._mm.madvise(mmap.MADV_DONTNEED)
-            self._released = True
+        self._release()
+
+    def _release(self):
+        """Give the unsharded buffer's pages back to the OS and make it read-only: no longer
+        resident, no longer counted as data (``RLIMIT_DATA``); the views refuse writes."""
+        if self._mm is None:
+            return
+        self._mm.madvise(mmap.MADV_DONTNEED)
+        _protect(self.full, len(self._mm), writable=False)
+        for e in self.entries:
+            e.view._data.flags.writeable = False
+        self._released = True
+
+    def _take_back(self):
+        """Map a released buffer writable again (where the kernel enforces ``RLIMIT_DATA``) and
+        fault its pages in.
+
+        Raises:
+            MemoryError: the data limit leaves no room for this unit's unsharded parameters.
+        """
+        err = _protect(self.full, len(self._mm), writable=True)
+        if err:
+            raise MemoryError(
+                f"cannot map the unsharded parameters ({len(self._mm) / 2**20:.1f} MiB) "
+                f"writable: {os.strerror(err)}{_data_limit()}")
+        for e in self.entries:
+            e.view._data.flags.writeable = True
+        _populate(self._mm)
+        self._released = False
 
     # ***** gradients *****
     def take_grad(self, e):

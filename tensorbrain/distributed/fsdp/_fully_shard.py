@@ -24,7 +24,7 @@ from . import _runtime, _tp
 from ._flat_param import FlatParamHandle
 
 __all__ = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy",
-           "UnshardHandle", "fully_shard"]
+           "UnshardHandle", "fully_shard", "register_fsdp_forward_method"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class UnshardHandle:
         self._state = state
 
     def wait(self):
+        """Finish the all-gather and install the full parameters on the module."""
         if self._state.handle is not None:
             self._state.handle.wait_unshard()
             self._state.install()
@@ -97,11 +98,136 @@ class FSDPModule:
             if st is not None:
                 st.reshard_after_forward = bool(reshard_after_forward)
 
+    def set_reshard_after_backward(self, reshard_after_backward: bool, *, recurse=True):
+        """Accepted for torch compatibility; has no effect here: parameters are always
+        resharded after backward (the results are the same; torch with False would skip the
+        next forward's all-gather during gradient accumulation, at the cost of memory).
+
+        Args:
+            reshard_after_backward: torch's flag (ignored).
+            recurse: also for the FSDP submodules (ignored).
+        """
+        for st in _states(self, recurse):
+            st.reshard_after_backward = bool(reshard_after_backward)
+
+    def set_is_last_backward(self, is_last_backward: bool):
+        """Accepted for torch compatibility; has no effect here: every backward waits for its
+        gradient reductions at its end, which torch does only on the last one.
+
+        Args:
+            is_last_backward: torch's flag (ignored).
+        """
+        self.__dict__["_fsdp_state"].is_last_backward = bool(is_last_backward)
+
+    def set_requires_all_reduce(self, requires_all_reduce: bool, *, recurse=True):
+        """HSDP (2-D mesh) gradient accumulation: with False, backward reduce-scatters within
+        the shard group but does not all-reduce across replicas; the partial gradients are
+        kept and summed, and the next backward with True all-reduces the sum and writes
+        ``.grad``. No effect on a 1-D mesh.
+
+        Args:
+            requires_all_reduce: whether the next backward all-reduces across replicas.
+            recurse: also for the FSDP submodules.
+        """
+        for st in _states(self, recurse):
+            st.requires_all_reduce = bool(requires_all_reduce)
+
+    def set_gradient_divide_factor(self, factor: float):
+        """Divide the summed gradients by ``factor`` instead of the number of data-parallel
+        ranks (``torch``'s ``set_gradient_divide_factor``).
+
+        Args:
+            factor: the divisor (1.0 gives the sum over ranks).
+
+        Raises:
+            ValueError: ``factor`` is not positive.
+        """
+        if not factor > 0:
+            raise ValueError(f"set_gradient_divide_factor: factor must be > 0, got {factor!r}")
+        for st in _states(self, True):
+            st.divide_factor = float(factor)
+
+    def set_reduce_scatter_divide_factor(self, factor: float):
+        """The older name of :meth:`set_gradient_divide_factor`.
+
+        Args:
+            factor: the divisor.
+        """
+        self.set_gradient_divide_factor(factor)
+
+    def set_modules_to_forward_prefetch(self, modules):
+        """Explicit forward prefetching: when this module's forward starts, start the
+        all-gathers of ``modules`` (``fully_shard``-ed modules, usually the next blocks), in
+        that order. Every rank must pass the same list.
+
+        Args:
+            modules: a list of FSDP modules.
+
+        Raises:
+            ValueError: an element is not a ``fully_shard``-ed module.
+        """
+        self.__dict__["_fsdp_state"].forward_prefetch_states = \
+            [_state_of(m, "set_modules_to_forward_prefetch") for m in modules]
+
+    def set_modules_to_backward_prefetch(self, modules):
+        """Explicit backward prefetching: when this module's backward starts, start the
+        all-gathers of ``modules`` (usually the previous blocks) instead of the default one
+        unit ahead. Every rank must pass the same list.
+
+        Args:
+            modules: a list of FSDP modules.
+
+        Raises:
+            ValueError: an element is not a ``fully_shard``-ed module.
+        """
+        self.__dict__["_fsdp_state"].backward_prefetch_states = \
+            [_state_of(m, "set_modules_to_backward_prefetch") for m in modules]
+
     def _fsdp2_root_state(self):
         st = self.__dict__["_fsdp_state"]
         if st.root is None:
             _lazy_root(self)
         return st
+
+
+def _states(module, recurse):
+    mods = module.modules() if recurse else [module]
+    return [m.__dict__["_fsdp_state"] for m in mods if "_fsdp_state" in m.__dict__]
+
+
+def _state_of(module, what):
+    st = getattr(module, "__dict__", {}).get("_fsdp_state")
+    if st is None or st.kind != "fully_shard":
+        raise ValueError(f"{what}: expected modules passed to fully_shard, got "
+                         f"{type(module).__name__}")
+    return st
+
+
+def register_fsdp_forward_method(module, method_name: str) -> None:
+    """Make ``module.<method_name>()`` gather and free the parameters as ``forward`` does
+    (torch's ``register_fsdp_forward_method``, for methods such as ``generate`` called
+    instead of ``forward``).
+
+    Args:
+        module: a module passed to :func:`fully_shard`.
+        method_name: the name of the method to wrap.
+
+    Raises:
+        ValueError: ``module`` is not a ``fully_shard``-ed module.
+        AttributeError: it has no such method.
+    """
+    if not isinstance(module, FSDPModule):
+        raise ValueError(f"register_fsdp_forward_method: expects a module passed to "
+                         f"fully_shard, got {type(module).__name__}")
+    method = getattr(type(module), method_name, None)
+    if not callable(method):
+        raise AttributeError(f"register_fsdp_forward_method: {type(module).__name__} has no "
+                             f"method {method_name!r}")
+
+    def wrapped(*args, **kwargs):
+        args, kwargs = _pre_forward(module, args, kwargs)
+        return _post_forward(module, args, method(module, *args, **kwargs))
+    object.__setattr__(module, method_name, wrapped)
 
 
 def _lazy_root(module):
@@ -144,7 +270,7 @@ def _np_dtype(d):
     return None if d is None else np.dtype(d)
 
 
-def fully_shard(module, *, mesh=None, reshard_after_forward=True, shard_placement_fn=None,
+def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placement_fn=None,
                 mp_policy=None, offload_policy=None,
                 ignored_params=None):
     """Shard ``module``'s parameters over ``mesh`` (FSDP2).
@@ -153,7 +279,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=True, shard_placemen
         module: the module (changed in place and returned).
         mesh: a 1-D DeviceMesh (shard) or 2-D (replicate, shard); default: all ranks, 1-D.
         reshard_after_forward: free the unsharded parameters after forward (True, as
-            FULL_SHARD) or keep them until after backward (False, as SHARD_GRAD_OP). An int
+            FULL_SHARD) or keep them until after backward (False, as SHARD_GRAD_OP); None
+            (torch's default) is True, and the root keeps its parameters either way. An int
             (reshard to a smaller group) is not supported.
         shard_placement_fn: not supported (parameters always shard on dim 0).
         mp_policy: :class:`MixedPrecisionPolicy` (default: none).
@@ -170,6 +297,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=True, shard_placemen
     if shard_placement_fn is not None:
         raise NotImplementedError("fully_shard(shard_placement_fn=...) is not supported: "
                                   "parameters are sharded on dim 0")
+    if reshard_after_forward is None:
+        reshard_after_forward = True     # torch: True except for the root, which never reshards
     if not isinstance(reshard_after_forward, bool):
         raise NotImplementedError(f"fully_shard(reshard_after_forward={reshard_after_forward!r})"
                                   f": only True or False is supported")

@@ -68,6 +68,12 @@ class UnitState:
         self.check_group = check_group
         self.root = None          # the RootState once the root's first forward ran
         self.requires_grad_sync = True
+        self.requires_all_reduce = True     # HSDP: all-reduce across replicas this backward
+        self.partial_grad = None            # HSDP shard gradients kept while that is False
+        self.divide_factor = None           # None: the number of data-parallel ranks
+        self.forward_prefetch_states = None     # FSDP2's explicit prefetch lists
+        self.backward_prefetch_states = None
+        self.reshard_after_backward = self.is_last_backward = True   # accepted, no effect
         self._reset()
         if handle is not None:
             for e in handle.entries:
@@ -131,7 +137,11 @@ class UnitState:
             self._unshard()
             if self.orig_params:
                 self.install()
-        if self.forward_prefetch and grad_mode.is_grad_enabled():
+        if self.forward_prefetch_states is not None:
+            for nxt in self.forward_prefetch_states:
+                if nxt.handle is not None:
+                    nxt._unshard(async_op=True)
+        elif self.forward_prefetch and grad_mode.is_grad_enabled():
             nxt = root.next_in_forward(self)
             if nxt is not None and nxt.handle is not None:
                 nxt._unshard(async_op=True)
@@ -161,6 +171,8 @@ class UnitState:
             self.handle.unshard(async_op=async_op)
         except DistError as exc:
             raise _unit_error(self, "all-gather of its parameters", exc) from exc
+        except MemoryError as exc:
+            raise _oom(self, "gathering its parameters", exc) from exc
 
     # ***** backward *****
     def _pre_backward_hook(self, grad):
@@ -170,21 +182,34 @@ class UnitState:
         root = self.root
         root.backward_started()
         self._unshard()
-        if self.backward_prefetch == BACKWARD_PRE:
+        if self.orig_params:
+            # activation checkpointing inside the unit (torch.utils.checkpoint, a
+            # checkpoint_wrapper under fully_shard) re-runs the unit's forward during backward:
+            # the modules must read the unsharded parameters then, not the shards
+            self.install()
+        if self.backward_prefetch == BACKWARD_PRE or self.backward_prefetch_states is not None:
             self._prefetch_backward()
         return None
 
     def _prefetch_backward(self):
-        nxt = self.root.next_in_backward(self)
-        if nxt is not None and nxt.handle is not None and not nxt.post_backward_done:
-            nxt._unshard(async_op=True)
+        if self.backward_prefetch_states is not None:
+            targets = self.backward_prefetch_states
+        else:
+            targets = [self.root.next_in_backward(self)]
+        for nxt in targets:
+            if nxt is not None and nxt.handle is not None and not nxt.post_backward_done:
+                nxt._unshard(async_op=True)
 
     def _grad_hook(self, entry):
         def hook(view):
             if self.root is None or view.grad is None:
                 return
             self.root.backward_started()
-            if self.handle.take_grad(entry):
+            try:
+                done = self.handle.take_grad(entry)
+            except MemoryError as exc:
+                raise _oom(self, "collecting its unsharded gradients", exc) from exc
+            if done:
                 self.post_backward()
         return hook
 
@@ -195,13 +220,17 @@ class UnitState:
         root = self.root
         h = self.handle
         try:
-            finish = h.reduce_grad(root.sync and self.requires_grad_sync, h.W * h.R)
+            divide = self.divide_factor if self.divide_factor is not None else h.W * h.R
+            finish = h.reduce_grad(root.sync and self.requires_grad_sync, divide)
         except DistError as exc:
             raise _unit_error(self, "reduce-scatter of its gradients", exc) from exc
+        except MemoryError as exc:
+            raise _oom(self, "reducing its gradients", exc) from exc
         if finish is not None:
             root.pending.append((self, finish))
         h.reshard()
-        if self.backward_prefetch == BACKWARD_POST:
+        self.uninstall()
+        if self.backward_prefetch == BACKWARD_POST and self.backward_prefetch_states is None:
             self._prefetch_backward()
 
     def write_grads(self, shard_grad):
@@ -233,8 +262,19 @@ class UnitState:
 
 def _unit_error(unit, what, exc):
     """``exc`` (a DistError) again, its message naming the FSDP unit and this rank."""
+    msg = str(exc)
+    hint = ("a rank ran out of memory" if "MemoryError" in msg else
+            "another rank died; its own error says why" if " died" in msg else
+            "do all ranks run the same units in the same order?")
     return type(exc)(f"{unit.kind} unit '{unit.name}' on rank {c10d.get_rank()}: the {what} "
-                     f"failed (do all ranks run the same units in the same order?): {exc}")
+                     f"failed ({hint}): {exc}")
+
+
+def _oom(unit, what, exc):
+    """A MemoryError naming the FSDP unit and this rank (the other ranks then fail naming this
+    one when it exits)."""
+    return MemoryError(f"{unit.kind} unit '{unit.name}' on rank {c10d.get_rank()} ran out of "
+                       f"memory {what}: {exc}")
 
 
 def _ptr(a) -> int:
@@ -327,14 +367,21 @@ class RootState:
                     shards.append((u, finish()))
                 except DistError as exc:
                     raise _unit_error(u, "reduce-scatter of its gradients", exc) from exc
-            works = []
+            works, ready = [], []
             for u, g in shards:
                 if u.handle.R > 1:
+                    if u.partial_grad is not None:     # summed while all-reduce was off
+                        g = g + u.partial_grad
+                        u.partial_grad = None
+                    if not u.requires_all_reduce:     # HSDP accumulation: keep, do not write
+                        u.partial_grad = g
+                        continue
                     works.append(c10d.all_reduce(Tensor._wrap(g), group=u.handle.replicate_group,
                                                  async_op=True))
+                ready.append((u, g))
             for w in works:
                 w.wait()
-            for u, g in shards:
+            for u, g in ready:
                 u.write_grads(g)
         finally:
             self.pending = []

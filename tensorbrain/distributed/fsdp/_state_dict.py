@@ -26,7 +26,8 @@ def _units(model):
 
 
 def _key(prefix, unit, fqn):
-    return prefix + (unit.name + "." if unit.name else "") + fqn
+    from .fully_sharded_data_parallel import _clean
+    return prefix + (unit.name + "." if unit.name else "") + _clean(fqn)
 
 
 def _mesh(h):

@@ -5,8 +5,9 @@ import enum
 from dataclasses import dataclass
 
 __all__ = ["BackwardPrefetch", "CPUOffload", "FullOptimStateDictConfig", "FullStateDictConfig",
-           "MixedPrecision", "ShardedOptimStateDictConfig", "ShardedStateDictConfig",
-           "ShardingStrategy", "StateDictSettings", "StateDictType"]
+           "LocalOptimStateDictConfig", "LocalStateDictConfig", "MixedPrecision",
+           "OptimStateDictConfig", "ShardedOptimStateDictConfig", "ShardedStateDictConfig",
+           "ShardingStrategy", "StateDictConfig", "StateDictSettings", "StateDictType"]
 
 
 class ShardingStrategy(enum.Enum):
@@ -74,6 +75,12 @@ class FullStateDictConfig(StateDictConfig):
 
 
 @dataclass
+class LocalStateDictConfig(StateDictConfig):
+    """Config of ``LOCAL_STATE_DICT``, which is not supported (``state_dict_type`` raises);
+    defined so that programs importing it load."""
+
+
+@dataclass
 class ShardedStateDictConfig(StateDictConfig):
     """Config of ``SHARDED_STATE_DICT`` (values are always DTensors here)."""
     _use_dtensor: bool = True
@@ -89,6 +96,12 @@ class OptimStateDictConfig:
 class FullOptimStateDictConfig(OptimStateDictConfig):
     """``rank0_only``: ``optim_state_dict`` returns ``{}`` on the other ranks."""
     rank0_only: bool = False
+
+
+@dataclass
+class LocalOptimStateDictConfig(OptimStateDictConfig):
+    """Config of ``LOCAL_STATE_DICT`` optimizer state, which is not supported."""
+    offload_to_cpu: bool = False
 
 
 @dataclass

@@ -12,12 +12,22 @@ from ...nn.modules.module import Module
 from ...nn.parameter import Parameter
 from ...tensor import Tensor
 from .. import distributed_c10d as c10d
+# Imported for its hook: it gives clip_grad_norm_ the norm of the _grad_norm_parts shards.
+from ..tensor import _api as _dtensor_api  # noqa: F401
 from . import _runtime, _state_dict, _tp
 from ._flat_param import FlatParamHandle, ParamEntry
-from .api import (BackwardPrefetch, CPUOffload, MixedPrecision, ShardingStrategy, StateDictType)
+from .api import (BackwardPrefetch, CPUOffload, FullOptimStateDictConfig, FullStateDictConfig,
+                  LocalOptimStateDictConfig, LocalStateDictConfig, MixedPrecision,
+                  OptimStateDictConfig, ShardedOptimStateDictConfig, ShardedStateDictConfig,
+                  ShardingStrategy, StateDictConfig, StateDictSettings, StateDictType)
 from .wrap import _as_policy, _recursive_wrap
 
-__all__ = ["FullyShardedDataParallel"]
+# torch's module re-exports its option types: programs import them from here too
+__all__ = ["BackwardPrefetch", "CPUOffload", "FullOptimStateDictConfig", "FullStateDictConfig",
+           "FullyShardedDataParallel", "LocalOptimStateDictConfig", "LocalStateDictConfig",
+           "MixedPrecision", "OptimStateDictConfig", "ShardedOptimStateDictConfig",
+           "ShardedStateDictConfig", "ShardingStrategy", "StateDictConfig", "StateDictSettings",
+           "StateDictType"]
 
 _HYBRID = (ShardingStrategy.HYBRID_SHARD, ShardingStrategy._HYBRID_SHARD_ZERO2)
 _HYBRID_MESHES: dict = {}
@@ -340,15 +350,9 @@ class FullyShardedDataParallel(Module):
         """Within the context, ``state_dict()``/``load_state_dict()`` of every FSDP module
         under ``module`` use ``state_dict_type``."""
         units = [m for m in module.modules() if isinstance(m, FullyShardedDataParallel)]
-        if state_dict_type == StateDictType.LOCAL_STATE_DICT:
-            raise NotImplementedError("StateDictType.LOCAL_STATE_DICT is not supported; use "
-                                      "FULL_STATE_DICT or SHARDED_STATE_DICT")
         old = [(m._state_dict_type, m._state_dict_config, m._optim_state_dict_config)
                for m in units]
-        for m in units:
-            m.__dict__["_state_dict_type"] = state_dict_type
-            m.__dict__["_state_dict_config"] = state_dict_config
-            m.__dict__["_optim_state_dict_config"] = optim_state_dict_config
+        _set_state_dict_type(units, state_dict_type, state_dict_config, optim_state_dict_config)
         try:
             yield
         finally:
@@ -360,10 +364,42 @@ class FullyShardedDataParallel(Module):
     @staticmethod
     def set_state_dict_type(module, state_dict_type, state_dict_config=None,
                             optim_state_dict_config=None):
-        """Set the state dict type of every FSDP module under ``module`` (no context)."""
-        ctx = FullyShardedDataParallel.state_dict_type(module, state_dict_type, state_dict_config,
-                                                       optim_state_dict_config)
-        ctx.__enter__()
+        """Set the state dict type of every FSDP module under ``module`` (no context).
+
+        Returns:
+            The previous :class:`StateDictSettings`, as torch's does.
+        """
+        prev = FullyShardedDataParallel.get_state_dict_type(module)
+        _set_state_dict_type([m for m in module.modules()
+                              if isinstance(m, FullyShardedDataParallel)],
+                             state_dict_type, state_dict_config, optim_state_dict_config)
+        return prev
+
+    @staticmethod
+    def get_state_dict_type(module):
+        """The state dict type and configs in force for the FSDP modules under ``module``.
+
+        Args:
+            module: an FSDP module, or a module containing some.
+
+        Returns:
+            A :class:`StateDictSettings`.
+
+        Raises:
+            ValueError: there is no FSDP module under ``module``.
+        """
+        units = [m for m in module.modules() if isinstance(m, FullyShardedDataParallel)]
+        if not units:
+            raise ValueError("get_state_dict_type: no FullyShardedDataParallel module under "
+                             f"{type(module).__name__}")
+        m = units[0]
+        t = m._state_dict_type
+        full = t == StateDictType.FULL_STATE_DICT
+        cfg = m._state_dict_config or (FullStateDictConfig() if full else
+                                       ShardedStateDictConfig())
+        ocfg = m._optim_state_dict_config or (FullOptimStateDictConfig() if full else
+                                              ShardedOptimStateDictConfig())
+        return StateDictSettings(t, cfg, ocfg)
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """The model's state under the original parameter names (see ``state_dict_type``)."""
@@ -414,6 +450,19 @@ class FullyShardedDataParallel(Module):
         return f"sharding_strategy={self.sharding_strategy.name}"
 
 
+def _set_state_dict_type(units, state_dict_type, state_dict_config, optim_state_dict_config):
+    if state_dict_type == StateDictType.LOCAL_STATE_DICT:
+        raise NotImplementedError("StateDictType.LOCAL_STATE_DICT is not supported; use "
+                                  "FULL_STATE_DICT or SHARDED_STATE_DICT")
+    for m in units:
+        m.__dict__["_state_dict_type"] = state_dict_type
+        m.__dict__["_state_dict_config"] = state_dict_config
+        m.__dict__["_optim_state_dict_config"] = optim_state_dict_config
+
+
+# wrapper modules that do not appear in state-dict keys (torch's clean_tensor_name)
+_WRAPPER_NAMES = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module")
+
+
 def _clean(name: str) -> str:
-    return name.replace("._fsdp_wrapped_module", "").replace("_fsdp_wrapped_module.", "") \
-        .replace("_fsdp_wrapped_module", "")
+    return ".".join(p for p in name.split(".") if p not in _WRAPPER_NAMES)

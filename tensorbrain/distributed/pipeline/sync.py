@@ -21,7 +21,7 @@ also required ``torch.distributed.rpc.init_rpc`` first, TensorBrain does not.
 >>> net = tb.nn.Sequential(tb.nn.Linear(4, 8), tb.nn.ReLU(), tb.nn.Linear(8, 2))
 >>> pipe = Pipe(net, chunks=2, balance=[2, 1], devices=["cpu", "cpu"])
 >>> pipe(tb.randn(6, 4)).local_value().shape
-(6, 2)
+tb.Size([6, 2])
 """
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ... import _xp
 from ...tensor import Size, Tensor
 from ..._ops.core import make
+from ...nn.utils import clip_grad as _clip_grad
 from . import _redistribute as R
 from .placement_types import Placement, Replicate, Shard, _StridedShard
 
@@ -430,3 +431,8 @@ def _total_norm(tensors, norm_type: float = 2.0):
             c10d.all_reduce(buf, op="max" if inf else "sum", group=g)
         total = max(total, float(buf.data[0])) if inf else total + float(buf.data[0])
     return total if inf else total ** (1.0 / p)
+
+
+# clip_grad_norm_ (in nn, a lower layer that never imports distributed) computes sharded norms
+# through this hook.
+_clip_grad._register_sharded_total_norm(_total_norm)

@@ -68,6 +68,27 @@ def all_gather_dim(arr, dim: int, full_size: int, group, n: int):
     return xp.ascontiguousarray(xp.moveaxis(out[:full_size], 0, dim))
 
 
+def reduce_scatter_dim(arr, dim: int, group, n: int, index: int):
+    """Sum ``arr`` over the ranks and keep chunk ``index`` of ``n`` along ``dim`` (torch.chunk
+    rule): one ``reduce_scatter_tensor`` on the dimension moved first and padded to ``n`` equal
+    chunks (trimmed back afterwards), the counterpart of :func:`all_gather_dim`."""
+    if n == 1:
+        return arr
+    xp = _xp.get_array_module(arr)
+    full = arr.shape[dim]
+    c = Shard.chunk_size(full, n)
+    start, stop = Shard.local_range(full, n, index)
+    moved = xp.moveaxis(arr, dim, 0)
+    rest = moved.shape[1:]
+    if c == 0:
+        return xp.ascontiguousarray(xp.moveaxis(moved[:0], 0, dim))
+    buf = xp.zeros((n * c,) + rest, dtype=arr.dtype)
+    buf[:full] = moved
+    out = xp.empty((c,) + rest, dtype=arr.dtype)
+    c10d.reduce_scatter_tensor(_wrap(out), _wrap(buf), group=group)
+    return xp.ascontiguousarray(xp.moveaxis(out[:stop - start], 0, dim))
+
+
 def take_chunk(arr, dim: int, n: int, index: int):
     """Chunk ``index`` of ``n`` along ``dim`` (torch.chunk rule), as a contiguous copy."""
     xp = _xp.get_array_module(arr)

@@ -134,6 +134,9 @@ class _ModuleStateDict:
         """
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        # a shallow copy, as torch makes: modules may rename keys while loading (an activation
+        # checkpoint wrapper does), never in the caller's dict
+        state_dict = OrderedDict(state_dict)
         missing: list[str] = []
         unexpected: list[str] = []
         errors: list[str] = []

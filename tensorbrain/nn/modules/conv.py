@@ -10,6 +10,7 @@ import math
 
 from ... import _dtype
 from ..._ops import convnd as _C
+from ..._ops.conv import conv2d as _conv2d
 from ...tensor import empty
 from .. import functional as F
 from .. import init
@@ -115,11 +116,14 @@ class _Conv(_ConvNd):
                          groups, bias, padding_mode, device, dtype)
 
     def forward(self, input):
+        # through the public functions: they carry the autocast hook (tb.autocast casts a
+        # Conv2d's input and weight to float16/bfloat16, as PyTorch's autocast does)
+        conv = _CONV[self._nd]
         if self.padding_mode != "zeros":
-            return _C.conv(self._pad_input(input), self.weight, self.bias, self.stride, 0,
-                           self.dilation, self.groups, f"conv{self._nd}d")
-        return _C.conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                       self.groups, f"conv{self._nd}d")
+            return conv(self._pad_input(input), self.weight, self.bias, self.stride, 0,
+                        self.dilation, self.groups)
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                    self.groups)
 
 
 class Conv1d(_Conv):
@@ -191,9 +195,9 @@ class _ConvTranspose(_ConvNd):
         return tuple(res)
 
     def forward(self, input, output_size=None):
-        return _C.conv_transpose(input, self.weight, self.bias, self.stride, self.padding,
+        return _CONV_T[self._nd](input, self.weight, self.bias, self.stride, self.padding,
                                  self._output_padding(input, output_size), self.groups,
-                                 self.dilation, f"conv_transpose{self._nd}d")
+                                 self.dilation)
 
 
 class ConvTranspose1d(_ConvTranspose):
@@ -227,3 +231,8 @@ class ConvTranspose3d(_ConvTranspose):
     tb.Size([1, 1, 6, 6, 6])
     """
     _nd = 3
+
+
+# the public (autocast-aware) convolution functions each module's forward calls, by nd
+_CONV = {1: _C.conv1d, 2: _conv2d, 3: _C.conv3d}
+_CONV_T = {1: _C.conv_transpose1d, 2: _C.conv_transpose2d, 3: _C.conv_transpose3d}

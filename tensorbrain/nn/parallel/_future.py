@@ -26,6 +26,14 @@ class Future:
 
     @classmethod
     def completed(cls, value) -> Future:
+        """A Future already finished with ``value``.
+
+        Args:
+            value: the result.
+
+        Returns:
+            Future: the finished Future.
+        """
         f = cls()
         f.set_result(value)
         return f
@@ -39,9 +47,19 @@ class Future:
         return cls(run)
 
     def set_result(self, value) -> None:
+        """Finish this Future with ``value`` (``wait()`` returns it).
+
+        Args:
+            value: the result.
+        """
         self._value, self._done, self._wait = value, True, None
 
     def done(self) -> bool:
+        """Whether the Future has finished, without running what is left.
+
+        Returns:
+            bool: True once finished.
+        """
         return self._done
 
     def wait(self):
@@ -58,6 +76,7 @@ class Future:
         return self._value
 
     def value(self):
+        """``wait()``: the result (torch's ``Future.value``)."""
         return self.wait()
 
     def then(self, callback) -> Future:

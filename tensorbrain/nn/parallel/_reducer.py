@@ -133,18 +133,23 @@ class GradBucket:
         self._bucket, self._params, self._last = bucket, params, is_last
 
     def index(self) -> int:
+        """The bucket's position (0 is reduced first)."""
         return self._bucket.index
 
     def buffer(self) -> Tensor:
+        """The flat tensor of the bucket's gradients (what a comm hook reduces)."""
         return self._bucket.buffer
 
     def gradients(self) -> list:
+        """The per-parameter gradients, as views into ``buffer()``."""
         return list(self._bucket.view_tensors)
 
     def parameters(self) -> list:
+        """The parameters whose gradients the bucket holds, in ``gradients()``' order."""
         return [self._params[i] for i in self._bucket.indices]
 
     def is_last(self) -> bool:
+        """Whether this is the bucket reduced last in the step."""
         return self._last
 
     def set_buffer(self, tensor) -> None:

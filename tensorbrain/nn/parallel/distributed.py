@@ -5,7 +5,7 @@
 >>> model = tb.nn.parallel.DistributedDataParallel(tb.nn.Linear(4, 2))   # doctest: +SKIP
 >>> model(tb.randn(8, 4)).sum().backward()   # .grad now holds the average over all ranks  # doctest: +SKIP
 
-What happens, and why (PyTorch's design, REFERENCE.md "PyTorch DDP"):
+What happens, and why (PyTorch's design: https://pytorch.org/docs/stable/notes/ddp.html):
 
 * Construction checks that every rank holds the same parameters (names, shapes, dtypes; the
   error names the first difference and the rank), then broadcasts parameters and buffers from
@@ -54,7 +54,8 @@ def _src_rank(dist, group):
 def broadcast_coalesced(dist, tensors, src, group, cap_bytes=BROADCAST_BUCKET_BYTES):
     """Broadcast many tensors from ``src`` in few messages: pack by (dtype, device), up to
     ``cap_bytes`` each, send, unpack in place. One message instead of one per tensor matters
-    on TCP, where each message pays ~200 us of latency (REFERENCE.md, Gloo)."""
+    on sockets, where each message pays tens of microseconds (docs/benchmarks.md: 60 us per
+    8-byte all_reduce over sockets, Gloo's 139 us)."""
     groups: dict = {}
     for t in tensors:
         a = t._data

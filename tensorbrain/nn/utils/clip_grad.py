@@ -11,9 +11,27 @@ Both work on the ``.grad`` arrays in place (no new graph, no per-parameter tenso
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ... import _xp
 from ...tensor import Tensor
+
+# The global norm of sharded gradients (DTensors, FSDP's shards) needs collectives, which sit
+# above nn; the DTensor layer (tensorbrain.distributed.tensor._api) registers its function here
+# when it is imported, so nn never imports distributed. Sharded gradients exist only once it is.
+_sharded_total_norm: Callable[[list, float], float] | None = None
+
+
+def _register_sharded_total_norm(fn: Callable[[list, float], float]) -> None:
+    """Set the function that computes the global norm of sharded gradients.
+
+    Args:
+        fn: called as ``fn(items, norm_type)`` with the gradients (Tensors, DTensors, or pairs
+            ``(tensor, parts)`` of FSDP shards); collective over their groups; returns the
+            norm as a Python float.
+    """
+    global _sharded_total_norm
+    _sharded_total_norm = fn
 
 
 def _grads(parameters):
@@ -49,8 +67,11 @@ def _dtensor_norm(tensors, norm_type, error_if_nonfinite):
     """The global norm when some tensors are DTensors (FSDP2's gradients): every shard counts
     once, as torch's DTensor arithmetic makes it. Collective over the tensors' meshes."""
     import numpy as np
-    from ...distributed.tensor._api import _total_norm   # only here: nn does not need distributed
-    total = _total_norm(list(tensors), norm_type)
+    if _sharded_total_norm is None:
+        raise RuntimeError("clip_grad_norm_/get_total_norm got sharded gradients (DTensor or "
+                           "FSDP shards) but tensorbrain.distributed.tensor is not loaded; "
+                           "import tensorbrain.distributed.tensor first")
+    total = _sharded_total_norm(list(tensors), norm_type)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"The total norm of order {float(norm_type)} for gradients from "
                            f"`parameters` is non-finite, so it cannot be clipped. To disable this "

@@ -1,6 +1,7 @@
 """One rank of ``mpiexec -n 2 python -m tests.distributed.faults.mpi_interrupt``: Ctrl-C (a real
 SIGINT) on rank 0 while it waits in all_reduce for a late rank 1. Rank 0 prints what it saw and
-ends the job (MPI cannot cancel the posted operation).
+ends the job (MPI cannot cancel the posted operation), removing MPICH's shared-memory segment
+first as TensorBrain's abort hook does (MPI_Abort leaves it in /dev/shm).
 
 Results go to the file named by ``TB_RESULT_FILE`` (fsync'd line by line), not only to stdout:
 ``MPI_Abort`` can end mpiexec before it forwards the rank's last stdout lines."""
@@ -56,6 +57,9 @@ def main():
         report(f"later={type(exc).__name__}: {exc}")
     sys.stdout.flush()
     from mpi4py import MPI
+
+    from tensorbrain.distributed.backends._mpi_requests import unlink_mpich_segments
+    report(f"unlinked={','.join(unlink_mpich_segments())}")  # MPI_Abort leaves them behind
     MPI.COMM_WORLD.Abort(0)
 
 

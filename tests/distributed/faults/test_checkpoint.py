@@ -5,6 +5,8 @@
   previous checkpoint is intact.
 * ``tb.load`` on mutated files (bit flips, truncations, a crafted deeply nested structure)
   either loads or raises a ValueError naming the file, never RecursionError/RuntimeError.
+* ``tb.load`` holds at most about one copy of the file (it read through safetensors and then
+  copied: 2.0x the file size at peak; benchmarks/checkpoint.py measures it at larger sizes).
 """
 import glob
 import json
@@ -94,3 +96,32 @@ def test_corrupted_checkpoints_raise_value_error_naming_the_file(tmp_path, soak)
     bad.write_bytes(struct.pack("<Q", len(bad_text) - 8) + bad_text[8:])
     with pytest.raises(ValueError, match="bad.tb"):
         tb.load(bad)
+
+
+LOADER = """
+import sys
+import tensorbrain as tb
+def kib(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field))
+try:  # reset the peak RSS (VmHWM) to the current RSS (Linux >= 4.0)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+except OSError:
+    pass
+base = kib("VmRSS")
+state = tb.load(sys.argv[1])
+print((kib("VmHWM") - base) * 1024)
+"""
+
+
+def test_load_holds_about_one_copy(tmp_path):
+    path = tmp_path / "big.tb"
+    tb.save({"w": tb.tensor(np.ones(16 << 20, np.float32))}, path)  # 64 MiB
+    size = path.stat().st_size
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", LOADER, str(path)], env=env, check=True,
+                         capture_output=True, text=True, timeout=120)
+    grown = int(out.stdout.split()[-1])
+    assert grown <= 1.3 * size, f"tb.load peaked at {grown / size:.2f}x the file size"
+

@@ -116,3 +116,6 @@ def test_ctrl_c_on_mpi(tmp_path):
     assert lines.get("first", "").startswith("KeyboardInterrupt"), out
     assert float(lines["first"].split("react_s=")[1]) < 1.0, out
     assert lines.get("later", "").startswith("DistBackendError") and "interrupted" in lines["later"], out
+    segments = [p for p in lines.get("unlinked", "").split(",") if p]
+    assert segments, out  # the job's MPICH segment was found ...
+    assert not [p for p in segments if os.path.exists(p)], out  # ... and is gone

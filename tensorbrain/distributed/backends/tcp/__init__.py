@@ -90,6 +90,12 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
         run = shm.route(kind, *args) if shm is not None else None
         (run or sockets)(*args)
 
+    def _agree_root(self, what: str, root: int) -> None:
+        """Rooted collectives on the sockets: with shared memory on, the ranks first check in
+        it that they name the same root (see ``IntraHost.agree_root``)."""
+        if self._shm is not None:
+            self._shm.agree_root(what, root)
+
     def _on_failure(self, work, exc: BaseException) -> BaseException:
         """Every failure poisons the group: peers may be mid-op with us, and closing our sockets
         makes them fail at once instead of at their timeout."""
@@ -121,8 +127,10 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
                 if c is not None and c.peer != culprits[0]:
                     c.send_abort(culprits[0], str(exc)[:W.MAX_ABORT_TEXT])
             # Tell peers why (they see our sockets close and look this up), bounded: the store
-            # may live in the process that just died.
-            self._bounded(lambda: self.store.set(f"tcp/abort/{self.rank}", str(exc)[:4000]), 1.0)
+            # may live in the process that just died, or one that is frozen. 0.1 s: a live store
+            # answers in well under that; waiting longer made a rank whose store host was
+            # SIGSTOPped report its timeout 1 s late (the write goes on in the background).
+            self._bounded(lambda: self.store.set(f"tcp/abort/{self.rank}", str(exc)[:4000]), 0.1)
         if self._shm is not None:
             self._shm.abort()  # same-host peers waiting in shared memory fail at once too
         for c in self.conns:
@@ -199,12 +207,15 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
             op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
             async_op: return without waiting for the peers (else the returned Work is complete).
         """
-        host, finish = stage(array)
+        host, copy_back = stage(array)
         self._check_op(op, host.dtype)
-        if self.rank != root:
-            finish = None  # non-roots keep their input unchanged
-        return self._submit("reduce", lambda: self._reduce(host.reshape(-1), root, op),
-                            async_op, finish, array, desc=lambda: _fp(host, root=root, op=op),
+        finish = copy_back if self.rank == root else None  # non-roots keep their input unchanged
+
+        def body() -> None:
+            self._agree_root("reduce", root)
+            self._reduce(host.reshape(-1), root, op)
+        return self._submit("reduce", body, async_op, finish, array,
+                            desc=lambda: _fp(host, root=root, op=op),
                             ftag=FP.wire_tag(op, root))
 
     def allgather(self, outputs, input, *, async_op=True):
@@ -250,6 +261,7 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
         staged = [stage(o, copy_in=False) for o in outputs] if self.rank == root else []
 
         def body():
+            self._agree_root("gather", root)
             n, r, E = self.size, self.rank, self._engine
             kind, dc, total = K["gather"], W.dtype_code(src.dtype), src.nbytes
             if r == root:
@@ -280,6 +292,7 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
         srcs = [stage_in(x).reshape(-1) for x in inputs] if self.rank == root else []
 
         def body():
+            self._agree_root("scatter", root)
             n, r, E = self.size, self.rank, self._engine
             kind, dc, total = K["scatter"], W.dtype_code(host.dtype), host.nbytes
             if r == root:
@@ -350,8 +363,10 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
         srcs = [stage_in(x).reshape(-1) for x in inputs]
         staged = [stage(o, copy_in=False) for o in outputs]
         dsts = [h.reshape(-1) for h, _ in staged]
-        return self._submit("all_to_all", lambda: self._alltoall(dsts, srcs), async_op,
-                            finisher(staged), list(outputs),
+        # Blocks may differ in size per peer (as in torch); every frame's size is compared with
+        # what its receiver expects, so there is no whole-op total to check.
+        return self._submit("all_to_all", lambda: self._alltoall(dsts, srcs, check_total=False),
+                            async_op, finisher(staged), list(outputs),
                             desc=lambda: f"{srcs[0].dtype if srcs else '-'} x{len(srcs)}")
 
     def alltoall_single(self, output, input, out_splits=None, in_splits=None, *, async_op=True):

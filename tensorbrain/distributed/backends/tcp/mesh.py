@@ -312,7 +312,9 @@ class Mesh:
                 return state
             time.sleep(0.002)
 
-    def peer_abort_reason(self, peer: int):
+    def peer_abort_reason(self, peer: int, limit: float = 1.0):
+        """The reason ``peer`` left in the store before it closed its sockets, or None; the
+        look-up waits at most ``limit`` seconds (the store's host may be the frozen one)."""
         if peer in self._abort_reasons:
             return self._abort_reasons[peer]
         key = f"tcp/abort/{peer}"
@@ -322,7 +324,7 @@ class Mesh:
             if self.store.check([key]):
                 out.append(self.store.get(key).decode(errors="replace"))
         time.sleep(0.02)  # the peer writes its reason just before closing; let it land
-        self._bounded(look, 1.0)
+        self._bounded(look, limit)
         self._abort_reasons[peer] = out[0] if out else None
         return self._abort_reasons[peer]
 

@@ -508,6 +508,11 @@ class Engine:
             raise self.timed_out()
 
     # ***** errors (messages name op, group, seq, peer) *****
+    def _left(self, most: float) -> float:
+        """Seconds a store look-up may take while reporting an error: at most ``most``, and
+        not (much) past the op's deadline, since the store may hang with its frozen host."""
+        return max(0.05, min(most, self.deadline - time.monotonic()))
+
     def _where(self) -> str:
         b = self.backend
         return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
@@ -520,7 +525,7 @@ class Engine:
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}; "
                                            f"its connection ({conn.describe()}) closed"),
                           [conn.peer])
-        reason = self.backend.peer_abort_reason(conn.peer)
+        reason = self.backend.peer_abort_reason(conn.peer, self._left(1.0))
         more = f": it reported: {reason}" if reason else " (it died or hit an error)"
         return _blame(DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed "
                                        f"the connection{more}"), [conn.peer])
@@ -544,7 +549,7 @@ class Engine:
         if state:
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state} "
                                            f"({conn.describe()}: {name} {exc})"), [conn.peer])
-        reason = self.backend.peer_abort_reason(conn.peer)
+        reason = self.backend.peer_abort_reason(conn.peer, self._left(1.0))
         more = f"; it reported: {reason}" if reason else ""
         return _blame(DistBackendError(f"{self._where()} failed talking to peer "
                                        f"{conn.describe()}: {name} {exc}{more}"), [conn.peer])
@@ -560,7 +565,10 @@ class Engine:
             kname = KINDS[k] if k < len(KINDS) else f"op#{k}"
             extra = describe_tag(g) if k != _P2P else f"tag {g}"
             extra = f", {extra}" if extra else ""
-            return (f"{kname} seq {s} of {t} bytes ({dtype_name(d)}{extra}; frame {n} bytes)")
+            what = kname if s < 0 else f"{kname} seq {s}"  # seq -1: a recv takes any seq
+            size = f" of {t} bytes" if t > 0 or (t == 0 and n == 0) else ""  # -1: any total
+            dname = dtype_name(d) if d or k != KIND["barrier"] else "no data"
+            return f"{what}{size} ({dname}{extra}; frame {n} bytes)"
         mine = desc(exp.kind, exp.dtype, exp.seq, exp.total, exp.nbytes, exp.tag)
         theirs = desc(kind, dtype, seq, total, nbytes, tag)
         return DistBackendError(

@@ -489,16 +489,66 @@ def masked_fill(a, mask, value):
 
 # ***** composites: torch's addcmul, addcdiv, lerp (written from the ops above, so autograd is theirs) *****
 def addcmul(a, tensor1, tensor2, value=1):
-    """``a + value * tensor1 * tensor2``, broadcast (``torch.addcmul``)."""
+    """``a + value * tensor1 * tensor2``, broadcast.
+
+    As ``torch.addcmul``; hand-written optimizers use the in-place form
+    (``exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)``).
+
+    Args:
+        a: the tensor added to.
+        tensor1: the first factor.
+        tensor2: the second factor.
+        value: the multiplier of the product.
+
+    Returns:
+        Tensor: the broadcast shape of the three.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.addcmul(tb.ones(2), tb.tensor([1.0, 2.0]), tb.tensor([3.0, 4.0]), value=0.5).tolist()
+        [2.5, 5.0]
+    """
     return add(a, mul(tensor1, tensor2), alpha=value)
 
 
 def addcdiv(a, tensor1, tensor2, value=1):
-    """``a + value * tensor1 / tensor2``, broadcast (``torch.addcdiv``)."""
+    """``a + value * tensor1 / tensor2``, broadcast.
+
+    As ``torch.addcdiv`` (Adam written by hand: ``p.data.addcdiv_(exp_avg, denom, value=-lr)``).
+
+    Args:
+        a: the tensor added to.
+        tensor1: the numerator.
+        tensor2: the denominator.
+        value: the multiplier of the quotient.
+
+    Returns:
+        Tensor: the broadcast shape of the three.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.addcdiv(tb.ones(2), tb.tensor([1.0, 2.0]), tb.tensor([4.0, 4.0]), value=-2).tolist()
+        [0.5, 0.0]
+    """
     return add(a, div(tensor1, tensor2), alpha=value)
 
 
 def lerp(a, end, weight):
-    """``a + weight * (end - a)``: linear interpolation (``torch.lerp``; ``weight`` a number or a
-    tensor)."""
+    """Linear interpolation ``a + weight * (end - a)``.
+
+    As ``torch.lerp``; an EMA of weights is ``ema.lerp_(p, 1 - decay)``.
+
+    Args:
+        a: the start.
+        end: the end (broadcast with ``a``).
+        weight: a number or a tensor broadcast with ``a``.
+
+    Returns:
+        Tensor: the broadcast shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.lerp(tb.zeros(2), tb.tensor([4.0, 8.0]), 0.25).tolist()
+        [1.0, 2.0]
+    """
     return add(a, mul(sub(end, a), weight))

@@ -10,18 +10,59 @@ from . import reduce as R
 
 
 def amin(a, dim=None, keepdim=False):
-    """The minimum over ``dim`` (all dimensions when None), as ``torch.amin``; the gradient is
-    shared evenly among tied minima."""
+    """The minimum over ``dim``, as ``torch.amin``.
+
+    The gradient is shared evenly among tied minima (as torch's).
+
+    Args:
+        a: the input tensor.
+        dim: a dimension or a tuple of them; None for all.
+        keepdim: keep the reduced dimensions with size 1.
+
+    Returns:
+        Tensor: the minima.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.amin(tb.tensor([[1.0, 3.0], [0.0, 2.0]]), 1).tolist()
+        [1.0, 0.0]
+    """
     return E.neg(R.amax(E.neg(a), dim, keepdim))
 
 
 def clamp_min(a, min):
-    """``clamp(a, min=min)``."""
+    """``clamp(a, min=min)``, as ``torch.clamp_min``.
+
+    Args:
+        a: the input tensor.
+        min: the lower bound (a number or a tensor).
+
+    Returns:
+        Tensor: a tensor of ``a``'s shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([-1.0, 2.0]).clamp_min(0.5).tolist()
+        [0.5, 2.0]
+    """
     return E.clamp(a, min=min)
 
 
 def clamp_max(a, max):
-    """``clamp(a, max=max)``."""
+    """``clamp(a, max=max)``, as ``torch.clamp_max``.
+
+    Args:
+        a: the input tensor.
+        max: the upper bound (a number or a tensor).
+
+    Returns:
+        Tensor: a tensor of ``a``'s shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([-1.0, 2.0]).clamp_max(0.5).tolist()
+        [-1.0, 0.5]
+    """
     return E.clamp(a, max=max)
 
 
@@ -31,33 +72,102 @@ def _data(x):
 
 def _logical(a, b, fn):
     x = _data(a)
-    return Tensor._wrap(fn(get_array_module(x))(x.astype(bool), get_array_module(x).asarray(_data(b)).astype(bool)))
+    xp = get_array_module(x)
+    return Tensor._wrap(fn(xp)(x.astype(bool), xp.asarray(_data(b)).astype(bool)))
 
 
 def logical_and(a, b):
-    """Elementwise ``a and b`` (nonzero is True); a bool tensor."""
+    """Elementwise ``a and b``, nonzero counting as True (``torch.logical_and``).
+
+    Args:
+        a: a tensor.
+        b: a tensor (or number) broadcast with ``a``.
+
+    Returns:
+        Tensor: a bool tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.logical_and(tb.tensor([1, 0, 2]), tb.tensor([True, True, False])).tolist()
+        [True, False, False]
+    """
     return _logical(a, b, lambda xp: xp.logical_and)
 
 
 def logical_or(a, b):
-    """Elementwise ``a or b`` (nonzero is True); a bool tensor."""
+    """Elementwise ``a or b``, nonzero counting as True (``torch.logical_or``).
+
+    Args:
+        a: a tensor.
+        b: a tensor (or number) broadcast with ``a``.
+
+    Returns:
+        Tensor: a bool tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.logical_or(tb.tensor([1, 0, 0]), tb.tensor([False, True, False])).tolist()
+        [True, True, False]
+    """
     return _logical(a, b, lambda xp: xp.logical_or)
 
 
 def logical_xor(a, b):
-    """Elementwise ``a xor b`` (nonzero is True); a bool tensor."""
+    """Elementwise ``a xor b``, nonzero counting as True (``torch.logical_xor``).
+
+    Args:
+        a: a tensor.
+        b: a tensor (or number) broadcast with ``a``.
+
+    Returns:
+        Tensor: a bool tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.logical_xor(tb.tensor([1, 0, 1]), tb.tensor([True, True, False])).tolist()
+        [False, True, True]
+    """
     return _logical(a, b, lambda xp: xp.logical_xor)
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Elementwise ``|a - b| <= atol + rtol * |b|``; a bool tensor."""
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` (``torch.isclose``).
+
+    Args:
+        a: a tensor.
+        b: a tensor (or number) broadcast with ``a``.
+        rtol: relative tolerance.
+        atol: absolute tolerance.
+        equal_nan: count NaNs in the same place as equal.
+
+    Returns:
+        Tensor: a bool tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.isclose(tb.tensor([1.0, 2.0]), tb.tensor([1.0 + 1e-9, 2.1])).tolist()
+        [True, False]
+    """
     x = _data(a)
     xp = get_array_module(x)
     return Tensor._wrap(xp.isclose(x, _data(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def unbind(a, dim=0):
-    """The slices of ``a`` along ``dim``, as a tuple (each a view; gradients flow back)."""
+    """The slices of ``a`` along ``dim`` (``torch.unbind``); gradients flow back through each.
+
+    Args:
+        a: the input tensor.
+        dim: the dimension to split into its slices.
+
+    Returns:
+        tuple: ``a.shape[dim]`` tensors, each without that dimension.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> [t.tolist() for t in tb.tensor([[1, 2], [3, 4]]).unbind(1)]
+        [[1, 3], [2, 4]]
+    """
     dim = dim + a.dim() if dim < 0 else dim
     index = (slice(None),) * dim
     return tuple(a[index + (i,)] for i in range(a.shape[dim]))

@@ -90,6 +90,10 @@ declare("TB_SHM", _bool, True,
 declare("TB_FASTPATH", _bool, True,
         "all_reduce of one contiguous tensor (SUM/AVG, default group, synchronous, every rank on "
         "this host) in one native call (tensorbrain/distributed/_fastpath.py). 0: the general path.")
+declare("TB_FSDP_PAGE_CACHE", int, 2,
+        "FSDP on the CPU: how many released units' pages to keep and move (mremap) into the next "
+        "unit of the same size that all-gathers, instead of returning them to the OS and faulting "
+        "fresh zeroed pages in (tensorbrain/distributed/fsdp/_pages.py). 0: always return them.")
 # NCCL backend (tensorbrain/distributed/_nccl_lib.py)
 declare("TB_NCCL_LIBRARY", _str, "",
         "Path of the NCCL library (libnccl.so.2) the nccl backend opens; when set, only this file "

@@ -46,10 +46,14 @@ def released_buffers(rank, world):
         write = "allowed"
     except ValueError as exc:
         write = str(exc)
+    from tensorbrain.distributed.fsdp._pages import PAGES
+    PAGES.clear()              # the OS path: no cached block to take the pages from
     before = _vmdata()
     h.unshard()
     gathered = [bool(np.any(h.full != 0)), _vmdata() - before]
+    PAGES.keep = 0             # the OS path on release too
     h.reshard()
+    PAGES.keep = 2
     return {"nbytes": nbytes, "released": released, "write": write, "gathered": gathered,
             "after": _vmdata() - before}
 
@@ -66,6 +70,50 @@ def test_reshard_gives_the_pages_back_and_data_limit_sees_it():
         assert abs(r["after"]) <= 8192, r
 
 
+def cached_pages(rank, world):
+    from tensorbrain.distributed.fsdp._pages import PAGES
+    model = _fsdp(256, layers=3)
+    optim = tb.optim.SGD(model.parameters(), lr=0.1)
+    x = tb.tensor(np.random.RandomState(rank).randn(4, 256).astype(np.float32))
+    (model(x) ** 2).mean().backward()
+    optim.step()
+    a, b, c = (model.module[i]._fsdp_state.handle for i in (0, 2, 4))
+    PAGES.clear()
+    a.unshard()                                 # fresh pages from the OS
+    base = _vmdata()
+    a.reshard()                                 # moved into the cache, still counted as data
+    moved = [_vmdata() - base, PAGES.nbytes >= a.full.nbytes, bool(np.all(a.full == 0))]
+    b.unshard()                                 # takes a's pages: no new memory
+    taken = [_vmdata() - base, PAGES.nbytes]
+    from_cache = b.full.copy()
+    b.reshard()
+    PAGES.clear()
+    b.unshard()                                 # the same all-gather into fresh pages
+    fresh = b.full.copy()
+    b.reshard()
+    for h in (a, b, c):                         # three blocks offered, two kept
+        h.unshard()
+    for h in (a, b, c):
+        h.reshard()
+    return {"nbytes": a.full.nbytes, "moved": moved, "taken": taken,
+            "same": bool(np.array_equal(from_cache, fresh)),
+            "differs_from_a": not np.array_equal(from_cache, np.zeros_like(from_cache)),
+            "kept": PAGES.nbytes}
+
+
+def test_released_pages_move_to_the_next_unit_of_the_same_size():
+    """A released unit's pages go to the page cache (still counted by RLIMIT_DATA) and the next
+    unit of that size all-gathers into them without new memory; its values are exactly what an
+    all-gather into fresh pages gives; at most two blocks are kept."""
+    for r in run_workers(f"{ME}:cached_pages", 2, timeout=120):
+        page = 4096
+        assert abs(r["moved"][0]) <= 2 * page and r["moved"][1:] == [True, True], r
+        assert abs(r["taken"][0]) <= 2 * page and r["taken"][1] == 0, r
+        assert r["same"] and r["differs_from_a"], r
+        span = -(-r["nbytes"] // page) * page
+        assert r["kept"] == 2 * span, r
+
+
 def oom_under_data_limit(rank, world):
     import resource
     model = _fsdp(1024)
@@ -78,6 +126,8 @@ def oom_under_data_limit(rank, world):
         optim.step()
     step()
     if rank == 0:   # room for Python's small objects, not for one unit's 4 MiB of parameters
+        from tensorbrain.distributed.fsdp._pages import PAGES
+        PAGES.clear()   # (the cached pages of step 1 would be that room)
         resource.setrlimit(resource.RLIMIT_DATA, (_vmdata() + (1 << 20),
                                                   resource.getrlimit(resource.RLIMIT_DATA)[1]))
     step()

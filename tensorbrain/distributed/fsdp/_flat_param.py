@@ -10,9 +10,11 @@ Two layouts share the machinery:
   chunks, and the gathered rows are copied out into each parameter's unsharded view.
 
 The unsharded buffer lives in a private anonymous ``mmap`` on the CPU, so that resharding can give
-its pages back to the OS (``MADV_DONTNEED``) while autograd still holds views of it -- NumPy's
-equivalent of torch freeing a storage under its tensors; the next all-gather writes into the same
-pages again before backward reads them. On CUDA the buffer stays allocated (documented).
+its pages away while autograd still holds views of it -- NumPy's equivalent of torch freeing a
+storage under its tensors; the next all-gather writes into the same addresses again before
+backward reads them. The pages go to a small cache that moves them into the next unit of the same
+size, or back to the OS (``_pages.py`` says why and what it costs). On CUDA the buffer stays
+allocated (documented).
 
 Private, not shared: ``MADV_DONTNEED`` on a shared anonymous mapping (Python's ``mmap(-1, n)``
 default) only unmaps the pages from this process -- they stay allocated in shmem with their data,
@@ -23,7 +25,6 @@ really holds, and the views refuse writes (ValueError: read-only) while they hol
 """
 from __future__ import annotations
 
-import ctypes
 import mmap
 import os
 
@@ -32,93 +33,12 @@ import numpy as np
 from ... import _xp
 from ...tensor import Tensor
 from .. import distributed_c10d as c10d
-
-
-def _load_mprotect():
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).mprotect
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
-    return fn
-
-
-_MPROTECT = _load_mprotect()
-
-
-def _protect(array, nbytes: int, writable: bool) -> int:
-    """``mprotect`` the mapping under ``array`` read-only or read-write; 0 or the errno.
-
-    A read-only private mapping is not counted by ``RLIMIT_DATA``; making it writable again is
-    where the kernel enforces that limit (ENOMEM)."""
-    if _MPROTECT is None:
-        return 0
-    prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
-    if _MPROTECT(array.ctypes.data, nbytes, prot) == 0:
-        return 0
-    return ctypes.get_errno()
-
-
-def _alloc(n: int, dtype, like):
-    """``(array, mmap or None)``: an ``n``-element buffer whose pages can be released.
-
-    Plain 4 KiB pages: with ``MADV_HUGEPAGE`` a release and refill of 4 MiB measured 6.1 ms
-    against 2.1 ms here (the kernel zeroes and compacts whole 2 MiB pages)."""
-    xp = _xp.get_array_module(like)
-    if xp is not np:
-        return xp.empty(n, dtype=dtype), None
-    nbytes = max(int(n) * np.dtype(dtype).itemsize, 1)
-    if _MPROTECT is None:      # no mprotect: a writable mapping, counted as data from the start
-        mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
-        return np.frombuffer(mm, dtype=dtype, count=int(n)), mm
-    # created read-only: RLIMIT_DATA counts it only while it holds parameters (see _protect)
-    mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
-    return np.asarray(_Mapped(mm)).view(dtype)[:int(n)], mm
-
-
-class _Mapped:
-    """A writable NumPy view of a read-only ``mmap`` (``np.frombuffer`` would be read-only for
-    good); every array over it keeps this object, and so the mapping, alive."""
-
-    def __init__(self, mm):
-        self.mm = mm
-        addr = np.frombuffer(mm, dtype=np.uint8).ctypes.data
-        self.__array_interface__ = {"shape": (len(mm),), "typestr": "|u1", "version": 3,
-                                    "data": (addr, False)}
-
-
-def _data_limit() -> str:
-    """``; the process's data limit (RLIMIT_DATA) is ... MiB`` where one is set, else ``""``."""
-    try:
-        import resource
-        soft = resource.getrlimit(resource.RLIMIT_DATA)[0]
-    except (ImportError, OSError, ValueError):
-        return ""
-    if soft == resource.RLIM_INFINITY:
-        return ""
-    return (f"; this process's data limit (RLIMIT_DATA, ulimit -d) is {soft / 2**20:.0f} MiB: "
-            f"raise it, shard over more ranks, or train a smaller model")
-
-
-# MADV_POPULATE_WRITE (Linux 5.14): fault a released buffer back in with one system call. On this
-# machine (a Firecracker VM) refilling a released 4 MiB buffer took 14 ms through page faults and
-# 1.2 ms after this advice; kernels without it raise OSError and the pages fault in on use.
-_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
-
-
-def _populate(mm) -> None:
-    global _POPULATE_WRITE
-    if _POPULATE_WRITE is None or mm is None or len(mm) < mmap.PAGESIZE:
-        return
-    try:
-        mm.madvise(_POPULATE_WRITE)
-    except (OSError, ValueError):
-        _POPULATE_WRITE = None
+from ._pages import PAGES, alloc, data_limit, populate, protect
 
 
 class _GradPool:
     """Reuses unsharded gradient buffers across units and steps: a fresh 4 MiB array costs page
-    faults on first write (see ``_populate``), a reused one does not. A buffer comes back when
+    faults on first write (see ``_pages.populate``), a reused one does not. A buffer comes back when
     its reduce-scatter has finished (from the communication thread); at most ``keep`` free
     buffers per (size, dtype) are kept, the rest are dropped."""
 
@@ -205,9 +125,10 @@ class FlatParamHandle:
         self._like = (_xp.get_array_module(first).empty(0, dtype=self.dtype)
                       if not self.offload else np.empty(0, dtype=self.dtype))
         self._layout_sizes()
-        self.full, self._mm = _alloc(self.padded, self.param_dtype, first)
+        self.full, self._mm = alloc(self.padded, self.param_dtype, first)
         self.unsharded = False
         self._released = False       # pages given back: map writable and populate before a fill
+        self._writable = False       # the mapping is read-write now (it is created read-only)
         self._work = None            # pending all-gather
         self._gathered = None        # dim0 layout: all-gather output awaiting copy-out
         self.grad_buffer = None      # unsharded gradients of this backward
@@ -336,31 +257,41 @@ class FlatParamHandle:
         self._release()
 
     def _release(self):
-        """Give the unsharded buffer's pages back to the OS and make it read-only: no longer
-        resident, no longer counted as data (``RLIMIT_DATA``); the views refuse writes."""
+        """Give the unsharded buffer's pages away -- to the page cache for the next unit of the
+        same size, else back to the OS -- and make it read-only: no longer resident, no longer
+        counted as data (``RLIMIT_DATA``); the views refuse writes."""
         if self._mm is None:
             return
-        self._mm.madvise(mmap.MADV_DONTNEED)
-        _protect(self.full, len(self._mm), writable=False)
+        nbytes = len(self._mm)
+        # only a read-write block may go to the cache: a read-only one moved onto the next
+        # unit would make its all-gather fault (SIGSEGV)
+        if not (self._writable and PAGES.stash(self.full.ctypes.data, nbytes)):
+            self._mm.madvise(mmap.MADV_DONTNEED)
+        protect(self.full, nbytes, writable=False)
+        self._writable = False
         for e in self.entries:
             e.view._data.flags.writeable = False
         self._released = True
 
     def _take_back(self):
-        """Map a released buffer writable again (where the kernel enforces ``RLIMIT_DATA``) and
-        fault its pages in.
+        """Map a released buffer writable again: cached pages moved in where the page cache has
+        a block of this size, else fresh pages (where the kernel enforces ``RLIMIT_DATA``)
+        faulted in.
 
         Raises:
             MemoryError: the data limit leaves no room for this unit's unsharded parameters.
         """
-        err = _protect(self.full, len(self._mm), writable=True)
-        if err:
-            raise MemoryError(
-                f"cannot map the unsharded parameters ({len(self._mm) / 2**20:.1f} MiB) "
-                f"writable: {os.strerror(err)}{_data_limit()}")
+        nbytes = len(self._mm)
+        if not PAGES.restore(self.full.ctypes.data, nbytes):
+            err = protect(self.full, nbytes, writable=True)
+            if err:
+                raise MemoryError(
+                    f"cannot map the unsharded parameters ({nbytes / 2**20:.1f} MiB) "
+                    f"writable: {os.strerror(err)}{data_limit()}")
+            populate(self._mm)
+        self._writable = True
         for e in self.entries:
             e.view._data.flags.writeable = True
-        _populate(self._mm)
         self._released = False
 
     # ***** gradients *****

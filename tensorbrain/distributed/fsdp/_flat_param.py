@@ -281,6 +281,7 @@ class FlatParamHandle:
         Raises:
             MemoryError: the data limit leaves no room for this unit's unsharded parameters.
         """
+        assert self._mm is not None   # only CPU buffers are released
         nbytes = len(self._mm)
         if not PAGES.restore(self.full.ctypes.data, nbytes):
             err = protect(self.full, nbytes, writable=True)

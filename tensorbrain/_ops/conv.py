@@ -1,12 +1,19 @@
 """Pooling over NCHW images by strided slices, and ``conv2d`` (its N-d body is ``convnd``).
 
 Pooling reads each kernel position as one strided slice of every image (a Python loop over the
-KH*KW positions, never over pixels) and scatters gradients back the same way.
+KH*KW positions, never over pixels) and scatters gradients back the same way. ``max_pool2d`` of a
+C-contiguous float32/float64 NumPy array runs in one native pass instead (csrc/kernels/pool.cpp:
+the max and its winner together, so backward needs no second search); the strided-slice code is
+its twin, for CuPy, other dtypes and builds without ``tensorbrain._C``
+(tests/nn/test_pool_native.py holds the two together).
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from .. import _native
 from .._xp import get_array_module
 from . import convnd as _convnd
 from .core import make
@@ -129,6 +136,10 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         "max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
     xp = get_array_module(x)
     n, c, h, w = x.shape
+    C = _pool_native(x)
+    if C is not None:
+        return _max_pool2d_native(C, input, x, unbatched, return_indices,
+                                  (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow))
     fill = -math.inf if x.dtype.kind in "fV" else xp.iinfo(x.dtype).min   # V: bfloat16
     xpad = _pad4(xp, x, ph, ph + eh, pw, pw + ew, fill)
     # Running max over the KH*KW strided slices: no window copy. np.maximum propagates NaN as
@@ -186,6 +197,36 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     colsi = xp.arange(ow) * sw + kj * dw - pw
     idx = rows * w + colsi
     from ..tensor import Tensor
+    return res, Tensor._wrap(idx[0] if unbatched else idx)
+
+
+def _pool_native(x):
+    """The C++ module for max pooling ``x``, or None for the NumPy/CuPy twin: float32/float64
+    C-contiguous NumPy arrays only (csrc/kernels/pool.cpp)."""
+    if type(x) is not np.ndarray or x.dtype not in _NATIVE_POOL or not x.flags.c_contiguous:
+        return None
+    return _native.loaded()
+
+
+_NATIVE_POOL = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _max_pool2d_native(C, input, x, unbatched, return_indices, geometry):
+    """``max_pool2d`` in one native pass: the max and the winner of every window (the first
+    position holding it, as the twin below and PyTorch pick); backward adds each output
+    gradient at its winner."""
+    n, c, h, w = x.shape
+    out, arg = C.max_pool2d_forward(x, *geometry)
+
+    def backward(g):
+        g = np.ascontiguousarray(g[None] if unbatched else g, dtype=x.dtype)
+        gx = C.max_pool2d_backward(g, arg, h, w)
+        return (gx[0] if unbatched else gx,)
+    res = make(out[0] if unbatched else out, (input,), backward, "MaxPool2DWithIndicesBackward")
+    if not return_indices:
+        return res
+    from ..tensor import Tensor
+    idx = arg.astype(np.int64)
     return res, Tensor._wrap(idx[0] if unbatched else idx)
 
 

@@ -18,7 +18,8 @@ all_gather, the input of reduce_scatter), count, type, redop, root (-1 when none
 out-of-place and in-place: time per op (us), algbw = size / time (GB = 1e9 B), busbw = algbw x
 the op's factor (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter
 (n-1)/n; broadcast, reduce 1) and #wrong (elements that differ from the exact reference).
-``--compare torch`` times torch.distributed's gloo on the same sizes in the same run.
+``--compare torch`` times torch.distributed's gloo on the same sizes in the same run;
+``--check-cost`` adds what the always-on collective check costs an all_reduce (8 B, 4 MiB).
 """
 from __future__ import annotations
 
@@ -129,6 +130,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, help="JSON lines: the run's metadata, then one "
                    "object per (size, variant)")
     p.add_argument("--plot", default=None, help="PNG of busbw against size (needs matplotlib)")
+    p.add_argument("--check-cost", action="store_true",
+                   help="also time all_reduce at 8 B and 4 MiB with and without the always-on "
+                        "collective check (the fingerprint) and print what it costs")
     p.add_argument("--nproc", type=int, default=2, help="ranks to start when not under tbrun")
     p.add_argument("--rounds", type=int, default=1,
                    help="alternate ours and the baseline this many times per size; report the "
@@ -300,6 +304,9 @@ def _run(args, argv) -> int:
             ran += 1
             wrong_total += w
             busbws += bws
+    if args.check_cost:
+        from ._check_cost import report
+        records += report(out)
     if skipped:
         out(f"# skipped (not supported by the backend): {', '.join(skipped)}")
     out(f"# Out of bounds values : {wrong_total} {'OK' if wrong_total == 0 else 'FAILED'}")

@@ -68,6 +68,7 @@ def detail_enabled() -> bool:
 
 
 _DTYPE_CACHE: dict[np.dtype, int] = {}
+_REDUCE_WORDS: dict[tuple[str, np.dtype], int] = {}  # (op, dtype) -> an all_reduce's word 1
 
 
 def dtype_code(dtype: np.dtype) -> int:
@@ -258,6 +259,10 @@ class FingerprintLayer:
         self.__dict__["_fp_failure"] = failure
         self.__dict__["_fp_detail"] = detail_enabled()
         self.__dict__["_attach"] = getattr(backend, "fingerprint_attach", None)
+        self.__dict__["_fp_verify"] = self._verify_rows  # one bound method, not one per call
+        # all_reduce of one array without DETAIL: the latency path (see allreduce)
+        self.__dict__["_fp_fast"] = self._attach is not None and not self._fp_detail \
+            and backend.size > 1
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -303,15 +308,58 @@ class FingerprintLayer:
             words[3] = balance(inner.rank, inner.size, *pairs)
         if detail:
             words = np.concatenate([words, encode_detail(detail_text(arrays, call_site()))])
-        check = _Check(self, kind, seq, detail)
         if self._attach is not None:
-            self._attach(words, check)  # exchanged alongside the collective
+            self._attach(words, self._fp_verify)  # exchanged alongside the collective
         else:
-            check(inner.fingerprint_exchange(words))  # exchanged ahead of it
+            self._fp_verify(inner.fingerprint_exchange(words))  # exchanged ahead of it
+
+    def _verify_rows(self, rows: np.ndarray) -> None:
+        """``check(rows)`` for any collective (this rank's own row says which: its seq and
+        kind): the fast comparison, the wording only on a mismatch."""
+        inner = self._inner
+        rows = np.asarray(rows, np.int64).reshape(inner.size, -1)
+        mine = rows[inner.rank]
+        detail = self._fp_detail
+        if not detail and rows.tobytes() == mine.tobytes() * inner.size and \
+                not (mine[2] == ANY_COUNT and mine[3]):
+            return
+        details = [decode_detail(r[WORDS:]) for r in rows] if detail else None
+        code = int(mine[1]) & 0xFF
+        kind = KINDS[code] if code < len(KINDS) else f"op#{code}"
+        where = f"{kind} (seq {int(mine[0])}) of group {inner.group_name!r} on rank {inner.rank}"
+        try:
+            verify(rows[:, :WORDS], inner.rank, where, details)
+        except DistBackendError as exc:
+            self._fp_failure.record(exc)
+            raise
 
     # ***** collectives: check, then run *****
     def allreduce(self, arrays: Sequence[Array], op: str = "sum", *,
                   async_op: bool = True) -> _work.Work:
+        d = self.__dict__
+        if d["_fp_fast"] and len(arrays) == 1:
+            # The latency path (an 8-byte all_reduce pays every line of Python here): the same
+            # words as pack() builds, from a cache of the (op, dtype) word, as a tuple the
+            # backend writes straight into its exchange buffer.
+            failure = d["_fp_failure"]
+            if failure.first is not None:
+                raise failure.unusable("all_reduce")
+            seq = d["_fp_seq"]
+            d["_fp_seq"] = seq + 1
+            a = arrays[0]
+            key = (op, a.dtype)
+            word = _REDUCE_WORDS.get(key)
+            if word is None:
+                word = _REDUCE_WORDS[key] = KIND_CODE["all_reduce"] | OP_CODE[op or "none"] << 8 \
+                    | dtype_code(a.dtype) << 16
+            attach = d["_attach"]
+            attach((seq, word, a.size, 0), d["_fp_verify"])
+            try:
+                work: _work.Work = d["_inner"].allreduce(arrays, op, async_op=async_op)
+                return work
+            except BaseException:
+                attach(None, None)
+                raise
         self._check("all_reduce", arrays, op=op)
         return self._run(self._inner.allreduce, arrays, op, async_op=async_op)
 
@@ -385,30 +433,6 @@ def _split_elements(array: Array, splits: Sequence[int] | None, n: int) -> list[
     rows = array.shape[0] if getattr(array, "ndim", 1) else 1
     per_row = size // rows if rows else 0
     return [int(k) * per_row for k in splits]
-
-
-class _Check:
-    """``check(rows)`` for one collective: the fast comparison, the wording only on a mismatch."""
-
-    __slots__ = ("layer", "kind", "seq", "detail")
-
-    def __init__(self, layer: FingerprintLayer, kind: str, seq: int, detail: bool) -> None:
-        self.layer, self.kind, self.seq, self.detail = layer, kind, seq, detail
-
-    def __call__(self, rows: np.ndarray) -> None:
-        inner = self.layer._inner
-        rows = np.asarray(rows, np.int64).reshape(inner.size, -1)
-        mine = rows[inner.rank]
-        if not self.detail and rows.tobytes() == mine.tobytes() * inner.size and \
-                not (mine[2] == ANY_COUNT and mine[3]):
-            return
-        details = [decode_detail(r[WORDS:]) for r in rows] if self.detail else None
-        where = f"{self.kind} (seq {self.seq}) of group {inner.group_name!r} on rank {inner.rank}"
-        try:
-            verify(rows[:, :WORDS], inner.rank, where, details)
-        except DistBackendError as exc:
-            self.layer._fp_failure.record(exc)
-            raise
 
 
 def wrap(backend: Backend) -> Backend | FingerprintLayer:

@@ -142,3 +142,23 @@ def test_under_tbrun_rows_have_no_rank_prefix():
     assert len(rows) == 1 and rows[0].split()[0] == "8", proc.stdout
     assert "[rank" not in proc.stdout and "\x1e" not in proc.stdout
     assert proc.stdout.count("# Out of bounds values : 0 OK") == 1
+
+
+@pytest.mark.parametrize("backend", ["tcp", "mpi"])
+def test_check_cost_prints_what_the_always_on_check_costs(backend, tmp_path):
+    # issue 13: the cost of the collective fingerprint, printed by the collective benchmark
+    # (figures are not asserted; the table and its records are)
+    if backend == "mpi":
+        pytest.importorskip("mpi4py")
+    out = tmp_path / "r.jsonl"
+    proc = _run("all_reduce", "-b", "8", "-e", "8", "-n", "2", "-w", "1", "--backend", backend,
+                "--check-cost", "--json", str(out), timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    how = "in band" if backend == "tcp" else "fingerprint layer beside each collective"
+    assert f"# always-on collective check ({how})" in proc.stdout, proc.stdout
+    costs = [json.loads(x) for x in out.read_text().splitlines()]
+    costs = [r for r in costs if r["kind"] == "check_cost"]
+    assert [r["size"] for r in costs] == ["8 B", "4 MiB"]
+    for r in costs:
+        assert r["with_us"] > 0 and r["without_us"] > 0
+        assert f"#   {r['size']:>4}" in proc.stdout or f"# {r['size']:>6}" in proc.stdout

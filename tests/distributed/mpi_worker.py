@@ -111,6 +111,37 @@ def check_async_out_of_order(rank, size):
     np.testing.assert_array_equal(t._data, sum(range(size)))
 
 
+def check_fingerprints_beyond_the_slots(rank, size):
+    # More collectives in flight than the backend has persistent fingerprint all-gathers (16):
+    # posting the 17th waits for the 1st; every result still matches NumPy's.
+    group = dist.new_group(list(range(size)))
+    tensors = [tb.from_numpy(np.full(3, float(rank + k), np.float32)) for k in range(40)]
+    works = [dist.all_reduce(t, group=group, async_op=True) for t in tensors]
+    for w in reversed(works):
+        assert w.wait()
+    for k, t in enumerate(tensors):
+        np.testing.assert_array_equal(t._data, sum(r + k for r in range(size)))
+    if size == 1:
+        return  # nothing to disagree with
+    # a mismatch (MAX on rank 0, SUM elsewhere) at position 20 of 24 in flight: MPI completes
+    # both with a wrong value; the fingerprint must fail that op on every rank
+    bad = dist.new_group(list(range(size)))
+    tensors = [tb.from_numpy(np.full(3, float(rank + 1), np.float32)) for _ in range(24)]
+    works = [dist.all_reduce(t, group=bad, async_op=True,
+                             op=dist.ReduceOp.MAX if k == 20 and rank == 0 else dist.ReduceOp.SUM)
+             for k, t in enumerate(tensors)]
+    for k, w in enumerate(works[:20]):
+        assert w.wait()
+        np.testing.assert_array_equal(tensors[k]._data, sum(range(1, size + 1)))
+    try:
+        works[20].wait()
+    except DistBackendError as exc:
+        assert "mismatch" in str(exc) and "op=max" in str(exc), exc
+    else:
+        raise AssertionError("a MAX/SUM mismatch among 24 ops in flight went unnoticed")
+    dist.barrier()
+
+
 def check_new_group_splits(rank, size):
     # Every rank calls new_group in the same order (as torch); members get communicators.
     first_last = dist.new_group(sorted({0, size - 1}))
@@ -189,6 +220,7 @@ def check_mpi_error_becomes_dist_backend_error(rank, size):
 
 
 MPI_CHECKS = [check_float16_against_numpy, check_ops_and_dtypes, check_async_out_of_order,
+              check_fingerprints_beyond_the_slots,
               check_new_group_splits, check_noncontiguous_and_p2p, check_aliased_in_place_forms,
               check_mpi_error_becomes_dist_backend_error]
 

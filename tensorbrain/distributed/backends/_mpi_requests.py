@@ -28,6 +28,9 @@ _NAP_S = 2e-5
 # Synchronous ops poll this many times before building a polling Work (an 8-byte all_reduce on 2
 # ranks completes within a few polls when both ranks arrive together).
 _QUICK_POLLS = 64
+_NULL = nullcontext()  # reusable: ``with self._guard or _NULL`` costs no allocation per call
+# Persistent fingerprint all-gathers per group, used in turn (see Requests.fingerprint_attach).
+_FP_SLOTS = 16
 
 
 def _mpi():
@@ -168,7 +171,7 @@ class _MPIWork(_work.Work):
         self._backend, self._requests, self._finish = backend, requests, finish
         self._deadline = time.monotonic() + backend.timeout
         self._status = status
-        self._fp = fp  # (rows, check): the fingerprint all-gather is requests[0]
+        self._fp = fp  # (words, rows, request, check) of the fingerprint, until it is checked
 
     def wait(self, timeout: float | None = None) -> bool:
         """Poll until the op finishes (its error is raised here), the group timeout passes
@@ -248,44 +251,38 @@ class Requests:
         self._seq = seq + 1
         MPI = self._MPI
         fp, self._fp_next = self._fp_next, None
+        if fp is not None:  # the fingerprint travels beside the collective (a persistent
+            fp = self._fp_slot(*fp)  # all-gather on its own communicator)
+        guard = self._guard or _NULL
         try:
-            with self._guard or nullcontext():
-                if fp is not None:  # the fingerprint travels just ahead of the collective
-                    words, check = fp
-                    rows = np.empty((self.size, words.size), np.int64)
-                    fp_req = self.comm.Iallgather(words, rows)
-                    fp = (rows, check)
+            with guard:
+                if fp is not None:
+                    fp[2].Start()
                 requests = start(*args)
-            if fp is not None:
-                requests = [fp_req] + (requests if type(requests) is list else [requests])
-                if not async_op:
-                    testall, guard = MPI.Request.Testall, self._guard
-                    for _ in range(2 * _QUICK_POLLS):  # two requests progress in turn
-                        if guard is None:
-                            done = testall(requests)
-                        else:
-                            with guard:
-                                done = testall(requests)
-                        if done:
-                            self._fp_check(op, seq, fp)
-                            return _work.completed(op, finish() if finish is not None else result,
-                                                   None, seq, self.group_name)
-            elif not async_op and status is None and type(requests) is not list:
+            if not async_op and status is None:
                 # The latency path: a small op usually completes within a few polls; finishing it
                 # here skips the polling object (measured ~2 us of the ~3 us a call costs us).
-                for _ in range(_QUICK_POLLS):
-                    if self._guard is None:
-                        done = requests.Test()
-                    else:
-                        with self._guard:
-                            done = requests.Test()
+                single = type(requests) is not list
+                for _ in range(_QUICK_POLLS if fp is None else 2 * _QUICK_POLLS):
+                    with guard:
+                        if fp is not None and fp[2].Test():
+                            self._fp_check(op, seq, fp)  # raises on a mismatch
+                            fp = None
+                        done = fp is None and (requests.Test() if single
+                                               else MPI.Request.Testall(requests))
                     if done:
                         return _work.completed(op, finish() if finish is not None else result,
                                                None, seq, self.group_name)
         except MPI.Exception as exc:
             raise self._fail(op, seq, exc) from None
+        except KeyboardInterrupt:  # Ctrl-C: MPI cannot cancel the op; poison the group
+            self._failure.record(self._failure.interrupted(f"MPI {op}", seq,
+                                                           "; MPI cannot cancel it"))
+            raise
         work = _MPIWork(self, op, seq, requests if type(requests) is list else [requests],
                         finish, status, fp)
+        if fp is not None:
+            self._fp_owner[fp[4]] = work
         work._result = result
         if async_op:
             self._pending.add(work)
@@ -309,26 +306,24 @@ class Requests:
         while True:
             try:
                 with self._guard or nullcontext():
-                    done = (requests[0].Test(work._status) if len(requests) == 1
-                            else MPI.Request.Testall(requests))
+                    fp = work._fp
+                    if fp is not None and fp[2].Test():
+                        # checked as soon as it arrives: a mismatched collective may never
+                        # finish, and the mismatch is reported now, not at the timeout
+                        self._fp_check(work.op, work.seq, fp)
+                        work._fp = None
+                    done = work._fp is None and (
+                        requests[0].Test(work._status) if len(requests) == 1
+                        else MPI.Request.Testall(requests))
             except MPI.Exception as exc:
                 self._settle(work, exc=self._fail(work.op, work.seq, exc))
+                return
+            except DistBackendError as exc:  # the fingerprints differ (recorded by _fp_check)
+                self._settle(work, exc=exc)
                 return
             if done:
                 self._settle(work)
                 return
-            if work._fp is not None and spins % 16 == 0 and requests[0]:
-                # the fingerprint may have arrived while a mismatched collective can never
-                # finish: report the mismatch now, not at the timeout
-                try:
-                    with self._guard or nullcontext():
-                        fp_done = requests[0].Test()
-                    if fp_done:
-                        self._fp_check(work.op, work.seq, work._fp)
-                        work._fp = None
-                except BaseException as exc:  # noqa: BLE001 - the op's error
-                    self._settle(work, exc=self._fail(work.op, work.seq, exc))
-                    return
             now = time.monotonic()
             if now >= limit:
                 if now >= work._deadline:
@@ -349,11 +344,6 @@ class Requests:
                 return
             work._requests = ()
         result = work._result
-        if exc is None and work._fp is not None:
-            try:
-                self._fp_check(work.op, work.seq, work._fp)
-            except BaseException as err:  # noqa: BLE001 - a mismatch is the op's error
-                exc = err
         if exc is None and work._finish is not None:
             try:
                 result = work._finish()
@@ -417,23 +407,80 @@ class Requests:
     _fp_next = None
 
     def fingerprint_attach(self, words, check) -> None:
-        """The fingerprint layer's overlapped exchange: ``words`` are all-gathered just ahead of
-        the next collective this rank posts (both non-blocking, so the check costs no extra
-        round trip), and ``check(rows)`` runs before its Work reports success; it raises on a
-        mismatch, which fails the Work and the group. MPI never writes past a receive buffer
-        (a longer message is a truncation error), so posting a mismatched collective before
-        the check is safe; it is left pending in the unusable group. ``words=None`` clears it.
+        """The fingerprint layer's overlapped exchange: ``words`` are all-gathered beside the
+        next collective this rank posts (both non-blocking, so the check costs no extra round
+        trip), and ``check(rows)`` runs, when the rows differ, before its Work reports success;
+        it raises on a mismatch, which fails the Work and the group. MPI never writes past a
+        receive buffer (a longer message is a truncation error), so posting a mismatched
+        collective before the check is safe; it is left pending in the unusable group.
+        ``words=None`` clears it.
+
+        The all-gathers are persistent requests (MPI 4 ``MPI_Allgather_init``) on a private
+        communicator, :data:`_FP_SLOTS` of them used in turn: starting one costs MPICH about a
+        quarter of what posting an ``Iallgather`` does (benchmarks/fingerprint.py).
 
         Args:
             words: this rank's fingerprint words, or None to clear.
-            check: ``check(rows)``, called with every rank's words.
+            check: ``check(rows)``, called with every rank's words when they are not all equal.
         """
-        self._fp_next = None if words is None else (np.ascontiguousarray(words, np.int64), check)
+        self._fp_next = None if words is None else (words, check)
+
+    def _fp_slot(self, words, check):
+        """``(words, rows, request, check, slot)``: the next persistent all-gather, loaded with
+        ``words``. Slots are taken in turn, the same on every rank (the n-th fingerprint of a
+        group uses slot n % _FP_SLOTS); one still running (more collectives in flight than
+        slots) is waited for first."""
+        size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
+        slots = self._fp_slots.get(size)
+        if slots is None:  # made on first use, at the same collective on every rank (the
+            slots = []  # MPI_*_init calls are local in MPICH)
+            for _ in range(_FP_SLOTS):
+                buf = np.zeros(size, np.int64)
+                rows = np.empty((self.size, size), np.int64)
+                slots.append((buf, rows, self._fpc.Allgather_init(buf, rows), buf.data))
+            self._fp_slots[size] = slots
+        n = self._fp_n
+        self._fp_n = n + 1
+        slot = n % _FP_SLOTS
+        buf, rows, request, view = slots[slot]
+        if self._fp_busy[slot]:  # its collective (_FP_SLOTS ago) is still in flight: finish
+            owner = self._fp_owner[slot]  # it first (the peers posted it before this one)
+            if owner is not None and not owner._done:
+                owner.wait()
+            if self._fp_busy[slot]:  # no Work owns it (an op that was interrupted)
+                self._fp_wait(request, int(words[0]), slot)
+        self._fp_busy[slot] = True
+        self._fp_owner[slot] = None
+        if size == 4:  # the common fingerprint, usually a tuple: 3x faster than buf[:] = words
+            view[0], view[1], view[2], view[3] = words
+        else:
+            buf[:] = words
+        return buf, rows, request, check, slot
+
+    def _fp_wait(self, request, seq: int, slot: int) -> None:
+        """Poll a still-running fingerprint all-gather that no Work owns against the group
+        timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            with self._guard or _NULL:
+                if request.Test():
+                    self._fp_busy[slot] = False
+                    return
+            if time.monotonic() > deadline:
+                raise self._fail("collective fingerprint", seq, DistTimeoutError(
+                    f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on rank "
+                    f"{self.rank}: an earlier collective's exchange did not finish within the "
+                    f"group timeout of {self.timeout:g} s{self._silent_peers()}; the group is "
+                    "unusable"))
+            time.sleep(_NAP_S)
 
     def _fp_check(self, op, seq, fp) -> None:
-        rows, check = fp
+        words, rows, _, check, slot = fp
+        self._fp_busy[slot] = False
+        if rows.tobytes() == words.tobytes() * self.size:
+            return  # the common case: every rank's words equal this rank's
         try:
-            check(rows)
+            check(rows.copy())  # the slot's buffer is reused
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
 

@@ -50,7 +50,7 @@ from ... import _xp
 from ..errors import DistBackendError
 from . import _staging, _validate, base
 from ._executor import FailureState
-from ._mpi_requests import (_NAP_S, Requests, _install_abort_hook, _mpi, cuda_aware,  # noqa: F401
+from ._mpi_requests import (_FP_SLOTS, _NAP_S, Requests, _install_abort_hook, _mpi, cuda_aware,  # noqa: F401
                             is_available, why_unavailable, world_rank_size)
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
@@ -104,6 +104,12 @@ class MPIBackend(Requests, base.Backend):
         # A private duplicate for control messages (monitored_barrier), made here because Dup is
         # collective: made later, a late rank would hold the others inside Dup past the timeout.
         self._ctl = self.comm.Dup()
+        # ... and one for the collective fingerprints' persistent all-gathers (_fp_slot)
+        self._fpc = self.comm.Dup()
+        self._fp_slots: dict = {}
+        self._fp_busy = [False] * _FP_SLOTS  # started and not yet checked
+        self._fp_owner: list = [None] * _FP_SLOTS  # the Work that checks it
+        self._fp_n = 0
         self._learn_peers()  # pid and host of every rank: a timeout names a stopped/dead one
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
@@ -520,8 +526,12 @@ class MPIBackend(Requests, base.Backend):
         comm, self.comm = getattr(self, "comm", None), None
         if comm is not None and self._failure.first is None and not self._failure.closed:
             self._failure.shut_down()
+            for slots in self._fp_slots.values():
+                for _, _, request, _ in slots:
+                    request.Free()  # idle: every collective above has finished
             comm.Free()
             self._ctl.Free()
+            self._fpc.Free()
 
     def abort(self) -> None:
         """Fail pending ops at once. MPI cannot cancel a started collective or free a

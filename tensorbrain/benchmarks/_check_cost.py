@@ -1,0 +1,68 @@
+"""What the always-on collective check (the fingerprint) costs an ``all_reduce``.
+
+Shared by ``tb-collectives --check-cost`` and ``benchmarks/fingerprint.py``: the same call timed
+with the check and, interleaved round by round in the same ranks, without it:
+
+* tcp (sockets or shared memory): the check is in band (op and root in each frame's tag,
+  compared by the receiver with kind, dtype, size and sequence number); "without" replaces
+  ``_fingerprint.wire_tag`` by a constant 0 for the rounds it times;
+* mpi (and any backend wrapped by ``_fingerprint.FingerprintLayer``): the layer all-gathers the
+  fingerprint beside each collective; "without" calls the wrapped backend directly.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import tensorbrain as tb
+import tensorbrain.distributed as dist
+
+#: the sizes of issue 13's goal (< 1 us at 8 B, < 3% at 4 MiB), in float32 elements
+SIZES = {"8 B": 2, "4 MiB": 1 << 20}
+
+
+def measure(be, count: int, iters: int, rounds: int) -> tuple[float, float]:
+    """``(median us per call with the check, without it)`` for an all_reduce of ``count``
+    float32 elements on the backend object ``be``, interleaved round by round."""
+    from ..distributed.backends import tcp as tcp_backend
+    x = np.ones(count, np.float32)
+    inner = getattr(be, "_inner", None)  # the fingerprint layer's wrapped backend
+    real_tag = tcp_backend.FP.wire_tag
+    with_t, without_t = [], []
+    try:
+        for _ in range(rounds):
+            for checked in (True, False):
+                target = be if checked or inner is None else inner
+                if inner is None:  # in band: the tag is the check
+                    tcp_backend.FP.wire_tag = real_tag if checked else (lambda *a, **k: 0)
+                target.barrier(async_op=False)
+                for _ in range(3):
+                    target.allreduce([x], "sum", async_op=False)
+                t0 = time.perf_counter()
+                for _ in range(iters):
+                    target.allreduce([x], "sum", async_op=False)
+                (with_t if checked else without_t).append(
+                    (time.perf_counter() - t0) / iters * 1e6)
+    finally:
+        tcp_backend.FP.wire_tag = real_tag
+    return float(np.median(with_t)), float(np.median(without_t))
+
+
+def report(out, rounds: int = 15) -> list[dict]:
+    """Measure every size of :data:`SIZES` on the default group and print a table with ``out``
+    (the slowest rank's figures); returns them as records."""
+    be = dist.distributed_c10d._default("check cost").backend
+    how = "fingerprint layer beside each collective" if hasattr(be, "_inner") else "in band"
+    out(f"# always-on collective check ({how}): all_reduce float32, median of {rounds} "
+        "interleaved rounds, slowest rank")
+    out(f"# {'size':>6} {'with us':>10} {'without us':>11} {'cost us':>9} {'cost %':>7}")
+    records = []
+    for label, count in SIZES.items():
+        w, wo = measure(be, count, 200 if count < 1024 else 10, rounds)
+        t = tb.tensor(np.array([w, wo], np.float64))
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        w, wo = t.numpy().tolist()
+        out(f"# {label:>6} {w:10.1f} {wo:11.1f} {w - wo:9.2f} {100 * (w - wo) / wo:6.1f}%")
+        records.append({"kind": "check_cost", "size": label, "with_us": w, "without_us": wo})
+    return records

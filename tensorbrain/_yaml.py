@@ -1,9 +1,12 @@
 """The YAML subset Accelerate's config files use, read without PyYAML (which is not a
 dependency): nested mappings by indentation, scalars (strings, numbers, booleans as YAML 1.1
 reads them, null) and inline lists. One parser for ``tbrun --config_file`` and
-``tensorbrain.accelerate``.
+``tensorbrain.accelerate``. A file that is a JSON object (what ``accelerate config default``
+writes, even to ``default_config.yaml``: YAML reads JSON) is read as JSON.
 """
 from __future__ import annotations
+
+import json
 
 
 def _scalar(text: str):
@@ -31,15 +34,32 @@ def _scalar(text: str):
 
 def parse(text: str) -> dict:
     """Parse the YAML subset Accelerate's config files use: nested mappings by indentation,
-    scalars (strings, numbers, booleans, null) and inline lists. Raises ``ValueError`` naming
-    the line for anything else.
+    scalars (strings, numbers, booleans, null) and inline lists; or a JSON object (YAML reads
+    JSON). Raises ``ValueError`` naming the line for anything else.
 
     Args:
         text: the file's text.
 
     Returns:
         The mapping.
+
+    Raises:
+        ValueError: a line outside the subset, or a JSON file that is not a JSON object.
+
+    Example:
+        >>> parse("num_processes: 2\\nfsdp_config: {}\\n")
+        {'num_processes': 2, 'fsdp_config': {}}
+        >>> parse('{\\n  "num_processes": 2,\\n  "use_cpu": true\\n}')
+        {'num_processes': 2, 'use_cpu': True}
     """
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"accelerate config (JSON) line {exc.lineno}: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise ValueError("accelerate config: expected a JSON object at the top level")
+        return data
     root: dict = {}
     stack = [(-1, root)]
     for lineno, raw in enumerate(text.splitlines(), 1):

@@ -254,8 +254,14 @@ class Accelerator(CollectivesMixin, StateMixin):
 
         Raises:
             ValueError: with FSDP, an optimizer that cannot be pointed at the flat shards.
+            TypeError: an object of the real PyTorch (a ``torch.nn.Module``, optimizer,
+                DataLoader, ...): it would be returned unprepared and every process would
+                train alone; the message says what to change.
         """
         from .. import nn, optim
+        from .._real_torch import check_not_pytorch
+        for a in args:
+            check_not_pytorch(a, "Accelerator.prepare")
         from ..utils.data import DataLoader
         models = [a for a in args if isinstance(a, nn.Module)]
         param_ids = {id(m): {id(p) for p in m.parameters()} for m in models}

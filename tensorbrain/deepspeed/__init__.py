@@ -75,12 +75,18 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
 
     Raises:
         DeepSpeedConfigError: an unknown config key (named), or inconsistent batch sizes.
+        TypeError: a model, optimizer, scheduler or dataset of the real PyTorch (the message
+            says to import ``tensorbrain as torch`` or run with ``tbrun --as-torch``).
         ValueError: mpu / mesh_param (model parallelism is not supported), or a client
             optimizer together with a config optimizer.
     """
     from . import config as _config
     if model is None:
         raise ValueError("deepspeed.initialize needs model=")
+    from .._real_torch import check_not_pytorch
+    for name, obj in (("model", model), ("optimizer", optimizer),
+                      ("lr_scheduler", lr_scheduler), ("training_data", training_data)):
+        check_not_pytorch(obj, f"deepspeed.initialize({name}=)")
     if mpu is not None or mesh_param is not None:
         raise ValueError("mpu/mesh_param (model parallelism) is not supported by "
                          "tensorbrain.deepspeed; use tensorbrain.distributed.tensor.parallel")

@@ -56,6 +56,7 @@ class DeepSpeedEngine:
         self._low_dtype = tb.float16 if self._fp16 else tb.bfloat16 if self._bf16 else None
         self.global_steps = self.global_samples = self.micro_steps = self.skipped_steps = 0
         self._step_applied = False
+        self._frozen = {n for n, p in model.named_parameters() if not p.requires_grad}
         self._wrapped = self._wrap(model, zero)
         self.optimizer = self._build_optimizer(optimizer, model_parameters)
         self.lr_scheduler = self._build_scheduler(lr_scheduler)
@@ -68,6 +69,13 @@ class DeepSpeedEngine:
             from ..nn.parallel import DistributedDataParallel
             return DistributedDataParallel(model)
         from ..distributed.fsdp import CPUOffload, FullyShardedDataParallel, ShardingStrategy
+        trained = [n for n, p in model.named_parameters() if p.requires_grad]
+        if self._frozen and trained:
+            raise ValueError(f"ZeRO stage {self.stage} with several processes is FSDP with one "
+                             f"flat parameter here, which cannot mix frozen parameters "
+                             f"({sorted(self._frozen)}) with trained ones: "
+                             f"tensorbrain.deepspeed does not support this yet; use ZeRO stage 0 "
+                             f"or 1, or give initialize a module without the frozen part")
         offload = any(str((zero.get(k) or {}).get("device", "none")).lower() == "cpu"
                       for k in ("offload_optimizer", "offload_param"))
         strategy = ShardingStrategy.SHARD_GRAD_OP if self.stage == 2 else \
@@ -330,6 +338,54 @@ class DeepSpeedEngine:
         return self.module.state_dict()
 
     # ---- checkpoints ------------------------------------------------------------------------
+    def save_16bit_model(self, save_dir, save_filename: str = "pytorch_model.bin",
+                         exclude_frozen_parameters: bool = False) -> bool:
+        """Write the whole model's weights to ``save_dir/save_filename`` on rank 0 (DeepSpeed's
+        name; a collective: every rank calls it).
+
+        At ZeRO stage 2/3 with several processes the module is FSDP-wrapped and
+        ``engine.module.state_dict()`` is this rank's flat shard (``_flat_param``); this
+        gathers the full state dict with the model's own names, as DeepSpeed's
+        ``save_16bit_model`` does. The weights are written as trained (float32 master weights;
+        fp16/bf16 here is autocast), with ``tensorbrain.save``, so ``tensorbrain.load`` (or
+        ``torch.load`` under the import alias) reads them back.
+
+        Args:
+            save_dir: the folder (created if missing).
+            save_filename: the file's name in it.
+            exclude_frozen_parameters: leave out parameters with ``requires_grad=False``.
+
+        Returns:
+            True.
+
+        Example:
+            >>> import os, tempfile
+            >>> import tensorbrain as tb
+            >>> import tensorbrain.deepspeed as deepspeed
+            >>> engine, *_ = deepspeed.initialize(model=tb.nn.Linear(2, 1), config={
+            ...     "train_batch_size": 1, "optimizer": {"type": "SGD", "params": {"lr": 0.1}}})
+            >>> folder = tempfile.mkdtemp()
+            >>> engine.save_16bit_model(folder)
+            True
+            >>> sorted(tb.load(os.path.join(folder, "pytorch_model.bin")))
+            ['bias', 'weight']
+            >>> tb.distributed.destroy_process_group()   # initialize joined a group of one
+        """
+        import tensorbrain as tb
+        state = self.full_state_dict()
+        if exclude_frozen_parameters:
+            state = {k: v for k, v in state.items() if k not in self._frozen}
+        if self.global_rank == 0:
+            os.makedirs(str(save_dir), exist_ok=True)
+            path = os.path.join(str(save_dir), save_filename)
+            tmp = f"{path}.tmp{os.getpid()}"
+            tb.save(state, tmp)
+            os.replace(tmp, path)
+        if self.world_size > 1:
+            from .. import distributed
+            distributed.barrier()
+        return True
+
     def _local_optimizer(self):
         inner = getattr(self.optimizer, "optim", None)   # ZeroRedundancyOptimizer's own shard
         return inner if inner is not None and self.stage == 1 else self.optimizer

@@ -114,6 +114,9 @@ def _enc(obj, out: bytearray, path: str, depth: int) -> None:
         out += dev
         _enc_array(_xp.to_numpy(obj._data), out, path)
     else:
+        from tensorbrain._real_torch import is_pytorch_object, pytorch_object_message
+        if is_pytorch_object(obj):
+            raise TypeError(pytorch_object_message(obj, f"object collective (at {path})"))
         raise TypeError(f"object collectives carry data only ({_ALLOWED}); got "
                         f"{type(obj).__name__} at {path}")
 

@@ -10,6 +10,9 @@ from ._groups import _FAST, ReduceOp, _pg, _root, _seconds
 def _arr(t, what: str):
     from ..tensor import Tensor
     if not isinstance(t, Tensor):
+        from .._real_torch import is_pytorch_object, pytorch_object_message
+        if is_pytorch_object(t):
+            raise TypeError(pytorch_object_message(t, what))
         raise TypeError(f"{what} must be a tensorbrain Tensor, got {type(t).__name__}")
     return t._data
 

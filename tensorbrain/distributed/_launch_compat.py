@@ -136,8 +136,8 @@ _ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "nu
 
 
 def read_simple_yaml(path: str) -> dict:
-    """The settings of an Accelerate YAML config file (``tensorbrain._yaml``'s subset; PyYAML
-    when installed, so any YAML works there)."""
+    """The settings of an Accelerate config file: YAML (``tensorbrain._yaml``'s subset; PyYAML
+    when installed, so any YAML works there) or JSON (``accelerate config default``'s)."""
     try:
         with open(path) as f:
             text = f.read()
@@ -159,16 +159,50 @@ def read_simple_yaml(path: str) -> dict:
         raise CompatError(f"--config_file {path}: {exc}") from None
 
 
+def _value_options(p) -> dict:
+    """Each option string of ``p`` -> whether it takes a value."""
+    return {s: a.nargs != 0 for a in p._actions for s in a.option_strings}
+
+
+def _option_name(arg: str, options: dict) -> str | None:
+    """The option ``arg`` (without ``=value``) names: itself, or the one it is a unique prefix
+    of (argparse's abbreviations)."""
+    name = arg.split("=", 1)[0]
+    if name in options:
+        return name
+    matches = [o for o in options if o.startswith(name) and o.startswith("--")]
+    return matches[0] if len(matches) == 1 else None
+
+
 def config_file_defaults(p, argv) -> None:
-    """``--config_file F`` (before the script): F's Accelerate fields become defaults."""
+    """``--config_file F`` among tbrun's options: F's Accelerate fields become defaults.
+
+    The options before the script are walked as argparse reads them (an option that takes a
+    value consumes the next word), so ``--config_file`` is found after ``--num_processes 2``
+    as well as first.
+
+    Args:
+        p: tbrun's argument parser (its defaults are set).
+        argv: the command line after the program name.
+
+    Raises:
+        CompatError: the file cannot be read or is not an Accelerate config.
+    """
+    options = _value_options(p)
     path = None
-    for i, a in enumerate(argv):
-        if not a.startswith("-"):
-            break
-        if a in ("--config_file", "--config-file") and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif a.startswith(("--config_file=", "--config-file=")):
-            path = a.split("=", 1)[1]
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--" or not a.startswith("-") or a == "-":
+            break                                    # the script (or -m's module) starts here
+        name = _option_name(a, options)
+        has_value = name is not None and options[name] and "=" not in a
+        if name in ("--config_file", "--config-file"):
+            if "=" in a:
+                path = a.split("=", 1)[1]
+            elif i + 1 < len(argv):
+                path = argv[i + 1]
+        i += 2 if has_value else 1
     if path is None:
         return
     data = read_simple_yaml(path)

@@ -9,7 +9,9 @@ import functools
 import logging
 import os
 import random
+import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -111,6 +113,17 @@ def seed_everything(seed: int) -> None:
     tb.manual_seed(seed)
 
 
+def _warn_if_real_torch() -> None:
+    """Warn when the program imported the real PyTorch (not TensorBrain under the alias)."""
+    real = sys.modules.get("torch")
+    if real is not None and getattr(real, "__name__", None) == "torch":
+        from .._real_torch import HINT
+        warnings.warn(f"tensorbrain.ezpz: the real PyTorch is imported "
+                      f"({getattr(real, '__file__', '?')}); ezpz.setup joined TensorBrain's "
+                      f"process group, which torch.distributed and torch's "
+                      f"DistributedDataParallel do not see: {HINT}", stacklevel=3)
+
+
 def setup_torch(backend: str = "DDP", port=None, seed=None, timeout=None, **kwargs) -> int:
     """Join the process group with ``backend`` ("DDP", "deepspeed" or "horovod") and return
     the global rank. Without a launcher (no RANK/WORLD_SIZE) it forms a group of one.
@@ -127,6 +140,10 @@ def setup_torch(backend: str = "DDP", port=None, seed=None, timeout=None, **kwar
 
     Raises:
         ValueError: an unknown backend.
+
+    Warns:
+        UserWarning: the real PyTorch is imported: its ``torch.distributed`` and DDP do not see
+            the group joined here (the message says what to change).
     """
     name = str(backend).lower()
     if name not in _BACKENDS:
@@ -156,6 +173,7 @@ def setup_torch(backend: str = "DDP", port=None, seed=None, timeout=None, **kwar
     if seed is not None:
         seed_everything(int(seed))
     _configure_logging()
+    _warn_if_real_torch()
     rank = get_rank()
     if rank == 0:
         logger.info("Using device='%s' with backend='%s' + '%s' for distributed training.",

@@ -187,7 +187,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
 
     Raises:
         NotImplementedError: ``op=hvd.Adasum``, or ``groups``/``num_groups``.
+        TypeError: an optimizer of the real PyTorch (the message says what to change).
     """
+    from .._real_torch import check_not_pytorch
+    check_not_pytorch(optimizer, "hvd.DistributedOptimizer")
     if op is mpi_ops.Adasum:
         raise NotImplementedError("op=hvd.Adasum is not supported by tensorbrain.horovod; use "
                                   "hvd.Average (the default) or hvd.Sum")

@@ -10,6 +10,12 @@ from tensorbrain.distributed.run import UsageError, parse_args
 from .test_run import env, free_port, parse_env_lines, script, start_tbrun, tbrun
 from .test_run_torchrun import TORCH_ENV
 
+ENV_DUMP_MP = """
+import json, os
+keys = ["RANK", "WORLD_SIZE", "MASTER_PORT", "ACCELERATE_MIXED_PRECISION"]
+print("ENV " + json.dumps({k: os.environ.get(k) for k in keys}))
+"""
+
 
 def test_accelerate_names_map_onto_tbrun_options():
     cfg = parse_args(["--num_processes", "8", "--num_machines", "2", "--machine_rank", "1",
@@ -42,6 +48,56 @@ def test_accelerate_yaml_config_is_read_and_the_command_line_wins(tmp_path):
     assert cfg.node_rank == 0
     with pytest.raises(UsageError, match="nope.yaml"):
         parse_args(["--config_file", str(tmp_path / "nope.yaml"), "t.py"])
+
+
+ACCELERATE_FIELDS = {"compute_environment": "LOCAL_MACHINE", "debug": False,
+                     "distributed_type": "MULTI_CPU", "downcast_bf16": "no", "machine_rank": 0,
+                     "main_training_function": "main", "mixed_precision": "bf16",
+                     "num_machines": 1, "num_processes": 2, "rdzv_backend": "static",
+                     "same_network": True, "use_cpu": True}
+
+
+def test_accelerate_json_config_runs_as_its_yaml_twin(tmp_path):
+    """`accelerate config default` writes JSON, even to default_config.yaml (YAML reads JSON):
+    tbrun --config_file reads it as the same settings in YAML form, without PyYAML too."""
+    import json
+    port = free_port()
+    fields = dict(ACCELERATE_FIELDS, main_process_port=port)
+    as_json = tmp_path / "default_config.yaml"
+    as_json.write_text(json.dumps(fields, indent=2, sort_keys=True))
+    as_yaml = tmp_path / "yaml_config.yaml"
+    as_yaml.write_text("".join(f"{k}: {json.dumps(v) if isinstance(v, bool) else v}\n"
+                               for k, v in fields.items()).replace("True", "true"))
+    w = script(tmp_path, ENV_DUMP_MP)
+    outs = {}
+    for conf in (as_json, as_yaml):
+        r = tbrun("--config_file", str(conf), w)
+        assert r.returncode == 0, r.stderr
+        outs[conf.name] = parse_env_lines(r.stdout)
+    assert outs["default_config.yaml"] == outs["yaml_config.yaml"]
+    assert sorted(outs["default_config.yaml"]) == [0, 1]
+
+
+def test_config_file_after_options_with_values_is_read(tmp_path):
+    """`--config_file` after an option that takes a value (`--main_process_port 29501
+    --config_file F`) was ignored without a word: the scan stopped at the option's value."""
+    conf = tmp_path / "c.yaml"
+    conf.write_text("num_processes: 2\nmixed_precision: bf16\nmain_process_port: 29555\n")
+    first = parse_args(["--config_file", str(conf), "t.py"])
+    for argv in (["--stop_timeout", "3", "--config_file", str(conf), "t.py"],
+                 ["--stop_t", "3", "--config-file=" + str(conf), "t.py"],
+                 ["--nproc_per_node", "2", "--config_file", str(conf), "t.py"]):
+        cfg = parse_args(argv)
+        assert (cfg.nproc, cfg.master_port, cfg.mixed_precision) == \
+            (first.nproc, first.master_port, first.mixed_precision), argv
+    port = free_port()
+    w = script(tmp_path, ENV_DUMP_MP)
+    r = tbrun("--main_process_port", str(port), "--config_file", str(conf), w)
+    assert r.returncode == 0, r.stderr
+    envs = parse_env_lines(r.stdout)
+    assert sorted(envs) == [0, 1]
+    assert {(e["WORLD_SIZE"], e["MASTER_PORT"], e["ACCELERATE_MIXED_PRECISION"])
+            for e in envs.values()} == {("2", str(port), "bf16")}
 
 
 def test_deepspeed_and_horovod_names(tmp_path):

@@ -92,6 +92,8 @@ class DistributedDataParallel(Module, Joinable):
                  find_unused_parameters=False, check_reduction=False,
                  gradient_as_bucket_view=False, static_graph=False):
         super().__init__()
+        from ..._real_torch import check_not_pytorch
+        check_not_pytorch(module, "DistributedDataParallel")
         dist = _dist()
         if not (dist.is_available() and dist.is_initialized()):
             raise RuntimeError("DistributedDataParallel needs a process group: call "

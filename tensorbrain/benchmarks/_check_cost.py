@@ -29,7 +29,8 @@ def measure(be, count: int, iters: int, rounds: int) -> tuple[float, float]:
     x = np.ones(count, np.float32)
     inner = getattr(be, "_inner", None)  # the fingerprint layer's wrapped backend
     real_tag = tcp_backend.FP.wire_tag
-    with_t, without_t = [], []
+    with_t: list[float] = []
+    without_t: list[float] = []
     try:
         for _ in range(rounds):
             for checked in (True, False):

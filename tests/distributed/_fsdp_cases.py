@@ -147,6 +147,49 @@ def state_dicts(rank, world, orig):
     return out
 
 
+def full_optim_id_keyed(rank, world, orig):
+    """torch's deprecated FSDP1 optimizer-state API: 3 Adam steps, ``full_optim_state_dict``
+    (ID-keyed, rank 0) loaded into a plain Adam over a plain model; then
+    ``scatter_full_optim_state_dict`` (and ``shard_``) back into a fresh FSDP model + Adam,
+    which takes the fourth step of ``reference_resumed``."""
+    policy = ModuleWrapPolicy({tb.nn.Linear})
+    fsdp = FSDP(make_model(), auto_wrap_policy=policy, use_orig_params=orig)
+    optim = make_optim(fsdp.parameters(), "adam")
+    x, y = data()
+    for s in range(STEPS):
+        _step(fsdp, optim, x[s], y[s], rank, world)
+    full = FSDP.full_optim_state_dict(fsdp, optim)
+    everyone = FSDP.full_optim_state_dict(fsdp, optim, rank0_only=False)
+    with FSDP.state_dict_type(fsdp, StateDictType.FULL_STATE_DICT):
+        model_sd = fsdp.state_dict()
+    out = {"empty_off_rank0": full == {} if rank else None}
+    if rank == 0:
+        plain = make_model(seed=9)
+        plain.load_state_dict(model_sd)
+        popt = make_optim(plain.parameters(), "adam")
+        popt.load_state_dict(full)
+        names = {id(p): n for n, p in plain.named_parameters()}
+        out["plain_state"] = {names[id(p)]: {k: np.asarray(st[k]).tolist()
+                                             for k in ("exp_avg", "exp_avg_sq")}
+                              for p, st in popt.state.items()}
+    fsdp2 = FSDP(make_model(seed=5), auto_wrap_policy=policy, use_orig_params=orig)
+    optim2 = make_optim(fsdp2.parameters(), "adam")
+    with FSDP.state_dict_type(fsdp2, StateDictType.FULL_STATE_DICT):
+        fsdp2.load_state_dict(model_sd)
+    optim2.load_state_dict(FSDP.scatter_full_optim_state_dict(full if rank == 0 else None,
+                                                              fsdp2, optim=optim2))
+    check = FSDP.shard_full_optim_state_dict(everyone, fsdp2, optim=optim2)
+    out["shard_equals_scatter"] = all(
+        np.array_equal(np.asarray(v), np.asarray(optim2.state_dict()["state"][i][k]))
+        for i, st in check["state"].items() for k, v in st.items() if k != "step")
+    rng = np.random.RandomState(2)
+    x4, y4 = rng.randn(BATCH, 6).astype(np.float32), rng.randn(BATCH, 3).astype(np.float32)
+    _step(fsdp2, optim2, x4, y4, rank, world)
+    with FSDP.state_dict_type(fsdp2, StateDictType.FULL_STATE_DICT):
+        out["resumed"] = {k: v.numpy().tolist() for k, v in fsdp2.state_dict().items()}
+    return out
+
+
 def reference_resumed():
     """One process: 3 Adam steps then one on the extra batch of ``state_dicts``."""
     model = make_model()

@@ -225,3 +225,46 @@ def test_strided_shard_is_a_tp_chunk_then_a_dp_chunk(workers):
         moved = _chunk(_chunk(full, 0, 2, d), 1, 2, t)
         np.testing.assert_array_equal(np.array(r["moved"]).reshape(moved.shape), moved)
         assert r["eq"] == [False, False]
+
+
+def _reductions(rank, world):
+    mesh = init_device_mesh("cpu", (world,))
+    full = _full((6, 4))
+    s0 = distribute_tensor(tb.tensor(full), mesh, [Shard(0)])
+    rep = distribute_tensor(tb.tensor(full), mesh, [Replicate()])
+    refused = {}
+    for name, call in [("sum", lambda: s0.sum()), ("norm", lambda: s0.norm()),
+                       ("mean0", lambda: s0.mean(dim=0)), ("amax", lambda: s0.amax((0, 1))),
+                       ("max", lambda: s0.max()), ("grad_norm", lambda: _grad_of(s0).norm())]:
+        try:
+            call()
+            refused[name] = None
+        except NotImplementedError as e:
+            refused[name] = str(e)
+    return {"refused": refused,
+            "sum_dim1": s0.sum(dim=1).numpy().tolist(),        # not over the sharded dim
+            "max_other": s0.max(s0.to_local()).numpy().tolist(),   # elementwise
+            "rep_sum": float(rep.sum().item()), "rep_norm": float(rep.norm().item()),
+            "full_sum": float(s0.full_tensor().sum().item())}
+
+
+def _grad_of(d):
+    """A leaf DTensor's gradient (a DTensor of the same layout) after a backward."""
+    leaf = DTensor.from_local(d.to_local().detach(), d.device_mesh, d.placements)
+    leaf.requires_grad_(True)
+    (leaf.to_local() * 2).sum().backward()
+    return leaf.grad
+
+
+def test_reductions_over_a_sharded_dim_raise_instead_of_reading_the_shard(workers):
+    full = _full((6, 4))
+    for rank, r in enumerate(workers(f"{HERE}:_reductions", 2)):
+        for name, msg in r["refused"].items():
+            assert msg is not None and "full_tensor()" in msg, name
+        assert "DTensor.sum()" in r["refused"]["sum"]
+        mine = _chunk(full, 0, 2, rank)
+        np.testing.assert_allclose(r["sum_dim1"], mine.sum(axis=1))
+        np.testing.assert_allclose(r["max_other"], mine)
+        np.testing.assert_allclose(r["rep_sum"], full.sum())
+        np.testing.assert_allclose(r["rep_norm"], np.linalg.norm(full))
+        np.testing.assert_allclose(r["full_sum"], full.sum())

@@ -112,6 +112,24 @@ def test_state_dicts_full_sharded_and_optimizer(workers, orig):
         _assert_matches(res[rank]["resumed"], C.reference_resumed())
 
 
+@pytest.mark.parametrize("orig", [False, True])
+def test_full_optim_state_dict_id_keyed_round_trip(workers, orig):
+    """torch's deprecated full_optim_state_dict / shard_ / scatter_full_optim_state_dict."""
+    r0, r1 = workers(f"{CASES}:full_optim_id_keyed", 2, orig, timeout=180)
+    assert r1["empty_off_rank0"]
+    ref_state = C.reference_adam_state()
+    # IDs follow the plain model's parameters(): a plain Adam loads it and holds the
+    # single process's Adam state under each parameter's name
+    assert sorted(r0["plain_state"]) == sorted(ref_state)
+    for name, st in ref_state.items():
+        for key in ("exp_avg", "exp_avg_sq"):
+            np.testing.assert_allclose(np.array(r0["plain_state"][name][key]), st[key],
+                                       atol=1e-7, rtol=1e-5, err_msg=f"{name}.{key}")
+    for r in (r0, r1):
+        assert r["shard_equals_scatter"]
+        _assert_matches(r["resumed"], C.reference_resumed())
+
+
 def test_full_state_dict_loads_into_torch(workers):
     torch = pytest.importorskip("torch")
     res = workers(f"{CASES}:train_many", 2, [dict()], timeout=120)

@@ -150,3 +150,69 @@ def test_pipe_dropout_in_every_partition_checkpoint_gradients_exact():
     for k in (1, 2):
         np.testing.assert_array_equal(outs[k], outs[0])
         _same(grads[k], grads[0])
+
+
+TUTORIAL = '''
+import sys, tempfile
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.distributed.rpc as rpc
+from torch.distributed.pipeline.sync import Pipe
+
+tmpfile = tempfile.NamedTemporaryFile()
+rpc.init_rpc(name="worker", rank=0, world_size=1,
+             rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
+                 init_method="file://{}".format(tmpfile.name)))
+torch.manual_seed(0)
+model = Pipe(nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 3)), chunks=4,
+             checkpoint="except_last")
+x = torch.from_numpy(np.random.default_rng(3).standard_normal((8, 6)).astype(np.float32))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    model(x).local_value().pow(2).mean().backward()
+    opt.step()
+np.save(sys.argv[1], np.concatenate([p.detach().numpy().ravel() for p in model.parameters()]))
+rpc.shutdown()
+'''
+
+
+def test_the_tutorials_rpc_start_runs_unchanged_under_as_torch(tmp_path):
+    """torch's Pipe tutorial calls rpc.init_rpc(world_size=1) first: run it as written under
+    ``python -m tensorbrain.as_torch`` and compare with the plain module in this process."""
+    import subprocess
+    import sys
+    prog, out = tmp_path / "tutorial.py", tmp_path / "params.npy"
+    prog.write_text(TUTORIAL)
+    r = subprocess.run([sys.executable, "-m", "tensorbrain.as_torch", "--quiet", str(prog),
+                        str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    tb.manual_seed(0)
+    plain = tb.nn.Sequential(tb.nn.Linear(6, 16), tb.nn.Tanh(), tb.nn.Linear(16, 3))
+    x = tb.tensor(np.random.default_rng(3).standard_normal((8, 6)).astype(np.float32))
+    opt = tb.optim.SGD(plain.parameters(), lr=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        plain(x).pow(2).mean().backward()
+        opt.step()
+    want = np.concatenate([p.detach().numpy().ravel() for p in plain.parameters()])
+    np.testing.assert_allclose(np.load(out), want, rtol=1e-5, atol=1e-6)
+
+
+def test_rpc_is_only_the_one_process_start():
+    import tensorbrain.distributed.rpc as rpc
+    assert not rpc.is_available()
+    with pytest.raises(NotImplementedError, match="RPC between processes is not supported"):
+        rpc.init_rpc("w", rank=0, world_size=2)
+    with pytest.raises(NotImplementedError, match="rpc_sync is not supported"):
+        rpc.rpc_sync  # noqa: B018
+    rpc.init_rpc("w", rank=0, world_size=1)
+    try:
+        assert rpc.get_worker_info() == rpc.WorkerInfo("w", 0)
+        with pytest.raises(RuntimeError, match="already initialized"):
+            rpc.init_rpc("w", world_size=1)
+    finally:
+        rpc.shutdown()
+    with pytest.raises(RuntimeError, match="not been initialized"):
+        rpc.get_worker_info()

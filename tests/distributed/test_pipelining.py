@@ -9,6 +9,7 @@ import tensorbrain.distributed as dist
 from tensorbrain.distributed.pipelining import (PipelineStage, Schedule1F1B,
                                                 ScheduleGPipe, ScheduleInterleaved1F1B,
                                                 SplitPoint, pipeline, split_sequential)
+from tensorbrain.distributed.pipelining.schedules import get_schedule_class
 from tensorbrain.testing.distributed import run_workers
 
 HERE = "tests.distributed.test_pipelining"
@@ -65,7 +66,7 @@ def _full_params(part, mod, wrap):
 
 
 def _train(kind, n_stages, M, pp_group=None, dp_group=None, rows=None, wrap="ddp",
-           dp_mesh=None):
+           dp_mesh=None, schedule_name=None):
     P = dist.get_world_size(pp_group)
     me = dist.get_rank(pp_group)
     model = _model(n_stages)
@@ -76,7 +77,8 @@ def _train(kind, n_stages, M, pp_group=None, dp_group=None, rows=None, wrap="ddp
         mods = {s: _wrap(parts[s], wrap, dp_group, dp_mesh) for s in mine}
     stages = [PipelineStage(mods[s], s, n_stages, "cpu", group=pp_group) for s in mine]
     arg = stages if kind == "interleaved" else stages[0]
-    sched = _SCHEDULES[kind](arg, M, loss_fn=tb.nn.MSELoss())
+    cls = _SCHEDULES[kind] if schedule_name is None else get_schedule_class(schedule_name)
+    sched = cls(arg, M, loss_fn=tb.nn.MSELoss())
     opt = tb.optim.SGD([p for s in mine for p in mods[s].parameters()], lr=0.2)
     x, y = _data()
     if rows is not None:
@@ -268,6 +270,26 @@ def test_mpi_backend_every_schedule_matches_one_process(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     res = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     for i, (_kind, n_stages, _m) in enumerate(RUNS_2):
+        _check([r[i] for r in res], n_stages)
+
+
+def _by_name(rank, world, runs):
+    return [_train(kind, n_stages, M, schedule_name=name) for name, kind, n_stages, M in runs]
+
+
+RUNS_BY_NAME = [("GPipe", "gpipe", 2, 4), ("1f1b", "1f1b", 2, 4),
+                ("INTERLEAVED1F1B", "interleaved", 4, 4)]
+
+
+def test_get_schedule_class_by_name_trains_like_one_process():
+    assert get_schedule_class("gpipe") is ScheduleGPipe
+    assert get_schedule_class("Interleaved1F1B") is ScheduleInterleaved1F1B
+    with pytest.raises(NotImplementedError, match="ScheduleLoopedBFS is not supported"):
+        get_schedule_class("LoopedBFS")
+    with pytest.raises(ValueError, match="Unknown schedule name 'nope'"):
+        get_schedule_class("nope")
+    res = run_workers(f"{HERE}:_by_name", 2, RUNS_BY_NAME, timeout=120)
+    for i, (_name, _kind, n_stages, _m) in enumerate(RUNS_BY_NAME):
         _check([r[i] for r in res], n_stages)
 
 

@@ -247,6 +247,34 @@ def _unit_state_shard(u, per_param, key):
     return out
 
 
+def _group_fqns(optim, owner, names, other) -> list:
+    """Each param group's original parameter names, in the group's order (a flat parameter
+    expands to its unit's names)."""
+    out = []
+    for g in optim.param_groups:
+        fqns = []
+        for p in g["params"]:
+            if id(p) in owner:
+                u, e = owner[id(p)]
+                fqns.extend(names[id(u)] if e is None else [_key("", u, e.fqn)])
+            elif id(p) in other:
+                fqns.append(other[id(p)])
+        out.append(fqns)
+    return out
+
+
+def optim_group_fqns(model, optim) -> list:
+    """The original parameter names of each of ``optim``'s groups over the FSDP ``model``."""
+    units = _units(model)
+    owner = _param_owner(units)
+    names: dict = {}
+    for u in units:
+        for e in (u.handle.entries if u.handle is not None else ()):
+            names.setdefault(id(u), []).append(_key("", u, e.fqn))
+    other = {id(p): k for k, p in _others(model, units, "").items()}
+    return _group_fqns(optim, owner, names, other)
+
+
 def optim_state_dict(model, optim):
     units = _units(model)
     kind = model._state_dict_type
@@ -293,15 +321,8 @@ def optim_state_dict(model, optim):
             state[other[id(p)]] = {k: (Tensor._wrap(v.copy()) if hasattr(v, "shape") else v)
                                    for k, v in st.items() if not k.startswith("_")}
     groups = []
-    for g in optim.param_groups:
+    for g, fqns in zip(optim.param_groups, _group_fqns(optim, owner, names, other), strict=True):
         packed = {k: v for k, v in g.items() if k != "params"}
-        fqns = []
-        for p in g["params"]:
-            if id(p) in owner:
-                u, e = owner[id(p)]
-                fqns.extend(names[id(u)] if e is None else [_key("", u, e.fqn)])
-            elif id(p) in other:
-                fqns.append(other[id(p)])
         packed["params"] = fqns
         groups.append(packed)
     if rank0_only and c10d.get_rank() != 0:

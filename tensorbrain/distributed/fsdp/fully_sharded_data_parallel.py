@@ -426,6 +426,101 @@ class FullyShardedDataParallel(Module):
         return out
 
     @staticmethod
+    def full_optim_state_dict(model, optim, optim_input=None, rank0_only=True, group=None):
+        """The whole optimizer state keyed by parameter IDs (torch's deprecated FSDP1 API).
+
+        The state of every flat parameter is gathered and split back into the original
+        parameters, numbered ``0, 1, ...`` in the order of ``optim.param_groups`` (so a
+        plain optimizer over the unwrapped model's ``parameters()`` loads it with
+        ``load_state_dict``). A collective: call it on every rank.
+
+        Args:
+            model: the root FSDP module.
+            optim: the optimizer over ``model.parameters()``.
+            optim_input: must be None (torch's deprecated parameter list).
+            rank0_only: only rank 0 gets the state; the other ranks get ``{}``.
+            group: ignored (the units' own groups are used).
+
+        Returns:
+            ``{"state": {id: {name: Tensor}}, "param_groups": [{..., "params": [ids]}]}``.
+
+        Raises:
+            NotImplementedError: ``optim_input`` given.
+        """
+        if optim_input is not None:
+            raise NotImplementedError("FSDP.full_optim_state_dict(optim_input=...) is not "
+                                      "supported; pass the optimizer only")
+        with FullyShardedDataParallel.state_dict_type(
+                model, StateDictType.FULL_STATE_DICT, FullStateDictConfig(rank0_only=rank0_only),
+                FullOptimStateDictConfig(rank0_only=rank0_only)):
+            osd = _state_dict.optim_state_dict(model, optim)
+        if not osd:
+            return {}
+        ids: dict = {}
+        groups = []
+        for g in osd["param_groups"]:
+            groups.append({**g, "params": [ids.setdefault(n, len(ids)) for n in g["params"]]})
+        return {"state": {ids[n]: st for n, st in osd["state"].items()}, "param_groups": groups}
+
+    @staticmethod
+    def shard_full_optim_state_dict(full_optim_state_dict, model, optim_input=None, optim=None):
+        """This rank's part of a :meth:`full_optim_state_dict` result, for
+        ``optim.load_state_dict`` (torch's deprecated FSDP1 API).
+
+        Args:
+            full_optim_state_dict: the ID-keyed state (on every rank that calls this).
+            model: the root FSDP module.
+            optim_input: must be None.
+            optim: the FSDP model's optimizer (required here: its parameter groups give the
+                order of the IDs).
+
+        Returns:
+            The state dict to pass to ``optim.load_state_dict``.
+
+        Raises:
+            NotImplementedError: ``optim_input`` given.
+            ValueError: ``optim`` missing, or the IDs do not match its parameters.
+        """
+        if optim_input is not None:
+            raise NotImplementedError("FSDP.shard_full_optim_state_dict(optim_input=...) is not "
+                                      "supported; pass optim=")
+        if optim is None:
+            raise ValueError("FSDP.shard_full_optim_state_dict: pass optim= (the FSDP model's "
+                             "optimizer); TensorBrain orders the parameter IDs by its groups")
+        names = [n for g in _state_dict.optim_group_fqns(model, optim) for n in g]
+        full = full_optim_state_dict
+        n_ids = sum(len(g["params"]) for g in full["param_groups"])
+        if n_ids != len(names):
+            raise ValueError(f"FSDP.shard_full_optim_state_dict: the state has {n_ids} "
+                             f"parameter IDs, the optimizer's groups hold {len(names)} "
+                             f"original parameters")
+        by_name = {"state": {names[int(i)]: st for i, st in full["state"].items()},
+                   "param_groups": [{**g, "params": [names[int(i)] for i in g["params"]]}
+                                    for g in full["param_groups"]]}
+        return _state_dict.optim_state_dict_to_load(model, optim, by_name)
+
+    @staticmethod
+    def scatter_full_optim_state_dict(full_optim_state_dict, model, optim_input=None, optim=None,
+                                      group=None):
+        """As :meth:`shard_full_optim_state_dict`, with the full state given on rank 0 only
+        (the other ranks pass None; rank 0 broadcasts it). A collective.
+
+        Args:
+            full_optim_state_dict: the ID-keyed state on rank 0, anything on the others.
+            model: the root FSDP module.
+            optim_input: must be None.
+            optim: the FSDP model's optimizer (required).
+            group: the group to broadcast over (default: the world).
+
+        Returns:
+            The state dict to pass to ``optim.load_state_dict``.
+        """
+        box = [full_optim_state_dict if c10d.get_rank() == 0 else None]
+        c10d.broadcast_object_list(box, src=0, group=group)
+        return FullyShardedDataParallel.shard_full_optim_state_dict(box[0], model, optim_input,
+                                                                    optim)
+
+    @staticmethod
     @contextlib.contextmanager
     def summon_full_params(module, recurse=True, writeback=True, rank0_only=False,
                            offload_to_cpu=False, with_grads=False):

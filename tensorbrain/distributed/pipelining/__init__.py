@@ -11,12 +11,12 @@ Cut a model into stages (by hand, with :func:`split_sequential`, or with :func:`
 >>> sched.step(x) if rank == 0 else sched.step(target=y, losses=[])             # doctest: +SKIP
 """
 from .schedules import (PipelineScheduleMulti, PipelineScheduleSingle, Schedule1F1B,
-                        ScheduleGPipe, ScheduleInterleaved1F1B)
+                        ScheduleGPipe, ScheduleInterleaved1F1B, get_schedule_class)
 from .stage import (Pipe, PipelineStage, PipeliningShapeError, SplitPoint, pipeline,
                     split_sequential)
 
 _NOT_SUPPORTED = ("ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble",
-                  "ScheduleDualPipeV", "_ScheduleForwardOnly", "get_schedule_class")
+                  "ScheduleDualPipeV", "_ScheduleForwardOnly")
 
 
 def __getattr__(name):
@@ -29,4 +29,4 @@ def __getattr__(name):
 
 __all__ = ["Pipe", "PipelineScheduleMulti", "PipelineScheduleSingle", "PipelineStage",
            "PipeliningShapeError", "Schedule1F1B", "ScheduleGPipe", "ScheduleInterleaved1F1B",
-           "SplitPoint", "pipeline", "split_sequential"]
+           "SplitPoint", "get_schedule_class", "pipeline", "split_sequential"]

@@ -23,7 +23,7 @@ from .. import distributed_c10d as c10d
 from .stage import PipelineStage, PipeliningShapeError, _fmt
 
 __all__ = ["PipelineScheduleSingle", "PipelineScheduleMulti", "ScheduleGPipe", "Schedule1F1B",
-           "ScheduleInterleaved1F1B"]
+           "ScheduleInterleaved1F1B", "get_schedule_class"]
 
 F, B = 0, 1
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
@@ -449,3 +449,45 @@ class ScheduleInterleaved1F1B(PipelineScheduleMulti):
                              f"a multiple of the {P} pipeline ranks")
         super().__init__(stages, n_microbatches, loss_fn, args_chunk_spec, kwargs_chunk_spec,
                          output_merge_spec, scale_grads)
+
+
+_SCHEDULE_NAMES = {"1F1B": Schedule1F1B, "Interleaved1F1B": ScheduleInterleaved1F1B,
+                   "GPipe": ScheduleGPipe, "PipelineScheduleSingle": PipelineScheduleSingle,
+                   "PipelineScheduleMulti": PipelineScheduleMulti}
+_UNSUPPORTED_NAMES = ("LoopedBFS", "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV")
+
+
+def get_schedule_class(schedule_name: str) -> type:
+    """The schedule class for a name, case-insensitive (torch's ``get_schedule_class``).
+
+    Training scripts that read the schedule from a config (``"1F1B"``, ``"GPipe"``,
+    ``"Interleaved1F1B"``) look the class up with this.
+
+    Args:
+        schedule_name: ``"1F1B"``, ``"Interleaved1F1B"``, ``"GPipe"``,
+            ``"PipelineScheduleSingle"`` or ``"PipelineScheduleMulti"``, in any case.
+
+    Returns:
+        The schedule class, e.g. :class:`Schedule1F1B` for ``"1f1b"``.
+
+    Raises:
+        NotImplementedError: a schedule torch has and TensorBrain does not (``"LoopedBFS"``,
+            ``"InterleavedZeroBubble"``, ``"ZBVZeroBubble"``, ``"DualPipeV"``).
+        ValueError: a name neither knows.
+
+    Example:
+        >>> from tensorbrain.distributed.pipelining.schedules import get_schedule_class
+        >>> get_schedule_class("1f1b").__name__
+        'Schedule1F1B'
+    """
+    key = str(schedule_name).lower()
+    for name, cls in _SCHEDULE_NAMES.items():
+        if name.lower() == key:
+            return cls
+    for name in _UNSUPPORTED_NAMES:
+        if name.lower() == key:
+            raise NotImplementedError(
+                f"get_schedule_class({schedule_name!r}): torch's Schedule{name} is not supported "
+                f"by TensorBrain; the schedules are GPipe, 1F1B and Interleaved1F1B")
+    raise ValueError(f"Unknown schedule name {schedule_name!r}. The valid options are "
+                     f"{list(_SCHEDULE_NAMES)}")

@@ -6,7 +6,9 @@ A DTensor is a tensorbrain Tensor whose ``._data`` is this rank's local shard; i
 ``device_mesh`` and one placement per mesh dimension, and changes layout with ``redistribute``
 (differentiable). Difference from torch: arithmetic on a DTensor is not sharding-aware; an op on
 a DTensor computes on the local shard and returns a plain Tensor. Convert first
-(``to_local()`` / ``full_tensor()``) and rebuild with ``DTensor.from_local``.
+(``to_local()`` / ``full_tensor()``) and rebuild with ``DTensor.from_local``. The reduction
+methods (``sum``, ``mean``, ``norm``, ``max``, ...) refuse to reduce over a sharded dim, where
+the local shard would silently give this rank's part only.
 """
 from __future__ import annotations
 
@@ -76,6 +78,18 @@ def _check_mesh(mesh, what: str):
         from .. import distributed_c10d as c10d
         raise RuntimeError(f"{what}: rank {c10d.get_rank()} is not in the mesh {mesh}")
     return mesh
+
+
+def _dim_arg(args, kwargs):
+    """The ``dim`` of a reduction method's call; None when reducing everything (a Tensor or
+    bool first argument, as in ``max(other)`` or ``std(unbiased)``, is not a dim)."""
+    if "dim" in kwargs:
+        return kwargs["dim"]
+    if args and isinstance(args[0], (int, tuple, list)) and not isinstance(args[0], bool):
+        return args[0]
+    if args and isinstance(args[0], Tensor):
+        return ()   # elementwise with another tensor: reduces nothing
+    return None
 
 
 class DTensor(Tensor):
@@ -158,6 +172,98 @@ class DTensor(Tensor):
         return n
 
     nelement = numel
+
+    # ***** reductions: refused where the local shard would give a different answer *****
+    def _sharded_dims(self) -> set:
+        """Tensor dims split over a mesh dim of more than one rank."""
+        mesh = self._spec.mesh
+        return {p.dim for i, p in enumerate(self._spec.placements)
+                if isinstance(p, Shard) and mesh.size(i) > 1}
+
+    def _refuse_sharded_reduction(self, op: str, dim) -> None:
+        """Raise if reducing over ``dim`` (None: every dim) would read only this rank's shard.
+
+        Args:
+            op: the method's name, for the message.
+            dim: the reduced dim(s); None for all.
+
+        Raises:
+            NotImplementedError: the reduction covers a sharded dim.
+        """
+        sharded = self._sharded_dims()
+        if not sharded:
+            return
+        n = len(self._spec.shape)
+        dims = set(range(n)) if dim is None else \
+            {int(d) % max(n, 1) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+        if dims & sharded:
+            raise NotImplementedError(
+                f"DTensor.{op}() over a dim sharded across ranks (placements "
+                f"{self._spec.placements}) is not supported by TensorBrain: its DTensor ops run "
+                f"on the local shard, which would give this rank's part only. Call "
+                f".full_tensor() first (a collective: every rank must call it) or .to_local() "
+                f"for the shard's own value")
+
+    def _reduce(self, op: str, dim, args, kwargs):
+        self._refuse_sharded_reduction(op, dim)
+        return getattr(Tensor, op)(self, *args, **kwargs)
+
+    def sum(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim (see ``_refuse_sharded_reduction``)."""
+        return self._reduce("sum", _dim_arg(args, kwargs), args, kwargs)
+
+    def mean(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("mean", _dim_arg(args, kwargs), args, kwargs)
+
+    def norm(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+        return self._reduce("norm", dim, args, kwargs)
+
+    def prod(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("prod", _dim_arg(args, kwargs), args, kwargs)
+
+    def amax(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("amax", _dim_arg(args, kwargs), args, kwargs)
+
+    def amin(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("amin", _dim_arg(args, kwargs), args, kwargs)
+
+    def max(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim (``max(other)`` is elementwise: allowed)."""
+        return self._reduce("max", _dim_arg(args, kwargs), args, kwargs)
+
+    def min(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim (``min(other)`` is elementwise: allowed)."""
+        return self._reduce("min", _dim_arg(args, kwargs), args, kwargs)
+
+    def std(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("std", _dim_arg(args, kwargs), args, kwargs)
+
+    def var(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("var", _dim_arg(args, kwargs), args, kwargs)
+
+    def all(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("all", _dim_arg(args, kwargs), args, kwargs)
+
+    def any(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("any", _dim_arg(args, kwargs), args, kwargs)
+
+    def argmax(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("argmax", _dim_arg(args, kwargs), args, kwargs)
+
+    def argmin(self, *args, **kwargs):
+        """As Tensor's, refused over a sharded dim."""
+        return self._reduce("argmin", _dim_arg(args, kwargs), args, kwargs)
 
     def stride(self, dim=None):
         """The global (contiguous unless given to ``from_local``) stride."""

@@ -489,6 +489,39 @@ class Tensor:
             self._write_back()
         return self
 
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """Fill the main diagonal in place, as ``torch.Tensor.fill_diagonal_`` (and NumPy's
+        ``fill_diagonal``): positions ``(i, i, ..., i)``; differentiable (the filled positions
+        get no gradient).
+
+        >>> import tensorbrain as tb
+        >>> tb.zeros(2, 3).fill_diagonal_(5).tolist()
+        [[5.0, 0.0, 0.0], [0.0, 5.0, 0.0]]
+
+        Args:
+            fill_value: the value to write.
+            wrap: for a 2-D tensor taller than wide, start the diagonal again every
+                ``columns + 1`` rows (False: stop after the first square block).
+
+        Returns:
+            Tensor: self.
+
+        Raises:
+            RuntimeError: the tensor has fewer than 2 dimensions, or more than 2 of unequal
+                length.
+        """
+        shape = tuple(self._data.shape)
+        if len(shape) < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if len(shape) > 2 and len(set(shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        mask = np.zeros(shape, dtype=bool)
+        np.fill_diagonal(mask, True, wrap=bool(wrap))
+        mask_t = Tensor._wrap(_xp.get_array_module(self._data).asarray(mask))
+        value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+        return self._inplace("fill_diagonal_", lambda t: t.masked_fill(mask_t, value),
+                             reads_input=False)
+
     def uniform_(self, a=0.0, b=1.0, generator=None):
         """Fill the tensor in place with samples of the uniform distribution on ``[a, b)``.
 

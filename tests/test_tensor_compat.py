@@ -197,3 +197,30 @@ def test_float32_matmul_precision_follows_torch():
                         ("highest", False), ("high", True)]
     finally:
         tb.set_float32_matmul_precision("highest")
+
+
+@pytest.mark.parametrize("shape, wrap", [((3, 3), False), ((2, 4), False), ((7, 3), False),
+                                         ((7, 3), True), ((3, 3, 3), False)])
+def test_fill_diagonal_matches_numpy(shape, wrap):
+    # a metric-learning program masks self-similarity with sim.fill_diagonal_(-1)
+    a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    want = a.copy()
+    np.fill_diagonal(want, -1.5, wrap=wrap)
+    t = tb.tensor(a.copy())
+    assert t.fill_diagonal_(-1.5, wrap=wrap) is t
+    np.testing.assert_array_equal(t.numpy(), want)
+
+
+def test_fill_diagonal_gradient_and_errors():
+    a = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    x = tb.tensor(a, requires_grad=True)
+    y = x * 2
+    y.fill_diagonal_(0.0)
+    (y * y).sum().backward()
+    want = 8 * a
+    np.fill_diagonal(want, 0.0)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="dimensions must larger than 1"):
+        tb.zeros(3).fill_diagonal_(1)
+    with pytest.raises(RuntimeError, match="equal length"):
+        tb.zeros(2, 2, 3).fill_diagonal_(1)

@@ -81,10 +81,36 @@ class _AliasLoader(importlib.abc.Loader):
             raise
         self.saved_spec = module.__spec__  # the import system overwrites it; exec_module restores it
         _mark_gaps(module, self.alias)
+        _register_shadowed_submodules(module, self.real, self.alias)
         return module
 
     def exec_module(self, module):
         module.__spec__ = self.saved_spec
+
+
+def _register_shadowed_submodules(package, real: str, alias: str) -> None:
+    """Enter the package's loaded submodules that one of its attributes shadows under their
+    alias names in ``sys.modules``.
+
+    ``torch.autograd.gradcheck`` is a function named like the module it lives in, as
+    ``torch.nn.utils.weight_norm`` is. Importing the alias ``torch.autograd.gradcheck`` (as
+    ``from torch.autograd.gradcheck import GradcheckError`` does) would otherwise make the import
+    system set the package's attribute to the module, replacing the function for the whole run.
+    Real torch never meets this: its submodule is already in ``sys.modules``.
+
+    Args:
+        package: the real TensorBrain package being aliased.
+        real: its real name (``tensorbrain.autograd``).
+        alias: the name it is imported as (``torch.autograd``).
+    """
+    prefix = real + "."
+    for name, sub in list(sys.modules.items()):
+        child = name[len(prefix):]
+        if not name.startswith(prefix) or "." in child or sub is None:
+            continue
+        attr = getattr(package, child, sub)
+        if attr is not sub:
+            sys.modules.setdefault(f"{alias}.{child}", sub)
 
 
 class AliasFinder(importlib.abc.MetaPathFinder):

@@ -89,6 +89,24 @@ def test_a_gap_inside_a_spawned_child_is_reported_as_one(tmp_path):
     assert "ProcessRaisedException" in out.stderr and "gap in TensorBrain" in out.stderr
 
 
+def test_importing_a_submodule_a_function_shadows_keeps_the_function(tmp_path):
+    # torch.autograd.gradcheck and torch.nn.utils.weight_norm are functions named like their
+    # modules; importing the module through the alias replaced the function for the whole run
+    out = _run(tmp_path, """
+        import types
+        import torch
+        from torch.autograd.gradcheck import GradcheckError, gradcheck
+        import torch.nn.utils.weight_norm
+        assert gradcheck is torch.autograd.gradcheck, torch.autograd.gradcheck
+        assert isinstance(torch.nn.utils.weight_norm, types.FunctionType)
+        assert issubclass(GradcheckError, RuntimeError)
+        x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+        print(torch.autograd.gradcheck(lambda t: (t * t).sum(), (x,)))
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
+
+
 def test_alias_table_resolves_prefixes_only():
     from tensorbrain import as_torch
     assert as_torch.resolve("torch") == "tensorbrain"

@@ -182,6 +182,31 @@ def test_pad_sequence_and_torch():
         np.testing.assert_allclose(got.numpy(), want.numpy())
 
 
+def test_pad_sequence_batch_first_is_contiguous_and_views():
+    # a tagger's ``tags.view(-1)`` after pad_sequence(batch_first=True) failed: the result was
+    # a transposed time-major array
+    seqs = [RNG.standard_normal((n, 2)) for n in (3, 1, 4)]
+    for side in ("right", "left"):
+        out = rnn_utils.pad_sequence([tb.tensor(s) for s in seqs], batch_first=True,
+                                     padding_value=-1.0, padding_side=side)
+        assert out.is_contiguous()
+        want = np.full((3, 4, 2), -1.0)
+        for b, s in enumerate(seqs):
+            if side == "right":
+                want[b, :len(s)] = s
+            else:
+                want[b, 4 - len(s):] = s
+        np.testing.assert_allclose(out.view(-1).numpy(), want.reshape(-1))
+    ints = rnn_utils.pad_sequence([tb.tensor([1, 2]), tb.tensor([3])], batch_first=True)
+    assert ints.view(-1).tolist() == [1, 2, 3, 0]
+
+
+def test_pad_sequence_batch_first_gradients():
+    def fn(a, b):
+        return rnn_utils.pad_sequence([a, b], batch_first=True, padding_value=0.5)
+    gradcheck(fn, [RNG.standard_normal((3, 2)), RNG.standard_normal((1, 2))])
+
+
 def test_pack_pad_gradients_finite_differences():
     def fn(x):
         p = rnn_utils.pack_padded_sequence(x, [3, 1, 2], batch_first=True, enforce_sorted=False)

@@ -231,8 +231,19 @@ def pad_packed_sequence(sequence, batch_first: bool = False, padding_value: floa
 
 def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
                  padding_side: str = "right"):
-    """Stack tensors of shape ``(L_i, *)`` into ``(max L, B, *)`` (``(B, max L, *)`` with
-    ``batch_first``), padding with ``padding_value`` on ``padding_side`` ('right' or 'left')."""
+    """Stack tensors of shape ``(L_i, *)`` into one padded batch, as torch's.
+
+    Args:
+        sequences: a list (or a tensor, split along dim 0) of tensors ``(L_i, *)`` with the
+            same trailing shape.
+        batch_first: give ``(B, max L, *)`` instead of ``(max L, B, *)``.
+        padding_value: the value of the padded positions.
+        padding_side: ``'right'`` (default) or ``'left'``.
+
+    Returns:
+        A new contiguous tensor (``.view`` works on it, as on torch's), differentiable with
+        respect to every sequence.
+    """
     if padding_side not in ("right", "left"):
         raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
     if isinstance(sequences, Tensor):
@@ -251,11 +262,13 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     rows = []
     for b, n in enumerate(lens):
         t = np.arange(n) if padding_side == "right" else np.arange(T - n, T)
-        rows.append(t * B + b)
+        # batch_first fills (B, T) rows directly, so the result is contiguous as torch's is
+        # (a transposed time-major result made ``.view(-1)`` on it fail)
+        rows.append(b * T + t if batch_first else t * B + b)
     rows = np.concatenate(rows)
     xp = get_array_module(flat._data)
-    out = _put_rows(flat, xp.asarray(rows), T * B, padding_value).reshape(T, B, *trail)
-    return out.transpose(0, 1) if batch_first else out
+    shape = (B, T) if batch_first else (T, B)
+    return _put_rows(flat, xp.asarray(rows), T * B, padding_value).reshape(*shape, *trail)
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first: bool = False):

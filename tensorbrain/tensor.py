@@ -499,7 +499,9 @@ def _on_gpu(arr, dev_id: int):
 # ***** methods made from the op table *****
 def _inplace_method(name, fn):
     def m(self, *args, **kwargs):
-        return self._inplace(name, lambda s: fn(s, *args, **kwargs))
+        # the tensor arguments go along so that ``zeros(n).scatter_add_(0, i, src)`` records
+        # the graph when only ``src`` requires grad
+        return self._inplace(name, lambda s: fn(s, *args, **kwargs), *args, *kwargs.values())
     m.__name__ = m.__qualname__ = name
     op = name[:-1]
     m.__doc__ = (f"In-place ``{op}``: ``self`` becomes ``self.{op}(*args, **kwargs)``, as "

@@ -13,6 +13,7 @@ from . import einsum as _einsum
 from . import elementwise as E
 from . import extra as X
 from . import reduce as R
+from . import scatter as SC
 from . import shape as S
 from . import softmax as _softmax
 
@@ -62,6 +63,9 @@ OPS = {
     "amin": (X.amin, "fm"), "clamp_min": (X.clamp_min, "fmi"), "clamp_max": (X.clamp_max, "fmi"),
     "logical_and": (X.logical_and, "fm"), "logical_or": (X.logical_or, "fm"),
     "logical_xor": (X.logical_xor, "fm"), "isclose": (X.isclose, "fm"), "unbind": (X.unbind, "fm"),
+    # ***** writing at indices (scatter.py) *****
+    "scatter": (SC.scatter, "fmi"), "scatter_add": (SC.scatter_add, "fmi"),
+    "index_add": (SC.index_add, "fmi"),
 }
 
 

@@ -14,6 +14,7 @@ from . import elementwise as E
 from . import extra as X
 from . import reduce as R
 from . import scatter as SC
+from . import select as SL
 from . import shape as S
 from . import softmax as _softmax
 
@@ -66,6 +67,11 @@ OPS = {
     # ***** writing at indices (scatter.py) *****
     "scatter": (SC.scatter, "fmi"), "scatter_add": (SC.scatter_add, "fmi"),
     "index_add": (SC.index_add, "fmi"),
+    # ***** picking and counting (select.py) *****
+    "nonzero": (SL.nonzero, "fm"), "masked_select": (SL.masked_select, "fm"),
+    "unique": (SL.unique, "fm"), "bincount": (SL.bincount, "fm"),
+    "count_nonzero": (SL.count_nonzero, "fm"), "take_along_dim": (SL.take_along_dim, "fm"),
+    "median": (SL.median, "fm"), "kthvalue": (SL.kthvalue, "fm"),
 }
 
 

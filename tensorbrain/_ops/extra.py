@@ -1,7 +1,9 @@
 """Small ops real programs reach for, written from the other ops (so their gradients are those
 ops'): ``amin``, ``clamp_min`` / ``clamp_max``, ``logical_and`` / ``or`` / ``xor``, ``isclose``,
-``unbind``. Each follows the torch function of the same name."""
+``unbind``, ``nan_to_num``. Each follows the torch function of the same name."""
 from __future__ import annotations
+
+import ml_dtypes
 
 from .._xp import get_array_module
 from .._tensor_base import Tensor
@@ -171,3 +173,30 @@ def unbind(a, dim=0):
     dim = dim + a.dim() if dim < 0 else dim
     index = (slice(None),) * dim
     return tuple(a[index + (i,)] for i in range(a.shape[dim]))
+
+
+def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
+    """``a`` with NaN, +inf and -inf replaced by finite numbers, as ``torch.nan_to_num``.
+
+    Args:
+        a: the input tensor.
+        nan: the value for NaN.
+        posinf: the value for +inf; None: the dtype's largest finite value.
+        neginf: the value for -inf; None: the dtype's lowest finite value.
+
+    Returns:
+        Tensor: a tensor of ``a``'s shape and dtype; the gradient flows to the finite elements
+        (zero at the replaced ones). Integer tensors come back unchanged.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([float("nan"), float("inf"), -1.0]).nan_to_num(posinf=9.0).tolist()
+        [0.0, 9.0, -1.0]
+    """
+    x = a._data
+    if x.dtype.kind != "f":
+        return a.clone()
+    info = ml_dtypes.finfo(x.dtype)   # NumPy's finfo does not know bfloat16
+    out = E.masked_fill(a, E.isnan(a), nan)
+    out = E.masked_fill(out, E.eq_(a, float("inf")), info.max if posinf is None else posinf)
+    return E.masked_fill(out, E.eq_(a, float("-inf")), info.min if neginf is None else neginf)

@@ -249,6 +249,48 @@ def cumsum(a, dim, dtype=None):
     return make(out, (a,), backward, "CumsumBackward")
 
 
+@autocast_op("cumprod")
+def cumprod(a, dim, *, dtype=None):
+    """The cumulative product along ``dim``, as ``torch.cumprod``.
+
+    Args:
+        a: the input tensor.
+        dim: the dimension (negative counts from the end).
+        dtype: the result's dtype; default ``a``'s, int64 for integers and bools (as torch).
+
+    Returns:
+        Tensor: a tensor of ``a``'s shape; differentiable, zeros included.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([1.0, 2.0, 3.0, 0.0, 5.0]).cumprod(0).tolist()
+        [1.0, 2.0, 6.0, 0.0, 0.0]
+    """
+    x = a._data
+    xp = get_array_module(x)
+    d = _axes(dim, x.ndim)[0] if x.ndim else 0
+    if dtype is None and x.dtype.kind in "biu":
+        dtype = "int64"
+    out = x.cumprod(axis=d, dtype=dtype) if x.ndim else x.astype(dtype or x.dtype)
+
+    def backward(g):
+        if not x.ndim:
+            return (g,)
+        if (x != 0).all():   # d out_j / d x_i = out_j / x_i for j >= i: a reverse cumsum
+            rev = xp.flip(xp.flip(g * out, d).cumsum(axis=d), d)
+            return ((rev / x).astype(x.dtype, copy=False),)
+        # with zeros, out / x is undefined: for each i, the products with x_i set to 1
+        # (n cumprods; O(n^2) but exact, as torch's own fallback for this case)
+        gm, xm = xp.moveaxis(g, d, -1), xp.moveaxis(x, d, -1)
+        gx = xp.zeros(xm.shape, dtype=g.dtype)
+        for i in range(xm.shape[-1]):
+            y = xm.copy()
+            y[..., i] = 1
+            gx[..., i] = (gm[..., i:] * y.cumprod(axis=-1)[..., i:]).sum(axis=-1)
+        return (xp.moveaxis(gx, -1, d).astype(x.dtype, copy=False),)
+    return make(out, (a,), backward, "CumprodBackward0")
+
+
 def all(a, dim=None, keepdim=False):
     x = a._data
     return Tensor._wrap(x.all(axis=_axes(dim, x.ndim), keepdims=keepdim))

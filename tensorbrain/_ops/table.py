@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import einsum as _einsum
 from . import elementwise as E
 from . import extra as X
+from . import rearrange as RA
 from . import reduce as R
 from . import scatter as SC
 from . import select as SL
@@ -42,7 +43,7 @@ OPS = {
     "sum": (R.sum, "fm"), "mean": (R.mean, "fm"), "max": (R.max, "fm"), "min": (R.min, "fm"),
     "amax": (R.amax, "fm"), "argmax": (R.argmax, "fm"), "argmin": (R.argmin, "fm"),
     "var": (R.var, "fm"), "std": (R.std, "fm"), "logsumexp": (R.logsumexp, "fm"),
-    "prod": (R.prod, "fm"), "cumsum": (R.cumsum, "fm"), "all": (R.all, "fm"),
+    "prod": (R.prod, "fm"), "cumsum": (R.cumsum, "fm"), "cumprod": (R.cumprod, "fm"), "all": (R.all, "fm"),
     "any": (R.any, "fm"), "norm": (R.norm, "fm"),
     "softmax": (_softmax.softmax, "f"), "log_softmax": (_softmax.log_softmax, "f"),
     # ***** shape, indexing, linear algebra *****
@@ -64,6 +65,7 @@ OPS = {
     "amin": (X.amin, "fm"), "clamp_min": (X.clamp_min, "fmi"), "clamp_max": (X.clamp_max, "fmi"),
     "logical_and": (X.logical_and, "fm"), "logical_or": (X.logical_or, "fm"),
     "logical_xor": (X.logical_xor, "fm"), "isclose": (X.isclose, "fm"), "unbind": (X.unbind, "fm"),
+    "nan_to_num": (X.nan_to_num, "fmi"),
     # ***** writing at indices (scatter.py) *****
     "scatter": (SC.scatter, "fmi"), "scatter_add": (SC.scatter_add, "fmi"),
     "index_add": (SC.index_add, "fmi"),
@@ -72,6 +74,10 @@ OPS = {
     "unique": (SL.unique, "fm"), "bincount": (SL.bincount, "fm"),
     "count_nonzero": (SL.count_nonzero, "fm"), "take_along_dim": (SL.take_along_dim, "fm"),
     "median": (SL.median, "fm"), "kthvalue": (SL.kthvalue, "fm"),
+    # ***** moving and repeating (rearrange.py) *****
+    "roll": (RA.roll, "fm"), "diag": (RA.diag, "fm"), "trace": (RA.trace, "fm"),
+    "repeat_interleave": (RA.repeat_interleave, "fm"), "meshgrid": (RA.meshgrid, "f"),
+    "kron": (RA.kron, "fm"),
 }
 
 

@@ -184,6 +184,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 def _like(fn):
     def like(t, dtype=None, device=None, requires_grad=False, **kw):
+        if getattr(t, "_spec", None) is not None:   # a DTensor: same layout (see its _like)
+            return t._like(fn, dict(kw, dtype=dtype or t.dtype, device=device or t.device,
+                                    requires_grad=requires_grad))
         return fn(*t.shape, **kw, dtype=dtype or t.dtype, device=device or t.device,
                   requires_grad=requires_grad)
     like.__name__ = like.__qualname__ = fn.__name__ + "_like"
@@ -216,6 +219,10 @@ def full_like(t, fill_value, dtype=None, device=None, requires_grad=False):
     Returns:
         Tensor: the new tensor.
     """
+    if getattr(t, "_spec", None) is not None:   # a DTensor: same layout (see its _like)
+        return t._like(lambda *shape, **kw: full(shape, fill_value, **kw),
+                       dict(dtype=dtype or t.dtype, device=device or t.device,
+                            requires_grad=requires_grad))
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
                 requires_grad=requires_grad)
 
@@ -371,6 +378,9 @@ def rand_like(t, **kw):
     Returns:
         Tensor: the new tensor.
     """
+    if getattr(t, "_spec", None) is not None:   # a DTensor: same layout (see its _like)
+        return t._like(rand, dict(dtype=kw.get("dtype", t.dtype),
+                                 device=kw.get("device", t.device)), random=True)
     return rand(*t.shape, dtype=kw.get("dtype", t.dtype), device=kw.get("device", t.device))
 
 
@@ -384,4 +394,7 @@ def randn_like(t, **kw):
     Returns:
         Tensor: the new tensor.
     """
+    if getattr(t, "_spec", None) is not None:   # a DTensor: same layout (see its _like)
+        return t._like(randn, dict(dtype=kw.get("dtype", t.dtype),
+                                 device=kw.get("device", t.device)), random=True)
     return randn(*t.shape, dtype=kw.get("dtype", t.dtype), device=kw.get("device", t.device))

@@ -12,8 +12,11 @@ from ..autograd.graph import Node
 from .._tensor_base import Tensor
 
 
-def make(out, inputs, backward, name, saved=()):
-    """Wrap ``out`` as a Tensor; record a graph node when grad mode is on and an input needs it."""
+def make(out, inputs, backward, name, saved=(), along=None):
+    """Wrap ``out`` as a Tensor; record a graph node when grad mode is on and an input needs it.
+
+    ``along``: for an op that keeps its input's shape but mixes values along some dims
+    (softmax), those dims; a DTensor input keeps its layout when none of them is sharded."""
     if isinstance(out, np.generic):  # NumPy reductions return scalars; ._data is always an array
         out = np.asarray(out)
     t = _new(Tensor)
@@ -31,10 +34,21 @@ def make(out, inputs, backward, name, saved=()):
                 t.requires_grad = True
                 t.grad_fn = Node(name, inputs, backward, saved)
                 break
+    hook = DTENSOR_HOOK[0]
+    if hook is not None:
+        for x in inputs:
+            if x is not None and isinstance(x, hook[0]):
+                return hook[1](t, inputs, name, along)
     return t
 
 
 _new = object.__new__
+
+# (DTensor class, handler) once ``tensorbrain.distributed.tensor`` is imported: an op with a
+# DTensor input hands its result to the handler (see ``_api._on_op``), which keeps the layout of
+# pointwise ops and refuses ops that would compute on the local shard of a sharded DTensor. This
+# layer never imports ``distributed``; it only holds the slot.
+DTENSOR_HOOK: list = [None]
 
 
 def make_view(out, base, backward, name):

@@ -68,7 +68,8 @@ def _binary(name, a, b, forward, grad_a, grad_b, save_a=False, save_b=False):
     need_a = ta and a.requires_grad
     need_b = tb_ and b.requires_grad
     if not (need_a or need_b) or not _grad_state.__dict__.get("enabled", True):
-        return make(out, (), None, name)
+        # the operands go along (no graph is recorded) so a DTensor operand is seen by make
+        return make(out, (a if ta else None, b if tb_ else None), None, name)
 
     def backward(g):
         ga = unbroadcast(grad_a(g, ad, bd, out), ad.shape) if need_a else None

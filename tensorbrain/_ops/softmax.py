@@ -46,7 +46,7 @@ def softmax(input, dim=None, dtype=None):
     def backward(g):
         gx = e * (g - (g * e).sum(axis=d, keepdims=True))
         return (gx.astype(src, copy=False),)
-    return make(e, (input,), backward, "SoftmaxBackward")
+    return make(e, (input,), backward, "SoftmaxBackward", along=(d,))
 
 
 @autocast_op("softmin")
@@ -91,4 +91,4 @@ def log_softmax(input, dim=None, dtype=None):
     def backward(g):
         gx = g - xp.exp(out) * g.sum(axis=d, keepdims=True)
         return (gx.astype(src, copy=False),)
-    return make(out, (input,), backward, "LogSoftmaxBackward")
+    return make(out, (input,), backward, "LogSoftmaxBackward", along=(d,))

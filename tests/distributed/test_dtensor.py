@@ -242,8 +242,9 @@ def _reductions(rank, world):
         except NotImplementedError as e:
             refused[name] = str(e)
     return {"refused": refused,
-            "sum_dim1": s0.sum(dim=1).numpy().tolist(),        # not over the sharded dim
-            "max_other": s0.max(s0.to_local()).numpy().tolist(),   # elementwise
+            "sum_dim1": s0.sum(dim=1).to_local().numpy().tolist(),   # not over the sharded dim
+            "sum_dim1_pl": repr(s0.sum(dim=1).placements),
+            "max_other": s0.max(s0 * 0.5).to_local().numpy().tolist(),   # elementwise
             "rep_sum": float(rep.sum().item()), "rep_norm": float(rep.norm().item()),
             "full_sum": float(s0.full_tensor().sum().item())}
 
@@ -264,7 +265,133 @@ def test_reductions_over_a_sharded_dim_raise_instead_of_reading_the_shard(worker
         assert "DTensor.sum()" in r["refused"]["sum"]
         mine = _chunk(full, 0, 2, rank)
         np.testing.assert_allclose(r["sum_dim1"], mine.sum(axis=1))
-        np.testing.assert_allclose(r["max_other"], mine)
+        np.testing.assert_allclose(r["max_other"], np.maximum(mine, mine * 0.5))
+        assert r["sum_dim1_pl"] == "(Shard(dim=0),)"
         np.testing.assert_allclose(r["rep_sum"], full.sum())
         np.testing.assert_allclose(r["rep_norm"], np.linalg.norm(full))
         np.testing.assert_allclose(r["full_sum"], full.sum())
+
+
+def _outcome(call):
+    """(kind, placements, full value or error message) of ``call()``: kind is "dtensor",
+    "tensor" or the exception's class name."""
+    try:
+        out = call()
+    except (NotImplementedError, ValueError) as e:
+        return [type(e).__name__, None, str(e)]
+    if isinstance(out, DTensor):
+        return ["dtensor", repr(out.placements), out.full_tensor().numpy().tolist()]
+    return ["tensor", None, out.numpy().tolist()]
+
+
+def _pos():
+    return _full((6, 4)) / 4 + 0.5
+
+
+# Each entry: (name, op on DTensors (and tb), op on the NumPy full array).
+_POINTWISE = [
+    ("neg", lambda x: -x, lambda a: -a), ("abs", lambda x: (x - 3).abs(), lambda a: abs(a - 3)),
+    ("exp", lambda x: x.exp(), np.exp), ("tb.exp", lambda x: tb.exp(x), np.exp),
+    ("log", lambda x: x.log(), np.log), ("sqrt", lambda x: x.sqrt(), np.sqrt),
+    ("square", lambda x: x ** 2, lambda a: a ** 2), ("pow", lambda x: x.pow(3), lambda a: a ** 3),
+    ("mul", lambda x: x * 2.5, lambda a: a * 2.5), ("rsub", lambda x: 3.0 - x, lambda a: 3 - a),
+    ("div", lambda x: x / 4, lambda a: a / 4),
+    ("clamp", lambda x: x.clamp(1.0, 3.0), lambda a: np.clip(a, 1.0, 3.0)),
+    ("relu", lambda x: (x - 2).relu(), lambda a: np.maximum(a - 2, 0)),
+    ("sigmoid", lambda x: x.sigmoid(), lambda a: 1 / (1 + np.exp(-a))),
+    ("tanh", lambda x: x.tanh(), np.tanh), ("x+x", lambda x: x + x * x, lambda a: a + a * a),
+    ("maximum", lambda x: tb.maximum(x, 3.0 - x), lambda a: np.maximum(a, 3 - a)),
+    ("gt", lambda x: (x > 2).float(), lambda a: (a > 2).astype(np.float64)),
+    ("softmax_dim1", lambda x: tb.softmax(x, dim=1),
+     lambda a: np.exp(a) / np.exp(a).sum(axis=1, keepdims=True)),
+    ("sum_dim1", lambda x: (x ** 2).sum(dim=1), lambda a: (a ** 2).sum(axis=1)),
+]
+
+
+def _layout_ops(rank, world):
+    mesh = init_device_mesh("cpu", (world,))
+    full = _pos()
+    out = {}
+    for pl in (Shard(0), Replicate()):
+        d = distribute_tensor(tb.tensor(full), mesh, [pl])
+        out[repr(pl)] = {name: _outcome(lambda: f(d)) for name, f, _ in _POINTWISE}
+    s0 = distribute_tensor(tb.tensor(full), mesh, [Shard(0)])
+    s1 = distribute_tensor(tb.tensor(full), mesh, [Shard(1)])
+    rep = distribute_tensor(tb.tensor(full), mesh, [Replicate()])
+    w = tb.tensor(np.ones((4, 2)))
+    out["refused"] = {name: _outcome(call) for name, call in [
+        ("square_sum", lambda: (s0 ** 2).sum()), ("data_norm", lambda: s0.data.norm()),
+        ("tb_norm", lambda: tb.norm(s0)), ("grad_square_sum", lambda: (_grad_of(s0) ** 2).sum()),
+        ("matmul_plain", lambda: s0 @ w), ("index", lambda: s0[0]),
+        ("flatten_shard1", lambda: s1.view(-1)), ("softmax_sharded", lambda: tb.softmax(s0, 0)),
+        ("plus_plain", lambda: s0 + tb.tensor(full)), ("mixed_layouts", lambda: s0 + s1),
+        ("tb_sum", lambda: tb.sum(s0 * 2))]}
+    part = DTensor.from_local(tb.tensor(full * (rank + 1)), mesh, [Partial()])
+    out["partial"] = {"mul": _outcome(lambda: part * 2.0), "neg": _outcome(lambda: -part),
+                      "add": _outcome(lambda: part + part), "exp": _outcome(lambda: part.exp()),
+                      "add_scalar": _outcome(lambda: part + 1.0)}
+    out["kept"] = {name: _outcome(call) for name, call in [
+        ("data", lambda: s0.data), ("clone", lambda: s1.clone()), ("detach", lambda: s0.detach()),
+        ("zeros_like", lambda: tb.zeros_like(s0)), ("ones_like", lambda: tb.ones_like(s1)),
+        ("full_like", lambda: tb.full_like(s0, 7.0)), ("empty_like_shape",
+                                                       lambda: tb.empty_like(s0) * 0),
+        ("rep_matmul_plain", lambda: rep @ w), ("view_split", lambda: s1.view(6, -1, 2)),
+        ("view_flatten", lambda: s0.reshape(-1)), ("transpose", lambda: s0.transpose(0, 1)),
+        ("batched_matmul", lambda: s0.view(2, 3, 4) @ s0.view(2, 3, 4).transpose(1, 2))]}
+    r = tb.rand_like(rep)
+    out["rand"] = [type(r).__name__, repr(r.placements), r.to_local().numpy().tolist(),
+                   type(tb.randn_like(s0)).__name__, list(tb.randn_like(s0).shape)]
+    x = DTensor.from_local(tb.tensor(_chunk(full, 0, world, rank)), mesh, [Shard(0)])
+    x.requires_grad_(True)
+    ((x * x * 3 + 1).to_local() * 1.0).sum().backward()   # d/dx of the local sum: 6x
+    out["grad"] = _outcome(lambda: x.grad)
+    return out
+
+
+def test_pointwise_ops_keep_the_layout_and_other_ops_refuse_the_shard(workers):
+    full = _pos()
+    res = workers(f"{HERE}:_layout_ops", 2)
+    for r in res:
+        for pl in ("Shard(dim=0)", "Replicate()"):
+            for name, _, ref in _POINTWISE:
+                kind, placements, value = r[pl][name]
+                if pl == "Replicate()" and name == "sum_dim1":
+                    assert kind == "tensor"   # replicated reductions: a plain (global) Tensor
+                else:
+                    assert kind == "dtensor", (pl, name, value)
+                    want = "(Shard(dim=0),)" if pl != "Replicate()" else "(Replicate(),)"
+                    assert placements == want, (pl, name)
+                np.testing.assert_allclose(value, ref(full), rtol=1e-12, err_msg=name)
+        for name, (kind, _, msg) in r["refused"].items():
+            assert kind in ("NotImplementedError", "ValueError"), (name, kind, msg)
+            assert "full_tensor()" in msg or "DTensor" in msg, name
+        assert r["refused"]["square_sum"][0] == "NotImplementedError"
+        assert r["refused"]["plus_plain"][0] == "ValueError"
+        assert r["refused"]["mixed_layouts"][0] == "ValueError"
+        p = r["partial"]
+        np.testing.assert_allclose(p["mul"][2], full * 3 * 2.0)
+        np.testing.assert_allclose(p["neg"][2], -full * 3)
+        np.testing.assert_allclose(p["add"][2], full * 6)
+        assert p["mul"][1] == "(Partial(sum),)" or "Partial" in p["mul"][1]
+        assert p["exp"][0] == "NotImplementedError" and p["add_scalar"][0] == "NotImplementedError"
+        k = r["kept"]
+        for name, want_pl, ref in [
+                ("data", "(Shard(dim=0),)", full), ("clone", "(Shard(dim=1),)", full),
+                ("detach", "(Shard(dim=0),)", full), ("zeros_like", "(Shard(dim=0),)", 0 * full),
+                ("ones_like", "(Shard(dim=1),)", 0 * full + 1),
+                ("full_like", "(Shard(dim=0),)", 0 * full + 7),
+                ("empty_like_shape", "(Shard(dim=0),)", 0 * full),
+                ("view_split", "(Shard(dim=1),)", full.reshape(6, 2, 2)),
+                ("view_flatten", "(Shard(dim=0),)", full.reshape(-1)),
+                ("transpose", "(Shard(dim=1),)", full.T),
+                ("batched_matmul", "(Shard(dim=0),)",
+                 full.reshape(2, 3, 4) @ full.reshape(2, 3, 4).transpose(0, 2, 1))]:
+            assert k[name][:2] == ["dtensor", want_pl], (name, k[name])
+            np.testing.assert_allclose(k[name][2], ref, err_msg=name)
+        assert k["rep_matmul_plain"][0] == "tensor"   # replicated: the local value is global
+        np.testing.assert_allclose(k["rep_matmul_plain"][2], full @ np.ones((4, 2)))
+        assert r["rand"][:2] == ["DTensor", "(Replicate(),)"] and r["rand"][3] == "DTensor"
+        assert r["rand"][4] == [6, 4]
+        assert r["grad"][:2] == ["dtensor", "(Shard(dim=0),)"]
+        np.testing.assert_allclose(r["grad"][2], 6 * full)
+    assert res[0]["rand"][2] == res[1]["rand"][2]    # replicated copies agree

@@ -4,16 +4,33 @@
 A DTensor is a tensorbrain Tensor whose ``._data`` is this rank's local shard; its ``shape``,
 ``size()``, ``numel()`` and ``stride()`` describe the *global* tensor, as in torch. It knows its
 ``device_mesh`` and one placement per mesh dimension, and changes layout with ``redistribute``
-(differentiable). Difference from torch: arithmetic on a DTensor is not sharding-aware; an op on
-a DTensor computes on the local shard and returns a plain Tensor. Convert first
-(``to_local()`` / ``full_tensor()``) and rebuild with ``DTensor.from_local``. The reduction
-methods (``sum``, ``mean``, ``norm``, ``max``, ...) refuse to reduce over a sharded dim, where
-the local shard would silently give this rank's part only.
+(differentiable).
+
+Ops on a DTensor (every op hands its result to :func:`_on_op`):
+
+* pointwise ops (``neg``, ``exp``, ``** 2``, ``* 2.0``, ``clamp``, ``relu``, ``clone``, dtype
+  casts, ...) and binary pointwise ops between DTensors of the same mesh, placements and shape
+  return a DTensor of that layout, as in torch. On a ``Partial`` DTensor only ops linear in the
+  value are allowed (``neg``, ``clone``, ``* scalar``, ``/ scalar``, ``+``/``-`` of two Partial
+  DTensors); ``.data``, ``.detach()`` and ``zeros_like``/``ones_like``/``rand_like``/... keep the
+  layout too (``*_like`` turns Partial into Replicate, as torch).
+* a pointwise op mixing a sharded or Partial DTensor with a plain Tensor of more than one
+  element, or two DTensors of different layouts, raises (redistribute / ``DTensor.from_local``
+  first); a fully replicated DTensor with a plain Tensor still gives a plain Tensor (the value is
+  right on every rank).
+* any other op (matmul, reshape, indexing, ``tb.norm``, ...) on a sharded or Partial DTensor
+  raises NotImplementedError naming ``.full_tensor()`` / ``.to_local()``; on a fully replicated
+  DTensor it computes on the local copy (the global value) and returns a plain Tensor.
+* the reduction methods (``sum``, ``mean``, ``norm``, ``max``, ...) refuse to reduce over a
+  sharded dim; over other dims they return a DTensor of the reduced layout.
 """
 from __future__ import annotations
 
+from typing import NoReturn
+
 from ... import _xp
 from ...tensor import Size, Tensor
+from ..._ops import core as _core
 from ..._ops.core import make
 from ...nn.utils import clip_grad as _clip_grad
 from . import _redistribute as R
@@ -205,8 +222,154 @@ class DTensor(Tensor):
                 f"for the shard's own value")
 
     def _reduce(self, op: str, dim, args, kwargs):
+        """Run reduction ``op``: refused over a sharded dim; over unsharded dims of a sharded
+        DTensor the result is a DTensor whose Shard dims are renumbered past the reduced ones."""
         self._refuse_sharded_reduction(op, dim)
-        return getattr(Tensor, op)(self, *args, **kwargs)
+        if dim == () or not self._sharded_dims() or self._is_partial():
+            return getattr(Tensor, op)(self, *args, **kwargs)   # _on_op decides
+        n = len(self._spec.shape)
+        dims = {int(d) % n for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+        keepdim = bool(kwargs.get("keepdim", args[1] if len(args) > 1 and
+                                  isinstance(args[1], bool) else False))
+        _BYPASS[0] += 1
+        try:
+            res = getattr(Tensor, op)(self, *args, **kwargs)
+        finally:
+            _BYPASS[0] -= 1
+        shape = tuple(1 if i in dims else s for i, s in enumerate(self._spec.shape)
+                      if keepdim or i not in dims)
+        pl = tuple(p if not isinstance(p, Shard) or keepdim else
+                   Shard(p.dim - sum(d < p.dim for d in dims)) for p in self._spec.placements)
+        spec = DTensorSpec(self._spec.mesh, pl, shape)
+
+        def wrap(x):
+            return DTensor._make(x._data, spec, like=x) if isinstance(x, Tensor) else x
+        if isinstance(res, tuple):
+            items = [wrap(x) for x in res]
+            return type(res)(*items) if hasattr(res, "_fields") else tuple(items)
+        return wrap(res)
+
+    # ***** shape ops whose layout follows: view/reshape, transpose/permute, matmul *****
+    def _one_shard(self, op: str):
+        """The (mesh dim, Shard) splitting this DTensor, when exactly one mesh dim of more than
+        one rank shards it evenly and the others replicate; else raise naming ``op``."""
+        mesh, found = self._spec.mesh, []
+        for i, p in enumerate(self._spec.placements):
+            if mesh.size(i) == 1 or isinstance(p, Replicate):
+                continue
+            if type(p) is not Shard or self._spec.shape[p.dim] % mesh.size(i):
+                found = None
+                break
+            found.append((i, p))
+        if not found or len(found) != 1:
+            _refuse(op, (self,))
+        return found[0]
+
+    def _relayout(self, op: str, out: Tensor, placements) -> DTensor:
+        shape = list(out._data.shape)
+        for i, p in enumerate(placements):
+            if isinstance(p, Shard):
+                shape[p.dim] *= self._spec.mesh.size(i)
+        return DTensor._make(out._data, DTensorSpec(self._spec.mesh, placements, shape),
+                             like=out)
+
+    def _local(self, op: str, *args, **kwargs):
+        _BYPASS[0] += 1
+        try:
+            return getattr(Tensor, op)(self, *args, **kwargs)
+        finally:
+            _BYPASS[0] -= 1
+
+    def view(self, *shape):
+        """As Tensor's; on a sharded DTensor allowed where the sharded dim is the outermost
+        factor of an output dim (``(B, T, D) -> (B, T, -1, hd)`` with D sharded), as torch's
+        view propagation gives; the result is then a DTensor sharded on that output dim."""
+        return self._reshape("view", shape)
+
+    def reshape(self, *shape):
+        """As :meth:`view`."""
+        return self._reshape("reshape", shape)
+
+    def _reshape(self, op: str, shape):
+        if not self._sharded_dims() and not self._is_partial():
+            return getattr(Tensor, op)(self, *shape)
+        i, sh = self._one_shard(op)
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        n = self._spec.mesh.size(i)
+        want = [int(x) for x in shape]
+        if -1 in want:   # resolve against the global element count
+            known = 1
+            for x in want:
+                known *= x if x != -1 else 1
+            want[want.index(-1)] = self.numel() // max(known, 1)
+        outer, acc, j = 1, 1, None
+        for x in self._spec.shape[:sh.dim]:
+            outer *= int(x)
+        for k, x in enumerate(want):   # the output dim whose outermost factor is the shard's
+            if acc == outer and x % n == 0 and x > 0:
+                j = k
+                break
+            acc *= x
+        if j is None:
+            _refuse(op, (self,))
+        local = list(want)
+        local[j] //= n
+        try:
+            out = self._local(op, *local)
+        except (RuntimeError, ValueError):
+            _refuse(op, (self,))
+        pl = list(self._spec.placements)
+        pl[i] = Shard(j)
+        return self._relayout(op, out, tuple(pl))
+
+    def transpose(self, dim0, dim1):
+        """As Tensor's; Shard dims move with the dims they name."""
+        nd = len(self._spec.shape)
+        a, b = int(dim0) % nd, int(dim1) % nd
+        perm = list(range(nd))
+        perm[a], perm[b] = b, a
+        return self._permuted("transpose", perm, (dim0, dim1))
+
+    def permute(self, *dims):
+        """As Tensor's; Shard dims move with the dims they name."""
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        nd = len(self._spec.shape)
+        return self._permuted("permute", [int(d) % nd for d in dims], dims)
+
+    def _permuted(self, op: str, perm, args):
+        out = self._local(op, *args)
+        where = {src: dst for dst, src in enumerate(perm)}
+        pl = tuple(Shard(where[p.dim]) if type(p) is Shard else p
+                   for p in self._spec.placements)
+        if any(isinstance(p, Shard) and type(p) is not Shard for p in pl):
+            _refuse(op, (self,))
+        return self._relayout(op, out, pl)
+
+    def matmul(self, other):
+        """As Tensor's; between two DTensors sharded alike on one batch dim (not the two
+        matrix dims) the result is sharded on that dim; other sharded cases raise."""
+        if not isinstance(other, DTensor) or other._spec.mesh != self._spec.mesh \
+                or len(other._spec.shape) != len(self._spec.shape) or self._is_partial() \
+                or other._is_partial() or not (self._sharded_dims() or other._sharded_dims()):
+            return Tensor.matmul(self, other)
+        nd = len(self._spec.shape)
+        i, sh = self._one_shard("matmul")
+        j, sh2 = other._one_shard("matmul")
+        if (i, sh) != (j, sh2) or sh.dim >= nd - 2:
+            _refuse("matmul", (self, other))
+        _BYPASS[0] += 1
+        try:
+            out = Tensor.matmul(self, other)
+        finally:
+            _BYPASS[0] -= 1
+        return self._relayout("matmul", out, self._spec.placements)
+
+    __matmul__ = matmul
+
+    def _is_partial(self) -> bool:
+        return any(p.is_partial() for p in self._spec.placements)
 
     def sum(self, *args, **kwargs):
         """As Tensor's, refused over a sharded dim (see ``_refuse_sharded_reduction``)."""
@@ -282,6 +445,42 @@ class DTensor(Tensor):
     def detach(self):
         """A DTensor sharing this one's local data and layout, outside autograd."""
         return DTensor._make(self._data, self._spec, like=_Detached(self._version))
+
+    @property
+    def data(self):
+        """A DTensor sharing this one's local data and layout, with no autograd history (as
+        torch's ``.data`` of a DTensor parameter); in-place changes through it change this one."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        """``t.data = other``: take ``other``'s local storage (layout unchanged)."""
+        Tensor.data.fset(self, value)
+
+    def _like(self, make_local, kw: dict, random: bool = False) -> DTensor:
+        """``tb.*_like(self)``: a DTensor of this layout (Partial becomes Replicate, as torch)
+        whose local shards ``make_local(*shape, **kw)`` builds; for the random ones the full
+        tensor is drawn and split from the mesh's first rank (a collective), so replicated
+        copies agree and shards differ.
+
+        Args:
+            make_local: a factory (``tb.zeros``, ``tb.rand``, ...).
+            kw: its keyword arguments (``dtype``, ``device``, ``fill_value``, ...).
+            random: whether the factory draws random numbers.
+
+        Returns:
+            A leaf DTensor, requiring grad as ``kw["requires_grad"]`` says.
+        """
+        requires_grad = bool(kw.pop("requires_grad", False))
+        pl = tuple(Replicate() if p.is_partial() else p for p in self._spec.placements)
+        mesh, gshape = self._spec.mesh, self._spec.shape
+        if random:
+            full = make_local(*gshape, **kw)
+            out = distribute_tensor(full, mesh, pl, src_data_rank=0)
+            return out.requires_grad_(requires_grad) if requires_grad else out
+        local = make_local(*R.local_shape(gshape, mesh, pl), **kw)
+        return DTensor._make(local._data, DTensorSpec(mesh, pl, gshape, self._spec.stride),
+                             requires_grad=requires_grad)
 
     def __repr__(self) -> str:
         local = Tensor._wrap(self._data)
@@ -389,6 +588,131 @@ class DTensor(Tensor):
         if requires_grad:
             p._keep_grad_distributed()
         return p
+
+
+# ***** what an op on a DTensor gives (``make`` hands every op's result to _on_op) *****
+_BYPASS = [0]   # > 0 while DTensor internals call ops whose result they wrap themselves
+
+_UNARY = {"Abs", "Clamp", "Clone", "Cos", "Erf", "Exp", "Expm1", "Gelu", "Log", "Log1P", "Neg",
+          "Reciprocal", "Relu", "Rsqrt", "Sigmoid", "Silu", "Sin", "Sqrt", "Tanh", "ToCopy",
+          "Elementwise"}
+_BINARY = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Where"}
+_POINTWISE = {n + "Backward" for n in _UNARY | _BINARY}
+
+
+def local_ops(fn):
+    """Wrap ``fn`` so that ops inside it compute on DTensors' local shards and return plain
+    Tensors (no layout rules): for DTensor internals, such as the tensor-parallel styles, which
+    run a module's own forward on this rank's weight shard by design.
+
+    Args:
+        fn: the function (a forward).
+
+    Returns:
+        The wrapped function.
+    """
+    import functools
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        _BYPASS[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _BYPASS[0] -= 1
+    return run
+
+
+def _linear_on_partial(name: str, inputs, dts) -> bool:
+    """Whether op ``name`` on these inputs is linear in the Partial values (sum of the op on
+    each rank's part = the op on the sum)."""
+    op = name[:-len("Backward")]
+    if op in ("Neg", "Clone", "ToCopy"):
+        return True
+    tensors = [x for x in inputs if x is not None]
+    if op == "Mul":
+        return len(tensors) == 1
+    if op == "Div":
+        return len(tensors) == 1 and inputs[0] is not None
+    if op in ("Add", "Sub"):
+        return len(tensors) == 2 and len(dts) == 2
+    return False
+
+
+def _refuse(op: str, dts) -> NoReturn:
+    """Raise NotImplementedError: ``op`` would compute on the local shards of ``dts``."""
+    layouts = ", ".join(f"{d._spec.placements}" for d in dts)
+    raise NotImplementedError(
+        f"{op} on a DTensor sharded or Partial across ranks (placements {layouts}) is not "
+        f"supported by TensorBrain: it would compute on this rank's local shard only and give a "
+        f"wrong result. Call .full_tensor() first (a collective: every rank must call it) for "
+        f"the global value, or .to_local() for the shard's own value")
+
+
+def _check_operands(op: str, dts, plain) -> None:
+    """Raise ValueError when a pointwise op mixes a sharded/Partial DTensor with a plain Tensor
+    of more than one element (``plain``), or DTensors of different layouts."""
+    spec = dts[0]._spec
+    layouts = ", ".join(f"{d._spec.placements}" for d in dts)
+    if plain and any(d._sharded_dims() or d._is_partial() for d in dts):
+        raise ValueError(
+            f"{op}: got a mixed plain Tensor and DTensor (placements {layouts}); as in torch, "
+            f"convert the Tensor to a DTensor first (distribute_tensor or DTensor.from_local), "
+            f"or use .to_local() / .full_tensor() on the DTensor")
+    if any(d._spec != spec for d in dts):
+        raise ValueError(
+            f"{op}: DTensors with different layouts ({layouts}, global shapes "
+            f"{[d._spec.shape for d in dts]}); redistribute one to the other's placements first")
+
+
+def _on_op(t: Tensor, inputs, name: str, along=None) -> Tensor:
+    """Decide what op ``name`` with a DTensor among ``inputs`` returns; ``t`` is its result
+    computed on the local shards (a plain Tensor).
+
+    Args:
+        t: the op's output as ``make`` built it.
+        inputs: the op's tensor inputs (None where a Python scalar was given).
+        name: the op's autograd node name (``"MulBackward"``, ...).
+        along: the dims a shape-keeping op (softmax) mixes values along, if it says.
+
+    Returns:
+        A DTensor of the inputs' layout for pointwise ops; ``t`` itself where the local
+        computation is the global one (fully replicated DTensors, DTensor internals).
+
+    Raises:
+        ValueError: a pointwise op between DTensors of different layouts, or a sharded/Partial
+            DTensor with a plain Tensor.
+        NotImplementedError: a non-pointwise op (or a non-linear one on a Partial DTensor) that
+            would compute on this rank's shard only.
+    """
+    if _BYPASS[0] or name.startswith("DTensor"):
+        return t
+    dts = [x for x in inputs if isinstance(x, DTensor)]
+    plain = [x for x in inputs if x is not None and not isinstance(x, DTensor)
+             and x._data.size > 1]
+    spec = dts[0]._spec
+    split = any(d._sharded_dims() for d in dts)
+    partial = any(d._is_partial() for d in dts)
+    op = name[:-len("Backward")] if name.endswith("Backward") else name
+    if not split and not partial:
+        if (name in _POINTWISE or along is not None and len(dts) == 1) and not plain \
+                and all(d._spec == spec for d in dts):
+            return DTensor._make(t._data, spec, like=t)
+        return t   # replicated everywhere: the local value is the global one
+    layouts = ", ".join(f"{d._spec.placements}" for d in dts)
+    if along is not None and len(dts) == 1 and not partial and not plain:
+        n = len(spec.shape)
+        if not {int(d) % max(n, 1) for d in along} & dts[0]._sharded_dims():
+            return DTensor._make(t._data, spec, like=t)
+    if name not in _POINTWISE:
+        _refuse(op.lower(), dts)
+    _check_operands(op.lower(), dts, plain)
+    if partial and not _linear_on_partial(name, inputs, dts):
+        raise NotImplementedError(
+            f"{op.lower()} on a Partial DTensor (placements {layouts}) is not linear in the "
+            f"pending sum; call .redistribute(placements=[Replicate()...]) or .full_tensor() "
+            f"first")
+    return DTensor._make(t._data, spec, like=t)
 
 
 class _Detached:
@@ -537,6 +861,57 @@ def _total_norm(tensors, norm_type: float = 2.0):
             c10d.all_reduce(buf, op="max" if inf else "sum", group=g)
         total = max(total, float(buf.data[0])) if inf else total + float(buf.data[0])
     return total if inf else total ** (1.0 / p)
+
+
+_core.DTENSOR_HOOK[0] = (DTensor, _on_op)
+
+
+def _guard(name: str):
+    """A DTensor method for a Tensor method whose op builds its result without ``make``
+    (comparisons, ``sign``, ``round``, ...): same treatment as :func:`_on_op`."""
+    base = getattr(Tensor, name)
+
+    def method(self, *args, **kwargs):
+        out = base(self, *args, **kwargs)
+        if isinstance(out, DTensor) or not isinstance(out, Tensor):
+            return out
+        others = tuple(a if isinstance(a, Tensor) else None for a in args)
+        return _on_op(out, (self,) + others, "ElementwiseBackward")
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"As Tensor.{name}, keeping or refusing the DTensor layout as other ops do."
+    return method
+
+
+def _checked(name: str):
+    """A DTensor arithmetic operator that checks the other operand's layout before computing
+    (the local shapes of mismatched layouts would otherwise fail with a broadcast error, or
+    worse, broadcast)."""
+    base = getattr(Tensor, name)
+
+    def method(self, other, *args, **kwargs):
+        if isinstance(other, Tensor):
+            _check_operands(name.strip("_"), [self] + ([other] if isinstance(other, DTensor)
+                                                      else []),
+                            [] if isinstance(other, DTensor) or other._data.size <= 1
+                            else [other])
+        return base(self, other, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"As Tensor.{name}; the other operand must have this DTensor's layout."
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "add", "sub", "mul", "div",
+              "maximum", "minimum"):
+    if hasattr(Tensor, _name):
+        setattr(DTensor, _name, _checked(_name))
+for _name in ("sign", "round", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite",
+              "logical_not", "lt", "gt", "le", "ge", "eq", "ne", "__lt__", "__gt__", "__le__",
+              "__ge__", "__eq__", "__ne__", "float", "double", "half", "bfloat16", "long",
+              "int", "bool", "to", "type_as", "__invert__", "__and__", "__or__", "__xor__"):
+    if hasattr(Tensor, _name):
+        setattr(DTensor, _name, _guard(_name))
+DTensor.__hash__ = Tensor.__hash__
 
 
 # clip_grad_norm_ (in nn, a lower layer that never imports distributed) computes sharded norms

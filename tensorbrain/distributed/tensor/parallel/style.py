@@ -23,7 +23,7 @@ from __future__ import annotations
 import types
 
 from ... import distributed_c10d as c10d
-from .._api import DTensor
+from .._api import DTensor, local_ops
 from ..placement_types import Replicate, Shard
 from ._base import (ParallelStyle, copy_to_region, distribute_param, gather_from_sequence,
                     gather_last, gathered_size, kind_of, local_input, one_layout,
@@ -101,7 +101,7 @@ class ColwiseParallel(ParallelStyle):
                 return out
             return DTensor.from_local(out, mesh, [Shard(-1)],
                                       shape=tuple(out.shape[:-1]) + (full,))
-        module.forward = types.MethodType(forward, module)
+        module.forward = types.MethodType(local_ops(forward), module)
         return module
 
 
@@ -196,5 +196,5 @@ class RowwiseParallel(ParallelStyle):
                                    norm_type=self_.norm_type)
                 rows = rows * (~outside).unsqueeze(-1).to(rows.dtype)
                 return style._finish(rows, None, mesh, group, n, index)
-        module.forward = types.MethodType(forward, module)
+        module.forward = types.MethodType(local_ops(forward), module)
         return module

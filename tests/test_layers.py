@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._malloc", "tensorbrain._atomic", "tensorbrain._threads", "tensorbrain._yaml",
         "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",
         "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
+        "tensorbrain._real_torch",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",
@@ -66,7 +67,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed.device_mesh", "tensorbrain.distributed.algorithms",
         "tensorbrain.distributed._groups", "tensorbrain.distributed._collectives",
         "tensorbrain.distributed._p2p", "tensorbrain.distributed._object_collectives",
-        "tensorbrain.distributed._fastpath",
+        "tensorbrain.distributed._fastpath", "tensorbrain.distributed.rpc",
     ]),
     ("parallel", [  # wrappers that parallelise a model
         "tensorbrain.nn.parallel", "tensorbrain.nn.modules.sync_batchnorm",

@@ -68,7 +68,7 @@ def detail_enabled() -> bool:
 
 
 _DTYPE_CACHE: dict[np.dtype, int] = {}
-_REDUCE_WORDS: dict[tuple[str, np.dtype], int] = {}  # (op, dtype) -> an all_reduce's word 1
+_HEADER_WORDS: dict[tuple, int] = {}  # (kind, op, dtype, root) -> word 1
 
 
 def dtype_code(dtype: np.dtype) -> int:
@@ -76,6 +76,19 @@ def dtype_code(dtype: np.dtype) -> int:
     if code is None:
         code = _DTYPE_CACHE[dtype] = DTYPE_CODE.get(np.dtype(dtype).name, OTHER_DTYPE)
     return code
+
+
+def header_word(kind: str, op: str | None = None, dtype: np.dtype | None = None,
+                root: int | None = None) -> int:
+    """Word 1 of a fingerprint: kind in bits 0-7, op in 8-15, dtype in 16-23, root+1 above
+    (cached: the latency path asks for it on every call)."""
+    key = (kind, op, dtype, root)
+    word = _HEADER_WORDS.get(key)
+    if word is None:
+        dt = dtype_code(dtype) if dtype is not None else 0
+        word = _HEADER_WORDS[key] = KIND_CODE[kind] | OP_CODE[op or "none"] << 8 | dt << 16 \
+            | ((root + 1 if root is not None else 0) & 0xFFFFFFFF) << 24
+    return word
 
 
 def wire_tag(op: str | None = None, root: int | None = None) -> int:
@@ -95,11 +108,9 @@ def pack(seq: int, kind: str, arrays: Sequence[Array] = (), op: str | None = Non
          root: int | None = None, count: int | None = None, detail: bool = False) -> np.ndarray:
     """The fingerprint of one call as :data:`WORDS` int64 words (``count``: elements, default
     the total over ``arrays``; ``detail``: also hash the shapes)."""
-    dt = dtype_code(arrays[0].dtype) if len(arrays) else 0
     if count is None:
         count = arrays[0].size if len(arrays) == 1 else sum(int(a.size) for a in arrays)
-    word = KIND_CODE[kind] | OP_CODE[op or "none"] << 8 | dt << 16 | \
-        ((root + 1 if root is not None else 0) & 0xFFFFFFFF) << 24
+    word = header_word(kind, op, arrays[0].dtype if len(arrays) else None, root)
     shapes = 0
     if detail or len(arrays) > 1:  # several arrays (coalesced): their sizes must match too
         import zlib
@@ -300,10 +311,7 @@ class FingerprintLayer:
             words = pack(seq, kind, arrays, op=op, root=root, count=count, detail=detail)
         else:
             a = arrays[0]
-            words = np.array((seq, KIND_CODE[kind] | OP_CODE[op or "none"] << 8
-                              | dtype_code(a.dtype) << 16
-                              | ((root + 1 if root is not None else 0) & 0xFFFFFFFF) << 24,
-                              a.size, 0), np.int64)
+            words = np.array((seq, header_word(kind, op, a.dtype, root), a.size, 0), np.int64)
         if pairs is not None:  # all_to_all: per-pair sizes (shapes legitimately differ)
             words[3] = balance(inner.rank, inner.size, *pairs)
         if detail:
@@ -339,21 +347,16 @@ class FingerprintLayer:
         d = self.__dict__
         if d["_fp_fast"] and len(arrays) == 1:
             # The latency path (an 8-byte all_reduce pays every line of Python here): the same
-            # words as pack() builds, from a cache of the (op, dtype) word, as a tuple the
-            # backend writes straight into its exchange buffer.
+            # words as pack() builds, as a tuple the backend writes straight into its exchange
+            # buffer.
             failure = d["_fp_failure"]
             if failure.first is not None:
                 raise failure.unusable("all_reduce")
             seq = d["_fp_seq"]
             d["_fp_seq"] = seq + 1
             a = arrays[0]
-            key = (op, a.dtype)
-            word = _REDUCE_WORDS.get(key)
-            if word is None:
-                word = _REDUCE_WORDS[key] = KIND_CODE["all_reduce"] | OP_CODE[op or "none"] << 8 \
-                    | dtype_code(a.dtype) << 16
             attach = d["_attach"]
-            attach((seq, word, a.size, 0), d["_fp_verify"])
+            attach((seq, header_word("all_reduce", op, a.dtype), a.size, 0), d["_fp_verify"])
             try:
                 work: _work.Work = d["_inner"].allreduce(arrays, op, async_op=async_op)
                 return work

@@ -64,6 +64,14 @@ def dtype_code(dtype) -> int:
 
 
 def dtype_name(code: int) -> str:
+    """The dtype name a frame header's dtype code stands for (``dtype#N`` for an unknown code).
+
+    Args:
+        code: the header's dtype field (1-based; 0 is "no dtype").
+
+    Returns:
+        str: e.g. ``"float32"``.
+    """
     return _DTYPES[code - 1] if 1 <= code <= len(_DTYPES) else f"dtype#{code}"
 
 
@@ -121,10 +129,22 @@ class Conn:
         self.abort_info = None          # (blamed rank, text) from the peer's abort frame
 
     def describe(self) -> str:
+        """``rank 1 (host, tcp)``: the peer as error messages name it.
+
+        Returns:
+            str: rank, host and transport.
+        """
         return f"rank {self.peer} ({self.host}, {self.transport})"
 
     # ***** sending *****
     def queue_send(self, header: bytes, payload: memoryview, callback=None) -> None:
+        """Queue one frame (header, then payload) for sending, without copying the payload.
+
+        Args:
+            header: the packed frame header.
+            payload: the bytes that follow it (may be empty).
+            callback: called once the whole frame has been written.
+        """
         bufs = [memoryview(header)]
         if len(payload):
             bufs.append(payload)
@@ -285,6 +305,7 @@ class Conn:
         self.stash.setdefault(tag, collections.deque()).append((dtype, buf))
 
     def close(self) -> None:
+        """Close the connection's socket once (later calls do nothing)."""
         if self.closed:
             return
         self.closed = True
@@ -351,6 +372,7 @@ class Sender:
         conn.mid_frame = False
 
     def close(self) -> None:
+        """Stop the sender thread and close its wake-up pipe."""
         self.queue.put(None)
         for fd in (self.rfd, self.wfd):
             try:
@@ -376,6 +398,15 @@ class Engine:
         self.inflight = 0            # frames handed to the Sender and not yet reported done
 
     def begin(self, op: str, seq: int, timeout: float, ftag: int = 0) -> None:
+        """Start one operation: the name, sequence number, fingerprint tag and deadline that its
+        frames carry and its errors name.
+
+        Args:
+            op: the collective's name.
+            seq: its sequence number in the group.
+            timeout: seconds until it times out.
+            ftag: the fingerprint tag (op and root) of its collective frames.
+        """
         self.op, self.seq, self.ftag = op, seq, ftag
         self.deadline = time.monotonic() + timeout
         self.threaded = False
@@ -390,6 +421,18 @@ class Engine:
     # ***** posting *****
     def send(self, conn: Conn, kind: int, dtype: int, total: int, payload: memoryview,
              callback=None, tag: int | None = None, seq: int | None = None) -> None:
+        """Queue a frame of this operation to ``conn``.
+
+        Args:
+            conn: the peer.
+            kind: the frame kind (the collective, or p2p).
+            dtype: the dtype code.
+            total: the whole message's byte count (the receiver checks it).
+            payload: this frame's bytes.
+            callback: called once it is written.
+            tag: the tag field (default: the operation's fingerprint tag).
+            seq: the sequence number (default: the operation's).
+        """
         header = HEADER.pack(MAGIC, kind, dtype, self.ftag if tag is None else tag,
                              self.seq if seq is None else seq, total, len(payload))
         if self.threaded and callback is None:
@@ -404,6 +447,18 @@ class Engine:
 
     def recv(self, conn: Conn, kind: int, dtype: int, total: int, dest: memoryview,
              callback=None, tag: int | None = None, seq: int | None = None) -> None:
+        """Expect a frame from ``conn`` into ``dest``; its header must match every field given.
+
+        Args:
+            conn: the peer.
+            kind: the expected frame kind.
+            dtype: the expected dtype code.
+            total: the expected whole-message byte count.
+            dest: where the payload goes (its length is the frame's).
+            callback: called once it has arrived.
+            tag: the expected tag (default: the operation's fingerprint tag).
+            seq: the expected sequence number (default: the operation's).
+        """
         conn.recvq.append(Recv(kind, dtype, self.ftag if tag is None else tag,
                                self.seq if seq is None else seq, total, len(dest), dest, callback))
         self.active[conn.fd] = conn
@@ -500,6 +555,14 @@ class Engine:
         self.active.clear()
 
     def wait_readable(self, conn: Conn) -> None:
+        """Block until ``conn`` has data, up to the operation's deadline.
+
+        Args:
+            conn: the peer.
+
+        Raises:
+            DistTimeoutError: the deadline passed (the message names the silent ranks).
+        """
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise self.timed_out()
@@ -518,6 +581,15 @@ class Engine:
         return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
 
     def peer_closed(self, conn: Conn) -> DistBackendError:
+        """The error for a peer whose connection closed: its abort frame's story when it sent one,
+        else what its liveness says (dead, stopped, or closed).
+
+        Args:
+            conn: the peer.
+
+        Returns:
+            DistBackendError: the error to raise, naming the rank to blame.
+        """
         if conn.abort_info is not None or conn.pending_abort() is not None:
             return self.peer_aborted(conn, *conn.abort_info)
         state = self.backend.peer_state(conn.peer, settle=0.05)
@@ -540,6 +612,15 @@ class Engine:
                       [blamed if blamed >= 0 else conn.peer])
 
     def peer_error(self, conn: Conn, exc: OSError) -> DistBackendError:
+        """The error for a socket error talking to ``conn`` (EPIPE, ECONNRESET, ...).
+
+        Args:
+            conn: the peer.
+            exc: the socket error.
+
+        Returns:
+            DistBackendError: the error to raise, naming the rank to blame.
+        """
         # A send to a peer that already failed breaks (EPIPE, ECONNRESET) while its abort frame,
         # naming the rank that really failed, still waits unread in our receive buffer.
         if conn.abort_info is not None or conn.pending_abort() is not None:
@@ -555,10 +636,35 @@ class Engine:
                                        f"{conn.describe()}: {name} {exc}{more}"), [conn.peer])
 
     def protocol_error(self, conn: Conn, what: str) -> DistBackendError:
+        """The error for bytes from ``conn`` that are not a valid frame.
+
+        Args:
+            conn: the peer.
+            what: what was wrong.
+
+        Returns:
+            DistBackendError: the error to raise.
+        """
         return DistBackendError(f"{self._where()}: protocol error from peer {conn.describe()}: "
                                 f"{what} (is another program connected to this port?)")
 
     def mismatch(self, conn, exp, kind, dtype, seq, total, nbytes, tag) -> DistBackendError:
+        """The error for a frame whose header differs from the one expected (a collective
+        mismatch): both sides' calls in words.
+
+        Args:
+            conn: the peer that sent it.
+            exp: the expected receive.
+            kind: the frame's kind.
+            dtype: its dtype code.
+            seq: its sequence number.
+            total: its whole-message byte count.
+            nbytes: its payload length.
+            tag: its tag.
+
+        Returns:
+            DistBackendError: the error to raise.
+        """
         from ..._fingerprint import describe_tag
 
         def desc(k, d, s, t, n, g):
@@ -577,11 +683,18 @@ class Engine:
             f"in the same order with the same op, root, dtype and element count.")
 
     def close(self) -> None:
+        """Stop the sender thread, if one was started; the connections stay open."""
         if self.sender is not None:
             self.sender.close()
             self.sender = None
 
     def timed_out(self) -> DistTimeoutError:
+        """The error for an operation past its deadline, naming the ranks it waits for (and a
+        frozen or dead rank anywhere in the group, which is the cause).
+
+        Returns:
+            DistTimeoutError: the error to raise.
+        """
         waiting = [c for c in self.active.values() if c.recvq]
         sending = [c for c in self.active.values() if c.sendq and not c.recvq]
         # A frozen (SIGSTOP) or dead rank anywhere in the group is the cause, even when this rank

@@ -109,6 +109,11 @@ declare("TB_RESTART_COUNT", int, 0,
 declare("TB_MPI_ABORT_ON_ERROR", _bool, True,
         "Under mpiexec, an uncaught exception on one rank calls MPI_Abort so every rank ends "
         "instead of waiting forever in a collective. 0 turns the hook off.")
+declare("TB_MPI_INLINE_CHECK", _bool, True,
+        "mpi backend: exchange each collective's fingerprint as one MPI reduction that also "
+        "carries all_reduces of up to 256 bytes (one MPI call per small all_reduce, check "
+        "included). 0 uses an all-gather beside each collective instead. Agreed when a group "
+        "is made: one rank with 0 (or without tensorbrain._C) makes the group use the all-gather.")
 # tcp backend (tensorbrain/distributed/backends/tcp/)
 declare("TB_IFNAME", _str, "",
         "Network interface whose IPv4 address the tcp backend listens on and advertises to "

@@ -274,6 +274,8 @@ class FingerprintLayer:
         # all_reduce of one array without DETAIL: the latency path (see allreduce)
         self.__dict__["_fp_fast"] = self._attach is not None and not self._fp_detail \
             and backend.size > 1
+        # ... and the backend's own latency path for it, when it has one (mpi's inline check)
+        self.__dict__["_fp_allreduce"] = getattr(backend, "fingerprint_allreduce", None)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -355,10 +357,15 @@ class FingerprintLayer:
             seq = d["_fp_seq"]
             d["_fp_seq"] = seq + 1
             a = arrays[0]
+            words = (seq, header_word("all_reduce", op, a.dtype), a.size, 0)
             attach = d["_attach"]
-            attach((seq, header_word("all_reduce", op, a.dtype), a.size, 0), d["_fp_verify"])
             try:
-                work: _work.Work = d["_inner"].allreduce(arrays, op, async_op=async_op)
+                lean = d["_fp_allreduce"]
+                if lean is not None:
+                    work: _work.Work = lean(arrays, op, words, d["_fp_verify"], async_op)
+                    return work
+                attach(words, d["_fp_verify"])
+                work = d["_inner"].allreduce(arrays, op, async_op=async_op)
                 return work
             except BaseException:
                 attach(None, None)

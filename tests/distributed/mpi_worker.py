@@ -142,6 +142,71 @@ def check_fingerprints_beyond_the_slots(rank, size):
     dist.barrier()
 
 
+def check_the_check_mode(rank, size):
+    # The group checks collectives inline (one MPI reduction that carries small all_reduces)
+    # unless TB_MPI_INLINE_CHECK=0, DETAIL or a missing native module says otherwise: the test
+    # that runs both modes must not silently run one twice.
+    from tensorbrain import _native
+    be = dist.distributed_c10d._default("test").backend
+    inner = getattr(be, "_inner", be)
+    want = size > 1 and _native.is_available() and \
+        os.environ.get("TB_MPI_INLINE_CHECK", "1") != "0" and \
+        os.environ.get("TB_DISTRIBUTED_DEBUG", "OFF").upper() != "DETAIL"
+    assert inner._fp_inline == want, (inner._fp_inline, want)
+
+
+def check_inline_sizes_and_layouts(rank, size):
+    # Around the message's payload limit (256 bytes), non-contiguous and 0-d tensors, AVG,
+    # async and sync, dtypes the C kernel reduces and ones it leaves to MPI (uint16, float16):
+    # every result against NumPy.
+    cases = [(np.float32, 64), (np.float32, 65), (np.float64, 32), (np.float64, 33),
+             (np.int8, 256), (np.int8, 257), (np.uint16, 3), (np.float16, 5), (np.int64, 1)]
+    for k, (dtype, n) in enumerate(cases):
+        parts = [contribution(r, (n,), dtype, seed=10 + k) for r in range(size)]
+        ref = np.sum(parts, axis=0, dtype=np.float32 if dtype == np.float16 else dtype)
+        for async_op in (False, True):
+            t = tb.from_numpy(parts[rank].copy())
+            w = dist.all_reduce(t, async_op=async_op)
+            if async_op:
+                w.wait()
+            # floats: MPI's summation order is its own (exact for integers)
+            tol = 4 * np.finfo(dtype).eps if np.dtype(dtype).kind == "f" else 0
+            np.testing.assert_allclose(t._data, ref.astype(dtype), rtol=tol, atol=tol,
+                                       err_msg=f"{np.dtype(dtype).name} x {n}")
+    x = np.zeros((4, 6), np.float64)
+    x[:, 1] = np.arange(4) + rank  # a column: non-contiguous
+    t = tb.from_numpy(x)
+    dist.all_reduce(t[:, 1], op=dist.ReduceOp.AVG)
+    np.testing.assert_allclose(t._data[:, 1], np.arange(4) + (size - 1) / 2)
+    np.testing.assert_array_equal(t._data[:, 0], 0)
+    s = tb.tensor(np.float32(rank + 1))  # 0-d
+    dist.all_reduce(s, op=dist.ReduceOp.MAX)
+    assert float(s) == size
+
+
+def check_inline_mismatches(rank, size):
+    # A small all_reduce on rank 0 against a big one (or another collective) elsewhere: the two
+    # take different paths through the backend, and must still meet in the check and both fail.
+    if size == 1:
+        return
+    for other in ("big", "broadcast", "all_gather"):
+        g = dist.new_group(list(range(size)))
+        small = tb.from_numpy(np.ones(4, np.float32))
+        try:
+            if rank == 0:
+                dist.all_reduce(small, group=g)
+            elif other == "big":
+                dist.all_reduce(tb.from_numpy(np.ones(1 << 18, np.float32)), group=g)
+            elif other == "broadcast":
+                dist.broadcast(small, src=1, group=g)
+            else:
+                dist.all_gather([tb.zeros(4) for _ in range(size)], small, group=g)
+        except DistBackendError as exc:
+            assert "mismatch" in str(exc) and "rank 0: all_reduce" in str(exc), str(exc)
+        else:
+            raise AssertionError(f"small all_reduce vs {other}: no error on rank {rank}")
+
+
 def check_new_group_splits(rank, size):
     # Every rank calls new_group in the same order (as torch); members get communicators.
     first_last = dist.new_group(sorted({0, size - 1}))
@@ -222,7 +287,8 @@ def check_mpi_error_becomes_dist_backend_error(rank, size):
 MPI_CHECKS = [check_float16_against_numpy, check_ops_and_dtypes, check_async_out_of_order,
               check_fingerprints_beyond_the_slots,
               check_new_group_splits, check_noncontiguous_and_p2p, check_aliased_in_place_forms,
-              check_mpi_error_becomes_dist_backend_error]
+              check_mpi_error_becomes_dist_backend_error, check_the_check_mode,
+              check_inline_sizes_and_layouts, check_inline_mismatches]
 
 
 def report(line: str) -> None:
@@ -231,7 +297,11 @@ def report(line: str) -> None:
     print(line, flush=True)
     folder = os.environ.get("TB_MPI_TEST_OUT")
     if folder:
-        rank = dist.get_rank() if dist.is_initialized() else 0
+        if dist.is_initialized():
+            rank = dist.get_rank()
+        else:  # a group that failed to start: MPI's own rank (0 in a singleton)
+            mpi = sys.modules.get("mpi4py.MPI")
+            rank = mpi.COMM_WORLD.Get_rank() if mpi is not None else 0
         with open(os.path.join(folder, f"rank{rank}.txt"), "a") as f:
             f.write(line + "\n")
 
@@ -337,6 +407,27 @@ def run_thread_levels() -> None:
     dist.destroy_process_group()
 
 
+def run_modes() -> None:
+    # Started with TB_MPI_INLINE_CHECK=0 on rank 0 only: the ranks agree on the all-gather
+    # check when the group is made, and collectives work. With TB_DISTRIBUTED_DEBUG=DETAIL on
+    # rank 0 only, making the group fails on every rank, naming the setting.
+    want = os.environ["TB_MPI_MODES"]
+    try:
+        dist.init_process_group("mpi", timeout=30)
+    except DistBackendError as exc:
+        assert want == "detail" and "TB_DISTRIBUTED_DEBUG=DETAIL is set on rank(s) [0]" in str(exc)
+        report(f"PASS modes: {exc}")
+        return
+    assert want == "inline", want
+    inner = dist.distributed_c10d._default("test").backend._inner
+    assert inner._fp_inline is False
+    t = tb.ones(3)
+    dist.all_reduce(t)
+    np.testing.assert_array_equal(t._data, dist.get_world_size())
+    report("PASS modes: agreed on the all-gather check")
+    dist.destroy_process_group()
+
+
 if __name__ == "__main__":
     {"suite": run_suite, "dead": run_dead, "timeout": run_timeout,
-     "thread_levels": run_thread_levels}[sys.argv[1]]()
+     "thread_levels": run_thread_levels, "modes": run_modes}[sys.argv[1]]()

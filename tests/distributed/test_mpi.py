@@ -108,6 +108,33 @@ def test_collective_suite_and_mpi_checks_under_mpiexec(n, tmp_path):
     assert "mpi.check_mpi_error_becomes_dist_backend_error" in names
 
 
+def test_the_suite_with_the_all_gather_check(tmp_path):
+    # TB_MPI_INLINE_CHECK=0: the check all-gathers fingerprints beside each collective instead
+    # of reducing one message that carries small all_reduces (the default, tested above).
+    code, out, _ = run_job(2, "suite", out_dir=tmp_path, TB_MPI_INLINE_CHECK="0")
+    assert code == 0, out
+    assert "PASS mpi.check_inline_mismatches" in (tmp_path / "rank1.txt").read_text(), out
+
+
+@pytest.mark.parametrize("setting, mode", [("TB_MPI_INLINE_CHECK=0", "inline"),
+                                           ("TB_DISTRIBUTED_DEBUG=DETAIL", "detail")])
+def test_ranks_agree_on_the_check_when_the_group_is_made(setting, mode, tmp_path):
+    # The setting on rank 0 only (mpiexec's MPMD form): the inline check falls back to the
+    # all-gather on every rank; DETAIL on some ranks only is an error on every rank.
+    key, value = setting.split("=")
+    cmd = [MPIEXEC, "-n", "1", "-env", key, value, sys.executable, str(WORKER), "modes", ":",
+           "-n", "1", sys.executable, str(WORKER), "modes"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TB_MPI_MODES": mode,
+           "TB_MPI_TEST_OUT": str(tmp_path), "TB_MPI_ABORT_ON_ERROR": "0"}
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "TB_MPI_INLINE_CHECK",
+              "TB_DISTRIBUTED_DEBUG"):
+        env.pop(k, None)
+    code, out, _ = run_cmd(cmd, env, 60, ROOT)
+    assert code == 0, out
+    for rank in (0, 1):
+        assert "PASS modes" in (tmp_path / f"rank{rank}.txt").read_text(), out
+
+
 def test_without_mpiexec_is_a_world_of_one():
     code, out, _ = run_job(None, "suite")
     assert code == 0, out

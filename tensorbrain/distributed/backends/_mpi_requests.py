@@ -20,6 +20,7 @@ import numpy as np
 from ... import _config
 from .. import _work
 from ..errors import DistBackendError, DistTimeoutError
+from . import _mpi_inline
 
 # Polling: spin on Test for the first _SPINS polls, then nap between polls (a pure spin was up
 # to 2x slower with 4 ranks on 2 cores: ranks steal the cores of the peers they wait for).
@@ -31,6 +32,9 @@ _QUICK_POLLS = 64
 _NULL = nullcontext()  # reusable: ``with self._guard or _NULL`` costs no allocation per call
 # Persistent fingerprint all-gathers per group, used in turn (see Requests.fingerprint_attach).
 _FP_SLOTS = 16
+# After a mismatch in inline mode, how long the ranks wait for each other's calls (the error is
+# raised either way; this only decides how much it can say).
+_FOLLOW_UP_S = 10.0
 
 
 def _mpi():
@@ -208,8 +212,18 @@ class Requests:
         from .._liveness import host_id
         key = int.from_bytes(hashlib.blake2b(host_id().encode(), digest_size=8).digest(),
                              "little", signed=True)
-        self._peers = np.empty((self.size, 2), np.int64)
-        self._ctl.Allgather(np.array([os.getpid(), key], np.int64), self._peers)
+        # ... and how the group checks collectives (_mpi_inline): DETAIL must be the same on
+        # every rank, the inline check is used when every rank can use it
+        detail = str(_config.get("TB_DISTRIBUTED_DEBUG")).upper() == "DETAIL"
+        inline = not detail and _mpi_inline.why_unavailable(self._MPI) is None
+        self._peers = np.empty((self.size, 4), np.int64)
+        self._ctl.Allgather(np.array([os.getpid(), key, detail, inline], np.int64), self._peers)
+        if len(set(self._peers[:, 2].tolist())) > 1:
+            on = [j for j in range(self.size) if self._peers[j, 2]]
+            raise DistBackendError(
+                f"group {self.group_name!r}: TB_DISTRIBUTED_DEBUG=DETAIL is set on rank(s) {on} "
+                f"but not on the others; set it the same on every rank")
+        self._fp_inline = bool(self._peers[:, 3].all())
 
     def _silent_peers(self) -> str:
         """'; rank 2 is stopped (...)' for the same-host ranks /proc says are not running."""
@@ -279,6 +293,11 @@ class Requests:
             self._failure.record(self._failure.interrupted(f"MPI {op}", seq,
                                                            "; MPI cannot cancel it"))
             raise
+        return self._track(op, seq, requests, finish, async_op, status, fp, result)
+
+    def _track(self, op, seq, requests, finish, async_op, status=None, fp=None, result=None):
+        """The Work of requests that did not finish at once: polled by ``wait`` (async_op) or
+        here, against the group deadline."""
         work = _MPIWork(self, op, seq, requests if type(requests) is list else [requests],
                         finish, status, fp)
         if fp is not None:
@@ -404,7 +423,7 @@ class Requests:
 
     # ***** the fingerprint layer's exchange (tensorbrain/distributed/_fingerprint.py) *****
     fingerprint_inband = False
-    _fp_next = None
+    _fp_next: tuple | None = None
 
     def fingerprint_attach(self, words, check) -> None:
         """The fingerprint layer's overlapped exchange: ``words`` are all-gathered beside the
@@ -425,12 +444,16 @@ class Requests:
         """
         self._fp_next = None if words is None else (words, check)
 
-    def _fp_slot(self, words, check):
-        """``(words, rows, request, check, slot)``: the next persistent all-gather, loaded with
-        ``words``. Slots are taken in turn, the same on every rank (the n-th fingerprint of a
-        group uses slot n % _FP_SLOTS); one still running (more collectives in flight than
-        slots) is waited for first."""
+    def _fp_slot(self, words, check, control=None, payload=None):
+        """``(buffer, rows or words, request, check, slot)``: the next persistent all-gather
+        (or, in inline mode, all-reduce of a check message: then ``control`` and ``payload``, a
+        byte view of a small all_reduce's data, go in too), loaded with ``words``. Slots are
+        taken in turn, the same on every rank (the n-th fingerprint of a group uses slot
+        n % _FP_SLOTS); one still running (more collectives in flight than slots) is waited
+        for first."""
         size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
+        if self._fp_inline:
+            return self._fp_message(words, check, control, payload)
         slots = self._fp_slots.get(size)
         if slots is None:  # made on first use, at the same collective on every rank (the
             slots = []  # MPI_*_init calls are local in MPICH)
@@ -439,23 +462,44 @@ class Requests:
                 rows = np.empty((self.size, size), np.int64)
                 slots.append((buf, rows, self._fpc.Allgather_init(buf, rows), buf.data))
             self._fp_slots[size] = slots
-        n = self._fp_n
-        self._fp_n = n + 1
-        slot = n % _FP_SLOTS
+        slot = self._fp_take(slots, words)
         buf, rows, request, view = slots[slot]
-        if self._fp_busy[slot]:  # its collective (_FP_SLOTS ago) is still in flight: finish
-            owner = self._fp_owner[slot]  # it first (the peers posted it before this one)
-            if owner is not None and not owner._done:
-                owner.wait()
-            if self._fp_busy[slot]:  # no Work owns it (an op that was interrupted)
-                self._fp_wait(request, int(words[0]), slot)
-        self._fp_busy[slot] = True
-        self._fp_owner[slot] = None
         if size == 4:  # the common fingerprint, usually a tuple: 3x faster than buf[:] = words
             view[0], view[1], view[2], view[3] = words
         else:
             buf[:] = words
         return buf, rows, request, check, slot
+
+    def _fp_take(self, slots, words) -> int:
+        """The index of the next slot, free to load (see _fp_slot)."""
+        n = self._fp_n
+        self._fp_n = n + 1
+        slot = n % _FP_SLOTS
+        if self._fp_busy[slot]:  # its collective (_FP_SLOTS ago) is still in flight: finish
+            owner = self._fp_owner[slot]  # it first (the peers posted it before this one)
+            if owner is not None and not owner._done:
+                owner.wait()
+            if self._fp_busy[slot]:  # no Work owns it (an op that was interrupted)
+                self._fp_wait(slots[slot][1 if self._fp_inline else 2], int(words[0]), slot)
+        self._fp_busy[slot] = True
+        self._fp_owner[slot] = None
+        return slot
+
+    def _fp_message(self, words, check, control, payload):
+        """_fp_slot in inline mode: the check message's five words, and the payload."""
+        if len(words) != 4:
+            raise DistBackendError(f"internal: the inline check takes 4 fingerprint words, "
+                                   f"got {len(words)} (TB_DISTRIBUTED_DEBUG=DETAIL?)")
+        slots = self._fp_msgs
+        slot = self._fp_take(slots, words)
+        buf, request, view, raw = slots[slot]
+        view[0], view[1], view[2], view[3] = words
+        if control is None:
+            view[4] = _mpi_inline.plain_control(words)
+        else:
+            view[4] = control
+            raw[_mpi_inline.HEADER_BYTES:_mpi_inline.HEADER_BYTES + len(payload)] = payload
+        return buf, words, request, check, slot
 
     def _fp_wait(self, request, seq: int, slot: int) -> None:
         """Poll a still-running fingerprint all-gather that no Work owns against the group
@@ -477,10 +521,45 @@ class Requests:
     def _fp_check(self, op, seq, fp) -> None:
         words, rows, _, check, slot = fp
         self._fp_busy[slot] = False
+        if self._fp_inline:  # words: the reduced message, rows: this rank's fingerprint
+            control = int(words[4])
+            if control & 1 or (control & 2 and words[3]):
+                self._fp_mismatch(op, seq, rows, check)
+            return
         if rows.tobytes() == words.tobytes() * self.size:
             return  # the common case: every rank's words equal this rank's
         try:
             check(rows.copy())  # the slot's buffer is reused
+        except BaseException as exc:
+            raise self._fail(op, seq, exc) from None
+
+    def _fp_mismatch(self, op, seq, words, check) -> None:
+        """Inline mode, after a marked result (the same on every rank): all-gather every rank's
+        fingerprint once, on the control communicator, so the error names each rank's call;
+        raise it (a peer that does not join within the follow-up limit leaves a shorter one)."""
+        self._failure.check(op)  # already failed (an earlier mismatch): that error
+        deadline = time.monotonic() + min(self.timeout, _FOLLOW_UP_S)
+        try:
+            mine = np.array([int(w) for w in words], np.int64)
+            rows = np.zeros((self.size, len(mine)), np.int64)
+            with self._guard or _NULL:
+                req = self._ctl.Iallgather(mine, rows)
+            gathered = False
+            while not gathered:
+                with self._guard or _NULL:
+                    gathered = req.Test()
+                if not gathered:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(_NAP_S)
+            if gathered:
+                check(rows)  # raises, naming every rank's call
+            raise DistBackendError(
+                f"MPI {op} (seq {seq}) of group {self.group_name!r} on rank {self.rank}: "
+                "collective mismatch between ranks (some rank called another collective, op, "
+                "root, dtype or element count" + ("" if gathered else
+                f"; the ranks' calls could not be gathered within {_FOLLOW_UP_S:g} s") + "). "
+                "Every rank must call the same collectives in the same order.")
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
 

@@ -121,12 +121,15 @@ def _mpiexec():
 
 @pytest.mark.mpi
 @pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec next to python (pip install mpich)")
-@pytest.mark.parametrize("detail", [False, True])
-def test_mismatch_mpi(tmp_path, detail):
+@pytest.mark.parametrize("detail, inline", [(False, "1"), (False, "0"), (True, "1")],
+                         ids=["inline-check", "all-gather-check", "detail"])
+def test_mismatch_mpi(tmp_path, detail, inline):
+    # inline: the fingerprint (and a small all_reduce's data) in one MPI reduction; 0 (and
+    # DETAIL, which needs every rank's call site): an all-gather beside each collective
     pytest.importorskip("mpi4py")
     cases = sorted({**CASES, **ROOT_CASES, **(DETAIL_CASES if detail else {})})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
-           "TB_FAULT_OUT": str(tmp_path),
+           "TB_FAULT_OUT": str(tmp_path), "TB_MPI_INLINE_CHECK": inline,
            "TB_DISTRIBUTED_DEBUG": "DETAIL" if detail else "OFF"}
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
         env.pop(key, None)

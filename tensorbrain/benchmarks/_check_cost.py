@@ -6,8 +6,15 @@ with the check and, interleaved round by round in the same ranks, without it:
 * tcp (sockets or shared memory): the check is in band (op and root in each frame's tag,
   compared by the receiver with kind, dtype, size and sequence number); "without" replaces
   ``_fingerprint.wire_tag`` by a constant 0 for the rounds it times;
-* mpi (and any backend wrapped by ``_fingerprint.FingerprintLayer``): the layer all-gathers the
-  fingerprint beside each collective; "without" calls the wrapped backend directly.
+* mpi (and any backend wrapped by ``_fingerprint.FingerprintLayer``): "with" is the layer's
+  call (on mpi by default one MPI reduction of a check message that carries an 8-byte
+  all_reduce itself, ``backends/_mpi_inline.py``; with ``TB_MPI_INLINE_CHECK=0`` an all-gather
+  beside the collective); "without" calls the wrapped backend directly (its ``Iallreduce``).
+
+For the inline mpi check it also times the MPI share alone, with raw mpi4py in the same ranks:
+a persistent all-reduce of the check message through the check's C op against a persistent
+``MPI_SUM`` all-reduce of the same 8 bytes. That difference is what the check adds inside MPI,
+whatever Python path calls it.
 """
 from __future__ import annotations
 
@@ -50,11 +57,58 @@ def measure(be, count: int, iters: int, rounds: int) -> tuple[float, float]:
     return float(np.median(with_t)), float(np.median(without_t))
 
 
+def measure_mpi_share(inner, iters: int, rounds: int) -> tuple[float, float]:
+    """``(median us of a persistent check-message all-reduce carrying 8 bytes, of a persistent
+    MPI_SUM all-reduce of 8 bytes)``, raw mpi4py, interleaved round by round."""
+    MPI = inner._MPI
+    x = np.ones(2, np.float32)
+    plain = inner._fpc.Dup()  # its own communicator: never matches the group's messages
+    builtin = plain.Allreduce_init(MPI.IN_PLACE, x, MPI.SUM)
+    buf = np.zeros_like(inner._fp_msgs[0][0])
+    msg = plain.Allreduce_init(MPI.IN_PLACE, [buf, 1, _inline_type()], _inline_op())
+    buf[:5] = (0, 1, 2, 0, _inline_control())  # an all_reduce of 2 float32, as timed above
+    times: dict[bool, list[float]] = {True: [], False: []}
+    try:
+        for _ in range(rounds):
+            for checked in (True, False):
+                req = msg if checked else builtin
+                plain.Barrier()
+                t0 = time.perf_counter()
+                for _ in range(iters):  # (the Python that loads a message is in "with")
+                    req.Start()
+                    while not req.Test():
+                        pass
+                times[checked].append((time.perf_counter() - t0) / iters * 1e6)
+    finally:
+        msg.Free()
+        builtin.Free()
+        plain.Free()
+    return float(np.median(times[True])), float(np.median(times[False]))
+
+
+def _inline_type():
+    from ..distributed.backends import _mpi_inline
+    return _mpi_inline._op_cache["type"]
+
+
+def _inline_op():
+    from ..distributed.backends import _mpi_inline
+    return _mpi_inline._op_cache["op"]
+
+
+def _inline_control() -> int:
+    from ..distributed.backends import _mpi_inline
+    return _mpi_inline.control_word(np.dtype(np.float32), "sum")
+
+
 def report(out, rounds: int = 15) -> list[dict]:
     """Measure every size of :data:`SIZES` on the default group and print a table with ``out``
     (the slowest rank's figures); returns them as records."""
     be = dist.distributed_c10d._default("check cost").backend
-    how = "fingerprint layer beside each collective" if hasattr(be, "_inner") else "in band"
+    inner = getattr(be, "_inner", None)
+    how = "in band" if inner is None else \
+        "one MPI reduction that carries small all_reduces" if getattr(inner, "_fp_inline", False) \
+        else "fingerprint layer beside each collective"
     out(f"# always-on collective check ({how}): all_reduce float32, median of {rounds} "
         "interleaved rounds, slowest rank")
     out(f"# {'size':>6} {'with us':>10} {'without us':>11} {'cost us':>9} {'cost %':>7}")
@@ -66,4 +120,13 @@ def report(out, rounds: int = 15) -> list[dict]:
         w, wo = t.numpy().tolist()
         out(f"# {label:>6} {w:10.1f} {wo:11.1f} {w - wo:9.2f} {100 * (w - wo) / wo:6.1f}%")
         records.append({"kind": "check_cost", "size": label, "with_us": w, "without_us": wo})
+    if getattr(inner, "_fp_inline", False):
+        m, b = measure_mpi_share(inner, 2000, rounds)
+        t = tb.tensor(np.array([m, b], np.float64))
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        m, b = t.numpy().tolist()
+        out(f"# MPI's share (raw mpi4py, persistent all-reduce of 8 B): check message with the "
+            f"C op {m:.2f} us, MPI_SUM {b:.2f} us, cost {m - b:+.2f} us")
+        records.append({"kind": "check_cost_mpi_share", "size": "8 B", "with_us": m,
+                        "without_us": b})
     return records

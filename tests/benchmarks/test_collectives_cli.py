@@ -154,9 +154,12 @@ def test_check_cost_prints_what_the_always_on_check_costs(backend, tmp_path):
     proc = _run("all_reduce", "-b", "8", "-e", "8", "-n", "2", "-w", "1", "--backend", backend,
                 "--check-cost", "--json", str(out), timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    how = "in band" if backend == "tcp" else "fingerprint layer beside each collective"
+    how = "in band" if backend == "tcp" else "one MPI reduction that carries small all_reduces"
     assert f"# always-on collective check ({how})" in proc.stdout, proc.stdout
     costs = [json.loads(x) for x in out.read_text().splitlines()]
+    if backend == "mpi":  # the MPI share of the inline check, raw mpi4py
+        assert "# MPI's share (raw mpi4py" in proc.stdout, proc.stdout
+        assert [r["size"] for r in costs if r["kind"] == "check_cost_mpi_share"] == ["8 B"]
     costs = [r for r in costs if r["kind"] == "check_cost"]
     assert [r["size"] for r in costs] == ["8 B", "4 MiB"]
     for r in costs:

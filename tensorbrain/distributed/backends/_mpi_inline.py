@@ -29,10 +29,15 @@ address comes from ``tensorbrain._C``.
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 
 from ... import _config, _native
+from .. import _work
+from ..errors import DistBackendError
+from . import _staging
+from ._mpi_requests import _FOLLOW_UP_S, _FP_SLOTS, _NAP_S, _NULL, _QUICK_POLLS
 
 #: payload dtypes and ops in the C kernel's order (tb::kernels::DType / Op); float16 is left to
 #: the regular path, which rounds once at the end instead of after every partial sum
@@ -133,3 +138,163 @@ def payload_bytes() -> int:
 def plain_control(words) -> int:
     """The control word of a fingerprint without payload (word 3 summed for all_to_all)."""
     return _CONTROL_SUMMED if words[2] == -1 else 0
+
+
+_HEADER = HEADER_BYTES
+_QUICK_POLLS_FP = 2 * _QUICK_POLLS  # as Requests._start polls a collective with a fingerprint
+
+
+class InlineCheck:
+    """The inline check's half of ``MPIBackend`` (a mixin beside ``Requests``): loading check
+    messages, the all_reduces that ride in them, and the follow-up after a mismatch."""
+
+    def _inline_wish(self) -> bool:
+        """Whether this rank can use the inline check (agreed with the others in
+        ``Requests._learn_peers``)."""
+        return why_unavailable(self._MPI) is None
+
+    def _fp_message(self, words, check, control, payload):
+        """_fp_slot in inline mode: the check message's five words, and the payload."""
+        if len(words) != 4:
+            raise DistBackendError(f"internal: the inline check takes 4 fingerprint words, "
+                                   f"got {len(words)} (TB_DISTRIBUTED_DEBUG=DETAIL?)")
+        slots = self._fp_msgs
+        slot = self._fp_take(slots, words)
+        buf, request, view, raw = slots[slot]
+        view[0], view[1], view[2], view[3] = words
+        if control is None:
+            view[4] = plain_control(words)
+        else:
+            view[4] = control
+            raw[HEADER_BYTES:HEADER_BYTES + len(payload)] = payload
+        return buf, words, request, check, slot
+
+    def _fp_mismatch(self, op, seq, words, check) -> None:
+        """Inline mode, after a marked result (the same on every rank): all-gather every rank's
+        fingerprint once, on the control communicator, so the error names each rank's call;
+        raise it (a peer that does not join within the follow-up limit leaves a shorter one)."""
+        self._failure.check(op)  # already failed (an earlier mismatch): that error
+        deadline = time.monotonic() + min(self.timeout, _FOLLOW_UP_S)
+        try:
+            mine = np.array([int(w) for w in words], np.int64)
+            rows = np.zeros((self.size, len(mine)), np.int64)
+            with self._guard or _NULL:
+                req = self._ctl.Iallgather(mine, rows)
+            gathered = False
+            while not gathered:
+                with self._guard or _NULL:
+                    gathered = req.Test()
+                if not gathered:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(_NAP_S)
+            if gathered:
+                check(rows)  # raises, naming every rank's call
+            raise DistBackendError(
+                f"MPI {op} (seq {seq}) of group {self.group_name!r} on rank {self.rank}: "
+                "collective mismatch between ranks (some rank called another collective, op, "
+                "root, dtype or element count" + ("" if gathered else
+                f"; the ranks' calls could not be gathered within {_FOLLOW_UP_S:g} s") + "). "
+                "Every rank must call the same collectives in the same order.")
+        except BaseException as exc:
+            raise self._fail(op, seq, exc) from None
+
+    def _allreduce_inline(self, arrays, a, op: str, control: int, async_op: bool):
+        """An all_reduce inside its own check message (``_mpi_inline``): one persistent MPI
+        collective, no second one. Which all_reduces go this way depends only on their
+        fingerprint (dtype, op, element count), so every rank that agrees on it takes it too."""
+        _, _, scale = self._reduction(a.dtype, op)  # the same argument checks as the MPI path
+        if type(a) is np.ndarray and a.flags.c_contiguous:
+            host, write_back = a, None
+        else:
+            host, write_back = _staging.stage(a)
+        data = host.data.cast("B")
+        msg = self._fp_msgs[self._fp_n % _FP_SLOTS][3]  # the slot _start will load
+        start, end = HEADER_BYTES, HEADER_BYTES + len(data)
+        fp = self._fp_next
+        assert fp is not None  # allreduce takes this path only with a fingerprint attached
+        self._fp_next = fp + (control, data)
+
+        def finish():
+            data[:] = msg[start:end]
+            if scale is not None:
+                np.multiply(host, host.dtype.type(scale), out=host)
+            if write_back is not None:
+                write_back()
+            return arrays
+        return self._start("all_reduce", self._no_request, finish, async_op)
+
+    def fingerprint_allreduce(self, arrays, op: str, words, check, async_op: bool = True):
+        """The fingerprint layer's latency path for ``allreduce(arrays, op)`` with this rank's
+        fingerprint ``words`` and its ``check`` (``_fingerprint.FingerprintLayer.allreduce``).
+
+        A synchronous all_reduce of one small contiguous NumPy array in inline mode runs here
+        with the least Python there is: the words and data into the next check message, one
+        persistent MPI collective, the data back out (measured: what this path costs on top of
+        the raw MPI call is the check's whole cost at 8 B, docs/reliability.md). Anything else
+        takes the general path with the same fingerprint.
+        """
+        a = arrays[0]
+        if self._fp_lean and not async_op and type(a) is np.ndarray:
+            plan = self._lean_plans.get((a.dtype, op))
+            if plan is None:
+                plan = self._lean_plan(a.dtype, op)
+            n = self._fp_n
+            slot = n % _FP_SLOTS
+            failure = self._failure
+            if plan and a.flags.c_contiguous and a.nbytes <= self._inline_max and \
+                    not self._fp_busy[slot] and failure.first is None and not failure.closed:
+                return self._lean_allreduce(arrays, a, plan, words, check, n, slot)
+        self._fp_next = (words, check)
+        return self.allreduce(arrays, op, async_op=async_op)
+
+    def _lean_plan(self, dtype, op: str):
+        """``(control word, post-scale)`` of the lean path for (dtype, op), or () for none."""
+        _, _, scale = self._reduction(dtype, op)  # raises on a pair no path supports
+        control = control_word(dtype, op)
+        plan = self._lean_plans[(dtype, op)] = (control, scale) if control else ()
+        return plan
+
+    def _lean_allreduce(self, arrays, a, plan, words, check, n, slot):
+        control, scale = plan
+        seq = self._seq
+        self._seq = seq + 1
+        self._fp_n = n + 1
+        buf, request, view, raw = self._fp_msgs[slot]
+        view[0], view[1], view[2], view[3] = words
+        view[4] = control
+        data = a.data.cast("B")
+        end = _HEADER + len(data)
+        raw[_HEADER:end] = data
+        MPI = self._MPI
+        try:
+            request.Start()
+            for _ in range(_QUICK_POLLS_FP):
+                if request.Test():
+                    break
+            else:  # a peer is late: poll against the group deadline (the general path's Work)
+                def finish():
+                    data[:] = raw[_HEADER:end]
+                    if scale is not None:
+                        np.multiply(a, a.dtype.type(scale), out=a)
+                    return arrays
+                self._fp_busy[slot] = True
+                return self._track("all_reduce", seq, MPI.REQUEST_NULL, finish, False,
+                                   fp=(buf, words, request, check, slot))
+        except MPI.Exception as exc:
+            raise self._fail("all_reduce", seq, exc) from None
+        except KeyboardInterrupt:  # Ctrl-C: MPI cannot cancel the op; poison the group
+            self._fp_busy[slot] = True
+            self._failure.record(self._failure.interrupted("MPI all_reduce", seq,
+                                                           "; MPI cannot cancel it"))
+            raise
+        if view[4] & 1:  # the reduction marked a mismatch
+            self._fp_mismatch("all_reduce", seq, words, check)
+        data[:] = raw[_HEADER:end]
+        if scale is not None:
+            np.multiply(a, a.dtype.type(scale), out=a)
+        return _work.completed("all_reduce", arrays, None, seq, self.group_name)
+
+    def _no_request(self):
+        return self._MPI.REQUEST_NULL
+

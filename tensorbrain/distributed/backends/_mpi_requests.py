@@ -20,7 +20,6 @@ import numpy as np
 from ... import _config
 from .. import _work
 from ..errors import DistBackendError, DistTimeoutError
-from . import _mpi_inline
 
 # Polling: spin on Test for the first _SPINS polls, then nap between polls (a pure spin was up
 # to 2x slower with 4 ranks on 2 cores: ranks steal the cores of the peers they wait for).
@@ -215,7 +214,7 @@ class Requests:
         # ... and how the group checks collectives (_mpi_inline): DETAIL must be the same on
         # every rank, the inline check is used when every rank can use it
         detail = str(_config.get("TB_DISTRIBUTED_DEBUG")).upper() == "DETAIL"
-        inline = not detail and _mpi_inline.why_unavailable(self._MPI) is None
+        inline = not detail and self._inline_wish()
         self._peers = np.empty((self.size, 4), np.int64)
         self._ctl.Allgather(np.array([os.getpid(), key, detail, inline], np.int64), self._peers)
         if len(set(self._peers[:, 2].tolist())) > 1:
@@ -485,22 +484,6 @@ class Requests:
         self._fp_owner[slot] = None
         return slot
 
-    def _fp_message(self, words, check, control, payload):
-        """_fp_slot in inline mode: the check message's five words, and the payload."""
-        if len(words) != 4:
-            raise DistBackendError(f"internal: the inline check takes 4 fingerprint words, "
-                                   f"got {len(words)} (TB_DISTRIBUTED_DEBUG=DETAIL?)")
-        slots = self._fp_msgs
-        slot = self._fp_take(slots, words)
-        buf, request, view, raw = slots[slot]
-        view[0], view[1], view[2], view[3] = words
-        if control is None:
-            view[4] = _mpi_inline.plain_control(words)
-        else:
-            view[4] = control
-            raw[_mpi_inline.HEADER_BYTES:_mpi_inline.HEADER_BYTES + len(payload)] = payload
-        return buf, words, request, check, slot
-
     def _fp_wait(self, request, seq: int, slot: int) -> None:
         """Poll a still-running fingerprint all-gather that no Work owns against the group
         timeout."""
@@ -530,36 +513,6 @@ class Requests:
             return  # the common case: every rank's words equal this rank's
         try:
             check(rows.copy())  # the slot's buffer is reused
-        except BaseException as exc:
-            raise self._fail(op, seq, exc) from None
-
-    def _fp_mismatch(self, op, seq, words, check) -> None:
-        """Inline mode, after a marked result (the same on every rank): all-gather every rank's
-        fingerprint once, on the control communicator, so the error names each rank's call;
-        raise it (a peer that does not join within the follow-up limit leaves a shorter one)."""
-        self._failure.check(op)  # already failed (an earlier mismatch): that error
-        deadline = time.monotonic() + min(self.timeout, _FOLLOW_UP_S)
-        try:
-            mine = np.array([int(w) for w in words], np.int64)
-            rows = np.zeros((self.size, len(mine)), np.int64)
-            with self._guard or _NULL:
-                req = self._ctl.Iallgather(mine, rows)
-            gathered = False
-            while not gathered:
-                with self._guard or _NULL:
-                    gathered = req.Test()
-                if not gathered:
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(_NAP_S)
-            if gathered:
-                check(rows)  # raises, naming every rank's call
-            raise DistBackendError(
-                f"MPI {op} (seq {seq}) of group {self.group_name!r} on rank {self.rank}: "
-                "collective mismatch between ranks (some rank called another collective, op, "
-                "root, dtype or element count" + ("" if gathered else
-                f"; the ranks' calls could not be gathered within {_FOLLOW_UP_S:g} s") + "). "
-                "Every rank must call the same collectives in the same order.")
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
 

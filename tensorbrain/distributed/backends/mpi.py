@@ -47,21 +47,19 @@ import threading
 import numpy as np
 
 from ... import _xp
-from .. import _work
 from ..errors import DistBackendError
 from . import _mpi_inline, _staging, _validate, base
+from ._mpi_inline import InlineCheck
 from ._executor import FailureState
-from ._mpi_requests import (_FP_SLOTS, _NAP_S, _QUICK_POLLS, Requests, _install_abort_hook, _mpi, cuda_aware,  # noqa: F401
+from ._mpi_requests import (_FP_SLOTS, _NAP_S, Requests, _install_abort_hook, _mpi, cuda_aware,  # noqa: F401
                             is_available, why_unavailable, world_rank_size)
 
-_HEADER = _mpi_inline.HEADER_BYTES
-_QUICK_POLLS_FP = 2 * _QUICK_POLLS  # as _start polls a collective that carries a fingerprint
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
 _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8",
                         "uint16", "uint32", "uint64", "bool"})
 
 
-class MPIBackend(Requests, base.Backend):
+class MPIBackend(InlineCheck, Requests, base.Backend):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
     ``Create_group`` for ``new_group``). See the module docstring for the op mapping.
 
@@ -235,105 +233,6 @@ class MPIBackend(Requests, base.Backend):
                 fin()
             return arrays
         return self._start("all_reduce", start, finish, async_op)
-
-    def _allreduce_inline(self, arrays, a, op: str, control: int, async_op: bool):
-        """An all_reduce inside its own check message (``_mpi_inline``): one persistent MPI
-        collective, no second one. Which all_reduces go this way depends only on their
-        fingerprint (dtype, op, element count), so every rank that agrees on it takes it too."""
-        _, _, scale = self._reduction(a.dtype, op)  # the same argument checks as the MPI path
-        if type(a) is np.ndarray and a.flags.c_contiguous:
-            host, write_back = a, None
-        else:
-            host, write_back = _staging.stage(a)
-        data = host.data.cast("B")
-        msg = self._fp_msgs[self._fp_n % _FP_SLOTS][3]  # the slot _start will load
-        start, end = _mpi_inline.HEADER_BYTES, _mpi_inline.HEADER_BYTES + len(data)
-        fp = self._fp_next
-        assert fp is not None  # allreduce takes this path only with a fingerprint attached
-        self._fp_next = fp + (control, data)
-
-        def finish():
-            data[:] = msg[start:end]
-            if scale is not None:
-                np.multiply(host, host.dtype.type(scale), out=host)
-            if write_back is not None:
-                write_back()
-            return arrays
-        return self._start("all_reduce", self._no_request, finish, async_op)
-
-    def fingerprint_allreduce(self, arrays, op: str, words, check, async_op: bool = True):
-        """The fingerprint layer's latency path for ``allreduce(arrays, op)`` with this rank's
-        fingerprint ``words`` and its ``check`` (``_fingerprint.FingerprintLayer.allreduce``).
-
-        A synchronous all_reduce of one small contiguous NumPy array in inline mode runs here
-        with the least Python there is: the words and data into the next check message, one
-        persistent MPI collective, the data back out (measured: what this path costs on top of
-        the raw MPI call is the check's whole cost at 8 B, docs/reliability.md). Anything else
-        takes the general path with the same fingerprint.
-        """
-        a = arrays[0]
-        if self._fp_lean and not async_op and type(a) is np.ndarray:
-            plan = self._lean_plans.get((a.dtype, op))
-            if plan is None:
-                plan = self._lean_plan(a.dtype, op)
-            n = self._fp_n
-            slot = n % _FP_SLOTS
-            failure = self._failure
-            if plan and a.flags.c_contiguous and a.nbytes <= self._inline_max and \
-                    not self._fp_busy[slot] and failure.first is None and not failure.closed:
-                return self._lean_allreduce(arrays, a, plan, words, check, n, slot)
-        self._fp_next = (words, check)
-        return self.allreduce(arrays, op, async_op=async_op)
-
-    def _lean_plan(self, dtype, op: str):
-        """``(control word, post-scale)`` of the lean path for (dtype, op), or () for none."""
-        _, _, scale = self._reduction(dtype, op)  # raises on a pair no path supports
-        control = _mpi_inline.control_word(dtype, op)
-        plan = self._lean_plans[(dtype, op)] = (control, scale) if control else ()
-        return plan
-
-    def _lean_allreduce(self, arrays, a, plan, words, check, n, slot):
-        control, scale = plan
-        seq = self._seq
-        self._seq = seq + 1
-        self._fp_n = n + 1
-        buf, request, view, raw = self._fp_msgs[slot]
-        view[0], view[1], view[2], view[3] = words
-        view[4] = control
-        data = a.data.cast("B")
-        end = _HEADER + len(data)
-        raw[_HEADER:end] = data
-        MPI = self._MPI
-        try:
-            request.Start()
-            for _ in range(_QUICK_POLLS_FP):
-                if request.Test():
-                    break
-            else:  # a peer is late: poll against the group deadline (the general path's Work)
-                def finish():
-                    data[:] = raw[_HEADER:end]
-                    if scale is not None:
-                        np.multiply(a, a.dtype.type(scale), out=a)
-                    return arrays
-                self._fp_busy[slot] = True
-                return self._track("all_reduce", seq, MPI.REQUEST_NULL, finish, False,
-                                   fp=(buf, words, request, check, slot))
-        except MPI.Exception as exc:
-            raise self._fail("all_reduce", seq, exc) from None
-        except KeyboardInterrupt:  # Ctrl-C: MPI cannot cancel the op; poison the group
-            self._fp_busy[slot] = True
-            self._failure.record(self._failure.interrupted("MPI all_reduce", seq,
-                                                           "; MPI cannot cancel it"))
-            raise
-        if view[4] & 1:  # the reduction marked a mismatch
-            self._fp_mismatch("all_reduce", seq, words, check)
-        data[:] = raw[_HEADER:end]
-        if scale is not None:
-            np.multiply(a, a.dtype.type(scale), out=a)
-        return _work.completed("all_reduce", arrays, None, seq, self.group_name)
-
-    def _no_request(self):
-        return self._MPI.REQUEST_NULL
 
     def broadcast(self, array, root: int, *, async_op: bool = True):
         """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).

@@ -179,6 +179,10 @@ def check_inline_sizes_and_layouts(rank, size):
     dist.all_reduce(t[:, 1], op=dist.ReduceOp.AVG)
     np.testing.assert_allclose(t._data[:, 1], np.arange(4) + (size - 1) / 2)
     np.testing.assert_array_equal(t._data[:, 0], 0)
+    for shape in ((0,), (0, 3)):  # empty: nothing to reduce, and no error
+        e = tb.from_numpy(np.zeros(shape, np.float32))
+        dist.all_reduce(e)
+        assert e.shape == shape
     s = tb.tensor(np.float32(rank + 1))  # 0-d
     dist.all_reduce(s, op=dist.ReduceOp.MAX)
     assert float(s) == size

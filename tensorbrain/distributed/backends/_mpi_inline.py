@@ -208,7 +208,7 @@ class InlineCheck:
             host, write_back = a, None
         else:
             host, write_back = _staging.stage(a)
-        data = host.data.cast("B")
+        data = host.reshape(-1).data.cast("B")  # (a memoryview of shape (0, 3) cannot cast)
         msg = self._fp_msgs[self._fp_n % _FP_SLOTS][3]  # the slot _start will load
         start, end = HEADER_BYTES, HEADER_BYTES + len(data)
         fp = self._fp_next
@@ -242,7 +242,7 @@ class InlineCheck:
             n = self._fp_n
             slot = n % _FP_SLOTS
             failure = self._failure
-            if plan and a.flags.c_contiguous and a.nbytes <= self._inline_max and \
+            if plan and a.flags.c_contiguous and 0 < a.nbytes <= self._inline_max and \
                     not self._fp_busy[slot] and failure.first is None and not failure.closed:
                 return self._lean_allreduce(arrays, a, plan, words, check, n, slot)
         self._fp_next = (words, check)

@@ -26,6 +26,9 @@ The general path stays the twin: ``TB_FASTPATH=0`` turns this off, and
 tests/distributed/test_fastpath.py checks both give the same bits and the same errors.
 Not taken: ``async_op=True``, another group, other ops, a group spanning hosts, the twin
 transport (no native module), ``TB_DISTRIBUTED_DEBUG=DETAIL`` or ``INFO``, ``TB_TIMELINE``.
+
+The mpi backend has a lighter one (``_mpi_path``): with its inline collective check, the
+fingerprint layer's own latency path is called directly.
 """
 from __future__ import annotations
 
@@ -58,7 +61,9 @@ def for_group(pg, backend):
     from .backends.tcp import TCPBackend
     if not _config.get("TB_FASTPATH") or pg.backend is not backend:
         return None
-    if not isinstance(backend, TCPBackend) or backend._debug:
+    if not isinstance(backend, TCPBackend):
+        return _mpi_path(backend)
+    if backend._debug:
         return None
     intra = backend._shm
     native = getattr(getattr(intra, "group", None), "all_reduce_inplace", None)
@@ -91,6 +96,33 @@ def for_group(pg, backend):
             _interrupt.unwatch(guard)
 
     all_reduce.close = close  # type: ignore[attr-defined]
+    return all_reduce
+
+
+def _mpi_path(backend):
+    """The mpi backend's fast ``all_reduce`` (inline check mode): straight to the fingerprint
+    layer's latency path (``FingerprintLayer.allreduce`` -> ``MPIBackend.fingerprint_allreduce``),
+    past the argument plumbing of ``_collectives.all_reduce`` (measured: about a third of what
+    an 8-byte call cost through ``dist.all_reduce``). Every check, the sequence numbers, the
+    collective check and the errors are the layer's and the backend's, as on the general path;
+    any op by name or ``ReduceOp`` member, one Tensor, synchronous, the default group."""
+    inner = getattr(backend, "_inner", None)
+    if not getattr(inner, "_fp_lean", False) or getattr(backend, "_fp_allreduce", None) is None:
+        return None
+    from ..tensor import Tensor
+    from ._groups import ReduceOp
+    names = {member: member.value for member in ReduceOp}
+    names.update({member.value: member.value for member in ReduceOp})
+    layer_allreduce = backend.allreduce
+
+    def all_reduce(tensor, op) -> bool:
+        name = names.get(op)
+        if name is None or type(tensor) is not Tensor:
+            return False
+        layer_allreduce([tensor._data], name, async_op=False)
+        return True
+
+    all_reduce.close = lambda: None  # type: ignore[attr-defined]
     return all_reduce
 
 

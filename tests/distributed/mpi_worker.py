@@ -153,6 +153,31 @@ def check_the_check_mode(rank, size):
         os.environ.get("TB_MPI_INLINE_CHECK", "1") != "0" and \
         os.environ.get("TB_DISTRIBUTED_DEBUG", "OFF").upper() != "DETAIL"
     assert inner._fp_inline == want, (inner._fp_inline, want)
+    # the process group's fast all_reduce (_fastpath._mpi_path) comes with the inline check
+    from tensorbrain.distributed import _groups
+    fast = want and os.environ.get("TB_FASTPATH", "1") != "0"
+    assert (_groups._FAST[0] is not None) == fast, (_groups._FAST[0], fast)
+
+
+def check_default_group_mismatch_last(rank, size):
+    # Through dist.all_reduce on the default group (the fast path when it is on): MAX on rank
+    # 0, SUM elsewhere, is an error on every rank, and the group is unusable after it. Runs
+    # last: it poisons the default group.
+    if size == 1:
+        return
+    t = tb.from_numpy(np.full(2, rank + 1.0, np.float32))
+    try:
+        dist.all_reduce(t, op=dist.ReduceOp.MAX if rank == 0 else dist.ReduceOp.SUM)
+    except DistBackendError as exc:
+        assert "mismatch" in str(exc) and "op=max" in str(exc) and "op=sum" in str(exc), exc
+    else:
+        raise AssertionError(f"MAX against SUM returned {t._data} on rank {rank}")
+    try:
+        dist.all_reduce(t)
+    except DistBackendError as exc:
+        assert "mismatch" in str(exc), exc
+    else:
+        raise AssertionError("the default group must be unusable after a mismatch")
 
 
 def check_inline_sizes_and_layouts(rank, size):
@@ -292,7 +317,8 @@ MPI_CHECKS = [check_float16_against_numpy, check_ops_and_dtypes, check_async_out
               check_fingerprints_beyond_the_slots,
               check_new_group_splits, check_noncontiguous_and_p2p, check_aliased_in_place_forms,
               check_mpi_error_becomes_dist_backend_error, check_the_check_mode,
-              check_inline_sizes_and_layouts, check_inline_mismatches]
+              check_inline_sizes_and_layouts, check_inline_mismatches,
+              check_default_group_mismatch_last]
 
 
 def report(line: str) -> None:

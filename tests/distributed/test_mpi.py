@@ -108,12 +108,15 @@ def test_collective_suite_and_mpi_checks_under_mpiexec(n, tmp_path):
     assert "mpi.check_mpi_error_becomes_dist_backend_error" in names
 
 
-def test_the_suite_with_the_all_gather_check(tmp_path):
+@pytest.mark.parametrize("env", [{"TB_MPI_INLINE_CHECK": "0"}, {"TB_FASTPATH": "0"}],
+                         ids=["all-gather-check", "no-fast-path"])
+def test_the_suite_with_the_all_gather_check_or_without_the_fast_path(env, tmp_path):
     # TB_MPI_INLINE_CHECK=0: the check all-gathers fingerprints beside each collective instead
-    # of reducing one message that carries small all_reduces (the default, tested above).
-    code, out, _ = run_job(2, "suite", out_dir=tmp_path, TB_MPI_INLINE_CHECK="0")
+    # of reducing one message that carries small all_reduces (the default, tested above);
+    # TB_FASTPATH=0: dist.all_reduce takes the general path to the same inline check.
+    code, out, _ = run_job(2, "suite", out_dir=tmp_path, **env)
     assert code == 0, out
-    assert "PASS mpi.check_inline_mismatches" in (tmp_path / "rank1.txt").read_text(), out
+    assert "PASS mpi.check_default_group_mismatch_last" in (tmp_path / "rank1.txt").read_text(), out
 
 
 @pytest.mark.parametrize("setting, mode", [("TB_MPI_INLINE_CHECK=0", "inline"),

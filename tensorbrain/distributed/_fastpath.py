@@ -111,7 +111,7 @@ def _mpi_path(backend):
         return None
     from ..tensor import Tensor
     from ._groups import ReduceOp
-    names = {member: member.value for member in ReduceOp}
+    names: dict[object, str] = {member: member.value for member in ReduceOp}
     names.update({member.value: member.value for member in ReduceOp})
     layer_allreduce = backend.allreduce
 

@@ -208,6 +208,19 @@ def check_inline_sizes_and_layouts(rank, size):
         e = tb.from_numpy(np.zeros(shape, np.float32))
         dist.all_reduce(e)
         assert e.shape == shape
+    ro = np.ones(2, np.float32)
+    ro.flags.writeable = False
+    for n in (2, 1 << 16):  # read-only: a clear error before anything is posted, on every rank
+        arr = np.broadcast_to(np.float32(1), (n,)) if n > 2 else ro
+        try:
+            dist.all_reduce(tb.from_numpy(arr))
+        except ValueError as exc:
+            assert "read-only" in str(exc), exc
+        else:
+            raise AssertionError("all_reduce into a read-only array must be refused")
+    t = tb.ones(3)
+    dist.all_reduce(t)  # the group is still usable
+    np.testing.assert_array_equal(t._data, size)
     s = tb.tensor(np.float32(rank + 1))  # 0-d
     dist.all_reduce(s, op=dist.ReduceOp.MAX)
     assert float(s) == size

@@ -242,8 +242,10 @@ class InlineCheck:
             n = self._fp_n
             slot = n % _FP_SLOTS
             failure = self._failure
-            if plan and a.flags.c_contiguous and 0 < a.nbytes <= self._inline_max and \
-                    not self._fp_busy[slot] and failure.first is None and not failure.closed:
+            flags = a.flags
+            if plan and flags.c_contiguous and flags.writeable and \
+                    0 < a.nbytes <= self._inline_max and not self._fp_busy[slot] and \
+                    failure.first is None and not failure.closed:
                 return self._lean_allreduce(arrays, a, plan, words, check, n, slot)
         self._fp_next = (words, check)
         return self.allreduce(arrays, op, async_op=async_op)

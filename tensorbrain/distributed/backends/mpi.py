@@ -210,6 +210,11 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
             op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
             async_op: return without waiting for the peers (else the returned Work is complete).
         """
+        for a in arrays:  # before anything is posted: a failed copy-back would come too late
+            if type(a) is np.ndarray and not a.flags.writeable:
+                raise ValueError(f"all_reduce writes its result into the tensor, but this "
+                                 f"{a.dtype} array of shape {a.shape} is read-only; pass a "
+                                 "writable copy")
         if len(arrays) == 1:
             a = arrays[0]
             if self._fp_inline and self._fp_next is not None:

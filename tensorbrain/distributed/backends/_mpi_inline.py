@@ -174,7 +174,8 @@ class InlineCheck:
         fingerprint once, on the control communicator, so the error names each rank's call;
         raise it (a peer that does not join within the follow-up limit leaves a shorter one)."""
         self._failure.check(op)  # already failed (an earlier mismatch): that error
-        deadline = time.monotonic() + min(self.timeout, _FOLLOW_UP_S)
+        limit = min(self.timeout, _FOLLOW_UP_S)
+        deadline = time.monotonic() + limit
         try:
             mine = np.array([int(w) for w in words], np.int64)
             rows = np.zeros((self.size, len(mine)), np.int64)
@@ -194,8 +195,13 @@ class InlineCheck:
                 f"MPI {op} (seq {seq}) of group {self.group_name!r} on rank {self.rank}: "
                 "collective mismatch between ranks (some rank called another collective, op, "
                 "root, dtype or element count" + ("" if gathered else
-                f"; the ranks' calls could not be gathered within {_FOLLOW_UP_S:g} s") + "). "
+                f"; the ranks' calls could not be gathered within {limit:g} s"
+                f"{self._silent_peers()}") + "). "
                 "Every rank must call the same collectives in the same order.")
+        except KeyboardInterrupt:  # recorded as such: a bare KeyboardInterrupt says nothing
+            self._failure.record(self._failure.interrupted(  # to the group's later calls
+                f"MPI {op}", seq, " while naming the ranks' calls after a collective mismatch"))
+            raise
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
 

@@ -328,8 +328,7 @@ class Requests:
                     if fp is not None and fp[2].Test():
                         # checked as soon as it arrives: a mismatched collective may never
                         # finish, and the mismatch is reported now, not at the timeout
-                        self._fp_check(work.op, work.seq, fp)
-                        work._fp = None
+                        self._fp_check_once(work, fp)
                     done = work._fp is None and (
                         requests[0].Test(work._status) if len(requests) == 1
                         else MPI.Request.Testall(requests))
@@ -341,6 +340,13 @@ class Requests:
                 return
             if done:
                 self._settle(work)
+                return
+            if self._failure.first is not None:
+                # the group failed after this op was posted (a mismatch or timeout seen in
+                # another op): MPI cannot cancel it and the peers that raised may never post
+                # it; waiting for the group timeout hid the reason and, by delaying this rank,
+                # timed out its peers' next collective in another group
+                self._settle(work, exc=self._failure.unusable(work.op, work.seq))
                 return
             now = time.monotonic()
             if now >= limit:
@@ -355,6 +361,24 @@ class Requests:
             spins += 1
             if spins > _SPINS:
                 time.sleep(_NAP_S)
+
+    def _fp_check_once(self, work: _MPIWork, fp) -> None:
+        """Check ``work``'s fingerprint once however many threads poll the Work (``wait`` from
+        several threads, or a thread's ``wait`` while posting reuses the Work's slot): a second
+        check ran a second mismatch follow-up, whose all-gather no peer joins, so that thread
+        waited the follow-up limit (10 s) and the peers' next collective could time out. A
+        failed check settles the Work before another poller can see the fingerprint cleared
+        (it would complete the Work with the unreduced payload)."""
+        with self._check_lock:
+            if work._fp is not fp:
+                return  # checked by another thread: passed, or failed and settled the Work
+            try:
+                self._fp_check(work.op, work.seq, fp)
+            except DistBackendError as exc:
+                self._settle(work, exc=exc)
+                raise
+            finally:
+                work._fp = None
 
     def _settle(self, work: _MPIWork, exc: BaseException | None = None) -> None:
         with self._settle_lock:  # two threads may poll one Work: complete it once
@@ -503,16 +527,21 @@ class Requests:
 
     def _fp_check(self, op, seq, fp) -> None:
         words, rows, _, check, slot = fp
-        self._fp_busy[slot] = False
+        # the slot is freed only once its buffer has been read: freed first, another thread
+        # posting a collective could reload and restart it under this check
         if self._fp_inline:  # words: the reduced message, rows: this rank's fingerprint
-            control = int(words[4])
-            if control & 1 or (control & 2 and words[3]):
+            control, balance = int(words[4]), int(words[3])
+            self._fp_busy[slot] = False
+            if control & 1 or (control & 2 and balance):
                 self._fp_mismatch(op, seq, rows, check)
             return
-        if rows.tobytes() == words.tobytes() * self.size:
+        same = rows.tobytes() == words.tobytes() * self.size
+        gathered = None if same else rows.copy()
+        self._fp_busy[slot] = False
+        if same:
             return  # the common case: every rank's words equal this rank's
         try:
-            check(rows.copy())  # the slot's buffer is reused
+            check(gathered)  # a copy: the slot's buffer is reused
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
 

@@ -85,14 +85,15 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
             global_ranks = self._members_through_store(store, world, size)
         self.global_ranks = list(global_ranks)
         self._level = MPI.Query_thread()
-        # SERIALIZED: one MPI call at a time from any thread; FUNNELED/SINGLE: main thread only.
-        self._guard = threading.Lock() if self._level == MPI.THREAD_SERIALIZED else None
+        # SERIALIZED: one MPI call at a time from any thread, reentrant (a mismatch's follow-up
+        # polls under the guard its poll holds: a Lock hung it); FUNNELED/SINGLE: main thread only.
+        self._guard = threading.RLock() if self._level == MPI.THREAD_SERIALIZED else None
         self._plans: dict = {}  # (dtype, op) -> (MPI op, dtype reduced in, post-scale)
         self._IN_PLACE = MPI.IN_PLACE
         self._seq = 0
         self._failure = FailureState(group_name, rank)
         self._pending: set = set()
-        self._settle_lock = threading.Lock()
+        self._settle_lock, self._check_lock = threading.Lock(), threading.Lock()
         try:
             if self.global_ranks == list(range(world.Get_size())):
                 # Our own copy of COMM_WORLD, so our messages never match the user's own MPI calls.

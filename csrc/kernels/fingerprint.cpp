@@ -70,11 +70,33 @@ extern "C" void tb_fp_reduce(void *invec, void *inoutvec, int *len, void * /*dat
         fp_reduce_one(in + k * kFpMessageBytes, inout + k * kFpMessageBytes);
 }
 
+// MIN and MAX of floats with NumPy's semantics (a NaN wins), as MPI_User_functions over
+// MPI_FLOAT / MPI_DOUBLE: MPICH's own MPI_MIN/MPI_MAX keep whichever operand a comparison with
+// NaN favours, so ranks that reduce in another order get different results (nan on one rank,
+// 1.0 on another: found by fault injection). reduce.h's loops are NumPy's.
+#define TB_MINMAX(name, dtype, op)                                                           \
+    extern "C" void name(void *in, void *inout, int *len, void * /*datatype*/) {             \
+        reduce_into(inout, in, static_cast<std::size_t>(*len), DType::dtype, Op::op);         \
+    }
+TB_MINMAX(tb_min_f32, float32, min)
+TB_MINMAX(tb_max_f32, float32, max)
+TB_MINMAX(tb_min_f64, float64, min)
+TB_MINMAX(tb_max_f64, float64, max)
+#undef TB_MINMAX
+
 void init_fingerprint(py::module_ &m) {
     m.attr("FP_MESSAGE_BYTES") = kFpMessageBytes;
     m.attr("FP_PAYLOAD_BYTES") = kPayloadBytes;
     m.def("fp_reduce_address", [] { return reinterpret_cast<std::uintptr_t>(&tb_fp_reduce); },
           "address of the C function tb_fp_reduce (an MPI_User_function) for MPI_Op_create");
+    m.def("minmax_addresses", [] {
+        py::dict d;
+        d[py::make_tuple("float32", "min")] = reinterpret_cast<std::uintptr_t>(&tb_min_f32);
+        d[py::make_tuple("float32", "max")] = reinterpret_cast<std::uintptr_t>(&tb_max_f32);
+        d[py::make_tuple("float64", "min")] = reinterpret_cast<std::uintptr_t>(&tb_min_f64);
+        d[py::make_tuple("float64", "max")] = reinterpret_cast<std::uintptr_t>(&tb_max_f64);
+        return d;
+    }, "{(dtype, op): address} of the NaN-propagating MIN/MAX MPI_User_functions");
     // The codes the control word uses, in tb::kernels order, so Python never hard-codes them.
     py::list dtypes, ops;
     for (int i = 0; i <= static_cast<int>(DType::bool_); ++i) dtypes.append(dtype_name(static_cast<DType>(i)));

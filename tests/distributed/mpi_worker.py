@@ -226,6 +226,35 @@ def check_inline_sizes_and_layouts(rank, size):
     assert float(s) == size
 
 
+def check_nan_in_min_max(rank, size):
+    # MIN/MAX of floats with a NaN on some rank: NaN on every rank, as NumPy (and tcp) give,
+    # at every size (inline up to 256 bytes, MPI's reduction above) and for float16 (reduced
+    # in float32). MPICH's own MPI_MIN/MPI_MAX gave nan on one rank and 1.0 on the other
+    # (found by fault injection); the group uses NaN-propagating ops when every rank has
+    # tensorbrain._C.
+    from tensorbrain import _native
+    for dtype in (np.float32, np.float64, np.float16):
+        for n in (1, 65, 1 << 15):
+            parts = [np.full(n, np.nan if r == 0 else float(r), dtype) for r in range(size)]
+            parts = [p.copy() for p in parts]
+            for r in range(size):
+                parts[r][1::2] = r + 0.5  # odd elements: numbers everywhere
+            for op, ufunc in (("MIN", np.minimum), ("MAX", np.maximum)):
+                ref = parts[0]
+                for p in parts[1:]:
+                    ref = ufunc(ref, p)
+                t = tb.from_numpy(parts[rank].copy())
+                dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+                if not _native.is_available():
+                    continue  # MPI's own MIN/MAX: NaN handling is MPICH's (documented)
+                np.testing.assert_array_equal(t._data, ref, err_msg=f"{dtype} x {n} {op}")
+    # reduce to a root takes the same ops
+    t = tb.from_numpy(np.full(70, np.nan if rank == size - 1 else 1.0, np.float32))
+    dist.reduce(t, dst=0, op=dist.ReduceOp.MAX)
+    if rank == 0:
+        assert np.isnan(t._data).all() or size == 1, t._data
+
+
 def check_inline_mismatches(rank, size):
     # A small all_reduce on rank 0 against a big one (or another collective) elsewhere: the two
     # take different paths through the backend, and must still meet in the check and both fail.
@@ -330,7 +359,7 @@ MPI_CHECKS = [check_float16_against_numpy, check_ops_and_dtypes, check_async_out
               check_fingerprints_beyond_the_slots,
               check_new_group_splits, check_noncontiguous_and_p2p, check_aliased_in_place_forms,
               check_mpi_error_becomes_dist_backend_error, check_the_check_mode,
-              check_inline_sizes_and_layouts, check_inline_mismatches,
+              check_inline_sizes_and_layouts, check_nan_in_min_max, check_inline_mismatches,
               check_default_group_mismatch_last]
 
 

@@ -103,3 +103,20 @@ def test_a_payload_that_does_not_fit_is_refused_not_read():
 def test_the_buffers_must_be_whole_messages():
     with pytest.raises(ValueError, match="FP_MESSAGE_BYTES"):
         C()._fp_reduce(np.zeros(4, np.int64), np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_the_float_min_max_mpi_functions_propagate_nan_like_numpy(dtype, op):
+    # csrc/kernels/fingerprint.cpp's MPI_User_functions for float MIN/MAX, called as MPI calls
+    # them (invec, inoutvec, len, datatype): MPICH's own MPI_MIN/MAX let a NaN vanish on some
+    # ranks and not others
+    import ctypes
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int),
+                          ctypes.c_void_p)(C().minmax_addresses()[(dtype, op)])
+    a = np.array([np.nan, 1.0, -np.inf, 3.0, np.nan, 0.0], dtype)
+    b = np.array([2.0, np.nan, 5.0, -1.0, np.nan, -0.0], dtype)
+    ref = (np.minimum if op == "min" else np.maximum)(b, a)
+    inout = b.copy()
+    fn(a.ctypes.data, inout.ctypes.data, ctypes.byref(ctypes.c_int(len(a))), None)
+    np.testing.assert_array_equal(inout, ref)

@@ -50,17 +50,26 @@ _op_cache: dict = {}  # per process: {"op": MPI.Op, "type": MPI.Datatype} or {"w
 
 def why_unavailable(MPI) -> str | None:
     """Why this process cannot use the inline check (None when it can)."""
+    if not _config.get("TB_MPI_INLINE_CHECK"):
+        return "TB_MPI_INLINE_CHECK=0"
+    return _setup(MPI).get("why")
+
+
+def minmax_ops(MPI) -> dict | None:
+    """``{(dtype name, "min"/"max"): MPI.Op}`` with NumPy's NaN semantics for float32/float64
+    (``csrc/kernels/fingerprint.cpp``), or None without the native module. MPICH's own
+    MPI_MIN/MPI_MAX keep whichever operand a comparison with NaN favours, so ranks that reduce
+    in a different order disagree (nan on one, a number on another). Every rank of a group must
+    use the same op: the group agrees on it when it is made (``Requests._learn_peers``)."""
     state = _setup(MPI)
-    return state.get("why")
+    return state.get("minmax")
 
 
 def _setup(MPI) -> dict:
     if _op_cache:
         return _op_cache
     C = _native.loaded()
-    if not _config.get("TB_MPI_INLINE_CHECK"):
-        _op_cache["why"] = "TB_MPI_INLINE_CHECK=0"
-    elif C is None or not hasattr(C, "fp_reduce_address"):
+    if C is None or not hasattr(C, "fp_reduce_address"):
         _op_cache["why"] = f"tensorbrain._C lacks the check's MPI op ({_native.why_unavailable()})"
     elif MPI.Get_version() < (4, 0):
         _op_cache["why"] = f"MPI {MPI.Get_version()} has no persistent collectives (MPI 4)"
@@ -73,6 +82,8 @@ def _setup(MPI) -> dict:
             _op_cache["dtypes"] = {name: i + 1 for i, name in enumerate(C.FP_DTYPES)
                                    if name not in _SKIP_DTYPES}
             _op_cache["ops"] = {name: i for i, name in enumerate(C.FP_OPS)}
+            _op_cache["minmax"] = {key: _create_op(MPI, address)
+                                   for key, address in C.minmax_addresses().items()}
         except (OSError, AttributeError, RuntimeError) as exc:
             _op_cache.clear()
             _op_cache["why"] = f"registering the check's MPI op failed: {exc}"
@@ -152,6 +163,13 @@ class InlineCheck:
         """Whether this rank can use the inline check (agreed with the others in
         ``Requests._learn_peers``)."""
         return why_unavailable(self._MPI) is None
+
+    def _minmax_wish(self) -> bool:
+        """Whether this rank has the NaN-propagating float MIN/MAX ops (agreed likewise)."""
+        return minmax_ops(self._MPI) is not None
+
+    def _minmax_ops(self) -> dict | None:
+        return minmax_ops(self._MPI)
 
     def _fp_message(self, words, check, control, payload):
         """_fp_slot in inline mode: the check message's five words, and the payload."""

@@ -215,14 +215,18 @@ class Requests:
         # every rank, the inline check is used when every rank can use it
         detail = str(_config.get("TB_DISTRIBUTED_DEBUG")).upper() == "DETAIL"
         inline = not detail and self._inline_wish()
-        self._peers = np.empty((self.size, 4), np.int64)
-        self._ctl.Allgather(np.array([os.getpid(), key, detail, inline], np.int64), self._peers)
+        minmax = self._minmax_wish()
+        self._peers = np.empty((self.size, 5), np.int64)
+        self._ctl.Allgather(np.array([os.getpid(), key, detail, inline, minmax], np.int64),
+                            self._peers)
         if len(set(self._peers[:, 2].tolist())) > 1:
             on = [j for j in range(self.size) if self._peers[j, 2]]
             raise DistBackendError(
                 f"group {self.group_name!r}: TB_DISTRIBUTED_DEBUG=DETAIL is set on rank(s) {on} "
                 f"but not on the others; set it the same on every rank")
         self._fp_inline = bool(self._peers[:, 3].all())
+        # NaN-propagating float MIN/MAX only when every rank has them (one op per collective)
+        self._minmax = self._minmax_ops() if self._peers[:, 4].all() else None
 
     def _silent_peers(self) -> str:
         """'; rank 2 is stopped (...)' for the same-host ranks /proc says are not running."""

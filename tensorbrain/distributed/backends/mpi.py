@@ -21,6 +21,7 @@ How the operations map (``op`` names from ``_validate.REDUCE_OPS``)
 ``barrier``            ``Ibarrier``
 ``send``/``recv``      ``Isend`` / ``Irecv`` (``src=None`` is ``MPI.ANY_SOURCE``)
 sum/prod/min/max       ``MPI.SUM/PROD/MIN/MAX``; band/bor/bxor ``MPI.BAND/BOR/BXOR``
+float min/max          NaN-propagating user ops from ``tensorbrain._C`` (``_mpi_inline``)
 bool arrays            sum/max/bor -> ``MPI.LOR``, prod/min/band -> ``MPI.LAND``, bxor -> ``MPI.LXOR``
 avg                    ``MPI.SUM``, then divided by the group size (floats only)
 float16 reductions     reduced in float32, rounded to float16 once at the end
@@ -113,6 +114,7 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         self._fp_owner: list = [None] * _FP_SLOTS  # the Work that checks it
         self._fp_n = 0
         self._fp_inline = False
+        self._minmax = None
         self._learn_peers()  # pid and host of every rank (a timeout names a stopped/dead one),
         # and whether every rank can check collectives inline (_mpi_inline)
         self._fp_inline = self._fp_inline and size > 1
@@ -175,6 +177,10 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         else:
             mpi_op = {"sum": MPI.SUM, "avg": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN,
                       "max": MPI.MAX, "band": MPI.BAND, "bor": MPI.BOR, "bxor": MPI.BXOR}[op]
+            # floats: MIN/MAX with NumPy's NaN semantics when the group has them (_mpi_inline)
+            reduced = "float32" if name == "float16" else name
+            if self._minmax is not None and (reduced, op) in self._minmax:
+                mpi_op = self._minmax[(reduced, op)]
         # float16: MPI has no portable float16 sum (MPIX_C_FLOAT16 is an extension, and it would
         # round after every partial sum in an order that depends on the algorithm). We reduce a
         # float32 copy and round to float16 once. float32 carries 13 more mantissa bits, so the

@@ -8,8 +8,8 @@ namespace py = pybind11;
 void init_kernels(py::module_ &m);
 void init_pool(py::module_ &m);    // csrc/kernels/pool.cpp: max pooling forward/backward
 void init_shm(py::module_ &m);
-void init_nccl(py::module_ &m);
-void init_fingerprint(py::module_ &m);  // csrc/kernels/fingerprint.cpp: the mpi collective check's MPI op  // csrc/nccl/nccl.cpp: tensorbrain._C.nccl (dlopen, no CUDA needed)
+void init_nccl(py::module_ &m);  // csrc/nccl/nccl.cpp: tensorbrain._C.nccl (dlopen, no CUDA needed)
+void init_fingerprint(py::module_ &m);  // csrc/kernels/fingerprint.cpp: the mpi collective check's MPI ops
 
 PYBIND11_MODULE(_C, m) {
     m.doc() = "TensorBrain native kernels (private; use tensorbrain._kernels / tensorbrain._native)";

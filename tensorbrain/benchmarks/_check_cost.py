@@ -60,13 +60,15 @@ def measure(be, count: int, iters: int, rounds: int) -> tuple[float, float]:
 def measure_mpi_share(inner, iters: int, rounds: int) -> tuple[float, float]:
     """``(median us of a persistent check-message all-reduce carrying 8 bytes, of a persistent
     MPI_SUM all-reduce of 8 bytes)``, raw mpi4py, interleaved round by round."""
+    from ..distributed.backends import _mpi_inline
     MPI = inner._MPI
     x = np.ones(2, np.float32)
     plain = inner._fpc.Dup()  # its own communicator: never matches the group's messages
     builtin = plain.Allreduce_init(MPI.IN_PLACE, x, MPI.SUM)
     buf = np.zeros_like(inner._fp_msgs[0][0])
-    msg = plain.Allreduce_init(MPI.IN_PLACE, [buf, 1, _inline_type()], _inline_op())
-    buf[:5] = (0, 1, 2, 0, _inline_control())  # an all_reduce of 2 float32, as timed above
+    msg = _mpi_inline.message_request(MPI, plain, buf)
+    # an all_reduce of 2 float32, as timed above
+    buf[:5] = (0, 1, 2, 0, _mpi_inline.control_word(np.dtype(np.float32), "sum"))
     times: dict[bool, list[float]] = {True: [], False: []}
     try:
         for _ in range(rounds):
@@ -84,21 +86,6 @@ def measure_mpi_share(inner, iters: int, rounds: int) -> tuple[float, float]:
         builtin.Free()
         plain.Free()
     return float(np.median(times[True])), float(np.median(times[False]))
-
-
-def _inline_type():
-    from ..distributed.backends import _mpi_inline
-    return _mpi_inline._op_cache["type"]
-
-
-def _inline_op():
-    from ..distributed.backends import _mpi_inline
-    return _mpi_inline._op_cache["op"]
-
-
-def _inline_control() -> int:
-    from ..distributed.backends import _mpi_inline
-    return _mpi_inline.control_word(np.dtype(np.float32), "sum")
 
 
 def report(out, rounds: int = 15) -> list[dict]:

@@ -110,9 +110,9 @@ def _mpi_path(backend):
     if not getattr(inner, "_fp_lean", False) or getattr(backend, "_fp_allreduce", None) is None:
         return None
     from ..tensor import Tensor
-    from ._groups import ReduceOp
-    names: dict[object, str] = {member: member.value for member in ReduceOp}
-    names.update({member.value: member.value for member in ReduceOp})
+    from ._collectives import _OP_NAMES
+    names: dict[object, str] = {name: name for name in _OP_NAMES.values()}
+    names.update(_OP_NAMES.items())
     layer_allreduce = backend.allreduce
 
     def all_reduce(tensor, op) -> bool:

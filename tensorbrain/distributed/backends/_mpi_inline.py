@@ -37,7 +37,7 @@ from ... import _config, _native
 from .. import _work
 from ..errors import DistBackendError
 from . import _staging
-from ._mpi_requests import _FOLLOW_UP_S, _FP_SLOTS, _NAP_S, _NULL, _QUICK_POLLS
+from ._mpi_requests import _FOLLOW_UP_S, _FP_SLOTS, _NAP_S, _NULL, _QUICK_POLLS, loaded_libmpi
 
 #: payload dtypes and ops in the C kernel's order (tb::kernels::DType / Op); float16 is left to
 #: the regular path, which rounds once at the end instead of after every partial sum
@@ -92,31 +92,35 @@ def _setup(MPI) -> dict:
 
 def _create_op(MPI, address: int):
     """``MPI_Op_create(address, commute=1)`` in the MPI library this process loaded."""
-    with open("/proc/self/maps") as maps:
-        libs = sorted({line.split()[-1] for line in maps
-                       if "libmpi" in line.rsplit("/", 1)[-1]})
-    for path in libs:
-        fn = getattr(ctypes.CDLL(path), "MPI_Op_create", None)
+    libs = loaded_libmpi()
+    for lib in libs:
+        fn = getattr(lib, "MPI_Op_create", None)
         if fn is None:
             continue
         handle = ctypes.create_string_buffer(MPI._sizeof(MPI.Op))
         rc = fn(ctypes.c_void_p(address), ctypes.c_int(1), handle)
         if rc != 0:
-            raise RuntimeError(f"MPI_Op_create returned {rc} ({path})")
+            raise RuntimeError(f"MPI_Op_create returned {rc} ({lib._name})")
         return MPI.Op.fromhandle(int.from_bytes(handle.raw, "little"))
-    raise RuntimeError(f"no MPI_Op_create in the loaded MPI libraries {libs}")
+    raise RuntimeError(f"no MPI_Op_create in the loaded MPI libraries {[lib._name for lib in libs]}")
 
 
 def message_slots(MPI, comm, n: int) -> list:
     """``n`` persistent all-reduces of one check message on ``comm``: ``(buffer, request,
     int64 view, byte view)`` each (collective: call at the same point on every rank)."""
-    state = _setup(MPI)
     slots = []
     for _ in range(n):
-        buf = np.zeros(state["bytes"] // 8, np.int64)
-        request = comm.Allreduce_init(MPI.IN_PLACE, [buf, 1, state["type"]], state["op"])
+        buf = np.zeros(_setup(MPI)["bytes"] // 8, np.int64)
+        request = message_request(MPI, comm, buf)
         slots.append((buf, request, buf.data, buf.data.cast("B")))
     return slots
+
+
+def message_request(MPI, comm, buf: np.ndarray):
+    """A persistent all-reduce, through the check's C op, of the check message in ``buf``
+    (int64, FP_MESSAGE_BYTES long) on ``comm``."""
+    state = _setup(MPI)
+    return comm.Allreduce_init(MPI.IN_PLACE, [buf, 1, state["type"]], state["op"])
 
 
 _controls: dict = {}  # (dtype, op) -> control word of an inline all_reduce, or 0: not inline
@@ -151,7 +155,6 @@ def plain_control(words) -> int:
     return _CONTROL_SUMMED if words[2] == -1 else 0
 
 
-_HEADER = HEADER_BYTES
 _QUICK_POLLS_FP = 2 * _QUICK_POLLS  # as Requests._start polls a collective with a fingerprint
 
 
@@ -164,11 +167,8 @@ class InlineCheck:
         ``Requests._learn_peers``)."""
         return why_unavailable(self._MPI) is None
 
-    def _minmax_wish(self) -> bool:
-        """Whether this rank has the NaN-propagating float MIN/MAX ops (agreed likewise)."""
-        return minmax_ops(self._MPI) is not None
-
     def _minmax_ops(self) -> dict | None:
+        """The NaN-propagating float MIN/MAX ops, or None (agreed likewise)."""
         return minmax_ops(self._MPI)
 
     def _fp_message(self, words, check, control, payload):
@@ -290,8 +290,8 @@ class InlineCheck:
         view[0], view[1], view[2], view[3] = words
         view[4] = control
         data = a.data.cast("B")
-        end = _HEADER + len(data)
-        raw[_HEADER:end] = data
+        end = HEADER_BYTES + len(data)
+        raw[HEADER_BYTES:end] = data
         MPI = self._MPI
         try:
             request.Start()
@@ -300,7 +300,7 @@ class InlineCheck:
                     break
             else:  # a peer is late: poll against the group deadline (the general path's Work)
                 def finish():
-                    data[:] = raw[_HEADER:end]
+                    data[:] = raw[HEADER_BYTES:end]
                     if scale is not None:
                         np.multiply(a, a.dtype.type(scale), out=a)
                     return arrays
@@ -316,7 +316,7 @@ class InlineCheck:
             raise
         if view[4] & 1:  # the reduction marked a mismatch
             self._fp_mismatch("all_reduce", seq, words, check)
-        data[:] = raw[_HEADER:end]
+        data[:] = raw[HEADER_BYTES:end]
         if scale is not None:
             np.multiply(a, a.dtype.type(scale), out=a)
         return _work.completed("all_reduce", arrays, None, seq, self.group_name)

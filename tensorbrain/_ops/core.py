@@ -45,7 +45,7 @@ def make(out, inputs, backward, name, saved=(), along=None):
 _new = object.__new__
 
 # (DTensor class, handler) once ``tensorbrain.distributed.tensor`` is imported: an op with a
-# DTensor input hands its result to the handler (see ``_api._on_op``), which keeps the layout of
+# DTensor input hands its result to the handler (see ``distributed/tensor/_rules._on_op``), which keeps the layout of
 # pointwise ops and refuses ops that would compute on the local shard of a sharded DTensor. This
 # layer never imports ``distributed``; it only holds the slot.
 DTENSOR_HOOK: list = [None]

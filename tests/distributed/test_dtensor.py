@@ -180,7 +180,7 @@ def test_parameter_of_a_dtensor_is_a_dtensor(solo):
 
 
 def _norms(rank, world):
-    from tensorbrain.distributed.tensor._api import _total_norm
+    from tensorbrain.distributed.tensor._factories import _total_norm
     mesh = init_device_mesh("cpu", (2, 2))
     a = tb.tensor(_full((5, 3)) - 7)
     b = tb.tensor(_full((4,)) * 0.5)

@@ -400,7 +400,7 @@ except RuntimeError as e:
 else:
     raise AssertionError("no error without the DTensor layer")
 import tensorbrain.distributed.fsdp.fully_sharded_data_parallel
-from tensorbrain.distributed.tensor._api import _total_norm
+from tensorbrain.distributed.tensor._factories import _total_norm
 assert clip_grad._sharded_total_norm is _total_norm
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

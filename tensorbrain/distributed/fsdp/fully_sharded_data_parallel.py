@@ -13,7 +13,7 @@ from ...nn.parameter import Parameter
 from ...tensor import Tensor
 from .. import distributed_c10d as c10d
 # Imported for its hook: it gives clip_grad_norm_ the norm of the _grad_norm_parts shards.
-from ..tensor import _api as _dtensor_api  # noqa: F401
+from ..tensor import _factories as _dtensor_factories  # noqa: F401
 from . import _runtime, _state_dict, _tp
 from ._flat_param import FlatParamHandle, ParamEntry
 from .api import (BackwardPrefetch, CPUOffload, FullOptimStateDictConfig, FullStateDictConfig,

@@ -10,7 +10,8 @@
 >>> dist.destroy_process_group()
 """
 from ..device_mesh import DeviceMesh, init_device_mesh
-from ._api import DTensor, DTensorSpec, distribute_tensor, empty, full, ones, zeros
+from ._api import DTensor, DTensorSpec
+from ._factories import distribute_tensor, empty, full, ones, zeros
 from .placement_types import Partial, Placement, Replicate, Shard
 
 __all__ = ["DTensor", "DTensorSpec", "DeviceMesh", "Partial", "Placement", "Replicate", "Shard",

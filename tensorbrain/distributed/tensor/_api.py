@@ -6,37 +6,19 @@ A DTensor is a tensorbrain Tensor whose ``._data`` is this rank's local shard; i
 ``device_mesh`` and one placement per mesh dimension, and changes layout with ``redistribute``
 (differentiable).
 
-Ops on a DTensor (every op hands its result to :func:`_on_op`):
-
-* pointwise ops (``neg``, ``exp``, ``** 2``, ``* 2.0``, ``clamp``, ``relu``, ``clone``, dtype
-  casts, ...) and binary pointwise ops between DTensors of the same mesh, placements and shape
-  return a DTensor of that layout, as in torch. On a ``Partial`` DTensor only ops linear in the
-  value are allowed (``neg``, ``clone``, ``* scalar``, ``/ scalar``, ``+``/``-`` of two Partial
-  DTensors); ``.data``, ``.detach()`` and ``zeros_like``/``ones_like``/``rand_like``/... keep the
-  layout too (``*_like`` turns Partial into Replicate, as torch).
-* a pointwise op mixing a sharded or Partial DTensor with a plain Tensor of more than one
-  element, or two DTensors of different layouts, raises (redistribute / ``DTensor.from_local``
-  first); a fully replicated DTensor with a plain Tensor still gives a plain Tensor (the value is
-  right on every rank).
-* any other op (matmul, reshape, indexing, ``tb.norm``, ...) on a sharded or Partial DTensor
-  raises NotImplementedError naming ``.full_tensor()`` / ``.to_local()``; on a fully replicated
-  DTensor it computes on the local copy (the global value) and returns a plain Tensor.
-* the reduction methods (``sum``, ``mean``, ``norm``, ``max``, ...) refuse to reduce over a
-  sharded dim; over other dims they return a DTensor of the reduced layout.
+Ops on a DTensor hand their result to ``_rules._on_op`` (what each kind of op returns is
+described there); DTensors are made by ``_factories`` (``distribute_tensor``, ``zeros``, ...)
+or :meth:`DTensor.from_local`.
 """
 from __future__ import annotations
 
-from typing import NoReturn
-
-from ... import _xp
 from ...tensor import Size, Tensor
-from ..._ops import core as _core
 from ..._ops.core import make
-from ...nn.utils import clip_grad as _clip_grad
 from . import _redistribute as R
+from ._rules import _BYPASS, _refuse, install, local_ops  # noqa: F401 - local_ops: _api.local_ops
 from .placement_types import Placement, Replicate, Shard, _StridedShard
 
-__all__ = ["DTensor", "DTensorSpec", "distribute_tensor", "empty", "full", "ones", "zeros"]
+__all__ = ["DTensor", "DTensorSpec"]
 
 
 class DTensorSpec:
@@ -476,6 +458,7 @@ class DTensor(Tensor):
         mesh, gshape = self._spec.mesh, self._spec.shape
         if random:
             full = make_local(*gshape, **kw)
+            from ._factories import distribute_tensor  # _factories imports this module
             out = distribute_tensor(full, mesh, pl, src_data_rank=0)
             return out.requires_grad_(requires_grad) if requires_grad else out
         local = make_local(*R.local_shape(gshape, mesh, pl), **kw)
@@ -591,130 +574,6 @@ class DTensor(Tensor):
 
 
 # ***** what an op on a DTensor gives (``make`` hands every op's result to _on_op) *****
-_BYPASS = [0]   # > 0 while DTensor internals call ops whose result they wrap themselves
-
-_UNARY = {"Abs", "Clamp", "Clone", "Cos", "Erf", "Exp", "Expm1", "Gelu", "Log", "Log1P", "Neg",
-          "Reciprocal", "Relu", "Rsqrt", "Sigmoid", "Silu", "Sin", "Sqrt", "Tanh", "ToCopy",
-          "Elementwise"}
-_BINARY = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Where"}
-_POINTWISE = {n + "Backward" for n in _UNARY | _BINARY}
-
-
-def local_ops(fn):
-    """Wrap ``fn`` so that ops inside it compute on DTensors' local shards and return plain
-    Tensors (no layout rules): for DTensor internals, such as the tensor-parallel styles, which
-    run a module's own forward on this rank's weight shard by design.
-
-    Args:
-        fn: the function (a forward).
-
-    Returns:
-        The wrapped function.
-    """
-    import functools
-
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        _BYPASS[0] += 1
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _BYPASS[0] -= 1
-    return run
-
-
-def _linear_on_partial(name: str, inputs, dts) -> bool:
-    """Whether op ``name`` on these inputs is linear in the Partial values (sum of the op on
-    each rank's part = the op on the sum)."""
-    op = name[:-len("Backward")]
-    if op in ("Neg", "Clone", "ToCopy"):
-        return True
-    tensors = [x for x in inputs if x is not None]
-    if op == "Mul":
-        return len(tensors) == 1
-    if op == "Div":
-        return len(tensors) == 1 and inputs[0] is not None
-    if op in ("Add", "Sub"):
-        return len(tensors) == 2 and len(dts) == 2
-    return False
-
-
-def _refuse(op: str, dts) -> NoReturn:
-    """Raise NotImplementedError: ``op`` would compute on the local shards of ``dts``."""
-    layouts = ", ".join(f"{d._spec.placements}" for d in dts)
-    raise NotImplementedError(
-        f"{op} on a DTensor sharded or Partial across ranks (placements {layouts}) is not "
-        f"supported by TensorBrain: it would compute on this rank's local shard only and give a "
-        f"wrong result. Call .full_tensor() first (a collective: every rank must call it) for "
-        f"the global value, or .to_local() for the shard's own value")
-
-
-def _check_operands(op: str, dts, plain) -> None:
-    """Raise ValueError when a pointwise op mixes a sharded/Partial DTensor with a plain Tensor
-    of more than one element (``plain``), or DTensors of different layouts."""
-    spec = dts[0]._spec
-    layouts = ", ".join(f"{d._spec.placements}" for d in dts)
-    if plain and any(d._sharded_dims() or d._is_partial() for d in dts):
-        raise ValueError(
-            f"{op}: got a mixed plain Tensor and DTensor (placements {layouts}); as in torch, "
-            f"convert the Tensor to a DTensor first (distribute_tensor or DTensor.from_local), "
-            f"or use .to_local() / .full_tensor() on the DTensor")
-    if any(d._spec != spec for d in dts):
-        raise ValueError(
-            f"{op}: DTensors with different layouts ({layouts}, global shapes "
-            f"{[d._spec.shape for d in dts]}); redistribute one to the other's placements first")
-
-
-def _on_op(t: Tensor, inputs, name: str, along=None) -> Tensor:
-    """Decide what op ``name`` with a DTensor among ``inputs`` returns; ``t`` is its result
-    computed on the local shards (a plain Tensor).
-
-    Args:
-        t: the op's output as ``make`` built it.
-        inputs: the op's tensor inputs (None where a Python scalar was given).
-        name: the op's autograd node name (``"MulBackward"``, ...).
-        along: the dims a shape-keeping op (softmax) mixes values along, if it says.
-
-    Returns:
-        A DTensor of the inputs' layout for pointwise ops; ``t`` itself where the local
-        computation is the global one (fully replicated DTensors, DTensor internals).
-
-    Raises:
-        ValueError: a pointwise op between DTensors of different layouts, or a sharded/Partial
-            DTensor with a plain Tensor.
-        NotImplementedError: a non-pointwise op (or a non-linear one on a Partial DTensor) that
-            would compute on this rank's shard only.
-    """
-    if _BYPASS[0] or name.startswith("DTensor"):
-        return t
-    dts = [x for x in inputs if isinstance(x, DTensor)]
-    plain = [x for x in inputs if x is not None and not isinstance(x, DTensor)
-             and x._data.size > 1]
-    spec = dts[0]._spec
-    split = any(d._sharded_dims() for d in dts)
-    partial = any(d._is_partial() for d in dts)
-    op = name[:-len("Backward")] if name.endswith("Backward") else name
-    if not split and not partial:
-        if (name in _POINTWISE or along is not None and len(dts) == 1) and not plain \
-                and all(d._spec == spec for d in dts):
-            return DTensor._make(t._data, spec, like=t)
-        return t   # replicated everywhere: the local value is the global one
-    layouts = ", ".join(f"{d._spec.placements}" for d in dts)
-    if along is not None and len(dts) == 1 and not partial and not plain:
-        n = len(spec.shape)
-        if not {int(d) % max(n, 1) for d in along} & dts[0]._sharded_dims():
-            return DTensor._make(t._data, spec, like=t)
-    if name not in _POINTWISE:
-        _refuse(op.lower(), dts)
-    _check_operands(op.lower(), dts, plain)
-    if partial and not _linear_on_partial(name, inputs, dts):
-        raise NotImplementedError(
-            f"{op.lower()} on a Partial DTensor (placements {layouts}) is not linear in the "
-            f"pending sum; call .redistribute(placements=[Replicate()...]) or .full_tensor() "
-            f"first")
-    return DTensor._make(t._data, spec, like=t)
-
-
 class _Detached:
     __slots__ = ("requires_grad", "grad_fn", "_version")
 
@@ -741,179 +600,4 @@ def _parameter_class():
     return _PARAM_CLASS[0]
 
 
-def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_rank=0) -> DTensor:
-    """Split a full tensor over ``device_mesh`` by ``placements``.
-
-    Args:
-        tensor: the full tensor (same shape and dtype on every rank).
-        device_mesh: the mesh.
-        placements: one per mesh dimension (None: all Replicate). Shards follow torch.chunk.
-        src_data_rank: the rank, along every mesh dimension, whose values are used (broadcast to
-            the others first, as in torch: 0 is the mesh's first rank); None uses each rank's
-            own ``tensor`` without communication.
-
-    Returns:
-        A leaf DTensor with ``tensor.requires_grad``.
-
-    Raises:
-        TypeError, ValueError: not a Tensor, not a DeviceMesh, bad placements.
-    """
-    if not isinstance(tensor, Tensor):
-        raise TypeError(f"distribute_tensor: expected a Tensor, got {type(tensor).__name__}")
-    if isinstance(tensor, DTensor):
-        raise ValueError("distribute_tensor: the tensor is already a DTensor; use redistribute")
-    mesh = _check_mesh(device_mesh, "distribute_tensor")
-    pl = _placements(mesh, placements, tensor.ndim, "distribute_tensor")
-    full = tensor._data
-    if src_data_rank is not None:
-        from .. import distributed_c10d as c10d
-        src = int(src_data_rank)
-        full = full.copy()
-        for i in range(mesh.ndim):
-            if not 0 <= src < mesh.size(i):
-                raise ValueError(f"distribute_tensor: src_data_rank={src} is not a rank of mesh "
-                                 f"dimension {i} (size {mesh.size(i)}) of {mesh}")
-            if mesh.size(i) > 1:
-                c10d.broadcast(Tensor._wrap(full), group=mesh.get_group(i), group_src=src)
-    local = R.redistribute_array(full, mesh, (Replicate(),) * mesh.ndim, pl, tuple(full.shape))
-    if local is tensor._data:
-        local = local.copy()
-    return DTensor._make(local, DTensorSpec(mesh, pl, tuple(full.shape)),
-                         requires_grad=tensor.requires_grad)
-
-
-def _factory(name: str):
-    def build(*size, device_mesh=None, placements=None, dtype=None, requires_grad=False):
-        import importlib
-        make_local = getattr(importlib.import_module("tensorbrain.tensor"), name)
-        shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
-        mesh = _check_mesh(device_mesh, name)
-        pl = _placements(mesh, placements, len(shape), name)
-        local = make_local(*R.local_shape(shape, mesh, pl), dtype=dtype, device=mesh.device_type)
-        return DTensor._make(local._data, DTensorSpec(mesh, pl, shape),
-                             requires_grad=requires_grad)
-    build.__name__ = name
-    build.__doc__ = (f"A DTensor of global shape ``size`` whose shards are tb.{name}'s "
-                     f"(torch.distributed.tensor.{name}).")
-    return build
-
-
-zeros, ones, empty = _factory("zeros"), _factory("ones"), _factory("empty")
-
-
-def full(size, fill_value, *, device_mesh=None, placements=None, dtype=None,
-         requires_grad=False) -> DTensor:
-    """A DTensor of global shape ``size`` filled with ``fill_value``."""
-    out = zeros(tuple(size), device_mesh=device_mesh, placements=placements, dtype=dtype,
-                requires_grad=requires_grad)
-    out._data[...] = fill_value
-    return out
-
-
-def _total_norm(tensors, norm_type: float = 2.0):
-    """The ``norm_type`` norm of all ``tensors`` together, each counted once globally.
-
-    An item is a Tensor, a DTensor, or a pair ``(tensor, parts)`` where ``parts`` lists
-    ``(start, stop, groups)`` slices of the flattened local array, each slice being one shard
-    of a tensor split over the ranks of ``groups`` (what FSDP marks its flat and original
-    parameters with, ``_grad_norm_parts``). A DTensor's local p-sum (or max) is reduced over the
-    mesh dimensions it is sharded on (``Replicate`` dimensions hold copies and are not summed; a
-    ``Partial`` tensor is reduced to its full value first); a plain Tensor counts as replicated.
-    Collective: every rank of the groups must call it with the same layouts in the same order.
-    Returns a Python float."""
-    import math
-
-    import numpy as np
-
-    from .. import distributed_c10d as c10d
-    p = float(norm_type)
-    inf = p == math.inf
-    groups: dict = {}   # ids of the groups to reduce over -> (groups, running value)
-
-    def add(groups_, a):
-        part = (float(a.max()) if a.size else 0.0) if inf else float((a ** p).sum())
-        key = tuple(id(g) for g in groups_)
-        gs, acc = groups.get(key, (groups_, 0.0))
-        groups[key] = (gs, max(acc, part) if inf else acc + part)
-
-    for t in tensors:
-        parts = None
-        if isinstance(t, tuple):
-            t, parts = t
-        if isinstance(t, DTensor) and any(pl.is_partial() for pl in t.placements):
-            t = t.redistribute(placements=[Replicate() if pl.is_partial() else pl
-                                           for pl in t.placements])
-        a = np.abs(_xp.to_numpy(t.data).astype(np.float64))
-        if parts is not None:
-            flat = a.reshape(-1)
-            for lo, hi, gs in parts:
-                add(tuple(gs), flat[lo:hi])
-        elif isinstance(t, DTensor):
-            mesh = t.device_mesh
-            add(tuple(mesh.get_group(i) for i, pl in enumerate(t.placements) if pl.is_shard()
-                      and mesh.size(i) > 1), a)
-        else:
-            add((), a)
-    total = 0.0
-    for gs, acc in groups.values():
-        buf = Tensor._wrap(np.array([acc]))
-        for g in gs:
-            c10d.all_reduce(buf, op="max" if inf else "sum", group=g)
-        total = max(total, float(buf.data[0])) if inf else total + float(buf.data[0])
-    return total if inf else total ** (1.0 / p)
-
-
-_core.DTENSOR_HOOK[0] = (DTensor, _on_op)
-
-
-def _guard(name: str):
-    """A DTensor method for a Tensor method whose op builds its result without ``make``
-    (comparisons, ``sign``, ``round``, ...): same treatment as :func:`_on_op`."""
-    base = getattr(Tensor, name)
-
-    def method(self, *args, **kwargs):
-        out = base(self, *args, **kwargs)
-        if isinstance(out, DTensor) or not isinstance(out, Tensor):
-            return out
-        others = tuple(a if isinstance(a, Tensor) else None for a in args)
-        return _on_op(out, (self,) + others, "ElementwiseBackward")
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"As Tensor.{name}, keeping or refusing the DTensor layout as other ops do."
-    return method
-
-
-def _checked(name: str):
-    """A DTensor arithmetic operator that checks the other operand's layout before computing
-    (the local shapes of mismatched layouts would otherwise fail with a broadcast error, or
-    worse, broadcast)."""
-    base = getattr(Tensor, name)
-
-    def method(self, other, *args, **kwargs):
-        if isinstance(other, Tensor):
-            _check_operands(name.strip("_"), [self] + ([other] if isinstance(other, DTensor)
-                                                      else []),
-                            [] if isinstance(other, DTensor) or other._data.size <= 1
-                            else [other])
-        return base(self, other, *args, **kwargs)
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"As Tensor.{name}; the other operand must have this DTensor's layout."
-    return method
-
-
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
-              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "add", "sub", "mul", "div",
-              "maximum", "minimum"):
-    if hasattr(Tensor, _name):
-        setattr(DTensor, _name, _checked(_name))
-for _name in ("sign", "round", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite",
-              "logical_not", "lt", "gt", "le", "ge", "eq", "ne", "__lt__", "__gt__", "__le__",
-              "__ge__", "__eq__", "__ne__", "float", "double", "half", "bfloat16", "long",
-              "int", "bool", "to", "type_as", "__invert__", "__and__", "__or__", "__xor__"):
-    if hasattr(Tensor, _name):
-        setattr(DTensor, _name, _guard(_name))
-DTensor.__hash__ = Tensor.__hash__
-
-
-# clip_grad_norm_ (in nn, a lower layer that never imports distributed) computes sharded norms
-# through this hook.
-_clip_grad._register_sharded_total_norm(_total_norm)
+install(DTensor)

@@ -17,7 +17,7 @@ from ... import _xp
 from ...tensor import Tensor
 
 # The global norm of sharded gradients (DTensors, FSDP's shards) needs collectives, which sit
-# above nn; the DTensor layer (tensorbrain.distributed.tensor._api) registers its function here
+# above nn; the DTensor layer (tensorbrain.distributed.tensor._factories) registers its function here
 # when it is imported, so nn never imports distributed. Sharded gradients exist only once it is.
 _sharded_total_norm: Callable[[list, float], float] | None = None
 

@@ -165,7 +165,7 @@ def kind_of(module) -> str:
 
 def distribute_param(module, name, mesh, placement, src_data_rank):
     """Replace ``module.<name>`` by a DTensor parameter placed ``placement`` on ``mesh``."""
-    from .._api import distribute_tensor
+    from .._factories import distribute_tensor
     p = module._parameters.get(name)
     if p is None:
         return

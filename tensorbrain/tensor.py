@@ -4,7 +4,9 @@ The class is defined in ``tensorbrain/_tensor_base.py`` (storage, properties, au
 bookkeeping), a module that imports no op, so the ops can build Tensors without a cycle. This
 module adds the methods that call ops: those made from the op table
 (``tensorbrain/_ops/table.py``, which also makes the ``tb.*`` functions) and the ones written out
-below (operators, ``to``, ``backward``, the in-place ops). The factories (:func:`zeros`,
+below (operators, ``to``, ``backward``, the in-place ops), with the in-place forms of the table's
+ops and the methods adapted from ops in ``tensorbrain/_tensor_adapters.py`` and torch's older
+ones in ``tensorbrain/_tensor_legacy.py``. The factories (:func:`zeros`,
 :func:`randn`, ...) live in ``tensorbrain/_factories.py`` and are re-exported here.
 
 ``Tensor._data`` is the array itself; ``Tensor.data`` is torch's history-free view of it.
@@ -20,9 +22,9 @@ from ._factories import (arange, as_tensor, device_of, empty, empty_like, eye,  
                          randint, randn, randn_like, randperm, tensor, zeros, zeros_like)
 from ._ops import elementwise as E
 from ._ops import shape as S
-from ._ops import softmax as _softmax
 from ._ops import table as _table
 from ._ops.core import make, unbroadcast
+from ._tensor_adapters import Adapters, inplace_method, new_method
 from ._tensor_legacy import LegacyMethods
 from ._tensor_base import Size, Tensor, _req  # noqa: F401  (Size: its public home is here)
 from .autograd import engine, grad_mode
@@ -495,145 +497,13 @@ def _on_gpu(arr, dev_id: int):
         return arr.copy() if _xp.is_cupy_array(arr) else cp.asarray(arr)
 
 
-
-# ***** methods made from the op table *****
-def _inplace_method(name, fn):
-    def m(self, *args, **kwargs):
-        # the tensor arguments go along so that ``zeros(n).scatter_add_(0, i, src)`` records
-        # the graph when only ``src`` requires grad
-        return self._inplace(name, lambda s: fn(s, *args, **kwargs), *args, *kwargs.values())
-    m.__name__ = m.__qualname__ = name
-    op = name[:-1]
-    m.__doc__ = (f"In-place ``{op}``: ``self`` becomes ``self.{op}(*args, **kwargs)``, as "
-                 f"``torch.Tensor.{name}``.\n\nArgs:\n    *args: ``{op}``'s further arguments.\n"
-                 f"    **kwargs: ``{op}``'s keyword arguments.\n\nReturns:\n    Tensor: self.\n\n"
-                 f"Raises:\n    RuntimeError: an in-place op autograd cannot allow (a leaf that "
-                 f"requires grad, or a value saved for backward).\n")
-    return m
-
-
-class _Adapters:
-    """Methods whose form differs from the op's (argument order, a shape from another tensor)."""
-
-    def view_as(self, other):
-        """``self.view(*other.shape)``, as ``torch.Tensor.view_as``.
-
-        Args:
-            other: the tensor whose shape to take.
-
-        Returns:
-            Tensor: a view of ``self``.
-        """
-        return S.reshape(self, *other.shape)
-
-    def reshape_as(self, other):
-        """``self.reshape(*other.shape)``, as ``torch.Tensor.reshape_as``.
-
-        Args:
-            other: the tensor whose shape to take.
-
-        Returns:
-            Tensor: ``self``'s elements in ``other``'s shape.
-        """
-        return S.reshape(self, *other.shape)
-
-    def where(self, condition, other):
-        """``tb.where(condition, self, other)``, as ``torch.Tensor.where``.
-
-        Args:
-            condition: a bool tensor: where True, take ``self``.
-            other: the values elsewhere (a tensor or a number).
-
-        Returns:
-            Tensor: the broadcast shape of the three.
-        """
-        return E.where(condition, self, other)
-
-    def softmax(self, dim, dtype=None):
-        """``tb.softmax(self, dim)``, as ``torch.Tensor.softmax``.
-
-        Args:
-            dim: the dimension to normalise over.
-            dtype: if given, ``self`` is cast to it first.
-
-        Returns:
-            Tensor: ``self``'s shape.
-        """
-        return _softmax.softmax(self, dim, dtype)
-
-    def log_softmax(self, dim, dtype=None):
-        """``tb.log_softmax(self, dim)``, as ``torch.Tensor.log_softmax``.
-
-        Args:
-            dim: the dimension to normalise over.
-            dtype: if given, ``self`` is cast to it first.
-
-        Returns:
-            Tensor: ``self``'s shape.
-        """
-        return _softmax.log_softmax(self, dim, dtype)
-
-    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-        """A new tensor from ``data`` with ``self``'s dtype and device unless given.
-
-        Args:
-            data: a number, a nested list, an array or a tensor (copied).
-            dtype: the dtype; default ``self.dtype``.
-            device: the device; default ``self.device``.
-            requires_grad: whether autograd records operations on the result.
-
-        Returns:
-            Tensor: the new tensor.
-
-        Example:
-            >>> import tensorbrain as tb
-            >>> tb.zeros(2, dtype=tb.float64).new_tensor([1, 2]).dtype == tb.float64
-            True
-        """
-        return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
-                      requires_grad=requires_grad)
-
-    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
-        """A tensor of ``size`` filled with ``fill_value``, ``self``'s dtype and device unless
-        given.
-
-        Args:
-            size: the shape (a tuple or list).
-            fill_value: the value of every element.
-            dtype: the dtype; default ``self.dtype``.
-            device: the device; default ``self.device``.
-            requires_grad: whether autograd records operations on the result.
-
-        Returns:
-            Tensor: the new tensor.
-        """
-        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad)
-
-
-def _new(fill):
-    def new(self, size, *more, dtype=None, device=None, requires_grad=False, **kw):
-        shape = S._shape_arg((size,) + more) if more or isinstance(size, int) else tuple(size)
-        return fill(shape, dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad, **kw)
-    new.__name__ = new.__qualname__ = "new_" + fill.__name__
-    new.__doc__ = (f"A tensor like ``tb.{fill.__name__}(size)`` with ``self``'s dtype and device "
-                   f"unless given, as ``torch.Tensor.new_{fill.__name__}``.\n\nArgs:\n"
-                   f"    size: the shape, as ints or one tuple.\n    *more: further sizes.\n"
-                   f"    dtype: the dtype; default ``self.dtype``.\n"
-                   f"    device: the device; default ``self.device``.\n"
-                   f"    requires_grad: whether autograd records operations on the result.\n"
-                   f"    **kw: further keyword arguments of ``tb.{fill.__name__}``.\n\n"
-                   f"Returns:\n    Tensor: the new tensor.\n")
-    return new
-
-
 _install(_OpMethods)
 for _name, _fn in _table.methods().items():
     setattr(Tensor, _name, _fn)
 for _name, _fn in _table.inplace_methods().items():
-    setattr(Tensor, _name, _inplace_method(_name, _fn))
-_install(_Adapters)
+    setattr(Tensor, _name, inplace_method(_name, _fn))
+_install(Adapters)
 _install(LegacyMethods)
-Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = _new(zeros), _new(ones), _new(empty)
+Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = (new_method(zeros), new_method(ones),
+                                                          new_method(empty))
 del _name, _fn

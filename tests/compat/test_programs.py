@@ -27,12 +27,23 @@ def _port():
         return s.getsockname()[1]
 
 
+# torch's own flake, in the reference run only: a worker of a 2-rank torch.distributed.run job
+# sometimes aborts while it tears its process group down ("terminate called without an active
+# exception", exit -6) after the program has printed its FINAL_LOSS (2 of about 60 reference runs
+# on 2026-11-26). That output is still the reference's result, so it is used; without a
+# FINAL_LOSS line the run fails as any other. TensorBrain's runs get no such allowance.
+_TORCH_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
 def _run(argv, tmp_path, framework):
     env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
     env.pop("TENSORBRAIN_AS_TORCH", None)
     out = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=TIMEOUT)
     text = out.stdout + out.stderr
+    if (framework == "torch" and out.returncode != 0 and _TORCH_TEARDOWN_ABORT in text
+            and "FINAL_LOSS" in text):
+        return text
     assert out.returncode == 0, f"{framework}: {' '.join(argv)} failed:\n{text[-4000:]}"
     return text
 

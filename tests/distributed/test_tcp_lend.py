@@ -65,7 +65,6 @@ def test_results_with_and_without_lending(workers, world_size, splice):
                   env={"TB_SHM": "0", "TB_TCP_SPLICE": splice}, timeout=120, group_timeout=60)
     for r in res:
         assert r["checked"] == 6 * len(CASES) and r["kinds"] == ["unix"], r
-        # each rank sends (n-1)/n of every ring buffer twice, (n-1)/n once for reduce_scatter
         assert (r["lent"] > 0) == (splice == "1"), r
 
 

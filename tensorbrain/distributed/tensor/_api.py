@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...tensor import Size, Tensor
 from ..._ops.core import make
 from . import _redistribute as R
-from ._rules import _BYPASS, _refuse, install, local_ops  # noqa: F401 - local_ops: _api.local_ops
+from ._rules import _BYPASS, _refuse, install
 from .placement_types import Placement, Replicate, Shard, _StridedShard
 
 __all__ = ["DTensor", "DTensorSpec"]

@@ -414,8 +414,7 @@ class Engine(EngineErrors):
             self.inflight += 1
             self.sender.queue.put((conn, bufs, self.deadline))
             return
-        lend = (lend and self.lend and conn.transport == "unix" and len(payload) >= _lend.LEND_MIN
-                and payload.c_contiguous)
+        lend = lend and self.lends_to(conn) and len(payload) >= _lend.LEND_MIN
         if lend:
             self.lent[conn.fd] = conn
             self.lent_bytes += len(payload)

@@ -23,7 +23,8 @@ from __future__ import annotations
 import types
 
 from ... import distributed_c10d as c10d
-from .._api import DTensor, local_ops
+from .._api import DTensor
+from .._rules import local_ops
 from ..placement_types import Replicate, Shard
 from ._base import (ParallelStyle, copy_to_region, distribute_param, gather_from_sequence,
                     gather_last, gathered_size, kind_of, local_input, one_layout,

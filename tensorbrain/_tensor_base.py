@@ -184,23 +184,43 @@ class Tensor:
         return _shared_memory.is_shared(self._data)
 
     def pin_memory(self, device=None):
-        """Page-locked memory only matters for CUDA copies; here it returns self, as a no-op.
+        """A copy in page-locked host memory, which CUDA copies read at the link's full speed.
+
+        With CUDA (CuPy) the copy lives in ``cupyx.empty_pinned`` memory, so ``.to("cuda")``
+        of it runs at the pinned-memory rate (benchmarks/gpu/copy_bandwidth.py). Without CUDA
+        there is nothing to pin for and this returns ``self`` (torch's CPU build raises here;
+        returning self keeps ``DataLoader(pin_memory=True)`` scripts running, as torch's
+        DataLoader does with a warning). The copy is not recorded by autograd.
 
         Args:
             device: ignored (accepted for torch compatibility).
 
         Returns:
-            Tensor: self.
+            Tensor: the pinned copy (``self`` when it is pinned already, or without CUDA).
+
+        Raises:
+            RuntimeError: for a CUDA tensor (only host tensors can be pinned).
         """
-        return self
+        if self.is_cuda:
+            raise RuntimeError(f"cannot pin a CUDA tensor (device {self.device}): only CPU "
+                               "tensors can be pinned")
+        if not _xp.cuda_available() or self.is_pinned():
+            return self
+        import cupyx
+        buf = cupyx.empty_pinned(self._data.shape, self._data.dtype)
+        buf[...] = self._data
+        return type(self)._wrap(buf)
 
     def is_pinned(self, device=None) -> bool:
-        """Always False: page-locked host memory is not used (see :meth:`pin_memory`).
+        """True when the tensor's host memory is page-locked (made by :meth:`pin_memory`).
 
         Args:
             device: ignored (accepted for torch compatibility).
         """
-        return False
+        if self.is_cuda or not _xp.cuda_available() or self._data.size == 0:
+            return False
+        rt = _xp.cupy().cuda.runtime
+        return rt.pointerGetAttributes(self._data.ctypes.data).type == rt.memoryTypeHost
 
     @property
     def is_xpu(self) -> bool:

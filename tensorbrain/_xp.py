@@ -55,3 +55,26 @@ def to_numpy(array) -> np.ndarray:
     if is_cupy_array(array):
         return _cupy.asnumpy(array)
     return np.asarray(array)
+
+
+_BF16_REASON: list = []   # filled on first use: [None] when CuPy computes in bfloat16, else [why]
+
+
+def cupy_bfloat16_unsupported() -> str | None:
+    """None when CuPy can hold and compute bfloat16 arrays, else the reason it cannot.
+
+    CuPy 14 added ``ml_dtypes.bfloat16`` (elementwise kernels, reductions and cuBLAS matmul;
+    cupy/cupy#9494); older CuPy has no bfloat16 at all. Asked once, by making a tiny array and
+    adding and multiplying it on the device, so the answer is what this CuPy really does.
+    """
+    if not _BF16_REASON:
+        cp = cupy()
+        try:
+            import ml_dtypes
+            a = cp.arange(4, dtype=ml_dtypes.bfloat16)
+            ok = float(((a + a) @ a).get()) == 28.0
+            _BF16_REASON.append(None if ok else "CuPy computed a wrong bfloat16 test product")
+        except Exception as exc:  # CuPy < 14: TypeError/NotImplementedError on the dtype
+            _BF16_REASON.append(f"CuPy {_cupy.__version__} has no bfloat16 ({type(exc).__name__}: "
+                                f"{exc}); CuPy >= 14 with ml_dtypes has it")
+    return _BF16_REASON[0]

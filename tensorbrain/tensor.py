@@ -478,8 +478,10 @@ def _to_device(t, dev: device):
         return make(out, (t,), lambda g, d=t._data.device.id: (_on_gpu(g, d),), "ToCopyBackward")
     cp = _xp.cupy()
     if t._data.dtype == _dtype.bfloat16:
-        raise TypeError("bfloat16 tensors cannot move to CUDA: CuPy has no bfloat16 dtype; use "
-                        "float16 on the GPU (autocast's default there)")
+        why = _xp.cupy_bfloat16_unsupported()
+        if why is not None:
+            raise TypeError(f"bfloat16 tensors cannot move to CUDA: {why}; use float16 on this "
+                            "GPU (autocast's default there)")
     idx = dev.index if dev.index is not None else cp.cuda.runtime.getDevice()
     if src_cuda and t._data.device.id == idx:
         return t

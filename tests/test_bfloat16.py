@@ -121,9 +121,18 @@ def test_bfloat16_file_read_by_torch(tmp_path):
 
 
 @pytest.mark.gpu
-def test_bfloat16_refuses_cuda_clearly():
-    with pytest.raises(TypeError, match="CuPy has no bfloat16"):
-        tb.ones(2, dtype=tb.bfloat16).cuda()
+def test_bfloat16_on_cuda_or_a_clear_refusal():
+    from tensorbrain import _xp
+    why = _xp.cupy_bfloat16_unsupported()
+    x = tb.tensor([0.5, 7.0, -3.25]).bfloat16()
+    if why is not None:   # CuPy < 14: the move and autocast say why, naming CuPy's version
+        with pytest.raises(TypeError, match="cannot move to CUDA: CuPy .* has no bfloat16"):
+            x.cuda()
+        with pytest.raises(RuntimeError, match="bfloat16 on cuda needs CuPy"):
+            tb.autocast("cuda", dtype=tb.bfloat16)
+        return
+    g = x.cuda()
+    assert g.is_cuda and g.dtype == tb.bfloat16 and g.cpu().float().tolist() == [0.5, 7.0, -3.25]
 
 
 _OPS = {
@@ -159,3 +168,56 @@ def test_ops_keep_bfloat16_and_match_float32_math(name):
                                rtol=2 ** -7, atol=2 ** -7)
     out.float().sum().backward()
     assert x.grad.dtype == tb.bfloat16 and bool(tb.isfinite(x.grad.float()).all())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(_OPS))
+def test_ops_on_cuda_bfloat16_match_the_cpu(name):
+    from tensorbrain import _xp
+    if _xp.cupy_bfloat16_unsupported():
+        pytest.skip(_xp.cupy_bfloat16_unsupported())
+    rng = np.random.default_rng(7)
+    xv, yv = (rng.standard_normal((4, 6)).astype(np.float32) for _ in range(2))
+    outs, grads = [], []
+    for dev in ("cpu", "cuda"):
+        x = tb.tensor(xv).bfloat16().to(dev).requires_grad_()
+        y = tb.tensor(yv).bfloat16().to(dev)
+        out = _OPS[name](x, y)
+        assert out.dtype == tb.bfloat16 and out.device.type == dev, name
+        out.float().sum().backward()
+        outs.append(out.float().detach().cpu().numpy())
+        grads.append(x.grad.float().cpu().numpy())
+    # both round float32 math to bfloat16; cuBLAS/CuPy may order sums differently: 2 ulps
+    np.testing.assert_allclose(outs[1], outs[0], rtol=2 ** -6, atol=2 ** -6)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=2 ** -5, atol=2 ** -5)
+
+
+@pytest.mark.gpu
+def test_autocast_cuda_bfloat16_trains_like_float32():
+    from tensorbrain import _xp
+    if _xp.cupy_bfloat16_unsupported():
+        pytest.skip(_xp.cupy_bfloat16_unsupported())
+    rng = np.random.default_rng(3)
+    xv = rng.standard_normal((64, 20)).astype(np.float32)
+    yv = rng.integers(0, 5, 64)
+    losses = {}
+    for amp in (False, True):
+        tb.manual_seed(0)
+        model = tb.nn.Sequential(tb.nn.Linear(20, 32), tb.nn.ReLU(), tb.nn.Linear(32, 5)).cuda()
+        opt = tb.optim.SGD(model.parameters(), lr=0.1)
+        x, y = tb.tensor(xv).cuda(), tb.tensor(yv).cuda()
+        trace = []
+        for _ in range(20):
+            opt.zero_grad()
+            with tb.autocast("cuda", dtype=tb.bfloat16, enabled=amp):
+                out = model(x)
+                assert out.dtype == (tb.bfloat16 if amp else tb.float32)
+                loss = tb.nn.functional.cross_entropy(out, y)
+            loss.backward()
+            assert model[0].weight.grad.dtype == tb.float32
+            opt.step()
+            trace.append(loss.item())
+        losses[amp] = trace
+    # the float32 run is the reference: bfloat16 autocast learns as it does, within bf16 rounding
+    assert losses[False][-1] < losses[False][0] and losses[True][-1] < losses[True][0], losses
+    assert abs(losses[True][-1] - losses[False][-1]) < 0.03 * losses[False][0], losses

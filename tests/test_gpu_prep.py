@@ -33,10 +33,17 @@ def test_run_all_is_valid_bash():
 def test_train_step_runs_its_cpu_path(tmp_path):
     out = tmp_path / "t.json"
     proc = _run(GPU / "train_step.py", "--device", "cpu", "--workloads", "mlp", "--rounds", "1",
-                "--steps", "1", "--no-torch", "--json", out)
+                "--steps", "1", "--no-torch", "--amp", "fp32,bf16", "--json", out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    row = json.loads(out.read_text())["rows"][0]
-    assert row["workload"] == "mlp" and row["tb_ms"] > 0 and "error" not in row
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["workload"], r["amp"]) for r in rows] == [("mlp", "fp32"), ("mlp", "bf16")]
+    assert all(r["tb_ms"] > 0 and "error" not in r for r in rows)
+    assert not (tmp_path / "t.json.tmp").exists()
+
+
+def test_train_step_rejects_an_unknown_precision():
+    proc = _run(GPU / "train_step.py", "--device", "cpu", "--amp", "fp8", timeout=60)
+    assert proc.returncode == 2 and "fp8" in proc.stderr
 
 
 @pytest.mark.skipif(tb.cuda.is_available(), reason="checks the no-GPU exit")
@@ -50,14 +57,46 @@ def test_gpu_benchmarks_say_why_they_cannot_run(script):
 def test_summary_reads_what_the_benchmarks_write(tmp_path):
     (tmp_path / "train.rc").write_text("0\n")
     (tmp_path / "train-step.json").write_text(json.dumps({"rows": [
-        {"workload": "mlp", "tb_ms": 2.0, "torch_ms": 1.0, "ratio": 2.0,
+        {"workload": "mlp", "amp": "fp32", "tb_ms": 2.0, "torch_ms": 1.0, "ratio": 2.0,
          "throughput_vs_torch": 0.5, "tb_peak_bytes": 3 << 20, "torch_peak_bytes": None},
         {"workload": "gpt", "error": "ValueError: boom"}]}))
     (tmp_path / "nccl-overhead.json").write_text(json.dumps({"device": "H100", "rows": [
         {"bytes": 8, "tb_us": 12.5, "bare_us": 4.0, "wrong": 0}]}))
     proc = _run(GPU / "summarize.py", tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "| mlp | 2.00 | 1.00 | 2.00 | 0.50 | 3 | - |" in proc.stdout
-    assert "| gpt | error: ValueError: boom" in proc.stdout
+    assert "| mlp | fp32 | 2.00 | 1.00 | 2.00 | 0.50 | 3 | - |" in proc.stdout
+    assert "| gpt | fp32 | error: ValueError: boom" in proc.stdout
     assert "| 8 | 12.50 | 4.00 | - | - | 0 |" in proc.stdout
     assert "train exit 0" in proc.stdout
+
+
+def _run_all(tmp_path, *args, **env):
+    full = {**ENV, "OUT": str(tmp_path / "out"), "TB_GPU_STATE": str(tmp_path / "state"),
+            "PYTHON": sys.executable, **env}
+    return subprocess.run(["bash", str(GPU / "run_all.sh"), *args], cwd=ROOT, env=full,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_run_all_skips_what_its_budget_cannot_fit(tmp_path):
+    proc = _run_all(tmp_path, "--quick", TB_GPU_BUDGET="10")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for step in ("env", "install", "tests", "train"):
+        assert f"{step}: SKIPPED" in proc.stdout
+        assert (tmp_path / "out" / f"{step}.rc").read_text().startswith("skipped")
+    assert "nccl" not in proc.stdout   # --quick runs one benchmark only
+    assert (tmp_path / "out" / "summary.md").exists()
+
+
+def test_run_all_runs_a_step_once_and_resumes(tmp_path):
+    first = _run_all(tmp_path, TB_GPU_ONLY="env")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "env: exit 0" in first.stdout and "install" not in first.stdout
+    assert "python" in (tmp_path / "out" / "env.log").read_text()
+    again = _run_all(tmp_path, TB_GPU_ONLY="env")
+    assert "env: done in an earlier call, skipped" in again.stdout
+    assert (tmp_path / "out" / "env.log").exists()   # copied to $OUT again
+
+
+def test_run_all_refuses_an_unknown_argument(tmp_path):
+    proc = _run_all(tmp_path, "--fast")
+    assert proc.returncode == 2 and "--fast" in proc.stderr

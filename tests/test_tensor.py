@@ -240,6 +240,17 @@ def test_shape_ops_match_numpy(shape, data):
 
 # ***** GPU: the same checks on CuPy *****
 @pytest.mark.gpu
+def test_pin_memory_is_page_locked_and_copies_exactly():
+    x = tb.randn(1000, 3)
+    p = x.pin_memory()
+    assert p is not x and p.is_pinned() and not x.is_pinned() and p.pin_memory() is p
+    np.testing.assert_array_equal(p.numpy(), x.numpy())
+    np.testing.assert_array_equal(p.to("cuda").cpu().numpy(), x.numpy())
+    with pytest.raises(RuntimeError, match="cannot pin a CUDA tensor"):
+        x.cuda().pin_memory()
+
+
+@pytest.mark.gpu
 def test_gpu_tensor_roundtrip_and_errors():
     x = tb.arange(6, dtype=tb.float32).reshape(2, 3).cuda()
     assert x.is_cuda and x.device.type == "cuda" and x.device == tb.device("cuda:0")

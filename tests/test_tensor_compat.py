@@ -147,7 +147,9 @@ def test_random_sampler_with_replacement_is_lazy():
 
 def test_small_names():
     t = tb.ones(2)
-    assert t.pin_memory() is t and not t.is_pinned() and not t.is_xpu and not t.is_mps
+    assert not t.is_pinned() and not t.is_xpu and not t.is_mps
+    if not tb.cuda.is_available():   # nothing to pin for (with CUDA: tests/test_tensor.py)
+        assert t.pin_memory() is t
     tb.cuda.manual_seed_all(1)
     tb.cuda.manual_seed(1)
     assert tb.accelerator.is_available() == tb.cuda.is_available()

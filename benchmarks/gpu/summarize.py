@@ -42,14 +42,15 @@ def main(folder: str) -> None:
         print()
     train = _load(folder, "train-step.json")
     if train:
-        print("| workload | tb ms/step | torch ms/step | tb/torch | throughput vs torch | tb peak MiB "
-              "| torch peak MiB |\n|---|---:|---:|---:|---:|---:|---:|")
+        print("| workload | precision | tb ms/step | torch ms/step | tb/torch | throughput vs torch | tb peak MiB "
+              "| torch peak MiB |\n|---|---|---:|---:|---:|---:|---:|---:|")
         for r in train["rows"]:
             if "error" in r:
-                print(f"| {r['workload']} | error: {r['error'][:120]} | | | | | |")
+                print(f"| {r['workload']} | {r.get('amp', 'fp32')} | error: {r['error'][:120]} "
+                      "| | | | | |")
                 continue
             mib = lambda k: None if r.get(k) is None else r[k] / 2**20  # noqa: E731
-            print(f"| {r['workload']} | {_fmt(r.get('tb_ms'))} | {_fmt(r.get('torch_ms'))} | "
+            print(f"| {r['workload']} | {r.get('amp', 'fp32')} | {_fmt(r.get('tb_ms'))} | {_fmt(r.get('torch_ms'))} | "
                   f"{_fmt(r.get('ratio'))} | {_fmt(r.get('throughput_vs_torch'))} | "
                   f"{_fmt(mib('tb_peak_bytes'), '.0f')} | {_fmt(mib('torch_peak_bytes'), '.0f')} |")
         print()
@@ -63,11 +64,12 @@ def main(folder: str) -> None:
         print()
     copy = _load(folder, "copy-bandwidth.json")
     if copy:
-        print("| bytes | H2D tb | H2D cupy | H2D pinned | D2H tb | D2H cupy | D2H pinned | (GB/s)"
-              "\n|---:|---:|---:|---:|---:|---:|---:|---|")
+        print("| bytes | H2D tb | H2D cupy | H2D pinned | H2D tb pinned | D2H tb | D2H cupy "
+              "| D2H pinned | (GB/s)\n|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in copy["rows"]:
-            print(f"| {r['bytes']} | " + " | ".join(_fmt(r[k]) for k in (
-                "h2d_tb", "h2d_cupy", "h2d_pinned", "d2h_tb", "d2h_cupy", "d2h_pinned")) + " | |")
+            print(f"| {r['bytes']} | " + " | ".join(_fmt(r.get(k)) for k in (
+                "h2d_tb", "h2d_cupy", "h2d_pinned", "h2d_tb_pinned", "d2h_tb", "d2h_cupy",
+                "d2h_pinned")) + " | |")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Training-step time and peak memory on a GPU: TensorBrain (CuPy) against torch eager, same run.
 
     python benchmarks/gpu/train_step.py [--json out.json] [--device cuda|cpu] [--rounds 5]
+                                        [--amp fp32,bf16]
 
 Workloads (the GPU issue's): MLP 784-512-512-10 at B=256; ResNet-18 on 32x32 at B=128 (torch's
 model from torchvision when it is installed, else the same architecture built here); a 6-layer
@@ -12,12 +13,19 @@ ratio tb/torch and throughput relative to torch (the goal is >= 0.7x). Peak memo
 ``max_memory_allocated``; for tb the CuPy memory pool's high-water mark of bytes in use, sampled
 after forward and after backward (CuPy has no peak counter of its own).
 
+``--amp`` lists the precisions to run each workload in: ``fp32`` (no autocast) and ``bf16``
+(the forward and the loss under ``autocast(device, dtype=bfloat16)`` in both frameworks; the
+weights, gradients and optimizer stay float32, as torch's autocast recipe has them). One row per
+(workload, precision); the JSON file is rewritten after every row, so a run cut short by its time
+limit still leaves what it measured.
+
 ``--device cpu`` runs the same code on NumPy and torch's CPU build: that is how this script is
 checked on machines without a GPU (tests/test_gpu_prep.py), not a benchmark.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -94,8 +102,8 @@ def build(fw: str, name: str):
 class Runner:
     """One framework's model, data and optimizer on one device, stepping and timing."""
 
-    def __init__(self, fw, name, device):
-        self.fw, self.device = fw, device
+    def __init__(self, fw, name, device, amp="fp32"):
+        self.fw, self.device, self.amp = fw, device, amp
         model, shape, tshape, classes = build(fw, name)
         if model is None:
             raise RuntimeError("torchvision is not installed")
@@ -127,11 +135,17 @@ class Runner:
             import cupy
             self.peak = max(self.peak, cupy.get_default_memory_pool().used_bytes())
 
+    def _autocast(self):
+        if self.amp == "fp32":
+            return contextlib.nullcontext()
+        return self.lib.autocast(self.device, dtype=self.lib.bfloat16)
+
     def step(self):
         self.opt.zero_grad()
-        out = self.model(self.x)
-        self._sample_memory()
-        loss = self.loss_fn(out.reshape(-1, out.shape[-1]), self.y.reshape(-1))
+        with self._autocast():
+            out = self.model(self.x)
+            self._sample_memory()
+            loss = self.loss_fn(out.reshape(-1, out.shape[-1]), self.y.reshape(-1))
         loss.backward()
         self._sample_memory()
         self.opt.step()
@@ -153,12 +167,12 @@ class Runner:
         return int(self.peak)
 
 
-def run(name, device, rounds, steps, use_torch):
-    tb_run = Runner("tb", name, device)
+def run(name, device, rounds, steps, use_torch, amp="fp32"):
+    tb_run = Runner("tb", name, device, amp)
     th_run = None
     if use_torch:
         try:
-            th_run = Runner("torch", name, device)
+            th_run = Runner("torch", name, device, amp)
         except Exception as exc:  # noqa: BLE001 - report and go on with tb alone
             print(f"  torch {name}: not run ({exc})")
     for r in (tb_run, th_run):
@@ -170,7 +184,7 @@ def run(name, device, rounds, steps, use_torch):
         tb_times.append(tb_run.time_round(steps))
         if th_run is not None:
             th_times.append(th_run.time_round(steps))
-    row = {"workload": name, "device": device, "tb_ms": 1e3 * statistics.median(tb_times),
+    row = {"workload": name, "amp": amp, "device": device, "tb_ms": 1e3 * statistics.median(tb_times),
            "tb_peak_bytes": tb_run.peak_bytes()}
     if th_times:
         row["torch_ms"] = 1e3 * statistics.median(th_times)
@@ -186,6 +200,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", default="mlp,resnet18,gpt")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--amp", default="fp32", help="comma-separated: fp32, bf16")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
@@ -199,17 +214,24 @@ def main(argv=None) -> int:
             import torch  # noqa: F401
         except ImportError:
             use_torch = False
+    amps = args.amp.split(",")
+    bad = sorted(set(amps) - {"fp32", "bf16"})
+    if bad:
+        ap.error(f"--amp: unknown precision(s) {', '.join(bad)} (use fp32 and/or bf16)")
     rows = []
     for name in args.workloads.split(","):
-        try:
-            row = run(name, args.device, args.rounds, args.steps, use_torch)
-        except Exception as exc:  # noqa: BLE001 - one broken workload must not hide the others
-            row = {"workload": name, "device": args.device, "error": f"{type(exc).__name__}: {exc}"}
-        rows.append(row)
-        print(json.dumps(row))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "argv": sys.argv[1:]}, f, indent=1)
+        for amp in amps:
+            try:
+                row = run(name, args.device, args.rounds, args.steps, use_torch, amp)
+            except Exception as exc:  # noqa: BLE001 - one broken workload must not hide the others
+                row = {"workload": name, "amp": amp, "device": args.device,
+                       "error": f"{type(exc).__name__}: {exc}"}
+            rows.append(row)
+            print(json.dumps(row))
+            if args.json:  # after every row: a run cut short still leaves what it measured
+                with open(args.json + ".tmp", "w") as f:
+                    json.dump({"rows": rows, "argv": sys.argv[1:]}, f, indent=1)
+                os.replace(args.json + ".tmp", args.json)
     return 1 if any("error" in r for r in rows) else 0
 
 

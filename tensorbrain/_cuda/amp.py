@@ -18,7 +18,7 @@ class autocast(_autocast):
 
     Args:
         enabled: False makes the region a no-op.
-        dtype: float16 (default); bfloat16 is not supported on CUDA (CuPy has no bfloat16).
+        dtype: float16 (default) or bfloat16 (needs CuPy >= 14, which has ml_dtypes' bfloat16).
         cache_enabled: cache the low-precision copies of parameters within the region.
     """
 

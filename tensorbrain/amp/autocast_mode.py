@@ -221,7 +221,8 @@ def _cast_lower(t, low):
 
 
 # ***** the public context manager / decorator *****
-_SUPPORTED = {"cpu": (_dtype.bfloat16, _dtype.float16), "cuda": (_dtype.float16,)}
+# bfloat16 on cuda needs CuPy >= 14 (checked when asked for: _xp.cupy_bfloat16_unsupported)
+_SUPPORTED = {"cpu": (_dtype.bfloat16, _dtype.float16), "cuda": (_dtype.float16, _dtype.bfloat16)}
 
 
 class autocast:
@@ -230,7 +231,8 @@ class autocast:
     Args:
         device_type: ``"cpu"`` or ``"cuda"``: which device's ops are autocast.
         dtype: the lower precision: bfloat16 (CPU default) or float16 (CUDA default; also
-            allowed on CPU). bfloat16 on CUDA is not supported (CuPy has no bfloat16).
+            allowed on CPU). bfloat16 on CUDA needs CuPy >= 14 (its ml_dtypes bfloat16); an
+            older CuPy gets a RuntimeError saying so.
         enabled: False makes the region a no-op (and, nested, turns autocast off inside).
         cache_enabled: cache the low-precision copies of parameters within the region.
 
@@ -268,8 +270,12 @@ class autocast:
         if self._enabled and self.fast_dtype not in _SUPPORTED[device_type]:
             names = ", ".join(str(d) for d in _SUPPORTED[device_type])
             raise RuntimeError(f"autocast: dtype {self.fast_dtype} is not supported on "
-                               f"{device_type} (supported: {names})"
-                               + ("; CuPy has no bfloat16" if device_type == "cuda" else ""))
+                               f"{device_type} (supported: {names})")
+        if self._enabled and device_type == "cuda" and self.fast_dtype == _dtype.bfloat16:
+            why = _xp.cupy_bfloat16_unsupported()
+            if why is not None:
+                raise RuntimeError(f"autocast: bfloat16 on cuda needs CuPy's bfloat16: {why}; "
+                                   "use dtype=float16")
 
     def __enter__(self):
         self._prev = (_state.enabled[self.device], _state.dtype[self.device],

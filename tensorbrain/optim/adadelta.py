@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._xp import get_array_module
 from ._checks import check_flags, check_hparams
-from .optimizer import Optimizer, scratch
+from .optimizer import Optimizer
 
 
 class Adadelta(Optimizer):
@@ -52,7 +52,7 @@ class Adadelta(Optimizer):
             state["square_avg"] = xp.zeros_like(p)
             state["acc_delta"] = xp.zeros_like(p)
         state["step"] += 1
-        v, u, tmp = state["square_avg"], state["acc_delta"], scratch(state, p)
+        v, u, tmp = state["square_avg"], state["acc_delta"], self._scratch(p)
         v *= rho
         v += (1 - rho) * g * g
         delta = xp.sqrt(u + eps)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._xp import get_array_module
 from ._checks import check_flags, check_hparams
-from .optimizer import Optimizer, scratch, step_count
+from .optimizer import Optimizer, step_count
 
 
 class Adagrad(Optimizer):
@@ -55,7 +55,7 @@ class Adagrad(Optimizer):
             state["sum"] = xp.full_like(p, group["initial_accumulator_value"])
         state["step"] += 1
         clr = group["lr"] / (1 + (step_count(state["step"]) - 1) * group["lr_decay"])
-        s, tmp = state["sum"], scratch(state, p)
+        s, tmp = state["sum"], self._scratch(p)
         xp.multiply(g, g, out=tmp)
         s += tmp
         xp.sqrt(s, out=tmp)

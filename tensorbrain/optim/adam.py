@@ -5,7 +5,7 @@ import math
 
 from .._xp import get_array_module
 from ._checks import check_flags
-from .optimizer import Optimizer, scratch, step_count
+from .optimizer import Optimizer, step_count
 
 
 class Adam(Optimizer):
@@ -50,7 +50,7 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = xp.zeros_like(p)
         state["step"] += 1
         step = step_count(state["step"])
-        m, v, tmp = state["exp_avg"], state["exp_avg_sq"], scratch(state, p)
+        m, v, tmp = state["exp_avg"], state["exp_avg_sq"], self._scratch(p)
         # m = b1*m + (1-b1)*g ; v = b2*v + (1-b2)*g*g   (in place, one scratch buffer)
         m *= b1
         xp.multiply(g, 1 - b1, out=tmp)

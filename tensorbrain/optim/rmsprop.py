@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._xp import get_array_module
 from ._checks import check_flags
-from .optimizer import Optimizer, scratch
+from .optimizer import Optimizer
 
 
 class RMSprop(Optimizer):
@@ -55,7 +55,7 @@ class RMSprop(Optimizer):
             if group["centered"]:
                 state["grad_avg"] = xp.zeros_like(p)
         state["step"] += 1
-        sq, tmp = state["square_avg"], scratch(state, p)
+        sq, tmp = state["square_avg"], self._scratch(p)
         sq *= alpha
         xp.multiply(g, g, out=tmp)
         tmp *= 1 - alpha

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._xp import get_array_module
 from ._checks import check_flags
-from .optimizer import Optimizer, required, scratch
+from .optimizer import Optimizer, required
 
 
 class SGD(Optimizer):
@@ -33,7 +33,7 @@ class SGD(Optimizer):
 
     def _update(self, p, g, state, group):
         lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
-        tmp = scratch(state, p)
+        tmp = self._scratch(p)
         if group["maximize"]:
             g = -g
         if wd != 0:

@@ -156,6 +156,9 @@ declare("TB_TIMELINE", _str, "",
         "start, end) and DDP bucket, written per rank at exit or destroy_process_group: '{rank}' "
         "in the path is replaced by the rank, else '.rank<N>' goes before the extension. Empty: "
         "off (no cost).")
+declare("HOROVOD_TIMELINE", _str, "",
+        "Horovod's name for the timeline: as TB_TIMELINE (which wins when both are set), except "
+        "that rank 0 writes the path itself and the other ranks '.rank<N>' beside it.")
 declare("TB_RAW_ESCAPE", _bool, False,
         "Set to 1 by tbrun for its workers: a line a worker prints starting with the byte 0x1e "
         "(ASCII record separator) is shown without tbrun's '[rank N] ' prefix (tb-collectives' "

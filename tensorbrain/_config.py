@@ -99,6 +99,9 @@ declare("TB_NCCL_LIBRARY", _str, "",
         "Path of the NCCL library (libnccl.so.2) the nccl backend opens; when set, only this file "
         "is tried. Unset: the nvidia-nccl-cu12/-cu13 wheel, then the system library path.")
 # Stores and launcher (tensorbrain/distributed/_store/, rendezvous.py, run.py)
+declare("TB_SLURM_LAUNCHED", _bool, False,
+        "Set to 1 by tensorbrain.distributed.slurm for the processes a launch command starts in "
+        "nntool's relaunch: a call of the slurm_fn function then runs it instead of submitting.")
 declare("TB_STORE_SECRET", _str, "",
         "Shared secret for TCPStore connections: when set (same value on every node), client and "
         "server prove they know it with an HMAC-SHA256 challenge-response at connect. Empty: off.")

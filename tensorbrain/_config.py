@@ -99,6 +99,10 @@ declare("TB_NCCL_LIBRARY", _str, "",
         "Path of the NCCL library (libnccl.so.2) the nccl backend opens; when set, only this file "
         "is tried. Unset: the nvidia-nccl-cu12/-cu13 wheel, then the system library path.")
 # Stores and launcher (tensorbrain/distributed/_store/, rendezvous.py, run.py)
+declare("TB_REFERENCE_PYTHON", _str, "",
+        "Tests only: the Python interpreter that has the real PyTorch, DeepSpeed and Accelerate "
+        "(the 'reference' extra; CI makes .venv-ref) for tests/frontdoors/test_real_libraries.py. "
+        "Empty: this interpreter, when it has them.")
 declare("TB_SLURM_LAUNCHED", _bool, False,
         "Set to 1 by tensorbrain.distributed.slurm for the processes a launch command starts in "
         "nntool's relaunch: a call of the slurm_fn function then runs it instead of submitting.")

@@ -25,9 +25,13 @@ class DeepSpeedEngine:
     and ``1/gradient_accumulation_steps``) and ``step`` (at accumulation boundaries only: unscale,
     overflow check, clipping, optimizer and scheduler) of one model.
 
-    ZeRO stages: 0 = DDP, 1 = DDP + ZeroRedundancyOptimizer, 2 = FSDP ``SHARD_GRAD_OP``,
-    3 = FSDP ``FULL_SHARD`` (with ``offload_param``/``offload_optimizer`` ``cpu``: FSDP's
-    ``CPUOffload``).
+    ZeRO stages: 0 = DDP, 1 and 2 = DDP + ZeroRedundancyOptimizer (optimizer state partitioned;
+    every rank keeps the full parameters, updated after each step, as DeepSpeed's stages 0-2
+    do; the gradients are all-reduced whole rather than reduce-scattered, so stage 2 does not
+    save their memory here), 3 = FSDP ``FULL_SHARD`` over the original parameters (each one
+    this rank's 1-D partition outside forward/backward, as DeepSpeed's ``ds_tensor``; read or
+    edit them whole with ``deepspeed.zero.GatheredParameters``; with
+    ``offload_param``/``offload_optimizer`` ``cpu``: FSDP's ``CPUOffload``).
 
     Use :func:`tensorbrain.deepspeed.initialize` to build one.
 
@@ -65,26 +69,28 @@ class DeepSpeedEngine:
     def _wrap(self, model, zero):
         if self.world_size == 1:
             return model
-        if self.stage <= 1:
+        if self.stage <= 2:
             from ..nn.parallel import DistributedDataParallel
             return DistributedDataParallel(model)
         from ..distributed.fsdp import CPUOffload, FullyShardedDataParallel, ShardingStrategy
         trained = [n for n, p in model.named_parameters() if p.requires_grad]
         if self._frozen and trained:
-            raise ValueError(f"ZeRO stage {self.stage} with several processes is FSDP with one "
-                             f"flat parameter here, which cannot mix frozen parameters "
+            raise ValueError(f"ZeRO stage {self.stage} with several processes is FSDP here, "
+                             f"which cannot mix frozen parameters "
                              f"({sorted(self._frozen)}) with trained ones: "
-                             f"tensorbrain.deepspeed does not support this yet; use ZeRO stage 0 "
-                             f"or 1, or give initialize a module without the frozen part")
+                             f"tensorbrain.deepspeed does not support this yet; use ZeRO stage 0-2 "
+                             f"or give initialize a module without the frozen part")
         offload = any(str((zero.get(k) or {}).get("device", "none")).lower() == "cpu"
                       for k in ("offload_optimizer", "offload_param"))
-        strategy = ShardingStrategy.SHARD_GRAD_OP if self.stage == 2 else \
-            ShardingStrategy.FULL_SHARD
-        return FullyShardedDataParallel(model, sharding_strategy=strategy,
-                                        cpu_offload=CPUOffload(offload_params=offload))
+        wrapped = FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.FULL_SHARD,
+                                           cpu_offload=CPUOffload(offload_params=offload),
+                                           use_orig_params=True)
+        for p in model.parameters():   # deepspeed.zero.GatheredParameters finds the owner here
+            p._ds_owner = wrapped
+        return wrapped
 
     def _sharded(self) -> bool:
-        return self.world_size > 1 and self.stage >= 2
+        return self.world_size > 1 and self.stage >= 3
 
     def _build_optimizer(self, client, model_parameters):
         from .. import optim
@@ -94,7 +100,7 @@ class DeepSpeedEngine:
                              "config optimizer: pass one of them (as DeepSpeed)")
         if self._sharded():
             if model_parameters is not None and any(isinstance(p, dict) for p in model_parameters):
-                raise ValueError("ZeRO stage 2/3 (FSDP) takes one parameter group: pass "
+                raise ValueError("ZeRO stage 3 (FSDP) takes one parameter group: pass "
                                  "model_parameters=model.parameters()")
             params = list(self._wrapped.parameters())
         else:
@@ -117,7 +123,7 @@ class DeepSpeedEngine:
         else:
             raise ValueError("deepspeed.initialize needs an optimizer: a config 'optimizer' "
                              "section or optimizer=")
-        if self.stage == 1 and self.world_size > 1:
+        if self.stage in (1, 2) and self.world_size > 1:
             from ..distributed.optim import ZeroRedundancyOptimizer
             return ZeroRedundancyOptimizer(params, optimizer_class=cls, **kwargs)
         return cls(params, **kwargs)
@@ -241,7 +247,7 @@ class DeepSpeedEngine:
         return bad > 0
 
     def clip_grad_norm_(self, max_norm: float):
-        """Clip the total gradient norm (global over shards under ZeRO 2/3).
+        """Clip the total gradient norm (global over shards under ZeRO 3).
 
         Args:
             max_norm: the largest total norm.
@@ -278,7 +284,7 @@ class DeepSpeedEngine:
         return self
 
     def parameters(self, recurse: bool = True):
-        """The parameters being trained (the flat shards under ZeRO 2/3).
+        """The parameters being trained (this rank's partitions under ZeRO 3).
 
         Args:
             recurse: include sub-modules' parameters.
@@ -327,7 +333,7 @@ class DeepSpeedEngine:
         return self._bf16
 
     def full_state_dict(self) -> dict:
-        """The module's full (unsharded) state dict; a collective under ZeRO 2/3."""
+        """The module's full (unsharded) state dict; a collective under ZeRO 3."""
         if self._sharded():
             from ..distributed.fsdp import (FullStateDictConfig, FullyShardedDataParallel,
                                             StateDictType)
@@ -343,8 +349,8 @@ class DeepSpeedEngine:
         """Write the whole model's weights to ``save_dir/save_filename`` on rank 0 (DeepSpeed's
         name; a collective: every rank calls it).
 
-        At ZeRO stage 2/3 with several processes the module is FSDP-wrapped and
-        ``engine.module.state_dict()`` is this rank's flat shard (``_flat_param``); this
+        At ZeRO stage 3 with several processes the module is FSDP-wrapped and
+        ``engine.module.state_dict()`` holds this rank's partitions; this
         gathers the full state dict with the model's own names, as DeepSpeed's
         ``save_16bit_model`` does. The weights are written as trained (float32 master weights;
         fp16/bf16 here is autocast), with ``tensorbrain.save``, so ``tensorbrain.load`` (or
@@ -388,7 +394,7 @@ class DeepSpeedEngine:
 
     def _local_optimizer(self):
         inner = getattr(self.optimizer, "optim", None)   # ZeroRedundancyOptimizer's own shard
-        return inner if inner is not None and self.stage == 1 else self.optimizer
+        return inner if inner is not None and self.stage in (1, 2) else self.optimizer
 
     def save_checkpoint(self, save_dir, tag=None, client_state=None, save_latest: bool = True):
         """Save the module, this rank's optimizer state, scheduler, loss scale and counters to

@@ -150,7 +150,8 @@ if __name__ == "__main__":
     mode, folder = sys.argv[1], sys.argv[2]
     slurm_config = SlurmConfig(
         mode=mode, slurm_job_name="nntool", tasks_per_node=1, cpus_per_task=2, time=3,
-        processes_per_task=2, mem="1GB", output=folder, use_distributed_env=True,
+        processes_per_task=2, output=folder, use_distributed_env=True,
+        mem="1GB" if mode == "local" else None,   # the test cluster's node declares no memory
         distributed_launch_command=(
             sys.executable + " -m tensorbrain.distributed.run --num_processes {num_processes} "
             "--num_machines {num_machines} --machine_rank {machine_rank} --main_process_ip "

@@ -69,6 +69,15 @@ class DeepSpeedEngine:
     def _wrap(self, model, zero):
         if self.world_size == 1:
             return model
+        from .moe.utils import is_moe_param
+        self._moe = any(is_moe_param(p) for p in model.parameters())
+        if self._moe:
+            if self.stage != 0:
+                raise NotImplementedError(
+                    f"a model with deepspeed.moe layers at ZeRO stage {self.stage} is not "
+                    f"supported by tensorbrain.deepspeed yet: use ZeRO stage 0")
+            self._sync_moe_params(model)
+            return model   # the engine reduces the gradients itself (_reduce_moe_grads)
         if self.stage <= 2:
             from ..nn.parallel import DistributedDataParallel
             return DistributedDataParallel(model)
@@ -88,6 +97,65 @@ class DeepSpeedEngine:
         for p in model.parameters():   # deepspeed.zero.GatheredParameters finds the owner here
             p._ds_owner = wrapped
         return wrapped
+
+    # ---- MoE: shared parameters over the world, experts over their data-parallel group ----
+    def _moe_groups(self, params):
+        """(shared params, {expert-data-parallel group: expert params})."""
+        from .moe.sharded_moe import expert_groups
+        from .moe.utils import is_moe_param
+        shared, experts = [], {}
+        for p in params:
+            if is_moe_param(p):
+                ep_size = int(str(p.group_name).rsplit("_", 1)[-1])
+                experts.setdefault(ep_size, []).append(p)
+            else:
+                shared.append(p)
+        return shared, {expert_groups(n)[1]: ps for n, ps in experts.items()}
+
+    def _sync_moe_params(self, model) -> None:
+        """Start alike: shared parameters from rank 0, each expert from the first rank that
+        holds it (DeepSpeed's broadcast at initialize)."""
+        from .. import no_grad
+        dist = _dist()
+        shared, experts = self._moe_groups(model.parameters())
+        with no_grad():
+            for p in shared:
+                dist.broadcast(p, src=0)
+            for group, ps in experts.items():
+                src = dist.get_global_rank(group, 0) if group is not None else 0
+                for p in ps:
+                    dist.broadcast(p, src=src, group=group)
+
+    def _reduce_moe_grads(self, params) -> None:
+        """Average shared gradients over the world and expert gradients over the ranks that
+        hold the same experts, as DeepSpeed's engine does."""
+        dist = _dist()
+        shared, experts = self._moe_groups(params)
+        for group, ps in [(None, shared), *experts.items()]:
+            n = dist.get_world_size(group)
+            for p in ps:
+                if p.grad is None:
+                    continue
+                if n > 1:
+                    dist.all_reduce(p.grad, group=group)
+                    p.grad._data /= p.grad._data.dtype.type(n)
+
+    def _clip_moe(self, max_norm: float):
+        """DeepSpeed's norm with experts: each rank's own total norm (shared gradients, alike
+        everywhere, and its own experts'), averaged over the ranks, so every rank clips alike
+        (``deepspeed.runtime.utils.clip_grad_norm_``)."""
+        import tensorbrain as tb
+        params = [p for g in self.optimizer.param_groups for p in g["params"]
+                  if p.grad is not None]
+        local = sum(float((p.grad._data.astype("float64") ** 2).sum()) for p in params) ** 0.5
+        t = tb.tensor([local / self.world_size], dtype=tb.float64)
+        _dist().all_reduce(t)
+        norm = float(t.item())
+        coef = max_norm / (norm + 1e-6)
+        if coef < 1:
+            for p in params:
+                p.grad._data *= p.grad._data.dtype.type(coef)
+        return tb.tensor(norm)
 
     def _sharded(self) -> bool:
         return self.world_size > 1 and self.stage >= 3
@@ -203,6 +271,8 @@ class DeepSpeedEngine:
         if not boundary:
             return
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        if getattr(self, "_moe", False):
+            self._reduce_moe_grads(params)
         overflow = False
         if self.loss_scaler is not None:
             overflow = self._overflow(params)
@@ -257,6 +327,8 @@ class DeepSpeedEngine:
         """
         if self._sharded():
             return self._wrapped.clip_grad_norm_(max_norm)
+        if getattr(self, "_moe", False):
+            return self._clip_moe(max_norm)
         from ..nn.utils import clip_grad_norm_
         return clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]],
                                max_norm)

@@ -113,7 +113,7 @@ class Init:
         >>> import tensorbrain.deepspeed as deepspeed
         >>> with deepspeed.zero.Init():
         ...     layer = tb.nn.Linear(3, 2)        # one process: nothing to partition
-        >>> layer.weight.shape
+        >>> tuple(layer.weight.shape)
         (2, 3)
     """
 

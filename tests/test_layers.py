@@ -69,7 +69,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed._groups", "tensorbrain.distributed._collectives",
         "tensorbrain.distributed._p2p", "tensorbrain.distributed._object_collectives",
         "tensorbrain.distributed._fastpath", "tensorbrain.distributed.rpc",
-        "tensorbrain.distributed._legacy_paths",
+        "tensorbrain.distributed._legacy_paths", "tensorbrain.distributed.autograd",
     ]),
     ("parallel", [  # wrappers that parallelise a model
         "tensorbrain.nn.parallel", "tensorbrain.nn.modules.sync_batchnorm",

@@ -117,13 +117,10 @@ def _store(opts, rank: int, world_size: int):
     if c10d.is_initialized():           # reuse the process group's rendezvous
         from .._groups import _WORLD
         return _WORLD.store
-    url = opts.init_method
-    if url.startswith("tcp://") and url.rsplit(":", 1)[-1].rstrip("/") == "0":
-        if world_size != 1:
-            raise ValueError("init_rpc: tcp://host:0 picks a free port, so only a single "
-                             "worker can use it")
+    if world_size == 1:                  # one worker: nobody to meet
         from ..store import HashStore
         return HashStore()
+    url = opts.init_method
     from ..rendezvous import rendezvous
     store, _, _ = next(rendezvous(url, rank, world_size))
     _state["hosted"] = store

@@ -77,6 +77,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed.tensor", "tensorbrain.distributed.pipelining",
         "tensorbrain.distributed.pipeline", "tensorbrain.distributed.optim",
         "tensorbrain.distributed.checkpoint", "tensorbrain.distributed._composable",
+        "tensorbrain.distributed.algorithms.ddp_comm_hooks",
         "tensorbrain.distributed._tensor", "tensorbrain.distributed.algorithms._checkpoint",
     ]),
     ("front doors", [  # other frameworks' APIs on top, and the tools

@@ -4,7 +4,7 @@ process (2 real processes); RRefs and their proxies; errors named within the tim
 import numpy as np
 import pytest
 
-from tensorbrain.testing.distributed import WorkerFailure, run_workers
+from tensorbrain.testing.distributed import run_workers
 
 pytestmark = pytest.mark.timeout(120)
 

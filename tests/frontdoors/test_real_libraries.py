@@ -21,7 +21,7 @@ from ._run import PROGRAMS, ROOT
 pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference(modules: str) -> str | None:
     from tensorbrain import _config
     python = _config.get("TB_REFERENCE_PYTHON") or sys.executable

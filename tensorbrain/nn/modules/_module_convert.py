@@ -126,7 +126,7 @@ class _ModuleConversion:
         """
         return self.to(dst_type)
 
-    def to_empty(self, *, device, recurse: bool = True):
+    def to_empty(self, *, device, recurse=True):
         """Give parameters and buffers on the meta device real storage on ``device``, values
         not initialised (torch's ``Module.to_empty``); then ``reset_parameters()`` (or a state
         dict) gives them values.

@@ -88,28 +88,11 @@ class context:  # noqa: N801  (torch's name)
         return False
 
 
-def _leaves(roots) -> list:
-    """Every leaf tensor (requires grad, no grad_fn) that ``roots`` depend on."""
-    from ...autograd.graph import Node
-    seen, out, stack = set(), [], list(roots)
-    while stack:
-        item = stack.pop()
-        if item is None or id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, Node):
-            stack.extend(e for e in item.edges if e is not None)
-        elif getattr(item, "grad_fn", None) is not None:
-            stack.append(item.grad_fn)
-        elif getattr(item, "requires_grad", False):
-            out.append(item)
-    return out
-
-
 def _run_backward(ctx: _Context, roots, grads, retain_graph: bool):
     """Backward from ``roots``; leaf gradients into the context; returns {id(leaf): grad}."""
     import tensorbrain as tb
-    leaves = _leaves(roots)
+    from ...autograd.graph import reachable_leaves
+    leaves = reachable_leaves(roots)
     if not leaves:
         return {}
     previous = _active()

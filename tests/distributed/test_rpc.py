@@ -211,3 +211,23 @@ def test_a_dead_worker_is_named_at_once():
     text, took = results[0].value
     assert "'w1'" in text and took < 15
     assert results[1].exitcode == 3
+
+
+def test_a_torch_rpc_program_runs_unchanged_under_as_torch():
+    """tests/compat/programs/rpc_parameter_server.py: a class of the main script created with
+    rpc.remote, proxies, dist_autograd and DistributedOptimizer, under tbrun --as-torch."""
+    import os
+    import re
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1")
+    env.pop("TENSORBRAIN_AS_TORCH", None)
+    out = subprocess.run([sys.executable, "-m", "tensorbrain.distributed.run", "--as-torch",
+                          "--standalone", "--nproc_per_node", "2",
+                          os.path.join(root, "tests", "compat", "programs",
+                                       "rpc_parameter_server.py")],
+                         env=env, capture_output=True, text=True, timeout=100)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", out.stdout)]
+    assert len(losses) == 3 and all(0 < v < 5 for v in losses)

@@ -101,7 +101,7 @@ declare("TB_NCCL_LIBRARY", _str, "",
 # Stores and launcher (tensorbrain/distributed/_store/, rendezvous.py, run.py)
 declare("TB_REFERENCE_PYTHON", _str, "",
         "Tests only: the Python interpreter that has the real PyTorch, DeepSpeed and Accelerate "
-        "(the 'reference' extra; CI makes .venv-ref) for tests/frontdoors/test_real_libraries.py. "
+        "(the 'reference' extra; CI keeps one outside the clone) for tests/frontdoors/test_real_libraries.py. "
         "Empty: this interpreter, when it has them.")
 declare("TB_SLURM_LAUNCHED", _bool, False,
         "Set to 1 by tensorbrain.distributed.slurm for the processes a launch command starts in "

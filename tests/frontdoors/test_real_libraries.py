@@ -3,8 +3,8 @@ torchrun) and under TensorBrain's front doors (tbrun --as-torch), at 2 ranks: fi
 equal to float32 rounding, at every ZeRO stage; DeepSpeed's parameters whole after each step at
 stages 0-2, as the program reads them.
 
-The real libraries run in a *reference interpreter*: ``TB_REFERENCE_PYTHON`` (CI makes a venv
-with the ``reference`` extra: torch 2.13 CPU, deepspeed, accelerate), else this interpreter when
+The real libraries run in a *reference interpreter*: ``TB_REFERENCE_PYTHON`` (CI keeps a venv
+with the ``reference`` extra: torch 2.13 CPU, deepspeed, accelerate, kept between runs), else this interpreter when
 it has them (``pip install -e '.[reference]'``). Without one the tests skip.
 """
 import functools

@@ -70,6 +70,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed._p2p", "tensorbrain.distributed._object_collectives",
         "tensorbrain.distributed._fastpath", "tensorbrain.distributed.rpc",
         "tensorbrain.distributed._legacy_paths", "tensorbrain.distributed.autograd",
+        "tensorbrain.distributed._functional_collectives",
     ]),
     ("parallel", [  # wrappers that parallelise a model
         "tensorbrain.nn.parallel", "tensorbrain.nn.modules.sync_batchnorm",

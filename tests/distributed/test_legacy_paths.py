@@ -84,3 +84,28 @@ def test_init_device_mesh_forms_the_default_group_from_the_environment(workers):
         initialised, backend, size, total = rank_out
         assert initialised and size == 2 and backend in ("gloo", "tcp")
         np.testing.assert_equal(total, 1.0 + 2.0)
+
+
+def _funcol(rank, world_size):
+    import tensorbrain as tb
+    import tensorbrain.distributed._functional_collectives as funcol
+    from tensorbrain.distributed.device_mesh import init_device_mesh
+    mesh = init_device_mesh("cpu", (world_size,))
+    x = tb.arange(6, dtype=tb.float32).reshape(2, 3) + 10 * rank
+    return {"sum": funcol.all_reduce(x, "sum", mesh).tolist(),
+            "gather1": funcol.wait_tensor(funcol.all_gather_tensor(x, 1, (mesh, 0))).tolist(),
+            "rs0": funcol.reduce_scatter_tensor(x, "sum", 0, None).tolist(),
+            "bcast": funcol.broadcast(x, 1, None).tolist(), "x": x.tolist()}
+
+
+def test_functional_collectives_return_new_tensors(workers):
+    """torch.distributed._functional_collectives (funcol), against NumPy."""
+    r0, r1 = workers("tests.distributed.test_legacy_paths:_funcol", 2)
+    x0, x1 = np.array(r0["x"]), np.array(r1["x"])
+    for r, mine in ((r0, x0), (r1, x1)):
+        np.testing.assert_array_equal(r["sum"], x0 + x1)
+        np.testing.assert_array_equal(r["gather1"], np.concatenate([x0, x1], axis=1))
+        np.testing.assert_array_equal(r["bcast"], x1)
+        assert r["x"] == mine.tolist()                # the input is untouched
+    np.testing.assert_array_equal(r0["rs0"], (x0 + x1)[:1])
+    np.testing.assert_array_equal(r1["rs0"], (x0 + x1)[1:])

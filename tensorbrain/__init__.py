@@ -11,7 +11,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import _config, _malloc, autograd, cuda
-from ._device import device
+from ._device import device, get_default_device, set_default_device
 from ._dtype import (bool_, double, float, float16, float32, float64, get_default_dtype, half, int,
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from ._dtype import bfloat16, finfo, iinfo, promote_types

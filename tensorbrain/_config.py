@@ -99,6 +99,13 @@ declare("TB_NCCL_LIBRARY", _str, "",
         "Path of the NCCL library (libnccl.so.2) the nccl backend opens; when set, only this file "
         "is tried. Unset: the nvidia-nccl-cu12/-cu13 wheel, then the system library path.")
 # Stores and launcher (tensorbrain/distributed/_store/, rendezvous.py, run.py)
+declare("TB_REFERENCE_PYTHON", _str, "",
+        "Tests only: the Python interpreter that has the real PyTorch, DeepSpeed and Accelerate "
+        "(the 'reference' extra; CI keeps one outside the clone) for tests/frontdoors/test_real_libraries.py. "
+        "Empty: this interpreter, when it has them.")
+declare("TB_SLURM_LAUNCHED", _bool, False,
+        "Set to 1 by tensorbrain.distributed.slurm for the processes a launch command starts in "
+        "nntool's relaunch: a call of the slurm_fn function then runs it instead of submitting.")
 declare("TB_STORE_SECRET", _str, "",
         "Shared secret for TCPStore connections: when set (same value on every node), client and "
         "server prove they know it with an HMAC-SHA256 challenge-response at connect. Empty: off.")
@@ -156,6 +163,9 @@ declare("TB_TIMELINE", _str, "",
         "start, end) and DDP bucket, written per rank at exit or destroy_process_group: '{rank}' "
         "in the path is replaced by the rank, else '.rank<N>' goes before the extension. Empty: "
         "off (no cost).")
+declare("HOROVOD_TIMELINE", _str, "",
+        "Horovod's name for the timeline: as TB_TIMELINE (which wins when both are set), except "
+        "that rank 0 writes the path itself and the other ranks '.rank<N>' beside it.")
 declare("TB_RAW_ESCAPE", _bool, False,
         "Set to 1 by tbrun for its workers: a line a worker prints starting with the byte 0x1e "
         "(ASCII record separator) is shown without tbrun's '[rank N] ' prefix (tb-collectives' "

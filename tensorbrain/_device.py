@@ -1,4 +1,10 @@
-"""``tb.device``: where a tensor lives. 'cpu' means NumPy, 'cuda[:N]' means CuPy on GPU N."""
+"""``tb.device``: where a tensor lives. 'cpu' means NumPy, 'cuda[:N]' means CuPy on GPU N, 'meta'
+a shape and a dtype without values (``_xp.MetaArray``).
+
+``with tb.device("meta"):`` (or ``tb.set_default_device``) makes it the device of tensors
+created without a ``device=`` argument, as torch's device context does: the FSDP2 idiom builds a
+large model that way, shards it, then gives it storage with ``Module.to_empty``.
+"""
 from __future__ import annotations
 
 
@@ -20,8 +26,9 @@ class device:
         if not isinstance(spec, str):
             raise TypeError(f"device must be a string like 'cpu' or 'cuda:0', got {spec!r}")
         kind, _, ordinal = spec.partition(":")
-        if kind not in ("cpu", "cuda"):
-            raise ValueError(f"unknown device {spec!r}: expected 'cpu', 'cuda' or 'cuda:N'")
+        if kind not in ("cpu", "cuda", "meta"):
+            raise ValueError(f"unknown device {spec!r}: expected 'cpu', 'cuda', 'cuda:N' or "
+                             f"'meta'")
         if ordinal:
             if index is not None:
                 raise ValueError(f"device {spec!r} already names an index; do not pass index={index}")
@@ -52,19 +59,53 @@ class device:
     def __repr__(self):
         return f"device(type='{self.type}'" + ("" if self.index is None else f", index={self.index}") + ")"
 
+    def __enter__(self):
+        _DEFAULT.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _DEFAULT.pop()
+        return False
+
 
 CPU = device("cpu")
+META = device("meta")
+#: the default device stack: ``with device(...)`` pushes, ``set_default_device`` sets the base
+_DEFAULT: list = [CPU]
+
+
+def get_default_device() -> device:
+    """The device of tensors created without ``device=`` (torch's ``get_default_device``).
+
+    Example:
+        >>> with device("meta"):
+        ...     get_default_device()
+        device(type='meta')
+    """
+    return _DEFAULT[-1]
+
+
+def set_default_device(spec) -> None:
+    """Make ``spec`` the device of tensors created without ``device=`` (None: the CPU), as
+    torch's ``set_default_device``.
+
+    Args:
+        spec: a device, a string such as ``"meta"`` or ``"cuda:0"``, or None.
+    """
+    _DEFAULT[0] = CPU if spec is None else (spec if isinstance(spec, device) else device(spec))
 
 
 def as_device(spec) -> device:
     """A ``device`` from a user's device argument.
 
     Args:
-        spec: a ``device``, a str such as ``"cuda:1"``, an int GPU index, or None (the CPU).
+        spec: a ``device``, a str such as ``"cuda:1"``, an int GPU index, or None (the default
+            device: the CPU unless a ``with device(...)`` block or ``set_default_device`` says
+            otherwise).
 
     Returns:
         device: the device.
     """
     if spec is None:
-        return CPU
+        return _DEFAULT[-1]
     return spec if isinstance(spec, device) else device(spec)

@@ -101,6 +101,8 @@ def _full(shape, value, dtype, device, requires_grad):
     if dev.type == "cuda":
         with xp.cuda.Device(dev.index if dev.index is not None else xp.cuda.runtime.getDevice()):
             arr = xp.full(shape, value, dtype=dtype)
+    elif dev.type == "meta":
+        arr = _xp.meta_array(shape, dtype)
     else:
         arr = np.full(shape, value, dtype=dtype)
     t = Tensor._wrap(arr)
@@ -159,8 +161,11 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     shape = S._shape_arg(size)
     dev = as_device(device)
     dtype = _dtype.as_dtype(dtype) or _dtype.get_default_dtype()
-    xp = _xp.cupy() if dev.type == "cuda" else np
-    t = Tensor._wrap(xp.empty(shape, dtype=dtype))
+    if dev.type == "meta":
+        t = Tensor._wrap(_xp.meta_array(shape, dtype))
+    else:
+        xp = _xp.cupy() if dev.type == "cuda" else np
+        t = Tensor._wrap(xp.empty(shape, dtype=dtype))
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -100,6 +100,8 @@ def _place(arr, like):
 
 
 def uniform(a, b, shape, dtype, like=None, generator=None):
+    if _xp.is_meta(like):   # an initialiser on the meta device draws nothing, as in torch
+        return like
     dtype = np.dtype(dtype)
     if not _dtype.is_floating_point(dtype):
         raise TypeError(f"uniform_ needs a floating point tensor, got {dtype}")
@@ -111,6 +113,8 @@ def uniform(a, b, shape, dtype, like=None, generator=None):
 
 
 def normal(mean, std, shape, dtype, like=None, generator=None):
+    if _xp.is_meta(like):
+        return like
     dtype = np.dtype(dtype)
     if not _dtype.is_floating_point(dtype):
         raise TypeError(f"normal_ needs a floating point tensor, got {dtype}")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _dtype, _interop, _random, _xp
-from ._device import CPU, as_device, device
+from ._device import CPU, META, as_device, device
 from .autograd import grad_mode
 
 
@@ -127,12 +127,18 @@ class Tensor:
         """The :class:`device` the data lives on (``cpu`` or ``cuda:N``)."""
         if _xp.is_cupy_array(self._data):
             return device("cuda", self._data.device.id)
-        return CPU
+        return META if _xp.is_meta(self._data) else CPU
 
     @property
     def is_cuda(self) -> bool:
         """True when the data lives on a CUDA device."""
         return _xp.is_cupy_array(self._data)
+
+    @property
+    def is_meta(self) -> bool:
+        """True on the meta device: a shape and a dtype, no values (``Module.to_empty`` gives
+        storage)."""
+        return _xp.is_meta(self._data)
 
     @property
     def ndim(self):
@@ -731,7 +737,12 @@ def _array_from(data, dtype=None, device=None):
     if isinstance(data, Tensor):
         data = data._data
     dev = as_device(device) if device is not None else (
-        device_of(data) if _xp.is_cupy_array(data) else CPU)
+        device_of(data) if _xp.is_cupy_array(data) else as_device(None))
+    if dev.type == "meta":
+        shaped = data if hasattr(data, "shape") else np.asarray(data)
+        if dtype is None and shaped.dtype == np.float64 and not hasattr(data, "dtype"):
+            dtype = _dtype.get_default_dtype()
+        return _xp.meta_array(shaped.shape, dtype or shaped.dtype)
     if dtype is None and not hasattr(data, "dtype"):
         arr = np.asarray(_xp.to_numpy(data) if _xp.is_cupy_array(data) else data)
         if arr.dtype == np.float64:
@@ -758,4 +769,6 @@ def device_of(array) -> device:
     """
     if _xp.is_cupy_array(array):
         return device("cuda", array.device.id)
+    if _xp.is_meta(array):
+        return META
     return CPU

@@ -78,3 +78,51 @@ def cupy_bfloat16_unsupported() -> str | None:
             _BF16_REASON.append(f"CuPy {_cupy.__version__} has no bfloat16 ({type(exc).__name__}: "
                                 f"{exc}); CuPy >= 14 with ml_dtypes has it")
     return _BF16_REASON[0]
+
+
+# ***** the meta device *****
+class MetaArray(np.ndarray):
+    """An array with a shape and a dtype but no values (``torch.device("meta")``): every element
+    is one shared, read-only zero (all strides 0), so a meta model of any size takes no memory.
+
+    Writes are dropped (``a[...] = x``, ``a.fill(v)``: an initialiser on the meta device does
+    nothing, as in torch); reshaping and slicing give meta arrays; arithmetic raises (torch would
+    return meta results; TensorBrain does not compute shapes without values).
+    """
+
+    def __setitem__(self, key, value):
+        pass
+
+    def fill(self, value):
+        pass
+
+    def copy(self, order="C"):
+        return meta_array(self.shape, self.dtype)
+
+    def astype(self, dtype, *args, **kwargs):
+        return meta_array(self.shape, dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise RuntimeError(
+            f"{ufunc.__name__} on a tensor of the meta device: it has a shape and a dtype but no "
+            f"values; give the module real storage first (module.to_empty(device='cpu'), then "
+            f"reset_parameters() or load a state dict)")
+
+
+def meta_array(shape, dtype) -> MetaArray:
+    """A :class:`MetaArray` of ``shape`` and ``dtype`` (one element of memory).
+
+    Example:
+        >>> a = meta_array((1000, 1000), np.float32)
+        >>> a.shape, a.dtype, a.strides, is_meta(a)
+        ((1000, 1000), dtype('float32'), (0, 0), True)
+    """
+    shape = tuple(int(n) for n in shape)
+    base = np.zeros(1, dtype=dtype)
+    view = np.lib.stride_tricks.as_strided(base, shape, (0,) * len(shape), writeable=False)
+    return view.view(MetaArray)
+
+
+def is_meta(array) -> bool:
+    """Whether ``array`` is a meta-device array."""
+    return isinstance(array, MetaArray)

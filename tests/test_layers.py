@@ -69,6 +69,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed._groups", "tensorbrain.distributed._collectives",
         "tensorbrain.distributed._p2p", "tensorbrain.distributed._object_collectives",
         "tensorbrain.distributed._fastpath", "tensorbrain.distributed.rpc",
+        "tensorbrain.distributed._legacy_paths", "tensorbrain.distributed.autograd",
+        "tensorbrain.distributed._functional_collectives",
     ]),
     ("parallel", [  # wrappers that parallelise a model
         "tensorbrain.nn.parallel", "tensorbrain.nn.modules.sync_batchnorm",
@@ -76,6 +78,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed.tensor", "tensorbrain.distributed.pipelining",
         "tensorbrain.distributed.pipeline", "tensorbrain.distributed.optim",
         "tensorbrain.distributed.checkpoint", "tensorbrain.distributed._composable",
+        "tensorbrain.distributed.algorithms.ddp_comm_hooks",
         "tensorbrain.distributed._tensor", "tensorbrain.distributed.algorithms._checkpoint",
     ]),
     ("front doors", [  # other frameworks' APIs on top, and the tools

@@ -95,6 +95,8 @@ def initialize(args=None, model=None, optimizer=None, model_parameters=None, tra
     if config is None and args is not None:
         config = getattr(args, "deepspeed_config", None)
     init_distributed()
+    from .zero import gather_init_partitioned
+    gather_init_partitioned(model)   # parameters built under deepspeed.zero.Init
     from .engine import _world
     rank, world = _world()
     cfg = _config.check(_config.load(config), world)
@@ -126,7 +128,7 @@ def add_config_arguments(parser):
     return parser
 
 
-from . import accelerator, comm  # noqa: E402  (deepspeed.comm / deepspeed.accelerator)
+from . import accelerator, comm, zero  # noqa: E402  (deepspeed.comm, .accelerator, .zero)
 
 __all__ = ["DeepSpeedConfigError", "DeepSpeedEngine", "DynamicLossScaler", "accelerator",
-           "add_config_arguments", "comm", "init_distributed", "initialize", "lr_schedules"]
+           "add_config_arguments", "comm", "init_distributed", "initialize", "lr_schedules", "zero"]

@@ -25,9 +25,13 @@ class DeepSpeedEngine:
     and ``1/gradient_accumulation_steps``) and ``step`` (at accumulation boundaries only: unscale,
     overflow check, clipping, optimizer and scheduler) of one model.
 
-    ZeRO stages: 0 = DDP, 1 = DDP + ZeroRedundancyOptimizer, 2 = FSDP ``SHARD_GRAD_OP``,
-    3 = FSDP ``FULL_SHARD`` (with ``offload_param``/``offload_optimizer`` ``cpu``: FSDP's
-    ``CPUOffload``).
+    ZeRO stages: 0 = DDP, 1 and 2 = DDP + ZeroRedundancyOptimizer (optimizer state partitioned;
+    every rank keeps the full parameters, updated after each step, as DeepSpeed's stages 0-2
+    do; the gradients are all-reduced whole rather than reduce-scattered, so stage 2 does not
+    save their memory here), 3 = FSDP ``FULL_SHARD`` over the original parameters (each one
+    this rank's 1-D partition outside forward/backward, as DeepSpeed's ``ds_tensor``; read or
+    edit them whole with ``deepspeed.zero.GatheredParameters``; with
+    ``offload_param``/``offload_optimizer`` ``cpu``: FSDP's ``CPUOffload``).
 
     Use :func:`tensorbrain.deepspeed.initialize` to build one.
 
@@ -65,26 +69,96 @@ class DeepSpeedEngine:
     def _wrap(self, model, zero):
         if self.world_size == 1:
             return model
-        if self.stage <= 1:
+        from .moe.utils import is_moe_param
+        self._moe = any(is_moe_param(p) for p in model.parameters())
+        if self._moe:
+            if self.stage != 0:
+                raise NotImplementedError(
+                    f"a model with deepspeed.moe layers at ZeRO stage {self.stage} is not "
+                    f"supported by tensorbrain.deepspeed yet: use ZeRO stage 0")
+            self._sync_moe_params(model)
+            return model   # the engine reduces the gradients itself (_reduce_moe_grads)
+        if self.stage <= 2:
             from ..nn.parallel import DistributedDataParallel
             return DistributedDataParallel(model)
         from ..distributed.fsdp import CPUOffload, FullyShardedDataParallel, ShardingStrategy
         trained = [n for n, p in model.named_parameters() if p.requires_grad]
         if self._frozen and trained:
-            raise ValueError(f"ZeRO stage {self.stage} with several processes is FSDP with one "
-                             f"flat parameter here, which cannot mix frozen parameters "
+            raise ValueError(f"ZeRO stage {self.stage} with several processes is FSDP here, "
+                             f"which cannot mix frozen parameters "
                              f"({sorted(self._frozen)}) with trained ones: "
-                             f"tensorbrain.deepspeed does not support this yet; use ZeRO stage 0 "
-                             f"or 1, or give initialize a module without the frozen part")
+                             f"tensorbrain.deepspeed does not support this yet; use ZeRO stage 0-2 "
+                             f"or give initialize a module without the frozen part")
         offload = any(str((zero.get(k) or {}).get("device", "none")).lower() == "cpu"
                       for k in ("offload_optimizer", "offload_param"))
-        strategy = ShardingStrategy.SHARD_GRAD_OP if self.stage == 2 else \
-            ShardingStrategy.FULL_SHARD
-        return FullyShardedDataParallel(model, sharding_strategy=strategy,
-                                        cpu_offload=CPUOffload(offload_params=offload))
+        wrapped = FullyShardedDataParallel(model, sharding_strategy=ShardingStrategy.FULL_SHARD,
+                                           cpu_offload=CPUOffload(offload_params=offload),
+                                           use_orig_params=True)
+        for p in model.parameters():   # deepspeed.zero.GatheredParameters finds the owner here
+            p._ds_owner = wrapped
+        return wrapped
+
+    # ---- MoE: shared parameters over the world, experts over their data-parallel group ----
+    def _moe_groups(self, params):
+        """(shared params, {expert-data-parallel group: expert params})."""
+        from .moe.sharded_moe import expert_groups
+        from .moe.utils import is_moe_param
+        shared, experts = [], {}
+        for p in params:
+            if is_moe_param(p):
+                ep_size = int(str(p.group_name).rsplit("_", 1)[-1])
+                experts.setdefault(ep_size, []).append(p)
+            else:
+                shared.append(p)
+        return shared, {expert_groups(n)[1]: ps for n, ps in experts.items()}
+
+    def _sync_moe_params(self, model) -> None:
+        """Start alike: shared parameters from rank 0, each expert from the first rank that
+        holds it (DeepSpeed's broadcast at initialize)."""
+        from .. import no_grad
+        dist = _dist()
+        shared, experts = self._moe_groups(model.parameters())
+        with no_grad():
+            for p in shared:
+                dist.broadcast(p, src=0)
+            for group, ps in experts.items():
+                src = dist.get_global_rank(group, 0) if group is not None else 0
+                for p in ps:
+                    dist.broadcast(p, src=src, group=group)
+
+    def _reduce_moe_grads(self, params) -> None:
+        """Average shared gradients over the world and expert gradients over the ranks that
+        hold the same experts, as DeepSpeed's engine does."""
+        dist = _dist()
+        shared, experts = self._moe_groups(params)
+        for group, ps in [(None, shared), *experts.items()]:
+            n = dist.get_world_size(group)
+            for p in ps:
+                if p.grad is None:
+                    continue
+                if n > 1:
+                    dist.all_reduce(p.grad, group=group)
+                    p.grad._data /= p.grad._data.dtype.type(n)
+
+    def _clip_moe(self, max_norm: float):
+        """DeepSpeed's norm with experts: each rank's own total norm (shared gradients, alike
+        everywhere, and its own experts'), averaged over the ranks, so every rank clips alike
+        (``deepspeed.runtime.utils.clip_grad_norm_``)."""
+        import tensorbrain as tb
+        params = [p for g in self.optimizer.param_groups for p in g["params"]
+                  if p.grad is not None]
+        local = sum(float((p.grad._data.astype("float64") ** 2).sum()) for p in params) ** 0.5
+        t = tb.tensor([local / self.world_size], dtype=tb.float64)
+        _dist().all_reduce(t)
+        norm = float(t.item())
+        coef = max_norm / (norm + 1e-6)
+        if coef < 1:
+            for p in params:
+                p.grad._data *= p.grad._data.dtype.type(coef)
+        return tb.tensor(norm)
 
     def _sharded(self) -> bool:
-        return self.world_size > 1 and self.stage >= 2
+        return self.world_size > 1 and self.stage >= 3
 
     def _build_optimizer(self, client, model_parameters):
         from .. import optim
@@ -94,7 +168,7 @@ class DeepSpeedEngine:
                              "config optimizer: pass one of them (as DeepSpeed)")
         if self._sharded():
             if model_parameters is not None and any(isinstance(p, dict) for p in model_parameters):
-                raise ValueError("ZeRO stage 2/3 (FSDP) takes one parameter group: pass "
+                raise ValueError("ZeRO stage 3 (FSDP) takes one parameter group: pass "
                                  "model_parameters=model.parameters()")
             params = list(self._wrapped.parameters())
         else:
@@ -117,7 +191,7 @@ class DeepSpeedEngine:
         else:
             raise ValueError("deepspeed.initialize needs an optimizer: a config 'optimizer' "
                              "section or optimizer=")
-        if self.stage == 1 and self.world_size > 1:
+        if self.stage in (1, 2) and self.world_size > 1:
             from ..distributed.optim import ZeroRedundancyOptimizer
             return ZeroRedundancyOptimizer(params, optimizer_class=cls, **kwargs)
         return cls(params, **kwargs)
@@ -197,6 +271,8 @@ class DeepSpeedEngine:
         if not boundary:
             return
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        if getattr(self, "_moe", False):
+            self._reduce_moe_grads(params)
         overflow = False
         if self.loss_scaler is not None:
             overflow = self._overflow(params)
@@ -241,7 +317,7 @@ class DeepSpeedEngine:
         return bad > 0
 
     def clip_grad_norm_(self, max_norm: float):
-        """Clip the total gradient norm (global over shards under ZeRO 2/3).
+        """Clip the total gradient norm (global over shards under ZeRO 3).
 
         Args:
             max_norm: the largest total norm.
@@ -251,6 +327,8 @@ class DeepSpeedEngine:
         """
         if self._sharded():
             return self._wrapped.clip_grad_norm_(max_norm)
+        if getattr(self, "_moe", False):
+            return self._clip_moe(max_norm)
         from ..nn.utils import clip_grad_norm_
         return clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]],
                                max_norm)
@@ -278,7 +356,7 @@ class DeepSpeedEngine:
         return self
 
     def parameters(self, recurse: bool = True):
-        """The parameters being trained (the flat shards under ZeRO 2/3).
+        """The parameters being trained (this rank's partitions under ZeRO 3).
 
         Args:
             recurse: include sub-modules' parameters.
@@ -327,7 +405,7 @@ class DeepSpeedEngine:
         return self._bf16
 
     def full_state_dict(self) -> dict:
-        """The module's full (unsharded) state dict; a collective under ZeRO 2/3."""
+        """The module's full (unsharded) state dict; a collective under ZeRO 3."""
         if self._sharded():
             from ..distributed.fsdp import (FullStateDictConfig, FullyShardedDataParallel,
                                             StateDictType)
@@ -343,8 +421,8 @@ class DeepSpeedEngine:
         """Write the whole model's weights to ``save_dir/save_filename`` on rank 0 (DeepSpeed's
         name; a collective: every rank calls it).
 
-        At ZeRO stage 2/3 with several processes the module is FSDP-wrapped and
-        ``engine.module.state_dict()`` is this rank's flat shard (``_flat_param``); this
+        At ZeRO stage 3 with several processes the module is FSDP-wrapped and
+        ``engine.module.state_dict()`` holds this rank's partitions; this
         gathers the full state dict with the model's own names, as DeepSpeed's
         ``save_16bit_model`` does. The weights are written as trained (float32 master weights;
         fp16/bf16 here is autocast), with ``tensorbrain.save``, so ``tensorbrain.load`` (or
@@ -388,7 +466,7 @@ class DeepSpeedEngine:
 
     def _local_optimizer(self):
         inner = getattr(self.optimizer, "optim", None)   # ZeroRedundancyOptimizer's own shard
-        return inner if inner is not None and self.stage == 1 else self.optimizer
+        return inner if inner is not None and self.stage in (1, 2) else self.optimizer
 
     def save_checkpoint(self, save_dir, tag=None, client_state=None, save_latest: bool = True):
         """Save the module, this rank's optimizer state, scheduler, loss scale and counters to

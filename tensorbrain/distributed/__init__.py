@@ -27,6 +27,9 @@ from .distributed_c10d import (Backend, GroupMember, P2POp, ProcessGroup, Reduce
 from .errors import (DistBackendError, DistError, DistNetworkError, DistStoreError,
                      DistTimeoutError)
 from .store import FileStore, HashStore, PrefixStore, Store, TCPStore
+from ._legacy_paths import install as _install_legacy_paths
+
+_install_legacy_paths()  # torch's older module paths (torch.distributed._tensor.device_mesh, ...)
 
 
 reduce_op = ReduceOp  # torch's old name, still used by tutorials (dist.reduce_op.SUM)

@@ -136,22 +136,13 @@ _ACCELERATE_FIELDS = {"mixed_precision": "mixed_precision", "num_processes": "nu
 
 
 def read_simple_yaml(path: str) -> dict:
-    """The settings of an Accelerate config file: YAML (``tensorbrain._yaml``'s subset; PyYAML
-    when installed, so any YAML works there) or JSON (``accelerate config default``'s)."""
+    """The settings of an Accelerate config file: YAML (PyYAML when installed, else
+    ``tensorbrain._yaml``'s subset) or JSON (``accelerate config default``'s)."""
     try:
         with open(path) as f:
             text = f.read()
     except OSError as exc:
         raise CompatError(f"--config_file {path}: {exc.strerror}") from None
-    try:
-        import yaml
-    except ImportError:
-        yaml = None
-    if yaml is not None:
-        data = yaml.safe_load(text) or {}
-        if not isinstance(data, dict):
-            raise CompatError(f"--config_file {path}: expected a mapping at the top level")
-        return data
     from .. import _yaml
     try:
         return _yaml.parse(text)

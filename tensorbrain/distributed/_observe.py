@@ -47,10 +47,15 @@ def timeline_path(path: str, rank: int) -> str:
 
 
 class Timeline:
-    """The events of this process (one per rank), written as Chrome-trace JSON."""
+    """The events of this process (one per rank), written as Chrome-trace JSON.
 
-    def __init__(self, path: str, rank: int):
-        self.path, self.rank = timeline_path(path, rank), rank
+    ``rank0_at_path``: rank 0 writes ``path`` itself (``HOROVOD_TIMELINE``: Horovod's rank 0
+    writes the one file at the path the user gave), the other ranks beside it.
+    """
+
+    def __init__(self, path: str, rank: int, rank0_at_path: bool = False):
+        exact = rank0_at_path and rank == 0 and "{rank}" not in path
+        self.path, self.rank = (path if exact else timeline_path(path, rank)), rank
         self.events: list = []
         self.raw: list = []
         self.tracks: dict = {}
@@ -112,13 +117,15 @@ class Timeline:
 
 
 _TIMELINE: Timeline | None = None
-_STATE = {"checked": False, "path": "", "info": False}
+_STATE = {"checked": False, "path": "", "info": False, "horovod": False}
 
 
 def _settings():
     if not _STATE["checked"]:
         from .. import _config
-        _STATE["path"] = _config.get("TB_TIMELINE")
+        # Horovod programs ask for the timeline with HOROVOD_TIMELINE; TB_TIMELINE wins
+        _STATE["path"] = _config.get("TB_TIMELINE") or _config.get("HOROVOD_TIMELINE")
+        _STATE["horovod"] = not _config.get("TB_TIMELINE") and bool(_STATE["path"])
         _STATE["info"] = _config.get("TB_DISTRIBUTED_DEBUG") in ("INFO", "DETAIL")
         _STATE["checked"] = True
     return _STATE["path"], _STATE["info"]
@@ -132,7 +139,7 @@ def timeline() -> Timeline | None:
 def _start_timeline(path: str, rank: int) -> Timeline:
     global _TIMELINE
     if _TIMELINE is None or _TIMELINE.closed:
-        _TIMELINE = Timeline(path, rank)
+        _TIMELINE = Timeline(path, rank, rank0_at_path=bool(_STATE["horovod"]))
         atexit.register(flush)
     return _TIMELINE
 

@@ -28,6 +28,16 @@ __all__ = ["DeviceMesh", "init_device_mesh"]
 _DEVICE_TYPES = ("cpu", "cuda")
 
 
+def _world(device_type: str, who: str) -> int:
+    """The default group's size, after forming that group from the environment (``env://``:
+    ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE``, as tbrun/torchrun set them) with
+    the device type's default backend when none exists yet, as torch's DeviceMesh does."""
+    if not c10d.is_initialized():
+        from . import get_default_backend_for_device
+        c10d.init_process_group(backend=get_default_backend_for_device(device_type))
+    return c10d._default(who).size()
+
+
 def _dim_groups(mesh: np.ndarray) -> list:
     """For each dimension, every group of ranks along it (other coordinates fixed), in a fixed
     order every rank computes identically."""
@@ -52,7 +62,7 @@ class DeviceMesh:
 
     Raises:
         ValueError: unknown device type, ranks repeated or out of range, wrong number of names.
-        DistError: the default process group is not initialised.
+        DistError: there is no default group and none can be formed from the environment.
 
     Example:
         >>> mesh = DeviceMesh("cpu", [[0, 1], [2, 3]], mesh_dim_names=("dp", "tp"))  # doctest: +SKIP
@@ -64,7 +74,7 @@ class DeviceMesh:
         arr = np.asarray(mesh.numpy() if hasattr(mesh, "numpy") else mesh, dtype=np.int64)
         if arr.ndim == 0:
             arr = arr.reshape(1)
-        world = c10d._default("DeviceMesh").size()
+        world = _world(self.device_type, "DeviceMesh")
         flat = arr.reshape(-1).tolist()
         if len(set(flat)) != len(flat) or any(not 0 <= r < world for r in flat):
             raise ValueError(f"DeviceMesh: ranks must be distinct and in 0..{world - 1}, got "
@@ -237,6 +247,10 @@ def _check_device(device_type: str) -> str:
 def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None) -> DeviceMesh:
     """Lay the default group's ranks out row-major in ``mesh_shape`` and create its groups.
 
+    With no default group yet, it is formed first from the environment (``env://``, the
+    variables tbrun and torchrun set) with the device type's default backend (``gloo``, i.e.
+    TensorBrain's tcp backend, for ``"cpu"``; ``nccl`` for ``"cuda"``), as torch does.
+
     Args:
         device_type: ``"cpu"`` or ``"cuda"``.
         mesh_shape: tuple of sizes whose product is the world size.
@@ -252,7 +266,7 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None) -> De
         >>> mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))  # doctest: +SKIP
     """
     shape = (int(mesh_shape),) if isinstance(mesh_shape, int) else tuple(int(s) for s in mesh_shape)
-    world = c10d._default("init_device_mesh").size()
+    world = _world(_check_device(device_type), "init_device_mesh")
     if any(s <= 0 for s in shape) or math.prod(shape) != world:
         raise ValueError(f"init_device_mesh: mesh_shape {shape} has {math.prod(shape)} ranks but "
                          f"the world size is {world}; the sizes must multiply to the world size")

@@ -19,6 +19,24 @@ nntool's idea, TensorBrain's names::
 ``SlurmConfig(mode="local")`` runs the same call in this process (no Slurm) and returns an
 already finished job, so a script can be tried on a laptop and submitted unchanged.
 
+nntool's own spelling works as written: a bare ``@slurm_fn``, the configuration given at the call
+(``train[config](0.1)``), ``processes_per_task``, and, with ``use_distributed_env=True`` and a
+``distributed_launch_command``, the relaunch: each task runs the command followed by this
+program's arguments (``sys.argv[1:]``), with ``TB_SLURM_LAUNCHED=1`` set, so the launched
+processes reach the same ``train[config](...)`` line and, seeing the variable, call ``train``
+directly (nntool's ``NNTOOL_SLURM_HAS_BEEN_SET_UP``)::
+
+    @slurm_fn
+    def main(config):
+        ...                                  # Accelerator() / init_process_group() here
+
+    config = SlurmConfig(gpus_per_node=4, processes_per_task=4, use_distributed_env=True,
+                         distributed_launch_command="tbrun --num_processes {num_processes} "
+                         "--num_machines {num_machines} --machine_rank {machine_rank} "
+                         "--main_process_ip {main_process_ip} --main_process_port "
+                         "{main_process_port} main.py")
+    job = main[config](config)
+
 What is written where: submission goes through `submitit <https://github.com/facebookincubator/
 submitit>`_ (``pip install submitit``). submitit pickles the function and its arguments
 (with its own pickling dependency; docs/slurm.md names it) into ``output/<job id>_submitted.pkl`` and each task's return value into
@@ -46,14 +64,19 @@ import re
 import shlex
 import subprocess
 import traceback
-from dataclasses import dataclass, field
+import sys
+from dataclasses import InitVar, dataclass, field
 
 from . import _env
 
-__all__ = ["SlurmConfig", "SlurmJob", "submit", "slurm_fn", "fill_launch_command",
-           "distributed_env"]
+__all__ = ["SlurmConfig", "SlurmFunction", "SlurmJob", "submit", "slurm_fn",
+           "fill_launch_command", "distributed_env"]
 
-_MODES = ("slurm", "local")
+#: "run" and "debug" are nntool's in-process modes: here they are "local"
+_MODES = ("slurm", "local", "run", "debug")
+#: nntool's SlurmConfig names -> ours
+_NNTOOL_NAMES = {"num_of_node": "nodes", "slurm_partition": "partition",
+                 "slurm_job_name": "job_name"}
 _FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
           "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
 
@@ -89,9 +112,16 @@ class SlurmConfig:
         output: folder for logs, the sbatch script and submitit's pickles.
         use_distributed_env: set torchrun's variables from Slurm's in each task.
         distributed_launch_command: a command template run by each task instead of the function.
-        nproc_per_node: ``{nproc_per_node}`` in the template (default: ``gpus_per_node`` or 1).
-        mode: ``"slurm"`` (sbatch through submitit) or ``"local"`` (this process, at once).
+        nproc_per_node: ``{nproc_per_node}`` in the template (default: ``tasks_per_node x
+            processes_per_task`` when that is given, else ``gpus_per_node`` or 1).
+        processes_per_task: nntool's field: processes each task's launch command starts (not
+            a Slurm option); ``{num_processes}`` is then ``nodes x tasks_per_node x
+            processes_per_task``, as nntool computes it.
+        mode: ``"slurm"`` (sbatch through submitit) or ``"local"`` (this process, at once;
+            nntool's ``"run"`` and ``"debug"`` mean the same).
         extra: more sbatch options for submitit, e.g. ``{"slurm_account": "proj"}``.
+        num_of_node, slurm_partition, slurm_job_name: nntool's names of ``nodes``,
+            ``partition``, ``job_name``.
     """
     partition: str | None = None
     job_name: str = "tensorbrain"
@@ -106,10 +136,22 @@ class SlurmConfig:
     use_distributed_env: bool = False
     distributed_launch_command: str | None = None
     nproc_per_node: int | None = None
+    processes_per_task: int | None = None
     mode: str = "slurm"
     extra: dict = field(default_factory=dict)
+    num_of_node: InitVar[int | None] = None
+    slurm_partition: InitVar[str | None] = None
+    slurm_job_name: InitVar[str | None] = None
 
-    def __post_init__(self):
+    def __post_init__(self, num_of_node=None, slurm_partition=None, slurm_job_name=None):
+        for theirs, value in zip(_NNTOOL_NAMES, (num_of_node, slurm_partition, slurm_job_name)):
+            if value is not None:
+                setattr(self, _NNTOOL_NAMES[theirs], value)
+        if self.mem:  # nntool's examples write "192GB"; sbatch's suffixes are K, M, G, T
+            self.mem = re.sub(r"^(\d+)([KMGTkmgt])[Bb]$", r"\1\2", str(self.mem))
+        if self.processes_per_task is not None and int(self.processes_per_task) < 1:
+            raise ValueError(f"SlurmConfig(processes_per_task={self.processes_per_task}): must "
+                             f"be >= 1")
         if self.mode not in _MODES:
             raise ValueError(f"SlurmConfig(mode={self.mode!r}): expected one of {_MODES}")
         for name in ("nodes", "tasks_per_node", "cpus_per_task"):
@@ -118,6 +160,15 @@ class SlurmConfig:
         if self.gpus_per_node < 0:
             raise ValueError(f"SlurmConfig(gpus_per_node={self.gpus_per_node}): must be >= 0")
         self.timeout_min()  # validates `time`
+
+    def launch_nproc_per_node(self) -> int:
+        """``{nproc_per_node}`` of the launch command: ``nproc_per_node``, else ``tasks_per_node
+        x processes_per_task`` (nntool), else ``gpus_per_node`` or 1."""
+        if self.nproc_per_node:
+            return int(self.nproc_per_node)
+        if self.processes_per_task:
+            return int(self.tasks_per_node) * int(self.processes_per_task)
+        return self.gpus_per_node or 1
 
     def timeout_min(self) -> int:
         """``time`` in whole minutes (rounded up)."""
@@ -267,13 +318,15 @@ def fill_launch_command(template: str, env=None, nproc_per_node: int = 1) -> str
                        f"{sorted(fields)}") from None
 
 
-def _task(fn, config: SlurmConfig, args, kwargs):
-    """What each task runs (inside the job)."""
+def _task(fn, config: SlurmConfig, args, kwargs, argv=None):
+    """What each task runs (inside the job). ``argv``: the submitting program's arguments,
+    appended to the launch command (nntool's relaunch; see the module doc)."""
     if config.distributed_launch_command:
         cmd = fill_launch_command(config.distributed_launch_command,
-                                  nproc_per_node=config.nproc_per_node or config.gpus_per_node
-                                  or 1)
-        r = subprocess.run(shlex.split(cmd))
+                                  nproc_per_node=config.launch_nproc_per_node())
+        if argv is not None:
+            cmd = " ".join([cmd, *(shlex.quote(a) for a in argv)])
+        r = subprocess.run(shlex.split(cmd), env=dict(os.environ, TB_SLURM_LAUNCHED="1"))
         if r.returncode != 0:
             raise RuntimeError(f"{cmd!r} exited with status {r.returncode}")
         return r.returncode
@@ -284,6 +337,9 @@ def _task(fn, config: SlurmConfig, args, kwargs):
 
 def submit(fn, config: SlurmConfig, *args, **kwargs) -> SlurmJob:
     """Run ``fn(*args, **kwargs)`` as a job described by ``config``.
+
+    With ``use_distributed_env=True`` and a ``distributed_launch_command``, ``fn`` is run by the
+    processes that command launches (nntool's relaunch, module doc), not by the task itself.
 
     Args:
         fn: the function each task runs (``None`` with ``distributed_launch_command``).
@@ -298,13 +354,18 @@ def submit(fn, config: SlurmConfig, *args, **kwargs) -> SlurmJob:
         ImportError: mode="slurm" without submitit installed.
         ValueError: neither or both of ``fn`` and ``distributed_launch_command``.
     """
-    if (fn is None) == (config.distributed_launch_command is None):
+    relaunch = fn is not None and bool(config.distributed_launch_command) and \
+        config.use_distributed_env
+    if not relaunch and (fn is None) == (config.distributed_launch_command is None):
         raise ValueError("submit: give a function, or fn=None with "
-                         "SlurmConfig(distributed_launch_command=...), not both or neither")
-    if config.mode == "local":
+                         "SlurmConfig(distributed_launch_command=...), not both or neither "
+                         "(a function with a launch command needs use_distributed_env=True: "
+                         "the launched processes then run it)")
+    argv = list(sys.argv[1:]) if relaunch else None
+    if config.mode != "slurm":
         job_id = f"local-{next(_local_ids)}"
         try:
-            return SlurmJob(job_id, local_result=_task(fn, config, args, kwargs))
+            return SlurmJob(job_id, local_result=_task(fn, config, args, kwargs, argv))
         except Exception:
             return SlurmJob(job_id, local_error=traceback.format_exc())
     try:
@@ -315,23 +376,71 @@ def submit(fn, config: SlurmConfig, *args, **kwargs) -> SlurmJob:
     os.makedirs(config.output, exist_ok=True)
     executor = submitit.AutoExecutor(folder=config.output, cluster="slurm")
     executor.update_parameters(**config.submitit_parameters())
-    job = executor.submit(_task, fn, config, args, kwargs)
+    job = executor.submit(_task, fn, config, args, kwargs, argv)
     return SlurmJob(job.job_id, str(job.paths.stdout), str(job.paths.stderr), submitit_job=job)
 
 
-def slurm_fn(config: SlurmConfig):
-    """Decorator: calling the function submits it (see :func:`submit`) and returns the job.
+class SlurmFunction:
+    """A function that a call submits as a Slurm job (what :func:`slurm_fn` returns).
+
+    ``f[config]`` gives the same function with that configuration (nntool's idiom); calling it
+    submits (see :func:`submit`) and returns the :class:`SlurmJob`. In a process started by a
+    launch command of nntool's relaunch (``TB_SLURM_LAUNCHED=1``), a call runs the function
+    here and returns its value. ``f.run_here(...)`` always runs it here.
 
     Args:
-        config: the job's resources and mode.
+        fn: the function.
+        config: its configuration, or None (give it with ``f[config]``).
+    """
+
+    def __init__(self, fn, config: SlurmConfig | None = None):
+        functools.update_wrapper(self, fn)
+        self.run_here, self.config = fn, config
+
+    def __getitem__(self, config: SlurmConfig) -> SlurmFunction:
+        """This function with ``config`` (``main[config](...)``).
+
+        Args:
+            config: the job's resources and mode.
+        """
+        if not isinstance(config, SlurmConfig):
+            raise TypeError(f"{self.run_here.__name__}[...] takes a SlurmConfig, got "
+                            f"{type(config).__name__}")
+        return SlurmFunction(self.run_here, config)
+
+    def __call__(self, *args, **kwargs):
+        from .. import _config
+        if _config.get("TB_SLURM_LAUNCHED"):
+            return self.run_here(*args, **kwargs)
+        if self.config is None:
+            raise TypeError(f"{self.run_here.__name__}() has no SlurmConfig: call it as "
+                            f"{self.run_here.__name__}[config](...) or decorate it with "
+                            f"@slurm_fn(config)")
+        return submit(self.run_here, self.config, *args, **kwargs)
+
+
+def slurm_fn(fn_or_config):
+    """Make calls of a function submit it as a Slurm job.
+
+    ``@slurm_fn`` (nntool's bare form; configure at the call: ``f[config](...)``) or
+    ``@slurm_fn(config)`` (``f(...)`` submits with ``config``).
+
+    Args:
+        fn_or_config: the function, or the :class:`SlurmConfig` to decorate with.
 
     Returns:
-        A decorator.
+        A :class:`SlurmFunction` (bare form), or a decorator that makes one.
+
+    Example:
+        >>> @slurm_fn
+        ... def add(a, b):
+        ...     return a + b
+        >>> add[SlurmConfig(mode="local")](2, 3).result()
+        5
     """
-    def wrap(fn):
-        @functools.wraps(fn)
-        def call(*args, **kwargs) -> SlurmJob:
-            return submit(fn, config, *args, **kwargs)
-        call.run_here = fn
-        return call
-    return wrap
+    if isinstance(fn_or_config, SlurmConfig):
+        return lambda fn: SlurmFunction(fn, fn_or_config)
+    if not callable(fn_or_config):
+        raise TypeError(f"slurm_fn takes a function or a SlurmConfig, got "
+                        f"{type(fn_or_config).__name__}")
+    return SlurmFunction(fn_or_config)

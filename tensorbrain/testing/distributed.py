@@ -197,12 +197,8 @@ def _cleanup(tmp: str) -> None:
 
 
 def _import(ref: str):
-    import importlib
-    module, _, qual = ref.partition(":")
-    obj = importlib.import_module(module)
-    for part in qual.split("."):
-        obj = getattr(obj, part)
-    return obj
+    from ..distributed.rpc._agent import resolve   # "module:qualname", as RPC names functions
+    return resolve(ref)
 
 
 def _worker_main() -> None:

@@ -1,14 +1,15 @@
 """tensorbrain.distributed.slurm: SlurmConfig, submit / slurm_fn in mode="local" (everywhere) and
 on a real one-node Slurm through submitit (skipped without Slurm or submitit)."""
 import os
+import subprocess
 import sys
 
 import pytest
 
-from tensorbrain.distributed.slurm import (SlurmConfig, distributed_env, fill_launch_command,
-                                           slurm_fn, submit)
+from tensorbrain.distributed.slurm import (SlurmConfig, SlurmFunction, distributed_env,
+                                           fill_launch_command, slurm_fn, submit)
 
-from ._slurm import slurm  # noqa: F401  (fixture)
+from ._slurm import ROOT, slurm  # noqa: F401  (fixture)
 
 
 def add(a, b=0):
@@ -122,3 +123,92 @@ def test_a_launch_command_with_accelerates_names_on_a_real_slurm(slurm, tmp_path
     assert job.wait() == "COMPLETED", open(job.stderr_path).read()
     assert job.result() == 0
     assert [(tmp_path / f"r{r}").read_text() for r in (0, 1)] == ["2 [3.0]", "2 [3.0]"]
+
+
+NNTOOL_PROGRAM = '''
+import os
+import sys
+from tensorbrain.distributed.slurm import SlurmConfig, slurm_fn
+
+
+@slurm_fn
+def main(config, tag):
+    import tensorbrain as tb
+    import tensorbrain.distributed as dist
+    dist.init_process_group("tcp")
+    x = tb.ones(1) * (dist.get_rank() + 1)
+    dist.all_reduce(x)
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{tag}{dist.get_rank()}")
+    with open(out, "w") as f:
+        f.write(f"{dist.get_world_size()} {x.tolist()} {sys.argv[1:]}")
+    world = dist.get_world_size()
+    dist.destroy_process_group()
+    return world
+
+
+if __name__ == "__main__":
+    mode, folder = sys.argv[1], sys.argv[2]
+    slurm_config = SlurmConfig(
+        mode=mode, slurm_job_name="nntool", tasks_per_node=1, cpus_per_task=2, time=3,
+        processes_per_task=2, output=folder, use_distributed_env=True,
+        mem="1GB" if mode == "local" else None,   # the test cluster's node declares no memory
+        distributed_launch_command=(
+            sys.executable + " -m tensorbrain.distributed.run --num_processes {num_processes} "
+            "--num_machines {num_machines} --machine_rank {machine_rank} --main_process_ip "
+            "{main_process_ip} --main_process_port {main_process_port} " + __file__))
+    job = main[slurm_config](slurm_config, "r")   # the launched processes: main's value (2)
+    if job != 2:
+        print("JOB", job.job_id, job.wait(), job.result())
+'''
+
+
+def test_nntools_bare_slurm_fn_and_config_at_the_call():
+    @slurm_fn
+    def mul(a, b=1):
+        return a * b
+
+    assert isinstance(mul, SlurmFunction) and mul.__name__ == "mul"
+    assert mul[SlurmConfig(mode="run")](3, b=4).result() == 12
+    assert slurm_fn(SlurmConfig(mode="local"))(mul.run_here)(5).result() == 5   # fn(...) still
+    with pytest.raises(TypeError, match=r"mul\[config\]"):
+        mul(2)
+    c = SlurmConfig(num_of_node=2, slurm_partition="gpu", slurm_job_name="x", mem="192GB",
+                    gpus_per_node=4, processes_per_task=4)
+    assert (c.nodes, c.partition, c.job_name, c.mem) == (2, "gpu", "x", "192G")
+    assert c.launch_nproc_per_node() == 4           # tasks_per_node 1 x processes_per_task 4
+    env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "0", "SLURM_JOB_ID": "7",
+           "SLURM_JOB_NODELIST": "n[1-2]"}
+    assert fill_launch_command("{num_processes}", env, c.launch_nproc_per_node()) == "8"
+    with pytest.raises(ValueError, match="processes_per_task=0"):
+        SlurmConfig(processes_per_task=0)
+
+
+def _run_nntool_program(tmp_path, mode, env=None):
+    script = tmp_path / "main.py"
+    script.write_text(NNTOOL_PROGRAM)
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    e.pop("TB_SLURM_LAUNCHED", None)
+    e.update(env or {})
+    out = subprocess.run([sys.executable, str(script), mode, str(tmp_path / "jobs")], env=e,
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_nntools_relaunch_idiom_runs_as_written_in_local_mode(tmp_path):
+    """The program calls main[config](...) with use_distributed_env and a launch command: the
+    command (tbrun with accelerate's option names) starts processes_per_task=2 processes that
+    run the same program, reach the same line and call main there."""
+    text = _run_nntool_program(tmp_path, "local")
+    assert "COMPLETED 0" in text
+    for r in (0, 1):   # each launched process ran main, with the program's own arguments
+        assert (tmp_path / f"r{r}").read_text() == f"2 [3.0] ['local', '{tmp_path / 'jobs'}']"
+
+
+def test_nntools_relaunch_idiom_on_a_real_slurm(slurm, tmp_path):  # noqa: F811
+    pytest.importorskip("submitit")
+    text = _run_nntool_program(tmp_path, "slurm", env={
+        "SLURM_CONF": slurm.env["SLURM_CONF"], "PATH": slurm.env.get("PATH", os.environ["PATH"])})
+    assert "COMPLETED 0" in text
+    for r in (0, 1):
+        assert (tmp_path / f"r{r}").read_text() == f"2 [3.0] ['slurm', '{tmp_path / 'jobs'}']"

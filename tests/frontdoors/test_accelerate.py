@@ -195,3 +195,62 @@ def test_kwargs_handlers_project_configuration_and_logger(tmp_path, caplog):
     with caplog.at_level(logging.INFO):
         get_logger("train").info("hello %s", "main")
     assert [r.getMessage() for r in caplog.records] == ["hello main"]
+
+
+FSDP_CONFIG_WITH_BLOCK_LISTS = """\
+compute_environment: LOCAL_MACHINE
+debug: false
+distributed_type: FSDP
+downcast_bf16: 'no'
+fsdp_config:
+  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP
+  fsdp_transformer_layer_cls_to_wrap:
+  - BertLayer
+  - GPT2Block
+  fsdp_sharding_strategy: FULL_SHARD
+gpu_ids: all
+num_processes: 2
+tpu_env: []
+commands:
+    - echo one
+    - 'echo: two'
+use_cpu: true
+"""
+
+
+def test_block_lists_read_as_pyyaml_reads_them():
+    """`accelerate config` writes lists in block style (PyYAML's dump): our subset reader (used
+    without PyYAML) gives what PyYAML gives, and parse() uses PyYAML when it is installed."""
+    from tensorbrain import _yaml
+    ours = _yaml.parse_subset(FSDP_CONFIG_WITH_BLOCK_LISTS)
+    assert ours["fsdp_config"]["fsdp_transformer_layer_cls_to_wrap"] == ["BertLayer", "GPT2Block"]
+    assert ours["downcast_bf16"] == "no" and ours["commands"] == ["echo one", "echo: two"]
+    yaml = pytest.importorskip("yaml")
+    assert ours == yaml.safe_load(FSDP_CONFIG_WITH_BLOCK_LISTS)
+    assert parse_yaml(FSDP_CONFIG_WITH_BLOCK_LISTS) == ours
+
+
+def test_a_config_written_by_real_accelerate_reads_the_same(tmp_path):
+    """The file real Accelerate writes (ClusterConfig.to_yaml_file, what `accelerate config`
+    calls) reads the same with the subset reader as with PyYAML."""
+    yaml = pytest.importorskip("yaml")
+    config_args = pytest.importorskip("accelerate.commands.config.config_args")
+    path = tmp_path / "default_config.yaml"
+    config_args.ClusterConfig(
+        compute_environment="LOCAL_MACHINE", distributed_type="FSDP", mixed_precision="no",
+        use_cpu=True, debug=False, num_processes=2,
+        fsdp_config={"fsdp_transformer_layer_cls_to_wrap": ["BertLayer", "GPT2Block"],
+                     "fsdp_sharding_strategy": "FULL_SHARD"},
+        tpu_env=["A=1", "B=2"]).to_yaml_file(str(path))
+    from tensorbrain import _yaml
+    text = path.read_text()
+    assert "- BertLayer" in text                      # block style, as the reader must handle
+    assert _yaml.parse_subset(text) == yaml.safe_load(text)
+
+
+def test_outside_the_subset_is_a_named_line_error():
+    from tensorbrain import _yaml
+    with pytest.raises(ValueError, match="line 2.*pyyaml"):
+        _yaml.parse_subset("a:\n- b: 1\n")
+    with pytest.raises(ValueError, match="line 1"):
+        _yaml.parse_subset("just words\n")

@@ -26,6 +26,20 @@ def test_two_ranks_match_one_process_on_the_full_batch(tmp_path, reference, extr
     assert_close(reference, weights(tmp_path / "two.st"))
 
 
+def test_horovod_timeline_writes_the_timeline(tmp_path, reference):
+    """HOROVOD_TIMELINE, as Horovod programs set it: rank 0's Chrome trace at the path itself,
+    rank 1's beside it; both record the gradient all-reduces, and training is unchanged."""
+    import json
+    path = tmp_path / "timeline.json"
+    run(PROG, "--lr", "0.05", "--batch", "8", "--out", str(tmp_path / "two.st"), nproc=2,
+        env={"HOROVOD_TIMELINE": str(path)})
+    assert_close(reference, weights(tmp_path / "two.st"))
+    for rank, file in ((0, path), (1, tmp_path / "timeline.rank1.json")):
+        events = json.loads(file.read_text())["traceEvents"]
+        reduces = [e for e in events if e.get("name") == "all_reduce" and e["ph"] == "X"]
+        assert reduces and all(e["pid"] == rank for e in reduces), file
+
+
 def test_small_fusion_buffers_still_match(tmp_path, reference):
     run(PROG, "--lr", "0.05", "--batch", "8", "--out", str(tmp_path / "two.st"), nproc=2,
         env={"HOROVOD_FUSION_THRESHOLD": "64"})

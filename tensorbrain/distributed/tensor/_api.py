@@ -465,6 +465,44 @@ class DTensor(Tensor):
         return DTensor._make(local._data, DTensorSpec(mesh, pl, gshape, self._spec.stride),
                              requires_grad=requires_grad)
 
+    # ***** in-place random fills *****
+    def _random_fill(self, name: str, args, kwargs) -> DTensor:
+        """Draw the whole tensor's values (every rank draws them from its own generator, so
+        ranks seeded alike agree, no communication) and keep this rank's piece: an
+        initialiser on a sharded parameter gives the values it gives the unsharded one (the
+        meta-device FSDP2 idiom: ``to_empty``, then ``reset_parameters()``)."""
+        from ._factories import distribute_tensor  # _factories imports this module
+        from ... import _xp
+        full = Tensor._wrap(_xp.get_array_module(self._data).empty(self._spec.shape,
+                                                                   dtype=self._data.dtype))
+        getattr(Tensor, name)(full, *args, **kwargs)
+        pl = tuple(Replicate() if p.is_partial() else p for p in self._spec.placements)
+        piece = distribute_tensor(full, self._spec.mesh, pl, src_data_rank=None)
+        self._data[...] = piece._data
+        self._version[0] += 1
+        return self
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0, generator=None) -> DTensor:
+        """``Tensor.uniform_`` of the whole tensor; this rank keeps its piece (see
+        :meth:`_random_fill`).
+
+        Args:
+            a: lower bound.
+            b: upper bound.
+            generator: the random generator (default: the global one).
+        """
+        return self._random_fill("uniform_", (a, b), {"generator": generator})
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, generator=None) -> DTensor:
+        """``Tensor.normal_`` of the whole tensor; this rank keeps its piece.
+
+        Args:
+            mean: the mean.
+            std: the standard deviation.
+            generator: the random generator (default: the global one).
+        """
+        return self._random_fill("normal_", (mean, std), {"generator": generator})
+
     def __repr__(self) -> str:
         local = Tensor._wrap(self._data)
         return (f"DTensor(local_tensor={local!r}, device_mesh={self._spec.mesh!r}, "

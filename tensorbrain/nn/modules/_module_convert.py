@@ -126,6 +126,47 @@ class _ModuleConversion:
         """
         return self.to(dst_type)
 
+    def to_empty(self, *, device, recurse=True):
+        """Give parameters and buffers on the meta device real storage on ``device``, values
+        not initialised (torch's ``Module.to_empty``); then ``reset_parameters()`` (or a state
+        dict) gives them values.
+
+        A tensor that already has storage keeps it (moved to ``device`` when it lives
+        elsewhere), values and identity included: torch leaves those values undefined, and
+        keeping them keeps FSDP's shards (made by ``fully_shard`` on a meta model) where they are.
+
+        Args:
+            device: the device, e.g. ``"cpu"``.
+            recurse: also the sub-modules' tensors (False: only this module's own).
+
+        Returns:
+            Module: self.
+
+        Example:
+            >>> import tensorbrain as tb
+            >>> with tb.device("meta"):
+            ...     fc = tb.nn.Linear(3, 2)
+            >>> fc.weight.is_meta, fc.to_empty(device="cpu").weight.is_meta
+            (True, False)
+        """
+        dev = as_device(device)
+        if dev.type == "meta":
+            return self
+
+        def fresh(array):
+            if not _xp.is_meta(array):
+                return _convert(array, dev, None)
+            if dev.type == "cpu":
+                return np.empty(array.shape, dtype=array.dtype)
+            with _xp.cupy().cuda.Device(dev.index or 0):
+                return _xp.cupy().empty(array.shape, dtype=array.dtype)
+        if recurse:
+            return self._apply(fresh)
+        for t in (*self._parameters.values(), *self._buffers.values()):
+            if t is not None:
+                t._data = fresh(t._data)
+        return self
+
     def share_memory(self):
         """Move every parameter, gradient and buffer into shared memory (``Tensor.share_memory_``),
         so child processes of ``tensorbrain.multiprocessing`` train the same weights (hogwild)."""
@@ -141,7 +182,14 @@ def _convert(array, dev, dtype):
     out = array
     if dtype is not None and out.dtype != dtype and _dtype.is_float_or_complex(out.dtype):
         out = out.astype(dtype)
-    if dev is not None:
+    if dev is not None and (dev.type == "meta") != _xp.is_meta(out):
+        if dev.type == "meta":
+            return _xp.meta_array(out.shape, out.dtype)
+        raise NotImplementedError(
+            "Cannot copy out of meta tensor; no data! Use Module.to_empty(device=...) instead "
+            "of Module.to() to move a module from the meta device, then reset_parameters() "
+            "(as torch says)")
+    if dev is not None and dev.type != "meta":
         if dev.type == "cpu":
             if _xp.is_cupy_array(out):
                 out = _xp.to_numpy(out)

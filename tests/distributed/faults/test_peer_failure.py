@@ -121,3 +121,32 @@ def test_frozen_peer_is_named_on_mpi(tmp_path):
     assert "rank 1 is stopped" in first[0], out
     assert float(first[0].split("secs=")[1].split()[0]) < 3.0 + 0.75, out
 
+
+
+@pytest.mark.mpi
+def test_a_rank_that_skips_a_collective_and_exits_is_named_on_mpi(tmp_path):
+    """Second fault run: rank 2 of 3 calls one barrier fewer and exits without
+    destroy_process_group. The others used to wait the whole group timeout (20 s) and say "a
+    peer never joined it", naming nobody; now rank 2's exit notice names it at once."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    if not mpiexec.exists():
+        pytest.skip("no mpiexec next to python (pip install mpich)")
+    pytest.importorskip("mpi4py")
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1",
+           "TB_RESULT_FILE": str(tmp_path / "results.txt")}
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
+        env.pop(key, None)
+    proc = subprocess.run([str(mpiexec), "-n", "3", sys.executable, "-m",
+                           "tests.distributed.faults.mpi_skipped"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=90)
+    path = tmp_path / "results.txt"
+    out = (path.read_text() if path.exists() else "") + proc.stdout + proc.stderr[-2000:]
+    for rank in (0, 1):
+        line = [ln for ln in out.splitlines() if ln.startswith(f"RESULT rank{rank}=")]
+        assert line and line[0].startswith(f"RESULT rank{rank}=DistBackendError"), out
+        assert "rank 2 exited" in line[0] and "barrier" in line[0], out
+        assert float(line[0].split("secs=")[1].split()[0]) < 5.0, out  # the timeout is 20 s

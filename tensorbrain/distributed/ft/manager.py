@@ -61,6 +61,9 @@ class Manager:
     The live replicas are the default process group (``tb.distributed``): it is made again,
     in the same processes, whenever the membership changes.
 
+    Without model and state_dict the manager keeps the membership only (``tb.distributed.elastic``
+    moves the state itself, with ``State.sync``).
+
     Args:
         model: the module whose ``state_dict`` is the replicas' shared state (with ``optimizer``).
         optimizer: its optimizer (its state travels too).
@@ -70,12 +73,12 @@ class Manager:
         config: what must be equal on every replica besides the model (hyperparameters, data):
             a JSON-able dict; a replacement with another config is refused, named.
         min_replicas: the fewest replicas the group may shrink to; a round that cannot reach it
-            raises, naming the missing replicas.
+            raises, naming the missing replicas (default ``TB_FT_MIN_REPLICAS``, 1).
         initial_replicas: how many replicas form the first round (default ``WORLD_SIZE`` or
             ``min_replicas``); after ``join_timeout / 10`` s fewer, at least ``min_replicas``,
             may start.
         timeout: seconds for collectives and for a round to wait for a missing replica (a frozen
-            one is dropped after it, named).
+            one is dropped after it, named; default ``TB_FT_TIMEOUT``, 60).
         join_timeout: seconds a new replica waits to be admitted.
         backend: the process group's backend (``"tcp"``).
         store: the store (default: a client of ``MASTER_ADDR:MASTER_PORT``, tbrun's agent store).
@@ -89,23 +92,27 @@ class Manager:
     """
 
     def __init__(self, model=None, optimizer=None, *, state_dict=None, load_state_dict=None,
-                 config=None, min_replicas: int = 1, initial_replicas: int | None = None,
-                 timeout: float = 60.0, join_timeout: float = 300.0, backend: str = "tcp",
-                 store=None, replica_id: str | None = None):
-        if (model is None) == (state_dict is None) or (state_dict is None) != (
+                 config=None, min_replicas: int | None = None,
+                 initial_replicas: int | None = None, timeout: float | None = None,
+                 join_timeout: float = 300.0, backend: str = "tcp", store=None,
+                 replica_id: str | None = None):
+        if (model is not None and state_dict is not None) or (state_dict is None) != (
                 load_state_dict is None):
-            raise ValueError("Manager needs either model (and optionally optimizer) or both "
-                             "state_dict and load_state_dict")
+            raise ValueError("Manager takes model (and optionally optimizer), or both "
+                             "state_dict and load_state_dict, or neither (membership only)")
         self.model, self.optimizer = model, optimizer
-        self._state_dict = state_dict or self._model_state
-        self._load_state_dict = load_state_dict or self._load_model_state
+        self._state_dict = state_dict or (self._model_state if model is not None else None)
+        self._load_state_dict = load_state_dict or (self._load_model_state if model is not None
+                                                    else None)
         self.config = dict(config or {})
-        self.min_replicas = int(min_replicas)
+        self.min_replicas = int(min_replicas if min_replicas is not None
+                                else _config.get("TB_FT_MIN_REPLICAS"))
         if self.min_replicas < 1:
             raise ValueError(f"min_replicas must be >= 1, got {min_replicas}")
         env_world = int(os.environ.get("WORLD_SIZE", "0") or 0)
         self.initial_replicas = int(initial_replicas or max(env_world, self.min_replicas))
-        self.timeout, self.join_timeout = float(timeout), float(join_timeout)
+        self.timeout = float(timeout if timeout is not None else _config.get("TB_FT_TIMEOUT"))
+        self.join_timeout = float(join_timeout)
         self.backend = backend
         self.replica_id = replica_id or f"{socket.gethostname()}:{os.getpid()}"
         self.events: list[dict] = []
@@ -163,6 +170,16 @@ class Manager:
     def world_size(self) -> int:
         """The number of live replicas."""
         return len(self._members)
+
+    def source_rank(self) -> int:
+        """The rank of the replica whose state the others took in the last round (the highest
+        step; rank 0 of a new group)."""
+        assert self._decision is not None
+        return self._decision.members.index(self._decision.source)
+
+    def needs_round(self) -> bool:
+        """Whether the next :meth:`start_step` begins with a round (a failure, or a joiner)."""
+        return self._need_round or not self._pg_ok
 
     def members(self) -> list:
         """The live replicas' ids, in rank order."""
@@ -240,7 +257,9 @@ class Manager:
         from ..._factories import tensor as tb_tensor
         from .._codec import decode, encode
         dist = _dist()
-        if d.recovering and self.replica_id == d.source:
+        if self._state_dict is None or self._load_state_dict is None:
+            pass  # membership only: the caller moves the state (elastic's State.sync)
+        elif d.recovering and self.replica_id == d.source:
             blob = np.frombuffer(encode(self._state_dict()), np.uint8).copy()
             size = tb_tensor(np.array([blob.size], np.int64))
             payload = tb_tensor(blob)

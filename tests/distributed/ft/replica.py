@@ -8,7 +8,9 @@ appends a JSON line to ``OUT`` (step, world, rank, loss, committed, time); the l
 the final parameters, the full data set's loss and the manager's events.
 
 ``FT_KILL_AT=s`` SIGKILLs this replica in step s after its forward (the others are in the
-gradient all_reduce by then); ``FT_STOP_AT=s`` SIGSTOPs it there instead.
+gradient all_reduce by then); ``FT_STOP_AT=s`` SIGSTOPs it there instead. Under tbrun, where
+every worker gets the same variables, ``FT_VICTIM=<local rank>`` picks the one, and a
+replacement (``TB_RESTART_COUNT`` > 0) never kills itself.
 """
 import json
 import os
@@ -62,6 +64,9 @@ def main(out_path):
     env = os.environ
     steps, g = int(env.get("FT_STEPS", "40")), int(env.get("FT_G", "48"))
     kill_at, stop_at = int(env.get("FT_KILL_AT", "-1")), int(env.get("FT_STOP_AT", "-1"))
+    if env.get("FT_VICTIM") not in (None, env.get("LOCAL_RANK")) or \
+            env.get("TB_RESTART_COUNT", "0") != "0":  # under tbrun: one victim, not its replacement
+        kill_at = stop_at = -1
     pause = float(env.get("FT_PAUSE", "0.05"))
     width = int(env.get("FT_WIDTH", "16"))
     net = model(width, int(env.get("FT_SEED", os.getpid())))  # by default replicas start apart

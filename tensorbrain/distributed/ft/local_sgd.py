@@ -81,31 +81,23 @@ class _Periodic:
         """Communicate now (see the subclasses). Returns whether the sync was applied."""
         raise NotImplementedError
 
-    # ***** averaging a list of tensors, through the manager or a process group *****
+    # ***** averaging, through the manager or a process group *****
     def _average(self, arrays: list) -> bool:
-        """Average ``arrays`` (NumPy or CuPy, one flat buffer per dtype) over the replicas in
-        place; False when a replica failed (manager only)."""
-        from ... import _xp
-        from ..._factories import tensor as tb_tensor
-        by_dtype: dict = {}
-        for a in arrays:
-            by_dtype.setdefault(a.dtype, []).append(a)
-        ok = True
-        for group in by_dtype.values():
-            xp = _xp.get_array_module(group[0])
-            flat = tb_tensor(xp.concatenate([a.reshape(-1) for a in group]))
-            if self.manager is not None:
-                self.manager.allreduce(flat).wait()
-                ok = ok and not self.manager._errors
-            else:
-                from ... import distributed as dist
-                dist.all_reduce(flat, group=self.process_group)
-                flat.div_(dist.get_world_size(self.process_group))
-            data, at = flat._data, 0
-            for a in group:
-                a[...] = data[at:at + a.size].reshape(a.shape)
-                at += a.size
-        return ok
+        """Average ``arrays`` over the replicas in place; False when a replica failed (with a
+        manager: the arrays may then hold anything)."""
+        from ..algorithms.model_averaging.utils import average_arrays
+        if self.manager is None:
+            from .. import distributed_c10d as c10d
+            group = self.process_group
+
+            def average(flat) -> bool:
+                c10d.all_reduce(flat, group=group)
+                flat._data *= 1.0 / c10d.get_world_size(group)
+                return True
+            return average_arrays(arrays, average)
+        mgr = self.manager
+        return average_arrays(arrays, lambda flat: mgr.allreduce(flat).wait() is not None
+                              and not mgr.step_failed())
 
     def _commit(self, ok: bool) -> bool:
         if self.manager is None:

@@ -295,6 +295,10 @@ class Manager:
             self._apply(self._next_round())
         self._errors.clear()
 
+    def step_failed(self) -> bool:
+        """Whether this step has failed so far (it will not commit)."""
+        return bool(self._errors)
+
     def report_error(self, exc: BaseException) -> None:
         """Record a failure of this step (the step will not commit; the next one starts with a
         round). :meth:`allreduce` calls it; call it for your own collectives.

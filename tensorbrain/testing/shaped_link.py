@@ -173,14 +173,16 @@ def _relay(ns0: str, ns1: str, rate_mbit: float, delay_ms: float, queue_ms: floa
     bps, delay, qmax = rate_mbit * 1e6, delay_ms / 1e3, queue_ms / 1e3
     free_at = [0.0, 0.0]            # when each direction's bucket can start the next packet
     due: list = []                  # (delivery time, seq, direction, packet)
-    count = {"bytes": [0, 0], "packets": [0, 0], "dropped": [0, 0], "asked": 0}
+    carried, packets, dropped = [0, 0], [0, 0], [0, 0]
+    asked = [0]
     seq = 0
 
     def report(*_):
-        count["asked"] += 1
+        asked[0] += 1
         tmp = stats_path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump(count, f)
+            json.dump({"bytes": carried, "packets": packets, "dropped": dropped,
+                       "asked": asked[0]}, f)
         os.replace(tmp, stats_path)
     signal.signal(signal.SIGUSR1, report)
     while True:
@@ -201,7 +203,7 @@ def _relay(ns0: str, ns1: str, rate_mbit: float, delay_ms: float, queue_ms: floa
                     break
                 start = max(now, free_at[d])
                 if start - now > qmax:
-                    count["dropped"][d] += 1
+                    dropped[d] += 1
                     continue
                 free_at[d] = start + len(pkt) * 8 / bps
                 seq += 1
@@ -211,10 +213,10 @@ def _relay(ns0: str, ns1: str, rate_mbit: float, delay_ms: float, queue_ms: floa
             _, _, d, pkt = heapq.heappop(due)
             try:
                 os.write(fds[1 - d], pkt)
-                count["bytes"][d] += len(pkt)
-                count["packets"][d] += 1
+                carried[d] += len(pkt)
+                packets[d] += 1
             except OSError:
-                count["dropped"][d] += 1
+                dropped[d] += 1
 
 
 if __name__ == "__main__":

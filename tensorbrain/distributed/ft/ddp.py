@@ -4,10 +4,15 @@ dying mid-backward fails the step instead of the process."""
 from __future__ import annotations
 
 from ...nn.parallel import DistributedDataParallel as _DDP
+from ...nn.parallel._reducer import _spare_core_per_rank
 
 
 def _hook(manager, bucket):
-    return manager.allreduce(bucket.buffer())
+    # as DDP's own reducer: the last bucket, and every bucket when there is no spare core per
+    # replica to overlap on, in this thread (a hand-off to the backend's thread and back costs
+    # milliseconds on a busy core); the live world decides, not the solo group's size of 1
+    sync = bucket.is_last() or not _spare_core_per_rank(manager.world_size())
+    return manager.allreduce(bucket.buffer(), sync=sync)
 
 
 class DistributedDataParallel(_DDP):

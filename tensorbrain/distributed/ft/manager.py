@@ -14,7 +14,7 @@ from datetime import timedelta
 import numpy as np
 
 from ... import _config
-from .. import _liveness
+from .. import _liveness, _work
 from ..errors import DistError, DistStoreError
 from ._quorum import Decision, Dropped, Quorum, Refused, record
 
@@ -326,7 +326,7 @@ class Manager:
                     _liveness.proc_state(int(rec["pid"])):
                 self._suspects.add(m)
 
-    def allreduce(self, tensor) -> _Reduction:
+    def allreduce(self, tensor, sync: bool = False) -> _Reduction:
         """Start averaging ``tensor`` over the live replicas, in place; ``wait()`` the result.
 
         A failure (a replica died) is recorded, not raised: the tensor is left as it is and
@@ -334,6 +334,8 @@ class Manager:
 
         Args:
             tensor: a Tensor.
+            sync: reduce in this thread now (no hand-off to the backend's thread: what DDP does
+                when there is no core to overlap on, and for its last bucket).
 
         Returns:
             An object with ``wait()`` (returns the tensor) and ``is_completed()``.
@@ -341,10 +343,14 @@ class Manager:
         if self._errors or not self._pg_ok:
             return _Reduction(self, tensor, None)
         try:
-            work = _dist().all_reduce(tensor, async_op=True)
+            work = _dist().all_reduce(tensor, async_op=not sync)
         except DistError as exc:
             self._note_failure(exc)
             return _Reduction(self, tensor, None)
+        if sync:
+            done = _Reduction(self, tensor, _work.completed("all_reduce", tensor, None, 0, ""))
+            done.wait()
+            return done
         return _Reduction(self, tensor, work)
 
     def should_commit(self) -> bool:

@@ -1,5 +1,6 @@
 """Live recovery of the replicated dimension (issue 33's goals), with real processes, real
 SIGKILL/SIGSTOP and hard timeouts. Each replica runs ``tests/distributed/ft/replica.py``."""
+import os
 import random
 import signal
 
@@ -52,24 +53,32 @@ def test_a_killed_replica_is_replaced_and_the_run_matches_an_unfailed_one(ft_job
     assert "dropped" in events and "died" in events and "admitted" in events, events
 
 
-def test_a_frozen_replica_is_dropped_at_the_timeout_named(ft_job):
+def test_a_frozen_replica_is_dropped_at_the_timeout_named_and_rejoins_when_thawed(ft_job):
+    """SIGSTOP in step 8: the others drop it at the timeout, naming it as stopped, and go on at
+    world 2. SIGCONT later: it finds it was left out, joins again as a newcomer, receives the
+    live state, and every replica ends with the same weights."""
     timeout = 3.0
-    job = ft_job(3, FT_STEPS=40, FT_G=G, FT_SEED=SEED, FT_PAUSE=0.05, FT_TIMEOUT=timeout)
+    job = ft_job(3, FT_STEPS=60, FT_G=G, FT_SEED=SEED, FT_PAUSE=0.1, FT_TIMEOUT=timeout)
     for i in range(3):
         job.start(**({"FT_STOP_AT": 8} if i == 1 else {}))
-    try:
-        for i in (0, 2):
-            assert job.wait(i, 90) == 0, job.stderr(i)
-    finally:
-        job.procs[1].kill()
+    job.wait_step(0, 16, 90)  # well after the drop
+    os.kill(job.procs[1].pid, signal.SIGCONT)
+    for i in (0, 1, 2):
+        assert job.wait(i, 120) == 0, job.stderr(i)
     victim = job.log(1)[0]["id"]
     for i in (0, 2):
         steps = _steps(job.log(i))
-        stuck = next(e for e in steps if e["step"] == 8)   # the first attempt of step 8
+        stuck = next(e for e in steps if e["step"] == 7)   # its last step with the victim
         resumed = next(e for e in steps if e["world"] == 2 and e["committed"])
         assert resumed["t"] - stuck["t"] <= timeout + 3.0, (stuck, resumed)
+        assert steps[-1]["world"] == 3, steps  # the thawed replica came back
         events = " ".join(_final(job.log(i))["events"])
         assert f"dropped {victim}" in events and "stopped" in events, events
+    assert "left out of round" in " ".join(_final(job.log(1))["events"])
+    finals = [_final(job.log(i))["final"] for i in (0, 1, 2)]
+    for f in finals[1:]:
+        for a, b in zip(finals[0], f):
+            assert np.array_equal(np.asarray(a), np.asarray(b))
 
 
 @pytest.mark.parametrize("bad, named", [({"FT_WIDTH": 17}, "0.weight"),

@@ -127,42 +127,41 @@ def test_diloco_and_local_sgd_match_two_replicas_in_one_process(workers, algo):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # in sync after the last
 
 
-def test_post_local_sgd_optimizer_averages_every_period_after_warmup(workers):
-    period, warmup = 3, 2
-    got = workers(f"{HERE}:post_local_worker", 2, period, warmup)
+def _post_local_reference(period, warmup, global_grads_until=0):
+    """Two replicas of SGD(lr 0.1): gradients averaged while ``step < global_grads_until``
+    (DDP's global all_reduce), parameters averaged at ``step >= warmup`` every ``period``."""
     models = [_model(), _model()]
     opts = [tb.optim.SGD(m.parameters(), lr=0.1) for m in models]
     for step in range(STEPS):
         for r, (m, o) in enumerate(zip(models, opts)):
             o.zero_grad()
             _loss(m, r, step).backward()
-            o.step()
-        if step >= warmup and (step - warmup) % period == 0:
-            _set_mean(models)
-    for r in (0, 1):
-        for a, ref in zip(got[r], _params(models[r])):
-            np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-5, atol=1e-6)
-
-
-def test_post_local_sgd_hook_is_global_before_the_start_then_local(workers):
-    start = 4  # STEPS - 1 = 11: the last average is at step 4 + 4 + ... = 8; steps 9-11 local
-    got = workers(f"{HERE}:hook_worker", 2, start)
-    models = [_model(), _model()]
-    opts = [tb.optim.SGD(m.parameters(), lr=0.1) for m in models]
-    for step in range(STEPS):
-        for r, (m, o) in enumerate(zip(models, opts)):
-            o.zero_grad()
-            _loss(m, r, step).backward()
-        if step < start:  # DDP's global average of the gradients
+        if step < global_grads_until:
             for ps in zip(*(m.parameters() for m in models)):
                 mean = sum(p.grad._data for p in ps) / 2
                 for p in ps:
                     p.grad._data[...] = mean
         for o in opts:
             o.step()
-        if step >= start and (step - start) % 4 == 0:
+        if step >= warmup and (step - warmup) % period == 0:
             _set_mean(models)
+    return [_params(m) for m in models]
+
+
+def _assert_close(got, ref):
     for r in (0, 1):
-        for a, ref in zip(got[r], _params(models[r])):
-            np.testing.assert_allclose(np.asarray(a), ref, rtol=1e-5, atol=1e-6)
+        for a, b in zip(got[r], ref[r]):
+            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
+
+
+def test_post_local_sgd_optimizer_averages_every_period_after_warmup(workers):
+    period, warmup = 3, 2
+    got = workers(f"{HERE}:post_local_worker", 2, period, warmup)
+    _assert_close(got, _post_local_reference(period, warmup))
+
+
+def test_post_local_sgd_hook_is_global_before_the_start_then_local(workers):
+    start = 4  # STEPS - 1 = 11: the last average is at step 4 + 4 + ... = 8; steps 9-11 local
+    got = workers(f"{HERE}:hook_worker", 2, start)
+    _assert_close(got, _post_local_reference(4, start, global_grads_until=start))
     assert not all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(*got))

@@ -2,9 +2,10 @@
 
 Keys (under the Manager's prefix of the store)::
 
-    signature              the group's model/config signature (JSON), set by the first replica
-    joiners                counter: replicas that asked to join (new ones, replacements)
+    signature/<g>          the model/config signature (JSON) of group rank g, set by the first
+    joiners                counter: processes that asked to join (new ones, replacements)
     joiner/<k>             the k-th joiner's record; joiner/<k>/verdict: admitted or refused
+    ready                  counter: replica groups whose processes have all asked (the doorbell)
     round                  the latest decided round
     q/<R>/m/<id>           a member's record for round R (step, suspects, pid, host)
     q/<R>/n                counter: members that entered round R
@@ -20,9 +21,17 @@ order, then the admitted joiners), the highest step among them and the member th
 (the source of the live state), the members that must recover from it, and who was dropped or
 refused, and why.
 
-Records are JSON: ``{"id", "step", "suspects", "sig", "pid", "host"}``. ``step`` is -1 for a
-replica without state (a new process); in a round where every member is new (the first),
-member 0 is the source and the others take its state, as DDP broadcasts rank 0's parameters.
+A replica is a *replica group* of ``group_size`` processes (1 for DDP; the shard dimension of
+a 2-D mesh otherwise); ranks are laid out group by group, so the default group's ranks form the
+mesh ``(replicas, group_size)``. A group takes part only whole: a joining group is admitted once
+all its processes have asked, and a group that lost a process is dropped as a whole (its other
+processes find themselves left out and ask to join again, with the replacement).
+
+Records are JSON: ``{"id", "step", "suspects", "sig", "pid", "host", "group", "group_rank",
+"group_size"}``. ``step`` is -1 for a process without state (a new one); in a round where every
+member is new (the first), replica group 0's processes are the sources and the others take
+their state, as DDP broadcasts rank 0's parameters. The source of each group rank sends to the
+processes of the same group rank that recover.
 """
 from __future__ import annotations
 
@@ -45,10 +54,11 @@ class Decision:
     round: int
     members: list          # replica ids in rank order
     records: dict          # id -> the record it entered the round with (joiners: their join)
-    joined: int            # joiners up to this index were handled (admitted or refused)
+    handled: list          # joiner indices handled so far (admitted or refused)
+    ready: int             # the doorbell's count this decision accounts for
     step: int              # the highest step among the members
-    source: str            # the member whose state the recovering ones receive
-    recovering: list       # ids that receive the source's state
+    sources: dict          # group rank (str) -> the member whose state that rank's recoverers take
+    recovering: list       # ids that receive their source's state
     dropped: list = field(default_factory=list)   # [{"id", "why"}]
     refused: list = field(default_factory=list)   # [{"k", "id", "why"}]
     error: str | None = None
@@ -79,20 +89,25 @@ class Dropped(Exception):
         self.decision = decision
 
 
-def record(replica_id: str, step: int, sig: str, suspects=()) -> dict:
-    """This replica's record for a round or a join request.
+def record(replica_id: str, step: int, sig: str, suspects=(), group: str | None = None,
+           group_rank: int = 0, group_size: int = 1) -> dict:
+    """This process's record for a round or a join request.
 
     Args:
-        replica_id: the replica's id.
+        replica_id: the process's id.
         step: its committed step (-1: no state yet).
         sig: the hash of its signature.
         suspects: ids it saw fail.
+        group: its replica group's name (default: its own id, a group of one).
+        group_rank: its rank in the replica group.
+        group_size: the replica group's size.
 
     Returns:
         The record.
     """
     return {"id": replica_id, "step": int(step), "suspects": sorted(suspects), "sig": sig,
-            "pid": os.getpid(), "host": socket.gethostname()}
+            "pid": os.getpid(), "host": socket.gethostname(), "group": group or replica_id,
+            "group_rank": int(group_rank), "group_size": int(group_size)}
 
 
 class Quorum:
@@ -125,17 +140,18 @@ class Quorum:
         return self.store.check([key])
 
     # ***** signature: a replacement with another model or config is refused before it joins *****
-    def claim_signature(self, signature: dict) -> dict:
-        """Set the group's signature if none is set; return the group's (maybe another one).
+    def claim_signature(self, signature: dict, group_rank: int = 0) -> dict:
+        """Set the signature of ``group_rank`` if none is set; return the job's (maybe another).
 
         Args:
-            signature: this replica's signature.
+            signature: this process's signature.
+            group_rank: its rank in its replica group (shards may differ by rank).
 
         Returns:
-            The group's signature.
+            The job's signature for that group rank.
         """
         mine = json.dumps(signature, sort_keys=True).encode()
-        return json.loads(self.store.compare_set("signature", b"", mine))
+        return json.loads(self.store.compare_set(f"signature/{group_rank}", b"", mine))
 
     # ***** joining *****
     def register(self, rec: dict) -> int:
@@ -146,32 +162,34 @@ class Quorum:
         """
         k = int(self.store.add("joiners", 1))
         self.store.set(f"joiner/{k}", json.dumps({**rec, "k": k}).encode())
+        # the last process of a replica group to ask rings the doorbell
+        if int(self.store.add(f"group/{rec['group']}/asked", 1)) % rec["group_size"] == 0:
+            self.store.add("ready", 1)
         return k
 
     def pending(self) -> int:
-        """How many replicas have asked to join so far (the doorbell: one store read)."""
-        return int(self.store.add("joiners", 0))
+        """Replica groups that have asked to join so far, whole (the doorbell: one store read)."""
+        return int(self.store.add("ready", 0))
 
     def wait_admitted(self, k: int, rec: dict, initial: int, join_timeout: float,
                       last_call: float) -> Decision:
         """Wait until joiner ``k`` is admitted (the decision of its round) or refused.
 
-        Before any group exists, the ``initial``-th joiner decides the first round at once;
-        after ``last_call`` seconds without one, any joiner may decide it with the joiners
-        there are, if they reach ``min_replicas``.
+        Before any group exists, the first round is decided as soon as ``initial`` processes
+        have asked; after ``last_call`` seconds without one, any joiner may decide it with the
+        whole replica groups there are, if they reach ``min_replicas``.
 
         Raises:
-            Refused: the group refused this replica (the reason is the message).
-            DistError: no group admitted it within ``join_timeout`` seconds.
+            Refused: the job refused this process (the reason is the message).
+            DistError: no round admitted it within ``join_timeout`` seconds.
         """
         start = time.monotonic()
         deadline = start + join_timeout
         while True:
             if not self._present("round"):
-                count = self.pending()
-                if count >= initial or (time.monotonic() - start >= last_call
-                                        and count >= self.min_replicas):
-                    self._bootstrap(min(count, max(initial, self.min_replicas)))
+                count = int(self.store.add("joiners", 0))
+                if count >= initial or time.monotonic() - start >= last_call:
+                    self._bootstrap(count)
             left = deadline - time.monotonic()
             raw = self._get(f"joiner/{k}/verdict", min(0.5, max(left, 0.001)))
             if raw is not None:
@@ -180,27 +198,57 @@ class Quorum:
                     raise Refused(verdict["refused"])
                 return self.decision(verdict["round"])
             if time.monotonic() >= deadline:
-                count = self.pending()
-                state = (f"the group is at round {int(self.store.get('round'))}"
+                count = int(self.store.add("joiners", 0))
+                state = (f"the job is at round {int(self.store.get('round'))}"
                          if self._present("round") else
-                         f"no group was formed: {count} replica(s) asked to join, the first "
-                         f"round needs {initial} (or {self.min_replicas} after the last call)")
+                         f"no round was formed: {count} process(es) asked to join, the first "
+                         f"round needs {initial} (or {self.min_replicas} whole replica group(s) "
+                         "after the last call)")
                 raise DistError(f"replica {rec['id']} was not admitted within {join_timeout:g} "
                                 f"s ({state}); the running replicas admit joiners at their next "
-                                "step boundary: are they running, and on the same store?")
+                                "step boundary (a replica group once all its processes asked): "
+                                "are they running, and on the same store?")
 
-    def _bootstrap(self, n: int) -> None:
-        """Decide the first round with joiners 1..n (if nobody has)."""
-        recs = [json.loads(self.store.get(f"joiner/{k}")) for k in range(1, n + 1)]
-        sig = recs[0]["sig"]
-        members = [r for r in recs if r["sig"] == sig]
-        refused = [{"k": k, "id": r["id"], "why": _foreign(r, recs[0])}
-                   for k, r in enumerate(recs, 1) if r["sig"] != sig]
-        d = Decision(round=0, members=[r["id"] for r in members],
-                     records={r["id"]: r for r in members}, joined=n, step=-1,
-                     source=members[0]["id"], recovering=[r["id"] for r in members[1:]],
-                     refused=refused)
-        self._publish(d)
+    def _bootstrap(self, count: int) -> None:
+        """Decide the first round with the whole replica groups among joiners 1..count."""
+        members, records, handled, refused = self._joiners([], count, [], {})
+        if len({records[m]["group"] for m in members}) < self.min_replicas:
+            return
+        self._publish(_finish(Decision(
+            round=0, members=members, records=records, handled=handled,
+            ready=self.pending(), step=-1, sources={}, recovering=[], refused=refused)))
+
+    def _joiners(self, handled: list, count: int, members: list, sigs: dict) -> tuple:
+        """Admit the whole replica groups among the unhandled joiners 1..count: ``(members,
+        records of the admitted, handled, refused)``. ``sigs``: group rank -> the signature
+        hash the job's members have (empty in the first round: the first joiner's)."""
+        pending: dict = {}
+        for k in range(1, count + 1):
+            if k in handled:
+                continue
+            raw = self._get(f"joiner/{k}", 0.2)
+            if raw is None:
+                continue  # asked, record not written yet: a later round takes it
+            rec = json.loads(raw)
+            pending.setdefault(rec["group"], {})[rec["group_rank"]] = rec
+        members, records, handled, refused = list(members), {}, list(handled), []
+        for ranks in pending.values():
+            size = next(iter(ranks.values()))["group_size"]
+            if set(ranks) != set(range(size)):
+                continue  # not whole yet
+            bad = None
+            for g, rec in sorted(ranks.items()):
+                sigs.setdefault(g, rec["sig"])
+                if rec["sig"] != sigs[g]:
+                    bad = _foreign(rec, sigs[g])
+            handled += [rec["k"] for rec in ranks.values()]
+            if bad is not None:
+                refused += [{"k": rec["k"], "id": rec["id"], "why": bad} for rec in ranks.values()]
+                continue
+            for g in range(size):
+                members.append(ranks[g]["id"])
+                records[ranks[g]["id"]] = ranks[g]
+        return members, records, sorted(handled), refused
 
     # ***** rounds *****
     def decision(self, round_: int) -> Decision:
@@ -215,7 +263,8 @@ class Quorum:
         """Enter round ``prev.round + 1`` as a member of ``prev`` and return its decision.
 
         Raises:
-            Dropped: the round was decided without this replica.
+            Dropped: the round was decided without this process (or without a process of its
+                replica group).
         """
         r = prev.round + 1
         s = self.store
@@ -245,44 +294,37 @@ class Quorum:
     def _decide(self, r: int, prev: Decision, present: dict, suspects: set,
                 late: bool) -> Decision | None:
         """A proposal for round ``r`` (None: wait on, the minimum may still be reached)."""
-        members = [m for m in prev.members if m in present]
-        records = dict(present)
+        gone = [m for m in prev.members if m not in present]
+        broken = {prev.records[m]["group"] for m in gone}
+        members = [m for m in prev.members if m in present and present[m]["group"] not in broken]
         dropped = [{"id": m, "why": ("it failed during the step (reported by its peers)"
                                      if m in suspects else
                                      f"it did not arrive within the quorum timeout of "
                                      f"{self.timeout:g} s") + _state(prev.records.get(m, {})),
-                    "record": prev.records.get(m, {})}
-                   for m in prev.members if m not in present]
-        sig = next(iter(present.values()))["sig"] if present else ""
-        joined, refused = prev.joined, []
-        count = self.pending()
-        while joined < count:
-            raw = self._get(f"joiner/{joined + 1}", 1.0)
-            if raw is None:
-                break  # registered, record not written yet: the next round takes it
-            joined += 1
-            j = json.loads(raw)
-            if j["sig"] != sig:
-                refused.append({"k": joined, "id": j["id"],
-                                "why": _foreign(j, next(iter(present.values())))})
-            elif j["id"] not in members:
-                members.append(j["id"])
-                records[j["id"]] = j
-        if len(members) < self.min_replicas:
+                    "record": prev.records.get(m, {})} for m in gone]
+        dropped += [{"id": m, "why": "its replica group lost a process",
+                     "record": prev.records.get(m, {})}
+                    for m in prev.members if m in present and present[m]["group"] in broken]
+        records = {m: present[m] for m in members}
+        sigs = {present[m]["group_rank"]: present[m]["sig"] for m in members}
+        ready = self.pending()
+        members, joined, handled, refused = self._joiners(
+            prev.handled, int(self.store.add("joiners", 0)), members, sigs)
+        records.update(joined)
+        groups = {records[m]["group"] for m in members}
+        if len(groups) < self.min_replicas:
             if not late:
                 return None
             missing = ", ".join(_describe(d) for d in dropped) or "none dropped"
-            return Decision(round=r, members=[], records=records, joined=prev.joined, step=-1,
-                            source="", recovering=[], dropped=dropped,
+            return Decision(round=r, members=[], records=records, handled=prev.handled,
+                            ready=prev.ready, step=-1, sources={}, recovering=[],
+                            dropped=dropped,
                             error=f"the quorum of round {r} cannot reach min_replicas="
-                                  f"{self.min_replicas}: {len(members)} replica(s) left "
+                                  f"{self.min_replicas}: {len(groups)} replica(s) left "
                                   f"({', '.join(members)}); missing: {missing}")
-        steps = {m: records[m]["step"] for m in members}
-        top = max(steps.values())
-        source = next(m for m in members if steps[m] == top)
-        recovering = [m for m in members if m != source and (steps[m] < top or steps[m] < 0)]
-        return Decision(round=r, members=members, records=records, joined=joined, step=top,
-                        source=source, recovering=recovering, dropped=dropped, refused=refused)
+        return _finish(Decision(round=r, members=members, records=records, handled=handled,
+                                ready=ready, step=-1, sources={}, recovering=[],
+                                dropped=dropped, refused=refused))
 
     def _publish(self, d: Decision) -> Decision:
         """Write ``d`` unless another proposal won; answer joiners; return the winner."""
@@ -316,10 +358,25 @@ class Quorum:
         return d
 
 
-def _foreign(theirs: dict, ours: dict) -> str:
+def _finish(d: Decision) -> Decision:
+    """Fill in the step, the sources (per group rank: the first member with the highest step)
+    and the members that recover from them."""
+    steps = {m: d.records[m]["step"] for m in d.members}
+    d.step = max(steps.values())
+    d.sources = {}
+    for m in d.members:
+        g = str(d.records[m]["group_rank"])
+        if steps[m] == d.step and g not in d.sources:
+            d.sources[g] = m
+    d.recovering = [m for m in d.members if m not in d.sources.values()
+                    and (steps[m] < d.step or steps[m] < 0)]
+    return d
+
+
+def _foreign(theirs: dict, ours: str) -> str:
     return (f"replica {theirs['id']} (process {theirs['pid']} on {theirs['host']}) has another "
-            f"model, optimizer or config than the group (signature {theirs['sig'][:12]}, the "
-            f"group's {ours['sig'][:12]})")
+            f"model, optimizer or config than the job (signature {theirs['sig'][:12]}, the "
+            f"job's {ours[:12]})")
 
 
 def _state(rec: dict) -> str:

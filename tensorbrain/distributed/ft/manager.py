@@ -10,6 +10,7 @@ import socket
 import sys
 import time
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class _Reduction:
                 return self._tensor
             from ... import autograd
             with autograd.no_grad():
-                self._tensor.div_(self._manager.world_size())
+                self._tensor.div_(self._manager.num_replicas())
         return self._tensor
 
     def is_completed(self) -> bool:
@@ -83,7 +84,12 @@ class Manager:
         backend: the process group's backend (``"tcp"``).
         store: the store (default: a client of ``MASTER_ADDR:MASTER_PORT``, tbrun's agent store).
             It must outlive every replica: never one a replica serves.
-        replica_id: this replica's name (default ``host:pid``).
+        replica_id: this process's name (default ``host:pid``).
+        replica_group: the name the processes of one replica group share, when a replica is
+            several processes (the shard dimension of a 2-D mesh); the quorum admits and
+            drops a replica group whole.
+        group_size: processes per replica group (1: one process per replica, as DDP).
+        group_rank: this process's rank in its replica group (its shard).
 
     Raises:
         Refused: this replica's model, optimizer or config differs from the running group's
@@ -95,7 +101,8 @@ class Manager:
                  config=None, min_replicas: int | None = None,
                  initial_replicas: int | None = None, timeout: float | None = None,
                  join_timeout: float = 300.0, backend: str = "tcp", store=None,
-                 replica_id: str | None = None):
+                 replica_id: str | None = None, replica_group: str | None = None,
+                 group_size: int = 1, group_rank: int = 0):
         if (model is not None and state_dict is not None) or (state_dict is None) != (
                 load_state_dict is None):
             raise ValueError("Manager takes model (and optionally optimizer), or both "
@@ -115,6 +122,17 @@ class Manager:
         self.join_timeout = float(join_timeout)
         self.backend = backend
         self.replica_id = replica_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.group_size, self.group_rank = int(group_size), int(group_rank)
+        if self.group_size > 1 and not replica_group:
+            raise ValueError("Manager(group_size > 1) needs replica_group: the name the "
+                             "processes of one replica group share")
+        if not 0 <= self.group_rank < self.group_size:
+            raise ValueError(f"group_rank {group_rank} is out of range for group_size "
+                             f"{group_size}")
+        self.replica_group = replica_group or self.replica_id
+        # (replicas, group_size) over the live processes, when group_size > 1
+        self.mesh: Any = None
+        self._replicate: Any = None  # the replicate dimension's group (None: the default group)
         self.events: list[dict] = []
         raw, pg_raw = _stores(store, self.timeout)
         scope = f"tbft/{_config.get('TB_RUN_ID') or 'run'}"
@@ -164,18 +182,26 @@ class Manager:
         return max(self._step, 0)
 
     def rank(self) -> int:
-        """This replica's rank among the live ones (changes with the membership)."""
+        """This process's rank among the live ones (changes with the membership)."""
         return self._members.index(self.replica_id)
 
     def world_size(self) -> int:
-        """The number of live replicas."""
+        """The number of live processes (replicas x group_size)."""
         return len(self._members)
 
+    def num_replicas(self) -> int:
+        """The number of live replica groups."""
+        return len(self._members) // self.group_size
+
+    def replica_rank(self) -> int:
+        """This process's replica group's index among the live ones."""
+        return self.rank() // self.group_size
+
     def source_rank(self) -> int:
-        """The rank of the replica whose state the others took in the last round (the highest
-        step; rank 0 of a new group)."""
+        """The rank whose state this process's group rank took in the last round (the highest
+        step; replica group 0's in a new job)."""
         assert self._decision is not None
-        return self._decision.members.index(self._decision.source)
+        return self._decision.members.index(self._decision.sources[str(self.group_rank)])
 
     def needs_round(self) -> bool:
         """Whether the next :meth:`start_step` begins with a round (a failure, or a joiner)."""
@@ -187,26 +213,30 @@ class Manager:
 
     # ***** joining and rounds *****
     def _join(self) -> None:
-        group = self._quorum.claim_signature(self.signature)
+        group = self._quorum.claim_signature(self.signature, self.group_rank)
         if group != json.loads(json.dumps(self.signature, sort_keys=True)):
             raise Refused(f"replica {self.replica_id} may not join: "
                           + _difference(self.signature, group))
         self._apply(self._admit())
 
+    def _record(self, suspects) -> dict:
+        return record(self.replica_id, self._step, self._sig, suspects, self.replica_group,
+                      self.group_rank, self.group_size)
+
     def _admit(self) -> Decision:
         """Ask to join and wait for the verdict (as a new replica, or one that was dropped)."""
-        rec = dict(record(self.replica_id, self._step, self._sig), joiner=True)
+        rec = self._record(())
         k = self._quorum.register(rec)
         try:
             return self._quorum.wait_admitted(k, rec, self.initial_replicas, self.join_timeout,
                                               last_call=self.join_timeout / 10)
         except Refused as exc:
-            group = json.loads(self._quorum.store.get("signature"))
+            group = json.loads(self._quorum.store.get(f"signature/{self.group_rank}"))
             raise Refused(f"{exc}: " + _difference(self.signature, group)) from None
 
     def _next_round(self) -> Decision:
         assert self._decision is not None
-        rec = record(self.replica_id, self._step, self._sig, self._suspects)
+        rec = self._record(self._suspects)
         try:
             d = self._quorum.enter(self._decision, rec)
         except Dropped as exc:
@@ -249,26 +279,35 @@ class Manager:
                 self.backend, store=PrefixStore(f"q/{d.round}/pg", self._pg_store),
                 rank=d.members.index(self.replica_id), world_size=len(d.members),
                 timeout=timedelta(seconds=self.timeout))
+            if self.group_size > 1:
+                from ..device_mesh import init_device_mesh
+                self.mesh = init_device_mesh("cpu", (self.num_replicas(), self.group_size),
+                                             mesh_dim_names=("replicate", "shard"))
+                self._replicate = self.mesh.get_group("replicate")
             self._pg_ok = True
         self._report(d, old)
 
     def _recover(self, d: Decision) -> None:
-        """The source sends its state to each recovering member (point to point)."""
+        """Each group rank's source sends its state to that rank's recovering members (point to
+        point)."""
         from ..._factories import tensor as tb_tensor
         from .._codec import decode, encode
         dist = _dist()
+        mine = [m for m in d.recovering
+                if d.records[m]["group_rank"] == self.group_rank]  # my group rank's recoverers
+        source = d.sources[str(self.group_rank)]
         if self._state_dict is None or self._load_state_dict is None:
             pass  # membership only: the caller moves the state (elastic's State.sync)
-        elif d.recovering and self.replica_id == d.source:
+        elif mine and self.replica_id == source:
             blob = np.frombuffer(encode(self._state_dict()), np.uint8).copy()
             size = tb_tensor(np.array([blob.size], np.int64))
             payload = tb_tensor(blob)
-            for m in d.recovering:
+            for m in mine:
                 dst = d.members.index(m)
                 dist.send(size, dst)
                 dist.send(payload, dst)
-        elif self.replica_id in d.recovering:
-            src = d.members.index(d.source)
+        elif self.replica_id in mine:
+            src = d.members.index(source)
             size = tb_tensor(np.zeros(1, np.int64))
             dist.recv(size, src)
             payload = tb_tensor(np.zeros(int(size.numpy()[0]), np.uint8))
@@ -281,6 +320,7 @@ class Manager:
     def _teardown(self) -> None:
         dist = _dist()
         self._pg_ok = False
+        self.mesh = self._replicate = None
         if dist.is_initialized():
             try:
                 dist.destroy_process_group()
@@ -327,7 +367,8 @@ class Manager:
                 self._suspects.add(m)
 
     def allreduce(self, tensor, sync: bool = False) -> _Reduction:
-        """Start averaging ``tensor`` over the live replicas, in place; ``wait()`` the result.
+        """Start averaging ``tensor`` over the live replicas (with replica groups: over the
+        replicate dimension, this group rank's peers), in place; ``wait()`` the result.
 
         A failure (a replica died) is recorded, not raised: the tensor is left as it is and
         :meth:`should_commit` returns False.
@@ -343,7 +384,7 @@ class Manager:
         if self._errors or not self._pg_ok:
             return _Reduction(self, tensor, None)
         try:
-            work = _dist().all_reduce(tensor, async_op=not sync)
+            work = _dist().all_reduce(tensor, group=self._replicate, async_op=not sync)
         except DistError as exc:
             self._note_failure(exc)
             return _Reduction(self, tensor, None)
@@ -383,7 +424,7 @@ class Manager:
         if ok:
             self._step = self.current_step() + 1
         assert self._decision is not None
-        if not ok or int(vote[1]) > self._decision.joined:
+        if not ok or int(vote[1]) > self._decision.ready:
             self._need_round = True
         return ok
 
@@ -422,7 +463,7 @@ class Manager:
             parts.append(f"refused {x['id']}: {x['why']}")
         if d.recovering:
             parts.append(f"{', '.join(d.recovering)} receive(s) the state of step {max(d.step, 0)}"
-                         f" from {d.source}")
+                         f" from {', '.join(sorted(set(d.sources.values())))}")
         self._event("round", round=d.round, members=list(d.members), old=old,
                     dropped=[x["id"] for x in d.dropped], msg="; ".join(parts))
 

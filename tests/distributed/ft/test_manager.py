@@ -107,3 +107,40 @@ def test_a_quorum_below_min_replicas_raises_naming_the_missing(ft_job):
     victim = job.log(0)[0]["id"]
     err = job.stderr(1)
     assert "cannot reach min_replicas=2" in err and victim in err and "died" in err, err
+
+
+def test_replica_groups_of_two_processes_survive_a_kill_on_the_replicate_dimension(ft_job):
+    """2 replica groups x 2 shard processes (ZeRO-3-like sharding inside a group, the replicate
+    dimension across). One process of group b dies: group b is dropped whole (its other process
+    is left out and asks again), group a goes on alone; a replacement makes group b whole again,
+    it is admitted and both its processes receive their shard's state from group a."""
+    module = "tests.distributed.ft.sharded_replica"
+    job = ft_job(4, FT_STEPS=STEPS, FT_G=G, FT_SEED=SEED, FT_PAUSE=0.15, FT_TIMEOUT=5)
+    for group, rank in (("a", 0), ("a", 1), ("b", 0), ("b", 1)):
+        job.start(module, FT_GROUP=group, FT_GROUP_RANK=rank,
+                  **({"FT_KILL_AT": 10} if (group, rank) == ("b", 0) else {}))
+    assert job.wait(2, 90) == -signal.SIGKILL, job.stderr(2)
+    replacement = job.start(module, FT_GROUP="b", FT_GROUP_RANK=0)
+    for i in (0, 1, 3, replacement):
+        assert job.wait(i, 150) == 0, job.stderr(i)
+    steps = _steps(job.log(0))
+    assert [e["step"] for e in steps if e["committed"]] == list(range(STEPS))
+    assert {e["replicas"] for e in steps} == {1, 2} and steps[-1]["replicas"] == 2, steps
+    assert len([e for e in steps if not e["committed"]]) <= 1
+    finals = {i: np.asarray(_final(job.log(i))["final"]) for i in (0, 1, 3, replacement)}
+    assert np.array_equal(finals[0], finals[replacement])  # shard 0 of groups a and b
+    assert np.array_equal(finals[1], finals[3])            # shard 1 of groups a and b
+    assert "left out of round" in " ".join(_final(job.log(3))["events"])
+    # the whole model (both shards) reaches the loss of one process on the whole batch
+    from tests.distributed.ft.replica import data, model
+    net = model(16, SEED)
+    full = np.concatenate([finals[0], finals[1]])
+    at = 0
+    for p in net.parameters():
+        p._data[...] = full[at:at + p.numel()].reshape(p.shape)
+        at += p.numel()
+    x, y = data()
+    import tensorbrain as tb
+    loss = float(tb.nn.functional.cross_entropy(net(tb.tensor(x)), tb.tensor(y)).item())
+    ref = reference(STEPS, G, SEED)
+    assert abs(loss - ref) <= 1e-3 * ref + 1e-4, (loss, ref)

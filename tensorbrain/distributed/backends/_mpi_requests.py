@@ -13,13 +13,13 @@ import os
 import sys
 import threading
 import time
-import weakref
 from contextlib import nullcontext
 
 import numpy as np
 
 from ... import _config
 from .. import _work
+from . import _mpi_exit
 from ..errors import DistBackendError, DistTimeoutError
 
 # Polling: spin on Test for the first _SPINS polls, then nap between polls (a pure spin was up
@@ -110,44 +110,6 @@ def _install_abort_hook(MPI) -> None:
             MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = hook
-
-
-# ***** a rank that exits without destroy_process_group tells its peers *****
-_EXIT_TAG = 7  # point-to-point on the fingerprint communicator, which carries no other p2p
-_EXIT_CHECK_S = 0.02  # how often a napping poll looks for exit notices (an Iprobe, ~1 us)
-_exit_notice_groups: weakref.WeakSet = weakref.WeakSet()
-
-
-def _send_exit_notices() -> None:
-    """atexit: every group this process still holds tells each peer how many collectives it
-    posted there. A peer waiting in a later collective of that group then fails at once naming
-    this rank (second fault run: a rank that skipped a barrier and exited left the others with
-    "a peer never joined it" at the timeout, naming nobody; tcp sees the closed connection)."""
-    MPI = sys.modules.get("mpi4py.MPI")
-    if MPI is None or not MPI.Is_initialized() or MPI.Is_finalized():
-        return
-    sends = []
-    for be in list(_exit_notice_groups):
-        if getattr(be, "comm", None) is None or be._failure.first is not None \
-                or be._failure.closed or be.size < 2:
-            continue
-        note = np.array([be._collectives, os.getpid()], np.int64)
-        be._exit_note = note  # alive until the sends complete
-        try:
-            sends += [be._fpc.Isend(note, j, _EXIT_TAG) for j in range(be.size) if j != be.rank]
-        except MPI.Exception:
-            continue
-    deadline = time.monotonic() + 0.5  # 16-byte messages go eagerly: this returns at once
-    while sends and not MPI.Request.Testall(sends) and time.monotonic() < deadline:
-        time.sleep(_NAP_S)
-
-
-def _watch_exits(backend) -> None:
-    """Register ``backend`` for the exit notice (the atexit hook is installed once)."""
-    if not _exit_notice_groups:
-        import atexit
-        atexit.register(_send_exit_notices)  # runs before mpi4py's MPI_Finalize
-    _exit_notice_groups.add(backend)
 
 
 def unlink_mpich_segments() -> list:
@@ -293,28 +255,6 @@ class Requests:
                  for state in [proc_state(int(peers[j, 0]))] if state]
         return "".join(f"; {f}" for f in found)
 
-    def _exited_peer(self, op: str, seq: int) -> DistBackendError | None:
-        """The error for a peer that exited (its atexit notice, ``_send_exit_notices``) before
-        posting every collective this rank has posted on the group, else None. A peer that
-        posted them all and exited does not fail anything."""
-        MPI = self._MPI
-        status = MPI.Status()
-        while self._fpc.Iprobe(MPI.ANY_SOURCE, _EXIT_TAG, status):
-            note = np.zeros(2, np.int64)
-            self._fpc.Recv(note, status.Get_source(), _EXIT_TAG)
-            self._exited[status.Get_source()] = (int(note[0]), int(note[1]))
-        behind = sorted(j for j, (n, _) in self._exited.items() if n < self._collectives)
-        if not behind:
-            return None
-        j = behind[0]
-        n, pid = self._exited[j]
-        return DistBackendError(
-            f"MPI {op} (seq {seq}) of group {self.group_name!r} failed on rank {self.rank}: rank "
-            f"{j} exited (process {pid}, without destroy_process_group) after {n} collective(s) "
-            f"of this group, and this rank has called {self._collectives}: rank {j} will never "
-            "join (a collective skipped on that rank?). Every rank must call the same "
-            "collectives in the same order; MPI cannot cancel it, so this group is unusable")
-
     # ***** plumbing *****
     def _check_thread(self) -> None:
         if self._level < self._MPI.THREAD_SERIALIZED and not self._MPI.Is_thread_main():
@@ -432,9 +372,9 @@ class Requests:
                 return
             now = time.monotonic()
             if spins > _SPINS and now >= self._exit_check_at:
-                self._exit_check_at = now + _EXIT_CHECK_S
+                self._exit_check_at = now + _mpi_exit.CHECK_S
                 with self._guard or nullcontext():
-                    gone = self._exited_peer(work.op, work.seq)
+                    gone = _mpi_exit.exited_peer(self, work.op, work.seq)
                 if gone is not None:
                     self._settle(work, exc=self._failure.record(gone))
                     return

@@ -147,6 +147,16 @@ declare("TB_MAX_RESTARTS", int, 0,
 declare("TB_RUN_ID", _str, "",
         "Set by tbrun for workers: this job's run id (--rdzv_id, or random with --standalone). "
         "Shared-memory segments are named /dev/shm/tb_<run_id>_* so tbrun can remove leftovers.")
+declare("TB_FAULT_TOLERANT", _bool, False,
+        "Set to 1 by tbrun --fault_tolerant for its workers: hvd.init() and "
+        "tb.distributed.elastic join the running group through the quorum (live recovery) "
+        "instead of a fixed RANK/WORLD_SIZE rendezvous.")
+declare("TB_FT_MIN_REPLICAS", int, 1,
+        "Live recovery (tb.distributed.ft, elastic): the fewest replicas the group may shrink "
+        "to; a quorum that cannot reach it raises, naming the missing replicas.")
+declare("TB_FT_TIMEOUT", float, 60.0,
+        "Live recovery: seconds for collectives and for a quorum round to wait for a missing "
+        "replica (a frozen one is dropped after it).")
 declare("TB_USE_AGENT_STORE", _bool, False,
         "Set by tbrun for workers: the launcher's agent on node 0 already serves the TCPStore at "
         "MASTER_ADDR:MASTER_PORT, so rank 0 connects to it instead of starting its own.")

@@ -121,7 +121,7 @@ def save(obj, f) -> None:
     enc = _Encoder()
     structure = enc.encode(obj, "")
     metadata = {"format": FORMAT, "tensorbrain": json.dumps(structure, separators=(",", ":"))}
-    _atomic.write(path, lambda tmp: stn.save_file(enc.arrays, tmp, metadata=metadata))
+    _atomic.write(path, _atomic.safetensors_fill(stn.save_file, enc.arrays, metadata))
 
 
 # ***** decoding *****

@@ -80,6 +80,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed.checkpoint", "tensorbrain.distributed._composable",
         "tensorbrain.distributed.algorithms.ddp_comm_hooks",
         "tensorbrain.distributed._tensor", "tensorbrain.distributed.algorithms._checkpoint",
+        "tensorbrain.distributed.ft", "tensorbrain.distributed.elastic._state",
+        "tensorbrain.distributed.algorithms.model_averaging",
     ]),
     ("front doors", [  # other frameworks' APIs on top, and the tools
         "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",

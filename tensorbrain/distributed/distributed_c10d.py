@@ -185,19 +185,26 @@ def _check_rank(rank, world_size) -> None:
 
 
 def _check_world_size(store, rank, world_size, timeout_s, deadline=None) -> None:
-    """Every rank must agree on world_size: compare with rank 0's (rank 0 checks everyone).
+    """Every rank must agree on world_size (and, under a launcher, on the run id): rank 0 reads
+    every rank's join record and publishes its verdict; the others wait for that verdict.
     Waits in slices until ``deadline``: a rank that joined and died is named at once, a store
-    that fails ends the wait with its error (see ``_liveness.wait_keys``)."""
+    that fails ends the wait with its error (see ``_liveness.wait_keys``).
+
+    Rank 0 serves the store: when it finds a mismatch it waits (up to 2 s) until the others
+    have read its verdict before it raises, so they report the cause too, not "lost the
+    connection to TCPStore" (second fault run)."""
     if world_size == 1:
         return
+    import json
+
     from . import _liveness
     from .errors import DistTimeoutError
     deadline = time.monotonic() + timeout_s if deadline is None else deadline
-    _announce(store, rank, world_size)
-    keys = [f"ws/{j}" for j in range(world_size)] if rank == 0 else ["ws/0"]
+    mine = _announce(store, rank, world_size)
+    keys = [f"ws/{j}" for j in range(world_size)] if rank == 0 else ["ws/verdict"]
     try:
         _liveness.wait_keys(store, keys, deadline, "init_process_group",
-                            {i: int(k.split("/")[1]) for i, k in enumerate(keys)},
+                            {i: (i if rank == 0 else 0) for i in range(len(keys))},
                             report=_wait_reporter(world_size, timeout_s) if rank == 0 else None)
     except DistTimeoutError as exc:
         missing = getattr(exc, "missing", None) or "?"
@@ -205,13 +212,47 @@ def _check_world_size(store, rank, world_size, timeout_s, deadline=None) -> None
             f"init_process_group: rank(s) {missing} of world_size {world_size} did not join "
             f"within {timeout_s:g} s; check that every rank was started with the same "
             "MASTER_ADDR:MASTER_PORT and WORLD_SIZE") from None
-    for k in keys:
-        theirs = int(store.get(k))
-        if theirs != world_size:
-            who = k.split("/")[1]
-            raise ValueError(f"init_process_group: inconsistent world_size: rank {rank} was "
-                             f"started with world_size={world_size} but rank {who} with "
-                             f"{theirs}; every rank must use the same WORLD_SIZE")
+    if rank == 0:
+        error = next((e for j in range(1, world_size)
+                      for e in [_disagreement(mine, _record(store.get(f"ws/{j}")), 0, j)] if e),
+                     None)
+        store.set("ws/verdict", json.dumps({**mine, "error": error}).encode())
+        if error is not None:
+            try:  # keep serving the store until the others have read the verdict
+                _liveness.wait_keys(store, [f"ack/{j}" for j in range(1, world_size)],
+                                    min(deadline, time.monotonic() + 2.0), "init_process_group")
+            except Exception:  # noqa: BLE001 - best effort: the error below is what matters
+                pass
+            raise ValueError(f"init_process_group: {error}")
+        return
+    verdict = _record(store.get("ws/verdict"))
+    store.set(f"ack/{rank}", b"1")
+    error = _disagreement(mine, verdict, rank, 0) or verdict.get("error")
+    if error:
+        raise ValueError(f"init_process_group: {error}")
+
+
+def _record(raw: bytes) -> dict:
+    """A join record (JSON; a bare number from before the records)."""
+    import json
+    try:
+        out = json.loads(raw)
+    except ValueError:
+        out = None
+    return out if isinstance(out, dict) else {"ws": int(raw) if raw.isdigit() else raw}
+
+
+def _disagreement(mine: dict, theirs: dict, me: int, other: int) -> str | None:
+    """Why ranks ``me`` and ``other`` cannot be one group (their join records), or None."""
+    if theirs.get("ws") != mine["ws"]:
+        return (f"inconsistent world_size: rank {me} was started with world_size={mine['ws']} "
+                f"but rank {other} with {theirs.get('ws')}; every rank must use the same "
+                "WORLD_SIZE")
+    if mine.get("run") and theirs.get("run") and mine["run"] != theirs["run"]:
+        return (f"rank {other} belongs to another run (run id {theirs['run']!r}, this rank's is "
+                f"{mine['run']!r}): two jobs share one MASTER_ADDR:MASTER_PORT; give each job "
+                "its own port")
+    return None
 
 
 def _wait_reporter(world_size, timeout_s):
@@ -229,12 +270,35 @@ def _wait_reporter(world_size, timeout_s):
     return report
 
 
-def _announce(store, rank, world_size) -> None:
-    """Publish this rank's join record: its world_size, then (for liveness checks) pid and host."""
+def _announce(store, rank, world_size) -> dict:
+    """Claim ``ws/<rank>`` with this rank's join record (world_size, pid, host, run id), then
+    publish pid and host for liveness checks. The claim is a compare-and-set: a second process
+    with the same rank (a second job on a busy MASTER_PORT joined the first job's store, or two
+    processes got RANK=r) is refused at once with the holder named, and changes nothing."""
+    import json
+    import os
+    import socket
+    import uuid
+
+    from .. import _config
     from . import _liveness
     from .store import PrefixStore
-    store.set(f"ws/{rank}", str(world_size).encode())
+    mine = {"ws": int(world_size), "pid": os.getpid(), "host": socket.gethostname(),
+            "run": _config.get("TB_RUN_ID") or os.environ.get("TORCHELASTIC_RUN_ID", ""),
+            "nonce": uuid.uuid4().hex}
+    raw = json.dumps(mine).encode()
+    got = store.compare_set(f"ws/{rank}", b"", raw)
+    if got != raw:
+        other = _record(got)
+        raise DistError(
+            f"init_process_group: rank {rank} has already joined the store at "
+            f"{store.describe()} (process {other.get('pid', '?')} on {other.get('host', '?')}, "
+            f"world_size {other.get('ws', '?')}): another job is using this "
+            "MASTER_ADDR:MASTER_PORT (its rank 0 serves the store there), or two processes were "
+            f"started with RANK={rank}. Give each job its own MASTER_PORT (tbrun --standalone "
+            "picks a free one)")
     _liveness.announce(PrefixStore("default", store), rank)  # seen by the default group's backend
+    return mine
 
 
 def _safe_check(store, key) -> bool:

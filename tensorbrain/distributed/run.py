@@ -61,6 +61,16 @@ Under ``srun`` with one task per node (``srun tbrun ...`` in an sbatch script), 
     When a worker fails, the whole node group (every node) is stopped and started again, at most
     N times. Workers see the attempt in ``TB_RESTART_COUNT`` (0, 1, ...). Ranks are not promised
     to be stable across restarts: save checkpoints and resume from them.
+``--fault_tolerant``
+    Live recovery (workers written with ``tb.distributed.ft``, ``tb.distributed.elastic`` or
+    ``hvd.elastic``; workers get ``TB_FAULT_TOLERANT=1``): a worker that fails is replaced
+    alone, by a new process that joins the running ones at their next step boundary (at most
+    ``--max_restarts`` replacements per node); the other workers are never stopped. With
+    ``--nnodes MIN:MAX``, a node that arrives after the round closed starts its workers, which
+    join the running ones the same way (no restart of anyone). The launcher's store on node 0
+    must outlive the job: it stays up until every node that joined is done. ``RANK`` and
+    ``WORLD_SIZE`` describe the first round only; the live ones come from the quorum. Exit
+    status 1 if some worker failed with no replacement left, after the others finished.
 ``--monitor_interval SECONDS`` (default 0.1)
     How often worker liveness is polled.
 ``--stop_timeout SECONDS`` (default 10)
@@ -205,6 +215,8 @@ def get_args_parser() -> argparse.ArgumentParser:
     _add(p, "rdzv_backend", default="static", help="accepted for torchrun compatibility")
     _add(p, "rdzv_conf", default="", help="join_timeout=S,last_call_timeout=S")
     _add(p, "max_restarts", type=int, default=0, help="restarts of the group on failure")
+    _add(p, "fault_tolerant", action="store_true",
+         help="live recovery: replace a failed worker alone, admit late nodes without restarts")
     _add(p, "monitor_interval", type=float, default=0.1, help="seconds between liveness polls")
     _add(p, "stop_timeout", type=float, default=10.0, help="SIGTERM -> SIGKILL grace seconds")
     _add(p, "redirects", "-r", default="0", help="0|1|2|3 or 0:3,1:2 (files instead of console)")
@@ -390,7 +402,8 @@ def parse_args(argv=None) -> Config:
         log_dir=ns.log_dir, shown=shown, cmd=cmd + script_args, env_placement=bool(from_env), extra_env=extra_env,
         elastic=dynamic, watch_stdin=ns.watch_stdin, dup_filters=dup_filters,
         mixed_precision=ns.mixed_precision, role=ns.role, local_addr=ns.local_addr,
-        virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals)
+        virtual_local_rank=ns.virtual_local_rank, no_prefix=ns.no_prefix, signals=signals,
+        fault_tolerant=ns.fault_tolerant)
 
 
 # ***** entry point *****

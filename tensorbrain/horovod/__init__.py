@@ -4,6 +4,7 @@
 ``import horovod.torch as hvd`` under ``python -m tensorbrain.as_torch`` / ``tbrun --as-torch``).
 See ``docs/horovod.md``.
 """
+from . import elastic
 from .compression import Compression
 from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgather_async,
                       allreduce, allreduce_, allreduce_async, allreduce_async_, alltoall,
@@ -15,7 +16,7 @@ from .mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather, allgat
 from .optimizer import (DistributedOptimizer, allgather_object, broadcast_object,
                         broadcast_optimizer_state, broadcast_parameters)
 
-__all__ = ["Adasum", "Average", "Compression", "DistributedOptimizer", "Max", "Min", "Product",
+__all__ = ["Adasum", "Average", "Compression", "DistributedOptimizer", "elastic", "Max", "Min", "Product",
            "Sum", "allgather", "allgather_async", "allgather_object", "allreduce", "allreduce_",
            "allreduce_async", "allreduce_async_", "alltoall", "alltoall_async", "barrier",
            "broadcast", "broadcast_", "broadcast_async", "broadcast_async_", "broadcast_object",

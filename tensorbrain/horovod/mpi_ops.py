@@ -44,6 +44,11 @@ def init(comm=None, process_sets=None) -> None:
     dist = _dist()
     if dist.is_initialized():
         return
+    from .. import _config
+    if _config.get("TB_FAULT_TOLERANT"):  # tbrun --fault_tolerant: join the live group
+        from ..distributed.elastic import init as elastic_init
+        elastic_init()
+        return
     if "WORLD_SIZE" not in os.environ and not any(
             k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")):
         from ..distributed.store import HashStore

@@ -70,11 +70,14 @@ class _DistributedOptimizer:
         self._hvd_synced = False
         threshold = int(os.environ.get("HOROVOD_FUSION_THRESHOLD", DEFAULT_FUSION_BYTES))
         self._hvd_fusion = _Fusion(params, self._hvd_names, max(threshold, 1))
+        from .. import _config
+        # under live recovery (tbrun --fault_tolerant) the world grows and shrinks: hook always
+        self._hvd_elastic = bool(_config.get("TB_FAULT_TOLERANT"))
         self._hvd_world = mpi_ops.size()
         me = weakref.ref(self)
         self._hvd_hooks = [p.register_post_accumulate_grad_hook(
             lambda _p, i=i: (o := me()) is not None and o._hvd_on_grad(i))
-            for i, p in enumerate(params)] if self._hvd_world > 1 else []
+            for i, p in enumerate(params)] if self._hvd_world > 1 or self._hvd_elastic else []
 
     # ---- hooks ------------------------------------------------------------------------------
     def _hvd_on_grad(self, i):
@@ -114,7 +117,7 @@ class _DistributedOptimizer:
     def synchronize(self):
         """Wait for every gradient's all-reduce (launching those not started) and write the
         results into ``.grad``. ``step()`` calls it unless inside ``skip_synchronize()``."""
-        if self._hvd_world == 1:
+        if (mpi_ops.size() if self._hvd_elastic else self._hvd_world) == 1:
             self._hvd_delay = [self._hvd_bpps] * len(self._hvd_params)
             return
         fusion = self._hvd_fusion
@@ -137,6 +140,12 @@ class _DistributedOptimizer:
         fusion.reset()
         self._hvd_delay = [self._hvd_bpps] * len(self._hvd_params)
         self._hvd_synced = True
+
+    def _hvd_reset(self):
+        """Forget the all-reduces of a step that failed (elastic: the state is restored)."""
+        self._hvd_fusion.reset()
+        self._hvd_delay = [self._hvd_bpps] * len(self._hvd_params)
+        self._hvd_synced = False
 
     @contextlib.contextmanager
     def skip_synchronize(self):

@@ -212,14 +212,14 @@ def test_sigkill_mid_save_leaves_previous_checkpoint_whole(tmp_path):
     try:
         assert proc.stdout.readline().strip() == b"v1 saved"
         deadline = time.monotonic() + 60
-        while not glob.glob(os.path.join(path, "__0_*.safetensors.tmp")):
+        while not glob.glob(os.path.join(path, ".__0_*.safetensors.tbtmp-*.tmp")):
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.0005)
         os.kill(proc.pid, signal.SIGKILL)  # the second save is half written
     finally:
         proc.kill()
         proc.wait(30)
-    assert glob.glob(os.path.join(path, "*.tmp")), "the kill did not land mid-save"
+    assert glob.glob(os.path.join(path, ".*.tmp")), "the kill did not land mid-save"
     assert _load_whole(path) == 1
     # the next save commits and clears the leftovers
     dcp.save({"w": tb.full((1000,), 5.0), "big": tb.full((4,), 5.0), "v": 5}, checkpoint_id=path)
@@ -247,7 +247,7 @@ def _killed_while_writing(rank, world, path):
     dcp.save({"w": tb.full((4,), 1.0), f"own{rank}": tb.zeros(8)}, checkpoint_id=path)
     if rank == 1:
         def watch():
-            while not glob.glob(os.path.join(path, "__1_*.safetensors.tmp")):
+            while not glob.glob(os.path.join(path, ".__1_*.safetensors.tbtmp-*.tmp")):
                 time.sleep(0.0005)
             os.kill(os.getpid(), signal.SIGKILL)
         threading.Thread(target=watch, daemon=True).start()
@@ -266,7 +266,7 @@ def test_a_rank_killed_mid_save_fails_the_others_and_keeps_the_old_checkpoint(tm
                       raise_on_error=False, env={"TB_RUN_ID": run_id})  # no shm left behind
     assert res[1].exitcode == -signal.SIGKILL
     assert res[0].ok and res[0].value != "saved" and "rank 1" in res[0].value, res[0].value
-    assert glob.glob(os.path.join(path, "__1_*.tmp"))  # the half-written file is still there
+    assert glob.glob(os.path.join(path, ".__1_*.tmp"))  # the half-written file is still there
     sd = {"w": tb.zeros(4), "own0": tb.ones(8), "own1": tb.ones(8)}
     dcp.load(sd, checkpoint_id=path)
     assert sd["w"].tolist() == [1.0] * 4 and sd["own1"].tolist() == [0.0] * 8

@@ -20,7 +20,7 @@ from ..errors import DistError, DistNetworkError, DistStoreError
 from ..store import PrefixStore, TCPStore
 from .config import Config
 from .notice import notice
-from .workers import WorkerGroup, exit_text
+from .workers import WorkerGroup, exit_text, stop_workers
 
 
 def is_local(host: str) -> bool:
@@ -127,6 +127,8 @@ class Agent:
         infos = [json.loads(v) for v in s.multi_get(keys)]
         offset = sum(i["nproc"] for i in infos[:node_rank])
         world = sum(i["nproc"] for i in infos)
+        if node_rank >= nnodes:  # a late node (--fault_tolerant): ranks after the round's
+            offset = world + (node_rank - nnodes) * cfg.nproc
         self.nnodes = nnodes
         return node_rank, offset, world
 
@@ -145,7 +147,7 @@ class Agent:
             s = PrefixStore(f"rdzv/{self.round}", self.store)
             if self.store_server is not None:
                 node_rank = 0
-            elif s.check(["closed"]):
+            elif s.check(["closed"]) and not cfg.fault_tolerant:
                 node_rank = None
             else:
                 node_rank = int(s.add("next", 1))
@@ -156,6 +158,10 @@ class Agent:
             n, restarts = self._close_round(s, node_rank)
             if node_rank is not None and node_rank < n:
                 self.restarts = restarts
+                return node_rank, n
+            if node_rank is not None and cfg.fault_tolerant:
+                notice(f"round {self.round} closed with {n} node(s) before this node joined; "
+                       "its workers join the running ones (--fault_tolerant: nobody restarts)")
                 return node_rank, n
             if n >= cfg.max_nodes:
                 raise DistError(f"round {self.round} of run {cfg.run_id} already has the maximum "
@@ -209,6 +215,8 @@ class Agent:
                        TB_RESTART_COUNT=str(self.restarts), TB_ROUND=str(self.round),
                        TB_MAX_RESTARTS=str(cfg.max_restarts), TB_RUN_ID=cfg.run_id,
                        TB_RAW_ESCAPE="1")
+            if cfg.fault_tolerant:
+                env["TB_FAULT_TOLERANT"] = "1"
             env.update(_compat.worker_env(cfg, self, lr, node_rank))
             envs.append(env)
         return envs
@@ -226,12 +234,7 @@ class Agent:
             failed = [w for w in self.workers if w.returncode not in (None, 0)]
             if failed:
                 first = min(failed, key=lambda w: (w.ended_at, w.rank))
-                for t in first.readers:  # its pipes are at EOF unless a child still holds them
-                    t.join(1.0)
-                info = dict(node=node_rank, host=socket.gethostname(), rank=first.rank,
-                            local_rank=first.local_rank, pid=first.proc.pid,
-                            code=first.returncode, tail=list(first.tail)[-10:],
-                            error=_compat.read_error_file(first.error_file))
+                info = self._failure_info(first, node_rank)
                 if s is not None:
                     s.compare_set("failed", "", json.dumps(info))
                 self.group.stop(signal.SIGTERM)
@@ -257,6 +260,72 @@ class Agent:
                 self.group.stop(signal.SIGTERM)
                 return "rejoin", None
 
+    def _failure_info(self, w, node_rank) -> dict:
+        for t in w.readers:  # its pipes are at EOF unless a child still holds them
+            t.join(1.0)
+        return dict(node=node_rank, host=socket.gethostname(), rank=w.rank,
+                    local_rank=w.local_rank, pid=w.proc.pid, code=w.returncode,
+                    tail=list(w.tail)[-10:], error=_compat.read_error_file(w.error_file))
+
+    def _monitor_ft(self, node_rank, envs) -> tuple[str, dict | None]:
+        """--fault_tolerant: replace each failed worker alone (the others go on and admit the
+        replacement live); ("done", None) once every worker ended, or ("failed", the first
+        failure that had no replacement left)."""
+        cfg = self.cfg
+        s = PrefixStore(f"attempt/{self.round}", self.store) if self.multi else None
+        lost: list = []
+        beat = 0.0
+        while True:
+            time.sleep(cfg.monitor_interval)
+            self.group.poll(time.time())
+            for lr, w in enumerate(self.workers):
+                if w.returncode in (None, 0) or w.stopped:
+                    continue
+                info = self._failure_info(w, node_rank)
+                if self.restarts < cfg.max_restarts:
+                    self.restarts += 1
+                    notice(f"{_failure_line(info)}; starting a replacement, which joins the "
+                           f"running workers (replacement {self.restarts} of "
+                           f"{cfg.max_restarts})")
+                    env = dict(envs[lr], TB_RESTART_COUNT=str(self.restarts),
+                               TORCHELASTIC_RESTART_COUNT=str(self.restarts))
+                    self.group.replace(lr, env, f"{self.round}_replacement{self.restarts}")
+                else:
+                    notice(f"{_failure_line(info)}; no replacement left (--max_restarts "
+                           f"{cfg.max_restarts}): the other workers go on without it")
+                    stop_workers([w], signal.SIGKILL, 0)
+                    lost.append(info)
+            if s is not None and time.monotonic() - beat > 1.0:
+                beat = time.monotonic()
+                s.set(f"beat/{node_rank}", str(beat))
+            if all(w.returncode is not None for w in self.workers):
+                if s is not None:
+                    s.set(f"done/{node_rank}", "1")
+                if lost:
+                    lost[0]["others"] = [(i["rank"], i["code"]) for i in lost[1:]]
+                    return "failed", lost[0]
+                return "done", None
+
+    def _wait_nodes_ft(self) -> None:
+        """--fault_tolerant, node 0: keep the store up until every node that joined (late ones
+        too) is done, or has not beaten for 30 s (its agent died)."""
+        if not self.multi or self.store_server is None:
+            return
+        s = PrefixStore(f"attempt/{self.round}", self.store)
+        rs = PrefixStore(f"rdzv/{self.round}", self.store)
+        seen: dict = {}
+        while True:
+            joined = 1 + int(rs.add("next", 0)) if self.cfg.elastic else self.nnodes
+            pending = [r for r in range(joined) if not s.check([f"done/{r}"])]
+            now = time.monotonic()
+            for r in pending:
+                b = s.get(f"beat/{r}") if s.check([f"beat/{r}"]) else None
+                if r not in seen or seen[r][0] != b:
+                    seen[r] = (b, now)
+            if not pending or all(now - seen[r][1] > 30.0 for r in pending):
+                return
+            time.sleep(0.5)
+
     def run(self) -> int:
         """Rendezvous, start the workers and watch them until the job ends, restarting the group
         on failures up to ``max_restarts`` times (and on membership changes when elastic).
@@ -274,7 +343,18 @@ class Agent:
                 notice(f"run {cfg.run_id}: node {node_rank}, {cfg.nproc} worker(s) (ranks "
                        f"{offset}..{offset + cfg.nproc - 1} of {world}), store at "
                        f"{cfg.master_addr}:{cfg.master_port}")
-            self.group.start(self._worker_envs(node_rank, offset, world), self.round)
+            envs = self._worker_envs(node_rank, offset, world)
+            self.group.start(envs, self.round)
+            if cfg.fault_tolerant:
+                outcome, info = self._monitor_ft(node_rank, envs)
+                self._wait_nodes_ft()
+                if outcome == "done":
+                    self.group.finish()
+                    self._goodbye()
+                    return 0
+                notice(_summary(info, self.restarts, cfg))
+                self._goodbye()
+                return 1
             outcome, info = self._monitor(node_rank)
             if outcome == "rejoin":
                 self.round += 1
@@ -347,5 +427,6 @@ def _summary(info, attempt, cfg) -> str:
                      "--as-torch (TensorBrain in place of torch) or with the real torchrun")
     for rank, code in info.get("others", []):
         lines.append(f"  also: rank {rank} {exit_text(code)}")
-    lines.append("  the other workers were stopped by tbrun")
+    lines.append("  the other workers went on without it" if cfg.fault_tolerant else
+                 "  the other workers were stopped by tbrun")
     return "\n".join(lines)

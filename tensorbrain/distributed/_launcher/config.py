@@ -37,4 +37,5 @@ class Config:
     no_prefix: bool = False
     env_placement: bool = False
     extra_env: dict = field(default_factory=dict)
+    fault_tolerant: bool = False
     signals: tuple = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)

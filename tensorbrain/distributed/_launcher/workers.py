@@ -217,23 +217,49 @@ class WorkerGroup:
         self.spawning, self.pending_signal = True, None
         try:
             for lr, env in enumerate(envs):
-                proc = subprocess.Popen(substitute_local_rank(self.cfg.cmd, lr), env=env,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, start_new_session=True,
-                                        preexec_fn=_pdeathsig if _LIBC is not None else None)
-                w = Worker(int(env["RANK"]), lr, proc, error_file=env["TORCHELASTIC_ERROR_FILE"])
-                self.workers.append(w)
-                if self.guardian is None:
-                    from .._guardian import Guardian
-                    self.guardian = Guardian(self.cfg.run_id)
-                self.guardian.add(proc.pid)
-                self._start_pumps(w, round_)
+                self.workers.append(self._spawn(lr, env, round_))
         finally:
             self.spawning = False
         if self.pending_signal is not None:
             raise Stop(self.pending_signal)
 
-    def _start_pumps(self, w: Worker, round_: int):
+    def replace(self, lr: int, env: dict, round_: int | str) -> Worker:
+        """Start a new worker in local rank ``lr``'s place (tbrun --fault_tolerant): the failed
+        one's output threads are finished and its process group is killed first.
+
+        Args:
+            lr: the local rank whose worker failed.
+            env: the new worker's environment.
+            round_: the rendezvous round (log folder ``attempt_<round_>``).
+
+        Returns:
+            Worker: the new worker.
+        """
+        stop_workers([self.workers[lr]], signal.SIGKILL, 0)
+        self._forget_stopped()
+        self.spawning, self.pending_signal = True, None
+        try:
+            self.workers[lr] = self._spawn(lr, env, round_)
+        finally:
+            self.spawning = False
+        if self.pending_signal is not None:
+            raise Stop(self.pending_signal)
+        return self.workers[lr]
+
+    def _spawn(self, lr: int, env: dict, round_: int | str) -> Worker:
+        proc = subprocess.Popen(substitute_local_rank(self.cfg.cmd, lr), env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                preexec_fn=_pdeathsig if _LIBC is not None else None)
+        w = Worker(int(env["RANK"]), lr, proc, error_file=env["TORCHELASTIC_ERROR_FILE"])
+        if self.guardian is None:
+            from .._guardian import Guardian
+            self.guardian = Guardian(self.cfg.run_id)
+        self.guardian.add(proc.pid)
+        self._start_pumps(w, round_)
+        return w
+
+    def _start_pumps(self, w: Worker, round_: int | str):
         cfg = self.cfg
         prefix = b"" if cfg.no_prefix else f"[rank {w.rank}] ".encode()
         shown = cfg.shown is None or w.local_rank in cfg.shown

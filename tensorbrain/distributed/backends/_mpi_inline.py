@@ -285,6 +285,7 @@ class InlineCheck:
         control, scale = plan
         seq = self._seq
         self._seq = seq + 1
+        self._collectives += 1
         self._fp_n = n + 1
         buf, request, view, raw = self._fp_msgs[slot]
         view[0], view[1], view[2], view[3] = words

@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import _config
 from .. import _work
+from . import _mpi_exit
 from ..errors import DistBackendError, DistTimeoutError
 
 # Polling: spin on Test for the first _SPINS polls, then nap between polls (a pure spin was up
@@ -34,6 +35,7 @@ _FP_SLOTS = 16
 # After a mismatch in inline mode, how long the ranks wait for each other's calls (the error is
 # raised either way; this only decides how much it can say).
 _FOLLOW_UP_S = 10.0
+_P2P_OPS = frozenset(("send", "recv", "batch_isend_irecv"))  # not counted as collectives
 
 
 def _mpi():
@@ -280,6 +282,8 @@ class Requests:
             self._check_thread()
         seq = self._seq
         self._seq = seq + 1
+        if op not in _P2P_OPS:
+            self._collectives += 1
         MPI = self._MPI
         fp, self._fp_next = self._fp_next, None
         if fp is not None:  # the fingerprint travels beside the collective (a persistent
@@ -367,6 +371,13 @@ class Requests:
                 self._settle(work, exc=self._failure.unusable(work.op, work.seq))
                 return
             now = time.monotonic()
+            if spins > _SPINS and now >= self._exit_check_at:
+                self._exit_check_at = now + _mpi_exit.CHECK_S
+                with self._guard or nullcontext():
+                    gone = _mpi_exit.exited_peer(self, work.op, work.seq)
+                if gone is not None:
+                    self._settle(work, exc=self._failure.record(gone))
+                    return
             if now >= limit:
                 if now >= work._deadline:
                     self._settle(work, exc=self._fail(work.op, work.seq, DistTimeoutError(

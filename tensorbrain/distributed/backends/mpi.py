@@ -50,10 +50,11 @@ import numpy as np
 from ... import _xp
 from ..errors import DistBackendError
 from . import _mpi_inline, _staging, _validate, base
+from . import _mpi_exit
 from ._mpi_inline import InlineCheck
 from ._executor import FailureState
-from ._mpi_requests import (_FP_SLOTS, _NAP_S, Requests, _install_abort_hook, _mpi, cuda_aware,  # noqa: F401
-                            is_available, why_unavailable, world_rank_size)
+from ._mpi_requests import (_FP_SLOTS, _NAP_S, Requests, _install_abort_hook, _mpi,  # noqa: F401
+                            cuda_aware, is_available, why_unavailable, world_rank_size)
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
 _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8",
@@ -92,6 +93,9 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         self._plans: dict = {}  # (dtype, op) -> (MPI op, dtype reduced in, post-scale)
         self._IN_PLACE = MPI.IN_PLACE
         self._seq = 0
+        self._collectives = 0  # posted on this group (a peer's exit notice is compared to it)
+        self._exited: dict = {}  # rank -> (collectives it posted, pid): peers that exited
+        self._exit_check_at = 0.0
         self._failure = FailureState(group_name, rank)
         self._pending: set = set()
         self._settle_lock, self._check_lock = threading.Lock(), threading.Lock()
@@ -131,6 +135,7 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
                 "under mpiexec let init_process_group('mpi') take rank and size from MPI")
         if world.Get_size() > 1:
             _install_abort_hook(MPI)
+            _mpi_exit.watch(self)
 
     def _members_through_store(self, store, world, size: int) -> list:
         """The MPI world ranks of this group's members, when the process-group layer did not

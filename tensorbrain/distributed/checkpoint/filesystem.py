@@ -7,8 +7,8 @@ Layout of ``checkpoint_id/``::
     __<rank>_<token>.safetensors     the chunks rank <rank> wrote in the save named <token>
 
 A save is atomic. Data files get names no earlier save used (the token is new each time), each is
-written under ``.tmp``, fsynced and renamed; only after every rank has finished does rank 0 write
-``.metadata.<token>.tmp``, fsync it and rename it over ``.metadata``. That rename is the commit:
+written in a temp folder of its own (``tensorbrain._atomic``), fsynced and renamed; only after
+every rank has finished does rank 0 write ``.metadata.<token>.tmp``, fsync it and rename it over ``.metadata``. That rename is the commit:
 until it happens ``.metadata`` still names the previous save's files, which are untouched, so a
 crash anywhere (SIGKILL included) leaves the previous checkpoint whole. After the commit rank 0
 deletes the files of earlier saves and any leftovers of crashed ones.
@@ -21,23 +21,15 @@ import re
 
 import numpy as np
 
+from ... import _atomic
+
 METADATA = ".metadata"
 FORMAT = "tensorbrain.distributed.checkpoint/1"
+# a save's files: data files (and the ``.tmp`` files of versions before the temp folders), the
+# metadata's temp file, and a data file's temp folder (``_atomic``: ``.<name>.tbtmp-...tmp/``)
 _OURS = re.compile(r"^(__\d+_(?P<tok>[0-9a-f]+)\.safetensors(\.tmp)?|"
-                   r"\.metadata\.(?P<mtok>[0-9a-f]+)\.tmp)$")
-
-
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+                   r"\.metadata\.(?P<mtok>[0-9a-f]+)\.tmp|"
+                   r"\.__\d+_(?P<ttok>[0-9a-f]+)\.safetensors\.tbtmp-.*\.tmp)$")
 
 
 def _safetensors():
@@ -89,14 +81,12 @@ class FileSystemWriter:
         os.makedirs(self.path, exist_ok=True)
         name = f"__{rank}_{token}.safetensors"
         final = os.path.join(self.path, name)
-        tmp = final + ".tmp"
         host = {k: np.ascontiguousarray(_to_numpy(a)) if a.ndim else _to_numpy(a).copy()
                 for k, a in arrays.items()}
-        stn.save_file(host, tmp, metadata={"format": FORMAT})
-        if self.sync_files:
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-        os.replace(tmp, final)
+        # through a private temp folder: safetensors' own temp file (.tmpXXXXXX) lands there,
+        # and a killed save's folder is removed by the next commit (its token is not current)
+        _atomic.write(final, _atomic.safetensors_fill(stn.save_file, host, {"format": FORMAT}),
+                      fsync=self.sync_files)
         return name
 
     def commit(self, metadata: dict, token: str) -> None:
@@ -108,7 +98,7 @@ class FileSystemWriter:
         """
         os.makedirs(self.path, exist_ok=True)
         if self.sync_files:
-            _fsync_dir(self.path)  # the data files' renames are durable before the commit
+            _atomic.fsync_dir(self.path)  # the data files' renames are durable before the commit
         tmp = os.path.join(self.path, f".metadata.{token}.tmp")
         with open(tmp, "w") as fh:
             json.dump(metadata, fh, separators=(",", ":"))
@@ -117,14 +107,11 @@ class FileSystemWriter:
                 os.fsync(fh.fileno())
         os.replace(tmp, os.path.join(self.path, METADATA))
         if self.sync_files:
-            _fsync_dir(self.path)
+            _atomic.fsync_dir(self.path)
         for entry in os.listdir(self.path):
             m = _OURS.match(entry)
-            if m and (m.group("tok") or m.group("mtok")) != token:
-                try:
-                    os.unlink(os.path.join(self.path, entry))
-                except FileNotFoundError:
-                    pass
+            if m and (m.group("tok") or m.group("mtok") or m.group("ttok")) != token:
+                _atomic.remove(os.path.join(self.path, entry))
 
 
 class FileSystemReader:

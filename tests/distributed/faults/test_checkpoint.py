@@ -8,6 +8,7 @@
 * ``tb.load`` holds at most about one copy of the file (it read through safetensors and then
   copied: 2.0x the file size at peak; benchmarks/checkpoint.py measures it at larger sizes).
 """
+import errno
 import glob
 import json
 import os
@@ -125,3 +126,109 @@ def test_load_holds_about_one_copy(tmp_path):
     grown = int(out.stdout.split()[-1])
     assert grown <= 1.3 * size, f"tb.load peaked at {grown / size:.2f}x the file size"
 
+
+
+# ***** second fault run: safetensors' own temp file, and a full disk *****
+DCP_WRITER = """
+import sys, numpy as np, tensorbrain as tb
+import tensorbrain.distributed.checkpoint as dcp
+print("go", flush=True)
+dcp.save({"w": tb.tensor(np.ones(40_000_000, np.float32))}, checkpoint_id=sys.argv[1],
+         no_dist=True)
+"""
+
+
+def _kill_inside_safetensors(code, target, watch):
+    """Run ``code`` (which saves to ``target``) in a child; SIGKILL it once safetensors' own
+    temp file (``.tmpXXXXXX``) exists anywhere under ``watch``. Returns True when caught."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", code, str(target)], env=env,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(n.startswith(".tmp") for _, _, files in os.walk(watch) for n in files):
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(30)
+                return True
+            time.sleep(0.001)
+        return False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+
+
+def test_a_kill_inside_safetensors_leaves_nothing_after_the_next_save(tmp_path):
+    """safetensors 0.8's save_file writes ``.tmpXXXXXX`` next to the path it is given and
+    renames it; killed there, that file stayed in the user's folder and no later save removed
+    it. Now it is inside the writer's own temp folder, which the next save removes."""
+    path = tmp_path / "model.tb"
+    tb.save({"w": tb.tensor(np.arange(4, dtype=np.float32))}, path)
+    for _ in range(5):
+        if _kill_inside_safetensors(WRITER, path, tmp_path):
+            break
+    else:
+        pytest.skip("the writer was never caught inside safetensors' save_file")
+    assert tb.load(path)["w"].numpy().tolist() == [0, 1, 2, 3]
+    tb.save({"w": tb.tensor(np.zeros(2, np.float32))}, path)
+    assert sorted(os.listdir(tmp_path)) == ["model.tb"]
+
+
+def test_a_kill_inside_safetensors_during_dcp_save_leaves_nothing_after_the_next_save(tmp_path):
+    import tensorbrain.distributed.checkpoint as dcp
+    folder = tmp_path / "ckpt"
+    dcp.save({"w": tb.tensor(np.arange(4, dtype=np.float32))}, checkpoint_id=folder,
+             no_dist=True)
+    for _ in range(5):
+        if _kill_inside_safetensors(DCP_WRITER, folder, folder):
+            break
+    else:
+        pytest.skip("the writer was never caught inside safetensors' save_file")
+    state = {"w": tb.zeros(4)}
+    dcp.load(state, checkpoint_id=folder, no_dist=True)
+    assert state["w"].numpy().tolist() == [0, 1, 2, 3]  # the previous save is whole
+    meta = dcp.save({"w": tb.tensor(np.zeros(2, np.float32))}, checkpoint_id=folder,
+                    no_dist=True)
+    assert sorted(os.listdir(folder)) == [".metadata", *meta["files"]]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs (root only): a real ENOSPC from the kernel."""
+    where = tmp_path / "small"
+    where.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def test_disk_full_in_tb_save_is_an_oserror_naming_the_file(small_disk):
+    path = small_disk / "model.tb"
+    tb.save({"w": tb.tensor(np.arange(4, dtype=np.float32))}, path)
+    try:
+        tb.save({"w": tb.tensor(np.ones(1 << 20, np.float32))}, path)  # 4 MiB > 1 MiB
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC, exc
+        assert str(path) in str(exc) and exc.filename == str(path), exc
+    else:
+        pytest.fail("a save larger than the disk did not raise")
+    assert tb.load(path)["w"].numpy().tolist() == [0, 1, 2, 3]  # unchanged
+    assert os.listdir(small_disk) == ["model.tb"]  # no temp left behind
+
+
+def test_disk_full_in_dcp_save_names_the_file(small_disk):
+    import tensorbrain.distributed.checkpoint as dcp
+    from tensorbrain.distributed.checkpoint.state_dict_saver import CheckpointException
+    with pytest.raises(CheckpointException) as info:
+        dcp.save({"w": tb.tensor(np.ones(1 << 20, np.float32))}, checkpoint_id=small_disk,
+                 no_dist=True)
+    msg = str(info.value)
+    assert "OSError" in msg and "No space left on device" in msg and "__0_" in msg, msg
+    assert os.listdir(small_disk) == []

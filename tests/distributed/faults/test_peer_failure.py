@@ -97,8 +97,9 @@ def test_frozen_peer_is_named_by_every_survivor(workers, victim, soak):
 
 
 # ***** mpi: MPI cannot say which rank a collective waits for; /proc can (same host) *****
-@pytest.mark.mpi
-def test_frozen_peer_is_named_on_mpi(tmp_path):
+def _mpi_job(tmp_path, n, module, timeout):
+    """Run ``mpiexec -n N python -m MODULE``; its RESULT lines (file first: MPI_Abort can end
+    mpiexec before it forwards a rank's last stdout lines) and output tail."""
     import subprocess
     import sys
     from pathlib import Path
@@ -111,13 +112,29 @@ def test_frozen_peer_is_named_on_mpi(tmp_path):
            "TB_RESULT_FILE": str(tmp_path / "results.txt")}
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
         env.pop(key, None)
-    proc = subprocess.run([str(mpiexec), "-n", "2", sys.executable, "-m",
-                           "tests.distributed.faults.mpi_frozen"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([str(mpiexec), "-n", str(n), sys.executable, "-m", module], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=timeout)
     path = tmp_path / "results.txt"
-    out = (path.read_text() if path.exists() else "") + proc.stdout + proc.stderr[-2000:]
+    return (path.read_text() if path.exists() else "") + proc.stdout + proc.stderr[-2000:]
+
+
+@pytest.mark.mpi
+def test_frozen_peer_is_named_on_mpi(tmp_path):
+    out = _mpi_job(tmp_path, 2, "tests.distributed.faults.mpi_frozen", 60)
     first = [line for line in out.splitlines() if line.startswith("RESULT first=")]
     assert first and first[0].startswith("RESULT first=DistTimeoutError"), out
     assert "rank 1 is stopped" in first[0], out
     assert float(first[0].split("secs=")[1].split()[0]) < 3.0 + 0.75, out
 
+
+@pytest.mark.mpi
+def test_a_rank_that_skips_a_collective_and_exits_is_named_on_mpi(tmp_path):
+    """Second fault run: rank 2 of 3 calls one barrier fewer and exits without
+    destroy_process_group. The others used to wait the whole group timeout (20 s) and say "a
+    peer never joined it", naming nobody; now rank 2's exit notice names it at once."""
+    out = _mpi_job(tmp_path, 3, "tests.distributed.faults.mpi_skipped", 90)
+    for rank in (0, 1):
+        line = [ln for ln in out.splitlines() if ln.startswith(f"RESULT rank{rank}=")]
+        assert line and line[0].startswith(f"RESULT rank{rank}=DistBackendError"), out
+        assert "rank 2 exited" in line[0] and "barrier" in line[0], out
+        assert float(line[0].split("secs=")[1].split()[0]) < 5.0, out  # the timeout is 20 s

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _native
 from .._xp import get_array_module
 from .._tensor_base import Tensor
 from .core import make
@@ -109,6 +110,45 @@ def check_outputs(cell):
 
 
 # ***** LSTM *****
+def lstm_cell_forward(gates, rec, c_prev, c, tc, h):
+    """One step's elementwise part, in place: ``gates`` ``(4, B, H)`` (o, i, f, g, the sigmoid
+    ones pre-scaled by 1/2) ``+= rec`` and activated; ``c = f * c_prev + i * g``, ``tc =
+    tanh(c)``, ``h = o * tc``. The NumPy twin of ``tensorbrain._C.lstm_cell_forward``."""
+    xp = get_array_module(gates)
+    gates += rec
+    xp.tanh(gates, out=gates)
+    s = gates[:3]
+    s *= 0.5
+    s += 0.5                                        # o, i, f sigmoids; g stays tanh
+    xp.multiply(gates[2], c_prev, out=c)
+    c += gates[1] * gates[3]
+    xp.tanh(c, out=tc)
+    xp.multiply(gates[0], tc, out=h)
+
+
+def lstm_cell_backward(dh, dc, gy, dcc, k, f, dgates):
+    """One step back, in place: ``dh += gy``, ``dc += dh * dcc``, the gate gradients
+    ``dgates`` ``(B, 4H)`` = (dh k_o, dc k_i, dc k_f, dc k_g), then ``dc *= f``. The NumPy
+    twin of ``tensorbrain._C.lstm_cell_backward``."""
+    xp = get_array_module(dh)
+    dh += gy
+    dc += dh * dcc
+    dg = dgates.reshape(dh.shape[0], 4, -1)
+    xp.multiply(dh, k[0], out=dg[:, 0])
+    xp.multiply(dc[:, None], k[1:].transpose(1, 0, 2), out=dg[:, 1:])
+    dc *= f
+
+
+def _cell_module(x):
+    """The C++ module for the fused cell (float32 NumPy only), or None for the twins."""
+    if type(x) is not np.ndarray or x.dtype != np.float32 or not _NATIVE_CELL:
+        return None
+    return _native.loaded()
+
+
+_NATIVE_CELL = True   # tests switch the native cell off to run the twins
+
+
 def _lstm_perm(xp, H):
     """Row index that takes torch's (i, f, g, o) gate blocks to (o, i, f, g)."""
     r = np.arange(H)
@@ -172,7 +212,10 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     HR = None if w_hr is None else xp.empty((N, H), dtype=dt)
     H0, C0 = h0._data, c0._data
     tmp4 = xp.empty(4 * B * H, dtype=dt)
-    tmp = xp.empty((B, H), dtype=dt)
+    native = _cell_module(X)
+    cell_forward = lstm_cell_forward if native is None else native.lstm_cell_forward
+    if native is not None:                 # the kernel reads contiguous states
+        H0, C0 = np.ascontiguousarray(H0), np.ascontiguousarray(C0)
     hprevs, cprevs = [], []
     prev = None
     for k, step in enumerate(steps):
@@ -185,21 +228,8 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         Gt = Gb[4 * H * off:4 * H * (off + bs)].reshape(4, bs, H)
         t4 = tmp4[:4 * bs * H].reshape(4, bs, H)
         xp.matmul(hp[None], W4T, out=t4)
-        Gt += t4
-        xp.tanh(Gt, out=Gt)
-        S = Gt[:3]
-        S *= 0.5
-        S += 0.5                                        # o, i, f sigmoids; g stays tanh
-        ct, th = C[rows], tmp[:bs]
-        xp.multiply(Gt[2], cp, out=ct)
-        xp.multiply(Gt[1], Gt[3], out=th)
-        ct += th
-        tct = TC[rows]
-        xp.tanh(ct, out=tct)
-        if WhrT is None:
-            xp.multiply(Gt[0], tct, out=Y[rows])
-        else:
-            xp.multiply(Gt[0], tct, out=HR[rows])
+        cell_forward(Gt, t4, cp, C[rows], TC[rows], Y[rows] if WhrT is None else HR[rows])
+        if WhrT is not None:
             xp.matmul(HR[rows], WhrT, out=Y[rows])
         prev = step
     h_n = _final_rows(xp, Y, steps, (B, Hout))
@@ -229,34 +259,27 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         xp.multiply(g, i * (1 - i), out=K[:, 1])
         xp.multiply(cprev, f * (1 - f), out=K[:, 2])
         xp.multiply(i, 1 - g * g, out=K[:, 3])
-        DCC = (o * (1 - tc * tc)).reshape(N, H)           # dc += dh * DCC
+        DCC = xp.ascontiguousarray((o * (1 - tc * tc)).reshape(N, H))   # dc += dh * DCC
         Kb = K.reshape(-1) if uniform else _to_blocks(xp, K, row_steps, False)
-        dGb = xp.empty(N * H4, dtype=dt)
+        dG2 = xp.empty((N, H4), dtype=dt)                 # gate gradients, rows (o, i, f, g)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
         Whr = None if w_hr is None else w_hr._data
-        Whh4 = Whh_p.reshape(4, H, Hout)
-        th = xp.empty((B, H), dtype=dt)
-        t4o = xp.empty(4 * B * Hout, dtype=dt)
+        cell_backward = lstm_cell_backward if native is None else native.lstm_cell_backward
+        gy = xp.ascontiguousarray(gY, dtype=dt)          # a broadcast zero when only h_n is used
+        zero = None if Whr is None else xp.zeros((B, H), dtype=dt)
         for off, bs in reversed(steps):
             rows = slice(off, off + bs)
             blk = slice(H4 * off, H4 * (off + bs))
-            Kt, dGt = Kb[blk].reshape(4, bs, H), dGb[blk].reshape(4, bs, H)
-            dhb, dcb, t = dh[:bs], dc[:bs], th[:bs]
-            dhb += gY[rows]
-            if Whr is not None:
+            dhb, dcb, dGt = dh[:bs], dc[:bs], dG2[rows]
+            if Whr is None:
+                dhr, gyt = dhb, gy[rows]
+            else:                                         # the gates see h = W_hr hr
+                dhb += gy[rows]
                 DYT[rows] = dhb
-                dhr = dhb @ Whr
-            else:
-                dhr = dhb
-            xp.multiply(dhr, DCC[rows], out=t)
-            dcb += t
-            xp.multiply(dhr, Kt[0], out=dGt[0])
-            xp.multiply(dcb[None], Kt[1:], out=dGt[1:])
-            dcb *= Gb[blk].reshape(4, bs, H)[2]          # f
-            t3 = t4o[:4 * bs * Hout].reshape(4, bs, Hout)
-            xp.matmul(dGt, Whh4, out=t3)
-            xp.sum(t3, axis=0, out=dhb)
-        dG2 = _to_rows(xp, dGb, N, 4, H, row_steps, uniform).reshape(N, H4)
+                dhr, gyt = dhb @ Whr, zero[:bs]
+            G4 = Gb[blk].reshape(4, bs, H)
+            cell_backward(dhr, dcb, gyt, DCC[rows], Kb[blk].reshape(4, bs, H), G4[2], dGt)
+            xp.matmul(dGt, Whh_p, out=dhb)                # one (bs, 4H) @ (4H, Hout) GEMM
         gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
         gWih[idx] = dG2.T @ X
         gWhh[idx] = dG2.T @ Hprev

@@ -12,8 +12,26 @@ namespace tb::kernels {
 
 void tanh_inplace(float *x, std::size_t n);   // picks the AVX2 body when the CPU has it
 
+// GELU with the exact (erf) form, float32: out = x * (1 + erf(x / sqrt 2)) / 2, and its
+// gradient g * (cdf + x * exp(-x^2 / 2) / sqrt(2 pi)). erf is the float32 rational of
+// tensorbrain/_ops/elementwise.py's _erf_f32 (Eigen's and XLA's), evaluated in the same order
+// of float32 operations, so the forward matches the NumPy twin bit for bit.
+void gelu_erf_forward(const float *x, float *out, std::size_t n);
+void gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
+
 namespace avx2 {
 bool tanh_inplace(float *x, std::size_t n);   // false when not built with AVX2
+bool gelu_erf_forward(const float *x, float *out, std::size_t n);
+bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
 }  // namespace avx2
+
+// The erf rational's coefficients (shared by both bodies).
+inline constexpr float kErfP[7] = {-2.72614225801306e-10f, 2.77068142495902e-08f, -2.10102402082508e-06f,
+                                   -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
+                                   -1.60960333262415e-02f};
+inline constexpr float kErfQ[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
+                                   -7.37332916720468e-03f, -1.42647390514189e-02f};
+inline constexpr float kInvSqrt2 = static_cast<float>(0.70710678118654752440);
+inline constexpr float kInvSqrt2Pi = static_cast<float>(0.39894228040143267794);
 
 }  // namespace tb::kernels

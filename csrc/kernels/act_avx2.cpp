@@ -55,7 +55,64 @@ inline __m256 tanh_ps(__m256 x) {
     return _mm256_blendv_ps(r, x, nan);
 }
 
+// erf(x) by the rational of act.h, in the twin's order of operations.
+inline __m256 erf_ps(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-4.0f)), _mm256_set1_ps(4.0f));
+    const __m256 t = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_add_ps(_mm256_mul_ps(t, _mm256_set1_ps(kErfP[0])), _mm256_set1_ps(kErfP[1]));
+    for (int i = 2; i < 7; ++i) p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(kErfP[i]));
+    __m256 q = _mm256_add_ps(_mm256_mul_ps(t, _mm256_set1_ps(kErfQ[0])), _mm256_set1_ps(kErfQ[1]));
+    for (int i = 2; i < 5; ++i) q = _mm256_add_ps(_mm256_mul_ps(q, t), _mm256_set1_ps(kErfQ[i]));
+    return _mm256_div_ps(_mm256_mul_ps(p, x), q);
+}
+
+inline __m256 cdf_ps(__m256 x) {   // (1 + erf(x / sqrt 2)) / 2
+    const __m256 e = erf_ps(_mm256_mul_ps(x, _mm256_set1_ps(kInvSqrt2)));
+    return _mm256_mul_ps(_mm256_add_ps(e, _mm256_set1_ps(1.0f)), _mm256_set1_ps(0.5f));
+}
+
+// Runs f over n values 8 at a time, the tail through a zero-padded vector.
+template <typename F>
+inline void map8(std::size_t n, F f) {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) f(i, 8);
+    if (i < n) f(i, n - i);
+}
+
+inline __m256 load(const float *p, std::size_t k) {
+    if (k == 8) return _mm256_loadu_ps(p);
+    alignas(32) float buf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (std::size_t j = 0; j < k; ++j) buf[j] = p[j];
+    return _mm256_load_ps(buf);
+}
+
+inline void store(float *p, __m256 v, std::size_t k) {
+    if (k == 8) return _mm256_storeu_ps(p, v);
+    alignas(32) float buf[8];
+    _mm256_store_ps(buf, v);
+    for (std::size_t j = 0; j < k; ++j) p[j] = buf[j];
+}
+
 }  // namespace
+
+bool gelu_erf_forward(const float *x, float *out, std::size_t n) {
+    map8(n, [&](std::size_t i, std::size_t k) {
+        const __m256 v = load(x + i, k);
+        store(out + i, _mm256_mul_ps(v, cdf_ps(v)), k);
+    });
+    return true;
+}
+
+bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n) {
+    map8(n, [&](std::size_t i, std::size_t k) {
+        const __m256 v = load(x + i, k);
+        __m256 d = _mm256_mul_ps(_mm256_mul_ps(v, v), _mm256_set1_ps(-0.5f));
+        d = _mm256_mul_ps(exp_ps(d), _mm256_set1_ps(kInvSqrt2Pi));
+        d = _mm256_add_ps(_mm256_mul_ps(d, v), cdf_ps(v));
+        store(out + i, _mm256_mul_ps(d, load(g + i, k)), k);
+    });
+    return true;
+}
 
 bool tanh_inplace(float *x, std::size_t n) {
     std::size_t i = 0;
@@ -73,5 +130,7 @@ bool tanh_inplace(float *x, std::size_t n) {
 #else
 namespace tb::kernels::avx2 {
 bool tanh_inplace(float *, std::size_t) { return false; }
+bool gelu_erf_forward(const float *, float *, std::size_t) { return false; }
+bool gelu_erf_backward(const float *, const float *, float *, std::size_t) { return false; }
 }  // namespace tb::kernels::avx2
 #endif

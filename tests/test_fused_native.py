@@ -50,3 +50,39 @@ def test_gelu_op_native_matches_twin(monkeypatch):
         return out.detach().numpy(), t.grad.numpy()
     for a, b in zip(run(True), run(False)):
         np.testing.assert_allclose(a, b, rtol=8 * EPS, atol=8 * EPS)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 5), (4, 3, 7), (6, 4)])
+def test_softmax_kernels_match_twins(cpu_path, causal, shape):
+    from tensorbrain._ops import attention
+    C = cpu_path
+    s = (rng.standard_normal(shape) * 4).astype(np.float32)
+    a, b = s.copy(), s.copy()
+    C.softmax_rows_forward(a, 0.37, causal)
+    attention.softmax_rows_forward(b, 0.37, causal)
+    np.testing.assert_allclose(a, b, rtol=16 * EPS, atol=4 * EPS)
+    assert np.array_equal(a == 0, b == 0)                 # the causal zeros exactly
+    g = rng.standard_normal(shape).astype(np.float32)
+    ga, gb = g.copy(), g.copy()
+    C.softmax_rows_backward(ga, a, 0.37)
+    attention.softmax_rows_backward(gb, a, 0.37)
+    np.testing.assert_allclose(ga, gb, rtol=16 * EPS, atol=4 * EPS)
+
+
+@pytest.mark.parametrize("kw", [dict(is_causal=True), dict(), dict(mask=True)], ids=str)
+def test_attention_native_matches_twin(kw, monkeypatch):
+    q, k, v = (rng.standard_normal((2, 3, 6, 4)).astype(np.float32) for _ in range(3))
+    m = rng.standard_normal((6, 6)).astype(np.float32)
+
+    def run(native):
+        monkeypatch.setattr(elementwise, "_NATIVE_FUSED", native)
+        ts = [tb.tensor(a, requires_grad=True) for a in (q, k, v, m)]
+        mask = ts[3] if kw.get("mask") else None
+        out = tb.nn.functional.scaled_dot_product_attention(
+            *ts[:3], attn_mask=mask, is_causal=kw.get("is_causal", False))
+        out.backward(tb.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape).astype(np.float32)))
+        return [out.detach().numpy()] + [t.grad.numpy() for t in ts[:3]] + \
+            ([ts[3].grad.numpy()] if mask is not None else [])
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

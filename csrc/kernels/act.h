@@ -19,7 +19,15 @@ void tanh_inplace(float *x, std::size_t n);   // picks the AVX2 body when the CP
 void gelu_erf_forward(const float *x, float *out, std::size_t n);
 void gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
 
+// Row softmax in place over `rows` rows of `cols` values: x = softmax(scale * x), where with
+// `causal` row r keeps only its first (r % causal_rows) + 1 values (the rest become 0): the
+// rows of an (L, S) score matrix under a top-left causal mask, causal_rows = L.
+void softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows);
+// Its backward in place: g = scale * p * (g - sum(g * p)) per row.
+void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale);
+
 namespace avx2 {
+bool exp_inplace(float *x, std::size_t n);
 bool tanh_inplace(float *x, std::size_t n);   // false when not built with AVX2
 bool gelu_erf_forward(const float *x, float *out, std::size_t n);
 bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);

@@ -114,6 +114,11 @@ bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n
     return true;
 }
 
+bool exp_inplace(float *x, std::size_t n) {
+    map8(n, [&](std::size_t i, std::size_t k) { store(x + i, exp_ps(load(x + i, k)), k); });
+    return true;
+}
+
 bool tanh_inplace(float *x, std::size_t n) {
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, tanh_ps(_mm256_loadu_ps(x + i)));
@@ -130,6 +135,7 @@ bool tanh_inplace(float *x, std::size_t n) {
 #else
 namespace tb::kernels::avx2 {
 bool tanh_inplace(float *, std::size_t) { return false; }
+bool exp_inplace(float *, std::size_t) { return false; }
 bool gelu_erf_forward(const float *, float *, std::size_t) { return false; }
 bool gelu_erf_backward(const float *, const float *, float *, std::size_t) { return false; }
 }  // namespace tb::kernels::avx2

@@ -6,9 +6,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/act.h"
 #include "kernels/reduce.h"
@@ -43,6 +45,36 @@ void gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n
         const float v = x[i];
         const float pdf = std::exp(v * v * -0.5f) * kInvSqrt2Pi;
         out[i] = (pdf * v + cdf_scalar(v)) * g[i];
+    }
+}
+void softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows) {
+    const bool vec = avx2_path();
+    for (std::size_t r = 0; r < rows; ++r) {
+        float *row = x + r * cols;
+        const std::size_t n = causal_rows ? std::min(cols, r % causal_rows + 1) : cols;
+        float m = -INFINITY;
+        for (std::size_t j = 0; j < n; ++j) {
+            row[j] *= scale;
+            m = std::fmax(m, row[j]);
+        }
+        for (std::size_t j = 0; j < n; ++j) row[j] -= m;
+        if (!(vec && avx2::exp_inplace(row, n)))
+            for (std::size_t j = 0; j < n; ++j) row[j] = std::exp(row[j]);
+        float sum = 0.0f;
+        for (std::size_t j = 0; j < n; ++j) sum += row[j];
+        const float inv = 1.0f / sum;
+        for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+        for (std::size_t j = n; j < cols; ++j) row[j] = 0.0f;
+    }
+}
+
+void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        float *gr = g + r * cols;
+        const float *pr = p + r * cols;
+        float dot = 0.0f;
+        for (std::size_t j = 0; j < cols; ++j) dot += gr[j] * pr[j];
+        for (std::size_t j = 0; j < cols; ++j) gr[j] = (gr[j] - dot) * pr[j] * scale;
     }
 }
 }  // namespace tb::kernels
@@ -82,9 +114,43 @@ Arr gelu_backward(Arr x, Arr g) {
     return out;
 }
 
+float *inplace(const char *fn, const char *name, Arr &a) {
+    input(fn, name, a);
+    if (!a.writeable()) throw py::value_error(std::string(fn) + ": " + name + " is read-only");
+    if (a.ndim() < 2) throw py::value_error(std::string(fn) + ": " + name + " needs at least 2 dims (rows, columns)");
+    return a.mutable_data();
+}
+
+void softmax_forward(Arr s, float scale, bool causal) {
+    float *p = inplace("softmax_rows_forward", "s", s);
+    const std::size_t cols = static_cast<std::size_t>(s.shape(s.ndim() - 1));
+    const std::size_t rows = cols ? static_cast<std::size_t>(s.size()) / cols : 0;
+    const std::size_t L = causal ? static_cast<std::size_t>(s.shape(s.ndim() - 2)) : 0;
+    py::gil_scoped_release nogil;
+    tb::kernels::softmax_rows(p, rows, cols, scale, L);
+}
+
+void softmax_backward(Arr g, Arr p, float scale) {
+    const char *fn = "softmax_rows_backward";
+    float *gp = inplace(fn, "g", g);
+    const float *pp = input(fn, "p", p);
+    if (g.ndim() != p.ndim() || !std::equal(g.shape(), g.shape() + g.ndim(), p.shape()))
+        throw py::value_error(std::string(fn) + ": g " + py::str(g.attr("shape")).cast<std::string>() + " and p " +
+                              py::str(p.attr("shape")).cast<std::string>() + " differ in shape");
+    const std::size_t cols = static_cast<std::size_t>(g.shape(g.ndim() - 1));
+    const std::size_t rows = cols ? static_cast<std::size_t>(g.size()) / cols : 0;
+    py::gil_scoped_release nogil;
+    tb::kernels::softmax_rows_backward(gp, pp, rows, cols, scale);
+}
+
 }  // namespace
 
 void init_fused(py::module_ &m) {
+    m.def("softmax_rows_forward", &softmax_forward, py::arg("s"), py::arg("scale"), py::arg("causal"),
+          "s = softmax(scale * s) over the last dim, in place (float32, C-contiguous); causal keeps column j <= "
+          "row i of each (L, S) matrix and zeroes the rest");
+    m.def("softmax_rows_backward", &softmax_backward, py::arg("g"), py::arg("p"), py::arg("scale"),
+          "g = scale * p * (g - sum(g * p)) over the last dim, in place (float32, C-contiguous)");
     m.def("gelu_erf_forward", &gelu_forward, py::arg("x"),
           "x * (1 + erf(x / sqrt 2)) / 2 of a C-contiguous float32 array (a new array)");
     m.def("gelu_erf_backward", &gelu_backward, py::arg("x"), py::arg("g"),

@@ -86,3 +86,39 @@ def test_attention_native_matches_twin(kw, monkeypatch):
             ([ts[3].grad.numpy()] if mask is not None else [])
     for a, b in zip(run(True), run(False)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_kernels_match_twins(affine):
+    from tensorbrain._ops import norm
+    C = _native.module()
+    x = (rng.standard_normal((7, 33)) * 3 + 1).astype(np.float32)
+    w, b = (rng.standard_normal(33).astype(np.float32) if affine else None for _ in range(2))
+    g = rng.standard_normal((7, 33)).astype(np.float32)
+    for a, t in zip(C.layer_norm_rows_forward(x, w, b, 1e-5), norm.layer_norm_rows_forward(x, w, b, 1e-5)):
+        np.testing.assert_allclose(a, t, rtol=1e-5, atol=1e-5)
+    out, mean, rstd = C.layer_norm_rows_forward(x, w, b, 1e-5)
+    got = C.layer_norm_rows_backward(x, mean, rstd, w, g, True, affine, affine)
+    want = norm.layer_norm_rows_backward(x, mean, rstd, w, g, True, affine, affine)
+    for a, t in zip(got, want):
+        if t is None:
+            assert a is None
+        else:
+            np.testing.assert_allclose(a, t, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_op_native_matches_twin(monkeypatch):
+    x = rng.standard_normal((3, 4, 10)).astype(np.float32)
+
+    def run(native):
+        monkeypatch.setattr(elementwise, "_NATIVE_FUSED", native)
+        ln = tb.nn.LayerNorm((4, 10))
+        with tb.no_grad():
+            ln.weight.copy_(tb.tensor(np.linspace(0.5, 1.5, 40).reshape(4, 10).astype(np.float32)))
+            ln.bias.copy_(tb.tensor(np.linspace(-1, 1, 40).reshape(4, 10).astype(np.float32)))
+        t = tb.tensor(x, requires_grad=True)
+        out = ln(t)
+        out.backward(tb.tensor(np.cos(np.arange(out.numel())).reshape(out.shape).astype(np.float32)))
+        return out.detach().numpy(), t.grad.numpy(), ln.weight.grad.numpy(), ln.bias.grad.numpy()
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -77,6 +77,62 @@ void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size
         for (std::size_t j = 0; j < cols; ++j) gr[j] = (gr[j] - dot) * pr[j] * scale;
     }
 }
+// Layer norm over rows of d values: out = (x - mean) * rstd * w + b (w, b may be null), with
+// each row's mean and rstd kept for backward (sums in double).
+void layer_norm_rows(const float *x, const float *w, const float *b, float *out, float *mean, float *rstd,
+                     std::size_t rows, std::size_t d, double eps) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * d;
+        float *o = out + r * d;
+        double s = 0.0;
+        for (std::size_t j = 0; j < d; ++j) s += xr[j];
+        const double mu = s / static_cast<double>(d);
+        double v = 0.0;
+        for (std::size_t j = 0; j < d; ++j) {
+            const double c = xr[j] - mu;
+            v += c * c;
+        }
+        const float m = static_cast<float>(mu), rs = static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(d) + eps));
+        mean[r] = m;
+        rstd[r] = rs;
+        for (std::size_t j = 0; j < d; ++j) {
+            float y = (xr[j] - m) * rs;
+            if (w) y *= w[j];
+            if (b) y += b[j];
+            o[j] = y;
+        }
+    }
+}
+
+// Its backward: gx = rstd * (gxh - mean(gxh) - xhat * mean(gxh * xhat)) with gxh = g * w, and
+// gw = sum over rows of g * xhat, gb = sum of g (gw/gb null when not wanted).
+void layer_norm_rows_backward(const float *x, const float *mean, const float *rstd, const float *w, const float *g,
+                              float *gx, float *gw, float *gb, std::size_t rows, std::size_t d) {
+    std::vector<double> sw(gw ? d : 0, 0.0), sb(gb ? d : 0, 0.0);
+    std::vector<float> xh(d), gh(d);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * d, *gr = g + r * d;
+        const float m = mean[r], rs = rstd[r];
+        double m1 = 0.0, m2 = 0.0;
+        for (std::size_t j = 0; j < d; ++j) {
+            xh[j] = (xr[j] - m) * rs;
+            gh[j] = w ? gr[j] * w[j] : gr[j];
+            m1 += gh[j];
+            m2 += static_cast<double>(gh[j]) * xh[j];
+        }
+        const float a = static_cast<float>(m1 / static_cast<double>(d)), c = static_cast<float>(m2 / static_cast<double>(d));
+        if (gx) {
+            float *o = gx + r * d;
+            for (std::size_t j = 0; j < d; ++j) o[j] = rs * (gh[j] - a - xh[j] * c);
+        }
+        if (gw)
+            for (std::size_t j = 0; j < d; ++j) sw[j] += static_cast<double>(gr[j]) * xh[j];
+        if (gb)
+            for (std::size_t j = 0; j < d; ++j) sb[j] += gr[j];
+    }
+    for (std::size_t j = 0; gw && j < d; ++j) gw[j] = static_cast<float>(sw[j]);
+    for (std::size_t j = 0; gb && j < d; ++j) gb[j] = static_cast<float>(sb[j]);
+}
 }  // namespace tb::kernels
 
 namespace {
@@ -143,9 +199,61 @@ void softmax_backward(Arr g, Arr p, float scale) {
     tb::kernels::softmax_rows_backward(gp, pp, rows, cols, scale);
 }
 
+const float *optional(const char *fn, const char *name, const py::object &a, py::ssize_t d) {
+    if (a.is_none()) return nullptr;
+    Arr arr = py::cast<Arr>(a);
+    if (!(arr.flags() & py::array::c_style) || arr.size() != d)
+        throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array of " +
+                              std::to_string(d) + " values");
+    return arr.data();
+}
+
+py::tuple layer_norm_forward(Arr x, py::object w, py::object b, double eps) {
+    const char *fn = "layer_norm_rows_forward";
+    const float *xp = input(fn, "x", x);
+    if (x.ndim() != 2) throw py::value_error(std::string(fn) + ": x must be (rows, normalized size)");
+    const py::ssize_t rows = x.shape(0), d = x.shape(1);
+    const float *wp = optional(fn, "weight", w, d), *bp = optional(fn, "bias", b, d);
+    Arr out({rows, d}), mean(std::vector<py::ssize_t>{rows}), rstd(std::vector<py::ssize_t>{rows});
+    float *o = out.mutable_data(), *mp = mean.mutable_data(), *rp = rstd.mutable_data();
+    {
+        py::gil_scoped_release nogil;
+        tb::kernels::layer_norm_rows(xp, wp, bp, o, mp, rp, static_cast<std::size_t>(rows), static_cast<std::size_t>(d), eps);
+    }
+    return py::make_tuple(out, mean, rstd);
+}
+
+py::tuple layer_norm_backward(Arr x, Arr mean, Arr rstd, py::object w, Arr g, bool need_x, bool need_w, bool need_b) {
+    const char *fn = "layer_norm_rows_backward";
+    const float *xp = input(fn, "x", x), *gp = input(fn, "g", g);
+    if (x.ndim() != 2 || g.ndim() != 2 || g.shape(0) != x.shape(0) || g.shape(1) != x.shape(1))
+        throw py::value_error(std::string(fn) + ": x and g must both be (rows, normalized size)");
+    const py::ssize_t rows = x.shape(0), d = x.shape(1);
+    if (mean.size() != rows || rstd.size() != rows)
+        throw py::value_error(std::string(fn) + ": mean and rstd need one value per row");
+    const float *wp = optional(fn, "weight", w, d);
+    py::object gx = py::none(), gw = py::none(), gb = py::none();
+    float *gxp = nullptr, *gwp = nullptr, *gbp = nullptr;
+    if (need_x) { Arr a({rows, d}); gxp = a.mutable_data(); gx = a; }
+    if (need_w) { Arr a(std::vector<py::ssize_t>{d}); gwp = a.mutable_data(); gw = a; }
+    if (need_b) { Arr a(std::vector<py::ssize_t>{d}); gbp = a.mutable_data(); gb = a; }
+    const float *mp = input(fn, "mean", mean), *rp = input(fn, "rstd", rstd);
+    {
+        py::gil_scoped_release nogil;
+        tb::kernels::layer_norm_rows_backward(xp, mp, rp, wp, gp, gxp, gwp, gbp, static_cast<std::size_t>(rows),
+                                              static_cast<std::size_t>(d));
+    }
+    return py::make_tuple(gx, gw, gb);
+}
+
 }  // namespace
 
 void init_fused(py::module_ &m) {
+    m.def("layer_norm_rows_forward", &layer_norm_forward, py::arg("x"), py::arg("weight"), py::arg("bias"),
+          py::arg("eps"), "(out, mean, rstd): layer norm over the rows of a C-contiguous float32 (rows, d) array");
+    m.def("layer_norm_rows_backward", &layer_norm_backward, py::arg("x"), py::arg("mean"), py::arg("rstd"),
+          py::arg("weight"), py::arg("g"), py::arg("need_x"), py::arg("need_weight"), py::arg("need_bias"),
+          "(gx, gweight, gbias) of layer_norm_rows_forward, None where not needed");
     m.def("softmax_rows_forward", &softmax_forward, py::arg("s"), py::arg("scale"), py::arg("causal"),
           "s = softmax(scale * s) over the last dim, in place (float32, C-contiguous); causal keeps column j <= "
           "row i of each (L, S) matrix and zeroes the rest");

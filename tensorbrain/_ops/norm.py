@@ -4,9 +4,13 @@ One graph node each, with the closed-form backward of ``xhat = (x - mean) * rstd
 """
 from __future__ import annotations
 
+import math
 import numbers
 
+import numpy as np
+
 from .core import make
+from .elementwise import _fused_module
 from .._xp import get_array_module
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
@@ -46,6 +50,49 @@ def _affine_grads(g, xhat, weight, bias, axes):
     return gw, gb
 
 
+def layer_norm_rows_forward(x, weight, bias, eps):
+    """``(out, mean, rstd)``: layer norm over the rows of a 2-D ``x`` (weight/bias of its row
+    size, or None). The NumPy twin of ``tensorbrain._C.layer_norm_rows_forward``."""
+    xp = get_array_module(x)
+    mu = x.mean(axis=1, keepdims=True)
+    xc = x - mu
+    rstd = 1 / xp.sqrt((xc * xc).mean(axis=1, keepdims=True) + eps)
+    xc *= rstd
+    out = _scale_shift(xc, weight, bias)
+    return out, mu[:, 0], rstd[:, 0].astype(x.dtype, copy=False)
+
+
+def layer_norm_rows_backward(x, mean, rstd, weight, g, need_x, need_weight, need_bias):
+    """``(gx, gweight, gbias)`` of :func:`layer_norm_rows_forward`, None where not needed. The
+    NumPy twin of ``tensorbrain._C.layer_norm_rows_backward``."""
+    xp = get_array_module(x)
+    xhat = (x - mean[:, None]) * rstd[:, None]
+    gx = None
+    if need_x:
+        gx = _norm_backward(xp, g * weight if weight is not None else g, xhat, rstd[:, None], 1)
+    return (gx, (g * xhat).sum(axis=0) if need_weight else None, g.sum(axis=0) if need_bias else None)
+
+
+def _layer_norm_native(C, input, weight, bias, x, wd, bd, normalized_shape, eps):
+    """layer_norm on the native rows kernels (csrc/kernels/fused.cpp): one pass forward and one
+    backward (the three gradients together), no full-size temporaries kept but the output."""
+    d = math.prod(normalized_shape)
+    x2 = x.reshape(-1, d)
+    w2, b2 = (None if t is None else t.reshape(d) for t in (wd, bd))
+    out, mean, rstd = C.layer_norm_rows_forward(x2, w2, b2, float(eps))
+
+    def backward(g):
+        g2 = np.ascontiguousarray(g, dtype=x.dtype).reshape(-1, d)
+        gx, gw, gb = C.layer_norm_rows_backward(
+            x2, mean, rstd, w2, g2, input.requires_grad,
+            weight is not None and weight.requires_grad, bias is not None and bias.requires_grad)
+        return (None if gx is None else gx.reshape(x.shape),
+                None if gw is None else gw.reshape(wd.shape),
+                None if gb is None else gb.reshape(bd.shape))
+    return make(out.reshape(x.shape), (input, weight, bias), backward, "NativeLayerNormBackward",
+                (weight,) if weight is not None else ())
+
+
 @autocast_op("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims, one fused op."""
@@ -57,6 +104,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if tuple(x.shape[x.ndim - k:]) != normalized_shape:
         raise RuntimeError(f"layer_norm: input of shape {tuple(x.shape)} does not end with "
                            f"normalized_shape {normalized_shape}")
+    C = _fused_module(x)
+    wd, bd = (None if t is None else t._data for t in (weight, bias))
+    if C is not None and all(t is None or (t.dtype == x.dtype and t.flags.c_contiguous) for t in (wd, bd)):
+        return _layer_norm_native(C, input, weight, bias, x, wd, bd, normalized_shape, eps)
     xp = get_array_module(x)
     axes = tuple(range(x.ndim - k, x.ndim))
     mu = x.mean(axis=axes, keepdims=True)

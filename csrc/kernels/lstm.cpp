@@ -30,6 +30,14 @@ namespace {
 using tb::kernels::tanh_inplace;
 using Arr = py::array_t<float, 0>;   // no forcecast: the caller passes float32 arrays as they are
 
+const float *input(const char *fn, const char *name, Arr &a, py::ssize_t size) {
+    if (!(a.flags() & py::array::c_style) || a.size() != size)
+        throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array of " +
+                              std::to_string(size) + " values, got shape " +
+                              py::str(a.attr("shape")).cast<std::string>());
+    return a.data();
+}
+
 float *checked(const char *fn, const char *name, Arr &a, py::ssize_t size) {
     if (!(a.flags() & py::array::c_style) || a.size() != size)
         throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array of " +
@@ -62,33 +70,37 @@ void forward(Arr gates, Arr rec, Arr c_prev, Arr c, Arr tc, Arr h) {
     for (std::size_t k = 0; k < n; ++k) Hn[k] = o[k] * TC[k];
 }
 
-// One step back: dh += gy; dc += dh * dcc; dgates rows (B, 4, H) = (dh*k_o, dc*k_i, dc*k_f,
-// dc*k_g); dc *= f. k holds the gate derivative factors (4, B, H), dcc = o * (1 - tanh(c)^2).
-void backward(Arr dh, Arr dc, Arr gy, Arr dcc, Arr k, Arr f, Arr dgates) {
+// One step back from the step's activated gates (4, B, H) (o, i, f, g), tc = tanh(c) and
+// c_prev: dh += gy; dc += dh * o * (1 - tc^2); dgates rows (B, 4, H) = the pre-activation
+// gradients (dh tc o(1-o), dc g i(1-i), dc c_prev f(1-f), dc i (1-g^2)); dc *= f. The gate
+// derivative factors are formed here, per value, instead of as ten full-size passes before
+// the time loop.
+void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates) {
     const char *fn = "lstm_cell_backward";
     if (dc.ndim() != 2) throw py::value_error(std::string(fn) + ": dc must be (batch, hidden)");
     const py::ssize_t B = dc.shape(0), H = dc.shape(1), bh = B * H;
     float *DH = checked(fn, "dh", dh, bh);
     float *DC = checked(fn, "dc", dc, bh);
-    float *GY = checked(fn, "gy", gy, bh);
-    float *DCC = checked(fn, "dcc", dcc, bh);
-    float *K = checked(fn, "k", k, 4 * bh);
-    float *F = checked(fn, "f", f, bh);
+    const float *GY = input(fn, "gy", gy, bh);
+    const float *G = input(fn, "gates", gates, 4 * bh);
+    const float *TC = input(fn, "tc", tc, bh);
+    const float *CP = input(fn, "c_prev", c_prev, bh);
     float *DG = checked(fn, "dgates", dgates, 4 * bh);
     py::gil_scoped_release nogil;
     for (py::ssize_t b = 0; b < B; ++b) {
         float *dh_ = DH + b * H, *dc_ = DC + b * H, *dg = DG + b * 4 * H;
-        const float *gy_ = GY + b * H, *dcc_ = DCC + b * H, *f_ = F + b * H;
-        const float *ko = K + b * H, *ki = K + bh + b * H, *kf = K + 2 * bh + b * H, *kg = K + 3 * bh + b * H;
+        const float *gy_ = GY + b * H, *tc_ = TC + b * H, *cp_ = CP + b * H;
+        const float *o = G + b * H, *i = G + bh + b * H, *f = G + 2 * bh + b * H, *g = G + 3 * bh + b * H;
         for (py::ssize_t j = 0; j < H; ++j) {
             const float d = dh_[j] + gy_[j];
             dh_[j] = d;
-            const float c = dc_[j] + d * dcc_[j];
-            dg[j] = d * ko[j];
-            dg[H + j] = c * ki[j];
-            dg[2 * H + j] = c * kf[j];
-            dg[3 * H + j] = c * kg[j];
-            dc_[j] = c * f_[j];
+            const float t = tc_[j];
+            const float c = dc_[j] + d * (o[j] * (1.0f - t * t));
+            dg[j] = d * (t * o[j] * (1.0f - o[j]));
+            dg[H + j] = c * (g[j] * i[j] * (1.0f - i[j]));
+            dg[2 * H + j] = c * (cp_[j] * f[j] * (1.0f - f[j]));
+            dg[3 * H + j] = c * (i[j] * (1.0f - g[j] * g[j]));
+            dc_[j] = c * f[j];
         }
     }
 }
@@ -100,9 +112,10 @@ void init_lstm(py::module_ &m) {
           py::arg("tc"), py::arg("h"),
           "one LSTM step's elementwise part on float32: gates (4, B, H) (o, i, f, g; sigmoid ones pre-scaled "
           "by 1/2) += rec and activated in place; c, tanh(c) and h written");
-    m.def("lstm_cell_backward", &backward, py::arg("dh"), py::arg("dc"), py::arg("gy"), py::arg("dcc"), py::arg("k"),
-          py::arg("f"), py::arg("dgates"),
-          "one LSTM step back on float32: dh += gy, dc += dh*dcc, dgates (B, 4H) from k, then dc *= f");
+    m.def("lstm_cell_backward", &backward, py::arg("dh"), py::arg("dc"), py::arg("gy"), py::arg("gates"),
+          py::arg("tc"), py::arg("c_prev"), py::arg("dgates"),
+          "one LSTM step back on float32 from its activated gates (4, B, H), tanh(c) and c_prev: dh += gy, dc "
+          "updated, dgates (B, 4H) written, then dc *= f");
     m.def("_tanh_f32", [](Arr x) {
         float *p = checked("_tanh_f32", "x", x, x.size());
         tb::kernels::tanh_inplace(p, static_cast<std::size_t>(x.size()));

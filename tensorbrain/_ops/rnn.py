@@ -126,16 +126,20 @@ def lstm_cell_forward(gates, rec, c_prev, c, tc, h):
     xp.multiply(gates[0], tc, out=h)
 
 
-def lstm_cell_backward(dh, dc, gy, dcc, k, f, dgates):
-    """One step back, in place: ``dh += gy``, ``dc += dh * dcc``, the gate gradients
-    ``dgates`` ``(B, 4H)`` = (dh k_o, dc k_i, dc k_f, dc k_g), then ``dc *= f``. The NumPy
-    twin of ``tensorbrain._C.lstm_cell_backward``."""
+def lstm_cell_backward(dh, dc, gy, gates, tc, c_prev, dgates):
+    """One step back, in place, from the step's activated ``gates`` ``(4, B, H)`` (o, i, f, g),
+    ``tc = tanh(c)`` and ``c_prev``: ``dh += gy``, ``dc += dh * o * (1 - tc^2)``, the gate
+    gradients (pre-activation) into ``dgates`` ``(B, 4H)``, then ``dc *= f``. The NumPy twin of
+    ``tensorbrain._C.lstm_cell_backward``."""
     xp = get_array_module(dh)
+    o, i, f, g = gates
     dh += gy
-    dc += dh * dcc
+    dc += dh * (o * (1 - tc * tc))
     dg = dgates.reshape(dh.shape[0], 4, -1)
-    xp.multiply(dh, k[0], out=dg[:, 0])
-    xp.multiply(dc[:, None], k[1:].transpose(1, 0, 2), out=dg[:, 1:])
+    xp.multiply(dh, tc * o * (1 - o), out=dg[:, 0])
+    xp.multiply(dc, g * i * (1 - i), out=dg[:, 1])
+    xp.multiply(dc, c_prev * f * (1 - f), out=dg[:, 2])
+    xp.multiply(dc, i * (1 - g * g), out=dg[:, 3])
     dc *= f
 
 
@@ -242,32 +246,13 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         dh = xp.zeros((B, Hout), dtype=dt) if gh is None else gh.astype(dt, copy=True)
         dc = xp.zeros((B, H), dtype=dt) if gc is None else gc.astype(dt, copy=True)
         Hprev = _in_row_order(xp, hprevs, steps, reverse)
-        Cprev = _in_row_order(xp, cprevs, steps, reverse)
-        # d(pre-activation) = K * (dh for o, dc for i, f, g), for all steps at once
-        if uniform:
-            T = len(steps)
-            A = Gb.reshape(T, 4, B, H)
-            o, i, f, g = A[:, 0], A[:, 1], A[:, 2], A[:, 3]
-            tc, cprev = TC.reshape(T, B, H), Cprev.reshape(T, B, H)
-            K = xp.empty((T, 4, B, H), dtype=dt)
-        else:
-            A = _to_rows(xp, Gb, N, 4, H, row_steps, False)
-            o, i, f, g = A[:, 0], A[:, 1], A[:, 2], A[:, 3]
-            tc, cprev = TC, Cprev
-            K = xp.empty((N, 4, H), dtype=dt)
-        xp.multiply(tc, o * (1 - o), out=K[:, 0])        # gate axis 1 in both layouts
-        xp.multiply(g, i * (1 - i), out=K[:, 1])
-        xp.multiply(cprev, f * (1 - f), out=K[:, 2])
-        xp.multiply(i, 1 - g * g, out=K[:, 3])
-        DCC = xp.ascontiguousarray((o * (1 - tc * tc)).reshape(N, H))   # dc += dh * DCC
-        Kb = K.reshape(-1) if uniform else _to_blocks(xp, K, row_steps, False)
         dG2 = xp.empty((N, H4), dtype=dt)                 # gate gradients, rows (o, i, f, g)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
         Whr = None if w_hr is None else w_hr._data
         cell_backward = lstm_cell_backward if native is None else native.lstm_cell_backward
         gy = xp.ascontiguousarray(gY, dtype=dt)          # a broadcast zero when only h_n is used
         zero = None if Whr is None else xp.zeros((B, H), dtype=dt)
-        for off, bs in reversed(steps):
+        for (off, bs), cprev in zip(reversed(steps), reversed(cprevs)):
             rows = slice(off, off + bs)
             blk = slice(H4 * off, H4 * (off + bs))
             dhb, dcb, dGt = dh[:bs], dc[:bs], dG2[rows]
@@ -277,8 +262,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
                 dhb += gy[rows]
                 DYT[rows] = dhb
                 dhr, gyt = dhb @ Whr, zero[:bs]
-            G4 = Gb[blk].reshape(4, bs, H)
-            cell_backward(dhr, dcb, gyt, DCC[rows], Kb[blk].reshape(4, bs, H), G4[2], dGt)
+            cell_backward(dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt)
             xp.matmul(dGt, Whh_p, out=dhb)                # one (bs, 4H) @ (4H, Hout) GEMM
         gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
         gWih[idx] = dG2.T @ X

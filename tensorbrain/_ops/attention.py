@@ -95,7 +95,6 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                f"{v.shape[-3]})")
         rep = hq // hk
         k, v = xp.repeat(k, rep, axis=-3), xp.repeat(v, rep, axis=-3)
-    L, S = q.shape[-2], k.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     s = q @ _swap(k)
     mask_t = None

@@ -6,10 +6,12 @@ Python dispatch for each, forward and backward (1.7-2.0x torch's step time on LS
 models; docs/sequence.md has the figures). Here a layer/direction costs
 
 * one GEMM for the input projections of all timesteps (``x @ W_ih^T + b``);
-* per timestep: one GEMM with ``W_hh`` and a handful of in-place NumPy calls on small arrays;
-* in backward: the gate-gradient coefficients for all timesteps at once (vectorised), then per
-  timestep a few in-place calls and one GEMM, then one GEMM each for ``dW_ih``, ``dW_hh`` and
-  ``dx``.
+* per timestep: one GEMM with ``W_hh`` and the gate math: for the LSTM one call of the native
+  cell (``lstm_cell_forward``/``lstm_cell_backward``, csrc/kernels/lstm.cpp, float32) or of its
+  NumPy twin of the same name; for the GRU and plain RNN a handful of in-place NumPy calls (the
+  GRU's gate-gradient coefficients for all timesteps at once, vectorised);
+* in backward, per timestep the gate math and one GEMM, then one GEMM each for ``dW_ih``,
+  ``dW_hh`` and ``dx``.
 
 Rows are laid out flat: step ``t`` owns rows ``[offset_t, offset_t + batch_sizes[t])`` of the
 ``(N, features)`` input, exactly the layout of ``PackedSequence.data``. An unpacked ``(T, B, I)``

@@ -122,3 +122,42 @@ def test_layer_norm_op_native_matches_twin(monkeypatch):
         return out.detach().numpy(), t.grad.numpy(), ln.weight.grad.numpy(), ln.bias.grad.numpy()
     for a, b in zip(run(True), run(False)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (7, 5)])
+def test_batch_norm_kernels_match_twins(affine, shape):
+    from tensorbrain._ops import norm
+    C = _native.module()
+    x = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    c = shape[1]
+    w, b = (rng.standard_normal(c).astype(np.float32) if affine else None for _ in range(2))
+    for a, t in zip(C.batch_norm_train_forward(x, w, b, 1e-5), norm.batch_norm_train_forward(x, w, b, 1e-5)):
+        np.testing.assert_allclose(a, t, rtol=1e-5, atol=1e-5)
+    _, mean, var = C.batch_norm_train_forward(x, w, b, 1e-5)
+    rstd = (1 / np.sqrt(var + 1e-5)).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    got = C.batch_norm_train_backward(g, x, mean, rstd, w, True, affine, affine)
+    want = norm.batch_norm_train_backward(g, x, mean, rstd, w, True, affine, affine)
+    for a, t in zip(got, want):
+        if t is None:
+            assert a is None
+        else:
+            np.testing.assert_allclose(a, t, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_op_native_matches_twin(monkeypatch):
+    x = rng.standard_normal((4, 3, 5, 5)).astype(np.float32)
+
+    def run(native):
+        monkeypatch.setattr(elementwise, "_NATIVE_FUSED", native)
+        bn = tb.nn.BatchNorm2d(3)
+        with tb.no_grad():
+            bn.weight.copy_(tb.tensor(np.array([0.5, 1.0, 2.0], np.float32)))
+        t = tb.tensor(x, requires_grad=True)
+        out = bn(t)
+        out.backward(tb.tensor(np.cos(np.arange(out.numel())).reshape(out.shape).astype(np.float32)))
+        return (out.detach().numpy(), t.grad.numpy(), bn.weight.grad.numpy(), bn.bias.grad.numpy(),
+                bn.running_mean.numpy(), bn.running_var.numpy())
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -133,6 +133,75 @@ void layer_norm_rows_backward(const float *x, const float *mean, const float *rs
     for (std::size_t j = 0; gw && j < d; ++j) gw[j] = static_cast<float>(sw[j]);
     for (std::size_t j = 0; gb && j < d; ++j) gb[j] = static_cast<float>(sb[j]);
 }
+// Batch norm in training over (N, C, L) (L = the spatial size): per channel the batch mean and
+// biased variance (sums in double), then out = (x - mean) * rstd * w + b in a second pass.
+void batch_norm_train(const float *x, const float *w, const float *b, float *out, float *mean, float *var,
+                      std::size_t n, std::size_t c, std::size_t l, double eps) {
+    const double k = static_cast<double>(n * l);
+    for (std::size_t ch = 0; ch < c; ++ch) {
+        double s = 0.0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *p = x + (i * c + ch) * l;
+            float part = 0.0f;
+            for (std::size_t j = 0; j < l; ++j) part += p[j];
+            s += part;
+        }
+        const double mu = s / k;
+        double v = 0.0;
+        const float m = static_cast<float>(mu);
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *p = x + (i * c + ch) * l;
+            float part = 0.0f;
+            for (std::size_t j = 0; j < l; ++j) {
+                const float d = p[j] - m;
+                part += d * d;
+            }
+            v += part;
+        }
+        v /= k;
+        mean[ch] = m;
+        var[ch] = static_cast<float>(v);
+        const float rs = static_cast<float>(1.0 / std::sqrt(v + eps));
+        const float a = w ? rs * w[ch] : rs, sh = (b ? b[ch] : 0.0f) - m * a;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *p = x + (i * c + ch) * l;
+            float *o = out + (i * c + ch) * l;
+            for (std::size_t j = 0; j < l; ++j) o[j] = p[j] * a + sh;
+        }
+    }
+}
+
+// Its backward from the saved input: per channel sg = sum(g), sgx = sum(g * xhat); then
+// gx = rstd * w * (g - sg / k - xhat * sgx / k) (gx null: only the affine gradients).
+void batch_norm_train_backward(const float *g, const float *x, const float *mean, const float *rstd, const float *w,
+                               float *gx, float *gw, float *gb, std::size_t n, std::size_t c, std::size_t l) {
+    const float k = static_cast<float>(n * l);
+    for (std::size_t ch = 0; ch < c; ++ch) {
+        const float m = mean[ch], rs = rstd[ch];
+        double sg = 0.0, sgx = 0.0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *gp = g + (i * c + ch) * l, *xp = x + (i * c + ch) * l;
+            float a = 0.0f, b = 0.0f;
+            for (std::size_t j = 0; j < l; ++j) {
+                a += gp[j];
+                b += gp[j] * (xp[j] - m);
+            }
+            sg += a;
+            sgx += b;
+        }
+        sgx *= rs;   // sum(g * xhat)
+        if (gw) gw[ch] = static_cast<float>(sgx);
+        if (gb) gb[ch] = static_cast<float>(sg);
+        if (!gx) continue;
+        const float scale = w ? rs * w[ch] : rs;
+        const float c1 = static_cast<float>(sg) / k, c2 = static_cast<float>(sgx) / k * rs;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *gp = g + (i * c + ch) * l, *xp = x + (i * c + ch) * l;
+            float *o = gx + (i * c + ch) * l;
+            for (std::size_t j = 0; j < l; ++j) o[j] = scale * (gp[j] - c1 - (xp[j] - m) * c2);
+        }
+    }
+}
 }  // namespace tb::kernels
 
 namespace {
@@ -246,9 +315,63 @@ py::tuple layer_norm_backward(Arr x, Arr mean, Arr rstd, py::object w, Arr g, bo
     return py::make_tuple(gx, gw, gb);
 }
 
+// (N, C, L) of a C-contiguous float32 array of at least 2 dims.
+void ncl(const char *fn, const char *name, const Arr &a, std::size_t *n, std::size_t *c, std::size_t *l) {
+    input(fn, name, a);
+    if (a.ndim() < 2) throw py::value_error(std::string(fn) + ": " + name + " must be (N, C, ...)");
+    *n = static_cast<std::size_t>(a.shape(0));
+    *c = static_cast<std::size_t>(a.shape(1));
+    *l = 1;
+    for (py::ssize_t i = 2; i < a.ndim(); ++i) *l *= static_cast<std::size_t>(a.shape(i));
+}
+
+py::tuple batch_norm_forward(Arr x, py::object w, py::object b, double eps) {
+    const char *fn = "batch_norm_train_forward";
+    std::size_t n, c, l;
+    ncl(fn, "x", x, &n, &c, &l);
+    const py::ssize_t C = static_cast<py::ssize_t>(c);
+    const float *wp = optional(fn, "weight", w, C), *bp = optional(fn, "bias", b, C);
+    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+    Arr mean(std::vector<py::ssize_t>{C}), var(std::vector<py::ssize_t>{C});
+    const float *xp = x.data();
+    float *o = out.mutable_data(), *mp = mean.mutable_data(), *vp = var.mutable_data();
+    {
+        py::gil_scoped_release nogil;
+        tb::kernels::batch_norm_train(xp, wp, bp, o, mp, vp, n, c, l, eps);
+    }
+    return py::make_tuple(out, mean, var);
+}
+
+py::tuple batch_norm_backward(Arr g, Arr x, Arr mean, Arr rstd, py::object w, bool need_x, bool need_w, bool need_b) {
+    const char *fn = "batch_norm_train_backward";
+    std::size_t n, c, l, n2, c2, l2;
+    ncl(fn, "g", g, &n, &c, &l);
+    ncl(fn, "x", x, &n2, &c2, &l2);
+    if (n != n2 || c != c2 || l != l2) throw py::value_error(std::string(fn) + ": g and x differ in shape");
+    const py::ssize_t C = static_cast<py::ssize_t>(c);
+    const float *wp = optional(fn, "weight", w, C);
+    const float *mp = optional(fn, "mean", mean, C), *rp = optional(fn, "rstd", rstd, C);
+    py::object gx = py::none(), gw = py::none(), gb = py::none();
+    float *gxp = nullptr, *gwp = nullptr, *gbp = nullptr;
+    if (need_x) { Arr a(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim())); gxp = a.mutable_data(); gx = a; }
+    if (need_w) { Arr a(std::vector<py::ssize_t>{C}); gwp = a.mutable_data(); gw = a; }
+    if (need_b) { Arr a(std::vector<py::ssize_t>{C}); gbp = a.mutable_data(); gb = a; }
+    const float *gp = g.data(), *xp = x.data();
+    {
+        py::gil_scoped_release nogil;
+        tb::kernels::batch_norm_train_backward(gp, xp, mp, rp, wp, gxp, gwp, gbp, n, c, l);
+    }
+    return py::make_tuple(gx, gw, gb);
+}
+
 }  // namespace
 
 void init_fused(py::module_ &m) {
+    m.def("batch_norm_train_forward", &batch_norm_forward, py::arg("x"), py::arg("weight"), py::arg("bias"),
+          py::arg("eps"), "(out, mean, biased var): batch norm with batch statistics over a C-contiguous float32 (N, C, ...)");
+    m.def("batch_norm_train_backward", &batch_norm_backward, py::arg("g"), py::arg("x"), py::arg("mean"),
+          py::arg("rstd"), py::arg("weight"), py::arg("need_x"), py::arg("need_weight"), py::arg("need_bias"),
+          "(gx, gweight, gbias) of batch_norm_train_forward from the saved input, None where not needed");
     m.def("layer_norm_rows_forward", &layer_norm_forward, py::arg("x"), py::arg("weight"), py::arg("bias"),
           py::arg("eps"), "(out, mean, rstd): layer norm over the rows of a C-contiguous float32 (rows, d) array");
     m.def("layer_norm_rows_backward", &layer_norm_backward, py::arg("x"), py::arg("mean"), py::arg("rstd"),

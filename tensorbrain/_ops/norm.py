@@ -127,6 +127,77 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return make(out, (input, weight, bias), backward, "NativeLayerNormBackward", (weight,) if weight is not None else ())
 
 
+def _update_running(running_mean, running_var, mu, var, n, momentum):
+    """PyTorch's running statistics update (the variance unbiased) from the batch's ``(C,)``
+    mean and biased variance."""
+    m = 0.0 if momentum is None else momentum
+    if running_mean is not None:
+        rm = running_mean._data
+        rm *= 1 - m
+        rm += m * mu.astype(rm.dtype)
+        running_mean._version[0] += 1
+    if running_var is not None:
+        rv = running_var._data
+        rv *= 1 - m
+        rv += (m * n / (n - 1)) * var.astype(rv.dtype)
+        running_var._version[0] += 1
+
+
+def batch_norm_train_forward(x, weight, bias, eps):
+    """``(out, mean, var)``: batch norm of ``x`` ``(N, C, ...)`` with its batch statistics
+    (``var`` biased), weight/bias ``(C,)`` or None. The NumPy twin of
+    ``tensorbrain._C.batch_norm_train_forward``."""
+    xp = get_array_module(x)
+    c = x.shape[1]
+    axes = (0,) + tuple(range(2, x.ndim))
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    mu = x.mean(axis=axes, keepdims=True)
+    xc = x - mu
+    var = _channel_sum(xp, xc, xc, axes) / (x.size // c)
+    xc *= 1 / xp.sqrt(var + eps)
+    out = _scale_shift(xc, None if weight is None else weight.reshape(bshape),
+                       None if bias is None else bias.reshape(bshape))
+    return out, mu.reshape(c), var.reshape(c).astype(x.dtype, copy=False)
+
+
+def batch_norm_train_backward(g, x, mean, rstd, weight, need_x, need_weight, need_bias):
+    """``(gx, gweight, gbias)`` of :func:`batch_norm_train_forward` from the saved input, None
+    where not needed. The NumPy twin of ``tensorbrain._C.batch_norm_train_backward``."""
+    xp = get_array_module(x)
+    c = x.shape[1]
+    axes = (0,) + tuple(range(2, x.ndim))
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    xhat = (x - mean.reshape(bshape)) * rstd.reshape(bshape)
+    sg = g.sum(axis=axes, keepdims=True)
+    sgx = _channel_sum(xp, g, xhat, axes)
+    gx = None
+    if need_x:
+        k = x.size // c
+        scale = rstd.reshape(bshape) * (weight.reshape(bshape) if weight is not None else 1)
+        gx = g * scale
+        gx -= scale * (sg / k)
+        gx -= xhat * (scale * (sgx / k))
+    return gx, sgx.reshape(c) if need_weight else None, sg.reshape(c) if need_bias else None
+
+
+def _batch_norm_train_native(C, input, running_mean, running_var, weight, bias, x, wd, bd,
+                             momentum, eps):
+    """batch_norm in training on the native kernels (csrc/kernels/fused.cpp): statistics and
+    output in two passes per channel, backward in two, from the saved input (no xhat kept)."""
+    c = x.shape[1]
+    out, mu, var = C.batch_norm_train_forward(x, wd, bd, float(eps))
+    _update_running(running_mean, running_var, mu, var, x.size // c, momentum)
+    rstd = (1 / np.sqrt(var.astype(np.float64) + eps)).astype(np.float32)
+
+    def backward(g):
+        g = np.ascontiguousarray(g, dtype=x.dtype)
+        return C.batch_norm_train_backward(
+            g, x, mu, rstd, wd, input.requires_grad,
+            weight is not None and weight.requires_grad, bias is not None and bias.requires_grad)
+    return make(out, (input, weight, bias), backward, "NativeBatchNormBackward",
+                (input, weight) if weight is not None else (input,))
+
+
 @autocast_op("batch_norm")
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
@@ -149,6 +220,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {tuple(x.shape)}")
+        C = _fused_module(x)
+        wd, bd = (None if t is None else t._data for t in (weight, bias))
+        if C is not None and all(t is None or (t.dtype == x.dtype and t.flags.c_contiguous)
+                                 for t in (wd, bd)):
+            return _batch_norm_train_native(C, input, running_mean, running_var, weight, bias,
+                                            x, wd, bd, momentum, eps)
         mu = x.mean(axis=axes, keepdims=True)
         xc = x - mu
         var = _channel_sum(xp, xc, xc, axes) / n

@@ -24,8 +24,9 @@ process (one thread each, alternating rounds): a 3-block conv net (B=32, 3x32x32
 (B=8, 32x32), a DCGAN generator (4 ConvTranspose2d + BatchNorm, B=16), a 2-layer LSTM language
 model (hidden 200, seq 35, B=20, 1000 words), the MLP 784-512-512-10 (B=64) and a 6-layer
 char-level GPT (embedding 256, T=128, B=8); see _workloads.py. ``--profile STEPS`` prints
-where each side's step time goes instead (docs/benchmarks.md, "Where the time goes"). Both sides start from the same weights; the first step's loss of each
-is printed as a check that they compute the same thing. A workload whose layers tb.nn does not
+where each side's step time goes instead (docs/training.md, "At torch's level"). Both sides
+start from the same weights; the first step's loss of each is printed as a check that they
+compute the same thing. A workload whose layers tb.nn does not
 have yet prints "skipped". Goal (issue 31): every ratio <= 1.0x torch, at --threads 1 and 2.
 
     python benchmarks/train.py --workload all --plot docs/img/train-workloads.png

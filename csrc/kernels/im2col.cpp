@@ -6,7 +6,7 @@
 // Why native: the twins pay a padded copy of the input, and their strided copies and adds run
 // over rows as short as the output width (4 values in a DCGAN generator's second layer), where
 // NumPy's per-row overhead dominates: col2im of a 16x128x4x4 -> 10x10 transposed convolution
-// took 9.0 ms against ~0.3 ms here (docs/benchmarks.md). Padding is handled by clipping each
+// took 9.0 ms against ~1 ms here (docs/training.md, "At torch's level"). Padding is handled by clipping each
 // row's range instead of copying the input into a zero frame.
 //
 // The column array is (C*KH*KW rows) x (N columns blocks of OH*OW) with a row stride and an image

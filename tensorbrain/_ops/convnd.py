@@ -254,7 +254,7 @@ def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
     ``gx = col2im(W.T @ g)`` backward, with one transposing copy of the output and of its
     gradient. Larger outputs run a GEMM per image on ``(N, K, L)`` columns, whose results are
     already in NCHW order (the copy would cost more than the wider GEMM saves). Figures in
-    docs/benchmarks.md ("Where the time goes").
+    docs/training.md ("At torch's level").
     """
     kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geom
     n, c, h, wd = x.shape

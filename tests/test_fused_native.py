@@ -88,6 +88,14 @@ def test_attention_native_matches_twin(kw, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def _assert_grads_match(got, want):
+    """(gx, gweight, gbias) of a kernel and its twin: equal up to rounding, None alike."""
+    for a, t in zip(got, want, strict=True):
+        assert (a is None) == (t is None)
+        if t is not None:
+            np.testing.assert_allclose(a, t, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("affine", [True, False])
 def test_layer_norm_kernels_match_twins(affine):
     from tensorbrain._ops import norm
@@ -98,13 +106,8 @@ def test_layer_norm_kernels_match_twins(affine):
     for a, t in zip(C.layer_norm_rows_forward(x, w, b, 1e-5), norm.layer_norm_rows_forward(x, w, b, 1e-5)):
         np.testing.assert_allclose(a, t, rtol=1e-5, atol=1e-5)
     out, mean, rstd = C.layer_norm_rows_forward(x, w, b, 1e-5)
-    got = C.layer_norm_rows_backward(x, mean, rstd, w, g, True, affine, affine)
-    want = norm.layer_norm_rows_backward(x, mean, rstd, w, g, True, affine, affine)
-    for a, t in zip(got, want):
-        if t is None:
-            assert a is None
-        else:
-            np.testing.assert_allclose(a, t, rtol=1e-4, atol=1e-5)
+    _assert_grads_match(C.layer_norm_rows_backward(x, mean, rstd, w, g, True, affine, affine),
+                        norm.layer_norm_rows_backward(x, mean, rstd, w, g, True, affine, affine))
 
 
 def test_layer_norm_op_native_matches_twin(monkeypatch):
@@ -137,13 +140,8 @@ def test_batch_norm_kernels_match_twins(affine, shape):
     _, mean, var = C.batch_norm_train_forward(x, w, b, 1e-5)
     rstd = (1 / np.sqrt(var + 1e-5)).astype(np.float32)
     g = rng.standard_normal(shape).astype(np.float32)
-    got = C.batch_norm_train_backward(g, x, mean, rstd, w, True, affine, affine)
-    want = norm.batch_norm_train_backward(g, x, mean, rstd, w, True, affine, affine)
-    for a, t in zip(got, want):
-        if t is None:
-            assert a is None
-        else:
-            np.testing.assert_allclose(a, t, rtol=1e-4, atol=1e-4)
+    _assert_grads_match(C.batch_norm_train_backward(g, x, mean, rstd, w, True, affine, affine),
+                        norm.batch_norm_train_backward(g, x, mean, rstd, w, True, affine, affine))
 
 
 def test_batch_norm_op_native_matches_twin(monkeypatch):

@@ -163,6 +163,13 @@ def char_gpt(lib, vocab=65, n_layer=6, n_embd=256, n_head=8, block_size=128):
     return GPT()
 
 
+# ***** MLP 784-512-512-10 (BASELINES.md's training step), B=64 *****
+def mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                         nn.Linear(512, 10))
+
+
 # ***** data *****
 def _images(b, c=3, hw=32, classes=10):
     def data(rng):
@@ -197,6 +204,9 @@ WORKLOADS = {
     "lstm": Workload("lstm", "2-layer LSTM LM, hidden 200, seq 35, B=20, 1000 words",
                      ("LSTM", "Embedding"), lstm_lm, _tokens((35, 20), 1000, True), lr=20.0,
                      clip=0.25, optimizer="plain_sgd"),
+    "mlp": Workload("mlp", "MLP 784-512-512-10, B=64", ("Linear", "ReLU"), mlp,
+                    lambda rng: (rng.standard_normal((64, 784), dtype=np.float32),
+                                 rng.integers(0, 10, 64).astype(np.int64))),
     "gpt": Workload("gpt", "6-layer char GPT, embedding 256, T=128, B=8",
                     ("LayerNorm", "Embedding", "GELU", "ModuleList"), char_gpt,
                     _tokens((8, 128), 65, True), optimizer="adam", lr=3e-4),

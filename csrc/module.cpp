@@ -7,6 +7,9 @@ namespace py = pybind11;
 
 void init_kernels(py::module_ &m);
 void init_pool(py::module_ &m);    // csrc/kernels/pool.cpp: max pooling forward/backward
+void init_im2col(py::module_ &m);  // csrc/kernels/im2col.cpp: 2-D convolution columns
+void init_lstm(py::module_ &m);    // csrc/kernels/lstm.cpp: the fused LSTM cell
+void init_fused(py::module_ &m);   // csrc/kernels/fused.cpp: GELU, softmax, layer norm
 void init_shm(py::module_ &m);
 void init_nccl(py::module_ &m);  // csrc/nccl/nccl.cpp: tensorbrain._C.nccl (dlopen, no CUDA needed)
 void init_fingerprint(py::module_ &m);  // csrc/kernels/fingerprint.cpp: the mpi collective check's MPI ops
@@ -15,6 +18,9 @@ PYBIND11_MODULE(_C, m) {
     m.doc() = "TensorBrain native kernels (private; use tensorbrain._kernels / tensorbrain._native)";
     init_kernels(m);
     init_pool(m);
+    init_im2col(m);
+    init_lstm(m);
+    init_fused(m);
     init_shm(m);
     init_nccl(m);
     init_fingerprint(m);

@@ -18,6 +18,7 @@ from .. import _random
 from .._xp import get_array_module
 from .._tensor_base import Tensor
 from .core import make, unbroadcast
+from .elementwise import _fused_module
 from .rnn import check_outputs, remember_output, side_output
 
 
@@ -30,6 +31,31 @@ def additive_mask(mask, dtype, xp, keep_true=True):
         allowed = m if keep_true else ~m
         return xp.where(allowed, xp.asarray(0, dtype), xp.asarray(-np.inf, dtype))
     return m.astype(dtype, copy=False)
+
+
+def softmax_rows_forward(s, scale, causal):
+    """``s = softmax(scale * s)`` over the last dim, in place; ``causal`` keeps column ``j <= i``
+    of row ``i`` in each ``(L, S)`` matrix (torch's top-left causal mask) and zeroes the rest.
+    The NumPy/CuPy twin of ``tensorbrain._C.softmax_rows_forward`` (one pass per row there;
+    six over the whole score array here)."""
+    xp = get_array_module(s)
+    dt = s.dtype
+    s *= dt.type(scale)
+    if causal:
+        L, S = s.shape[-2:]
+        s += xp.where(xp.tril(xp.ones((L, S), dtype=bool)), xp.asarray(0, dt),
+                      xp.asarray(-np.inf, dt))
+    s -= s.max(axis=-1, keepdims=True)
+    xp.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)
+
+
+def softmax_rows_backward(g, p, scale):
+    """``g = scale * p * (g - rowsum(g * p))`` in place: the gradient of the scores through
+    :func:`softmax_rows_forward`. The twin of ``tensorbrain._C.softmax_rows_backward``."""
+    g -= (g * p).sum(axis=-1, keepdims=True)
+    g *= p
+    g *= g.dtype.type(scale)
 
 
 def _swap(a):
@@ -69,27 +95,25 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                f"{v.shape[-3]})")
         rep = hq // hk
         k, v = xp.repeat(k, rep, axis=-3), xp.repeat(v, rep, axis=-3)
-    L, S = q.shape[-2], k.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     s = q @ _swap(k)
-    s *= dt.type(scale)
-    mask_t, add = None, None
-    if is_causal:
-        add = xp.where(xp.tril(xp.ones((L, S), dtype=bool)), xp.asarray(0, dt),
-                       xp.asarray(-np.inf, dt))
-    elif attn_mask is not None:
+    mask_t = None
+    if attn_mask is not None and not is_causal:
+        s *= dt.type(scale)
         add = additive_mask(attn_mask, dt, xp)
         if isinstance(attn_mask, Tensor) and attn_mask.requires_grad and \
                 attn_mask._data.dtype != np.bool_:
             mask_t = attn_mask
-    if add is not None:
         if np.broadcast_shapes(s.shape, add.shape) == s.shape:
             s += add
         else:                                             # the mask brings batch dims
             s = s + add
-    s -= s.max(axis=-1, keepdims=True)
-    p = xp.exp(s, out=s)
-    p /= p.sum(axis=-1, keepdims=True)
+        scale_now = 1.0
+    else:
+        scale_now = scale
+    C = _fused_module(s)
+    (softmax_rows_forward if C is None else C.softmax_rows_forward)(s, scale_now, is_causal)
+    p = s
     drop = None
     if dropout_p > 0.0:
         if dropout_p == 1.0:
@@ -113,12 +137,15 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
             gp += gw
         if drop is not None:
             gp *= drop
-        gp -= (gp * p).sum(axis=-1, keepdims=True)
-        gp *= p                                           # dS
+        C = _fused_module(gp) if _fused_module(p) is not None else None
+        grad_fn = softmax_rows_backward if C is None else C.softmax_rows_backward
         gmask = None
         if mask_t is not None:
+            grad_fn(gp, p, 1.0)                           # dS
             gmask = unbroadcast(gp, mask_t._data.shape).astype(mask_t._data.dtype, copy=False)
-        gp *= dt.type(scale)
+            gp *= dt.type(scale)
+        else:
+            grad_fn(gp, p, scale)                         # dS * scale
         gq = gp @ k
         gk = _swap(gp) @ q
         if rep > 1:

@@ -19,6 +19,9 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
+from .. import _native
 from .._xp import get_array_module
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 from .core import make
@@ -182,6 +185,155 @@ def _check(name, input, weight, nd):
                            f"(cast one with .to(dtype))")
 
 
+# ***** 2-D columns: native kernels (csrc/kernels/im2col.cpp) and their NumPy twins *****
+def _tail_pad(size, k, s, d, p, o):
+    """Zero padding needed after the input so that ``o`` windows fit (0 when they already do)."""
+    return max(0, (o - 1) * s + d * (k - 1) + 1 - size - p)
+
+
+def im2col2d(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fold):
+    """The columns of ``x`` ``(N, C, H, W)`` with zero padding ``(ph, pw)`` before each spatial
+    dim: ``(C*KH*KW, N*OH*OW)`` with ``fold`` (one GEMM over the batch reads it), else
+    ``(N, C*KH*KW, OH*OW)``. The NumPy twin of ``tensorbrain._C.im2col2d``."""
+    xp = get_array_module(x)
+    h, w = x.shape[2:]
+    xpad = _pad(xp, x, (ph, pw), (_tail_pad(h, kh, sh, dh, ph, oh), _tail_pad(w, kw, sw, dw, pw, ow)))
+    return _im2col(xp, xpad, (kh, kw), (sh, sw), (dh, dw), (oh, ow), fold)
+
+
+def col2im2d(cols, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fold):
+    """The adjoint of :func:`im2col2d`: the ``(N, C, H, W)`` sum of the columns at their input
+    pixels, those in the padding dropped. The NumPy twin of ``tensorbrain._C.col2im2d``."""
+    xp = get_array_module(cols)
+    if fold:
+        v = cols.reshape(c, kh, kw, n, oh, ow).transpose(3, 0, 1, 2, 4, 5)
+    else:
+        v = cols.reshape(n, c, kh, kw, oh, ow)
+    padded = (n, c, h + ph + _tail_pad(h, kh, sh, dh, ph, oh), w + pw + _tail_pad(w, kw, sw, dw, pw, ow))
+    img = _col2im(xp, v, padded, (kh, kw), (sh, sw), (dh, dw), (oh, ow))
+    return xp.ascontiguousarray(img[:, :, ph:ph + h, pw:pw + w])
+
+
+_NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_NATIVE_2D = True   # tests switch the native 2-D path off to run the NumPy paths
+_FOLD_CONV_MAX = 256   # see _conv2d_columns
+
+
+def _columns_module(x):
+    """Where :func:`im2col2d`/:func:`col2im2d` run for ``x``: the C++ module, or None for the
+    NumPy paths (CuPy arrays, other dtypes, no ``tensorbrain._C``)."""
+    if not _NATIVE_2D or type(x) is not np.ndarray or x.dtype not in _NATIVE_DTYPES:
+        return None
+    return _native.loaded()
+
+
+def _to_channel_major(xp, a):
+    """``(N, C, *S)`` -> ``(C, N * prod(S))``: the layout of a GEMM over the whole batch."""
+    n, c = a.shape[:2]
+    return xp.ascontiguousarray(a.reshape(n, c, -1).transpose(1, 0, 2)).reshape(c, -1)
+
+
+def _from_channel_major(xp, a, n, spatial, bias=None):
+    """``(C, N * L)`` -> ``(N, C, *spatial)`` in one copy (the bias added in the same pass)."""
+    c = a.shape[0]
+    v = a.reshape(c, n, -1).transpose(1, 0, 2)
+    out = xp.empty((n, c, v.shape[2]), dtype=a.dtype)
+    if bias is None:
+        out[...] = v
+    else:
+        xp.add(v, bias.reshape(1, c, 1), out=out)
+    return out.reshape((n, c) + tuple(spatial))
+
+
+def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
+    """A 2-D convolution (groups=1) on columns built and scattered by the native kernels
+    straight from and into the unpadded images.
+
+    Small outputs (L = OH*OW <= ``_FOLD_CONV_MAX``) run one GEMM over the whole batch:
+    ``W (OC, K) @ cols (K, N*L)`` forward, ``gW = g (OC, N*L) @ cols.T`` and
+    ``gx = col2im(W.T @ g)`` backward, with one transposing copy of the output and of its
+    gradient. Larger outputs run a GEMM per image on ``(N, K, L)`` columns, whose results are
+    already in NCHW order (the copy would cost more than the wider GEMM saves). Figures in
+    docs/training.md ("At torch's level").
+    """
+    kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geom
+    n, c, h, wd = x.shape
+    w = weight._data
+    oc = w.shape[0]
+    w2 = w.reshape(oc, -1)
+    fold = oh * ow <= _FOLD_CONV_MAX
+    cols = C.im2col2d(x, *geom, fold)
+    if fold:
+        out = _from_channel_major(np, w2 @ cols, n, (oh, ow), None if bias is None else bias._data)
+    else:
+        out = np.matmul(w2, cols).reshape(n, oc, oh, ow)
+        if bias is not None:
+            out += bias._data.reshape(1, oc, 1, 1)
+    kept = cols if weight.requires_grad and cols.nbytes <= _KEEP_COLS_BYTES else None
+    del cols
+    if unbatched:
+        out = out[0]
+
+    def backward(g):
+        if unbatched:
+            g = g[None]
+        # channel-major for one GEMM; else contiguous (a stride-0 g makes matmul skip BLAS)
+        gf = _to_channel_major(np, g) if fold else np.ascontiguousarray(g).reshape(n, oc, -1)
+        gx = gw = gb = None
+        if bias is not None and bias.requires_grad:
+            gb = gf.sum(axis=1) if fold else gf.sum(axis=(0, 2))
+        if weight.requires_grad:
+            cols = kept if kept is not None else C.im2col2d(x, *geom, fold)
+            if fold:
+                gw = (gf @ cols.T).reshape(w.shape)
+            else:   # (K, L) @ (L, OC) per image: the faster orientation (see conv())
+                gw = np.ascontiguousarray(np.matmul(cols, gf.swapaxes(-1, -2)).sum(axis=0).T)
+                gw = gw.reshape(w.shape)
+        if input.requires_grad:
+            gx = C.col2im2d(np.matmul(w2.T, gf), n, c, h, wd, *geom, fold)
+            if unbatched:
+                gx = gx[0]
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))
+
+
+def _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs):
+    """A 2-D transposed convolution (groups=1) as one GEMM over the whole batch: forward
+    ``col2im(W.T @ x)``, backward the columns of the output gradient shared by ``gx = W @ gcols``
+    and ``gW = x @ gcols.T`` (the native kernels crop and pad, no padded image is made)."""
+    kh, kw, sh, sw, ph, pw, dh, dw, ih, iw = geom
+    n, c = x.shape[:2]
+    w = weight._data
+    oc = w.shape[1]
+    w2 = w.reshape(c, -1)                                  # (Cin, Cout*K)
+    x4 = _to_channel_major(np, x)                          # (Cin, N*L)
+    cols = w2.T @ x4                                       # (Cout*K, N*L)
+    out = C.col2im2d(cols, n, oc, outs[0], outs[1], *geom, True)
+    del cols
+    if bias is not None:
+        out += bias._data.reshape(1, oc, 1, 1)
+    if unbatched:
+        out = out[0]
+
+    def backward(g):
+        if unbatched:
+            g = g[None]
+        g = np.ascontiguousarray(g, dtype=x.dtype)
+        gx = gw = gb = None
+        if bias is not None and bias.requires_grad:
+            gb = g.sum(axis=(0, 2, 3))
+        if input.requires_grad or weight.requires_grad:
+            gcols = C.im2col2d(g, *geom, True)             # (Cout*K, N*L)
+            if input.requires_grad:
+                gx = _from_channel_major(np, w2 @ gcols, n, (ih, iw))
+                if unbatched:
+                    gx = gx[0]
+            if weight.requires_grad:
+                gw = (x4 @ gcols.T).reshape(w.shape)
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))
+
+
 # ***** convolution *****
 _ONE_GEMM_MAX = 64      # see one_gemm in conv()
 _FLAT_MAX_EXTRA = 1.25  # see flat_ok in conv()
@@ -213,6 +365,11 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
         raise RuntimeError(f"{name}: kernel {tuple(ks)} (dilation {ds}) is larger than the padded "
                            f"input {tuple(s + a + b for s, a, b in zip(size, lo, hi, strict=True))} "
                            f"(input shape {tuple(input.shape)})")
+    pointwise = all(k == 1 for k in ks) and all(s == 1 for s in ss) and not any(lo) and not any(hi)
+    C = _columns_module(x) if nd == 2 and groups == 1 and not pointwise else None
+    if C is not None:
+        geom = (ks[0], ks[1], ss[0], ss[1], lo[0], lo[1], ds[0], ds[1], outs[0], outs[1])
+        return _conv2d_columns(C, input, weight, bias, x, unbatched, geom)
     xp = get_array_module(x)
     xpad = _pad(xp, x, lo, hi)
     interior = (slice(None), slice(None)) + tuple(
@@ -220,7 +377,6 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
     kg, ocg, L = cg * math.prod(ks), oc // groups, math.prod(outs)
     w3 = w.reshape(groups, ocg, kg)
     # 1x1 stride-1 convolutions need no columns at all: the input is already (N, C, L).
-    pointwise = all(k == 1 for k in ks) and all(s == 1 for s in ss) and not any(lo) and not any(hi)
     # With small outputs (L = prod(O) <= 64, a ResNet's last stages on 32x32 inputs) the
     # per-image GEMMs are too thin for BLAS; one (OC x K)@(K x N*L) GEMM is then faster (0.71x
     # the time at L=16; at L=64 a conv step took 16.1 ms against 17.0 ms; 1.5x slower at
@@ -354,6 +510,10 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
     if any(o <= 0 for o in outs):
         raise RuntimeError(f"{name}: padding {ps} leaves an empty output {outs} for input of "
                            f"shape {tuple(input.shape)} and kernel {tuple(ks)}")
+    C = _columns_module(x) if nd == 2 and groups == 1 else None
+    if C is not None:
+        geom = (ks[0], ks[1], ss[0], ss[1], ps[0], ps[1], ds[0], ds[1], size[0], size[1])
+        return _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs)
     xp = get_array_module(x)
     kg, L = ocg * math.prod(ks), math.prod(size)
     w3 = w.reshape(groups, cg, kg)                 # (G, Cin/G, Cout/G * K)

@@ -7,6 +7,7 @@ import numpy as np
 
 from .._dtype import bfloat16 as _BF16
 from .._dtype import get_default_dtype, promote_types
+from .. import _native
 from .._xp import get_array_module
 from ..autograd.grad_mode import _state as _grad_state
 from .._tensor_base import Tensor
@@ -321,23 +322,62 @@ def gelu(a, approximate="none"):
             dinner = _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
             return ((g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * dinner)).astype(x.dtype, copy=False),)
     elif approximate == "none":
-        cdf = _erf(x * (1 / math.sqrt(2)))    # in place from here: 1M-element GPT activations
-        cdf += 1
-        cdf *= 0.5
-        out = (x * cdf).astype(x.dtype, copy=False)
+        C = _fused_module(x)
+        if C is not None:                      # one native pass each way (csrc/kernels/fused.cpp)
+            out = C.gelu_erf_forward(x)
 
-        def backward(g):
-            d = x * x                          # d = cdf + x * pdf(x), pdf = exp(-x^2/2)/sqrt(2 pi)
-            d *= -0.5
-            xp.exp(d, out=d)
-            d *= 1 / math.sqrt(2 * math.pi)
-            d *= x
-            d += cdf
-            d *= g
-            return (d.astype(x.dtype, copy=False),)
+            def backward(g):
+                return (C.gelu_erf_backward(x, np.ascontiguousarray(g, dtype=np.float32)),)
+        else:
+            cdf = _gelu_cdf(x)
+            out = (x * cdf).astype(x.dtype, copy=False)
+
+            def backward(g):
+                return (gelu_erf_backward(x, g, cdf),)
     else:
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return make(out, (a,), backward, "GeluBackward", (a,))
+
+
+def _gelu_cdf(x):
+    """The normal CDF ``(1 + erf(x / sqrt 2)) / 2``, in place after the erf (1M-element GPT
+    activations)."""
+    cdf = _erf(x * (1 / math.sqrt(2)))
+    cdf += 1
+    cdf *= 0.5
+    return cdf
+
+
+def gelu_erf_forward(x):
+    """``x * (1 + erf(x / sqrt 2)) / 2``: the NumPy twin of ``tensorbrain._C.gelu_erf_forward``
+    (the same float32 erf rational in the same order of operations: equal bit for bit)."""
+    return (x * _gelu_cdf(x)).astype(x.dtype, copy=False)
+
+
+def gelu_erf_backward(x, g, cdf=None):
+    """``g * (cdf + x * pdf(x))``, ``pdf = exp(-x^2 / 2) / sqrt(2 pi)``: the NumPy twin of
+    ``tensorbrain._C.gelu_erf_backward`` (``cdf`` when forward kept it)."""
+    xp = get_array_module(x)
+    d = x * x
+    d *= -0.5
+    xp.exp(d, out=d)
+    d *= 1 / math.sqrt(2 * math.pi)
+    d *= x
+    d += _gelu_cdf(x) if cdf is None else cdf
+    d *= g
+    return d.astype(x.dtype, copy=False)
+
+
+_NATIVE_FUSED = True   # tests switch the native fused kernels off to run the twins
+
+
+def _fused_module(x):
+    """The C++ module for the fused float32 kernels (csrc/kernels/fused.cpp), or None for the
+    NumPy/CuPy twins: C-contiguous float32 NumPy arrays only."""
+    if not _NATIVE_FUSED or type(x) is not np.ndarray or x.dtype != np.float32 or \
+            not x.flags.c_contiguous:
+        return None
+    return _native.loaded()
 
 
 def _erf(x):

@@ -6,10 +6,12 @@ Python dispatch for each, forward and backward (1.7-2.0x torch's step time on LS
 models; docs/sequence.md has the figures). Here a layer/direction costs
 
 * one GEMM for the input projections of all timesteps (``x @ W_ih^T + b``);
-* per timestep: one GEMM with ``W_hh`` and a handful of in-place NumPy calls on small arrays;
-* in backward: the gate-gradient coefficients for all timesteps at once (vectorised), then per
-  timestep a few in-place calls and one GEMM, then one GEMM each for ``dW_ih``, ``dW_hh`` and
-  ``dx``.
+* per timestep: one GEMM with ``W_hh`` and the gate math: for the LSTM one call of the native
+  cell (``lstm_cell_forward``/``lstm_cell_backward``, csrc/kernels/lstm.cpp, float32) or of its
+  NumPy twin of the same name; for the GRU and plain RNN a handful of in-place NumPy calls (the
+  GRU's gate-gradient coefficients for all timesteps at once, vectorised);
+* in backward, per timestep the gate math and one GEMM, then one GEMM each for ``dW_ih``,
+  ``dW_hh`` and ``dx``.
 
 Rows are laid out flat: step ``t`` owns rows ``[offset_t, offset_t + batch_sizes[t])`` of the
 ``(N, features)`` input, exactly the layout of ``PackedSequence.data``. An unpacked ``(T, B, I)``
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _native
 from .._xp import get_array_module
 from .._tensor_base import Tensor
 from .core import make
@@ -109,6 +112,49 @@ def check_outputs(cell):
 
 
 # ***** LSTM *****
+def lstm_cell_forward(gates, rec, c_prev, c, tc, h):
+    """One step's elementwise part, in place: ``gates`` ``(4, B, H)`` (o, i, f, g, the sigmoid
+    ones pre-scaled by 1/2) ``+= rec`` and activated; ``c = f * c_prev + i * g``, ``tc =
+    tanh(c)``, ``h = o * tc``. The NumPy twin of ``tensorbrain._C.lstm_cell_forward``."""
+    xp = get_array_module(gates)
+    gates += rec
+    xp.tanh(gates, out=gates)
+    s = gates[:3]
+    s *= 0.5
+    s += 0.5                                        # o, i, f sigmoids; g stays tanh
+    xp.multiply(gates[2], c_prev, out=c)
+    c += gates[1] * gates[3]
+    xp.tanh(c, out=tc)
+    xp.multiply(gates[0], tc, out=h)
+
+
+def lstm_cell_backward(dh, dc, gy, gates, tc, c_prev, dgates):
+    """One step back, in place, from the step's activated ``gates`` ``(4, B, H)`` (o, i, f, g),
+    ``tc = tanh(c)`` and ``c_prev``: ``dh += gy``, ``dc += dh * o * (1 - tc^2)``, the gate
+    gradients (pre-activation) into ``dgates`` ``(B, 4H)``, then ``dc *= f``. The NumPy twin of
+    ``tensorbrain._C.lstm_cell_backward``."""
+    xp = get_array_module(dh)
+    o, i, f, g = gates
+    dh += gy
+    dc += dh * (o * (1 - tc * tc))
+    dg = dgates.reshape(dh.shape[0], 4, -1)
+    xp.multiply(dh, tc * o * (1 - o), out=dg[:, 0])
+    xp.multiply(dc, g * i * (1 - i), out=dg[:, 1])
+    xp.multiply(dc, c_prev * f * (1 - f), out=dg[:, 2])
+    xp.multiply(dc, i * (1 - g * g), out=dg[:, 3])
+    dc *= f
+
+
+def _cell_module(x):
+    """The C++ module for the fused cell (float32 NumPy only), or None for the twins."""
+    if type(x) is not np.ndarray or x.dtype != np.float32 or not _NATIVE_CELL:
+        return None
+    return _native.loaded()
+
+
+_NATIVE_CELL = True   # tests switch the native cell off to run the twins
+
+
 def _lstm_perm(xp, H):
     """Row index that takes torch's (i, f, g, o) gate blocks to (o, i, f, g)."""
     r = np.arange(H)
@@ -172,7 +218,10 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     HR = None if w_hr is None else xp.empty((N, H), dtype=dt)
     H0, C0 = h0._data, c0._data
     tmp4 = xp.empty(4 * B * H, dtype=dt)
-    tmp = xp.empty((B, H), dtype=dt)
+    native = _cell_module(X)
+    cell_forward = lstm_cell_forward if native is None else native.lstm_cell_forward
+    if native is not None:                 # the kernel reads contiguous states
+        H0, C0 = np.ascontiguousarray(H0), np.ascontiguousarray(C0)
     hprevs, cprevs = [], []
     prev = None
     for k, step in enumerate(steps):
@@ -185,21 +234,8 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         Gt = Gb[4 * H * off:4 * H * (off + bs)].reshape(4, bs, H)
         t4 = tmp4[:4 * bs * H].reshape(4, bs, H)
         xp.matmul(hp[None], W4T, out=t4)
-        Gt += t4
-        xp.tanh(Gt, out=Gt)
-        S = Gt[:3]
-        S *= 0.5
-        S += 0.5                                        # o, i, f sigmoids; g stays tanh
-        ct, th = C[rows], tmp[:bs]
-        xp.multiply(Gt[2], cp, out=ct)
-        xp.multiply(Gt[1], Gt[3], out=th)
-        ct += th
-        tct = TC[rows]
-        xp.tanh(ct, out=tct)
-        if WhrT is None:
-            xp.multiply(Gt[0], tct, out=Y[rows])
-        else:
-            xp.multiply(Gt[0], tct, out=HR[rows])
+        cell_forward(Gt, t4, cp, C[rows], TC[rows], Y[rows] if WhrT is None else HR[rows])
+        if WhrT is not None:
             xp.matmul(HR[rows], WhrT, out=Y[rows])
         prev = step
     h_n = _final_rows(xp, Y, steps, (B, Hout))
@@ -212,51 +248,24 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         dh = xp.zeros((B, Hout), dtype=dt) if gh is None else gh.astype(dt, copy=True)
         dc = xp.zeros((B, H), dtype=dt) if gc is None else gc.astype(dt, copy=True)
         Hprev = _in_row_order(xp, hprevs, steps, reverse)
-        Cprev = _in_row_order(xp, cprevs, steps, reverse)
-        # d(pre-activation) = K * (dh for o, dc for i, f, g), for all steps at once
-        if uniform:
-            T = len(steps)
-            A = Gb.reshape(T, 4, B, H)
-            o, i, f, g = A[:, 0], A[:, 1], A[:, 2], A[:, 3]
-            tc, cprev = TC.reshape(T, B, H), Cprev.reshape(T, B, H)
-            K = xp.empty((T, 4, B, H), dtype=dt)
-        else:
-            A = _to_rows(xp, Gb, N, 4, H, row_steps, False)
-            o, i, f, g = A[:, 0], A[:, 1], A[:, 2], A[:, 3]
-            tc, cprev = TC, Cprev
-            K = xp.empty((N, 4, H), dtype=dt)
-        xp.multiply(tc, o * (1 - o), out=K[:, 0])        # gate axis 1 in both layouts
-        xp.multiply(g, i * (1 - i), out=K[:, 1])
-        xp.multiply(cprev, f * (1 - f), out=K[:, 2])
-        xp.multiply(i, 1 - g * g, out=K[:, 3])
-        DCC = (o * (1 - tc * tc)).reshape(N, H)           # dc += dh * DCC
-        Kb = K.reshape(-1) if uniform else _to_blocks(xp, K, row_steps, False)
-        dGb = xp.empty(N * H4, dtype=dt)
+        dG2 = xp.empty((N, H4), dtype=dt)                 # gate gradients, rows (o, i, f, g)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
         Whr = None if w_hr is None else w_hr._data
-        Whh4 = Whh_p.reshape(4, H, Hout)
-        th = xp.empty((B, H), dtype=dt)
-        t4o = xp.empty(4 * B * Hout, dtype=dt)
-        for off, bs in reversed(steps):
+        cell_backward = lstm_cell_backward if native is None else native.lstm_cell_backward
+        gy = xp.ascontiguousarray(gY, dtype=dt)          # a broadcast zero when only h_n is used
+        zero = None if Whr is None else xp.zeros((B, H), dtype=dt)
+        for (off, bs), cprev in zip(reversed(steps), reversed(cprevs)):
             rows = slice(off, off + bs)
             blk = slice(H4 * off, H4 * (off + bs))
-            Kt, dGt = Kb[blk].reshape(4, bs, H), dGb[blk].reshape(4, bs, H)
-            dhb, dcb, t = dh[:bs], dc[:bs], th[:bs]
-            dhb += gY[rows]
-            if Whr is not None:
+            dhb, dcb, dGt = dh[:bs], dc[:bs], dG2[rows]
+            if Whr is None:
+                dhr, gyt = dhb, gy[rows]
+            else:                                         # the gates see h = W_hr hr
+                dhb += gy[rows]
                 DYT[rows] = dhb
-                dhr = dhb @ Whr
-            else:
-                dhr = dhb
-            xp.multiply(dhr, DCC[rows], out=t)
-            dcb += t
-            xp.multiply(dhr, Kt[0], out=dGt[0])
-            xp.multiply(dcb[None], Kt[1:], out=dGt[1:])
-            dcb *= Gb[blk].reshape(4, bs, H)[2]          # f
-            t3 = t4o[:4 * bs * Hout].reshape(4, bs, Hout)
-            xp.matmul(dGt, Whh4, out=t3)
-            xp.sum(t3, axis=0, out=dhb)
-        dG2 = _to_rows(xp, dGb, N, 4, H, row_steps, uniform).reshape(N, H4)
+                dhr, gyt = dhb @ Whr, zero[:bs]
+            cell_backward(dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt)
+            xp.matmul(dGt, Whh_p, out=dhb)                # one (bs, 4H) @ (4H, Hout) GEMM
         gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
         gWih[idx] = dG2.T @ X
         gWhh[idx] = dG2.T @ Hprev

@@ -322,6 +322,17 @@ def _index_add(xp, target, idx, values):
         cupyx.scatter_add(target, idx, values)
 
 
+def _embedding_rows_add(target, idx, rows):
+    """``target[idx[i]] += rows[i]`` for every i (repeats accumulate), on NumPy: the rows sorted
+    by index and summed per run of equal indices (``np.add.reduceat``), one add per distinct
+    index. ``np.add.at`` went row by row: 4.8 against 0.8 ms for torch for a GPT's (8, 128)
+    lookups of 256-wide rows."""
+    order = np.argsort(idx, kind="stable")
+    sidx = idx[order]
+    starts = np.flatnonzero(np.concatenate(([True], sidx[1:] != sidx[:-1])))
+    target[sidx[starts]] += np.add.reduceat(rows[order], starts, axis=0)
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` picked by the integer tensor ``input``; repeated ids accumulate grad.
@@ -361,7 +372,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             counts = xp.bincount(flat % n, minlength=n)
             g2 = g2 / counts[flat % n][:, None]
         gw = xp.zeros(w.shape, dtype=g.dtype)
-        _index_add(xp, gw, flat, g2)
+        if xp is np and g2.shape[0] > 1:
+            _embedding_rows_add(gw, flat % n, g2)
+        else:
+            _index_add(xp, gw, flat, g2)
         if padding_idx is not None:
             gw[padding_idx] = 0
         return (None, gw)

@@ -85,13 +85,17 @@ CONV = [
 # per image or one GEMM for the batch; the input gradient by strided col2im or by the flat
 # col2im (all images in one GEMM, or one image per GEMM); the columns kept from forward for the
 # weight gradient, or rebuilt in backward (what happens above _KEEP_COLS_BYTES).
-_PER, _ONE = dict(_ONE_GEMM_MAX=0), dict(_ONE_GEMM_MAX=10 ** 9)
+# The NumPy paths run with the native 2-D columns off; the native ones (csrc/kernels/im2col.cpp)
+# per image and over the whole batch.
+_PER, _ONE = dict(_ONE_GEMM_MAX=0, _NATIVE_2D=False), dict(_ONE_GEMM_MAX=10 ** 9, _NATIVE_2D=False)
 _STRIDED, _FLAT = dict(_FLAT_MAX_EXTRA=0.0), dict(_FLAT_MAX_EXTRA=1e9)
 PATHS = {"per-image": {**_PER, **_STRIDED}, "flat-col2im": {**_PER, **_FLAT},
          "flat-col2im-image-by-image": {**_PER, **_FLAT, "_FLAT_CHUNK_BYTES": 1},
          "one-gemm": {**_ONE, **_STRIDED}, "one-gemm-flat-col2im": {**_ONE, **_FLAT},
          "per-image-rebuilt": {**_PER, **_STRIDED, "_KEEP_COLS_BYTES": 0},
-         "one-gemm-rebuilt": {**_ONE, **_FLAT, "_KEEP_COLS_BYTES": 0}}
+         "one-gemm-rebuilt": {**_ONE, **_FLAT, "_KEEP_COLS_BYTES": 0},
+         "native-per-image": {"_FOLD_CONV_MAX": 0}, "native-one-gemm": {"_FOLD_CONV_MAX": 10 ** 9},
+         "native-rebuilt": {"_KEEP_COLS_BYTES": 0}}
 
 
 @pytest.mark.parametrize("path", list(PATHS))
@@ -120,6 +124,7 @@ def test_conv_batch_in_chunks_with_a_remainder(monkeypatch):
     per_image = 9 * 4 * (6 * 9) * 8      # kernel positions * channels * flat grid * float64
     monkeypatch.setattr(convnd, "_FLAT_CHUNK_BYTES", 2 * per_image)
     monkeypatch.setattr(convnd, "_ONE_GEMM_MAX", 0)
+    monkeypatch.setattr(convnd, "_NATIVE_2D", False)
     assert 2 * per_image // (4 * 9 * 42 * 8) == 2      # forward's chunk is 2 images too
     gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b],
               numpy_fn=lambda x, w, b: np_conv(x, w, b, padding=1),
@@ -160,11 +165,13 @@ def test_conv_transpose_nd(nd, kw, batch):
               torch_fn=tfn(lambda TF: lambda x, w, b: getattr(TF, f"conv_transpose{nd}d")(x, w, b, **kw)))
 
 
-def test_conv_transpose_large_input_takes_the_per_image_path():
-    """Inputs larger than the batch-folding threshold use a GEMM per image: check that path."""
+def test_conv_transpose_large_input_takes_the_per_image_path(monkeypatch):
+    """Inputs larger than the batch-folding threshold use a GEMM per image (on the NumPy path;
+    the native 2-D path always folds): check that path."""
     from tensorbrain._ops import convnd
     x = rng.standard_normal((2, 3, 17, 16))
     assert 17 * 16 > convnd._FOLD_MAX
+    monkeypatch.setattr(convnd, "_NATIVE_2D", False)
     w = rng.standard_normal((3, 2, 2, 2))
     want = np_conv_transpose(x, w, None, stride=2)
     np.testing.assert_allclose(F.conv_transpose2d(tb.tensor(x), tb.tensor(w), stride=2)._data,

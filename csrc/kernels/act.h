@@ -1,0 +1,45 @@
+// Activation functions over contiguous float32 buffers for the fused kernels (lstm.cpp): tanh
+// in place. Two bodies: the baseline calls std::tanh per value; act_avx2.cpp evaluates it 8
+// values at a time (Cephes' tanhf: a polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above, with
+// Cephes' expf), within 2 ulp of std::tanh (tests/nn/test_rnn_native.py checks against NumPy's).
+// std::tanh costs ~10 ns a value here, as much as NumPy's float32 tanh: an LSTM step's gates
+// spent more time in tanh than in their GEMM.
+#pragma once
+
+#include <cstddef>
+
+namespace tb::kernels {
+
+void tanh_inplace(float *x, std::size_t n);   // picks the AVX2 body when the CPU has it
+
+// GELU with the exact (erf) form, float32: out = x * (1 + erf(x / sqrt 2)) / 2, and its
+// gradient g * (cdf + x * exp(-x^2 / 2) / sqrt(2 pi)). erf is the float32 rational of
+// tensorbrain/_ops/elementwise.py's _erf_f32 (Eigen's and XLA's), evaluated in the same order
+// of float32 operations, so the forward matches the NumPy twin bit for bit.
+void gelu_erf_forward(const float *x, float *out, std::size_t n);
+void gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
+
+// Row softmax in place over `rows` rows of `cols` values: x = softmax(scale * x), where with
+// `causal` row r keeps only its first (r % causal_rows) + 1 values (the rest become 0): the
+// rows of an (L, S) score matrix under a top-left causal mask, causal_rows = L.
+void softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows);
+// Its backward in place: g = scale * p * (g - sum(g * p)) per row.
+void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale);
+
+namespace avx2 {
+bool exp_inplace(float *x, std::size_t n);
+bool tanh_inplace(float *x, std::size_t n);   // false when not built with AVX2
+bool gelu_erf_forward(const float *x, float *out, std::size_t n);
+bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
+}  // namespace avx2
+
+// The erf rational's coefficients (shared by both bodies).
+inline constexpr float kErfP[7] = {-2.72614225801306e-10f, 2.77068142495902e-08f, -2.10102402082508e-06f,
+                                   -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
+                                   -1.60960333262415e-02f};
+inline constexpr float kErfQ[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
+                                   -7.37332916720468e-03f, -1.42647390514189e-02f};
+inline constexpr float kInvSqrt2 = static_cast<float>(0.70710678118654752440);
+inline constexpr float kInvSqrt2Pi = static_cast<float>(0.39894228040143267794);
+
+}  // namespace tb::kernels

@@ -1,0 +1,389 @@
+// Fused elementwise kernels for the training hot paths that NumPy runs as several passes:
+// tensorbrain._C.gelu_erf_forward / gelu_erf_backward (float32). The NumPy twins of the same
+// names are in tensorbrain/_ops/elementwise.py; tests/test_fused_native.py holds them together.
+// The baseline bodies here are scalar (std::exp, the same erf rational); act_avx2.cpp has the
+// AVX2 ones, picked at run time.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/act.h"
+#include "kernels/reduce.h"
+
+namespace py = pybind11;
+
+namespace tb::kernels {
+namespace {
+bool avx2_path() { return std::strcmp(cpu_path(), "avx2+f16c") == 0; }
+
+float erf_scalar(float x) {
+    x = std::fmin(std::fmax(x, -4.0f), 4.0f);
+    const float t = x * x;
+    float p = t * kErfP[0] + kErfP[1];
+    for (int i = 2; i < 7; ++i) p = p * t + kErfP[i];
+    float q = t * kErfQ[0] + kErfQ[1];
+    for (int i = 2; i < 5; ++i) q = q * t + kErfQ[i];
+    return p * x / q;
+}
+
+float cdf_scalar(float x) { return (erf_scalar(x * kInvSqrt2) + 1.0f) * 0.5f; }
+}  // namespace
+
+void gelu_erf_forward(const float *x, float *out, std::size_t n) {
+    if (avx2_path() && avx2::gelu_erf_forward(x, out, n)) return;
+    for (std::size_t i = 0; i < n; ++i) out[i] = x[i] * cdf_scalar(x[i]);
+}
+
+void gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n) {
+    if (avx2_path() && avx2::gelu_erf_backward(x, g, out, n)) return;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float v = x[i];
+        const float pdf = std::exp(v * v * -0.5f) * kInvSqrt2Pi;
+        out[i] = (pdf * v + cdf_scalar(v)) * g[i];
+    }
+}
+void softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows) {
+    const bool vec = avx2_path();
+    for (std::size_t r = 0; r < rows; ++r) {
+        float *row = x + r * cols;
+        const std::size_t n = causal_rows ? std::min(cols, r % causal_rows + 1) : cols;
+        float m = -INFINITY;
+        for (std::size_t j = 0; j < n; ++j) {
+            row[j] *= scale;
+            m = std::fmax(m, row[j]);
+        }
+        for (std::size_t j = 0; j < n; ++j) row[j] -= m;
+        if (!(vec && avx2::exp_inplace(row, n)))
+            for (std::size_t j = 0; j < n; ++j) row[j] = std::exp(row[j]);
+        float sum = 0.0f;
+        for (std::size_t j = 0; j < n; ++j) sum += row[j];
+        const float inv = 1.0f / sum;
+        for (std::size_t j = 0; j < n; ++j) row[j] *= inv;
+        for (std::size_t j = n; j < cols; ++j) row[j] = 0.0f;
+    }
+}
+
+void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        float *gr = g + r * cols;
+        const float *pr = p + r * cols;
+        float dot = 0.0f;
+        for (std::size_t j = 0; j < cols; ++j) dot += gr[j] * pr[j];
+        for (std::size_t j = 0; j < cols; ++j) gr[j] = (gr[j] - dot) * pr[j] * scale;
+    }
+}
+// Layer norm over rows of d values: out = (x - mean) * rstd * w + b (w, b may be null), with
+// each row's mean and rstd kept for backward (sums in double).
+void layer_norm_rows(const float *x, const float *w, const float *b, float *out, float *mean, float *rstd,
+                     std::size_t rows, std::size_t d, double eps) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * d;
+        float *o = out + r * d;
+        double s = 0.0;
+        for (std::size_t j = 0; j < d; ++j) s += xr[j];
+        const double mu = s / static_cast<double>(d);
+        double v = 0.0;
+        for (std::size_t j = 0; j < d; ++j) {
+            const double c = xr[j] - mu;
+            v += c * c;
+        }
+        const float m = static_cast<float>(mu), rs = static_cast<float>(1.0 / std::sqrt(v / static_cast<double>(d) + eps));
+        mean[r] = m;
+        rstd[r] = rs;
+        for (std::size_t j = 0; j < d; ++j) {
+            float y = (xr[j] - m) * rs;
+            if (w) y *= w[j];
+            if (b) y += b[j];
+            o[j] = y;
+        }
+    }
+}
+
+// Its backward: gx = rstd * (gxh - mean(gxh) - xhat * mean(gxh * xhat)) with gxh = g * w, and
+// gw = sum over rows of g * xhat, gb = sum of g (gw/gb null when not wanted).
+void layer_norm_rows_backward(const float *x, const float *mean, const float *rstd, const float *w, const float *g,
+                              float *gx, float *gw, float *gb, std::size_t rows, std::size_t d) {
+    std::vector<double> sw(gw ? d : 0, 0.0), sb(gb ? d : 0, 0.0);
+    std::vector<float> xh(d), gh(d);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * d, *gr = g + r * d;
+        const float m = mean[r], rs = rstd[r];
+        double m1 = 0.0, m2 = 0.0;
+        for (std::size_t j = 0; j < d; ++j) {
+            xh[j] = (xr[j] - m) * rs;
+            gh[j] = w ? gr[j] * w[j] : gr[j];
+            m1 += gh[j];
+            m2 += static_cast<double>(gh[j]) * xh[j];
+        }
+        const float a = static_cast<float>(m1 / static_cast<double>(d)), c = static_cast<float>(m2 / static_cast<double>(d));
+        if (gx) {
+            float *o = gx + r * d;
+            for (std::size_t j = 0; j < d; ++j) o[j] = rs * (gh[j] - a - xh[j] * c);
+        }
+        if (gw)
+            for (std::size_t j = 0; j < d; ++j) sw[j] += static_cast<double>(gr[j]) * xh[j];
+        if (gb)
+            for (std::size_t j = 0; j < d; ++j) sb[j] += gr[j];
+    }
+    for (std::size_t j = 0; gw && j < d; ++j) gw[j] = static_cast<float>(sw[j]);
+    for (std::size_t j = 0; gb && j < d; ++j) gb[j] = static_cast<float>(sb[j]);
+}
+// Batch norm in training over (N, C, L) (L = the spatial size): per channel the batch mean and
+// biased variance (sums in double), then out = (x - mean) * rstd * w + b in a second pass.
+void batch_norm_train(const float *x, const float *w, const float *b, float *out, float *mean, float *var,
+                      std::size_t n, std::size_t c, std::size_t l, double eps) {
+    const double k = static_cast<double>(n * l);
+    for (std::size_t ch = 0; ch < c; ++ch) {
+        double s = 0.0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *p = x + (i * c + ch) * l;
+            float part = 0.0f;
+            for (std::size_t j = 0; j < l; ++j) part += p[j];
+            s += part;
+        }
+        const double mu = s / k;
+        double v = 0.0;
+        const float m = static_cast<float>(mu);
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *p = x + (i * c + ch) * l;
+            float part = 0.0f;
+            for (std::size_t j = 0; j < l; ++j) {
+                const float d = p[j] - m;
+                part += d * d;
+            }
+            v += part;
+        }
+        v /= k;
+        mean[ch] = m;
+        var[ch] = static_cast<float>(v);
+        const float rs = static_cast<float>(1.0 / std::sqrt(v + eps));
+        const float a = w ? rs * w[ch] : rs, sh = (b ? b[ch] : 0.0f) - m * a;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *p = x + (i * c + ch) * l;
+            float *o = out + (i * c + ch) * l;
+            for (std::size_t j = 0; j < l; ++j) o[j] = p[j] * a + sh;
+        }
+    }
+}
+
+// Its backward from the saved input: per channel sg = sum(g), sgx = sum(g * xhat); then
+// gx = rstd * w * (g - sg / k - xhat * sgx / k) (gx null: only the affine gradients).
+void batch_norm_train_backward(const float *g, const float *x, const float *mean, const float *rstd, const float *w,
+                               float *gx, float *gw, float *gb, std::size_t n, std::size_t c, std::size_t l) {
+    const float k = static_cast<float>(n * l);
+    for (std::size_t ch = 0; ch < c; ++ch) {
+        const float m = mean[ch], rs = rstd[ch];
+        double sg = 0.0, sgx = 0.0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *gp = g + (i * c + ch) * l, *xp = x + (i * c + ch) * l;
+            float a = 0.0f, b = 0.0f;
+            for (std::size_t j = 0; j < l; ++j) {
+                a += gp[j];
+                b += gp[j] * (xp[j] - m);
+            }
+            sg += a;
+            sgx += b;
+        }
+        sgx *= rs;   // sum(g * xhat)
+        if (gw) gw[ch] = static_cast<float>(sgx);
+        if (gb) gb[ch] = static_cast<float>(sg);
+        if (!gx) continue;
+        const float scale = w ? rs * w[ch] : rs;
+        const float c1 = static_cast<float>(sg) / k, c2 = static_cast<float>(sgx) / k * rs;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float *gp = g + (i * c + ch) * l, *xp = x + (i * c + ch) * l;
+            float *o = gx + (i * c + ch) * l;
+            for (std::size_t j = 0; j < l; ++j) o[j] = scale * (gp[j] - c1 - (xp[j] - m) * c2);
+        }
+    }
+}
+}  // namespace tb::kernels
+
+namespace {
+
+using Arr = py::array_t<float, 0>;
+
+const float *input(const char *fn, const char *name, const Arr &a) {
+    if (!(a.flags() & py::array::c_style))
+        throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array");
+    return a.data();
+}
+
+Arr gelu_forward(Arr x) {
+    const float *p = input("gelu_erf_forward", "x", x);
+    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+    float *o = out.mutable_data();
+    const std::size_t n = static_cast<std::size_t>(x.size());
+    py::gil_scoped_release nogil;
+    tb::kernels::gelu_erf_forward(p, o, n);
+    return out;
+}
+
+Arr gelu_backward(Arr x, Arr g) {
+    const char *fn = "gelu_erf_backward";
+    const float *p = input(fn, "x", x);
+    const float *q = input(fn, "g", g);
+    if (x.size() != g.size())
+        throw py::value_error(std::string(fn) + ": x and g differ in size (" + std::to_string(x.size()) + " and " +
+                              std::to_string(g.size()) + ")");
+    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+    float *o = out.mutable_data();
+    const std::size_t n = static_cast<std::size_t>(x.size());
+    py::gil_scoped_release nogil;
+    tb::kernels::gelu_erf_backward(p, q, o, n);
+    return out;
+}
+
+float *inplace(const char *fn, const char *name, Arr &a) {
+    input(fn, name, a);
+    if (!a.writeable()) throw py::value_error(std::string(fn) + ": " + name + " is read-only");
+    if (a.ndim() < 2) throw py::value_error(std::string(fn) + ": " + name + " needs at least 2 dims (rows, columns)");
+    return a.mutable_data();
+}
+
+void softmax_forward(Arr s, float scale, bool causal) {
+    float *p = inplace("softmax_rows_forward", "s", s);
+    const std::size_t cols = static_cast<std::size_t>(s.shape(s.ndim() - 1));
+    const std::size_t rows = cols ? static_cast<std::size_t>(s.size()) / cols : 0;
+    const std::size_t L = causal ? static_cast<std::size_t>(s.shape(s.ndim() - 2)) : 0;
+    py::gil_scoped_release nogil;
+    tb::kernels::softmax_rows(p, rows, cols, scale, L);
+}
+
+void softmax_backward(Arr g, Arr p, float scale) {
+    const char *fn = "softmax_rows_backward";
+    float *gp = inplace(fn, "g", g);
+    const float *pp = input(fn, "p", p);
+    if (g.ndim() != p.ndim() || !std::equal(g.shape(), g.shape() + g.ndim(), p.shape()))
+        throw py::value_error(std::string(fn) + ": g " + py::str(g.attr("shape")).cast<std::string>() + " and p " +
+                              py::str(p.attr("shape")).cast<std::string>() + " differ in shape");
+    const std::size_t cols = static_cast<std::size_t>(g.shape(g.ndim() - 1));
+    const std::size_t rows = cols ? static_cast<std::size_t>(g.size()) / cols : 0;
+    py::gil_scoped_release nogil;
+    tb::kernels::softmax_rows_backward(gp, pp, rows, cols, scale);
+}
+
+const float *optional(const char *fn, const char *name, const py::object &a, py::ssize_t d) {
+    if (a.is_none()) return nullptr;
+    Arr arr = py::cast<Arr>(a);
+    if (!(arr.flags() & py::array::c_style) || arr.size() != d)
+        throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array of " +
+                              std::to_string(d) + " values");
+    return arr.data();
+}
+
+py::tuple layer_norm_forward(Arr x, py::object w, py::object b, double eps) {
+    const char *fn = "layer_norm_rows_forward";
+    const float *xp = input(fn, "x", x);
+    if (x.ndim() != 2) throw py::value_error(std::string(fn) + ": x must be (rows, normalized size)");
+    const py::ssize_t rows = x.shape(0), d = x.shape(1);
+    const float *wp = optional(fn, "weight", w, d), *bp = optional(fn, "bias", b, d);
+    Arr out({rows, d}), mean(std::vector<py::ssize_t>{rows}), rstd(std::vector<py::ssize_t>{rows});
+    float *o = out.mutable_data(), *mp = mean.mutable_data(), *rp = rstd.mutable_data();
+    {
+        py::gil_scoped_release nogil;
+        tb::kernels::layer_norm_rows(xp, wp, bp, o, mp, rp, static_cast<std::size_t>(rows), static_cast<std::size_t>(d), eps);
+    }
+    return py::make_tuple(out, mean, rstd);
+}
+
+py::tuple layer_norm_backward(Arr x, Arr mean, Arr rstd, py::object w, Arr g, bool need_x, bool need_w, bool need_b) {
+    const char *fn = "layer_norm_rows_backward";
+    const float *xp = input(fn, "x", x), *gp = input(fn, "g", g);
+    if (x.ndim() != 2 || g.ndim() != 2 || g.shape(0) != x.shape(0) || g.shape(1) != x.shape(1))
+        throw py::value_error(std::string(fn) + ": x and g must both be (rows, normalized size)");
+    const py::ssize_t rows = x.shape(0), d = x.shape(1);
+    if (mean.size() != rows || rstd.size() != rows)
+        throw py::value_error(std::string(fn) + ": mean and rstd need one value per row");
+    const float *wp = optional(fn, "weight", w, d);
+    py::object gx = py::none(), gw = py::none(), gb = py::none();
+    float *gxp = nullptr, *gwp = nullptr, *gbp = nullptr;
+    if (need_x) { Arr a({rows, d}); gxp = a.mutable_data(); gx = a; }
+    if (need_w) { Arr a(std::vector<py::ssize_t>{d}); gwp = a.mutable_data(); gw = a; }
+    if (need_b) { Arr a(std::vector<py::ssize_t>{d}); gbp = a.mutable_data(); gb = a; }
+    const float *mp = input(fn, "mean", mean), *rp = input(fn, "rstd", rstd);
+    {
+        py::gil_scoped_release nogil;
+        tb::kernels::layer_norm_rows_backward(xp, mp, rp, wp, gp, gxp, gwp, gbp, static_cast<std::size_t>(rows),
+                                              static_cast<std::size_t>(d));
+    }
+    return py::make_tuple(gx, gw, gb);
+}
+
+// (N, C, L) of a C-contiguous float32 array of at least 2 dims.
+void ncl(const char *fn, const char *name, const Arr &a, std::size_t *n, std::size_t *c, std::size_t *l) {
+    input(fn, name, a);
+    if (a.ndim() < 2) throw py::value_error(std::string(fn) + ": " + name + " must be (N, C, ...)");
+    *n = static_cast<std::size_t>(a.shape(0));
+    *c = static_cast<std::size_t>(a.shape(1));
+    *l = 1;
+    for (py::ssize_t i = 2; i < a.ndim(); ++i) *l *= static_cast<std::size_t>(a.shape(i));
+}
+
+py::tuple batch_norm_forward(Arr x, py::object w, py::object b, double eps) {
+    const char *fn = "batch_norm_train_forward";
+    std::size_t n, c, l;
+    ncl(fn, "x", x, &n, &c, &l);
+    const py::ssize_t C = static_cast<py::ssize_t>(c);
+    const float *wp = optional(fn, "weight", w, C), *bp = optional(fn, "bias", b, C);
+    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+    Arr mean(std::vector<py::ssize_t>{C}), var(std::vector<py::ssize_t>{C});
+    const float *xp = x.data();
+    float *o = out.mutable_data(), *mp = mean.mutable_data(), *vp = var.mutable_data();
+    {
+        py::gil_scoped_release nogil;
+        tb::kernels::batch_norm_train(xp, wp, bp, o, mp, vp, n, c, l, eps);
+    }
+    return py::make_tuple(out, mean, var);
+}
+
+py::tuple batch_norm_backward(Arr g, Arr x, Arr mean, Arr rstd, py::object w, bool need_x, bool need_w, bool need_b) {
+    const char *fn = "batch_norm_train_backward";
+    std::size_t n, c, l, n2, c2, l2;
+    ncl(fn, "g", g, &n, &c, &l);
+    ncl(fn, "x", x, &n2, &c2, &l2);
+    if (n != n2 || c != c2 || l != l2) throw py::value_error(std::string(fn) + ": g and x differ in shape");
+    const py::ssize_t C = static_cast<py::ssize_t>(c);
+    const float *wp = optional(fn, "weight", w, C);
+    const float *mp = optional(fn, "mean", mean, C), *rp = optional(fn, "rstd", rstd, C);
+    py::object gx = py::none(), gw = py::none(), gb = py::none();
+    float *gxp = nullptr, *gwp = nullptr, *gbp = nullptr;
+    if (need_x) { Arr a(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim())); gxp = a.mutable_data(); gx = a; }
+    if (need_w) { Arr a(std::vector<py::ssize_t>{C}); gwp = a.mutable_data(); gw = a; }
+    if (need_b) { Arr a(std::vector<py::ssize_t>{C}); gbp = a.mutable_data(); gb = a; }
+    const float *gp = g.data(), *xp = x.data();
+    {
+        py::gil_scoped_release nogil;
+        tb::kernels::batch_norm_train_backward(gp, xp, mp, rp, wp, gxp, gwp, gbp, n, c, l);
+    }
+    return py::make_tuple(gx, gw, gb);
+}
+
+}  // namespace
+
+void init_fused(py::module_ &m) {
+    m.def("batch_norm_train_forward", &batch_norm_forward, py::arg("x"), py::arg("weight"), py::arg("bias"),
+          py::arg("eps"), "(out, mean, biased var): batch norm with batch statistics over a C-contiguous float32 (N, C, ...)");
+    m.def("batch_norm_train_backward", &batch_norm_backward, py::arg("g"), py::arg("x"), py::arg("mean"),
+          py::arg("rstd"), py::arg("weight"), py::arg("need_x"), py::arg("need_weight"), py::arg("need_bias"),
+          "(gx, gweight, gbias) of batch_norm_train_forward from the saved input, None where not needed");
+    m.def("layer_norm_rows_forward", &layer_norm_forward, py::arg("x"), py::arg("weight"), py::arg("bias"),
+          py::arg("eps"), "(out, mean, rstd): layer norm over the rows of a C-contiguous float32 (rows, d) array");
+    m.def("layer_norm_rows_backward", &layer_norm_backward, py::arg("x"), py::arg("mean"), py::arg("rstd"),
+          py::arg("weight"), py::arg("g"), py::arg("need_x"), py::arg("need_weight"), py::arg("need_bias"),
+          "(gx, gweight, gbias) of layer_norm_rows_forward, None where not needed");
+    m.def("softmax_rows_forward", &softmax_forward, py::arg("s"), py::arg("scale"), py::arg("causal"),
+          "s = softmax(scale * s) over the last dim, in place (float32, C-contiguous); causal keeps column j <= "
+          "row i of each (L, S) matrix and zeroes the rest");
+    m.def("softmax_rows_backward", &softmax_backward, py::arg("g"), py::arg("p"), py::arg("scale"),
+          "g = scale * p * (g - sum(g * p)) over the last dim, in place (float32, C-contiguous)");
+    m.def("gelu_erf_forward", &gelu_forward, py::arg("x"),
+          "x * (1 + erf(x / sqrt 2)) / 2 of a C-contiguous float32 array (a new array)");
+    m.def("gelu_erf_backward", &gelu_backward, py::arg("x"), py::arg("g"),
+          "g * d/dx gelu(x) of C-contiguous float32 arrays (a new array of x's shape)");
+}

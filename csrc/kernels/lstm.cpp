@@ -1,0 +1,123 @@
+// The elementwise part of an LSTM step, fused: tensorbrain._C.lstm_cell_forward /
+// lstm_cell_backward. The NumPy twins of the same names are in tensorbrain/_ops/rnn.py, which
+// also runs the GEMMs around them; tests/nn/test_rnn_native.py holds the two together.
+//
+// Why native: a step's gates went through ten NumPy calls forward (and six backward), each a
+// pass over a few thousand values, with NumPy's float32 tanh at ~10 ns a value; here one call
+// per step, the tanh 8 values at a time (act.h). Gates are in rnn.py's order (o, i, f, g), the
+// sigmoid ones pre-scaled by 1/2 so that sigmoid(x) = 0.5 * tanh(x / 2) + 0.5 (one tanh pass).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/act.h"
+#include "kernels/reduce.h"
+
+namespace py = pybind11;
+
+namespace tb::kernels {
+void tanh_inplace(float *x, std::size_t n) {
+    if (std::strcmp(cpu_path(), "avx2+f16c") == 0 && avx2::tanh_inplace(x, n)) return;
+    for (std::size_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
+}
+}  // namespace tb::kernels
+
+namespace {
+
+using tb::kernels::tanh_inplace;
+using Arr = py::array_t<float, 0>;   // no forcecast: the caller passes float32 arrays as they are
+
+const float *input(const char *fn, const char *name, Arr &a, py::ssize_t size) {
+    if (!(a.flags() & py::array::c_style) || a.size() != size)
+        throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array of " +
+                              std::to_string(size) + " values, got shape " +
+                              py::str(a.attr("shape")).cast<std::string>());
+    return a.data();
+}
+
+float *checked(const char *fn, const char *name, Arr &a, py::ssize_t size) {
+    if (!(a.flags() & py::array::c_style) || a.size() != size)
+        throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array of " +
+                              std::to_string(size) + " values, got shape " +
+                              py::str(a.attr("shape")).cast<std::string>());
+    if (!a.writeable()) throw py::value_error(std::string(fn) + ": " + name + " is read-only");
+    return a.mutable_data();
+}
+
+// gates (4, B, H) += rec (4, B, H), then the activations in place; c = f*c_prev + i*g,
+// tc = tanh(c), h = o*tc.
+void forward(Arr gates, Arr rec, Arr c_prev, Arr c, Arr tc, Arr h) {
+    const char *fn = "lstm_cell_forward";
+    if (c_prev.ndim() != 2) throw py::value_error(std::string(fn) + ": c_prev must be (batch, hidden)");
+    const py::ssize_t bh = c_prev.shape(0) * c_prev.shape(1);
+    float *G = checked(fn, "gates", gates, 4 * bh);
+    float *R = checked(fn, "rec", rec, 4 * bh);
+    float *CP = checked(fn, "c_prev", c_prev, bh);
+    float *Cn = checked(fn, "c", c, bh);
+    float *TC = checked(fn, "tc", tc, bh);
+    float *Hn = checked(fn, "h", h, bh);
+    py::gil_scoped_release nogil;
+    const std::size_t n = static_cast<std::size_t>(bh);
+    for (std::size_t k = 0; k < 4 * n; ++k) G[k] += R[k];
+    tanh_inplace(G, 4 * n);
+    for (std::size_t k = 0; k < 3 * n; ++k) G[k] = G[k] * 0.5f + 0.5f;
+    const float *o = G, *i = G + n, *f = G + 2 * n, *g = G + 3 * n;
+    for (std::size_t k = 0; k < n; ++k) TC[k] = Cn[k] = f[k] * CP[k] + i[k] * g[k];
+    tanh_inplace(TC, n);
+    for (std::size_t k = 0; k < n; ++k) Hn[k] = o[k] * TC[k];
+}
+
+// One step back from the step's activated gates (4, B, H) (o, i, f, g), tc = tanh(c) and
+// c_prev: dh += gy; dc += dh * o * (1 - tc^2); dgates rows (B, 4, H) = the pre-activation
+// gradients (dh tc o(1-o), dc g i(1-i), dc c_prev f(1-f), dc i (1-g^2)); dc *= f. The gate
+// derivative factors are formed here, per value, instead of as ten full-size passes before
+// the time loop.
+void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates) {
+    const char *fn = "lstm_cell_backward";
+    if (dc.ndim() != 2) throw py::value_error(std::string(fn) + ": dc must be (batch, hidden)");
+    const py::ssize_t B = dc.shape(0), H = dc.shape(1), bh = B * H;
+    float *DH = checked(fn, "dh", dh, bh);
+    float *DC = checked(fn, "dc", dc, bh);
+    const float *GY = input(fn, "gy", gy, bh);
+    const float *G = input(fn, "gates", gates, 4 * bh);
+    const float *TC = input(fn, "tc", tc, bh);
+    const float *CP = input(fn, "c_prev", c_prev, bh);
+    float *DG = checked(fn, "dgates", dgates, 4 * bh);
+    py::gil_scoped_release nogil;
+    for (py::ssize_t b = 0; b < B; ++b) {
+        float *dh_ = DH + b * H, *dc_ = DC + b * H, *dg = DG + b * 4 * H;
+        const float *gy_ = GY + b * H, *tc_ = TC + b * H, *cp_ = CP + b * H;
+        const float *o = G + b * H, *i = G + bh + b * H, *f = G + 2 * bh + b * H, *g = G + 3 * bh + b * H;
+        for (py::ssize_t j = 0; j < H; ++j) {
+            const float d = dh_[j] + gy_[j];
+            dh_[j] = d;
+            const float t = tc_[j];
+            const float c = dc_[j] + d * (o[j] * (1.0f - t * t));
+            dg[j] = d * (t * o[j] * (1.0f - o[j]));
+            dg[H + j] = c * (g[j] * i[j] * (1.0f - i[j]));
+            dg[2 * H + j] = c * (cp_[j] * f[j] * (1.0f - f[j]));
+            dg[3 * H + j] = c * (i[j] * (1.0f - g[j] * g[j]));
+            dc_[j] = c * f[j];
+        }
+    }
+}
+
+}  // namespace
+
+void init_lstm(py::module_ &m) {
+    m.def("lstm_cell_forward", &forward, py::arg("gates"), py::arg("rec"), py::arg("c_prev"), py::arg("c"),
+          py::arg("tc"), py::arg("h"),
+          "one LSTM step's elementwise part on float32: gates (4, B, H) (o, i, f, g; sigmoid ones pre-scaled "
+          "by 1/2) += rec and activated in place; c, tanh(c) and h written");
+    m.def("lstm_cell_backward", &backward, py::arg("dh"), py::arg("dc"), py::arg("gy"), py::arg("gates"),
+          py::arg("tc"), py::arg("c_prev"), py::arg("dgates"),
+          "one LSTM step back on float32 from its activated gates (4, B, H), tanh(c) and c_prev: dh += gy, dc "
+          "updated, dgates (B, 4H) written, then dc *= f");
+    m.def("_tanh_f32", [](Arr x) {
+        float *p = checked("_tanh_f32", "x", x, x.size());
+        tb::kernels::tanh_inplace(p, static_cast<std::size_t>(x.size()));
+    }, "tanh in place with the fused kernels' tanh (test helper)");
+}

@@ -1,0 +1,81 @@
+"""The fused LSTM cell's C++ kernels (csrc/kernels/lstm.cpp, act_avx2.cpp) against their NumPy
+twins (tensorbrain/_ops/rnn.py): each kernel alone, and whole LSTM layers forward and backward
+through either. (Both are checked against torch and finite differences in test_rnn.py.)"""
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+from tensorbrain import _native
+from tensorbrain._ops import rnn
+
+pytestmark = pytest.mark.skipif(not _native.is_available(), reason="tensorbrain._C not built")
+rng = np.random.default_rng(0)
+EPS = float(np.finfo(np.float32).eps)
+
+
+@pytest.mark.parametrize("path", ["baseline", "avx2+f16c"])
+def test_tanh_within_two_ulp_of_numpy_and_keeps_nan(path):
+    C = _native.module()
+    try:
+        C._force_cpu_path(path)
+    except ValueError:
+        pytest.skip(f"this CPU cannot run the {path} loops")
+    try:
+        x = np.concatenate([np.linspace(-30, 30, 200_001), [0.0, 0.624, 0.626, 1e-20, -1e-20, 88.0, -100.0]])
+        x = x.astype(np.float32)
+        y = x.copy()
+        C._tanh_f32(y[3:])                    # an odd length and offset: the vector tail too
+        ref = np.tanh(x.astype(np.float64))
+        assert np.all(np.abs(y[3:] - ref[3:]) <= 2 * np.spacing(np.abs(ref[3:]).astype(np.float32)) + 1e-45)
+        z = np.array([np.nan, np.inf, -np.inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
+        C._tanh_f32(z)
+        assert np.isnan(z[0]) and z[1] == 1.0 and z[2] == -1.0
+    finally:
+        C._force_cpu_path("auto")
+
+
+def test_cell_kernels_match_twins():
+    C = _native.module()
+    B, H = 5, 11
+    g = rng.standard_normal((4, B, H)).astype(np.float32)
+    r = rng.standard_normal((4, B, H)).astype(np.float32)
+    cp = rng.standard_normal((B, H)).astype(np.float32)
+    outs = []
+    for fn in (C.lstm_cell_forward, rnn.lstm_cell_forward):
+        gg, c, tc, h = g.copy(), np.empty_like(cp), np.empty_like(cp), np.empty_like(cp)
+        fn(gg, r, cp, c, tc, h)
+        outs.append((gg, c, tc, h))
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b, rtol=4 * EPS, atol=4 * EPS)
+    dh, dc, gy, tc, cp = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(5))
+    gates = np.tanh(rng.standard_normal((4, B, H))).astype(np.float32)
+    outs = []
+    for fn in (C.lstm_cell_backward, rnn.lstm_cell_backward):
+        dh2, dc2, dg = dh.copy(), dc.copy(), np.empty((B, 4 * H), np.float32)
+        fn(dh2, dc2, gy, gates, tc, cp, dg)
+        outs.append((dh2, dc2, dg))
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b, rtol=8 * EPS, atol=8 * EPS)
+    with pytest.raises(ValueError, match="C-contiguous float32 array of 220 values"):
+        C.lstm_cell_forward(g[:, :, :5], r, cp, c, tc, h)
+
+
+@pytest.mark.parametrize("proj", [0, 3])
+@pytest.mark.parametrize("packed", [False, True])
+def test_lstm_layer_native_matches_twin(proj, packed, monkeypatch):
+    lstm = tb.nn.LSTM(6, 7, 2, proj_size=proj, bidirectional=True)
+    x = rng.standard_normal((5, 3, 6)).astype(np.float32)
+
+    def run(native):
+        monkeypatch.setattr(rnn, "_NATIVE_CELL", native)
+        lstm.zero_grad()
+        xt = tb.tensor(x, requires_grad=True)
+        inp = tb.nn.utils.rnn.pack_padded_sequence(xt, [5, 4, 2]) if packed else xt
+        out, (h, c) = lstm(inp)
+        y = out.data if packed else out
+        (y * tb.tensor(np.linspace(-1, 1, y.numel()).reshape(y.shape).astype(np.float32))).sum().backward(retain_graph=True)
+        (h.sum() + 2 * c.sum()).backward()
+        return [y.detach().numpy(), h.detach().numpy(), c.detach().numpy(), xt.grad.numpy()] + \
+            [p.grad.numpy() for p in lstm.parameters()]
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

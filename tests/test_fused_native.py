@@ -1,0 +1,161 @@
+"""The fused float32 kernels of csrc/kernels/fused.cpp (GELU, ...) against their NumPy twins in
+tensorbrain/_ops (same names), on both CPU paths; the ops built on them against the twins' ops.
+(The ops themselves are checked against torch and finite differences in tests/nn and
+tests/test_gelu_erf.py.)"""
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+from tensorbrain import _native
+from tensorbrain._ops import elementwise
+
+pytestmark = pytest.mark.skipif(not _native.is_available(), reason="tensorbrain._C not built")
+rng = np.random.default_rng(0)
+EPS = float(np.finfo(np.float32).eps)
+
+
+@pytest.fixture(params=["baseline", "avx2+f16c"])
+def cpu_path(request):
+    C = _native.module()
+    try:
+        C._force_cpu_path(request.param)
+    except ValueError:
+        pytest.skip(f"this CPU cannot run the {request.param} loops")
+    yield C
+    C._force_cpu_path("auto")
+
+
+def test_gelu_kernels_match_twins(cpu_path):
+    C = cpu_path
+    x = np.concatenate([rng.standard_normal(1001) * 3, [0.0, -0.0, 5.7, -5.7, 40.0, -40.0]])
+    x = x.astype(np.float32).reshape(-1, 1)[:, 0]          # an odd length: the vector tail
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    # the same erf rational in the same float32 operations: bit for bit
+    assert np.array_equal(C.gelu_erf_forward(x), elementwise.gelu_erf_forward(x))
+    np.testing.assert_allclose(C.gelu_erf_backward(x, g), elementwise.gelu_erf_backward(x, g),
+                               rtol=8 * EPS, atol=8 * EPS)
+    with pytest.raises(ValueError, match="differ in size"):
+        C.gelu_erf_backward(x, g[:-1])
+
+
+def test_gelu_op_native_matches_twin(monkeypatch):
+    x = rng.standard_normal((4, 33)).astype(np.float32)
+    g = rng.standard_normal((4, 33)).astype(np.float32)
+
+    def run(native):
+        monkeypatch.setattr(elementwise, "_NATIVE_FUSED", native)
+        t = tb.tensor(x, requires_grad=True)
+        out = tb.nn.functional.gelu(t)
+        out.backward(tb.tensor(g))
+        return out.detach().numpy(), t.grad.numpy()
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=8 * EPS, atol=8 * EPS)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 5), (4, 3, 7), (6, 4)])
+def test_softmax_kernels_match_twins(cpu_path, causal, shape):
+    from tensorbrain._ops import attention
+    C = cpu_path
+    s = (rng.standard_normal(shape) * 4).astype(np.float32)
+    a, b = s.copy(), s.copy()
+    C.softmax_rows_forward(a, 0.37, causal)
+    attention.softmax_rows_forward(b, 0.37, causal)
+    np.testing.assert_allclose(a, b, rtol=16 * EPS, atol=4 * EPS)
+    assert np.array_equal(a == 0, b == 0)                 # the causal zeros exactly
+    g = rng.standard_normal(shape).astype(np.float32)
+    ga, gb = g.copy(), g.copy()
+    C.softmax_rows_backward(ga, a, 0.37)
+    attention.softmax_rows_backward(gb, a, 0.37)
+    np.testing.assert_allclose(ga, gb, rtol=16 * EPS, atol=4 * EPS)
+
+
+@pytest.mark.parametrize("kw", [dict(is_causal=True), dict(), dict(mask=True)], ids=str)
+def test_attention_native_matches_twin(kw, monkeypatch):
+    q, k, v = (rng.standard_normal((2, 3, 6, 4)).astype(np.float32) for _ in range(3))
+    m = rng.standard_normal((6, 6)).astype(np.float32)
+
+    def run(native):
+        monkeypatch.setattr(elementwise, "_NATIVE_FUSED", native)
+        ts = [tb.tensor(a, requires_grad=True) for a in (q, k, v, m)]
+        mask = ts[3] if kw.get("mask") else None
+        out = tb.nn.functional.scaled_dot_product_attention(
+            *ts[:3], attn_mask=mask, is_causal=kw.get("is_causal", False))
+        out.backward(tb.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape).astype(np.float32)))
+        return [out.detach().numpy()] + [t.grad.numpy() for t in ts[:3]] + \
+            ([ts[3].grad.numpy()] if mask is not None else [])
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _assert_grads_match(got, want):
+    """(gx, gweight, gbias) of a kernel and its twin: equal up to rounding, None alike."""
+    for a, t in zip(got, want, strict=True):
+        assert (a is None) == (t is None)
+        if t is not None:
+            np.testing.assert_allclose(a, t, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_kernels_match_twins(affine):
+    from tensorbrain._ops import norm
+    C = _native.module()
+    x = (rng.standard_normal((7, 33)) * 3 + 1).astype(np.float32)
+    w, b = (rng.standard_normal(33).astype(np.float32) if affine else None for _ in range(2))
+    g = rng.standard_normal((7, 33)).astype(np.float32)
+    for a, t in zip(C.layer_norm_rows_forward(x, w, b, 1e-5), norm.layer_norm_rows_forward(x, w, b, 1e-5)):
+        np.testing.assert_allclose(a, t, rtol=1e-5, atol=1e-5)
+    out, mean, rstd = C.layer_norm_rows_forward(x, w, b, 1e-5)
+    _assert_grads_match(C.layer_norm_rows_backward(x, mean, rstd, w, g, True, affine, affine),
+                        norm.layer_norm_rows_backward(x, mean, rstd, w, g, True, affine, affine))
+
+
+def test_layer_norm_op_native_matches_twin(monkeypatch):
+    x = rng.standard_normal((3, 4, 10)).astype(np.float32)
+
+    def run(native):
+        monkeypatch.setattr(elementwise, "_NATIVE_FUSED", native)
+        ln = tb.nn.LayerNorm((4, 10))
+        with tb.no_grad():
+            ln.weight.copy_(tb.tensor(np.linspace(0.5, 1.5, 40).reshape(4, 10).astype(np.float32)))
+            ln.bias.copy_(tb.tensor(np.linspace(-1, 1, 40).reshape(4, 10).astype(np.float32)))
+        t = tb.tensor(x, requires_grad=True)
+        out = ln(t)
+        out.backward(tb.tensor(np.cos(np.arange(out.numel())).reshape(out.shape).astype(np.float32)))
+        return out.detach().numpy(), t.grad.numpy(), ln.weight.grad.numpy(), ln.bias.grad.numpy()
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (7, 5)])
+def test_batch_norm_kernels_match_twins(affine, shape):
+    from tensorbrain._ops import norm
+    C = _native.module()
+    x = (rng.standard_normal(shape) * 2 + 0.5).astype(np.float32)
+    c = shape[1]
+    w, b = (rng.standard_normal(c).astype(np.float32) if affine else None for _ in range(2))
+    for a, t in zip(C.batch_norm_train_forward(x, w, b, 1e-5), norm.batch_norm_train_forward(x, w, b, 1e-5)):
+        np.testing.assert_allclose(a, t, rtol=1e-5, atol=1e-5)
+    _, mean, var = C.batch_norm_train_forward(x, w, b, 1e-5)
+    rstd = (1 / np.sqrt(var + 1e-5)).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    _assert_grads_match(C.batch_norm_train_backward(g, x, mean, rstd, w, True, affine, affine),
+                        norm.batch_norm_train_backward(g, x, mean, rstd, w, True, affine, affine))
+
+
+def test_batch_norm_op_native_matches_twin(monkeypatch):
+    x = rng.standard_normal((4, 3, 5, 5)).astype(np.float32)
+
+    def run(native):
+        monkeypatch.setattr(elementwise, "_NATIVE_FUSED", native)
+        bn = tb.nn.BatchNorm2d(3)
+        with tb.no_grad():
+            bn.weight.copy_(tb.tensor(np.array([0.5, 1.0, 2.0], np.float32)))
+        t = tb.tensor(x, requires_grad=True)
+        out = bn(t)
+        out.backward(tb.tensor(np.cos(np.arange(out.numel())).reshape(out.shape).astype(np.float32)))
+        return (out.detach().numpy(), t.grad.numpy(), bn.weight.grad.numpy(), bn.bias.grad.numpy(),
+                bn.running_mean.numpy(), bn.running_var.numpy())
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -51,7 +51,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.utils.checkpoint",
     ]),
     ("nn", [  # modules, optimizers, data loading, tb.save/tb.load
-        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
+        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level

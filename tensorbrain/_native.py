@@ -29,10 +29,7 @@ _state: tuple[object | None, str] | None = None  # (module or None, reason) once
 def _probe() -> tuple[object | None, str]:
     global _state
     if _state is None:
-        setting = str(_config.get("TB_NATIVE")).strip().lower()
-        if setting not in _OFF + _ON:
-            raise ValueError(f"environment variable TB_NATIVE={setting!r} is invalid: expected "
-                             "auto, require or skip (build time), or 0/1 (run time)")
+        setting = _config.get("TB_NATIVE")  # checked there: one of _OFF + _ON
         if setting in _OFF:
             _state = (None, f"disabled at run time by TB_NATIVE={setting}")
         else:

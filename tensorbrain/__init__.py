@@ -122,7 +122,8 @@ def is_floating_point(t: Tensor) -> bool:
 # Subpackages load on first use: `import tensorbrain` stays fast and never needs MPI, CUDA or a
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
-               "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions")
+               "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions",
+               "profiler")
 _SUBMODULES += ("random",)
 
 

@@ -62,6 +62,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed._fingerprint", "tensorbrain.distributed._liveness",
         "tensorbrain.distributed._nccl_lib", "tensorbrain.distributed._codec",
         "tensorbrain.distributed._observe", "tensorbrain.distributed.elastic",
+        "tensorbrain.distributed.timeline",
     ]),
     ("c10d", [  # process groups and collectives on Tensors (torch.distributed's API)
         "tensorbrain.distributed", "tensorbrain.distributed.distributed_c10d",
@@ -81,7 +82,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("front doors", [  # other frameworks' APIs on top, and the tools
         "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",
         "tensorbrain.ezpz", "tensorbrain.as_torch", "tensorbrain.testing",
-        "tensorbrain.benchmarks",
+        "tensorbrain.benchmarks", "tensorbrain.profiler",
     ]),
     ("launchers", [  # tbrun, mp.spawn, the Slurm helpers: start processes, never imported below
         "tensorbrain.multiprocessing",

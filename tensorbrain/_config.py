@@ -143,10 +143,15 @@ def check_at_import() -> None:
     if bad:
         _print_config_errors_as_one_line()
         raise ConfigError("\n".join(bad))
-    launched = os.environ.get("TB_RUN_ID") or os.environ.get("RANK", "0") != "0"
-    for line in [] if launched else misspelt():
+    for line in misspelt() if says_for_the_job() else []:
         import warnings
         warnings.warn(line, ConfigWarning, stacklevel=3)
+
+
+def says_for_the_job() -> bool:
+    """Whether this process says import-time notices for its job: not tbrun's workers (tbrun
+    itself imports TensorBrain and said them once), and under other launchers rank 0 only."""
+    return not os.environ.get("TB_RUN_ID") and os.environ.get("RANK", "0") == "0"
 
 
 class ConfigWarning(UserWarning):

@@ -113,10 +113,10 @@ def save(obj, f, format: str = "safetensors") -> None:
     ``torch.load(f, weights_only=True)`` reads), for plain data only.
 
     Args:
-        obj: the object to save.
-        f: a path (str or ``os.PathLike``), an open binary file or ``io.BytesIO``.
-        format: ``"safetensors"`` (the default: safetensors with the structure as JSON) or
-            ``"torch"`` (torch's zip format; see docs/checkpoints.md).
+        obj (Any): the object to save.
+        f (str | os.PathLike | BinaryIO): a path, an open binary file or ``io.BytesIO``.
+        format (str): ``"safetensors"`` (the default: safetensors with the structure as JSON)
+            or ``"torch"`` (torch's zip format; see docs/checkpoints.md).
 
     Raises:
         ValueError: an unknown ``format``.
@@ -151,12 +151,27 @@ def load(f, map_location=None, weights_only=True):
     ``weights_only`` says: its pickle never runs code (``_torch_format``).
 
     Args:
-        f: a path, an open binary file or ``io.BytesIO``.
-        map_location: None, a device, or a dict from saved devices to new ones.
-        weights_only: refuse classes that are not allowlisted in whole-object files.
+        f (str | os.PathLike | BinaryIO): a path, an open binary file or ``io.BytesIO``.
+        map_location (str | device | dict | None): None, a device, or a dict from saved
+            devices to new ones.
+        weights_only (bool): refuse classes that are not allowlisted in whole-object files.
 
     Returns:
-        the saved object, with its tensors as :class:`Tensor` s.
+        Any: the saved object, with its tensors as :class:`Tensor` s.
+
+    Raises:
+        FileNotFoundError: no file at ``f``.
+        ValueError: the file is damaged, truncated or of a format this version does not read
+            (named in the message).
+        pickle.UnpicklingError: a class or global that is not allowed (named).
+
+    Example:
+        >>> import io, tensorbrain as tb
+        >>> buf = io.BytesIO()
+        >>> tb.save({"w": tb.ones(2)}, buf)
+        >>> _ = buf.seek(0)
+        >>> tb.load(buf, map_location="cpu")["w"].tolist()
+        [1.0, 1.0]
     """
     if _torch_format.is_torch_file(f):  # torch.save's zip (.pt/.bin): never runs its pickle
         return _torch_format.load(f, map_location)

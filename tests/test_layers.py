@@ -27,14 +27,16 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tensorbrain"
-EXTENSIONS = {"tensorbrain._C"}  # compiled modules (csrc/): no .py file to parse
+# Modules the install makes, with no file in tensorbrain/ to parse: the compiled module (csrc/)
+# and what scikit-build-core writes about the build (pyproject.toml's generate).
+EXTENSIONS = {"tensorbrain._C", "tensorbrain._build_info"}
 
 # Lowest first; a module may import its own layer and the ones above it in this list. A module's
 # layer is the one with its longest matching prefix (a module, or a package and all in it, except
 # for NAMESPACES below).
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", [  # array namespace, native kernels, config; no Tensor
-        "tensorbrain._xp", "tensorbrain._native", "tensorbrain._C", "tensorbrain._kernels",
+        "tensorbrain._xp", "tensorbrain._native", "tensorbrain._C", "tensorbrain._build_info", "tensorbrain._kernels",
         "tensorbrain._config", "tensorbrain._dtype", "tensorbrain._device", "tensorbrain._logging",
         "tensorbrain._malloc", "tensorbrain._atomic", "tensorbrain._threads", "tensorbrain._yaml",
         "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",

@@ -108,6 +108,8 @@ def test_import_warns_once_for_a_misspelt_name_on_rank_0_only():
     (lambda: tb.zeros(2, dtype="bfloat"), "did you mean bfloat16?"),
     (lambda: tb.device("cdua:0"), "unknown device 'cdua:0': did you mean cuda?"),
     (lambda: tb.device("gpu"), "unknown device 'gpu': did you mean cuda?"),
+    (lambda: tb.ones(2).to("gpu"), "'gpu' is not a dtype TensorBrain understands: did you mean "
+                                   "the device 'cuda'"),
     (lambda: backends.canonical_name("glo"), "unknown backend 'glo': did you mean gloo?"),
     (lambda: backends.canonical_name("ncl"), "unknown backend 'ncl': did you mean nccl?"),
 ])

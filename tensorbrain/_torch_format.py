@@ -173,14 +173,35 @@ def _read_text(zf: zipfile.ZipFile, name: str) -> str | None:
         return None
 
 
-class _Unpickler(pickle.Unpickler):
-    """torch's ``data.pkl`` with only allow-listed globals; storages come from the zip."""
+class _Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
+    """torch's ``data.pkl`` with only allow-listed globals; storages come from the zip.
+
+    Python's own (pure-Python) unpickler, so that ``BUILD`` can be restricted too: it would call
+    ``__setstate__`` on, or fill the ``__dict__`` of, whatever object is on the stack (a dtype
+    that NumPy shares with the whole process, for one). Only an ``OrderedDict``'s attributes
+    (torch's state-dict ``_metadata``) and the objects of classes the user allowed are built;
+    anything else is refused, as torch's weights-only unpickler does. ``data.pkl`` is small (the
+    tensors' bytes are separate records), so the pure-Python speed does not matter."""
 
     def __init__(self, file, zf, prefix, byteorder, map_location):
         super().__init__(file)
         self.zf, self.prefix, self.byteorder = zf, prefix, byteorder
         self.map_location = map_location
         self.storages: dict[str, _Storage] = {}
+        self.dispatch = {**self.dispatch, pickle.BUILD[0]: _Unpickler.load_build_restricted}
+
+    def load_build_restricted(self):
+        state, inst = self.stack[-1], self.stack[-2]
+        allowed_dict = type(inst) is collections.OrderedDict and isinstance(state, dict) and \
+            all(isinstance(k, str) and not k.startswith("__") for k in state)
+        from ._checkpoint_io import _allowed as user_allowed
+        cls = type(inst)
+        if not (allowed_dict or user_allowed(cls.__module__, cls.__qualname__)):
+            raise pickle.UnpicklingError(
+                f"tb.load refused to read this torch checkpoint: its pickle sets the state of a "
+                f"{cls.__module__}.{cls.__qualname__} (BUILD), which is not allowed. Nothing from "
+                f"the file was run")
+        pickle._Unpickler.load_build(self)  # type: ignore[attr-defined]
 
     def find_class(self, module, name):
         # protocol 2 pickles name Python 2 modules (__builtin__.set); map them as pickle does
@@ -285,9 +306,10 @@ def _allowed(module: str, name: str):
     return None
 
 
+# torch's weights-only builtins (no list/range: list(range(10**12)) would only cost memory, but
+# a protocol-2 pickle never needs them)
 _BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice,
-             "range": range, "bytearray": bytearray, "dict": dict, "list": list, "tuple": tuple,
-             "int": int, "float": float, "bool": bool, "str": str}
+             "bytearray": bytearray}
 
 
 def _device(*args):

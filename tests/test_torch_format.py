@@ -120,6 +120,18 @@ def test_getattr_and_unlisted_torch_names_are_refused(tmp_path):
         tb.load(tmp_path / "q.pt")
 
 
+def test_build_on_a_shared_object_is_refused(tmp_path):
+    # BUILD would call np.dtype('float32').__setstate__ on the dtype NumPy shares process-wide
+    state = b"(K\x03X\x01\x00\x00\x00>NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00t"
+    _torch_zip(tmp_path / "b.pt", b"\x80\x02ctorch\nfloat32\n" + state + b"b.")
+    with pytest.raises(pickle.UnpicklingError, match="sets the state of a numpy"):
+        tb.load(tmp_path / "b.pt")
+    assert np.dtype("float32").byteorder == "="
+    # an OrderedDict's attributes (a state dict's _metadata) are built
+    sd = pickle.dumps(collections.OrderedDict(a=1), protocol=2)
+    assert tb.load(_torch_zip(tmp_path / "o.pt", sd) or tmp_path / "o.pt") == {"a": 1}
+
+
 def test_tensor_geometry_past_its_storage_is_refused(tmp_path):
     buf = io.BytesIO()
     tb.save({"w": tb.arange(4.0)}, buf, format="torch")

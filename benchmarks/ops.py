@@ -26,7 +26,8 @@ _ap.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (de
 _ap.add_argument("--quick", action="store_true", help="fewer steps (smoke run)")
 _ap.add_argument("--no-torch", action="store_true", help="skip torch even when installed")
 _ap.add_argument("--batches", default="64,512", help="comma-separated batch sizes")
-_ap.add_argument("--only", choices=["dispatch", "conv", "mlp"], help="run one section")
+_ap.add_argument("--only", choices=["dispatch", "conv", "mlp", "profiler"],
+                 help="run one section")
 ARGS = _ap.parse_args() if __name__ == "__main__" else _ap.parse_args([])
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = str(ARGS.threads)
@@ -221,6 +222,61 @@ def mlp(batch):
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
+def profiler_overhead(batch):
+    """The tb MLP step with no profile and inside a recording ``tb.profiler.profile`` (plain, and
+    with ``record_shapes=True``), interleaved blocks; the ratio is the median of the per-round
+    ratios. With no profile nothing is installed (see tensorbrain/profiler/_hooks.py), so "off"
+    is the ordinary step."""
+    from tensorbrain.profiler import profile
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((batch, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], batch).astype(np.int64)
+    step = make_tb_step(x, y)
+    spans = {}
+
+    def under(**kw):
+        def run(n):  # the steps' time only: entering and leaving the profile is timed below
+            with profile(**kw) as prof:
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    step()
+                took = time.perf_counter() - t0
+            spans[str(kw)] = len(prof.events()) / n
+            return took
+        return run
+
+    def plain(n):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        return time.perf_counter() - t0
+    variants = {"off": plain, "profile()": under(), "profile(record_shapes)": under(record_shapes=True)}
+    warm, per_block, blocks = (3, 3, 6) if ARGS.quick else (10, 10 if batch <= 64 else 3, 40)
+    for f in variants.values():
+        f(warm)
+    names = list(variants)
+    times = {k: [] for k in variants}
+    for r in range(blocks):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            times[k].append(variants[k](per_block) / per_block)
+    t0 = time.perf_counter()
+    for _ in range(20):
+        with profile():
+            pass
+    enter_exit = (time.perf_counter() - t0) / 20
+    base = times["off"]
+    print(f"\n== profiler overhead: MLP 784-512-512-10 step, B={batch} ({blocks} rounds x "
+          f"{per_block} steps) ==")
+    print(f"{'':<26}{'median':>10}   ratio to off (median of per-round ratios), spans per step")
+    for k, ts in times.items():
+        paired = float(np.median(np.array(ts) / np.array(base)))
+        n = spans.get(str({}) if k == "profile()" else str({"record_shapes": True}), 0)
+        print(f"{k:<26}{np.median(ts) * 1e3:>8.3f}ms   {paired:5.3f}x"
+              + (f"   {n:.0f}" if k != "off" else ""))
+    print(f"{'entering + leaving':<26}{enter_exit * 1e3:>8.3f}ms   (once per profile: installs "
+          f"and removes the hooks)")
+
+
 def conv_pool():
     """conv2d and max_pool2d forward+backward next to torch (no NumPy baseline: hand-written
     im2col NumPy would be this code)."""
@@ -270,6 +326,9 @@ def main():
     if ARGS.only in (None, "mlp"):
         for b in (int(v) for v in ARGS.batches.split(",")):
             mlp(b)
+    if ARGS.only in (None, "profiler"):
+        for b in (int(v) for v in ARGS.batches.split(",")):
+            profiler_overhead(b)
 
 
 if __name__ == "__main__":

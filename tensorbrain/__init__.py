@@ -35,6 +35,9 @@ bool = bool_  # noqa: A001  (torch.bool)
 import numpy as _np  # noqa: E402
 dtype = _np.dtype  # torch.dtype: TensorBrain's dtypes are NumPy dtypes (isinstance(tb.float32, tb.dtype))
 
+_config.check_at_import()  # a bad TB_* value stops here, one line each; a misspelt name warns
+from . import _native  # noqa: E402
+_native.note_at_import()  # a missing tensorbrain._C is said once, unless NumPy was asked for
 from . import _logging  # noqa: E402
 _logging.configure()  # TB_LOG_LEVEL: the 'tensorbrain' logger and its stderr handler
 _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their freed arrays' pages
@@ -121,7 +124,8 @@ def is_floating_point(t: Tensor) -> bool:
 # Subpackages load on first use: `import tensorbrain` stays fast and never needs MPI, CUDA or a
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
-               "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions")
+               "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions",
+               "profiler")
 _SUBMODULES += ("random",)
 
 

@@ -23,6 +23,12 @@ class Var:
     parse: Callable[[str], Any]
     default: Any
     help: str
+    torch_name: str = ""  # torch's variable for the same thing, read when ours is unset
+
+
+class ConfigError(ValueError):
+    """A TensorBrain environment variable has a value that does not parse (one line per
+    variable, each naming it, its value and what it accepts)."""
 
 
 def _bool(text: str) -> bool:
@@ -51,11 +57,13 @@ def choice(*allowed: str) -> Callable[[str], str]:
 VARS: dict[str, Var] = {}
 
 
-def declare(name: str, parse: Callable[[str], Any], default: Any, help: str) -> Var:
-    """Declare a variable (module import time). Declaring the same name twice is an error."""
+def declare(name: str, parse: Callable[[str], Any], default: Any, help: str,
+            torch_name: str = "") -> Var:
+    """Declare a variable (module import time). Declaring the same name twice is an error.
+    ``torch_name``: torch's variable for the same setting, honoured when ``name`` is unset."""
     if name in VARS:
         raise RuntimeError(f"environment variable {name} declared twice")
-    var = VARS[name] = Var(name, parse, default, help)
+    var = VARS[name] = Var(name, parse, default, help, torch_name)
     return var
 
 
@@ -66,18 +74,117 @@ def get(name: str, env: Mapping[str, str] | None = None) -> Any:
     script is reported instead of silently ignored.
     """
     var = VARS[name]
-    raw = (os.environ if env is None else env).get(name)
+    env = os.environ if env is None else env
+    raw, used = env.get(name), name
+    if raw is None and var.torch_name:
+        raw, used = env.get(var.torch_name), var.torch_name
     if raw is None:
         return var.default
     try:
         return var.parse(raw)
     except ValueError as exc:
-        raise ValueError(f"environment variable {name}={raw!r} is invalid: {exc}") from None
+        raise ConfigError(f"environment variable {used}={raw!r} is invalid: {exc}") from None
+
+
+# ***** checking the whole environment (import time, and tbrun before it starts workers) *****
+def problems(env: Mapping[str, str] | None = None) -> list[str]:
+    """One line for each declared variable set to a value that does not parse.
+
+    >>> problems({"TB_SHM": "maybe", "TB_LOG_LEVEL": "info"})
+    ["environment variable TB_SHM='maybe' is invalid: expected a boolean (1/0, true/false, yes/no, on/off), got 'maybe'"]
+    """
+    out = []
+    for name in VARS:
+        try:
+            get(name, env)
+        except ConfigError as exc:
+            out.append(str(exc))
+    return out
+
+
+def misspelt(env: Mapping[str, str] | None = None) -> list[str]:
+    """One line for each ``TB_*`` name that is not declared but is close to one that is (a
+    likely typo: ``TB_NATVE``), naming the nearest. Other unknown ``TB_*`` names (TensorBoard's
+    ``TB_LOG_DIR``, a project's own) are not TensorBrain's business and are left alone.
+
+    >>> misspelt({"TB_TIMLINE": "t.json", "TB_LOG_DIR": "runs"})
+    ['TB_TIMLINE is not a TensorBrain environment variable and is ignored: did you mean TB_TIMELINE?']
+    """
+    env = os.environ if env is None else env
+    out = []
+    for name in sorted(k for k in env if k.startswith("TB_") and k not in VARS):
+        near = did_you_mean(name, VARS, cutoff=0.8)
+        if near:
+            out.append(f"{name} is not a TensorBrain environment variable and is ignored:{near}")
+    return out
+
+
+def did_you_mean(word: str, known, cutoff: float = 0.6) -> str:
+    """`` did you mean X?`` for the known name nearest to ``word`` (difflib), or ''.
+
+    The one wording of "did you mean" for backends, dtypes, devices and variables.
+
+    >>> did_you_mean("glo", ["gloo", "mpi", "nccl"])
+    ' did you mean gloo?'
+    """
+    import difflib
+    word, names = str(word), [str(k) for k in known]
+    # a cut-short name ('bfloat', 'glo') means the known name it starts, not the nearest by edits
+    near = sorted((n for n in names if word and n.lower().startswith(word.lower())), key=len) \
+        or difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
+    return f" did you mean {near[0]}?" if near else ""
+
+
+def check_at_import() -> None:
+    """``import tensorbrain``'s check: every bad value at once, as one line each, and a warning
+    for each misspelt ``TB_*`` name (once per job: not in tbrun's workers, whose launcher
+    checked already, and only on rank 0 under other launchers)."""
+    bad = problems()
+    if bad:
+        _print_config_errors_as_one_line()
+        raise ConfigError("\n".join(bad))
+    for line in misspelt() if says_for_the_job() else []:
+        import warnings
+        warnings.warn(line, ConfigWarning, stacklevel=3)
+
+
+def says_for_the_job() -> bool:
+    """Whether this process says import-time notices for its job: not tbrun's workers (tbrun
+    itself imports TensorBrain and said them once), and under other launchers rank 0 only."""
+    return not os.environ.get("TB_RUN_ID") and os.environ.get("RANK", "0") == "0"
+
+
+class ConfigWarning(UserWarning):
+    """A ``TB_*`` environment variable that TensorBrain does not know but looks like one."""
+
+
+def _print_config_errors_as_one_line() -> None:
+    # A bad value would otherwise end a traceback through the import machinery; the process
+    # is about to stop on it, so print just the error, as a command-line tool does. Only
+    # ConfigError is printed this way; every other exception keeps the hook it had.
+    import sys
+    previous = sys.excepthook
+
+    def hook(kind, exc, tb):
+        if issubclass(kind, ConfigError):
+            for line in str(exc).splitlines():
+                print(f"tensorbrain: error: {line}", file=sys.stderr)
+        else:
+            previous(kind, exc, tb)
+    sys.excepthook = hook
 
 
 # ***** the variables *****
 # Core
-declare("TB_NATIVE", _str, "auto",
+def _native(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("", "auto", "require", "skip", "0", "1", "on", "off", "true", "false",
+                     "yes", "no"):
+        raise ValueError("expected auto, require or skip (build time), or 0/1 (run time)")
+    return value or "auto"
+
+
+declare("TB_NATIVE", _native, "auto",
         "Install time (pip install): 'auto' builds tensorbrain._C and falls back to pure Python if "
         "the build fails, 'require' fails the install instead, 'skip' never builds it. Run time: "
         "0/off/skip ignore an installed tensorbrain._C (tensorbrain/_native.py); other values error.")
@@ -130,7 +237,9 @@ declare("TB_DISTRIBUTED_DEBUG", choice("OFF", "INFO", "DETAIL"), "OFF",
         "Mismatched collectives (op, dtype, count, root) are detected at every level. INFO: "
         "the tensorbrain.distributed logger also logs each collective's summary (op, group, "
         "seq, dtype, bytes, time) at INFO. DETAIL: INFO, and ranks also compare shapes and "
-        "report each rank's call site when they differ (as TORCH_DISTRIBUTED_DEBUG=DETAIL).")
+        "report each rank's call site when they differ (as TORCH_DISTRIBUTED_DEBUG=DETAIL). "
+        "Unset: TORCH_DISTRIBUTED_DEBUG's value, with the same meaning.",
+        torch_name="TORCH_DISTRIBUTED_DEBUG")
 declare("TB_TCP_UNIX", _bool, True,
         "tcp backend: connect ranks on the same host through Unix stream sockets (2-3x the "
         "throughput of TCP loopback here). 0 uses TCP for every peer.")

@@ -27,8 +27,11 @@ class device:
             raise TypeError(f"device must be a string like 'cpu' or 'cuda:0', got {spec!r}")
         kind, _, ordinal = spec.partition(":")
         if kind not in ("cpu", "cuda", "meta"):
-            raise ValueError(f"unknown device {spec!r}: expected 'cpu', 'cuda', 'cuda:N' or "
-                             f"'meta'")
+            from ._config import did_you_mean
+            hint = " did you mean cuda?" if kind.lower() in ("gpu", "cuda0") else \
+                did_you_mean(kind.lower(), ("cpu", "cuda", "meta"), 0.5)
+            raise ValueError(f"unknown device {spec!r}:{hint} expected 'cpu', 'cuda', 'cuda:N' "
+                             f"or 'meta'")
         if ordinal:
             if index is not None:
                 raise ValueError(f"device {spec!r} already names an index; do not pass index={index}")

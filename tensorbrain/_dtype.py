@@ -69,7 +69,14 @@ def as_dtype(dtype) -> np.dtype | None:
     try:
         return np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"{dtype!r} is not a dtype TensorBrain understands") from None
+        from ._config import did_you_mean
+        names = [n for n, v in globals().items() if isinstance(v, np.dtype) and n[0] != "_"]
+        hint = did_you_mean(dtype, names) if isinstance(dtype, str) else ""
+        if isinstance(dtype, str) and dtype.split(":")[0].lower() in ("gpu", "cuda", "mps"):
+            # t.to("gpu"): read as a dtype because it is no device name TensorBrain knows
+            hint = " did you mean the device 'cuda' (devices: 'cpu', 'cuda', 'cuda:N')?"
+        raise TypeError(f"{dtype!r} is not a dtype TensorBrain understands:{hint} "
+                        f"(tb.float32, 'float32' and np.float32 all work)") from None
 
 
 def is_floating_point(dtype) -> bool:

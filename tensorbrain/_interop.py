@@ -44,6 +44,10 @@ def dlpack(tensor, stream=None, max_version=None, dl_device=None, copy=None):
         kwargs["dl_device"] = dl_device
     if copy is not None:
         kwargs["copy"] = copy
+    if tensor._data.dtype == _bf16() and not _xp.is_cupy_array(tensor._data):
+        # NumPy's DLPack knows no bfloat16 (ml_dtypes' dtype is opaque to it): export the same
+        # memory as uint16 and relabel the capsule's dtype as DLPack's bfloat16
+        return _relabel(tensor._data.view(np.uint16).__dlpack__(**kwargs), _KDLUINT, _KDLBFLOAT)
     return tensor._data.__dlpack__(**kwargs)
 
 
@@ -89,7 +93,11 @@ def from_dlpack(ext_tensor):
     if device_type in (_KDLCUDA, _KDLCUDAMANAGED):
         return Tensor._wrap(_xp.cupy().from_dlpack(ext_tensor))
     if device_type in (_KDLCPU, _KDLCUDAHOST):
-        return Tensor._wrap(np.from_dlpack(ext_tensor))
+        try:  # a versioned capsule carries the read-only flag; NumPy makes a legacy one read-only
+            capsule = ext_tensor.__dlpack__(max_version=(1, 0))
+        except TypeError:  # a producer older than DLPack 1.0
+            capsule = ext_tensor.__dlpack__()
+        return Tensor._wrap(_host_from_dlpack(capsule, device_type))
     raise RuntimeError(f"from_dlpack: DLPack device type {device_type} is not supported "
                        f"(TensorBrain holds CPU (1) and CUDA (2) memory)")
 
@@ -111,12 +119,58 @@ def _from_capsule(capsule):
     # The capsule does not say its device without parsing it; try the host first (NumPy
     # refuses device memory with a clear error), then CuPy.
     try:
-        return np.from_dlpack(_Capsule(capsule, (_KDLCPU, 0)))
+        return _host_from_dlpack(capsule, _KDLCPU)
     except (BufferError, RuntimeError, ValueError) as host_error:
         if not _xp.cuda_available():
             raise RuntimeError(f"from_dlpack: the capsule is not host memory ({host_error}) and "
                                f"CUDA is not usable here") from None
     return _xp.cupy().from_dlpack(capsule)
+
+
+# ***** bfloat16 over DLPack *****
+# DLPack has a bfloat16 code (kDLBfloat); NumPy does not read or write it. A bfloat16 tensor
+# crosses as the capsule of its uint16 view with the code byte rewritten (and back on import), the
+# only field that differs. The code sits at a fixed offset of the DLTensor (dlpack.h): after
+# data (8 bytes), device (8) and ndim (4); a versioned capsule has 32 bytes before its DLTensor.
+_KDLUINT, _KDLBFLOAT = 1, 4
+_CODE_OFFSET = {b"dltensor": 20, b"dltensor_versioned": 32 + 20}
+
+
+def _bf16():
+    from ._dtype import bfloat16
+    return bfloat16
+
+
+def _code_byte(capsule):
+    """The DLTensor's dtype code of an unconsumed capsule, as a ctypes byte to read or write."""
+    import ctypes
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    if name not in _CODE_OFFSET:
+        raise BufferError(f"from_dlpack: a capsule named {name!r} is not an unconsumed DLPack "
+                          f"tensor (it can be consumed once)")
+    return ctypes.c_uint8.from_address(api.PyCapsule_GetPointer(capsule, name) + _CODE_OFFSET[name])
+
+
+def _relabel(capsule, old: int, new: int):
+    code = _code_byte(capsule)
+    if code.value != old:
+        raise BufferError(f"DLPack: expected dtype code {old}, the capsule says {code.value}")
+    code.value = new
+    return capsule
+
+
+def _host_from_dlpack(capsule, device_type):
+    """A NumPy array on a host capsule; bfloat16 (which NumPy refuses) comes in as uint16 and is
+    viewed as ml_dtypes' bfloat16."""
+    bf16 = _code_byte(capsule).value == _KDLBFLOAT
+    if bf16:
+        _relabel(capsule, _KDLBFLOAT, _KDLUINT)
+    arr = np.from_dlpack(_Capsule(capsule, (device_type, 0)))
+    return arr.view(_bf16()) if bf16 else arr
 
 
 def to_dlpack(tensor):
@@ -207,7 +261,8 @@ def to_array(value, what="value"):
     """The NumPy/CuPy array behind ``value`` for copying into a Tensor.
 
     Accepts Tensors, NumPy and CuPy arrays, NumPy scalars, Python numbers and lists, and torch
-    tensors (on any device; bfloat16 becomes float32, since TensorBrain has no bfloat16 dtype).
+    tensors (on any device; a bfloat16 one stays bfloat16 on the CPU and becomes float32 on a
+    GPU, since CuPy has no bfloat16).
 
     Raises:
         TypeError: any other type, naming it and ``what``.
@@ -231,7 +286,9 @@ def _torch_to_array(value):
     import torch
     value = value.detach()
     if value.dtype == torch.bfloat16:
-        value = value.float()
+        if not value.is_cuda:  # the same bits, viewed as ml_dtypes' bfloat16: stays bfloat16
+            return value.view(torch.int16).numpy().view(_bf16())
+        value = value.float()  # CuPy has no bfloat16
     if value.is_cuda and _xp.cuda_available():
         return _xp.cupy().from_dlpack(value.contiguous())
     return value.cpu().numpy()

@@ -29,10 +29,7 @@ _state: tuple[object | None, str] | None = None  # (module or None, reason) once
 def _probe() -> tuple[object | None, str]:
     global _state
     if _state is None:
-        setting = str(_config.get("TB_NATIVE")).strip().lower()
-        if setting not in _OFF + _ON:
-            raise ValueError(f"environment variable TB_NATIVE={setting!r} is invalid: expected "
-                             "auto, require or skip (build time), or 0/1 (run time)")
+        setting = _config.get("TB_NATIVE")  # checked there: one of _OFF + _ON
         if setting in _OFF:
             _state = (None, f"disabled at run time by TB_NATIVE={setting}")
         else:
@@ -45,6 +42,37 @@ def _probe() -> tuple[object | None, str]:
             else:
                 _state = (mod, "")
     return _state
+
+
+def note_at_import() -> None:
+    """``import tensorbrain``'s one line about a missing ``tensorbrain._C`` (a ``UserWarning``),
+    unless NumPy was asked for: ``TB_NATIVE=0`` at run time or ``TB_NATIVE=skip`` at install.
+    The module is only looked for here (``find_spec``), not loaded: ``import tensorbrain`` stays
+    as fast as before. What the install did is in ``tensorbrain/_build_info.py``, which
+    scikit-build-core writes (pyproject.toml); pip shows the build's own messages only with -v."""
+    if _config.get("TB_NATIVE") in _OFF or not _config.says_for_the_job():
+        return
+    import importlib.util
+    try:
+        if importlib.util.find_spec("tensorbrain._C") is not None:
+            return
+    except (ImportError, ValueError):
+        pass
+    try:
+        build = importlib.import_module("tensorbrain._build_info").NATIVE
+    except ImportError:  # a source tree run without pip install
+        build = "not installed"
+    if build == "skip":
+        return
+    what = {"failed": "failed to build when TensorBrain was installed",
+            "built": "was built at install but is missing now"}.get(
+        build, "is not installed (this tree was not installed with pip install -e .)")
+    import warnings
+    warnings.warn(f"tensorbrain: the native module tensorbrain._C {what}; the NumPy kernels are "
+                  f"in use (same results, slower reductions). See the compiler's error with "
+                  f"`pip install -v -e .`, or make the install fail on it with "
+                  f"`TB_NATIVE=require pip install -e .`; TB_NATIVE=0 uses NumPy without this "
+                  f"message", UserWarning, stacklevel=3)
 
 
 def is_available() -> bool:

@@ -27,7 +27,7 @@ import numpy as np
 from . import _xp
 from ._device import as_device
 from .tensor import Tensor
-from . import _atomic, _checkpoint_io
+from . import _atomic, _checkpoint_io, _torch_format
 from ._checkpoint_io import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
                              safe_globals)
 
@@ -104,16 +104,29 @@ def _is_parameter(t):
     return type(t).__name__ == "Parameter"
 
 
-def save(obj, f) -> None:
+def save(obj, f, format: str = "safetensors") -> None:
     """Save ``obj`` (nested dicts/lists of tensors, arrays, numbers, strings) to ``f`` atomically.
 
     ``f`` may also be an open binary file or ``io.BytesIO``; an ``obj`` beyond plain data (a
     whole module) is pickled around its tensors, as torch does (see ``_checkpoint_io``).
+    ``format="torch"`` writes torch's own zip format instead (a ``.pt`` that
+    ``torch.load(f, weights_only=True)`` reads), for plain data only.
 
     Args:
-        obj: the object to save.
-        f: a path (str or ``os.PathLike``), an open binary file or ``io.BytesIO``.
+        obj (Any): the object to save.
+        f (str | os.PathLike | BinaryIO): a path, an open binary file or ``io.BytesIO``.
+        format (str): ``"safetensors"`` (the default: safetensors with the structure as JSON)
+            or ``"torch"`` (torch's zip format; see docs/checkpoints.md).
+
+    Raises:
+        ValueError: an unknown ``format``.
+        TypeError: ``obj`` holds something the format cannot store (named with its path).
     """
+    if format != "safetensors":
+        if format != "torch":
+            raise ValueError(f"tb.save: format={format!r} is unknown; use 'safetensors' (the "
+                             f"default) or 'torch' (a .pt that torch.load reads)")
+        return _torch_format.save(obj, f)
     if hasattr(f, "write") or not _checkpoint_io.is_plain(obj):
         return _checkpoint_io.save(obj, f)
     stn, _ = _safetensors()
@@ -126,23 +139,42 @@ def save(obj, f) -> None:
 
 # ***** decoding *****
 def load(f, map_location=None, weights_only=True):
-    """Load a checkpoint written by :func:`save`.
+    """Load a checkpoint written by :func:`save`, or by ``torch.save`` (``.pt``/``.bin``).
 
     ``map_location``: None puts tensors back on the device they were saved from; a device
     (``'cpu'``, ``'cuda:0'``) puts them all there; a dict maps saved devices to new ones. A plain
     safetensors file (no TensorBrain structure) loads as a flat ``{name: Tensor}`` dict.
     ``f`` may be a path, an open binary file or ``io.BytesIO``. ``weights_only`` (default True,
     as torch 2.6+) matters only for files holding whole objects: True refuses classes that are
-    not allowlisted (``add_safe_globals``), False unpickles them after a warning.
+    not allowlisted (``add_safe_globals``), False unpickles them after a warning. A torch file
+    (``torch.save``'s zip format) is always read with torch's weights-only rules, whatever
+    ``weights_only`` says: its pickle never runs code (``_torch_format``).
 
     Args:
-        f: a path, an open binary file or ``io.BytesIO``.
-        map_location: None, a device, or a dict from saved devices to new ones.
-        weights_only: refuse classes that are not allowlisted in whole-object files.
+        f (str | os.PathLike | BinaryIO): a path, an open binary file or ``io.BytesIO``.
+        map_location (str | device | dict | None): None, a device, or a dict from saved
+            devices to new ones.
+        weights_only (bool): refuse classes that are not allowlisted in whole-object files.
 
     Returns:
-        the saved object, with its tensors as :class:`Tensor` s.
+        Any: the saved object, with its tensors as :class:`Tensor` s.
+
+    Raises:
+        FileNotFoundError: no file at ``f``.
+        ValueError: the file is damaged, truncated or of a format this version does not read
+            (named in the message).
+        pickle.UnpicklingError: a class or global that is not allowed (named).
+
+    Example:
+        >>> import io, tensorbrain as tb
+        >>> buf = io.BytesIO()
+        >>> tb.save({"w": tb.ones(2)}, buf)
+        >>> _ = buf.seek(0)
+        >>> tb.load(buf, map_location="cpu")["w"].tolist()
+        [1.0, 1.0]
     """
+    if _torch_format.is_torch_file(f):  # torch.save's zip (.pt/.bin): never runs its pickle
+        return _torch_format.load(f, map_location)
     if hasattr(f, "read") or _checkpoint_io.is_pickled(f):
         return _checkpoint_io.load(f, map_location, weights_only)
     stn, safe_open = _safetensors()

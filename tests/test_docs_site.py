@@ -60,3 +60,49 @@ def test_lazy_and_starred_exports_are_shown(pkg):
 def test_sphinx_roles_become_code_spans(pkg):
     doc = pkg["tensor"].docstring.value
     assert ":func:" not in doc and "`zeros`" in doc
+
+
+def test_docs_page_names_become_links(pkg):
+    ddp = pkg["nn.parallel"]["DistributedDataParallel"].docstring.value
+    assert "[docs/ddp.md](../ddp.md)" in ddp
+    links = _extension("griffe_doctests").link_pages
+    assert links("``docs/no-such-page.md``") == "``docs/no-such-page.md``"  # only real pages
+
+
+def test_collective_parameters_get_their_types():
+    types = _extension("griffe_types")
+    ext = griffe.load_extensions(types.CollectiveTypes())
+    pkg = griffe.load("tensorbrain.distributed", search_paths=[str(ROOT)], extensions=ext,
+                      docstring_parser=griffe.Parser.google)
+    missing = []
+    for mod in ("_collectives", "_p2p", "_object_collectives"):
+        for name, fn in pkg[mod].members.items():
+            if name.startswith("_") or fn.is_alias or not fn.is_function or fn.docstring is None:
+                continue
+            documented = {p.name: p.annotation for s in fn.docstring.parsed
+                          if s.kind.value == "parameters" for p in s.value}
+            for p in fn.parameters:
+                if p.name not in ("self",) and not documented.get(p.name):
+                    missing.append(f"{mod}.{name}({p.name})")
+    assert not missing, f"parameters without a type on the API reference: {missing}"
+
+
+@pytest.mark.slow
+def test_the_built_site_in_headless_chromium(tmp_path):
+    """The DDP reference (typed Parameters, formatted signature, source, a real link) and every
+    page's layout (no cut-off table, the TOC on the right, a short nav), measured in Chromium;
+    screenshots of the DDP reference are written next to the built site."""
+    import shutil
+    import subprocess
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("no chromium (Debian: apt-get install chromium)")
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("material")
+    site = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
+                           str(site)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    failures = _extension("check_site").check(str(site), str(tmp_path / "shots"), chromium)
+    assert not failures, failures
+    assert (tmp_path / "shots" / "ddp.png").read_bytes()[:4] == b"\x89PNG"

@@ -215,3 +215,39 @@ def test_cupy_dlpack_zero_copy_both_ways():
         g = torch.from_dlpack(t)
         g[3] = 7.0
         assert t[3].item() == 7.0
+
+
+def test_bfloat16_crosses_dlpack_both_ways_with_torch():
+    torch = pytest.importorskip("torch")
+    t = tb.tensor([1.5, -2.0, 3.25], dtype=tb.bfloat16)
+    x = torch.from_dlpack(t)
+    assert x.dtype == torch.bfloat16 and x.tolist() == [1.5, -2.0, 3.25]
+    x[0] = 7.0  # the same memory
+    assert t.tolist() == [7.0, -2.0, 3.25]
+    y = torch.tensor([0.5, 2.5], dtype=torch.bfloat16)
+    u = tb.from_dlpack(y)
+    assert u.dtype == tb.bfloat16 and u.tolist() == [0.5, 2.5]
+    u[1] = 9.0
+    assert y.tolist() == [0.5, 9.0]
+    legacy = tb.from_dlpack(torch.utils.dlpack.to_dlpack(y))
+    assert legacy.dtype == tb.bfloat16 and legacy.tolist() == [0.5, 9.0]
+    strided = tb.ones(2, 3, dtype=tb.bfloat16).t()
+    assert torch.from_dlpack(strided).shape == (3, 2)
+
+
+def test_bfloat16_capsule_says_bfloat16():
+    from tensorbrain import _interop
+    capsule = tb.utils.dlpack.to_dlpack(tb.tensor([1.0, 2.0], dtype=tb.bfloat16))
+    assert _interop._code_byte(capsule).value == 4  # dlpack.h: kDLBfloat
+    back = tb.utils.dlpack.from_dlpack(capsule)
+    assert back.dtype == tb.bfloat16 and back.tolist() == [1.0, 2.0]
+
+
+def test_load_state_dict_bfloat16_into_a_bfloat16_model_stays_bfloat16():
+    torch = pytest.importorskip("torch")
+    ref = torch.nn.Linear(3, 2).to(torch.bfloat16)
+    model = tb.nn.Linear(3, 2).to(tb.bfloat16)
+    model.load_state_dict(ref.state_dict())
+    assert model.weight.dtype == tb.bfloat16
+    np.testing.assert_array_equal(model.weight.detach().numpy().astype(np.float32),
+                                  ref.weight.detach().float().numpy())

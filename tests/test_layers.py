@@ -27,14 +27,16 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tensorbrain"
-EXTENSIONS = {"tensorbrain._C"}  # compiled modules (csrc/): no .py file to parse
+# Modules the install makes, with no file in tensorbrain/ to parse: the compiled module (csrc/)
+# and what scikit-build-core writes about the build (pyproject.toml's generate).
+EXTENSIONS = {"tensorbrain._C", "tensorbrain._build_info"}
 
 # Lowest first; a module may import its own layer and the ones above it in this list. A module's
 # layer is the one with its longest matching prefix (a module, or a package and all in it, except
 # for NAMESPACES below).
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", [  # array namespace, native kernels, config; no Tensor
-        "tensorbrain._xp", "tensorbrain._native", "tensorbrain._C", "tensorbrain._kernels",
+        "tensorbrain._xp", "tensorbrain._native", "tensorbrain._C", "tensorbrain._build_info", "tensorbrain._kernels",
         "tensorbrain._config", "tensorbrain._dtype", "tensorbrain._device", "tensorbrain._logging",
         "tensorbrain._malloc", "tensorbrain._atomic", "tensorbrain._threads", "tensorbrain._yaml",
         "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",
@@ -51,7 +53,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.utils.checkpoint",
     ]),
     ("nn", [  # modules, optimizers, data loading, tb.save/tb.load
-        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
+        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level
@@ -62,6 +64,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed._fingerprint", "tensorbrain.distributed._liveness",
         "tensorbrain.distributed._nccl_lib", "tensorbrain.distributed._codec",
         "tensorbrain.distributed._observe", "tensorbrain.distributed.elastic",
+        "tensorbrain.distributed.timeline",
     ]),
     ("c10d", [  # process groups and collectives on Tensors (torch.distributed's API)
         "tensorbrain.distributed", "tensorbrain.distributed.distributed_c10d",
@@ -86,7 +89,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("front doors", [  # other frameworks' APIs on top, and the tools
         "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",
         "tensorbrain.ezpz", "tensorbrain.as_torch", "tensorbrain.testing",
-        "tensorbrain.benchmarks",
+        "tensorbrain.benchmarks", "tensorbrain.profiler",
     ]),
     ("launchers", [  # tbrun, mp.spawn, the Slurm helpers: start processes, never imported below
         "tensorbrain.multiprocessing",

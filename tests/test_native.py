@@ -75,3 +75,39 @@ def test_invalid_tb_native_value_is_an_error(monkeypatch):
         monkeypatch.delenv("TB_NATIVE")
         _native._reset()
 
+
+
+def _import_warnings(**env) -> str:
+    """stderr of `import tensorbrain` in a fresh interpreter where tensorbrain._C cannot be
+    found (sys.modules[name] = None: what an install without it looks like to find_spec)."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for key in ("TB_NATIVE", "RANK", "TB_RUN_ID"):
+        full_env.pop(key, None)
+    full_env.update(env)
+    proc = subprocess.run([sys.executable, "-c", "import sys; sys.modules['tensorbrain._C'] = None\n"
+                           "import tensorbrain"], cwd="/", env=full_env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
+
+
+def test_a_missing_native_module_is_said_once_at_import():
+    # CXX=/bin/false pip install -e . printed "Successfully installed" and import said nothing
+    err = _import_warnings()
+    assert err.count("UserWarning: tensorbrain: the native module tensorbrain._C") == 1, err
+    assert "pip install -v -e ." in err and "TB_NATIVE=0" in err
+
+
+@pytest.mark.parametrize("env", [{"TB_NATIVE": "0"}, {"TB_NATIVE": "off"}, {"RANK": "1"},
+                                 {"TB_RUN_ID": "x"}])
+def test_no_native_message_when_numpy_was_asked_for_or_not_rank_0(env):
+    assert "tensorbrain._C" not in _import_warnings(**env)
+
+
+def test_import_does_not_warn_when_the_module_is_there():
+    if not _native.is_available():
+        pytest.skip(f"no native module here: {_native.why_unavailable()}")
+    out = subprocess.run([sys.executable, "-c", "import tensorbrain"], cwd="/", text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                         timeout=60)
+    assert "tensorbrain._C" not in out.stderr

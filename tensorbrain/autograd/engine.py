@@ -15,6 +15,9 @@ from .graph import Node
 from .._tensor_base import Tensor
 
 _local = threading.local()
+# tensorbrain.profiler's slot: while a profile records, ``hook(node, grad)`` runs each node's
+# backward (timing it); None otherwise. Read once per backward() call.
+PROFILE_HOOK: list = [None]
 
 
 def queue_callback(fn) -> None:
@@ -125,6 +128,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
     prev_mode = grad_mode.is_grad_enabled()
     grad_mode._set(False)
     heappush, heappop = heapq.heappush, heapq.heappop
+    prof = PROFILE_HOOK[0]
     try:
         for root, grad in zip(roots, grads):
             grad = grad.copy()  # never alias the caller's gradient array
@@ -152,7 +156,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                 results[nonleaf_inputs[node]] = grad
             if node.saved:
                 _check_saved(node)
-            in_grads = node.backward(grad)
+            in_grads = node.backward(grad) if prof is None else prof(node, grad)
             inputs = node.inputs
             if not retain_graph:
                 node.backward = None

@@ -30,15 +30,15 @@ def header(out, torch_ok, mpi_ok):
     out(head3)
 
 
-def run_sizes(args, sizes, dtype, redop, rank, n, out, records, reduce_time, torch_ok):
+def run_sizes(args, sizes, dtype, redop, rank, n, out, records, reduce_time, torch_ok, head):
     """Time every size for one datatype and reduction op; print rows, append JSON records.
+    ``head()`` prints the column titles before the first row of the run (once).
 
     Returns:
         tuple: (#wrong summed over the rows, the busbw figures printed).
     """
     op = args.collective
     mpi_ok = args.compare == "mpi4py"
-    header(out, torch_ok, mpi_ok)
     root = args.root if op in ROOTED else -1
     redop_name = redop if redop != "none" else "none"
     case_redop = redop if redop != "none" else "sum"
@@ -92,6 +92,7 @@ def run_sizes(args, sizes, dtype, redop, rank, n, out, records, reduce_time, tor
                             "time_us": tt * 1e6, "algbw": tbw / factor, "busbw": tbw, "ranks": n,
                             "backend": "gloo" if torch_ok else "mpi",
                             "lib": "torch" if torch_ok else "mpi4py"})
+        head()
         out(line)
     return wrong_total, busbws
 

@@ -18,8 +18,17 @@ all_gather, the input of reduce_scatter), count, type, redop, root (-1 when none
 out-of-place and in-place: time per op (us), algbw = size / time (GB = 1e9 B), busbw = algbw x
 the op's factor (all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all, gather, scatter
 (n-1)/n; broadcast, reduce 1) and #wrong (elements that differ from the exact reference).
+``-J file.json`` writes nccl-tests' own JSON layout (version 3: ``config``, ``results`` with
+``out_of_place``/``in_place`` objects, ``out_of_bounds``, ``average_bus_bandwidth``), so tools
+written for nccl-tests read it; ``--json`` writes our JSON lines (one record per row).
+nccl-tests flags for what tb-collectives does not do (``-t -m -N -G -S -I -p -y -T -R -x -D -V
+-M -u -K``) are accepted at nccl-tests' default value and a usage error naming them otherwise.
 ``--compare torch`` times torch.distributed's gloo on the same sizes in the same run;
 ``--check-cost`` adds what the always-on collective check costs an all_reduce (8 B, 4 MiB).
+
+Usage errors (a bad size, flag or value, sizes that select nothing, ``--plot`` without
+matplotlib) exit 2 before anything runs, printed once (by rank 0 under a launcher); a run in
+which nothing was supported exits 2 too; #wrong > 0 exits 1.
 """
 from __future__ import annotations
 
@@ -92,9 +101,42 @@ def _redops(text: str) -> list:
     return [text]
 
 
+#: nccl-tests flags for what tb-collectives does not do: (short, long, nccl-tests' default, why)
+UNSUPPORTED = [
+    ("-t", "--nthreads", "1", "one thread per process: start more ranks (--nproc, tbrun)"),
+    ("-m", "--agg_iters", "1", "each timed call is one operation"),
+    ("-N", "--run_cycles", "1", "one cycle; use --rounds to repeat and take the median"),
+    ("-p", "--parallel_init", "0", "one process group per process"),
+    ("-y", "--stream_null", "0", "no CUDA streams are chosen here"),
+    ("-T", "--timeout", "0", "the process group's timeout applies"),
+    ("-G", "--cudagraph", "0", "no CUDA graphs"),
+    ("-S", "--report_timestamps", "0", "no timestamp column"),
+    ("-R", "--local_register", "0", "no buffer registration"),
+    ("-x", "--cta_policy", "-1", "no NCCL CTA policy"),
+    ("-D", "--device_implementation", "0", "no device implementations"),
+    ("-V", "--device_cta_count", "16", "no device implementations"),
+    ("-M", "--memory", "0", "no memory report"),
+    ("-u", "--unalign", "0", "buffers are aligned"),
+    ("-I", "--per_iter_timing", "0", "no per-iteration report"),
+    ("-K", "--per_iter_skip", "0", "no per-iteration report"),
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 2 as argparse's do, printed by one rank only under a launcher."""
+
+    def error(self, message):
+        if os.environ.get("RANK", "0") != "0":
+            sys.exit(2)
+        super().error(message)
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (nccl-tests' flags; see the module docstring)."""
-    p = argparse.ArgumentParser(prog="tb-collectives", description=__doc__.split("\n")[0])
+    p = _Parser(prog="tb-collectives", description=__doc__.split("\n")[0],
+                usage="%(prog)s [COLLECTIVE] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i STEP] "
+                      "[-n ITERS] [-w WARMUP] [-d TYPES] [-o OPS] [-r ROOT] [-a 0-3] [-z 0|1] "
+                      "[-C 0|1] [-c 0|1] [-J FILE.json] [options] (all: --help)")
     p.add_argument("collective_pos", nargs="?", choices=OPS, metavar="COLLECTIVE",
                    help=f"the collective: {', '.join(OPS)} (default all_reduce)")
     p.add_argument("--collective", choices=OPS, default=None, help="the collective, as a flag")
@@ -129,6 +171,11 @@ def parser() -> argparse.ArgumentParser:
                    help="torch: torch.distributed gloo; mpi4py: raw mpi4py calls (--backend mpi)")
     p.add_argument("--json", default=None, help="JSON lines: the run's metadata, then one "
                    "object per (size, variant)")
+    p.add_argument("-J", "--output_file", default=None, help="nccl-tests' JSON file (the path "
+                   "must end in .json; an existing file is kept and .0, .1, ... are tried)")
+    for short, long, default, why in UNSUPPORTED:
+        p.add_argument(short, long, dest="unsupported_" + long[2:], default=None,
+                       help=f"nccl-tests' flag, accepted only as {default} ({why})")
     p.add_argument("--plot", default=None, help="PNG of busbw against size (needs matplotlib)")
     p.add_argument("--check-cost", action="store_true",
                    help="also time all_reduce at 8 B and 4 MiB with and without the always-on "
@@ -160,12 +207,36 @@ def parse_args(argv):
                 f"one process per GPU instead (tbrun --nproc_per_node N)")
     if args.stepbytes is not None and args.stepfactor is not None:
         p.error("give -f (step factor) or -i (step bytes), not both")
-    if args.stepbytes is not None and parse_size(args.stepbytes) <= 0:
-        p.error(f"-i {args.stepbytes}: the step must be at least 1 byte")
     if args.stepfactor is not None and args.stepfactor <= 1 and args.stepbytes is None:
         p.error(f"-f {args.stepfactor:g}: the factor must be > 1 (or use -i for fixed steps)")
     if args.iters < 1 or args.warmup_iters < 0:
         p.error("-n must be >= 1 and -w >= 0")
+    for short, long, default, why in UNSUPPORTED:
+        value = getattr(args, "unsupported_" + long[2:])
+        if value is not None and value.strip() != default:
+            p.error(f"{short}/{long} {value}: an nccl-tests flag tb-collectives does not support "
+                    f"({why}); only {short} {default} is accepted")
+    for flag, text in (("-b", args.minbytes), ("-e", args.maxbytes), ("-i", args.stepbytes)):
+        if text is None:
+            continue
+        try:
+            if parse_size(text) < 0:
+                raise ValueError
+        except (ValueError, IndexError):
+            p.error(f"{flag} {text}: not a size; use bytes with an optional K, M or G suffix "
+                    f"(powers of 1024), e.g. 8, 64K, 32M, 1.5G")
+    if args.stepbytes is not None and parse_size(args.stepbytes) <= 0:
+        p.error(f"-i {args.stepbytes}: the step must be at least 1 byte")
+    if parse_size(args.minbytes) > parse_size(args.maxbytes):
+        p.error(f"-b {args.minbytes} is larger than -e {args.maxbytes}: no size to run")
+    if args.output_file is not None and not args.output_file.lower().endswith(".json"):
+        p.error(f"-J {args.output_file}: nccl-tests infers the format from the suffix and "
+                f"writes only .json; name the file *.json")
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            p.error("--plot needs matplotlib: pip install matplotlib (or tensorbrain[plot])")
     return args
 
 
@@ -252,7 +323,7 @@ def main(argv=None) -> int:
 
 
 def _run(args, argv) -> int:
-    from ._report import run_sizes
+    from ._report import header, run_sizes
     rank, n = dist.get_rank(), dist.get_world_size()
     out = _printer(rank)
     torch_ok = False
@@ -287,17 +358,22 @@ def _run(args, argv) -> int:
     records = [metadata(args, argv, n, transports)]
     wrong_total, busbws, ran, skipped = 0, [], 0, []
     redops = args.redops if args.collective in REDUCING else ["none"]
+    shown: list = []
+
+    def head():  # the column titles once, before the first row (none for skipped pairs)
+        if not shown:
+            shown.append(header(out, torch_ok, args.compare == "mpi4py"))
     for dname in args.datatypes:
         dtype = numpy_dtype(dname)
         for redop in redops:
             try:
                 w, bws = run_sizes(args, sizes, dtype, redop, rank, n, out, records,
-                                   _combine(args.average, n), torch_ok)
+                                   _combine(args.average, n), torch_ok, head)
             except TypeError as exc:
                 # the backend refuses the dtype/op before any rank sends a byte (its own
-                # check, the same on every rank): say so and go on with the next one
-                out(f"# {dname} {redop}: not supported by the {args.backend} backend: {exc}")
-                skipped.append(f"{dname}/{redop}")
+                # check, the same on every rank): listed once at the end, the run goes on
+                skipped.append(f"# {dname} {redop}: not supported by the {args.backend} "
+                               f"backend: {exc}")
                 records.append({"kind": "skipped", "type": dname, "redop": redop,
                                 "reason": str(exc)})
                 continue
@@ -308,10 +384,20 @@ def _run(args, argv) -> int:
         from ._check_cost import report
         records += report(out)
     if skipped:
-        out(f"# skipped (not supported by the backend): {', '.join(skipped)}")
+        out("#")
+        out(f"# skipped {len(skipped)} datatype/op pair(s):")
+        for line in skipped:
+            out(line)
+    avg_busbw = float(np.mean(busbws)) if busbws else 0.0
     out(f"# Out of bounds values : {wrong_total} {'OK' if wrong_total == 0 else 'FAILED'}")
-    out(f"# Avg bus bandwidth    : {np.mean(busbws) if busbws else 0:.4f}")
+    out(f"# Avg bus bandwidth    : {avg_busbw:.4f}")
     out("#")
+    if args.output_file:
+        from ._nccl_json import write
+        devices = [None] * n
+        dist.all_gather_object(devices, [rank, os.getpid(), socket.gethostname()])
+        if rank == 0:
+            out(f"# Writing JSON output to {write(args, argv, records, devices, avg_busbw)}")
     if rank == 0 and args.json:
         tmp = f"{args.json}.tmp{os.getpid()}"
         with open(tmp, "w") as f:

@@ -118,6 +118,9 @@ class Timeline:
 
 _TIMELINE: Timeline | None = None
 _STATE = {"checked": False, "path": "", "info": False, "horovod": False}
+# Other recorders of collectives and buckets while they run: tensorbrain.profiler's profile,
+# which has Timeline's sink methods (track, collective, complete) and puts itself here.
+_SINKS: list = []
 
 
 def _settings():
@@ -131,16 +134,16 @@ def _settings():
     return _STATE["path"], _STATE["info"]
 
 
-def timeline() -> Timeline | None:
-    """The process's timeline, or None when TB_TIMELINE is unset (or no group exists yet)."""
-    return _TIMELINE
+def timeline():
+    """The process's timeline (or a profiler recording), or None when nothing records."""
+    return _TIMELINE if _TIMELINE is not None or not _SINKS else _SINKS[-1]
 
 
 def _start_timeline(path: str, rank: int) -> Timeline:
     global _TIMELINE
     if _TIMELINE is None or _TIMELINE.closed:
         _TIMELINE = Timeline(path, rank, rank0_at_path=bool(_STATE["horovod"]))
-        atexit.register(flush)
+        atexit.register(_flush_at_exit)
     return _TIMELINE
 
 
@@ -150,6 +153,15 @@ def flush() -> str | None:
     if t is None:
         return None
     return t.write()
+
+
+def _flush_at_exit() -> None:
+    """At exit: write the timeline and say where (one line per rank, on stderr)."""
+    path = flush()
+    if path is not None:
+        import sys
+        print(f"tensorbrain: timeline written to {path} (merge the ranks' files: python -m "
+              f"tensorbrain.distributed.timeline merge ...)", file=sys.stderr)
 
 
 def reset() -> None:
@@ -235,10 +247,10 @@ class _Observed:
 
 def bucket_event(index: int, nbytes: int, n_params: int, start_s: float, end_s: float) -> None:
     """A DDP bucket's all-reduce on the timeline (launch to completion), when one is recorded."""
-    t = _TIMELINE
-    if t is not None:
-        t.complete(f"bucket {index}", "ddp buckets", start_s, end_s,
-                   {"bucket": index, "bytes": nbytes, "params": n_params})
+    for t in (_TIMELINE, *_SINKS):
+        if t is not None:
+            t.complete(f"bucket {index}", "ddp buckets", start_s, end_s,
+                       {"bucket": index, "bytes": nbytes, "params": n_params})
 
 
 def merge(paths, out_path: str) -> dict:

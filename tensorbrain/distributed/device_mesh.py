@@ -56,9 +56,11 @@ class DeviceMesh:
     in the same order, because it creates process groups.
 
     Args:
-        device_type: ``"cpu"`` or ``"cuda"``: the device the mesh's tensors live on.
-        mesh: nested list/array (or Tensor) of distinct global ranks.
-        mesh_dim_names: optional name per dimension (``("dp", "tp")``) for ``mesh["dp"]``.
+        device_type (str): ``"cpu"`` or ``"cuda"``: the device the mesh's tensors live on.
+        mesh (list | np.ndarray | Tensor): nested list/array (or Tensor) of distinct global
+            ranks.
+        mesh_dim_names (tuple[str, ...] | None): optional name per dimension (``("dp", "tp")``)
+            for ``mesh["dp"]``.
 
     Raises:
         ValueError: unknown device type, ranks repeated or out of range, wrong number of names.
@@ -252,12 +254,12 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None) -> De
     TensorBrain's tcp backend, for ``"cpu"``; ``nccl`` for ``"cuda"``), as torch does.
 
     Args:
-        device_type: ``"cpu"`` or ``"cuda"``.
-        mesh_shape: tuple of sizes whose product is the world size.
-        mesh_dim_names: optional names, one per dimension.
+        device_type (str): ``"cpu"`` or ``"cuda"``.
+        mesh_shape (tuple[int, ...] | int): the sizes, whose product is the world size.
+        mesh_dim_names (tuple[str, ...] | None): optional names, one per dimension.
 
     Returns:
-        The DeviceMesh.
+        DeviceMesh: the mesh, with its groups made.
 
     Raises:
         ValueError: the shape's product is not the world size, or a size is not positive.

@@ -106,19 +106,32 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     "mpi", "nccl", or None (nccl for CUDA ``device_id``, tcp otherwise).
 
     Args:
-        backend: ``"tcp"`` (alias ``"gloo"``), ``"mpi"``, ``"nccl"``, or None.
-        init_method: a URL: ``env://``, ``tcp://host:port`` or ``file:///path``.
-        timeout: the default timeout of collectives (a ``timedelta`` or seconds; 30 minutes).
-        world_size: the number of ranks (-1: from the environment).
-        rank: this process's rank (-1: from the environment).
-        store: an explicit store (with ``rank`` and ``world_size``) instead of ``init_method``.
-        group_name: accepted for torch compatibility.
-        pg_options: accepted for torch compatibility.
-        device_id: the CUDA device of this rank (chooses nccl when ``backend`` is None).
+        backend (str | None): ``"tcp"`` (alias ``"gloo"``), ``"mpi"``, ``"nccl"``, torch's
+            ``"cpu:gloo,cuda:nccl"``, or None.
+        init_method (str | None): a URL: ``env://``, ``tcp://host:port`` or ``file:///path``.
+        timeout (timedelta | float | None): the default timeout of collectives (a ``timedelta``
+            or seconds; 30 minutes).
+        world_size (int): the number of ranks (-1: from the environment).
+        rank (int): this process's rank (-1: from the environment).
+        store (Store | None): an explicit store (with ``rank`` and ``world_size``) instead of
+            ``init_method``.
+        group_name (str): accepted for torch compatibility.
+        pg_options (object | None): accepted for torch compatibility.
+        device_id (int | device | None): the CUDA device of this rank (chooses nccl when
+            ``backend`` is None).
 
     Raises:
         DistError: the default group is already initialized, or the arguments are inconsistent.
         DistTimeoutError: not every rank joined within ``timeout``; the message names them.
+        ValueError: an unknown backend (with the nearest name), or ``RANK``/``WORLD_SIZE`` set
+            without ``MASTER_ADDR``/``MASTER_PORT`` (naming the missing ones).
+
+    Example:
+        >>> import tensorbrain as tb, tensorbrain.distributed as dist
+        >>> dist.init_process_group("tcp", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+        >>> t = tb.ones(2); dist.all_reduce(t); t.tolist()
+        [1.0, 1.0]
+        >>> dist.destroy_process_group()
     """
     with _WORLD.lock:
         if _WORLD.default is not None:

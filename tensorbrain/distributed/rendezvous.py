@@ -151,6 +151,15 @@ def _env_handler(url: str, timeout: timedelta = DEFAULT_TIMEOUT, **kwargs):
         yield _scoped(HashStore(timeout)), rank, world
         return
     placement = _env.resolve(env)
+    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not env.get(v, "").strip()]
+    if placement.source == "torchrun" and missing:
+        # RANK/WORLD_SIZE set by hand: without the address rank 0 is guessed on 127.0.0.1:29500
+        # and a rank on another host (or a script without a rank 0) would wait there forever
+        raise ValueError(f"env:// rendezvous: RANK={rank} and WORLD_SIZE={world} are set but "
+                         f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not; "
+                         "export MASTER_ADDR=<host of rank 0> and MASTER_PORT=<free port> on "
+                         "every rank, pass init_method='tcp://host:port', or launch with tbrun "
+                         "(which sets all four)")
     if placement.master_addr is None:
         raise ValueError(f"env:// rendezvous: MASTER_ADDR is not set and {placement.source} does "
                          "not say which host runs rank 0; export MASTER_ADDR=<host of rank 0> "

@@ -276,7 +276,8 @@ def parse_args(argv=None) -> Config:
     """Parse tbrun's command line (and Slurm's environment) into a :class:`Config`.
 
     Args:
-        argv: the arguments after the program name; None for ``sys.argv[1:]``.
+        argv (list[str] | None): the arguments after the program name; None for
+            ``sys.argv[1:]``.
 
     Returns:
         Config: the settings.
@@ -412,7 +413,17 @@ def main(argv=None) -> int:
     """Console entry point: ``tbrun [options] script [args...]``; returns the exit status.
 
     Args:
-        argv: the arguments after the program name; None for ``sys.argv[1:]``.
+        argv (list[str] | None): the arguments after the program name; None for
+            ``sys.argv[1:]``.
+
+    Returns:
+        int: 0 when every worker exited 0; 1 after a worker failure (a summary names it); 2
+        for a usage error; 128 + the signal when tbrun was stopped by one.
+
+    Example:
+        >>> from tensorbrain.distributed.run import main
+        >>> main(["--nproc_per_node", "0", "train.py"])
+        2
     """
     try:
         cfg = parse_args(argv)

@@ -248,7 +248,9 @@ class SlurmJob:
             return self._result
         try:
             self.wait()
-            return self._job.result()
+            # task 0's own result: submitit's job.result() refuses a job of several tasks
+            # ("You should use `results()`"), which read as "failed (COMPLETED)"
+            return self._job.task(0).result()
         except Exception as exc:  # submitit's UncompletedJobError / FailedJobError
             raise RuntimeError(f"Slurm job {self.job_id} failed ({self.state}): {exc}") from None
 

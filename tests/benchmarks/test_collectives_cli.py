@@ -57,12 +57,39 @@ def test_ops_and_collective_selection():
     (["all_reduce", "--collective", "broadcast"], "two collectives given"),
     (["-a", "4"], "invalid choice: 4"),
     (["-z", "2"], "invalid choice: 2"),
+    (["-b", "8X"], "-b 8X: not a size"),
+    (["-e", "lots"], "-e lots: not a size"),
+    (["-b", "1M", "-e", "8"], "-b 1M is larger than -e 8: no size to run"),
+    (["-J", "out.txt"], "-J out.txt: nccl-tests infers the format from the suffix"),
+    (["-t", "2"], "-t/--nthreads 2: an nccl-tests flag tb-collectives does not support"),
+    (["-m", "4"], "-m/--agg_iters 4: an nccl-tests flag"),
+    (["-N", "0"], "-N/--run_cycles 0: an nccl-tests flag"),
+    (["-G", "1"], "-G/--cudagraph 1: an nccl-tests flag"),
+    (["-S", "1"], "-S/--report_timestamps 1: an nccl-tests flag"),
+    (["-I", "1"], "-I/--per_iter_timing 1: an nccl-tests flag"),
 ])
 def test_bad_flags_are_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.parse_args(argv)
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_nccl_tests_flags_at_their_default_are_accepted():
+    args = cli.parse_args(["-t", "1", "-m", "1", "-N", "1", "-G", "0", "-S", "0", "-I", "0",
+                           "-J", "r.json", "all_gather"])
+    assert args.collective == "all_gather" and args.output_file == "r.json"
+
+
+def test_plot_without_matplotlib_is_a_usage_error_before_anything_runs(tmp_path):
+    shim = tmp_path / "matplotlib.py"  # an environment whose matplotlib does not import
+    shim.write_text("raise ImportError('no matplotlib here')\n")
+    env = dict(_env(), PYTHONPATH=f"{tmp_path}:{ROOT}")
+    proc = subprocess.run([sys.executable, "-m", "tensorbrain.benchmarks.collectives", "--plot",
+                           str(tmp_path / "p.png")], capture_output=True, text=True, timeout=60,
+                          env=env, cwd=ROOT)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "--plot needs matplotlib" in proc.stderr
 
 
 def test_sizes_step_factor_and_step_bytes():
@@ -112,6 +139,60 @@ def test_run_every_reduction_two_dtypes_nonblocking_cputime_json(tmp_path):
     assert all(r["wrong"] == 0 for r in rows)
     table = [x.split() for x in proc.stdout.splitlines() if x and not x.startswith("#")]
     assert {(t[2], t[3]) for t in table} == want
+
+
+def test_size_error_under_tbrun_is_one_usage_error():
+    # it printed both ranks' tracebacks interleaved
+    proc = subprocess.run(
+        [sys.executable, "-m", "tensorbrain.distributed.run", "--standalone", "--nproc_per_node",
+         "2", "-m", "tensorbrain.benchmarks.collectives", "-b", "8X"], capture_output=True,
+        text=True, timeout=150, env=_env(), cwd=ROOT)
+    assert proc.returncode == 1  # tbrun: a worker failed (with code 2)
+    assert "Traceback" not in proc.stderr
+    # said by rank 0 only (tbrun's summary quotes it once more, as the failing rank's stderr)
+    assert proc.stderr.count("[rank 0] tb-collectives: error: -b 8X: not a size") == 1
+    assert "[rank 1] tb-collectives: error" not in proc.stderr, proc.stderr
+    assert "exited with code 2" in proc.stderr
+
+
+def test_nccl_tests_json_output(tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text("kept")  # as nccl-tests: an existing file is not replaced, .0 is written
+    proc = _run("all_reduce", "-b", "8", "-e", "32", "-n", "1", "-w", "0", "-d", "float,int8",
+                "-o", "avg", "-J", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"# Writing JSON output to {out}.0" in proc.stdout and out.read_text() == "kept"
+    doc = json.loads((tmp_path / "r.json.0").read_text())
+    assert doc["version"] == 3 and doc["args"][1:4] == ["all_reduce", "-b", "8"]
+    assert {"start_time", "end_time", "env", "nccl_version"} <= set(doc)
+    cfg = doc["config"]
+    assert (cfg["minimum_bytes"], cfg["maximum_bytes"], cfg["step_factor"], cfg["iterations"],
+            cfg["warmup_iters"], cfg["blocking_collectives"]) == (8, 32, 2, 1, 0, "true")
+    assert [d["rank"] for d in cfg["devices"]] == [0, 1]
+    # int8/avg is not supported: float rows only, one per size, both placements
+    assert [(r["size"], r["type"], r["redop"], r["root"]) for r in doc["results"]] == [
+        (8, "float", "avg", "    -1"), (16, "float", "avg", "    -1"),
+        (32, "float", "avg", "    -1")]
+    for r in doc["results"]:
+        assert r["count"] == r["size"] // 4 and r["actual_iterations"] == 1
+        for place in ("out_of_place", "in_place"):
+            p = r[place]
+            assert set(p) == {"time", "alg_bw", "bus_bw", "nwrong"} and p["nwrong"] == 0
+            assert abs(p["alg_bw"] - r["size"] / p["time"] / 1e3) < 1e-9 * max(1, p["alg_bw"])
+            assert abs(p["bus_bw"] - p["alg_bw"]) < 1e-12  # all_reduce on 2 ranks: factor 1
+    assert doc["out_of_bounds"] == {"count": 0, "okay": "true"}
+    assert doc["average_bus_bandwidth"]["okay"] == "unchecked"
+    # the skipped pair is listed once, after the table, with one column header for the run
+    assert proc.stdout.count("#       size") == 1
+    tail = proc.stdout[proc.stdout.index("# skipped 1 datatype/op pair(s):"):]
+    assert "# int8 avg: not supported by the tcp backend" in tail
+
+
+def test_nothing_to_run_exits_2():
+    proc = _run("all_reduce", "-b", "8", "-e", "8", "-n", "1", "-w", "0", "-d", "int8", "-o",
+                "avg")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "# nothing ran" in proc.stdout and "#       size" not in proc.stdout
 
 
 def test_unsupported_dtype_is_reported_not_a_traceback():

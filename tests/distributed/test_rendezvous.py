@@ -81,6 +81,22 @@ def test_env_rendezvous_torchrun_variables():
     check(run_ranks([["env://"]] * world, envs), world)
 
 
+@pytest.mark.parametrize("given", [{}, {"MASTER_ADDR": "127.0.0.1"}, {"MASTER_PORT": "29500"}])
+def test_env_rank_without_master_address_fails_at_once(given):
+    # as torch ("environment variable MASTER_ADDR expected, but not set"): RANK=1 WORLD_SIZE=2
+    # python train.py used to wait forever for a rank 0 guessed at 127.0.0.1:29500
+    code = ("import tensorbrain.distributed as dist\n"
+            "try:\n    dist.init_process_group('tcp')\n"
+            "except ValueError as e:\n    print(e)\n")
+    env = _clean_env({"RANK": "1", "WORLD_SIZE": "2", **given})
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if v not in given]
+    assert f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not" in proc.stdout
+    assert "RANK=1 and WORLD_SIZE=2" in proc.stdout and "tbrun" in proc.stdout
+
+
 def test_env_rendezvous_from_open_mpi_and_slurm_variables():
     port = free_port()
     ompi = [{"OMPI_COMM_WORLD_RANK": str(r), "OMPI_COMM_WORLD_SIZE": "2",

@@ -180,6 +180,46 @@ def test_a_failing_worker_stops_the_others_and_the_summary_names_it(tmp_path):
     assert len(pids) == 3 and not any(alive(p) for p in pids)
 
 
+RAISING = """
+import os, sys, time
+import tensorbrain.distributed  # installs the hook that writes TORCHELASTIC_ERROR_FILE
+rank = int(os.environ["RANK"])
+print("about to fail", file=sys.stderr, flush=True)
+if rank == 1:
+    raise ValueError("boom in rank 1")
+time.sleep(60)
+"""
+
+
+def test_the_summary_shows_a_traceback_once(tmp_path):
+    # it printed the error file's traceback, then the same lines again from the stderr tail
+    r = tbrun("--standalone", "--nproc_per_node", "2", script(tmp_path, RAISING))
+    assert r.returncode == 1
+    summary = r.stderr[r.stderr.index("tbrun: worker failure"):]
+    assert summary.count('raise ValueError("boom in rank 1")') == 1, summary
+    assert "its uncaught exception (TORCHELASTIC_ERROR_FILE): ValueError: boom in rank 1" in summary
+    assert "its other last lines on stderr:\n    about to fail" in summary  # what it printed first
+    # streamed once while it ran, once in the summary
+    assert r.stderr.count('raise ValueError("boom in rank 1")') == 2
+
+
+def test_a_bad_environment_value_stops_tbrun_before_any_worker(tmp_path):
+    w = script(tmp_path, "print('started', flush=True)\n")
+    r = tbrun("--standalone", "--nproc_per_node", "2", w, extra_env={"TB_SHM": "maybe"})
+    assert r.returncode != 0 and "started" not in r.stdout
+    assert r.stderr.splitlines() == [
+        "tensorbrain: error: environment variable TB_SHM='maybe' is invalid: expected a boolean "
+        "(1/0, true/false, yes/no, on/off), got 'maybe'"]
+
+
+def test_a_misspelt_variable_is_named_once_per_job(tmp_path):
+    w = script(tmp_path, "import tensorbrain\nprint('started', flush=True)\n")  # workers import it too
+    r = tbrun("--standalone", "--nproc_per_node", "2", w, extra_env={"TB_TIMLINE": "t.json"})
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("TB_TIMLINE is not a TensorBrain environment variable and is ignored: "
+                          "did you mean TB_TIMELINE?") == 1, r.stderr
+
+
 def test_a_signal_death_is_named(tmp_path):
     w = script(tmp_path, FAILING)
     r = tbrun("--standalone", "--nproc_per_node", "2", w, "segv")

@@ -94,6 +94,7 @@ def test_submit_to_a_real_slurm_through_submitit(slurm, tmp_path, monkeypatch): 
     assert job.job_id.isdigit() and os.path.dirname(job.stdout_path) == str(tmp_path / "jobs")
     assert job.wait() == "COMPLETED"
     assert sorted(job.results()) == [(0, 2, [3.0]), (1, 2, [3.0])]
+    assert job.result() == (0, 2, [3.0])  # task 0's; it said "failed (COMPLETED): use results()"
 
 
 def test_a_launch_command_with_accelerates_names_on_a_real_slurm(slurm, tmp_path, monkeypatch):  # noqa: F811,E501

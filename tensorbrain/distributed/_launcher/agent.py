@@ -239,7 +239,8 @@ class Agent:
                     s.compare_set("failed", "", json.dumps(info))
                 self.group.stop(signal.SIGTERM)
                 info["tail"] = list(first.tail)[-10:]
-                info["others"] = [(w.rank, w.returncode) for w in failed if w is not first]
+                info["others"] = [(w.rank, w.returncode, _exception_line(w)) for w in failed
+                                  if w is not first]
                 return "failed", info
             if not local_done and all(w.returncode == 0 for w in self.workers):
                 local_done = True
@@ -404,20 +405,32 @@ def _failure_line(info) -> str:
             f"{info['host']}, pid {info['pid']}) {exit_text(info['code'])}")
 
 
+def _exception_line(w) -> str:
+    """The last line of a failed worker's uncaught exception (its error file), or ''."""
+    err = _compat.read_error_file(w.error_file)
+    return err["message"] if err else ""
+
+
 def _summary(info, attempt, cfg) -> str:
     lines = [f"worker failure after {attempt + 1} attempt(s) (max_restarts={cfg.max_restarts}):",
              f"  first failure: {_failure_line(info)}"]
     err = info.get("error")
+    tail = info.get("tail") or []
+    shown: set[str] = set()
     if err:
         lines.append(f"  its uncaught exception (TORCHELASTIC_ERROR_FILE): {err['message']}")
         tb_lines = err["traceback"].rstrip("\n").splitlines()[-8:]
         lines += [f"    {t}" for t in tb_lines]
-    if info.get("tail"):
-        lines.append("  last lines of its stderr:")
-        lines += [f"    {t}" for t in info["tail"]]
-    else:
+        shown = {t.strip() for t in err["traceback"].splitlines()}
+    # the traceback is shown once: its stderr lines that are not part of it (what it printed
+    # before dying, a C++ abort, a message from a child) follow, if there are any
+    rest = [t for t in tail if t.strip() and t.strip() not in shown]
+    if rest:
+        lines.append("  last lines of its stderr:" if not err else
+                     "  its other last lines on stderr:")
+        lines += [f"    {t}" for t in rest]
+    elif not tail:
         lines.append("  (it wrote nothing to stderr)")
-    tail = info.get("tail") or []
     if any("EADDRINUSE" in t or "address already in use" in t for t in tail) and \
             any("torch" in t for t in tail):
         # a real PyTorch script: its rank 0 listens on MASTER_PORT, where tbrun's store (our
@@ -425,8 +438,9 @@ def _summary(info, attempt, cfg) -> str:
         lines.append("  hint: this looks like a PyTorch script whose rank 0 tried to serve a "
                      "store on MASTER_PORT, which tbrun's own store holds; run it with tbrun "
                      "--as-torch (TensorBrain in place of torch) or with the real torchrun")
-    for rank, code in info.get("others", []):
-        lines.append(f"  also: rank {rank} {exit_text(code)}")
+    for rank, code, *message in info.get("others", []):
+        said = f": {message[0]}" if message and message[0] else ""
+        lines.append(f"  also: rank {rank} {exit_text(code)}{said}")
     lines.append("  the other workers went on without it" if cfg.fault_tolerant else
                  "  the other workers were stopped by tbrun")
     return "\n".join(lines)

@@ -63,8 +63,9 @@ def canonical_name(name: str) -> str:
     key = str(name).lower()
     key = ALIASES.get(key, key)
     if key not in _REGISTRY:
+        from ..._config import did_you_mean
         known = sorted(list(_REGISTRY) + list(ALIASES))
-        raise ValueError(f"unknown backend {name!r}: choose one of {known} "
+        raise ValueError(f"unknown backend {name!r}:{did_you_mean(key, known)} choose one of {known} "
                          f"(or register one with tb.distributed.Backend.register_backend)")
     return key
 

@@ -276,19 +276,21 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     """Shard ``module``'s parameters over ``mesh`` (FSDP2).
 
     Args:
-        module: the module (changed in place and returned).
-        mesh: a 1-D DeviceMesh (shard) or 2-D (replicate, shard); default: all ranks, 1-D.
-        reshard_after_forward: free the unsharded parameters after forward (True, as
-            FULL_SHARD) or keep them until after backward (False, as SHARD_GRAD_OP); None
+        module (Module): the module (changed in place and returned).
+        mesh (DeviceMesh | None): a 1-D DeviceMesh (shard) or 2-D (replicate, shard); default:
+            all ranks, 1-D.
+        reshard_after_forward (bool | None): free the unsharded parameters after forward (True,
+            as FULL_SHARD) or keep them until after backward (False, as SHARD_GRAD_OP); None
             (torch's default) is True, and the root keeps its parameters either way. An int
             (reshard to a smaller group) is not supported.
-        shard_placement_fn: not supported (parameters always shard on dim 0).
-        mp_policy: :class:`MixedPrecisionPolicy` (default: none).
-        offload_policy: :class:`OffloadPolicy` (default) or :class:`CPUOffloadPolicy`.
-        ignored_params: parameters left alone.
+        shard_placement_fn (Callable | None): not supported (parameters always shard on dim 0).
+        mp_policy (MixedPrecisionPolicy | None): :class:`MixedPrecisionPolicy` (default: none).
+        offload_policy (OffloadPolicy | None): :class:`OffloadPolicy` (default) or
+            :class:`CPUOffloadPolicy`.
+        ignored_params (set[Parameter] | None): parameters left alone.
 
     Returns:
-        ``module``, now an instance of ``FSDP<Class>`` and :class:`FSDPModule`.
+        Module: ``module``, now an instance of ``FSDP<Class>`` and :class:`FSDPModule`.
 
     Raises:
         NotImplementedError: ``shard_placement_fn`` or an int ``reshard_after_forward``.

@@ -69,26 +69,32 @@ class FullyShardedDataParallel(Module):
     """Shard a module's parameters, gradients and optimizer state across ranks.
 
     Args:
-        module: the module to wrap; with ``auto_wrap_policy`` its submodules are wrapped first.
-        process_group: the group to shard over (default: the world), or for ``HYBRID_SHARD`` a
-            pair ``(intra_node_group, inter_node_group)``.
-        sharding_strategy: a :class:`ShardingStrategy` (default ``FULL_SHARD``).
-        cpu_offload: :class:`CPUOffload`; ``offload_params=True`` keeps shards and gradients
-            in host memory.
-        auto_wrap_policy: a policy from :mod:`~tensorbrain.distributed.fsdp.wrap`.
-        backward_prefetch: :class:`BackwardPrefetch` (default ``BACKWARD_PRE``) or None.
-        mixed_precision: :class:`MixedPrecision`.
-        ignored_modules: modules whose parameters FSDP leaves alone (not sharded, not reduced).
-        param_init_fn: not supported (raises).
-        device_id: the device to move the module to before sharding (None: where it is).
-        sync_module_states: broadcast rank 0's parameters and buffers before sharding.
-        forward_prefetch: start the next unit's all-gather during this unit's forward.
-        limit_all_gathers: accepted (prefetching here is at most one unit ahead anyway).
-        use_orig_params: expose the original parameters (1-D views of this rank's shard) to
-            ``parameters()`` instead of the flat parameters.
-        ignored_states: like ``ignored_modules`` (modules or parameters).
-        device_mesh: a 1-D mesh (the shard group) or, for HYBRID_SHARD, a 2-D mesh (dimension 0
-            replicates, dimension 1 shards).
+        module (Module): the module to wrap; with ``auto_wrap_policy`` its submodules are
+            wrapped first.
+        process_group (ProcessGroup | tuple[ProcessGroup, ProcessGroup] | None): the group to
+            shard over (default: the world), or for ``HYBRID_SHARD`` a pair
+            ``(intra_node_group, inter_node_group)``.
+        sharding_strategy (ShardingStrategy | None): default ``FULL_SHARD``.
+        cpu_offload (CPUOffload | None): ``offload_params=True`` keeps shards and gradients in
+            host memory.
+        auto_wrap_policy (Callable | ModuleWrapPolicy | None): a policy from
+            :mod:`~tensorbrain.distributed.fsdp.wrap`.
+        backward_prefetch (BackwardPrefetch | None): default ``BACKWARD_PRE``.
+        mixed_precision (MixedPrecision | None): parameter, reduction and buffer dtypes.
+        ignored_modules (Iterable[Module] | None): modules whose parameters FSDP leaves alone
+            (not sharded, not reduced).
+        param_init_fn (Callable | None): not supported (raises).
+        device_id (int | device | None): the device to move the module to before sharding
+            (None: where it is).
+        sync_module_states (bool): broadcast rank 0's parameters and buffers before sharding.
+        forward_prefetch (bool): start the next unit's all-gather during this unit's forward.
+        limit_all_gathers (bool): accepted (prefetching here is at most one unit ahead anyway).
+        use_orig_params (bool): expose the original parameters (1-D views of this rank's shard)
+            to ``parameters()`` instead of the flat parameters.
+        ignored_states (Iterable[Module | Parameter] | None): like ``ignored_modules``
+            (modules or parameters).
+        device_mesh (DeviceMesh | None): a 1-D mesh (the shard group) or, for HYBRID_SHARD, a
+            2-D mesh (dimension 0 replicates, dimension 1 shards).
 
     Raises:
         RuntimeError: no process group; different wrapping on different ranks (at the first

@@ -84,7 +84,40 @@ class DistributedDataParallel(Module, Joinable):
     the gradients over the process group's ranks. ``device_ids`` (one CUDA device, or None for
     CPU/the module's device) and ``output_device`` are accepted as in PyTorch; inputs are moved
     to ``device_ids[0]`` when given. ``bucket_cap_mb`` (25) sets the bucket size after the
-    first, 1 MiB bucket. See ``docs/ddp.md``.
+    first, 1 MiB bucket. See docs/ddp.md.
+
+    Args:
+        module (Module): the model; every rank builds the same one (the parameters' names and
+            shapes are checked across ranks, then rank 0's values are broadcast).
+        device_ids (list[int | device] | None): one CUDA device per process, as torch, or None
+            for a CPU module or one already on its device.
+        output_device (int | device | None): where outputs go; default ``device_ids[0]``.
+        dim (int): accepted for torch's signature (the batch dimension of inputs that torch
+            scatters over several devices per process); one device per process ignores it.
+        broadcast_buffers (bool): broadcast rank 0's buffers (BatchNorm statistics) before
+            each forward.
+        process_group (ProcessGroup | None): the group to average over; None: the default group.
+        bucket_cap_mb (float | None): the size of each gradient bucket after the first (1 MiB);
+            None: 25.
+        find_unused_parameters (bool): walk the graph after each forward to mark parameters
+            that get no gradient this iteration, so their buckets are not waited for.
+        check_reduction (bool): accepted for torch's signature (deprecated there); no effect.
+        gradient_as_bucket_view (bool): make each parameter's ``.grad`` a view of its bucket
+            (one copy less per step).
+        static_graph (bool): the set of used parameters never changes: found once in the first
+            iteration, then reused.
+
+    Raises:
+        RuntimeError: no process group is initialized, or no parameter requires a gradient.
+        ValueError: ``device_ids`` with more than one device, or with a CPU module.
+
+    Example:
+        >>> import tensorbrain as tb, tensorbrain.distributed as dist
+        >>> dist.init_process_group("tcp", init_method="tcp://127.0.0.1:0", rank=0, world_size=1)
+        >>> model = tb.nn.parallel.DistributedDataParallel(tb.nn.Linear(3, 2))
+        >>> model(tb.ones(4, 3)).shape
+        tb.Size([4, 2])
+        >>> dist.destroy_process_group()
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0,

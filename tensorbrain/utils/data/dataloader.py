@@ -445,13 +445,43 @@ def _json_index(task):
 class DataLoader:
     """Iterate over ``dataset`` in batches, as ``torch.utils.data.DataLoader``.
 
-    Arguments: ``batch_size`` (None turns batching off), ``shuffle``, ``sampler``,
-    ``batch_sampler``, ``num_workers``, ``collate_fn``, ``pin_memory`` (accepted; a no-op: CPU
-    batches are already in host memory), ``drop_last``, ``timeout`` (seconds per batch, 0 =
-    wait forever but still notice dead workers), ``worker_init_fn(worker_id)``,
-    ``multiprocessing_context`` (only ``'fork'``: workers inherit the data set instead of
-    receiving it pickled), ``generator`` (shuffling and worker seeds), ``prefetch_factor``
-    (batches in flight per worker, default 2), ``persistent_workers``, ``in_order``.
+    Args:
+        dataset (Dataset | IterableDataset): where the samples come from.
+        batch_size (int | None): samples per batch; None turns batching off (each item is
+            yielded as the dataset gives it).
+        shuffle (bool | None): a new random order every epoch (a ``RandomSampler``); excludes
+            ``sampler``.
+        sampler (Sampler | Iterable | None): the order of the indices, e.g. a
+            ``DistributedSampler``.
+        batch_sampler (Sampler | Iterable | None): yields whole lists of indices; excludes
+            ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``.
+        num_workers (int): worker processes that load batches (forked); 0 loads in this
+            process.
+        collate_fn (Callable | None): makes a batch from a list of samples; default stacks
+            tensors and arrays and recurses into dicts, lists and tuples.
+        pin_memory (bool): accepted; a no-op (CPU batches are already in host memory).
+        drop_last (bool): drop the last batch when it is smaller than ``batch_size``.
+        timeout (float): seconds to wait for a batch from the workers; 0 waits for ever but
+            still notices a dead worker.
+        worker_init_fn (Callable[[int], None] | None): called in each worker with its id.
+        multiprocessing_context (str | None): only ``'fork'`` (or None): workers inherit the
+            data set instead of receiving it pickled.
+        generator (Generator | None): the source of the shuffle order and the workers' seeds.
+        prefetch_factor (int | None): batches in flight per worker (default 2 with workers).
+        persistent_workers (bool): keep the workers between epochs.
+        pin_memory_device (str): accepted for torch's signature; unused.
+        in_order (bool): yield batches in sampler order (False: as workers finish them).
+
+    Raises:
+        ValueError: inconsistent options (named in the message), or a start method other
+            than fork.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> from tensorbrain.utils.data import DataLoader, TensorDataset
+        >>> data = TensorDataset(tb.arange(10.0))
+        >>> [b[0].tolist() for b in DataLoader(data, batch_size=4)]
+        [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0]]
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,

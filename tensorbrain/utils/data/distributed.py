@@ -47,7 +47,28 @@ class DistributedSampler(Sampler):
     With ``shuffle`` the order changes with :meth:`set_epoch` and is identical on every rank for
     the same ``seed`` and epoch. Without ``drop_last`` the tail is padded with indices from the
     start so every rank gets ``ceil(len / num_replicas)`` samples; with it, the tail is dropped
-    so every rank gets ``floor(len / num_replicas)``.
+    so every rank gets ``floor(len / num_replicas)``: with fewer samples than ranks that is none,
+    which a ``UserWarning`` says (torch is silent).
+
+    Args:
+        dataset (Dataset): a map-style dataset (``len(dataset)`` is used).
+        num_replicas (int | None): how many ranks share the dataset; None: the default process
+            group's world size.
+        rank (int | None): this rank, ``0 <= rank < num_replicas``; None: the default process
+            group's rank.
+        shuffle (bool): shuffle the indices, by ``seed + epoch``.
+        seed (int): the shuffle's seed; the same on every rank.
+        drop_last (bool): drop the tail so every rank gets the same number of distinct samples,
+            instead of padding it with samples from the start.
+
+    Raises:
+        RuntimeError: ``num_replicas``/``rank`` not given and no process group is initialized.
+        ValueError: ``num_replicas < 1`` or ``rank`` out of range.
+
+    Example:
+        >>> from tensorbrain.utils.data import DistributedSampler
+        >>> list(DistributedSampler(range(5), num_replicas=2, rank=1, shuffle=False))
+        [1, 3, 0]
     """
 
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
@@ -73,6 +94,12 @@ class DistributedSampler(Sampler):
         else:
             self.num_samples = math.ceil(n / self.num_replicas)
         self.total_size = self.num_samples * self.num_replicas
+        if self.drop_last and self.num_samples == 0 and n > 0:
+            import warnings
+            warnings.warn(f"DistributedSampler: drop_last=True with {n} sample(s) and "
+                          f"{self.num_replicas} replicas gives every rank 0 samples; use "
+                          f"drop_last=False (the tail is padded with repeated samples) or fewer "
+                          f"ranks", UserWarning, stacklevel=2)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
 

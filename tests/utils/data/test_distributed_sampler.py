@@ -157,3 +157,16 @@ def test_rank_and_size_come_from_the_process_group():
         if local:
             assert local == [r["epochs"][0] for r in res]
     assert res[0]["epochs"][0] != res[0]["epochs"][1]
+
+
+def test_fewer_samples_than_ranks_with_drop_last_warns():
+    # every rank got 0 samples silently (torch's behaviour); the counts stay torch's
+    with pytest.warns(UserWarning, match=r"drop_last=True with 3 sample\(s\) and 4 replicas "
+                                         r"gives every rank 0 samples"):
+        s = DistributedSampler(range(3), num_replicas=4, rank=0, drop_last=True)
+    assert list(s) == _torch_reference(3, 4, 0, True) == []
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # enough samples, or padding: no warning
+        DistributedSampler(range(4), num_replicas=4, rank=0, drop_last=True)
+        DistributedSampler(range(3), num_replicas=4, rank=0, drop_last=False)

@@ -1,0 +1,539 @@
+"""torch's checkpoint format (``torch.save``'s zip file, ``.pt``/``.pth``/``.bin``) without torch.
+
+Reading: :func:`load` opens the zip, reads each storage (``archive/data/<key>``) straight into a
+NumPy array and unpickles ``archive/data.pkl`` with :class:`_Unpickler`, a restricted unpickler
+that **never runs code from the file**: every global the pickle names goes through
+``find_class``, which hands out only TensorBrain's own reconstructors for torch's allow-listed
+names (the ones ``torch.load(weights_only=True)`` accepts by default: ``_rebuild_tensor_v2``/
+``v3``, ``_rebuild_parameter``, the ``*Storage`` classes, dtypes, ``torch.device``,
+``torch.Size``, ``OrderedDict``, ``set``, ``_codecs.encode`` for bytes, ...) plus the classes a
+user allowed with :func:`tensorbrain.serialization.add_safe_globals` (as torch). Anything else
+(``os.system``, ``builtins.eval``, a model class) is refused with an ``UnpicklingError`` naming the
+global, before it is called. torch's own rules are in ``torch/_weights_only_unpickler.py``
+(https://github.com/pytorch/pytorch/blob/main/torch/_weights_only_unpickler.py).
+
+Writing: :func:`save` writes the same zip layout torch writes (``data.pkl`` at pickle protocol
+2, ``data/<n>`` storages 64-byte aligned, ``byteorder``, ``version``) for plain data: dicts
+(``OrderedDict`` too), lists, tuples, numbers, strings, None, Tensors and Parameters, NumPy
+arrays (as tensors). The pickle is emitted opcode by opcode (:class:`_Writer`): torch's names
+(``torch._utils._rebuild_tensor_v2``) cannot be pickled by reference without importing torch.
+``torch.load(f, weights_only=True)`` reads it.
+
+Every dtype crosses: bfloat16 and float8 as ml_dtypes' NumPy dtypes, unsigned integers,
+complex. A bfloat16 tensor stays bfloat16.
+
+>>> import io, tensorbrain as tb
+>>> buf = io.BytesIO()
+>>> tb.save({"w": tb.ones(2, dtype=tb.bfloat16), "step": 3}, buf, format="torch")
+>>> _ = buf.seek(0); out = tb.load(buf)
+>>> out["w"].dtype, out["step"]
+(dtype(bfloat16), 3)
+"""
+from __future__ import annotations
+
+import _compat_pickle
+import collections
+import io
+import math
+import os
+import pickle
+import struct
+import zipfile
+
+import ml_dtypes
+import numpy as np
+
+from . import _xp
+from .tensor import Tensor
+
+# torch dtype name -> NumPy dtype (torch/_utils.py, torch/storage.py)
+_DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype("float32"), "float64": np.dtype("float64"),
+    "float16": np.dtype("float16"), "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "int8": np.dtype("int8"), "int16": np.dtype("int16"), "int32": np.dtype("int32"),
+    "int64": np.dtype("int64"), "uint8": np.dtype("uint8"), "uint16": np.dtype("uint16"),
+    "uint32": np.dtype("uint32"), "uint64": np.dtype("uint64"), "bool": np.dtype("bool"),
+    "complex64": np.dtype("complex64"), "complex128": np.dtype("complex128"),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "float8_e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "float8_e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
+}
+# torch's aliases for the same dtypes (torch.float is torch.float32, ...)
+_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "short": "int16",
+            "int": "int32", "long": "int64", "cfloat": "complex64", "cdouble": "complex128"}
+# the legacy typed storages torch still names in data.pkl: FloatStorage -> float32, ...
+_STORAGES: dict[str, str] = {
+    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16", "CharStorage": "int8", "ShortStorage": "int16",
+    "IntStorage": "int32", "LongStorage": "int64", "ByteStorage": "uint8",
+    "BoolStorage": "bool", "ComplexFloatStorage": "complex64",
+    "ComplexDoubleStorage": "complex128"}
+_STORAGE_OF = {v: k for k, v in _STORAGES.items()}
+_ZIP_MAGIC = b"PK\x03\x04"
+_LEGACY_MAGIC = b"\x80\x02\x8a\x0a"  # protocol 2, then torch's magic number as a LONG1
+_ALIGN = 64  # torch aligns every storage record to 64 bytes (.storage_alignment)
+
+
+class _StorageType:
+    """What ``find_class('torch', 'FloatStorage')`` returns: a marker carrying the dtype."""
+
+    def __init__(self, dtype: np.dtype | None):
+        self.dtype = dtype  # None: torch.storage.UntypedStorage (bytes; the tensor says its dtype)
+
+
+class _Storage:
+    """One storage of the file: its elements as a flat array, where torch had it, and the
+    unpickler that read it (the rebuilders, plain functions as torch's, find this load's byte
+    order and ``map_location`` through it, not through a global)."""
+
+    def __init__(self, array: np.ndarray, location: str, owner: _Unpickler):
+        self.array, self.location, self.owner = array, location, owner
+
+
+# ***** reading *****
+def is_torch_file(f) -> bool:
+    """True when ``f`` (a path or a binary file) starts like a torch checkpoint: a zip, or
+    torch's legacy pickle format (which :func:`load` then names). The file position is kept."""
+    if hasattr(f, "read"):
+        if not (hasattr(f, "seek") and hasattr(f, "tell")):
+            return False
+        pos = f.tell()
+        head = f.read(4)
+        f.seek(pos)
+    else:
+        try:
+            with open(os.fspath(f), "rb") as fh:
+                head = fh.read(4)
+        except OSError:
+            return False
+    return head in (_ZIP_MAGIC, _LEGACY_MAGIC)
+
+
+def load(f, map_location=None):
+    """Read a ``torch.save`` file (zip format) into Tensors, never running code from it.
+
+    Args:
+        f: a path or a seekable binary file.
+        map_location: as :func:`tensorbrain.load`.
+
+    Returns:
+        the saved object, with torch tensors as :class:`~tensorbrain.Tensor` s (Parameters as
+        :class:`~tensorbrain.nn.Parameter`) and torch dtypes/devices as TensorBrain's.
+
+    Raises:
+        pickle.UnpicklingError: the pickle names a global that is not allowed (named in the
+            message); nothing it names has been called.
+        ValueError: not a torch zip checkpoint (legacy format, TorchScript archive, damaged).
+    """
+    where = os.fspath(f) if not hasattr(f, "read") else getattr(f, "name", type(f).__name__)
+    if is_torch_file(f) and _head(f) == _LEGACY_MAGIC:
+        raise ValueError(f"{where!r} is in torch's legacy (pre-1.6, non-zip) format, which "
+                         "tb.load does not read; re-save it with torch.save(obj, path) (the zip "
+                         "format, torch's default since 1.6)")
+    try:
+        zf = zipfile.ZipFile(f if hasattr(f, "read") else os.fspath(f))
+    except zipfile.BadZipFile as exc:
+        raise ValueError(f"{where!r} is not a readable torch checkpoint: {exc}") from None
+    with zf:
+        pickles = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+        if len(pickles) != 1:
+            kind = ("a TorchScript archive (torch.jit.save): load it with torch.jit.load"
+                    if any(n.endswith("/constants.pkl") for n in zf.namelist())
+                    else "a zip file without a single <archive>/data.pkl")
+            raise ValueError(f"{where!r} is not a torch.save checkpoint: it is {kind}")
+        prefix = pickles[0][: -len("data.pkl")]
+        order = _read_text(zf, prefix + "byteorder") or "little"
+        if order not in ("little", "big"):
+            raise ValueError(f"{where!r}: unknown byteorder {order!r}")
+        unpickler = _Unpickler(io.BytesIO(zf.read(pickles[0])), zf, prefix, order, map_location)
+        try:
+            return unpickler.load()
+        except (pickle.UnpicklingError, ValueError):
+            raise
+        except (EOFError, KeyError, IndexError, TypeError, AttributeError, struct.error) as exc:
+            raise ValueError(f"{where!r} has a damaged torch pickle ({type(exc).__name__}: "
+                             f"{exc})"[:2000]) from None
+
+
+def _head(f) -> bytes:
+    if hasattr(f, "read"):
+        pos = f.tell()
+        head = f.read(4)
+        f.seek(pos)
+        return head
+    with open(os.fspath(f), "rb") as fh:
+        return fh.read(4)
+
+
+def _read_text(zf: zipfile.ZipFile, name: str) -> str | None:
+    try:
+        return zf.read(name).decode().strip()
+    except KeyError:
+        return None
+
+
+class _Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
+    """torch's ``data.pkl`` with only allow-listed globals; storages come from the zip.
+
+    Python's own (pure-Python) unpickler, so that ``BUILD`` can be restricted too: it would call
+    ``__setstate__`` on, or fill the ``__dict__`` of, whatever object is on the stack (a dtype
+    that NumPy shares with the whole process, for one). Only an ``OrderedDict``'s attributes
+    (torch's state-dict ``_metadata``) and the objects of classes the user allowed are built;
+    anything else is refused, as torch's weights-only unpickler does. ``data.pkl`` is small (the
+    tensors' bytes are separate records), so the pure-Python speed does not matter."""
+
+    def __init__(self, file, zf, prefix, byteorder, map_location):
+        super().__init__(file)
+        self.zf, self.prefix, self.byteorder = zf, prefix, byteorder
+        self.map_location = map_location
+        self.storages: dict[str, _Storage] = {}
+        self.dispatch = {**self.dispatch, pickle.BUILD[0]: _Unpickler.load_build_restricted}
+
+    def load_build_restricted(self):
+        state, inst = self.stack[-1], self.stack[-2]
+        allowed_dict = type(inst) is collections.OrderedDict and isinstance(state, dict) and \
+            all(isinstance(k, str) and not k.startswith("__") for k in state)
+        from ._checkpoint_io import _allowed as user_allowed
+        cls = type(inst)
+        if not (allowed_dict or user_allowed(cls.__module__, cls.__qualname__)):
+            raise pickle.UnpicklingError(
+                f"tb.load refused to read this torch checkpoint: its pickle sets the state of a "
+                f"{cls.__module__}.{cls.__qualname__} (BUILD), which is not allowed. Nothing from "
+                f"the file was run")
+        pickle._Unpickler.load_build(self)  # type: ignore[attr-defined]
+
+    def find_class(self, module, name):
+        # protocol 2 pickles name Python 2 modules (__builtin__.set); map them as pickle does
+        module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+        found = _allowed(module, name)
+        if found is not None:
+            return found
+        from ._checkpoint_io import _allowed as user_allowed
+        if user_allowed(module, name):  # the user opted in (add_safe_globals), as in torch
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"tb.load refused to read this torch checkpoint: its pickle names the global "
+            f"{module}.{name}, which is not one of torch's weights-only allowed globals (tensors, "
+            f"storages, dtypes, devices, containers). Nothing from the file was run. A state "
+            f"dict (torch.save(model.state_dict(), f)) loads; if you trust the file and the name "
+            f"is a plain class, allow it with tb.serialization.add_safe_globals([...])")
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType)):
+            raise pickle.UnpicklingError(f"unsupported persistent id in a torch checkpoint: "
+                                         f"{pid!r}"[:300])
+        _, kind, key, location, numel = pid
+        key = str(key)
+        if key not in self.storages:
+            self.storages[key] = self._read_storage(key, kind.dtype, str(location), int(numel))
+        return self.storages[key]
+
+    def _read_storage(self, key, dtype, location, numel) -> _Storage:
+        name = f"{self.prefix}data/{key}"
+        try:
+            info = self.zf.getinfo(name)
+        except KeyError:
+            raise ValueError(f"storage {name!r} is missing from the checkpoint") from None
+        itemsize = 1 if dtype is None else dtype.itemsize
+        if dtype is not None and info.file_size != numel * itemsize:
+            raise ValueError(f"storage {name!r} holds {info.file_size} bytes, not {numel} x "
+                             f"{dtype} ({numel * itemsize} bytes)")
+        raw = np.empty(info.file_size, np.uint8)
+        with self.zf.open(info) as src:
+            if src.readinto(raw.data) != info.file_size:
+                raise ValueError(f"storage {name!r} is truncated")
+        return _Storage(raw if dtype is None else self._typed(raw, dtype), location, self)
+
+    def _typed(self, raw: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        if self.byteorder == "big" and dtype.itemsize > 1:
+            return raw.view(dtype.newbyteorder(">")).astype(dtype)
+        return raw.view(dtype)
+
+    # torch._utils._rebuild_tensor_v2 / _v3 (v3: an untyped storage and the dtype beside it)
+    def rebuild(self, storage, offset, size, stride, requires_grad=False, hooks=None,
+                dtype=None):
+        flat = storage.array if dtype is None else self._typed(storage.array, dtype)
+        size, stride, offset = tuple(int(s) for s in size), tuple(int(s) for s in stride), \
+            int(offset)
+        if len(size) != len(stride) or min(size + stride + (offset,), default=0) < 0:
+            raise ValueError(f"bad tensor geometry: size {size}, stride {stride}, offset {offset}")
+        if math.prod(size) and offset + sum((n - 1) * s for n, s in zip(size, stride)) >= flat.size:
+            raise ValueError(f"a tensor of size {size}, stride {stride}, offset {offset} reaches "
+                             f"past its storage of {flat.size} elements")
+        arr = np.lib.stride_tricks.as_strided(flat[offset:] if flat.size else flat, size,
+                                              [s * flat.itemsize for s in stride])
+        if not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr) if arr.ndim else arr.copy()
+        from .serialization import _place
+        t = _place(Tensor._wrap(arr), storage.location, self.map_location)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+
+def _allowed(module: str, name: str):
+    """The reconstructor for an allow-listed global, or None (the name is refused)."""
+    if module == "torch._utils":
+        return _REBUILDERS.get(name)
+    if module == "torch":
+        if name in _STORAGES:
+            return _StorageType(_DTYPES[_STORAGES[name]])
+        dt = _DTYPES.get(_ALIASES.get(name, name))
+        if dt is not None:
+            return dt
+        if name == "device":
+            return _device
+        if name == "Size":
+            return _size
+        if name == "Tensor":
+            return Tensor
+        return None
+    if (module, name) == ("torch.storage", "UntypedStorage"):
+        return _StorageType(None)
+    if (module, name) == ("torch._tensor", "_rebuild_from_type_v2"):
+        return _rebuild_from_type_v2
+    if (module, name) in (("torch.nn.parameter", "Parameter"), ("torch._tensor", "Tensor")):
+        return _parameter_class() if name == "Parameter" else Tensor
+    if (module, name) == ("_codecs", "encode"):
+        return _encode
+    if module == "collections" and name == "OrderedDict":
+        return collections.OrderedDict
+    if module == "builtins" and name in _BUILTINS:
+        return _BUILTINS[name]
+    return None
+
+
+# torch's weights-only builtins (no list/range: list(range(10**12)) would only cost memory, but
+# a protocol-2 pickle never needs them)
+_BUILTINS = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice,
+             "bytearray": bytearray}
+
+
+def _device(*args):
+    from ._device import device
+    return device(*args)
+
+
+def _size(*args):
+    from ._tensor_base import Size
+    return Size(*args)
+
+
+def _encode(text, encoding="latin1"):
+    # protocol 2 pickles bytes as _codecs.encode(str, 'latin1'); nothing else is allowed
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("_codecs.encode is allowed only for bytes (latin1)")
+    return text.encode("latin1")
+
+
+def _parameter_class():
+    from .nn import Parameter
+    return Parameter
+
+
+def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad=False, hooks=None,
+                       metadata=None):
+    return _owner(storage).rebuild(storage, offset, size, stride, requires_grad, hooks)
+
+
+def _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, hooks, dtype,
+                       metadata=None):
+    if not isinstance(dtype, np.dtype):
+        raise pickle.UnpicklingError(f"_rebuild_tensor_v3: {dtype!r} is not a dtype")
+    return _owner(storage).rebuild(storage, offset, size, stride, requires_grad, hooks,
+                                          dtype)
+
+
+def _rebuild_parameter(data, requires_grad, hooks=None, state=None):
+    if not isinstance(data, Tensor):
+        raise pickle.UnpicklingError("_rebuild_parameter: its data is not a tensor")
+    return _parameter_class()(data.detach(), requires_grad=bool(requires_grad))
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    # torch wraps tensor subclasses this way; only plain tensors and Parameters are allowed
+    if new_type is not Tensor and new_type is not _parameter_class():
+        raise pickle.UnpicklingError(f"_rebuild_from_type_v2 of {new_type!r} is not allowed")
+    out = func(*args)
+    return out if new_type is Tensor or isinstance(out, new_type) else new_type(out)
+
+
+_REBUILDERS = {"_rebuild_tensor_v2": _rebuild_tensor_v2, "_rebuild_tensor_v3": _rebuild_tensor_v3,
+               "_rebuild_parameter": _rebuild_parameter,
+               "_rebuild_parameter_with_state": _rebuild_parameter}
+
+
+
+def _owner(storage) -> _Unpickler:
+    if not isinstance(storage, _Storage):
+        raise pickle.UnpicklingError("a tensor's storage is not a storage of this file")
+    return storage.owner
+
+
+# ***** writing *****
+def save(obj, f) -> None:
+    """Write ``obj`` as torch's zip checkpoint (what ``torch.save`` writes) to a path (atomically)
+    or a seekable binary file.
+
+    Args:
+        obj: plain data: dicts, lists, tuples, numbers, strings, None, Tensors, Parameters and
+            NumPy arrays (written as tensors).
+        f: a path or a seekable binary file (``io.BytesIO``).
+
+    Raises:
+        TypeError: ``obj`` holds something else (named with its path in ``obj``).
+    """
+    writer = _Writer()
+    pickled = writer.dump(obj)
+    if hasattr(f, "write"):
+        _write_zip(f, pickled, writer.storages)
+        return
+    from . import _atomic
+
+    def fill(tmp):
+        with open(tmp, "wb") as fh:
+            _write_zip(fh, pickled, writer.storages)
+    _atomic.write(f, fill)
+
+
+def _int(n: int) -> bytes:
+    if 0 <= n < 256:
+        return pickle.BININT1 + bytes([n])
+    if 0 <= n < 65536:
+        return pickle.BININT2 + struct.pack("<H", n)
+    if -(2 ** 31) <= n < 2 ** 31:
+        return pickle.BININT + struct.pack("<i", n)
+    raw = n.to_bytes((n.bit_length() + 8) // 8, "little", signed=True)
+    return pickle.LONG1 + bytes([len(raw)]) + raw
+
+
+class _Writer:
+    """torch's ``data.pkl`` for plain data, emitted opcode by opcode at protocol 2 (as torch)."""
+
+    def __init__(self):
+        self.out = io.BytesIO()
+        self.storages: list[np.ndarray] = []
+        self.keys: dict[int, int] = {}  # id(tensor) -> its storage key: a tensor saved twice is one
+
+    def dump(self, obj) -> bytes:
+        self.out.write(pickle.PROTO + b"\x02")
+        self.put(obj, "")
+        self.out.write(pickle.STOP)
+        return self.out.getvalue()
+
+    def glob(self, module: str, name: str) -> None:
+        self.out.write(pickle.GLOBAL + f"{module}\n{name}\n".encode())
+
+    def call(self, module: str, name: str, *args) -> None:
+        """``module.name(*args)``: GLOBAL, the argument tuple, REDUCE."""
+        self.glob(module, name)
+        self.out.write(pickle.MARK)
+        for a in args:
+            a() if callable(a) else self.put(a, "")
+        self.out.write(pickle.TUPLE + pickle.REDUCE)
+
+    def put(self, obj, path: str) -> None:
+        w = self.out.write
+        if obj is None or obj is True or obj is False:
+            w(pickle.NONE if obj is None else pickle.NEWTRUE if obj else pickle.NEWFALSE)
+        elif isinstance(obj, (int, np.integer)) and not isinstance(obj, bool):
+            w(_int(int(obj)))
+        elif isinstance(obj, (float, np.floating)):
+            w(pickle.BINFLOAT + struct.pack(">d", float(obj)))
+        elif isinstance(obj, str):
+            raw = obj.encode("utf-8", "surrogatepass")
+            w(pickle.BINUNICODE + struct.pack("<I", len(raw)) + raw)
+        elif isinstance(obj, (Tensor, np.ndarray)) or _xp.is_cupy_array(obj):
+            self.tensor(obj)
+        elif isinstance(obj, dict):
+            if isinstance(obj, collections.OrderedDict):  # a state dict stays an OrderedDict
+                self.call("collections", "OrderedDict")
+            else:
+                w(pickle.EMPTY_DICT)
+            if obj:
+                w(pickle.MARK)
+                for k, v in obj.items():
+                    if isinstance(k, bool) or not isinstance(k, (str, int)):
+                        raise TypeError(f"tb.save(format='torch'): dict keys must be str or int, "
+                                        f"got {type(k).__name__} at {path or '<root>'!r}")
+                    self.put(k, path)
+                    self.put(v, f"{path}.{k}" if path else str(k))
+                w(pickle.SETITEMS)
+        elif isinstance(obj, (list, tuple)):
+            w(pickle.MARK if isinstance(obj, tuple) else pickle.EMPTY_LIST + pickle.MARK)
+            for i, v in enumerate(obj):
+                self.put(v, f"{path}.{i}" if path else str(i))
+            w(pickle.TUPLE if isinstance(obj, tuple) else pickle.APPENDS)
+        else:
+            raise TypeError(f"tb.save(format='torch') cannot store a {type(obj).__name__} (at "
+                            f"{path or '<root>'!r}): a torch-readable checkpoint holds tensors, "
+                            f"NumPy arrays, numbers, strings, None and dicts/lists/tuples of them")
+
+    def tensor(self, t) -> None:
+        arr = _xp.to_numpy(t._data if isinstance(t, Tensor) else t)
+        name = next((k for k, v in _DTYPES.items() if v == arr.dtype), None)
+        if name is None:
+            raise TypeError(f"tb.save(format='torch'): torch has no dtype for {arr.dtype}")
+        key = self.keys.get(id(t))
+        if key is None:
+            key = self.keys[id(t)] = len(self.storages)
+            self.storages.append(np.ascontiguousarray(arr).reshape(-1))
+        location = str(t.device) if isinstance(t, Tensor) else "cpu"
+        if location == "cuda":
+            location = "cuda:0"
+        typed = name in _STORAGE_OF
+        shape = tuple(arr.shape)
+        strides = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+        grad = bool(getattr(t, "requires_grad", False))
+        param = type(t).__name__ == "Parameter"
+
+        def storage():
+            w = self.out.write
+            w(pickle.MARK)
+            self.put("storage", "")
+            self.glob("torch", _STORAGE_OF[name]) if typed else \
+                self.glob("torch.storage", "UntypedStorage")
+            self.put(str(key), "")
+            self.put(location, "")
+            self.put(arr.size if typed else arr.nbytes, "")
+            w(pickle.TUPLE + pickle.BINPERSID)
+
+        def hooks():
+            self.call("collections", "OrderedDict")
+
+        def rebuilt():
+            extra = [lambda: self.glob("torch", name)] if not typed else []
+            self.call("torch._utils", "_rebuild_tensor_v2" if typed else "_rebuild_tensor_v3",
+                      storage, 0, shape, strides, grad and not param, hooks, *extra)
+        if param:
+            self.call("torch._utils", "_rebuild_parameter", rebuilt, grad, hooks)
+        else:
+            rebuilt()
+
+
+def _write_zip(fh, pickled: bytes, storages: list[np.ndarray], archive: str = "archive") -> None:
+    with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED) as zf:
+        _add(zf, f"{archive}/data.pkl", pickled)
+        _add(zf, f"{archive}/.format_version", b"1")
+        _add(zf, f"{archive}/.storage_alignment", str(_ALIGN).encode())
+        _add(zf, f"{archive}/byteorder", b"little")
+        for i, arr in enumerate(storages):
+            _add(zf, f"{archive}/data/{i}", arr.view(np.uint8).data)
+        _add(zf, f"{archive}/version", b"3\n")
+
+
+def _add(zf: zipfile.ZipFile, name: str, data) -> None:
+    """One stored (uncompressed) record whose data starts on a 64-byte boundary, as torch's
+    writer aligns them (padding in an extra field with torch's id 'FB')."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    info.file_size = len(data) if isinstance(data, bytes) else data.nbytes
+    zip64 = info.file_size * 1.05 > zipfile.ZIP64_LIMIT  # zipfile's own rule, 20 more bytes
+    header = 30 + len(name.encode()) + 4 + (20 if zip64 else 0)
+    pad = -(zf.start_dir + header) % _ALIGN
+    info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+    with zf.open(info, "w", force_zip64=zip64) as dst:
+        dst.write(data)

@@ -1,0 +1,16 @@
+"""``tb.profiler``: torch.profiler's API (``profile``, ``record_function``, ``schedule``,
+``key_averages().table()``, ``export_chrome_trace``) for TensorBrain programs.
+
+See docs/profiler.md. The spans come from the op table, the autograd engine, the optimizers and,
+under ``tb.distributed``, the collectives and DDP buckets, on one timeline; nothing is hooked
+while no profile records.
+"""
+from __future__ import annotations
+
+from ._events import EventList, FunctionEvent, FunctionEventAvg
+from .profiler import (ProfilerAction, ProfilerActivity, profile, record_function, schedule,
+                       supported_activities, tensorboard_trace_handler)
+
+__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction",
+           "ProfilerActivity", "profile", "record_function", "schedule", "supported_activities",
+           "tensorboard_trace_handler"]

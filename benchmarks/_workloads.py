@@ -163,7 +163,7 @@ def char_gpt(lib, vocab=65, n_layer=6, n_embd=256, n_head=8, block_size=128):
     return GPT()
 
 
-# ***** MLP 784-512-512-10 (BASELINES.md's training step), B=64 *****
+# ***** MLP 784-512-512-10 (the training step docs/benchmarks.md measures), B=64 *****
 def mlp(lib):
     nn = lib.nn
     return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),

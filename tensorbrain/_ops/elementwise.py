@@ -452,6 +452,31 @@ isfinite = _no_grad_unary("isfinite", lambda xp, x: xp.isfinite(x))
 logical_not = _no_grad_unary("logical_not", lambda xp, x: xp.logical_not(x))
 
 
+# ***** floor division, remainder and the bitwise ops (the operators //, %, &, |, ^, ~) *****
+def _raw_binary(name, fn):
+    """An op computed by NumPy's/CuPy's own operator on the arrays, with no gradient (what
+    ``//``, ``&``, ``|``, ``^`` always did); a number on the left is the reflected form."""
+    def op(a, b):
+        if _is_tensor(a):
+            return Tensor._wrap(fn(a._data, b._data if _is_tensor(b) else b))
+        return Tensor._wrap(fn(a, b._data))
+    op.__name__ = op.__qualname__ = name   # its docstring: docs_math.py
+    return op
+
+
+floor_divide = _raw_binary("floor_divide", lambda x, y: x // y)
+bitwise_and = _raw_binary("bitwise_and", lambda x, y: x & y)
+bitwise_or = _raw_binary("bitwise_or", lambda x, y: x | y)
+bitwise_xor = _raw_binary("bitwise_xor", lambda x, y: x ^ y)
+bitwise_not = _no_grad_unary("bitwise_not", lambda xp, x: ~x)
+
+
+def remainder(a, b):
+    xp_floor = lambda x, y: get_array_module(x if _arr(x) else y).floor(x / y)  # noqa: E731
+    return _binary("RemainderBackward", a, b, lambda x, y: x % y,
+                   lambda g, x, y, o: g, lambda g, x, y, o: -g * xp_floor(x, y), True, True)
+
+
 def round(a, decimals=0):
     return Tensor._wrap(get_array_module(a._data).round(a._data, decimals))
 

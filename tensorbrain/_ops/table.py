@@ -39,6 +39,9 @@ OPS = {
     "addcmul": (E.addcmul, "fmi"), "addcdiv": (E.addcdiv, "fmi"), "lerp": (E.lerp, "fmi"),
     "lt": (E.lt_, "fm"), "gt": (E.gt_, "fm"), "le": (E.le_, "fm"), "ge": (E.ge_, "fm"),
     "eq": (E.eq_, "fm"), "ne": (E.ne_, "fm"),
+    "floor_divide": (E.floor_divide, "fm"), "remainder": (E.remainder, "fm"),
+    "bitwise_and": (E.bitwise_and, "fm"), "bitwise_or": (E.bitwise_or, "fm"),
+    "bitwise_xor": (E.bitwise_xor, "fm"), "bitwise_not": (E.bitwise_not, "fm"),
     # ***** reductions *****
     "sum": (R.sum, "fm"), "mean": (R.mean, "fm"), "max": (R.max, "fm"), "min": (R.min, "fm"),
     "amax": (R.amax, "fm"), "argmax": (R.argmax, "fm"), "argmin": (R.argmin, "fm"),

@@ -9,7 +9,7 @@ from .._dtype import bfloat16 as _BF16
 from .._dtype import get_default_dtype, promote_types
 from .._xp import get_array_module
 from ..autograd.grad_mode import _state as _grad_state
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .core import as_operand, make, shape_error, unbroadcast
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 

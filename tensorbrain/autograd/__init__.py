@@ -1,7 +1,7 @@
 """Reverse-mode autograd: ``backward``, ``grad``, grad modes, hooks and end-of-backward callbacks."""
 from __future__ import annotations
 
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .._xp import get_array_module
 from .engine import queue_callback, run_backward
 from .function import Function, FunctionCtx

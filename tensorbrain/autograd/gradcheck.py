@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .._xp import get_array_module, to_numpy
 from .grad_mode import enable_grad, no_grad
 

@@ -6,8 +6,9 @@ A DTensor is a tensorbrain Tensor whose ``._data`` is this rank's local shard; i
 ``device_mesh`` and one placement per mesh dimension, and changes layout with ``redistribute``
 (differentiable).
 
-Ops on a DTensor hand their result to ``_rules._on_op`` (what each kind of op returns is
-described there); DTensors are made by ``_factories`` (``distribute_tensor``, ``zeros``, ...)
+Ops on a DTensor hand their result to ``_rules.on_op`` through ``DTensor.__tb_dispatch__``
+(torch's ``__torch_dispatch__`` shape: ``_ops.core.make`` finds it on the input's class; what
+each kind of op returns is described in ``_rules``); DTensors are made by ``_factories`` (``distribute_tensor``, ``zeros``, ...)
 or :meth:`DTensor.from_local`.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from ...tensor import Size, Tensor
 from ..._ops.core import make
 from . import _redistribute as R
-from ._rules import _BYPASS, _refuse, install
+from ._rules import _refuse, bypassed, checked, guard, on_op
 from .placement_types import Placement, Replicate, Shard, _StridedShard
 
 __all__ = ["DTensor", "DTensorSpec"]
@@ -123,6 +124,16 @@ class DTensor(Tensor):
             t._keep_grad_distributed()
         return t
 
+    @staticmethod
+    def __tb_dispatch__(t, inputs, name, along=None):
+        """Every op with a DTensor input hands its result here (``_ops.core.make``): what it
+        returns is decided by ``_rules.on_op``."""
+        return on_op(t, inputs, name, along)
+
+    def _result(self, array, spec: DTensorSpec, like):
+        """A DTensor op result (``_rules.on_op``): a DTensor, never a subclass (a parameter)."""
+        return DTensor._make(array, spec, like=like)
+
     def _keep_grad_distributed(self):
         """After backward, ``.grad`` of a leaf DTensor is a DTensor with the same layout."""
         if getattr(self, "_grad_hook", None) is not None:
@@ -208,16 +219,13 @@ class DTensor(Tensor):
         DTensor the result is a DTensor whose Shard dims are renumbered past the reduced ones."""
         self._refuse_sharded_reduction(op, dim)
         if dim == () or not self._sharded_dims() or self._is_partial():
-            return getattr(Tensor, op)(self, *args, **kwargs)   # _on_op decides
+            return getattr(Tensor, op)(self, *args, **kwargs)   # on_op decides
         n = len(self._spec.shape)
         dims = {int(d) % n for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
         keepdim = bool(kwargs.get("keepdim", args[1] if len(args) > 1 and
                                   isinstance(args[1], bool) else False))
-        _BYPASS[0] += 1
-        try:
+        with bypassed():
             res = getattr(Tensor, op)(self, *args, **kwargs)
-        finally:
-            _BYPASS[0] -= 1
         shape = tuple(1 if i in dims else s for i, s in enumerate(self._spec.shape)
                       if keepdim or i not in dims)
         pl = tuple(p if not isinstance(p, Shard) or keepdim else
@@ -256,11 +264,8 @@ class DTensor(Tensor):
                              like=out)
 
     def _local(self, op: str, *args, **kwargs):
-        _BYPASS[0] += 1
-        try:
+        with bypassed():
             return getattr(Tensor, op)(self, *args, **kwargs)
-        finally:
-            _BYPASS[0] -= 1
 
     def view(self, *shape):
         """As Tensor's; on a sharded DTensor allowed where the sharded dim is the outermost
@@ -341,11 +346,8 @@ class DTensor(Tensor):
         j, sh2 = other._one_shard("matmul")
         if (i, sh) != (j, sh2) or sh.dim >= nd - 2:
             _refuse("matmul", (self, other))
-        _BYPASS[0] += 1
-        try:
+        with bypassed():
             out = Tensor.matmul(self, other)
-        finally:
-            _BYPASS[0] -= 1
         return self._relayout("matmul", out, self._spec.placements)
 
     __matmul__ = matmul
@@ -572,8 +574,32 @@ class DTensor(Tensor):
             p._keep_grad_distributed()
         return p
 
+    # Operators that check the other operand's layout before computing (``_rules.checked``),
+    # and methods whose op builds its result without ``make`` (comparisons, ``sign``, casts:
+    # ``_rules.guard``), so they keep or refuse the layout as other ops do.
+    __add__, __radd__ = checked("__add__"), checked("__radd__")
+    __sub__, __rsub__ = checked("__sub__"), checked("__rsub__")
+    __mul__, __rmul__ = checked("__mul__"), checked("__rmul__")
+    __truediv__, __rtruediv__ = checked("__truediv__"), checked("__rtruediv__")
+    __pow__, __rpow__ = checked("__pow__"), checked("__rpow__")
+    add, sub, mul, div = checked("add"), checked("sub"), checked("mul"), checked("div")
+    maximum, minimum = checked("maximum"), checked("minimum")
+    sign, round, floor, ceil = guard("sign"), guard("round"), guard("floor"), guard("ceil")
+    trunc, isnan, isinf = guard("trunc"), guard("isnan"), guard("isinf")
+    isfinite, logical_not = guard("isfinite"), guard("logical_not")
+    lt, gt, le, ge, eq, ne = (guard("lt"), guard("gt"), guard("le"), guard("ge"), guard("eq"),
+                              guard("ne"))
+    __lt__, __gt__, __le__ = guard("__lt__"), guard("__gt__"), guard("__le__")
+    __ge__, __eq__, __ne__ = guard("__ge__"), guard("__eq__"), guard("__ne__")
+    float, double, half = guard("float"), guard("double"), guard("half")
+    bfloat16, long, int, bool = guard("bfloat16"), guard("long"), guard("int"), guard("bool")
+    to, type_as = guard("to"), guard("type_as")
+    __invert__, __and__ = guard("__invert__"), guard("__and__")
+    __or__, __xor__ = guard("__or__"), guard("__xor__")
+    __hash__ = Tensor.__hash__   # kept: defining __eq__ would set it to None
 
-# ***** what an op on a DTensor gives (``make`` hands every op's result to _on_op) *****
+
+# ***** what an op on a DTensor gives (``make`` hands every op's result to on_op) *****
 class _Detached:
     __slots__ = ("requires_grad", "grad_fn", "_version")
 
@@ -599,5 +625,3 @@ def _parameter_class():
         _PARAM_CLASS.append(DTensorParameter)
     return _PARAM_CLASS[0]
 
-
-install(DTensor)

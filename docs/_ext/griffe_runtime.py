@@ -110,9 +110,13 @@ class RuntimeMembers(griffe.Extension):
             return None
 
     def _fill_docstring(self, target, obj):
-        """A static function whose docstring is set at import (the op table's) gets it."""
+        """A static function whose docstring is set at import (the op table's), or completed at
+        import (the collectives' shared Args, ``distributed/_collectives.py``), gets it."""
         doc = inspect.getdoc(obj)
-        if target.docstring is None and doc and target.kind.value == "function":
+        if not doc or target.kind.value != "function":
+            return
+        static = target.docstring.value if target.docstring is not None else None
+        if static is None or (doc != static and doc.startswith(static.rstrip())):
             target.docstring = self._docstring(doc, target)
 
     def _docstring(self, text, parent):

@@ -5,7 +5,7 @@ This is the lowest layer of the tensor: it imports no op. The op implementations
 ``tensorbrain/tensor.py`` defines the class users see, ``class Tensor(TensorBase, ...)``, whose
 methods call ops: its own (operators, ``to``, ``backward``, the in-place arithmetic), the op
 table's (``TableMethods``, generated from ``tensorbrain/_ops/table.py`` into
-``tensorbrain/_ops/generated.py``), ``Adapters`` and ``LegacyMethods``. Every method is an
+``tensorbrain/_ops/generated.py``), ``Adapters``, ``LegacyMethods`` and ``HookMethods``. Every method is an
 ordinary definition in one of these classes: grep and an editor find it.
 
 The ops sit below ``tensorbrain.tensor`` and cannot import its class, so they make tensors
@@ -328,65 +328,6 @@ class TensorBase:
         self.requires_grad = bool(requires_grad)
         return self
 
-    def register_hook(self, hook):
-        """Register ``hook(grad) -> Tensor | None``, run when this tensor's gradient is
-        computed; a returned tensor replaces the gradient.
-
-        Args:
-            hook: the callable.
-
-        Returns:
-            A handle whose ``remove()`` unregisters the hook.
-
-        Raises:
-            RuntimeError: the tensor does not require grad.
-        """
-        if not self.requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is None:
-            if self._hooks is None:
-                self._hooks = []
-            return _Handle(self._hooks, hook)
-        node = self.grad_fn
-        if node.pre_hooks is None:
-            node.pre_hooks = []
-
-        def array_hook(g, hook=hook):
-            new = hook(TensorBase._wrap(g))
-            return g if new is None else new._data
-        return _Handle(node.pre_hooks, array_hook)
-
-    def register_post_accumulate_grad_hook(self, hook):
-        """Register ``hook(tensor)``, run right after a leaf's ``.grad`` has been written in backward.
-
-        Args:
-            hook: the callable; it receives this tensor.
-
-        Returns:
-            A handle whose ``remove()`` unregisters the hook.
-
-        Raises:
-            RuntimeError: the tensor is not a leaf.
-        """
-        if self.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-        if self._post_acc_hooks is None:
-            self._post_acc_hooks = []
-        return _Handle(self._post_acc_hooks, hook)
-
-    def retain_grad(self):
-        """Keep ``.grad`` for this non-leaf tensor in backward (a no-op on leaves)."""
-        if self.grad_fn is None:
-            return
-        me = self
-
-        def keep(g):
-            me.grad = TensorBase._wrap(g.copy()) if me.grad is None else TensorBase._wrap(me.grad._data + g)
-            return g
-        if self.grad_fn.pre_hooks is None:
-            self.grad_fn.pre_hooks = []
-        self.grad_fn.pre_hooks.append(keep)
-
     # ***** in-place ops *****
     def _check_inplace(self, what):
         if not grad_mode.is_grad_enabled():
@@ -600,22 +541,6 @@ class Size(tuple):
 
     def __repr__(self):
         return f"tb.Size([{', '.join(map(str, self))}])"
-
-
-class _Handle:
-    """Returned by hook registrations; ``remove()`` unregisters the hook."""
-
-    def __init__(self, hooks, hook):
-        self._hooks, self._hook = hooks, hook
-        hooks.append(hook)
-
-    def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-
-def _raw(x):
-    return x._data if isinstance(x, TensorBase) else x
 
 
 def _req(x):

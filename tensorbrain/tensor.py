@@ -11,7 +11,8 @@
   and in-place forms;
 * ``Adapters`` (``tensorbrain/_tensor_adapters.py``): methods whose form differs from their
   op's (``view_as``, ``where``, ``new_zeros``, ...); ``LegacyMethods``
-  (``tensorbrain/_tensor_legacy.py``): torch's older ones (``new``, ``resize_``).
+  (``tensorbrain/_tensor_legacy.py``): torch's older ones (``new``, ``resize_``);
+  ``HookMethods`` (``tensorbrain/_tensor_hooks.py``): the autograd hooks.
 
 The factories (:func:`zeros`, :func:`randn`, ...) live in ``tensorbrain/_factories.py`` and are
 re-exported here. ``Tensor._data`` is the array itself; ``Tensor.data`` is torch's history-free
@@ -32,6 +33,7 @@ from ._ops.core import make, unbroadcast
 from ._ops.generated import TableMethods
 from ._tensor_adapters import Adapters
 from ._tensor_base import Size, TensorBase, _req  # noqa: F401  (Size: its public home is here)
+from ._tensor_hooks import HookMethods
 from ._tensor_legacy import LegacyMethods
 from .autograd import engine, grad_mode
 from .autograd import backward as _backward
@@ -43,7 +45,7 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "zeros", "ones
            "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like"]
 
 
-class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, made=True):
+class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, made=True):
     """A multi-dimensional array with autograd, on CPU (NumPy) or CUDA (CuPy), as ``torch.Tensor``.
 
     ``Tensor(data)`` behaves as :func:`tensor`; the factory functions (:func:`zeros`,

@@ -115,8 +115,9 @@ class RuntimeMembers(griffe.Extension):
         doc = inspect.getdoc(obj)
         if not doc or target.kind.value != "function":
             return
-        static = target.docstring.value if target.docstring is not None else None
-        if static is None or (doc != static and doc.startswith(static.rstrip())):
+        static = target.docstring.value.rstrip() if target.docstring is not None else None
+        if static is None or any(d != static and d.startswith(static)
+                                 for d in (doc, strip_roles(doc))):
             target.docstring = self._docstring(doc, target)
 
     def _docstring(self, text, parent):

@@ -8,8 +8,8 @@ A DTensor is a tensorbrain Tensor whose ``._data`` is this rank's local shard; i
 
 Ops on a DTensor hand their result to ``_rules.on_op`` through ``DTensor.__tb_dispatch__``
 (torch's ``__torch_dispatch__`` shape: ``_ops.core.make`` finds it on the input's class; what
-each kind of op returns is described in ``_rules``); DTensors are made by ``_factories`` (``distribute_tensor``, ``zeros``, ...)
-or :meth:`DTensor.from_local`.
+each kind of op returns is described in ``_rules``); DTensors are made by ``_factories``
+(``distribute_tensor``, ``zeros``, ...) or :meth:`DTensor.from_local`.
 """
 from __future__ import annotations
 
@@ -92,6 +92,16 @@ def _dim_arg(args, kwargs):
     return None
 
 
+def _reduction(name: str, dim_of=_dim_arg):
+    """A DTensor reduction method (``DTensor._reduce``)."""
+    def method(self, *args, **kwargs):
+        return self._reduce(name, dim_of(args, kwargs), args, kwargs)
+    method.__name__, method.__qualname__ = name, f"DTensor.{name}"
+    method.__doc__ = (f"As ``Tensor.{name}``, refused over a sharded dim (``max(other)`` and "
+                      f"``min(other)``, elementwise, are allowed).")
+    return method
+
+
 class DTensor(Tensor):
     """A distributed tensor: this rank's local shard plus its mesh, placements and global shape.
 
@@ -126,8 +136,7 @@ class DTensor(Tensor):
 
     @staticmethod
     def __tb_dispatch__(t, inputs, name, along=None):
-        """Every op with a DTensor input hands its result here (``_ops.core.make``): what it
-        returns is decided by ``_rules.on_op``."""
+        """An op with a DTensor input hands its result here (``_ops.core.make``)."""
         return on_op(t, inputs, name, along)
 
     def _result(self, array, spec: DTensorSpec, like):
@@ -176,10 +185,7 @@ class DTensor(Tensor):
 
     def numel(self):
         """Elements of the global tensor."""
-        n = 1
-        for s in self._spec.shape:
-            n *= int(s)
-        return n
+        return Size(self._spec.shape).numel()
 
     nelement = numel
 
@@ -355,62 +361,12 @@ class DTensor(Tensor):
     def _is_partial(self) -> bool:
         return any(p.is_partial() for p in self._spec.placements)
 
-    def sum(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim (see ``_refuse_sharded_reduction``)."""
-        return self._reduce("sum", _dim_arg(args, kwargs), args, kwargs)
-
-    def mean(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("mean", _dim_arg(args, kwargs), args, kwargs)
-
-    def norm(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
-        return self._reduce("norm", dim, args, kwargs)
-
-    def prod(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("prod", _dim_arg(args, kwargs), args, kwargs)
-
-    def amax(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("amax", _dim_arg(args, kwargs), args, kwargs)
-
-    def amin(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("amin", _dim_arg(args, kwargs), args, kwargs)
-
-    def max(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim (``max(other)`` is elementwise: allowed)."""
-        return self._reduce("max", _dim_arg(args, kwargs), args, kwargs)
-
-    def min(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim (``min(other)`` is elementwise: allowed)."""
-        return self._reduce("min", _dim_arg(args, kwargs), args, kwargs)
-
-    def std(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("std", _dim_arg(args, kwargs), args, kwargs)
-
-    def var(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("var", _dim_arg(args, kwargs), args, kwargs)
-
-    def all(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("all", _dim_arg(args, kwargs), args, kwargs)
-
-    def any(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("any", _dim_arg(args, kwargs), args, kwargs)
-
-    def argmax(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("argmax", _dim_arg(args, kwargs), args, kwargs)
-
-    def argmin(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("argmin", _dim_arg(args, kwargs), args, kwargs)
+    sum, mean, prod = _reduction("sum"), _reduction("mean"), _reduction("prod")
+    amax, amin, max, min = _reduction("amax"), _reduction("amin"), _reduction("max"), _reduction("min")
+    std, var, all, any = _reduction("std"), _reduction("var"), _reduction("all"), _reduction("any")
+    argmax, argmin = _reduction("argmax"), _reduction("argmin")
+    norm = _reduction("norm", lambda args, kwargs: kwargs.get("dim", args[1] if len(args) > 1
+                                                               else None))
 
     def stride(self, dim=None):
         """The global (contiguous unless given to ``from_local``) stride."""
@@ -459,13 +415,32 @@ class DTensor(Tensor):
         pl = tuple(Replicate() if p.is_partial() else p for p in self._spec.placements)
         mesh, gshape = self._spec.mesh, self._spec.shape
         if random:
-            full = make_local(*gshape, **kw)
-            from ._factories import distribute_tensor  # _factories imports this module
-            out = distribute_tensor(full, mesh, pl, src_data_rank=0)
+            out = DTensor._from_full(make_local(*gshape, **kw), mesh, pl, 0)
             return out.requires_grad_(requires_grad) if requires_grad else out
         local = make_local(*R.local_shape(gshape, mesh, pl), **kw)
         return DTensor._make(local._data, DTensorSpec(mesh, pl, gshape, self._spec.stride),
                              requires_grad=requires_grad)
+
+    @staticmethod
+    def _from_full(tensor: Tensor, mesh, pl: tuple, src_data_rank) -> DTensor:
+        """``distribute_tensor``'s work, its arguments checked: ``tensor`` (every rank's full
+        value; ``src_data_rank``'s is broadcast first unless None) split by ``pl``."""
+        full = tensor._data
+        if src_data_rank is not None:
+            from .. import distributed_c10d as c10d
+            src = int(src_data_rank)
+            full = full.copy()
+            for i in range(mesh.ndim):
+                if not 0 <= src < mesh.size(i):
+                    raise ValueError(f"distribute_tensor: src_data_rank={src} is not a rank of "
+                                     f"mesh dimension {i} (size {mesh.size(i)}) of {mesh}")
+                if mesh.size(i) > 1:
+                    c10d.broadcast(Tensor._wrap(full), group=mesh.get_group(i), group_src=src)
+        local = R.redistribute_array(full, mesh, (Replicate(),) * mesh.ndim, pl, tuple(full.shape))
+        if local is tensor._data:
+            local = local.copy()
+        return DTensor._make(local, DTensorSpec(mesh, pl, tuple(full.shape)),
+                             requires_grad=tensor.requires_grad)
 
     def __repr__(self) -> str:
         local = Tensor._wrap(self._data)
@@ -574,28 +549,26 @@ class DTensor(Tensor):
             p._keep_grad_distributed()
         return p
 
-    # Operators that check the other operand's layout before computing (``_rules.checked``),
-    # and methods whose op builds its result without ``make`` (comparisons, ``sign``, casts:
-    # ``_rules.guard``), so they keep or refuse the layout as other ops do.
-    __add__, __radd__ = checked("__add__"), checked("__radd__")
-    __sub__, __rsub__ = checked("__sub__"), checked("__rsub__")
-    __mul__, __rmul__ = checked("__mul__"), checked("__rmul__")
+    # operators that check the other operand's layout first (_rules.checked), and methods whose
+    # op builds its result without make (_rules.guard): they keep or refuse the layout
+    __add__, __radd__, __sub__, __rsub__ = (checked("__add__"), checked("__radd__"),
+                                            checked("__sub__"), checked("__rsub__"))
+    __mul__, __rmul__, __pow__, __rpow__ = (checked("__mul__"), checked("__rmul__"),
+                                            checked("__pow__"), checked("__rpow__"))
     __truediv__, __rtruediv__ = checked("__truediv__"), checked("__rtruediv__")
-    __pow__, __rpow__ = checked("__pow__"), checked("__rpow__")
     add, sub, mul, div = checked("add"), checked("sub"), checked("mul"), checked("div")
-    maximum, minimum = checked("maximum"), checked("minimum")
-    sign, round, floor, ceil = guard("sign"), guard("round"), guard("floor"), guard("ceil")
-    trunc, isnan, isinf = guard("trunc"), guard("isnan"), guard("isinf")
-    isfinite, logical_not = guard("isfinite"), guard("logical_not")
-    lt, gt, le, ge, eq, ne = (guard("lt"), guard("gt"), guard("le"), guard("ge"), guard("eq"),
-                              guard("ne"))
+    maximum, minimum, sign, round = checked("maximum"), checked("minimum"), guard("sign"), guard("round")
+    floor, ceil, trunc, isnan, isinf = (guard("floor"), guard("ceil"), guard("trunc"),
+                                        guard("isnan"), guard("isinf"))
+    isfinite, logical_not, to, type_as = (guard("isfinite"), guard("logical_not"), guard("to"),
+                                          guard("type_as"))
+    lt, gt, le, ge, eq, ne = guard("lt"), guard("gt"), guard("le"), guard("ge"), guard("eq"), guard("ne")
     __lt__, __gt__, __le__ = guard("__lt__"), guard("__gt__"), guard("__le__")
     __ge__, __eq__, __ne__ = guard("__ge__"), guard("__eq__"), guard("__ne__")
-    float, double, half = guard("float"), guard("double"), guard("half")
-    bfloat16, long, int, bool = guard("bfloat16"), guard("long"), guard("int"), guard("bool")
-    to, type_as = guard("to"), guard("type_as")
-    __invert__, __and__ = guard("__invert__"), guard("__and__")
-    __or__, __xor__ = guard("__or__"), guard("__xor__")
+    float, double, half, bfloat16 = guard("float"), guard("double"), guard("half"), guard("bfloat16")
+    long, int, bool = guard("long"), guard("int"), guard("bool")
+    __invert__, __and__, __or__, __xor__ = (guard("__invert__"), guard("__and__"),
+                                            guard("__or__"), guard("__xor__"))
     __hash__ = Tensor.__hash__   # kept: defining __eq__ would set it to None
 
 

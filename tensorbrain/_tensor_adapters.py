@@ -8,6 +8,26 @@ from ._ops import elementwise as E
 from ._ops import shape as S
 from ._ops import softmax as _softmax
 
+def _new_filled(fill):
+    """``new_zeros``/``new_ones``/``new_empty``: ``fill(size)`` with ``self``'s dtype and device
+    unless given, as ``torch.Tensor.new_<fill>``."""
+    def new(self, size, *more, dtype=None, device=None, requires_grad=False, **kw):
+        shape = S._shape_arg((size,) + more) if more or isinstance(size, int) else tuple(size)
+        return fill(shape, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad, **kw)
+    name = "new_" + fill.__name__
+    new.__name__, new.__qualname__ = name, f"Adapters.{name}"
+    new.__doc__ = (f"A tensor like ``tb.{fill.__name__}(size)`` with ``self``'s dtype and device "
+                   f"unless given, as ``torch.Tensor.{name}``.\n\nArgs:\n"
+                   f"    size: the shape, as ints or one tuple.\n    *more: further sizes.\n"
+                   f"    dtype: the dtype; default ``self.dtype``.\n"
+                   f"    device: the device; default ``self.device``.\n"
+                   f"    requires_grad: whether autograd records operations on the result.\n"
+                   f"    **kw: further keyword arguments of ``tb.{fill.__name__}``.\n\n"
+                   f"Returns:\n    Tensor: the new tensor.\n")
+    return new
+
+
 class Adapters:
     """Methods whose form differs from the op's (argument order, a shape from another tensor).
 
@@ -111,59 +131,4 @@ class Adapters:
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                     requires_grad=requires_grad)
 
-    def new_zeros(self, size, *more, dtype=None, device=None, requires_grad=False, **kw):
-        """A tensor like ``tb.zeros(size)`` with ``self``'s dtype and device unless given, as
-        ``torch.Tensor.new_zeros``.
-
-        Args:
-            size: the shape, as ints or one tuple.
-            *more: further sizes.
-            dtype: the dtype; default ``self.dtype``.
-            device: the device; default ``self.device``.
-            requires_grad: whether autograd records operations on the result.
-            **kw: further keyword arguments of ``tb.zeros``.
-
-        Returns:
-            Tensor: the new tensor.
-        """
-        return _new_like(self, zeros, size, more, dtype, device, requires_grad, kw)
-
-    def new_ones(self, size, *more, dtype=None, device=None, requires_grad=False, **kw):
-        """A tensor like ``tb.ones(size)`` with ``self``'s dtype and device unless given, as
-        ``torch.Tensor.new_ones``.
-
-        Args:
-            size: the shape, as ints or one tuple.
-            *more: further sizes.
-            dtype: the dtype; default ``self.dtype``.
-            device: the device; default ``self.device``.
-            requires_grad: whether autograd records operations on the result.
-            **kw: further keyword arguments of ``tb.ones``.
-
-        Returns:
-            Tensor: the new tensor.
-        """
-        return _new_like(self, ones, size, more, dtype, device, requires_grad, kw)
-
-    def new_empty(self, size, *more, dtype=None, device=None, requires_grad=False, **kw):
-        """A tensor like ``tb.empty(size)`` with ``self``'s dtype and device unless given, as
-        ``torch.Tensor.new_empty``.
-
-        Args:
-            size: the shape, as ints or one tuple.
-            *more: further sizes.
-            dtype: the dtype; default ``self.dtype``.
-            device: the device; default ``self.device``.
-            requires_grad: whether autograd records operations on the result.
-            **kw: further keyword arguments of ``tb.empty``.
-
-        Returns:
-            Tensor: the new tensor.
-        """
-        return _new_like(self, empty, size, more, dtype, device, requires_grad, kw)
-
-
-def _new_like(t, fill, size, more, dtype, device, requires_grad, kw):
-    shape = S._shape_arg((size,) + more) if more or isinstance(size, int) else tuple(size)
-    return fill(shape, dtype=dtype or t.dtype, device=device or t.device,
-                requires_grad=requires_grad, **kw)
+    new_zeros, new_ones, new_empty = _new_filled(zeros), _new_filled(ones), _new_filled(empty)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .backends._executor import FailureState
+from .backends._validate import per_row
 from .errors import DistBackendError
 
 if TYPE_CHECKING:
@@ -278,7 +279,7 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
         out_rows, in_rows = call.rows
         src, out = call.inputs[0], call.outputs[0]
         count = ANY_COUNT
-        pairs = ([k * _per_row(src) for k in in_rows], [k * _per_row(out) for k in out_rows])
+        pairs = ([k * per_row(src) for k in in_rows], [k * per_row(out) for k in out_rows])
     if not detail and count is None and len(arrays) == 1:
         a = arrays[0]
         words = np.array((seq, header_word(family, call.op, a.dtype, call.root), a.size, 0),
@@ -291,12 +292,6 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
     if detail:
         words = np.concatenate([words, encode_detail(detail_text(arrays, call_site()))])
     return words
-
-
-def _per_row(array: Array) -> int:
-    """Elements in one row (dim 0 entry) of ``array``."""
-    rows = array.shape[0] if array.ndim else 1
-    return int(array.size) // rows if rows else 0
 
 
 class Verifier:

@@ -67,17 +67,14 @@ def check(call: Call, backend: Backend) -> None:
         each_like(lists, ref, kind, f"{kind}_list", "input" if kind == "gather" else "output")
     elif kind == "reduce_scatter":
         each_like(ins, outs[0], kind, "input_list", "output")
-    elif kind == "all_gather_into_tensor":
+    elif kind in ("all_gather_into_tensor", "reduce_scatter_tensor"):
         out, src = outs[0], ins[0]
-        if out.size != src.size * n:
-            raise ValueError(f"{kind}: output has {out.size} elements, expected world_size x "
-                             f"input = {n} x {src.size}")
-        same_dtype(out, src, kind)
-    elif kind == "reduce_scatter_tensor":
-        out, src = outs[0], ins[0]
-        if src.size != out.size * n:
-            raise ValueError(f"{kind}: input has {src.size} elements, expected world_size x "
-                             f"output = {n} x {out.size}")
+        big, small = ("output", "input") if kind == "all_gather_into_tensor" else \
+            ("input", "output")
+        sizes = {"output": out.size, "input": src.size}
+        if sizes[big] != sizes[small] * n:
+            raise ValueError(f"{kind}: {big} has {sizes[big]} elements, expected world_size x "
+                             f"{small} = {n} x {sizes[small]}")
         same_dtype(out, src, kind)
     elif kind == "all_to_all":
         if len(ins) != n or len(outs) != n:
@@ -91,7 +88,7 @@ def check(call: Call, backend: Backend) -> None:
         call.rows = (splits(out_splits, rows_of(out), n, "output_split_sizes"),
                      splits(in_splits, rows_of(src), n, "input_split_sizes"))
         r = backend.rank
-        _own_block(call.rows[1][r] * _per_row(src), call.rows[0][r] * _per_row(out))
+        _own_block(call.rows[1][r] * per_row(src), call.rows[0][r] * per_row(out))
 
 
 def _own_block(sent: int, slot: int) -> None:
@@ -100,7 +97,12 @@ def _own_block(sent: int, slot: int) -> None:
                          f"output slot {slot}")
 
 
-def _per_row(array: Array) -> int:
+def per_row(array: Array) -> int:
+    """Elements in one row (dim 0 entry) of ``array`` (a 0-d array counts as one row).
+
+    Args:
+        array: a NumPy or CuPy array.
+    """
     rows = rows_of(array)
     return int(array.size) // rows if rows else 0
 

@@ -56,6 +56,7 @@ from ._validate import REDUCE_OPS
 
 if TYPE_CHECKING:
     from ..store import Store
+    from ._executor import FailureState
 
 #: a NumPy or CuPy array (CuPy ships no type information, so to mypy this is Any)
 Array = Any
@@ -166,6 +167,11 @@ class Backend(abc.ABC):
 
     #: how many store-based monitored_barriers ran (``_store_barrier``)
     _mb_seq = 0
+    # set by the backends: the group's failure state, and for those that attach or exchange
+    # their fingerprint (:meth:`_claim`) the collective counter and the fingerprint Verifier
+    _failure: FailureState
+    _seq: int
+    _verify: Any
 
     def __init__(self, store: Store, rank: int, size: int, timeout: float,
                  group_name: str) -> None:
@@ -195,6 +201,20 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def execute(self, call: Call, impl: Impl) -> _work.Work:
         """Number ``call``, carry its fingerprint (:attr:`fingerprint`) and run ``impl``."""
+
+    def _claim(self, call: Call) -> tuple[int, Any]:
+        """For an executor that attaches or exchanges fingerprints: raise if the group failed
+        earlier, claim the next collective number (``self._seq``) and return it with the call's
+        words (``_fingerprint.of_call``; None in a group of one)."""
+        from .. import _fingerprint as FP
+        failure = self._failure
+        if failure.first is not None:
+            raise failure.unusable(FP.FAMILY.get(call.kind, call.kind))
+        seq = self._seq
+        self._seq = seq + 1
+        if self.size == 1:
+            return seq, None
+        return seq, FP.of_call(call, seq, self.rank, self.size, self._verify.detail)
 
     # ***** the collectives (documented on tensorbrain.distributed's functions) *****
     def allreduce(self, arrays: Sequence[Array], op: str = "sum", *,

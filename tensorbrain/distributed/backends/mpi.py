@@ -152,14 +152,9 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
     def execute(self, call, impl):
         """Claim the collective's sequence number, attach its fingerprint (to the next request
         posted, ``Requests._start``) and run ``impl``."""
-        failure = self._failure
-        if failure.first is not None:
-            raise failure.unusable(FP.FAMILY.get(call.kind, call.kind))
-        seq = self._seq
-        self._seq = seq + 1
-        if self.size > 1:
-            self._fp_next = (FP.of_call(call, seq, self.rank, self.size, self._verify.detail),
-                             self._verify)
+        seq, words = self._claim(call)
+        if words is not None:
+            self._fp_next = (words, self._verify)
         try:
             return impl.run(call, seq)
         except BaseException:

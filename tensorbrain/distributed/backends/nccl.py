@@ -124,14 +124,9 @@ class NCCLBackend(base.Backend):
     def execute(self, call, impl):
         """Claim the collective's sequence number, exchange and compare its fingerprint, then
         run ``impl``."""
-        failure = self._failure
-        if failure.first is not None:
-            raise failure.unusable(FP.FAMILY.get(call.kind, call.kind))
-        seq = self._seq
-        self._seq = seq + 1
-        if self.size > 1:
-            self._verify(self._exchange(
-                FP.of_call(call, seq, self.rank, self.size, self._verify.detail), seq))
+        seq, words = self._claim(call)
+        if words is not None:
+            self._verify(self._exchange(words, seq))
         return impl.run(call, seq)
 
     def _group_call(self, call, seq):

@@ -36,6 +36,7 @@ from ... import _fingerprint as FP
 from ...errors import DistBackendError
 from .._executor import FailureState, OpQueue
 from .._staging import finisher, stage, stage_in
+from .._validate import per_row, row_bytes
 from ..base import Backend, Call, Capabilities, Impl, first_enabled
 from . import wire as W
 from .algorithms import SMALL_ALLGATHER, SMALL_ALLREDUCE, SMALL_BCAST, SocketAlgorithms
@@ -229,8 +230,7 @@ class TCPBackend(Backend):
         else:  # all_to_all_single: blocks of rows along dim 0
             src, (host, finish) = stage_in(call.inputs[0]), stage(call.outputs[0], copy_in=False)
             out_rows, in_rows = call.rows
-            row_in = src.size // max(src.shape[0] if src.ndim else 1, 1)
-            row_out = host.size // max(host.shape[0] if host.ndim else 1, 1)
+            row_in, row_out = per_row(src), per_row(host)
             fs, fd = src.reshape(-1), host.reshape(-1)
             oi = np.concatenate([[0], np.cumsum(in_rows)]) * row_in
             oo = np.concatenate([[0], np.cumsum(out_rows)]) * row_out
@@ -424,9 +424,7 @@ def _uniform(call: Call) -> bool:
         return len({b.nbytes for b in blocks}) == 1 and len({b.dtype for b in blocks}) == 1
     assert call.rows is not None
     out_rows, in_rows = call.rows
-    src, out = call.inputs[0], call.outputs[0]
-    row_in = src.nbytes // max(src.shape[0] if src.ndim else 1, 1)
-    row_out = out.nbytes // max(out.shape[0] if out.ndim else 1, 1)
+    row_in, row_out = row_bytes(call.inputs[0]), row_bytes(call.outputs[0])
     return len({k * row_in for k in in_rows} | {k * row_out for k in out_rows}) == 1
 
 

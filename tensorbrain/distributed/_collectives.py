@@ -58,8 +58,7 @@ def _arrs(ts, what: str, n: int | None = None) -> list:
 
 
 _OP_NAMES = {member: member.value for member in ReduceOp}
-#: what the fast step takes: a ReduceOp or the name of one
-_FAST_OPS: dict[object, str] = {m: m.value for m in ReduceOp} | {m.value: m.value for m in ReduceOp}
+_NAMES = {m.value: m.value for m in ReduceOp}  # the names the fast step takes as strings
 
 
 def _op(op) -> str:
@@ -107,7 +106,9 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         pg = _WORLD.default
         fast = pg.fast if pg is not None else None
         if fast is not None and type(tensor) is Tensor:
-            name = _FAST_OPS.get(op)
+            # a ReduceOp's value without hashing the member (Enum hashes in Python)
+            name = op._value_ if type(op) is ReduceOp else \
+                _NAMES.get(op) if type(op) is str else None
             if name is not None and fast(tensor._data, name):
                 return None
     pg = _pg(group, "all_reduce")

@@ -139,10 +139,15 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         if world.Get_size() > 1:
             _install_abort_hook(MPI)
         self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
-        requests = [base.Impl("requests", None, self._requests)]
-        self._impls = {kind: requests for kind in _POSTS}
-        self._impls["all_reduce"] = [base.Impl("inline", self._inline_takes,
-                                               self._allreduce_inline)] + requests
+        posts = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
+                 "reduce": self._reduce, "all_gather": self._allgather,
+                 "all_gather_into_tensor": self._allgather_into, "gather": self._gather,
+                 "scatter": self._scatter, "reduce_scatter": self._reduce_scatter,
+                 "reduce_scatter_tensor": self._reduce_scatter, "all_to_all": self._alltoall,
+                 "all_to_all_single": self._alltoall_single, "barrier": self._barrier}
+        self._impls = {kind: [base.Impl("requests", None, post)] for kind, post in posts.items()}
+        self._impls["all_reduce"].insert(0, base.Impl("inline", self._inline_takes,
+                                                      self._allreduce_inline))
 
     # ***** the pipeline: kind -> [inline, requests]; the fingerprint attached to the post *****
     def implementations(self):
@@ -160,9 +165,6 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         except BaseException:
             self._fp_next = None  # not consumed: it raised before posting
             raise
-
-    def _requests(self, call, seq):
-        return getattr(self, _POSTS[call.kind])(call, seq)
 
     def _members_through_store(self, store, world, size: int) -> list:
         """The MPI world ranks of this group's members, when the process-group layer did not
@@ -240,7 +242,7 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
             write_back()
         return buf, mpi_op, finish
 
-    # ***** collectives: one post each (_POSTS) *****
+    # ***** collectives: one post each (the "requests" implementations) *****
     def _allreduce(self, call, seq):
         arrays, op, async_op = call.inputs, call.op, call.async_op
         if len(arrays) == 1:
@@ -477,14 +479,6 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
                     continue
                 work._requests = ()
             work._complete(None, err)
-
-
-#: kind -> the method that posts it
-_POSTS = {"all_reduce": "_allreduce", "broadcast": "_broadcast", "reduce": "_reduce",
-          "all_gather": "_allgather", "all_gather_into_tensor": "_allgather_into",
-          "gather": "_gather", "scatter": "_scatter", "reduce_scatter": "_reduce_scatter",
-          "reduce_scatter_tensor": "_reduce_scatter", "all_to_all": "_alltoall",
-          "all_to_all_single": "_alltoall_single", "barrier": "_barrier"}
 
 
 # ***** helpers *****

@@ -113,8 +113,13 @@ class NCCLBackend(base.Backend):
                                        f"failed: {exc}") from None
         self.watchdog = Watchdog(self._nccl, self.comm, self._failure, rank, group_name,
                                  self.timeout)
-        group_call = [base.Impl("group call", None, self._group_call)]
-        self._impls = {kind: group_call for kind in _CALLS}
+        calls = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
+                 "reduce": self._reduce, "all_gather": self._allgather,
+                 "all_gather_into_tensor": self._allgather_into, "gather": self._gather,
+                 "scatter": self._scatter, "reduce_scatter": self._reduce_scatter,
+                 "reduce_scatter_tensor": self._reduce_scatter, "all_to_all": self._alltoall,
+                 "all_to_all_single": self._alltoall_single, "barrier": self._barrier}
+        self._impls = {kind: [base.Impl("group call", None, run)] for kind, run in calls.items()}
 
     # ***** the pipeline: the fingerprint exchanged first, then one group call *****
     def implementations(self):
@@ -128,9 +133,6 @@ class NCCLBackend(base.Backend):
         if words is not None:
             self._verify(self._exchange(words, seq))
         return impl.run(call, seq)
-
-    def _group_call(self, call, seq):
-        return getattr(self, _CALLS[call.kind])(call, seq)
 
     def _runtime(self, store):
         """``(binding, cupy)``: NCCL's binding and the CuPy module, or RuntimeError saying why
@@ -262,7 +264,7 @@ class NCCLBackend(base.Backend):
             array[...] = tmp
         return tmp, copy_back
 
-    # ***** collectives: one group call each (_CALLS) *****
+    # ***** collectives: one group call each (the "group call" implementations) *****
     def _allreduce(self, call, seq):
         arrays, op = call.inputs, call.op
         self._check("all_reduce", *arrays)
@@ -492,11 +494,3 @@ class NCCLBackend(base.Backend):
 def _copy(dst, src, stream=None) -> None:
     """This rank's own block of a gather/scatter/all_to_all (a call of its NCCL group)."""
     dst[...] = src.reshape(dst.shape)
-
-
-#: kind -> the method that launches it
-_CALLS = {"all_reduce": "_allreduce", "broadcast": "_broadcast", "reduce": "_reduce",
-          "all_gather": "_allgather", "all_gather_into_tensor": "_allgather_into",
-          "gather": "_gather", "scatter": "_scatter", "reduce_scatter": "_reduce_scatter",
-          "reduce_scatter_tensor": "_reduce_scatter", "all_to_all": "_alltoall",
-          "all_to_all_single": "_alltoall_single", "barrier": "_barrier"}

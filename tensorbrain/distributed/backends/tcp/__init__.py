@@ -84,6 +84,12 @@ class TCPBackend(Backend):
             self._shm = IntraHost.create(self.mesh, self.sockets)
         self._guard: _SigintGuard | None = None   # the fast path's Ctrl-C guard, once made
         self._impls = self._declare()
+        self._prepare = {"all_reduce": self._prepare_all_reduce,
+                         "broadcast": self._prepare_broadcast, "reduce": self._prepare_reduce,
+                         "all_gather": self._prepare_all_gather, "gather": self._prepare_gather,
+                         "scatter": self._prepare_scatter,
+                         "reduce_scatter": self._prepare_reduce_scatter,
+                         "all_to_all": self._prepare_all_to_all, "barrier": self._prepare_barrier}
 
     # ***** the pipeline: kind -> implementations, run on the op queue *****
     def implementations(self):
@@ -140,7 +146,7 @@ class TCPBackend(Backend):
         """Stage the call's arrays (contiguous host buffers) and run ``impl`` on the op queue,
         whose number the frames carry with the fingerprint tag (op and root)."""
         family = FP.FAMILY.get(call.kind, call.kind)
-        args, finish, result = getattr(self, "_prepare_" + family)(call)
+        args, finish, result = self._prepare[family](call)
         run = impl.run
         if call.kind == "all_reduce" and len(call.inputs) > 1:  # coalesced: each its own way
             impls, op = self._impls["all_reduce"], call.op

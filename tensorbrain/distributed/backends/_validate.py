@@ -52,8 +52,10 @@ def check(call: Call, backend: Backend) -> None:
         caps = backend.capabilities
         if op not in caps.ops and op in REDUCE_OPS:
             raise ValueError(caps.refused.format(OP=op.upper()))
+        dtypes = caps.dtypes
         for a in (ins if _REDUCING[kind] == "in" else outs):
-            check_reduce(op, a.dtype, caps.dtypes, backend.name)
+            if (op, a.dtype, dtypes) not in _CHECKED:  # the latency path: one set lookup
+                check_reduce(op, a.dtype, dtypes, backend.name)
     if kind == "all_reduce":
         for a in ins:  # before anything is posted: a failed copy-back would come too late
             if type(a) is np.ndarray and not a.flags.writeable:

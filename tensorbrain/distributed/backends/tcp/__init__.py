@@ -98,44 +98,56 @@ class TCPBackend(Backend):
         return self._impls
 
     def _declare(self) -> dict:
+        """The lists, fixed for the group's life: what the group's shape decides (one rank;
+        shared memory here, for every rank or not) is settled now, what the call decides
+        (sizes) is each implementation's ``enabled``."""
         shm, n, A = self._shm, self.size, self.sockets
         whole = shm is not None and shm.whole
-        alone = [Impl("alone", lambda c: n == 1, _nothing)]
-        ring = Impl("sockets ring", None, lambda f, op: A.allreduce(f, op, True))
+        if n == 1:  # a group of one: every collective's result is in place already
+            alone = [Impl("alone", None, _nothing)]
+            return {kind: alone for kind in ("all_reduce", "broadcast", "reduce", "all_gather",
+                                             "all_gather_into_tensor", "gather", "scatter",
+                                             "reduce_scatter", "reduce_scatter_tensor",
+                                             "all_to_all", "all_to_all_single", "barrier")} | {
+                kind: [Impl("direct", None, run)] for kind, run in (
+                    ("gather", A.gather), ("scatter", A.scatter))} | {
+                kind: [Impl("direct", None, lambda o, sc, op: A.reduce_scatter(o, sc, op, True))]
+                for kind in ("reduce_scatter", "reduce_scatter_tensor")} | {
+                kind: [Impl("pairwise", None, A.alltoall)]
+                for kind in ("all_to_all", "all_to_all_single")}
+
+        def here(*impls):  # shared-memory implementations: listed when every rank is here
+            return list(impls) if whole else []
         impls = {
-            "all_reduce": alone + [
-                Impl("shared memory", lambda c: shm is not None,
-                     lambda f, op: shm.allreduce(f, op)),
+            "all_reduce": ([Impl("shared memory", None, lambda f, op: shm.allreduce(f, op))]
+                           if shm is not None else []) + [  # (hierarchical across hosts)
                 Impl("sockets direct", lambda c: _nbytes(c.inputs) * (n - 1) <= SMALL_ALLREDUCE,
-                     lambda f, op: A.allreduce(f, op, False)), ring],
-            "broadcast": alone + [
-                Impl("shared memory", lambda c: whole, lambda f, root: shm.broadcast(f, root)),
+                     lambda f, op: A.allreduce(f, op, False)),
+                Impl("sockets ring", None, lambda f, op: A.allreduce(f, op, True))],
+            "broadcast": here(
+                Impl("shared memory", None, lambda f, root: shm.broadcast(f, root))) + [
                 Impl("tree", lambda c: c.inputs[0].nbytes <= SMALL_BCAST,
                      lambda f, root: A.broadcast(f, root, False)),
                 Impl("chain", None, lambda f, root: A.broadcast(f, root, True))],
-            "reduce": alone + [
+            "reduce": [
                 Impl("tree", lambda c: c.inputs[0].nbytes <= SMALL_BCAST,
                      lambda f, root, op: A.reduce(f, root, op, False)),
                 Impl("chain", None, lambda f, root, op: A.reduce(f, root, op, True))],
-            "all_gather": alone + [
-                Impl("shared memory", lambda c: whole, lambda b, s: shm.allgather(b, s)),
+            "all_gather": here(Impl("shared memory", None, lambda b, s: shm.allgather(b, s))) + [
                 Impl("sockets direct", lambda c: c.inputs[0].nbytes * n <= SMALL_ALLGATHER,
                      lambda b, s: A.allgather(b, s, False)),
                 Impl("sockets ring", None, lambda b, s: A.allgather(b, s, True))],
             "gather": [Impl("direct", None, A.gather)],
             "scatter": [Impl("direct", None, A.scatter)],
-            "reduce_scatter": [
-                Impl("shared memory", lambda c: whole, lambda o, sc, op: shm.reduce_scatter(
-                    o, sc, op)),
+            "reduce_scatter": here(Impl("shared memory", None,
+                                        lambda o, sc, op: shm.reduce_scatter(o, sc, op))) + [
                 Impl("sockets direct", lambda c: c.outputs[0].nbytes * n <= SMALL_ALLGATHER,
                      lambda o, sc, op: A.reduce_scatter(o, sc, op, False)),
                 Impl("sockets ring", None, lambda o, sc, op: A.reduce_scatter(o, sc, op, True))],
-            "all_to_all": [
-                Impl("shared memory", lambda c: whole and _uniform(c), lambda d, s: shm.alltoall(
-                    d, s)),
+            "all_to_all": here(Impl("shared memory", _uniform,
+                                    lambda d, s: shm.alltoall(d, s))) + [
                 Impl("pairwise", None, A.alltoall)],
-            "barrier": [
-                Impl("shared memory", lambda c: whole, lambda: shm.barrier()),
+            "barrier": here(Impl("shared memory", None, lambda: shm.barrier())) + [
                 Impl("dissemination", None, A.barrier)],
         }
         for kind, family in FP.FAMILY.items():  # all_gather_into_tensor is an all_gather ...

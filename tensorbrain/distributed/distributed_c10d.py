@@ -303,6 +303,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     bname = backends.canonical_name(requested)
     timeout_s = default.timeout if timeout is None else _seconds(timeout)
     from .store import PrefixStore
+    assert _WORLD.store is not None  # set with the default group
     store = PrefixStore(f"{_WORLD.prefix}/group{name}", _WORLD.store)
     group_rank = ranks.index(_WORLD.global_rank)
     be = backends.create_backend(bname, store, group_rank, len(ranks), timeout_s, name,

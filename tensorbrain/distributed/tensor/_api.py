@@ -35,7 +35,7 @@ class DTensorSpec:
         return (isinstance(other, DTensorSpec) and self.mesh == other.mesh
                 and self.placements == other.placements and self.shape == other.shape)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # (equal specs, not one object)
 
     def __repr__(self) -> str:
         return f"DTensorSpec(placements={self.placements}, shape={self.shape})"
@@ -60,8 +60,8 @@ def _placements(mesh, placements, ndim: int, what: str) -> tuple:
         if isinstance(p, Shard):
             if not -ndim <= p.dim < max(ndim, 1):
                 raise ValueError(f"{what}: {p} is out of range for a {ndim}-D tensor")
-            p = Shard(p.dim % ndim) if type(p) is Shard else \
-                _StridedShard(p.dim % ndim, p.split_factor)
+            p = _StridedShard(p.dim % ndim, p.split_factor) if isinstance(p, _StridedShard) \
+                else Shard(p.dim % ndim)
         out.append(p)
     if len(out) != mesh.ndim:
         raise ValueError(f"{what}: got {len(out)} placements {tuple(out)} for a {mesh.ndim}-D "
@@ -121,6 +121,8 @@ class DTensor(Tensor):
     def __init__(self, *args, **kwargs):
         raise TypeError("DTensor cannot be constructed directly; use distribute_tensor(tensor, "
                         "mesh, placements) or DTensor.from_local(local, mesh, placements)")
+
+    _spec: DTensorSpec   # mesh, placements, global shape and stride (set by _make)
 
     @classmethod
     def _make(cls, array, spec: DTensorSpec, requires_grad=False, like=None):
@@ -249,15 +251,11 @@ class DTensor(Tensor):
     def _one_shard(self, op: str):
         """The (mesh dim, Shard) splitting this DTensor, when exactly one mesh dim of more than
         one rank shards it evenly and the others replicate; else raise naming ``op``."""
-        mesh, found = self._spec.mesh, []
-        for i, p in enumerate(self._spec.placements):
-            if mesh.size(i) == 1 or isinstance(p, Replicate):
-                continue
-            if type(p) is not Shard or self._spec.shape[p.dim] % mesh.size(i):
-                found = None
-                break
-            found.append((i, p))
-        if not found or len(found) != 1:
+        mesh = self._spec.mesh
+        found = [(i, p) for i, p in enumerate(self._spec.placements)
+                 if mesh.size(i) > 1 and not isinstance(p, Replicate)]
+        if len(found) != 1 or type(found[0][1]) is not Shard or \
+                self._spec.shape[found[0][1].dim] % mesh.size(found[0][0]):
             _refuse(op, (self,))
         return found[0]
 
@@ -395,7 +393,7 @@ class DTensor(Tensor):
     @data.setter
     def data(self, value):
         """``t.data = other``: take ``other``'s local storage (layout unchanged)."""
-        Tensor.data.fset(self, value)
+        Tensor.data.fset(self, value)  # type: ignore[attr-defined]
 
     def _like(self, make_local, kw: dict, random: bool = False) -> DTensor:
         """``tb.*_like(self)``: a DTensor of this layout (Partial becomes Replicate, as torch)
@@ -580,7 +578,7 @@ class _Detached:
         self.requires_grad, self.grad_fn, self._version = False, None, version
 
 
-_PARAM_CLASS = []
+_PARAM_CLASS: list = []
 
 
 def _parameter_class():

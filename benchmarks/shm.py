@@ -9,7 +9,7 @@ or quieter machine; a size's figure is the best (lowest time) of its rounds. Imp
 * ``shm``: ``tb.distributed.all_reduce`` (tcp backend, same-host ranks -> shared memory), in place;
 * ``tcp``: the same with ``TB_SHM=0`` (Unix/TCP sockets);
 * ``shm-general``: the same with ``TB_FASTPATH=0``: the general process-group path (argument
-  checks, ``Work``, the op queue) instead of the one-call fast path (distributed/_fastpath.py);
+  checks, ``Work``, the op queue) instead of the one-call fast path (``TCPBackend.fast_all_reduce``);
 * ``shm-raw``: ``tensorbrain._C.ShmGroup.all_reduce`` called directly: the transport without the
   process-group layer (Tensor unwrap, Work, sequence numbers);
 * ``mpi``: mpi4py ``comm.Allreduce(a, b)`` under ``mpiexec`` (the mpich wheel), out of place (MPI's

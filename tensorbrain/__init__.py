@@ -42,9 +42,8 @@ from . import _logging  # noqa: E402
 _logging.configure()  # TB_LOG_LEVEL: the 'tensorbrain' logger and its stderr handler
 _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their freed arrays' pages
 
-# ***** ops as tb.* functions: made from the op table (tensorbrain/_ops/table.py) *****
-from ._ops import table as _op_table  # noqa: E402
-globals().update(_op_table.functions())
+# ***** ops as tb.* functions: generated from the op table (tensorbrain/_ops/table.py) *****
+from ._ops.functions import *  # noqa: E402,F403
 
 
 def is_tensor(obj) -> bool:

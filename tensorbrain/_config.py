@@ -196,7 +196,7 @@ declare("TB_SHM", _bool, True,
         "Use the shared-memory transport for ranks on the same host (tcp backend). 0 turns it off.")
 declare("TB_FASTPATH", _bool, True,
         "all_reduce of one contiguous tensor (SUM/AVG, default group, synchronous, every rank on "
-        "this host) in one native call (tensorbrain/distributed/_fastpath.py). 0: the general path.")
+        "this host) in one native call (the collective pipeline's first step, TCPBackend.fast_all_reduce). 0: the general path.")
 declare("TB_FSDP_PAGE_CACHE", int, 2,
         "FSDP on the CPU: how many released units' pages to keep and move (mremap) into the next "
         "unit of the same size that all-gathers, instead of returning them to the OS and faulting "

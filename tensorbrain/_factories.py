@@ -12,7 +12,7 @@ import numpy as np
 from . import _dtype, _random, _xp
 from ._device import as_device
 from ._ops import shape as S
-from ._tensor_base import Tensor, _array_from, device_of  # noqa: F401  (device_of: re-exported)
+from ._tensor_base import TensorBase as Tensor, _array_from, device_of  # noqa: F401  (device_of: re-exported)
 
 
 def _infer_dtype(data):

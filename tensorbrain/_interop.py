@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _xp
+from ._tensor_base import TensorBase as Tensor
 
 # DLPack device types (dlpack.h DLDeviceType)
 _KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
@@ -79,7 +80,6 @@ def from_dlpack(ext_tensor):
         >>> a.tolist()
         [9.0, 1.0, 2.0]
     """
-    from .tensor import Tensor
     if isinstance(ext_tensor, Tensor):
         return Tensor._wrap(ext_tensor._data)
     if type(ext_tensor).__name__ == "PyCapsule":
@@ -213,7 +213,6 @@ def array_ufunc(tensor, ufunc, method, *inputs, **kwargs):
     """
     global _OPS
     from .autograd import is_grad_enabled
-    from .tensor import Tensor
     if _OPS is None:
         _OPS = _ufunc_ops()
     op = _OPS.get(ufunc) if method == "__call__" and not kwargs else None
@@ -240,7 +239,6 @@ def array_ufunc(tensor, ufunc, method, *inputs, **kwargs):
 
 def _foreign(x, like):
     """A non-Tensor ufunc operand: arrays become Tensors, Python scalars stay scalars."""
-    from .tensor import Tensor
     if isinstance(x, (int, float, bool, complex)):
         return x
     xp = _xp.get_array_module(like._data)
@@ -248,7 +246,6 @@ def _foreign(x, like):
 
 
 def _wrap_result(result):
-    from .tensor import Tensor
     if isinstance(result, Tensor):
         return result
     if isinstance(result, np.generic):
@@ -267,7 +264,6 @@ def to_array(value, what="value"):
     Raises:
         TypeError: any other type, naming it and ``what``.
     """
-    from .tensor import Tensor
     if isinstance(value, Tensor):
         return value._data
     if isinstance(value, np.ndarray) or _xp.is_cupy_array(value):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dtype, _xp
+from ._tensor_base import TensorBase as Tensor
 
 
 class Generator:
@@ -171,7 +172,6 @@ def get_rng_state():
         >>> tb.equal(a, tb.rand(3))
         True
     """
-    from .tensor import Tensor
     return Tensor._wrap(_state_bytes(default_generator))
 
 
@@ -189,5 +189,4 @@ def set_rng_state(new_state) -> None:
 
 
 def _generator_get_state_tensor(self):
-    from .tensor import Tensor
     return Tensor._wrap(_state_bytes(self))

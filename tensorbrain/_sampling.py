@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dtype, _random, _xp
-from ._tensor_base import Tensor
+from ._tensor_base import TensorBase as Tensor
 
 
 def _host(t):

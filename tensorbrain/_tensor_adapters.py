@@ -1,32 +1,40 @@
-"""Tensor methods made from ops rather than written out: the in-place forms of the op table's
-ops (``add_``, ``scatter_add_``, ...), methods whose form differs from their op's (``view_as``,
-``where``, ``softmax``, ``new_full``, ...) and ``new_zeros``/``new_ones``/``new_empty``.
-Installed on Tensor by ``tensorbrain/tensor.py``.
+"""``Adapters``: the Tensor methods whose form differs from their op's (``view_as``, ``where``,
+``softmax``, ``new_full``, ``new_zeros``, ...), a base class of ``tensorbrain.tensor.Tensor``.
 """
 from __future__ import annotations
 
-from ._factories import full, tensor
+from ._factories import empty, full, ones, tensor, zeros
 from ._ops import elementwise as E
 from ._ops import shape as S
 from ._ops import softmax as _softmax
 
-def inplace_method(name, fn):
-    def m(self, *args, **kwargs):
-        # the tensor arguments go along so that ``zeros(n).scatter_add_(0, i, src)`` records
-        # the graph when only ``src`` requires grad
-        return self._inplace(name, lambda s: fn(s, *args, **kwargs), *args, *kwargs.values())
-    m.__name__ = m.__qualname__ = name
-    op = name[:-1]
-    m.__doc__ = (f"In-place ``{op}``: ``self`` becomes ``self.{op}(*args, **kwargs)``, as "
-                 f"``torch.Tensor.{name}``.\n\nArgs:\n    *args: ``{op}``'s further arguments.\n"
-                 f"    **kwargs: ``{op}``'s keyword arguments.\n\nReturns:\n    Tensor: self.\n\n"
-                 f"Raises:\n    RuntimeError: an in-place op autograd cannot allow (a leaf that "
-                 f"requires grad, or a value saved for backward).\n")
-    return m
+def _new_filled(fill):
+    """``new_zeros``/``new_ones``/``new_empty``: ``fill(size)`` with ``self``'s dtype and device
+    unless given, as ``torch.Tensor.new_<fill>``."""
+    def new(self, size, *more, dtype=None, device=None, requires_grad=False, **kw):
+        shape = S._shape_arg((size,) + more) if more or isinstance(size, int) else tuple(size)
+        return fill(shape, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad, **kw)
+    name = "new_" + fill.__name__
+    new.__name__, new.__qualname__ = name, f"Adapters.{name}"
+    new.__doc__ = (f"A tensor like ``tb.{fill.__name__}(size)`` with ``self``'s dtype and device "
+                   f"unless given, as ``torch.Tensor.{name}``.\n\nArgs:\n"
+                   f"    size: the shape, as ints or one tuple.\n    *more: further sizes.\n"
+                   f"    dtype: the dtype; default ``self.dtype``.\n"
+                   f"    device: the device; default ``self.device``.\n"
+                   f"    requires_grad: whether autograd records operations on the result.\n"
+                   f"    **kw: further keyword arguments of ``tb.{fill.__name__}``.\n\n"
+                   f"Returns:\n    Tensor: the new tensor.\n")
+    return new
 
 
 class Adapters:
-    """Methods whose form differs from the op's (argument order, a shape from another tensor)."""
+    """Methods whose form differs from the op's (argument order, a shape from another tensor).
+
+    Requires: ``shape``, ``dtype``, ``device`` (``TensorBase``).
+    """
+
+    __slots__ = ()
 
     def view_as(self, other):
         """``self.view(*other.shape)``, as ``torch.Tensor.view_as``.
@@ -123,19 +131,4 @@ class Adapters:
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                     requires_grad=requires_grad)
 
-
-def new_method(fill):
-    def new(self, size, *more, dtype=None, device=None, requires_grad=False, **kw):
-        shape = S._shape_arg((size,) + more) if more or isinstance(size, int) else tuple(size)
-        return fill(shape, dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad, **kw)
-    new.__name__ = new.__qualname__ = "new_" + fill.__name__
-    new.__doc__ = (f"A tensor like ``tb.{fill.__name__}(size)`` with ``self``'s dtype and device "
-                   f"unless given, as ``torch.Tensor.new_{fill.__name__}``.\n\nArgs:\n"
-                   f"    size: the shape, as ints or one tuple.\n    *more: further sizes.\n"
-                   f"    dtype: the dtype; default ``self.dtype``.\n"
-                   f"    device: the device; default ``self.device``.\n"
-                   f"    requires_grad: whether autograd records operations on the result.\n"
-                   f"    **kw: further keyword arguments of ``tb.{fill.__name__}``.\n\n"
-                   f"Returns:\n    Tensor: the new tensor.\n")
-    return new
+    new_zeros, new_ones, new_empty = _new_filled(zeros), _new_filled(ones), _new_filled(empty)

@@ -1,12 +1,19 @@
-"""The Tensor class itself: storage, properties, conversion and autograd bookkeeping.
+"""``TensorBase``: the Tensor's storage, properties, conversion and autograd bookkeeping.
 
 This is the lowest layer of the tensor: it imports no op. The op implementations
-(``tensorbrain/_ops``) and the autograd engine build and read Tensors through this module, and
-``tensorbrain.tensor`` adds the methods that call ops (arithmetic, shape, ``to``, ``backward``,
-the in-place ops) from the one op table, ``tensorbrain/_ops/table.py``. ``Tensor.__module__`` is
-``tensorbrain.tensor``, its public home (and the name pickles record). The module is longer than
-the ~600 lines of the others because it is one cohesive class (its data, views of it and the
-in-place write protocol); the op-calling methods already live in ``tensorbrain/tensor.py``.
+(``tensorbrain/_ops``) and the autograd engine build and read tensors through this module, and
+``tensorbrain/tensor.py`` defines the class users see, ``class Tensor(TensorBase, ...)``, whose
+methods call ops: its own (operators, ``to``, ``backward``, the in-place arithmetic), the op
+table's (``TableMethods``, generated from ``tensorbrain/_ops/table.py`` into
+``tensorbrain/_ops/generated.py``), ``Adapters``, ``LegacyMethods`` and ``HookMethods``. Every method is an
+ordinary definition in one of these classes: grep and an editor find it.
+
+The ops sit below ``tensorbrain.tensor`` and cannot import its class, so they make tensors
+through this one: ``TensorBase._wrap`` and ``_ops.core.make`` build instances of the class that
+declared itself with ``made=True`` (``tensorbrain.tensor.Tensor``), as torch's C++ makes
+``torch.Tensor`` instances from the class it registered at start-up. ``isinstance(x, TensorBase)``
+is true of every tensor. The module is longer than the ~600 lines of the others because it is one
+cohesive class (its data, views of it and the in-place write protocol).
 
 ``Tensor._data`` is the array itself: code inside TensorBrain that needs raw speed (optimizers,
 collectives) works on it directly and in place. ``Tensor.data`` is torch's: a Tensor sharing the
@@ -15,37 +22,43 @@ storage, without history.
 from __future__ import annotations
 
 import os as _os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from . import _dtype, _interop, _random, _xp
+from . import _dtype, _xp
 from ._device import CPU, META, as_device, device
 from .autograd import grad_mode
 
 
-class Tensor:
-    """A multi-dimensional array with autograd, on CPU (NumPy) or CUDA (CuPy), as ``torch.Tensor``.
+class TensorBase:
+    """The storage and autograd state of every tensor; see the module docstring.
 
-    ``Tensor(data)`` behaves as :func:`tensor`; the factory functions (:func:`zeros`,
-    :func:`randn`, ...) are the usual way to make one.
+    Users make tensors with ``tb.Tensor(data)`` (``tensorbrain.tensor.Tensor``) or the factory
+    functions; this class is never instantiated itself.
 
     Args:
         data: nested lists, scalars, NumPy/CuPy arrays or tensors (copied).
         dtype: the dtype; inferred from ``data`` when None (Python floats give the default dtype).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a :class:`device`; default CPU.
         requires_grad: whether autograd records operations on this tensor.
-
-    Example:
-        >>> import tensorbrain as tb
-        >>> t = tb.Tensor([[1.0, 2.0], [3.0, 4.0]])
-        >>> t.shape, t.sum().item()
-        (tb.Size([2, 2]), 10.0)
     """
     __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_version", "_hooks",
                  "_post_acc_hooks", "_base", "__weakref__", "__dict__")
 
-    __module__ = "tensorbrain.tensor"
+    #: The class tensors are made as: the subclass that declared ``made=True``
+    #: (``tensorbrain.tensor.Tensor``); see the module docstring.
+    _made: type
+
+    #: Torch's ``__torch_dispatch__`` shape: an op whose input's class sets this hands its result
+    #: to it, ``handler(result, inputs, name, along)`` (``_ops.core.make``). DTensor sets it;
+    #: None for every other tensor.
+    __tb_dispatch__: Any = None
+
+    def __init_subclass__(cls, made: bool = False, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if made:
+            TensorBase._made = cls
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
         self._init_from(_array_from(data, dtype, device))
@@ -64,10 +77,10 @@ class Tensor:
         self._post_acc_hooks = None
         self._base = None
 
-    @classmethod
-    def _wrap(cls, array, requires_grad=False):
+    @staticmethod
+    def _wrap(array, requires_grad=False):
         """A tensor around ``array`` without copying (internal fast path)."""
-        t = cls.__new__(cls)
+        t = _new(TensorBase._made)
         t._init_from(array, requires_grad)
         return t
 
@@ -87,7 +100,7 @@ class Tensor:
             >>> w.tolist(), w.data.requires_grad
             ([3.0, 3.0], False)
         """
-        return Tensor._wrap(self._data)
+        return TensorBase._wrap(self._data)
 
     @data.setter
     def data(self, value):
@@ -96,7 +109,7 @@ class Tensor:
         Raises:
             TypeError: ``value`` is neither a Tensor nor a NumPy/CuPy array.
         """
-        array = value._data if isinstance(value, Tensor) else value
+        array = value._data if isinstance(value, TensorBase) else value
         if not (isinstance(array, np.ndarray) or _xp.is_cupy_array(array)):
             raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
         self._data = array
@@ -305,29 +318,9 @@ class Tensor:
         """The data as (nested) Python lists of Python numbers; a scalar for 0-d tensors."""
         return _xp.to_numpy(self._data).tolist()
 
-    def __array__(self, dtype=None, copy=None):
-        arr = _xp.to_numpy(self._data)
-        return arr if dtype is None else arr.astype(dtype)
-
-    # NumPy interop (tensorbrain/_interop.py): ufuncs return Tensors, DLPack shares memory.
-    __array_priority__ = 1000
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """``np.exp(t)``, ``np.ones(3) + t``: a Tensor, through tb's op where one exists."""
-        return _interop.array_ufunc(self, ufunc, method, *inputs, **kwargs)
-
-    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule sharing this tensor's memory (``torch.from_dlpack(t)``)."""
-        return _interop.dlpack(self, stream=stream, max_version=max_version,
-                               dl_device=dl_device, copy=copy)
-
-    def __dlpack_device__(self):
-        """``(device_type, device_id)`` as DLPack: (1, 0) for CPU, (2, i) for cuda:i."""
-        return _interop.dlpack_device(self)
-
     def detach(self):
         """A new tensor sharing this tensor's data, cut from the autograd graph."""
-        t = Tensor._wrap(self._data)
+        t = TensorBase._wrap(self._data)
         t._version = self._version
         return t
 
@@ -360,65 +353,6 @@ class Tensor:
                                f"(got {self._data.dtype})")
         self.requires_grad = bool(requires_grad)
         return self
-
-    def register_hook(self, hook):
-        """Register ``hook(grad) -> Tensor | None``, run when this tensor's gradient is
-        computed; a returned tensor replaces the gradient.
-
-        Args:
-            hook: the callable.
-
-        Returns:
-            A handle whose ``remove()`` unregisters the hook.
-
-        Raises:
-            RuntimeError: the tensor does not require grad.
-        """
-        if not self.requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is None:
-            if self._hooks is None:
-                self._hooks = []
-            return _Handle(self._hooks, hook)
-        node = self.grad_fn
-        if node.pre_hooks is None:
-            node.pre_hooks = []
-
-        def array_hook(g, hook=hook):
-            new = hook(Tensor._wrap(g))
-            return g if new is None else new._data
-        return _Handle(node.pre_hooks, array_hook)
-
-    def register_post_accumulate_grad_hook(self, hook):
-        """Register ``hook(tensor)``, run right after a leaf's ``.grad`` has been written in backward.
-
-        Args:
-            hook: the callable; it receives this tensor.
-
-        Returns:
-            A handle whose ``remove()`` unregisters the hook.
-
-        Raises:
-            RuntimeError: the tensor is not a leaf.
-        """
-        if self.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-        if self._post_acc_hooks is None:
-            self._post_acc_hooks = []
-        return _Handle(self._post_acc_hooks, hook)
-
-    def retain_grad(self):
-        """Keep ``.grad`` for this non-leaf tensor in backward (a no-op on leaves)."""
-        if self.grad_fn is None:
-            return
-        me = self
-
-        def keep(g):
-            me.grad = Tensor._wrap(g.copy()) if me.grad is None else Tensor._wrap(me.grad._data + g)
-            return g
-        if self.grad_fn.pre_hooks is None:
-            self.grad_fn.pre_hooks = []
-        self.grad_fn.pre_hooks.append(keep)
 
     # ***** in-place ops *****
     def _check_inplace(self, what):
@@ -466,7 +400,7 @@ class Tensor:
         self._check_inplace(what)
         record = grad_mode.is_grad_enabled() and (self.requires_grad or any(map(_req, others)))
         if record:
-            old = Tensor._wrap(self._data.copy() if reads_input else self._data, self.requires_grad)
+            old = TensorBase._wrap(self._data.copy() if reads_input else self._data, self.requires_grad)
             old.grad_fn = self.grad_fn
             res = result_fn(old)
         else:
@@ -507,7 +441,7 @@ class Tensor:
             Tensor: self.
         """
         self._check_inplace("fill_")
-        self._data.fill(value.item() if isinstance(value, Tensor) else value)
+        self._data.fill(value.item() if isinstance(value, TensorBase) else value)
         self._version[0] += 1
         if grad_mode.is_grad_enabled() and self.grad_fn is not None:
             self.grad_fn = None
@@ -543,42 +477,10 @@ class Tensor:
             raise RuntimeError("all dimensions of input must be of equal length")
         mask = np.zeros(shape, dtype=bool)
         np.fill_diagonal(mask, True, wrap=bool(wrap))
-        mask_t = Tensor._wrap(_xp.get_array_module(self._data).asarray(mask))
-        value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+        mask_t = TensorBase._wrap(_xp.get_array_module(self._data).asarray(mask))
+        value = fill_value.item() if isinstance(fill_value, TensorBase) else fill_value
         return self._inplace("fill_diagonal_", lambda t: t.masked_fill(mask_t, value),
                              reads_input=False)
-
-    def uniform_(self, a=0.0, b=1.0, generator=None):
-        """Fill the tensor in place with samples of the uniform distribution on ``[a, b)``.
-
-        Args:
-            a: the lower bound.
-            b: the upper bound.
-            generator: a :class:`Generator`; None for the default one.
-
-        Returns:
-            Tensor: self.
-        """
-        with grad_mode.no_grad():
-            self._data[...] = _random.uniform(a, b, self._data.shape, self._data.dtype, self._data, generator)
-        self._version[0] += 1
-        return self
-
-    def normal_(self, mean=0.0, std=1.0, generator=None):
-        """Fill the tensor in place with samples of the normal distribution.
-
-        Args:
-            mean: the mean.
-            std: the standard deviation.
-            generator: a :class:`Generator`; None for the default one.
-
-        Returns:
-            Tensor: self.
-        """
-        with grad_mode.no_grad():
-            self._data[...] = _random.normal(mean, std, self._data.shape, self._data.dtype, self._data, generator)
-        self._version[0] += 1
-        return self
 
     # ***** Python protocol *****
     def __len__(self):
@@ -640,49 +542,15 @@ class Tensor:
             extras.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
-    def __pos__(self): return self
-
-    def __invert__(self):
-        return Tensor._wrap(~self._data)
-
-    def __and__(self, other): return Tensor._wrap(self._data & _raw(other))
-    def __or__(self, other): return Tensor._wrap(self._data | _raw(other))
-    def __xor__(self, other): return Tensor._wrap(self._data ^ _raw(other))
-    def __floordiv__(self, other): return Tensor._wrap(self._data // _raw(other))
-    def __mod__(self, other): return Tensor._wrap(self._data % _raw(other))
-
-    def __iadd__(self, other): return self.add_(other)
-    def __isub__(self, other): return self.sub_(other)
-    def __imul__(self, other): return self.mul_(other)
-    def __itruediv__(self, other): return self.div_(other)
-
-    if TYPE_CHECKING:   # operators made from ops by tensorbrain.tensor, declared for type checkers
-        def __getitem__(self, index: Any) -> Any: ...
-        def __setitem__(self, index: Any, value: Any) -> None: ...
-        def __neg__(self) -> Any: ...
-        def __abs__(self) -> Any: ...
-        def __add__(self, other: Any) -> Any: ...
-        def __radd__(self, other: Any) -> Any: ...
-        def __sub__(self, other: Any) -> Any: ...
-        def __rsub__(self, other: Any) -> Any: ...
-        def __mul__(self, other: Any) -> Any: ...
-        def __rmul__(self, other: Any) -> Any: ...
-        def __truediv__(self, other: Any) -> Any: ...
-        def __rtruediv__(self, other: Any) -> Any: ...
-        def __pow__(self, other: Any) -> Any: ...
-        def __rpow__(self, other: Any) -> Any: ...
-        def __matmul__(self, other: Any) -> Any: ...
-        def __rmatmul__(self, other: Any) -> Any: ...
-        def __lt__(self, other: Any) -> Any: ...
-        def __gt__(self, other: Any) -> Any: ...
-        def __le__(self, other: Any) -> Any: ...
-        def __ge__(self, other: Any) -> Any: ...
 
 
 
 
 _ARRAY_ONLY = frozenset({"flags", "strides", "itemsize", "nbytes", "astype", "ravel", "ctypes",
                          "copy", "fill", "base", "tobytes"})
+
+
+_new = object.__new__
 
 
 class Size(tuple):
@@ -701,24 +569,8 @@ class Size(tuple):
         return f"tb.Size([{', '.join(map(str, self))}])"
 
 
-class _Handle:
-    """Returned by hook registrations; ``remove()`` unregisters the hook."""
-
-    def __init__(self, hooks, hook):
-        self._hooks, self._hook = hooks, hook
-        hooks.append(hook)
-
-    def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
-
-
-def _raw(x):
-    return x._data if isinstance(x, Tensor) else x
-
-
 def _req(x):
-    return isinstance(x, Tensor) and x.requires_grad
+    return isinstance(x, TensorBase) and x.requires_grad
 
 
 
@@ -734,7 +586,7 @@ def _array_on(data, dtype, dev: device):
 def _array_from(data, dtype=None, device=None):
     """A new array holding a copy of ``data``, with ``tb.tensor``'s dtype and device rules."""
     dtype = _dtype.as_dtype(dtype)
-    if isinstance(data, Tensor):
+    if isinstance(data, TensorBase):
         data = data._data
     dev = as_device(device) if device is not None else (
         device_of(data) if _xp.is_cupy_array(data) else as_device(None))

@@ -1,6 +1,7 @@
 """Tensor methods from torch's older API that real programs still use: ``x.new(...)``,
 ``resize_`` / ``resize_as_`` (the A3C ``SharedAdam`` builds its state with
-``p.data.new().resize_as_(p.data).zero_()``) and the ``_grad`` alias of ``.grad``. Installed on Tensor by ``tensorbrain/tensor.py``.
+``p.data.new().resize_as_(p.data).zero_()``) and the ``_grad`` alias of ``.grad``: a base class of
+``tensorbrain.tensor.Tensor``.
 """
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import numbers
 
 from . import _xp
 from ._factories import empty, tensor
-from ._tensor_base import Tensor
 
 
 class LegacyMethods:
-    """The methods, copied onto :class:`Tensor`."""
+    """torch's older Tensor methods.
+
+    Requires: ``_data``, ``_version``, ``_base``, ``grad``, ``requires_grad``, ``dtype``,
+    ``device`` (``TensorBase``).
+    """
+
+    __slots__ = ()
 
     @property
     def _grad(self):
@@ -97,4 +103,4 @@ class LegacyMethods:
         return self.resize_(*other.shape)
 
 
-__all__ = ["LegacyMethods", "Tensor"]
+__all__ = ["LegacyMethods"]

@@ -1,32 +1,40 @@
-"""``tensorbrain.tensor``: the Tensor with its op methods, and the factory functions.
+"""``tensorbrain.tensor``: the ``Tensor`` class, and the factory functions.
 
-The class is defined in ``tensorbrain/_tensor_base.py`` (storage, properties, autograd
-bookkeeping), a module that imports no op, so the ops can build Tensors without a cycle. This
-module adds the methods that call ops: those made from the op table
-(``tensorbrain/_ops/table.py``, which also makes the ``tb.*`` functions) and the ones written out
-below (operators, ``to``, ``backward``, the in-place ops), with the in-place forms of the table's
-ops and the methods adapted from ops in ``tensorbrain/_tensor_adapters.py`` and torch's older
-ones in ``tensorbrain/_tensor_legacy.py``. The factories (:func:`zeros`,
-:func:`randn`, ...) live in ``tensorbrain/_factories.py`` and are re-exported here.
+``Tensor`` is made of ordinary definitions, found by grep and an editor:
 
-``Tensor._data`` is the array itself; ``Tensor.data`` is torch's history-free view of it.
+* ``TensorBase`` (``tensorbrain/_tensor_base.py``): storage, properties, conversion, autograd
+  bookkeeping; it imports no op, so the ops can build tensors without an import cycle;
+* the class body below: the methods that call ops by hand (operators, ``to``, ``backward``, the
+  in-place arithmetic, ``uniform_``/``normal_``, NumPy and DLPack interop);
+* ``TableMethods`` (``tensorbrain/_ops/generated.py``, generated from the op table
+  ``tensorbrain/_ops/table.py`` by ``python tensorbrain/_ops/generate.py``): the table's methods
+  and in-place forms;
+* ``Adapters`` (``tensorbrain/_tensor_adapters.py``): methods whose form differs from their
+  op's (``view_as``, ``where``, ``new_zeros``, ...); ``LegacyMethods``
+  (``tensorbrain/_tensor_legacy.py``): torch's older ones (``new``, ``resize_``);
+  ``HookMethods`` (``tensorbrain/_tensor_hooks.py``): the autograd hooks.
+
+The factories (:func:`zeros`, :func:`randn`, ...) live in ``tensorbrain/_factories.py`` and are
+re-exported here. ``Tensor._data`` is the array itself; ``Tensor.data`` is torch's history-free
+view of it.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import _dtype, _sampling, _xp
+from . import _dtype, _interop, _random, _sampling, _xp
 from ._device import CPU, as_device, device
 from ._factories import (arange, as_tensor, device_of, empty, empty_like, eye,  # noqa: F401
                          from_numpy, full, full_like, linspace, ones, ones_like, rand, rand_like,
                          randint, randn, randn_like, randperm, tensor, zeros, zeros_like)
 from ._ops import elementwise as E
 from ._ops import shape as S
-from ._ops import table as _table
 from ._ops.core import make, unbroadcast
-from ._tensor_adapters import Adapters, inplace_method, new_method
+from ._ops.generated import TableMethods
+from ._tensor_adapters import Adapters
+from ._tensor_base import Size, TensorBase, _req  # noqa: F401  (Size: its public home is here)
+from ._tensor_hooks import HookMethods
 from ._tensor_legacy import LegacyMethods
-from ._tensor_base import Size, Tensor, _req  # noqa: F401  (Size: its public home is here)
 from .autograd import engine, grad_mode
 from .autograd import backward as _backward
 
@@ -37,8 +45,27 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "zeros", "ones
            "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like"]
 
 
-class _OpMethods:
-    """The Tensor methods that call ops, copied onto :class:`Tensor` by :func:`_install`."""
+class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, made=True):
+    """A multi-dimensional array with autograd, on CPU (NumPy) or CUDA (CuPy), as ``torch.Tensor``.
+
+    ``Tensor(data)`` behaves as :func:`tensor`; the factory functions (:func:`zeros`,
+    :func:`randn`, ...) are the usual way to make one. Where each method is defined: see the
+    module docstring.
+
+    Args:
+        data: nested lists, scalars, NumPy/CuPy arrays or tensors (copied).
+        dtype: the dtype; inferred from ``data`` when None (Python floats give the default dtype).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a :class:`device`; default CPU.
+        requires_grad: whether autograd records operations on this tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> t = tb.Tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> t.shape, t.sum().item()
+        (tb.Size([2, 2]), 10.0)
+    """
+
+    __slots__ = ()
 
     @property
     def T(self):
@@ -70,7 +97,7 @@ class _OpMethods:
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for arg in args:
-            if isinstance(arg, Tensor):
+            if isinstance(arg, TensorBase):
                 dev, dtype = arg.device, arg.dtype
             elif isinstance(arg, (str, device, int)) and not _looks_like_dtype(arg):
                 dev = arg
@@ -210,6 +237,38 @@ class _OpMethods:
         draws = _sampling.bernoulli(probs.expand(self.shape) if probs is not None else self,
                                     None if probs is not None else p, generator=generator)
         return self.copy_(draws)
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        """Fill the tensor in place with samples of the uniform distribution on ``[a, b)``.
+
+        Args:
+            a: the lower bound.
+            b: the upper bound.
+            generator: a :class:`Generator`; None for the default one.
+
+        Returns:
+            Tensor: self.
+        """
+        with grad_mode.no_grad():
+            self._data[...] = _random.uniform(a, b, self._data.shape, self._data.dtype, self._data, generator)
+        self._version[0] += 1
+        return self
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        """Fill the tensor in place with samples of the normal distribution.
+
+        Args:
+            mean: the mean.
+            std: the standard deviation.
+            generator: a :class:`Generator`; None for the default one.
+
+        Returns:
+            Tensor: self.
+        """
+        with grad_mode.no_grad():
+            self._data[...] = _random.normal(mean, std, self._data.shape, self._data.dtype, self._data, generator)
+        self._version[0] += 1
+        return self
 
     # ***** autograd *****
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -425,8 +484,14 @@ class _OpMethods:
     __sub__ = E.sub
     __mul__ = E.mul
     __truediv__ = E.div
+    __floordiv__ = E.floor_divide
+    __mod__ = E.remainder
     __pow__ = E.pow
     __matmul__ = S.matmul
+    __and__ = E.bitwise_and
+    __or__ = E.bitwise_or
+    __xor__ = E.bitwise_xor
+    __invert__ = E.bitwise_not
     __neg__ = E.neg
     __lt__ = E.lt_
     __gt__ = E.gt_
@@ -434,25 +499,47 @@ class _OpMethods:
     __ge__ = E.ge_
     __eq__ = E.eq_
     __ne__ = E.ne_
+    __hash__ = TensorBase.__hash__   # kept: defining __eq__ would set it to None
 
     def __radd__(self, other): return E.add(other, self)
     def __rsub__(self, other): return E.sub(other, self)
     def __rmul__(self, other): return E.mul(other, self)
     def __rtruediv__(self, other): return E.div(other, self)
+    def __rfloordiv__(self, other): return E.floor_divide(other, self)
+    def __rmod__(self, other): return E.remainder(other, self)
     def __rpow__(self, other): return E.pow(other, self)
     def __rmatmul__(self, other): return S.matmul(_as_tensor(other, self), self)
+    def __rand__(self, other): return E.bitwise_and(other, self)
+    def __ror__(self, other): return E.bitwise_or(other, self)
+    def __rxor__(self, other): return E.bitwise_xor(other, self)
     def __abs__(self): return E.abs(self)
+    def __pos__(self): return self
 
-def _install(namespace):
-    """Copy ``namespace``'s attributes onto Tensor, named as Tensor's own methods."""
-    for name, value in vars(namespace).items():
-        if name in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__") or \
-                name == "__hash__" and value is None:   # set because the namespace has __eq__
-            continue
-        fn = value.fget if isinstance(value, property) else value
-        if getattr(fn, "__qualname__", "").startswith(namespace.__name__ + "."):
-            fn.__qualname__ = "Tensor." + name
-        setattr(Tensor, name, value)
+    def __iadd__(self, other): return self.add_(other)  # type: ignore[misc]  # __add__ is tb.add(a, b, alpha)
+    def __isub__(self, other): return self.sub_(other)  # type: ignore[misc]
+    def __imul__(self, other): return self.mul_(other)
+    def __itruediv__(self, other): return self.div_(other)  # type: ignore[misc]
+
+    # ***** NumPy and DLPack (tensorbrain/_interop.py) *****
+    def __array__(self, dtype=None, copy=None):
+        arr = _xp.to_numpy(self._data)
+        return arr if dtype is None else arr.astype(dtype)
+
+    # NumPy interop (tensorbrain/_interop.py): ufuncs return Tensors, DLPack shares memory.
+    __array_priority__ = 1000
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """``np.exp(t)``, ``np.ones(3) + t``: a Tensor, through tb's op where one exists."""
+        return _interop.array_ufunc(self, ufunc, method, *inputs, **kwargs)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this tensor's memory (``torch.from_dlpack(t)``)."""
+        return _interop.dlpack(self, stream=stream, max_version=max_version,
+                               dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        """``(device_type, device_id)`` as DLPack: (1, 0) for CPU, (2, i) for cuda:i."""
+        return _interop.dlpack_device(self)
 
 
 def _looks_like_dtype(x):
@@ -497,15 +584,3 @@ def _on_gpu(arr, dev_id: int):
     cp = _xp.cupy()
     with cp.cuda.Device(dev_id):
         return arr.copy() if _xp.is_cupy_array(arr) else cp.asarray(arr)
-
-
-_install(_OpMethods)
-for _name, _fn in _table.methods().items():
-    setattr(Tensor, _name, _fn)
-for _name, _fn in _table.inplace_methods().items():
-    setattr(Tensor, _name, inplace_method(_name, _fn))
-_install(Adapters)
-_install(LegacyMethods)
-Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = (new_method(zeros), new_method(ones),
-                                                          new_method(empty))
-del _name, _fn

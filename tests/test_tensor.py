@@ -281,12 +281,58 @@ def test_docstring_examples_run(module):
 
 
 def test_tensor_method_docstring_examples_run():
-    # Tensor's methods are defined in two modules (_tensor_base and tensor); testmod of either
-    # skips those defined in the other, so run every example on the class itself.
+    # Tensor's methods are defined in the class and its bases (TensorBase, the op table's
+    # TableMethods, Adapters, LegacyMethods); the finder reads one class's own definitions, so
+    # run the examples of each of them.
     import doctest
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
-    tests = [t for t in finder.find(tb.Tensor, "Tensor", module=False, globs={}) if t.examples]
+    tests = [t for cls in tb.Tensor.__mro__ if cls.__module__.startswith("tensorbrain")
+             for t in finder.find(cls, cls.__name__, module=False, globs={}) if t.examples]
     assert len(tests) >= 4   # data, item, copy_, the class: the examples are found
     for t in tests:
         runner.run(t)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_generated_table_methods_are_current():
+    """tensorbrain/_ops/generated.py and functions.py are what the op table gives: after adding
+    an op to tensorbrain/_ops/table.py, run ``python tensorbrain/_ops/generate.py``."""
+    from tensorbrain._ops import generate
+    for kind, text in generate.render().items():
+        assert generate.OUTPUTS[kind].read_text(encoding="utf-8") == text, \
+            f"{generate.OUTPUTS[kind]} is stale: run python tensorbrain/_ops/generate.py"
+
+
+def test_every_tensor_method_is_an_ordinary_definition():
+    """Every Tensor method is defined in the class or one of its bases (grep finds it): nothing
+    is set on the class after its body ran."""
+    import inspect
+    own = {name for cls in tb.Tensor.__mro__ for name in vars(cls)}
+    assert set(dir(tb.Tensor)) <= own | set(dir(object))
+    for cls in tb.Tensor.__mro__[:-1]:
+        for name, value in vars(cls).items():
+            fn = getattr(value, "fget", None) or getattr(value, "__func__", value)
+            if inspect.isfunction(fn) and fn.__module__.startswith("tensorbrain._ops"):
+                continue   # an op of the table (or an operator), the function itself
+            if inspect.isfunction(fn) and not name.startswith("__"):
+                # defined in that class's body (an alias, ``nelement = numel``, included)
+                assert fn.__qualname__.startswith(f"{cls.__name__}."), (cls, name, fn.__qualname__)
+
+
+def test_operators_go_through_the_op_table():
+    """//, %, &, |, ^, ~ are tb.floor_divide, remainder and the bitwise ops (NumPy's values);
+    % has torch's gradient, the others none."""
+    a, b = tb.tensor([7, -7, 5]), tb.tensor([2, 3, -4])
+    na, nb = a.numpy(), b.numpy()
+    assert (a // b).tolist() == (na // nb).tolist() == tb.floor_divide(a, b).tolist()
+    assert (a % b).tolist() == (na % nb).tolist() == tb.remainder(a, b).tolist()
+    assert (a & b).tolist() == (na & nb).tolist() and (a | 1).tolist() == (na | 1).tolist()
+    assert (a ^ b).tolist() == (na ^ nb).tolist() and (~a).tolist() == (~na).tolist()
+    assert (7 // b).tolist() == (7 // nb).tolist() and (7 % b).tolist() == (7 % nb).tolist()
+    x = tb.tensor([5.5, -3.2], requires_grad=True)
+    y = tb.tensor([2.0, 1.5], requires_grad=True)
+    (x % y).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+    assert y.grad.tolist() == [-2.0, 3.0]   # -floor(x / y)
+    assert not (x // 2).requires_grad
+

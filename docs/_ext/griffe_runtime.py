@@ -2,10 +2,11 @@
 
 griffe reads the source without importing it, which misses most of TensorBrain's surface:
 
-* ``tb.add``, ``tb.sum``, ... and ``Tensor.add``, ``Tensor.sum``, the in-place ``Tensor.abs_``,
-  ``Tensor.new_zeros``, ``tb.zeros_like`` are made at import (the op table,
-  ``tensorbrain/_ops/table.py``; factories), and the op table's docstrings are set at import
-  (``_ops/docs_math.py``, ``docs_shape.py``);
+* ``tb.add``, ``tb.sum``, ... and ``Tensor.add``, ``Tensor.sum`` are the op table's functions
+  bound to other names (``add = E.add`` in the generated ``tensorbrain/_ops/generated.py`` and
+  ``functions.py``), ``Tensor``'s methods are spread over its base classes (``TensorBase``,
+  ``TableMethods``, ``Adapters``, ``LegacyMethods``), ``tb.zeros_like`` is made by a factory,
+  and the op table's docstrings are set at import (``_ops/docs_math.py``, ``docs_shape.py``);
 * re-exports griffe cannot follow: a name given by a module ``__getattr__``
   (``tb.nn.DataParallel``, ``DistributedSampler``), a function named like its submodule
   (``tb.nn.parallel.replicate``), a ``*`` list in ``__all__`` (``tb.nn``'s modules);
@@ -15,7 +16,7 @@ This extension imports each module of the API reference (the ``api/`` pages of m
 makes griffe's module agree with it: every public function or class the module exports
 (``__all__``, or for ``tensorbrain`` its public names) is shown, from the source when griffe
 can follow it there, else as a function built from the live object's signature and docstring.
-The Tensor class gets the methods the op table installs. A static function whose docstring is
+The Tensor class gets the methods of its bases. A static function whose docstring is
 set at import gets that docstring. A function named like a submodule of its package
 (``tb.tensor``, ``tb.nn.parallel.replicate``) cannot be shown beside it: the submodule keeps
 the name. The source files are not changed.
@@ -109,9 +110,14 @@ class RuntimeMembers(griffe.Extension):
             return None
 
     def _fill_docstring(self, target, obj):
-        """A static function whose docstring is set at import (the op table's) gets it."""
+        """A static function whose docstring is set at import (the op table's), or completed at
+        import (the collectives' shared Args, ``distributed/_collectives.py``), gets it."""
         doc = inspect.getdoc(obj)
-        if target.docstring is None and doc and target.kind.value == "function":
+        if not doc or target.kind.value != "function":
+            return
+        static = target.docstring.value.rstrip() if target.docstring is not None else None
+        if static is None or any(d != static and d.startswith(static)
+                                 for d in (doc, strip_roles(doc))):
             target.docstring = self._docstring(doc, target)
 
     def _docstring(self, text, parent):
@@ -143,9 +149,10 @@ class RuntimeMembers(griffe.Extension):
 
     # ***** the Tensor class *****
     def _tensor_methods(self, pkg):
-        """The methods the op table and tensor.py install on Tensor after its class body."""
+        """The methods Tensor inherits from its bases (TensorBase, the op table's TableMethods,
+        Adapters, LegacyMethods), shown on its page as its own."""
         from tensorbrain import Tensor
-        gcls = pkg.get_member("_tensor_base.Tensor")
+        gcls = pkg.get_member("tensor.Tensor")
         for name in dir(Tensor):
             if name[0] == "_" or name in gcls.members:
                 continue

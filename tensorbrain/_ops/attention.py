@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _random
 from .._xp import get_array_module
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .core import make, unbroadcast
 from .elementwise import _fused_module
 from .rnn import check_outputs, remember_output, side_output

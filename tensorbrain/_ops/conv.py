@@ -16,6 +16,7 @@ import numpy as np
 from .. import _native
 from .._xp import get_array_module
 from . import convnd as _convnd
+from .._tensor_base import TensorBase as Tensor
 from .core import make
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
@@ -196,7 +197,6 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     rows = xp.arange(oh).reshape(oh, 1) * sh + ki * dh - ph
     colsi = xp.arange(ow) * sw + kj * dw - pw
     idx = rows * w + colsi
-    from ..tensor import Tensor
     return res, Tensor._wrap(idx[0] if unbatched else idx)
 
 
@@ -225,7 +225,6 @@ def _max_pool2d_native(C, input, x, unbatched, return_indices, geometry):
     res = make(out[0] if unbatched else out, (input,), backward, "MaxPool2DWithIndicesBackward")
     if not return_indices:
         return res
-    from ..tensor import Tensor
     idx = arg.astype(np.int64)
     return res, Tensor._wrap(idx[0] if unbatched else idx)
 

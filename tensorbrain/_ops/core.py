@@ -9,7 +9,7 @@ from .._dtype import bfloat16 as _BF16
 from .._xp import get_array_module
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.graph import Node
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 
 
 def make(out, inputs, backward, name, saved=(), along=None):
@@ -19,7 +19,8 @@ def make(out, inputs, backward, name, saved=(), along=None):
     (softmax), those dims; a DTensor input keeps its layout when none of them is sharded."""
     if isinstance(out, np.generic):  # NumPy reductions return scalars; ._data is always an array
         out = np.asarray(out)
-    t = _new(Tensor)
+    made = Tensor._made   # tensorbrain.tensor.Tensor (see TensorBase)
+    t = _new(made)
     t._data = out
     t.grad = None
     t._version = [0]
@@ -34,21 +35,18 @@ def make(out, inputs, backward, name, saved=(), along=None):
                 t.requires_grad = True
                 t.grad_fn = Node(name, inputs, backward, saved)
                 break
-    hook = DTENSOR_HOOK[0]
-    if hook is not None:
-        for x in inputs:
-            if x is not None and isinstance(x, hook[0]):
-                return hook[1](t, inputs, name, along)
+    # torch's __torch_dispatch__ shape: an input whose class has a handler gets the result
+    # (DTensor: ``distributed/tensor/_rules.on_op`` keeps the layout of pointwise ops and refuses
+    # ops that would compute on the local shard of a sharded DTensor); None on other tensors.
+    for x in inputs:
+        if x is not None and type(x) is not made:   # a plain tensor has none: skip the lookup
+            handler = type(x).__tb_dispatch__
+            if handler is not None:
+                return handler(t, inputs, name, along)
     return t
 
 
 _new = object.__new__
-
-# (DTensor class, handler) once ``tensorbrain.distributed.tensor`` is imported: an op with a
-# DTensor input hands its result to the handler (see ``distributed/tensor/_rules._on_op``), which keeps the layout of
-# pointwise ops and refuses ops that would compute on the local shard of a sharded DTensor. This
-# layer never imports ``distributed``; it only holds the slot.
-DTENSOR_HOOK: list = [None]
 
 
 def make_view(out, base, backward, name):

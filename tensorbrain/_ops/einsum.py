@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import string
 
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .._xp import get_array_module
 from . import shape as S
 from .core import make

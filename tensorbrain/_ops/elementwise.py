@@ -10,7 +10,7 @@ from .._dtype import get_default_dtype, promote_types
 from .. import _native
 from .._xp import get_array_module
 from ..autograd.grad_mode import _state as _grad_state
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .core import as_operand, make, shape_error, unbroadcast
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
@@ -490,6 +490,31 @@ isnan = _no_grad_unary("isnan", lambda xp, x: xp.isnan(x))
 isinf = _no_grad_unary("isinf", lambda xp, x: xp.isinf(x))
 isfinite = _no_grad_unary("isfinite", lambda xp, x: xp.isfinite(x))
 logical_not = _no_grad_unary("logical_not", lambda xp, x: xp.logical_not(x))
+
+
+# ***** floor division, remainder and the bitwise ops (the operators //, %, &, |, ^, ~) *****
+def _raw_binary(name, fn):
+    """An op computed by NumPy's/CuPy's own operator on the arrays, with no gradient (what
+    ``//``, ``&``, ``|``, ``^`` always did); a number on the left is the reflected form."""
+    def op(a, b):
+        if _is_tensor(a):
+            return Tensor._wrap(fn(a._data, b._data if _is_tensor(b) else b))
+        return Tensor._wrap(fn(a, b._data))
+    op.__name__ = op.__qualname__ = name   # its docstring: docs_math.py
+    return op
+
+
+floor_divide = _raw_binary("floor_divide", lambda x, y: x // y)
+bitwise_and = _raw_binary("bitwise_and", lambda x, y: x & y)
+bitwise_or = _raw_binary("bitwise_or", lambda x, y: x | y)
+bitwise_xor = _raw_binary("bitwise_xor", lambda x, y: x ^ y)
+bitwise_not = _no_grad_unary("bitwise_not", lambda xp, x: ~x)
+
+
+def remainder(a, b):
+    xp_floor = lambda x, y: get_array_module(x if _arr(x) else y).floor(x / y)  # noqa: E731
+    return _binary("RemainderBackward", a, b, lambda x, y: x % y,
+                   lambda g, x, y, o: g, lambda g, x, y, o: -g * xp_floor(x, y), True, True)
 
 
 def round(a, decimals=0):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 
 from .._xp import get_array_module
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from . import elementwise as E
 from . import reduce as R
 

@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+from .._factories import tensor
+from .._tensor_base import TensorBase as Tensor
 from . import elementwise as _E
 from . import reduce as _R
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
@@ -23,7 +25,6 @@ def _reduce(loss, reduction):
 
 def _target(name, target, like):
     """A target tensor on ``like``'s device and dtype (a Python number is allowed too)."""
-    from ..tensor import Tensor, tensor
     if not isinstance(target, Tensor):
         target = tensor(target, dtype=like.dtype, device=like.device)
     _same_device(name, like, target)

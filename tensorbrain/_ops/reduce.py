@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtype
 from .._dtype import bfloat16 as _BF16
 from .._xp import get_array_module
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .core import make
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 

@@ -8,7 +8,7 @@ its extent of ``src`` is read.
 from __future__ import annotations
 
 from .._xp import get_array_module
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .core import make
 from .shape import _index_add
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._xp import get_array_module
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from ..return_types import MinMax
 from . import shape as S
 from .core import make, unbroadcast

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _dtype
 from .._xp import get_array_module
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .core import make, make_view, unbroadcast
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
@@ -309,7 +309,6 @@ def to_dtype(a, dtype):
     out = x.astype(dtype)
     src = x.dtype
     if not _dtype.is_float_or_complex(dtype) or not _dtype.is_float_or_complex(src):
-        from ..tensor import Tensor
         return Tensor._wrap(out)
     return make(out, (a,), lambda g: (g.astype(src),), "ToCopyBackward")
 

@@ -2,10 +2,11 @@
 
 Each entry is ``name: (op, where)``; ``where`` holds ``f`` when the op is a ``tb.*`` function,
 ``m`` when it is a Tensor method (the op called with the tensor as its first argument) and ``i``
-when ``Tensor.<name>_`` is its in-place form. ``tensorbrain/__init__.py`` takes
-:func:`functions`, ``tensorbrain/tensor.py`` takes :func:`methods` and :func:`inplace_methods`.
-Methods whose form differs from the op's (``Tensor.where(cond, other)``, ``view_as``) are written
-out in ``tensorbrain/tensor.py``.
+when ``Tensor.<name>_`` is its in-place form. ``python tensorbrain/_ops/generate.py`` writes the
+definitions from it, committed: ``generated.py`` (``TableMethods``, a base class of ``Tensor``)
+and ``functions.py`` (the ``tb.*`` functions); a test fails while they are stale. Methods whose
+form differs from the op's (``Tensor.where(cond, other)``, ``view_as``) are written out in
+``tensorbrain/_tensor_adapters.py``.
 """
 from __future__ import annotations
 
@@ -39,6 +40,9 @@ OPS = {
     "addcmul": (E.addcmul, "fmi"), "addcdiv": (E.addcdiv, "fmi"), "lerp": (E.lerp, "fmi"),
     "lt": (E.lt_, "fm"), "gt": (E.gt_, "fm"), "le": (E.le_, "fm"), "ge": (E.ge_, "fm"),
     "eq": (E.eq_, "fm"), "ne": (E.ne_, "fm"),
+    "floor_divide": (E.floor_divide, "fm"), "remainder": (E.remainder, "fm"),
+    "bitwise_and": (E.bitwise_and, "fm"), "bitwise_or": (E.bitwise_or, "fm"),
+    "bitwise_xor": (E.bitwise_xor, "fm"), "bitwise_not": (E.bitwise_not, "fm"),
     # ***** reductions *****
     "sum": (R.sum, "fm"), "mean": (R.mean, "fm"), "max": (R.max, "fm"), "min": (R.min, "fm"),
     "amax": (R.amax, "fm"), "argmax": (R.argmax, "fm"), "argmin": (R.argmin, "fm"),
@@ -93,22 +97,3 @@ def _document():
 
 
 _document()
-
-
-def functions():
-    """The ``tb.*`` functions: ``{name: op}``."""
-    return {name: op for name, (op, where) in OPS.items() if "f" in where}
-
-
-def methods():
-    """The Tensor methods that are ops called on the tensor: ``{name: op}``.
-
-    The op itself becomes the method (a plain function binds as one), so ``t.add(u)`` costs what
-    ``tb.add(t, u)`` costs.
-    """
-    return {name: op for name, (op, where) in OPS.items() if "m" in where}
-
-
-def inplace_methods():
-    """The in-place forms made from ops: ``{name + "_": op}`` (see ``Tensor._inplace``)."""
-    return {name + "_": op for name, (op, where) in OPS.items() if "i" in where}

@@ -12,7 +12,7 @@ import threading
 
 from . import grad_mode
 from .graph import Node
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 
 _local = threading.local()
 # tensorbrain.profiler's slot: while a profile records, ``hook(node, grad)`` runs each node's

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from .._ops.core import make
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from . import grad_mode
 
 

@@ -15,8 +15,9 @@ import warnings
 
 import numpy as np
 
-from .._tensor_base import Tensor
+from .._tensor_base import TensorBase as Tensor
 from .._xp import get_array_module, to_numpy
+from ._backward import grad as autograd_grad
 from .grad_mode import enable_grad, no_grad
 
 __all__ = ["GradcheckError", "gradcheck"]
@@ -59,7 +60,6 @@ def _numerical(func, inputs, i, outs, eps):
 def _analytical(out, diff_inputs):
     """An (input.numel(), out.numel()) Jacobian per differentiable input, one backward per
     output element."""
-    from . import grad as autograd_grad
     xp = get_array_module(out._data)
     jac = [np.zeros((t._data.size, out._data.size)) for t in diff_inputs]
     for j in range(out._data.size):
@@ -151,7 +151,6 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     if check_grad_dtypes:
         for o in outs:
             if o.requires_grad:
-                from . import grad as autograd_grad
                 ones = get_array_module(o._data).ones(o._data.shape, dtype=o._data.dtype)
                 for t, g in zip(diff_inputs, autograd_grad([o], diff_inputs, [Tensor._wrap(ones)],
                                                            retain_graph=True, allow_unused=True)):

@@ -6,10 +6,11 @@ with the check and, interleaved round by round in the same ranks, without it:
 * tcp (sockets or shared memory): the check is in band (op and root in each frame's tag,
   compared by the receiver with kind, dtype, size and sequence number); "without" replaces
   ``_fingerprint.wire_tag`` by a constant 0 for the rounds it times;
-* mpi (and any backend wrapped by ``_fingerprint.FingerprintLayer``): "with" is the layer's
-  call (on mpi by default one MPI reduction of a check message that carries an 8-byte
-  all_reduce itself, ``backends/_mpi_inline.py``; with ``TB_MPI_INLINE_CHECK=0`` an all-gather
-  beside the collective); "without" calls the wrapped backend directly (its ``Iallreduce``).
+* mpi (and any backend whose fingerprint is ``"attached"`` or ``"exchanged"``): "with" is the
+  pipeline's call (on mpi by default one MPI reduction of a check message that carries an
+  8-byte all_reduce itself, ``backends/_mpi_inline.py``; with ``TB_MPI_INLINE_CHECK=0`` an
+  all-gather beside the collective); "without" runs the backend's last all_reduce
+  implementation directly, without the executor's fingerprint (mpi: its ``Iallreduce``).
 
 For the inline mpi check it also times the MPI share alone, with raw mpi4py in the same ranks:
 a persistent all-reduce of the check message through the check's C op against a persistent
@@ -33,23 +34,30 @@ def measure(be, count: int, iters: int, rounds: int) -> tuple[float, float]:
     """``(median us per call with the check, without it)`` for an all_reduce of ``count``
     float32 elements on the backend object ``be``, interleaved round by round."""
     from ..distributed.backends import tcp as tcp_backend
+    from ..distributed.backends.base import Call
     x = np.ones(count, np.float32)
-    inner = getattr(be, "_inner", None)  # the fingerprint layer's wrapped backend
+    in_band = be.fingerprint == "in band"
+    bare = be.implementations()["all_reduce"][-1].run   # without the executor's fingerprint
+    call = Call("all_reduce", [x], [x], "sum", async_op=False)
     real_tag = tcp_backend.FP.wire_tag
     with_t: list[float] = []
     without_t: list[float] = []
     try:
         for _ in range(rounds):
             for checked in (True, False):
-                target = be if checked or inner is None else inner
-                if inner is None:  # in band: the tag is the check
+                def once():
+                    if checked or in_band:
+                        be.allreduce([x], "sum", async_op=False)
+                    else:
+                        bare(call, -1)
+                if in_band:  # the tag is the check
                     tcp_backend.FP.wire_tag = real_tag if checked else (lambda *a, **k: 0)
-                target.barrier(async_op=False)
+                be.barrier(async_op=False)
                 for _ in range(3):
-                    target.allreduce([x], "sum", async_op=False)
+                    once()
                 t0 = time.perf_counter()
                 for _ in range(iters):
-                    target.allreduce([x], "sum", async_op=False)
+                    once()
                 (with_t if checked else without_t).append(
                     (time.perf_counter() - t0) / iters * 1e6)
     finally:
@@ -92,10 +100,10 @@ def report(out, rounds: int = 15) -> list[dict]:
     """Measure every size of :data:`SIZES` on the default group and print a table with ``out``
     (the slowest rank's figures); returns them as records."""
     be = dist.distributed_c10d._default("check cost").backend
-    inner = getattr(be, "_inner", None)
-    how = "in band" if inner is None else \
-        "one MPI reduction that carries small all_reduces" if getattr(inner, "_fp_inline", False) \
-        else "fingerprint layer beside each collective"
+    inline = be.name == "mpi" and be._fp_inline
+    how = "in band" if be.fingerprint == "in band" else \
+        "one MPI reduction that carries small all_reduces" if inline \
+        else f"fingerprint {be.fingerprint} beside each collective"
     out(f"# always-on collective check ({how}): all_reduce float32, median of {rounds} "
         "interleaved rounds, slowest rank")
     out(f"# {'size':>6} {'with us':>10} {'without us':>11} {'cost us':>9} {'cost %':>7}")
@@ -107,8 +115,8 @@ def report(out, rounds: int = 15) -> list[dict]:
         w, wo = t.numpy().tolist()
         out(f"# {label:>6} {w:10.1f} {wo:11.1f} {w - wo:9.2f} {100 * (w - wo) / wo:6.1f}%")
         records.append({"kind": "check_cost", "size": label, "with_us": w, "without_us": wo})
-    if getattr(inner, "_fp_inline", False):
-        m, b = measure_mpi_share(inner, 2000, rounds)
+    if inline:
+        m, b = measure_mpi_share(be, 2000, rounds)
         t = tb.tensor(np.array([m, b], np.float64))
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         m, b = t.numpy().tolist()

@@ -1,14 +1,46 @@
-"""The tensor collectives of ``tb.distributed`` (all_reduce ... barrier): argument checks, then
-the group's backend moves the arrays. Ranks given as ``src``/``dst`` are global ranks, as in
-torch. The common all_reduce first tries the one-call fast path (``_fastpath.py``).
+"""The tensor collectives of ``tb.distributed`` (all_reduce ... barrier).
+
+Each function turns its Tensors into their arrays (checking that they are Tensors, and how many)
+and hands them to the group's backend, whose pipeline describes the call once, checks it once
+(``backends/_validate.py``: every size, dtype and op error), numbers and fingerprints it and runs
+it (``backends/base.py``). Ranks given as ``src``/``dst`` are global ranks, as in torch. The
+common ``all_reduce`` first tries the pipeline's first step, ``ProcessGroup.fast``.
+
+What every collective shares (``group``, ``async_op``, the returned Work, the errors) is
+documented once, below, and appended to each function's docstring by :func:`_collective`.
 """
 from __future__ import annotations
 
-from ._groups import _FAST, ReduceOp, _pg, _root, _seconds
+from ..tensor import Tensor
+from ._groups import _WORLD, ReduceOp, _pg, _root, _seconds
+
+_SHARED_ARGS = """
+        group: the process group; None for the default group.
+        async_op: return a Work to wait on instead of blocking: its ``wait()`` raises the
+            op's error, its ``result()`` is the output tensors, as torch's ``Work``."""
+_SHARED_SECTIONS = """
+    Returns:
+        Work | None: a Work when ``async_op`` is True, else None; None as well on a rank that
+        is not a member of ``group``.
+
+    Raises:
+        DistBackendError: a peer failed, the ranks called different collectives (on every
+            rank), or the group timeout passed (DistTimeoutError); the message names the op,
+            its sequence number and the peer.
+        ValueError: sizes that do not fit the collective or the group.
+        TypeError: an argument that is not a Tensor, or mismatched dtypes.
+"""
+
+
+def _collective(fn):
+    """Append the Args, Returns and Raises every collective shares (written once, above) to
+    ``fn``'s docstring, whose own Args section lists its other parameters."""
+    doc = (fn.__doc__ or "").rstrip()
+    fn.__doc__ = doc + _SHARED_ARGS + "\n" + _SHARED_SECTIONS
+    return fn
 
 
 def _arr(t, what: str):
-    from ..tensor import Tensor
     if not isinstance(t, Tensor):
         from .._real_torch import is_pytorch_object, pytorch_object_message
         if is_pytorch_object(t):
@@ -26,6 +58,7 @@ def _arrs(ts, what: str, n: int | None = None) -> list:
 
 
 _OP_NAMES = {member: member.value for member in ReduceOp}
+_NAMES = {m.value: m.value for m in ReduceOp}  # the names the fast step takes as strings
 
 
 def _op(op) -> str:
@@ -41,28 +74,11 @@ def _op(op) -> str:
     return name
 
 
-def _same(a, b, what: str) -> None:
-    if a.dtype != b.dtype:
-        raise TypeError(f"{what}: dtype mismatch ({a.dtype} vs {b.dtype})")
-
-
-def _each_like(arrs, ref, what: str, name: str, role: str, hint: str = "") -> None:
-    """Each array of the list ``name`` must have the size and dtype of the collective's single
-    ``role`` array ``ref``."""
-    for i, a in enumerate(arrs):
-        if a.size != ref.size:
-            raise ValueError(f"{what}: {name}[{i}] has shape {a.shape}, the {role} "
-                             f"{ref.shape}{hint}")
-        _same(a, ref, what)
-
-
-def _root_list(pg, root, tensors, ref, what: str, name: str, role: str, side: str):
-    """The arrays of ``tensors`` on the root (checked against ``ref``), None elsewhere, where
-    the list must be None or empty (gather's and scatter's contract, as in torch)."""
+def _root_list(pg, root, tensors, what: str, name: str, side: str):
+    """The arrays of ``tensors`` on the root, None elsewhere, where the list must be None or
+    empty (gather's and scatter's contract, as in torch)."""
     if pg.rank() == root:
-        arrs = _arrs(tensors, f"{what}: {name}", pg.size())
-        _each_like(arrs, ref, what, name, role)
-        return arrs
+        return _arrs(tensors, f"{what}: {name}", pg.size())
     if tensors:
         raise ValueError(f"{what}: {name} must be None or empty on non-{side} ranks")
     return None
@@ -78,26 +94,23 @@ def _ret(work, async_op, tensors=None):
 
 
 # ***** collectives *****
+@_collective
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` across the group, in place on every rank.
 
     Args:
         tensor: the input, overwritten with the result on every rank.
         op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
-    fast = _FAST[0]
-    if fast is not None and group is None and not async_op and fast(tensor, op):
-        return None
+    if group is None and not async_op:  # the pipeline's first step (ProcessGroup.fast)
+        pg = _WORLD.default
+        fast = pg.fast if pg is not None else None
+        if fast is not None and type(tensor) is Tensor:
+            # a ReduceOp's value without hashing the member (Enum hashes in Python)
+            name = op._value_ if type(op) is ReduceOp else \
+                _NAMES.get(op) if type(op) is str else None
+            if name is not None and fast(tensor._data, name):
+                return None
     pg = _pg(group, "all_reduce")
     if pg is None:
         return None
@@ -105,22 +118,13 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
                                      async_op=async_op), async_op, [tensor])
 
 
+@_collective
 def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce every tensor of ``tensors`` across the group, in place, as one operation.
 
     Args:
         tensors: the tensors, each overwritten with its result on every rank.
         op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "all_reduce_coalesced")
     if pg is None:
@@ -129,23 +133,14 @@ def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
                                      async_op=async_op), async_op)
 
 
+@_collective
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     """Copy ``src``'s tensor into every rank's ``tensor``.
 
     Args:
         tensor: the data on ``src``; overwritten with it on the other ranks.
         src: the global rank that sends.
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
         group_src: the sender as a rank within ``group`` (instead of ``src``).
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "broadcast")
     if pg is None:
@@ -155,6 +150,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
                 async_op, [tensor])
 
 
+@_collective
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
     """Reduce into ``dst``'s tensor; other ranks' tensors are unchanged.
 
@@ -162,17 +158,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
         tensor: this rank's input; on ``dst`` overwritten with the result.
         dst: the global rank that receives the result.
         op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
         group_dst: the destination as a rank within ``group`` (instead of ``dst``).
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "reduce")
     if pg is None:
@@ -182,63 +168,41 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
                                   async_op=async_op), async_op)
 
 
+@_collective
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """``tensor_list[j]`` = rank j's ``tensor``.
 
     Args:
         tensor_list: world_size tensors of ``tensor``'s shape, written in rank order.
         tensor: this rank's input.
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "all_gather")
     if pg is None:
         return None
     outs = _arrs(tensor_list, "all_gather: tensor_list", pg.size())
     src = _arr(tensor, "all_gather: tensor")
-    _each_like(outs, src, "all_gather", "tensor_list", "input", "; all must match")
     return _ret(pg.backend.allgather(outs, src, async_op=async_op), async_op, [list(tensor_list)])
 
 
+@_collective
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """``output_tensor`` (world_size x input along dim 0, or flat) = inputs in rank order.
 
     Args:
         output_tensor: world_size times ``input_tensor``'s size, written.
         input_tensor: this rank's input.
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "all_gather_into_tensor")
     if pg is None:
         return None
     out, src = _arr(output_tensor, "output_tensor"), _arr(input_tensor, "input_tensor")
-    if out.size != src.size * pg.size():
-        raise ValueError(f"all_gather_into_tensor: output has {out.size} elements, expected "
-                         f"world_size x input = {pg.size()} x {src.size}")
-    _same(out, src, "all_gather_into_tensor")
     return _ret(pg.backend.allgather_into(out, src, async_op=async_op), async_op, [output_tensor])
 
 
 _all_gather_base = all_gather_into_tensor
 
 
+@_collective
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
     """On ``dst``, ``gather_list[j]`` = rank j's ``tensor``.
 
@@ -246,27 +210,18 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         tensor: this rank's input.
         gather_list: on ``dst``, world_size tensors written in rank order; None elsewhere.
         dst: the global rank that receives.
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
         group_dst: the destination as a rank within ``group`` (instead of ``dst``).
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "gather")
     if pg is None:
         return None
     root = _root(pg, dst, group_dst, "dst")
     src = _arr(tensor, "gather: tensor")
-    outs = _root_list(pg, root, gather_list, src, "gather", "gather_list", "input", "destination")
+    outs = _root_list(pg, root, gather_list, "gather", "gather_list", "destination")
     return _ret(pg.backend.gather(outs, src, root, async_op=async_op), async_op)
 
 
+@_collective
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
     """``tensor`` = ``src``'s ``scatter_list[rank]``.
 
@@ -274,27 +229,18 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         tensor: the output on every rank.
         scatter_list: on ``src``, world_size tensors, one per rank; None elsewhere.
         src: the global rank that sends.
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
         group_src: the sender as a rank within ``group`` (instead of ``src``).
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "scatter")
     if pg is None:
         return None
     root = _root(pg, src, group_src, "src")
     out = _arr(tensor, "scatter: tensor")
-    ins = _root_list(pg, root, scatter_list, out, "scatter", "scatter_list", "output", "source")
+    ins = _root_list(pg, root, scatter_list, "scatter", "scatter_list", "source")
     return _ret(pg.backend.scatter(out, ins, root, async_op=async_op), async_op)
 
 
+@_collective
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
     """``output`` = reduction over ranks of their ``input_list[rank]``.
 
@@ -302,26 +248,16 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         output: this rank's reduced block, written.
         input_list: world_size tensors; entry j goes, reduced, to rank j.
         op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "reduce_scatter")
     if pg is None:
         return None
     out = _arr(output, "reduce_scatter: output")
     ins = _arrs(input_list, "reduce_scatter: input_list", pg.size())
-    _each_like(ins, out, "reduce_scatter", "input_list", "output")
     return _ret(pg.backend.reduce_scatter(out, ins, _op(op), async_op=async_op), async_op)
 
 
+@_collective
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """``output`` = reduction of block ``rank`` of ``input`` (world_size x output elements).
 
@@ -329,25 +265,11 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
         output: this rank's reduced block, written.
         input: world_size times ``output``'s size.
         op: a :class:`ReduceOp` (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR).
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "reduce_scatter_tensor")
     if pg is None:
         return None
     out, src = _arr(output, "output"), _arr(input, "input")
-    if src.size != out.size * pg.size():
-        raise ValueError(f"reduce_scatter_tensor: input has {src.size} elements, expected "
-                         f"world_size x output = {pg.size()} x {out.size}")
-    _same(out, src, "reduce_scatter_tensor")
     return _ret(pg.backend.reduce_scatter_into(out, src, _op(op), async_op=async_op), async_op,
                 [output])
 
@@ -355,22 +277,13 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 _reduce_scatter_base = reduce_scatter_tensor
 
 
+@_collective
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     """``output_tensor_list[j]`` on rank i = ``input_tensor_list[i]`` of rank j.
 
     Args:
         output_tensor_list: world_size tensors; entry j receives rank j's block.
         input_tensor_list: world_size tensors; entry j is sent to rank j.
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "all_to_all")
     if pg is None:
@@ -380,6 +293,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     return _ret(pg.backend.alltoall(outs, ins, async_op=async_op), async_op)
 
 
+@_collective
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
                       async_op=False):
     """Split ``input`` along dim 0 (by ``input_split_sizes`` or evenly), send block j to rank j,
@@ -390,41 +304,21 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         input: the blocks to send along dim 0.
         output_split_sizes: rows received from each rank; None for an equal split.
         input_split_sizes: rows sent to each rank; None for an equal split.
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "all_to_all_single")
     if pg is None:
         return None
     out, src = _arr(output, "output"), _arr(input, "input")
-    _same(out, src, "all_to_all_single")
     return _ret(pg.backend.alltoall_single(out, src, output_split_sizes, input_split_sizes,
                                            async_op=async_op), async_op)
 
 
+@_collective
 def barrier(group=None, async_op=False, device_ids=None):
     """Wait until every rank of the group reaches the barrier.
 
     Args:
-        group: the process group; None for the default group.
-        async_op: return a Work to wait on instead of blocking.
         device_ids: accepted for torch compatibility; ignored.
-
-    Returns:
-        Work | None: a Work when ``async_op`` is True (its ``result()`` is the output tensors),
-        else None; None as well on a rank that is not a member of ``group``.
-
-    Raises:
-        DistBackendError: a peer failed or the group timeout passed; the message names the op and
-            the peer.
     """
     pg = _pg(group, "barrier")
     if pg is None:

@@ -11,10 +11,10 @@ collective's *fingerprint* is and how a mismatch is reported; backends only move
   field holds :func:`wire_tag` (op and root) for collective frames; the receiver compares every
   field before it reads a byte (``backends/tcp/wire.py``). The shared-memory transport writes the same
   fields into its control blocks (``_shm/_layout.py``).
-* Any other backend (mpi, nccl, or one registered by a user) is wrapped by
-  :class:`FingerprintLayer` when it declares ``fingerprint_inband = False`` and provides
-  a way to all-gather it (see the class): the fingerprint travels with (mpi) or ahead of (nccl)
-  each collective, and every rank raises before the collective's Work reports success.
+* A backend that declares ``fingerprint = "attached"`` (mpi) or ``"exchanged"`` (nccl) gets its
+  collectives' words from :func:`of_call` and checks the all-gathered rows with a
+  :class:`Verifier`: the fingerprint travels with (mpi) or ahead of (nccl) each collective, and
+  every rank raises before the collective's Work reports success.
 
 ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds each rank's shapes and Python call site to what is compared
 (shapes) and reported (call sites).
@@ -34,18 +34,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .backends._executor import FailureState
+from .backends._validate import per_row
 from .errors import DistBackendError
 
 if TYPE_CHECKING:
-    from . import _work
-    from .backends.base import Array, Backend
+    from .backends.base import Array, Call
 
 KINDS = ("none", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
          "reduce_scatter", "all_to_all", "barrier")
@@ -243,212 +243,89 @@ def decode_detail(words: np.ndarray) -> str:
         errors="replace")
 
 
-# ***** the layer for backends without in-band fingerprints (mpi, nccl, user backends) *****
-class FingerprintLayer:
-    """Wraps a backend and checks each collective's fingerprint on every rank before running it.
+# ***** the pipeline's fingerprint step for backends that attach or exchange it (mpi, nccl) *****
+#: the kind a collective's fingerprint names (its family: all_gather_into_tensor is an all_gather)
+FAMILY = {"all_gather_into_tensor": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
+          "all_to_all_single": "all_to_all"}
 
-    The wrapped backend provides one of:
 
-    * ``fingerprint_attach(words, check)`` (mpi): the backend all-gathers ``words`` alongside
-      the next collective it posts (no extra round trip) and calls ``check(rows)`` before that
-      collective's Work reports success;
-    * ``fingerprint_exchange(words) -> rows`` (nccl): a blocking all-gather, run before the
-      collective is launched (NCCL may hang on mismatched counts, so the check comes first).
+def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
+    """The fingerprint words of ``call`` as collective ``seq`` of this rank's group: a tuple for
+    the latency path (all_reduce of one array without DETAIL), else an int64 array.
 
-    After a mismatch every rank raises the same `DistBackendError` and the group is poisoned
-    (later calls raise at once). Everything else (point-to-point, lifetime, backend-specific
-    attributes) passes straight through.
+    Args:
+        call: the collective.
+        seq: its sequence number.
+        rank: this rank.
+        size: the group size.
+        detail: TB_DISTRIBUTED_DEBUG=DETAIL (shapes hashed, the call site appended).
+    """
+    kind = call.kind
+    if kind == "all_reduce" and len(call.inputs) == 1 and not detail:
+        a = call.inputs[0]
+        return (seq, header_word("all_reduce", call.op, a.dtype), a.size, 0)
+    family = FAMILY.get(kind, kind)
+    arrays: Sequence[Array] = call.inputs
+    count = pairs = None
+    if kind in ("scatter", "reduce_scatter", "reduce_scatter_tensor"):
+        arrays = call.outputs
+    elif kind in ("broadcast", "reduce", "gather", "all_gather", "all_gather_into_tensor"):
+        arrays = call.inputs[:1]
+    elif kind == "all_to_all":  # per-pair sizes (shapes legitimately differ)
+        arrays, count = call.inputs[:1], ANY_COUNT
+        pairs = ([int(x.size) for x in call.inputs], [int(o.size) for o in call.outputs])
+    elif kind == "all_to_all_single":
+        assert call.rows is not None  # set by the check
+        out_rows, in_rows = call.rows
+        src, out = call.inputs[0], call.outputs[0]
+        count = ANY_COUNT
+        pairs = ([k * per_row(src) for k in in_rows], [k * per_row(out) for k in out_rows])
+    if not detail and count is None and len(arrays) == 1:
+        a = arrays[0]
+        words = np.array((seq, header_word(family, call.op, a.dtype, call.root), a.size, 0),
+                         np.int64)
+    else:
+        words = pack(seq, family, arrays, op=call.op, root=call.root, count=count,
+                     detail=detail)
+    if pairs is not None:
+        words[3] = balance(rank, size, *pairs)
+    if detail:
+        words = np.concatenate([words, encode_detail(detail_text(arrays, call_site()))])
+    return words
+
+
+class Verifier:
+    """``check(rows)`` for one group: every rank's words against this rank's, the failure
+    worded only on a mismatch and recorded in the group's failure state (it is unusable then).
+
+    Args:
+        group_name: the group's name.
+        rank: this rank.
+        size: the group size.
+        failure: the group's failure state.
+        detail: TB_DISTRIBUTED_DEBUG=DETAIL (the rows carry each rank's call site).
     """
 
-    def __init__(self, backend: Backend) -> None:
-        self.__dict__["_inner"] = backend
-        self.__dict__["_fp_seq"] = 0
-        # the backend's own failure state when it has one (one per group), else the layer's
-        failure = getattr(backend, "_failure", None)
-        if not isinstance(failure, FailureState):
-            failure = FailureState(backend.group_name, backend.rank)
-        self.__dict__["_fp_failure"] = failure
-        self.__dict__["_fp_detail"] = detail_enabled()
-        self.__dict__["_attach"] = getattr(backend, "fingerprint_attach", None)
-        self.__dict__["_fp_verify"] = self._verify_rows  # one bound method, not one per call
-        # all_reduce of one array without DETAIL: the latency path (see allreduce)
-        self.__dict__["_fp_fast"] = self._attach is not None and not self._fp_detail \
-            and backend.size > 1
-        # ... and the backend's own latency path for it, when it has one (mpi's inline check)
-        self.__dict__["_fp_allreduce"] = getattr(backend, "fingerprint_allreduce", None)
+    __slots__ = ("group_name", "rank", "size", "failure", "detail")
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    def __init__(self, group_name: str, rank: int, size: int, failure: FailureState,
+                 detail: bool) -> None:
+        self.group_name, self.rank, self.size = group_name, rank, size
+        self.failure, self.detail = failure, detail
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._inner, name, value)
-
-    def __repr__(self) -> str:
-        return f"FingerprintLayer({self._inner!r})"
-
-    def _run(self, fn: Callable[..., _work.Work], *args: Any, **kw: Any) -> _work.Work:
-        """Run the wrapped op; a fingerprint it did not consume (it raised first) is dropped."""
-        try:
-            return fn(*args, **kw)
-        except BaseException:
-            if self._attach is not None:
-                self._attach(None, None)
-            raise
-
-    def _check(self, kind: str, arrays: Sequence[Array] = (), op: str | None = None,
-               root: int | None = None, count: int | None = None,
-               pairs: tuple[Sequence[int], Sequence[int]] | None = None) -> None:
-        # The latency path (measured: the layer's Python cost is what an 8-byte collective
-        # pays): words packed inline, the failure text built only on a mismatch.
-        inner = self._inner
-        if self._fp_failure.first is not None:
-            raise self._fp_failure.unusable(kind)
-        d = self.__dict__
-        seq = d["_fp_seq"]
-        d["_fp_seq"] = seq + 1
-        if inner.size == 1:
-            return
-        detail = self._fp_detail
-        if detail or count is not None or len(arrays) != 1:
-            words = pack(seq, kind, arrays, op=op, root=root, count=count, detail=detail)
-        else:
-            a = arrays[0]
-            words = np.array((seq, header_word(kind, op, a.dtype, root), a.size, 0), np.int64)
-        if pairs is not None:  # all_to_all: per-pair sizes (shapes legitimately differ)
-            words[3] = balance(inner.rank, inner.size, *pairs)
-        if detail:
-            words = np.concatenate([words, encode_detail(detail_text(arrays, call_site()))])
-        if self._attach is not None:
-            self._attach(words, self._fp_verify)  # exchanged alongside the collective
-        else:
-            self._fp_verify(inner.fingerprint_exchange(words))  # exchanged ahead of it
-
-    def _verify_rows(self, rows: np.ndarray) -> None:
-        """``check(rows)`` for any collective (this rank's own row says which: its seq and
-        kind): the fast comparison, the wording only on a mismatch."""
-        inner = self._inner
-        rows = np.asarray(rows, np.int64).reshape(inner.size, -1)
-        mine = rows[inner.rank]
-        detail = self._fp_detail
-        if not detail and rows.tobytes() == mine.tobytes() * inner.size and \
+    def __call__(self, rows: np.ndarray) -> None:
+        rows = np.asarray(rows, np.int64).reshape(self.size, -1)
+        mine = rows[self.rank]
+        detail = self.detail
+        if not detail and rows.tobytes() == mine.tobytes() * self.size and \
                 not (mine[2] == ANY_COUNT and mine[3]):
             return
         details = [decode_detail(r[WORDS:]) for r in rows] if detail else None
         code = int(mine[1]) & 0xFF
         kind = KINDS[code] if code < len(KINDS) else f"op#{code}"
-        where = f"{kind} (seq {int(mine[0])}) of group {inner.group_name!r} on rank {inner.rank}"
+        where = f"{kind} (seq {int(mine[0])}) of group {self.group_name!r} on rank {self.rank}"
         try:
-            verify(rows[:, :WORDS], inner.rank, where, details)
+            verify(rows[:, :WORDS], self.rank, where, details)
         except DistBackendError as exc:
-            self._fp_failure.record(exc)
+            self.failure.record(exc)
             raise
-
-    # ***** collectives: check, then run *****
-    def allreduce(self, arrays: Sequence[Array], op: str = "sum", *,
-                  async_op: bool = True) -> _work.Work:
-        d = self.__dict__
-        if d["_fp_fast"] and len(arrays) == 1:
-            # The latency path (an 8-byte all_reduce pays every line of Python here): the same
-            # words as pack() builds, as a tuple the backend writes straight into its exchange
-            # buffer.
-            failure = d["_fp_failure"]
-            if failure.first is not None:
-                raise failure.unusable("all_reduce")
-            seq = d["_fp_seq"]
-            d["_fp_seq"] = seq + 1
-            a = arrays[0]
-            words = (seq, header_word("all_reduce", op, a.dtype), a.size, 0)
-            attach = d["_attach"]
-            try:
-                lean = d["_fp_allreduce"]
-                if lean is not None:
-                    work: _work.Work = lean(arrays, op, words, d["_fp_verify"], async_op)
-                    return work
-                attach(words, d["_fp_verify"])
-                work = d["_inner"].allreduce(arrays, op, async_op=async_op)
-                return work
-            except BaseException:
-                attach(None, None)
-                raise
-        self._check("all_reduce", arrays, op=op)
-        return self._run(self._inner.allreduce, arrays, op, async_op=async_op)
-
-    def broadcast(self, array: Array, root: int, *, async_op: bool = True) -> _work.Work:
-        self._check("broadcast", [array], root=root)
-        return self._run(self._inner.broadcast, array, root, async_op=async_op)
-
-    def reduce(self, array: Array, root: int, op: str = "sum", *,
-               async_op: bool = True) -> _work.Work:
-        self._check("reduce", [array], op=op, root=root)
-        return self._run(self._inner.reduce, array, root, op, async_op=async_op)
-
-    def allgather(self, outputs: Sequence[Array], input: Array, *,
-                  async_op: bool = True) -> _work.Work:
-        self._check("all_gather", [input])
-        return self._run(self._inner.allgather, outputs, input, async_op=async_op)
-
-    def allgather_into(self, output: Array, input: Array, *,
-                       async_op: bool = True) -> _work.Work:
-        self._check("all_gather", [input])
-        return self._run(self._inner.allgather_into, output, input, async_op=async_op)
-
-    def gather(self, outputs: Sequence[Array] | None, input: Array, root: int, *,
-               async_op: bool = True) -> _work.Work:
-        self._check("gather", [input], root=root)
-        return self._run(self._inner.gather, outputs, input, root, async_op=async_op)
-
-    def scatter(self, output: Array, inputs: Sequence[Array] | None, root: int, *,
-                async_op: bool = True) -> _work.Work:
-        self._check("scatter", [output], root=root)
-        return self._run(self._inner.scatter, output, inputs, root, async_op=async_op)
-
-    def reduce_scatter(self, output: Array, inputs: Sequence[Array], op: str = "sum", *,
-                       async_op: bool = True) -> _work.Work:
-        self._check("reduce_scatter", [output], op=op)
-        return self._run(self._inner.reduce_scatter, output, inputs, op, async_op=async_op)
-
-    def reduce_scatter_into(self, output: Array, input: Array, op: str = "sum", *,
-                            async_op: bool = True) -> _work.Work:
-        self._check("reduce_scatter", [output], op=op)
-        return self._run(self._inner.reduce_scatter_into, output, input, op, async_op=async_op)
-
-    def alltoall(self, outputs: Sequence[Array], inputs: Sequence[Array], *,
-                 async_op: bool = True) -> _work.Work:
-        inputs, outputs = list(inputs), list(outputs)
-        self._check("all_to_all", inputs[:1], count=ANY_COUNT,
-                    pairs=([int(x.size) for x in inputs], [int(o.size) for o in outputs]))
-        return self._run(self._inner.alltoall, outputs, inputs, async_op=async_op)
-
-    def alltoall_single(self, output: Array, input: Array, out_splits: Sequence[int] | None = None,
-                        in_splits: Sequence[int] | None = None, *,
-                        async_op: bool = True) -> _work.Work:
-        n = self._inner.size
-        sent = _split_elements(input, in_splits, n)
-        expected = _split_elements(output, out_splits, n)
-        self._check("all_to_all", [input], count=ANY_COUNT, pairs=(sent, expected))
-        return self._run(self._inner.alltoall_single, output, input, out_splits, in_splits,
-                                           async_op=async_op)
-
-    def barrier(self, *, async_op: bool = True) -> _work.Work:
-        self._check("barrier")
-        return self._run(self._inner.barrier, async_op=async_op)
-
-
-def _split_elements(array: Array, splits: Sequence[int] | None, n: int) -> list[int]:
-    """Elements ``array`` sends to (or receives from) each rank under ``splits`` (rows per
-    rank along dim 0; None or empty: equal parts)."""
-    size = int(array.size)
-    if not splits:
-        return [size // n] * n
-    rows = array.shape[0] if getattr(array, "ndim", 1) else 1
-    per_row = size // rows if rows else 0
-    return [int(k) * per_row for k in splits]
-
-
-def wrap(backend: Backend) -> Backend | FingerprintLayer:
-    """``backend`` wrapped in :class:`FingerprintLayer` unless it checks fingerprints in band."""
-    if getattr(backend, "fingerprint_inband", True) or isinstance(backend, FingerprintLayer):
-        return backend
-    if not hasattr(backend, "fingerprint_exchange"):
-        return backend
-    return FingerprintLayer(backend)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import enum
 import threading
 from datetime import timedelta
-from typing import Any
 
 import numpy as np
 
+from .. import _config
 from . import _observe, backends
 from .errors import DistError
 
@@ -74,6 +74,11 @@ class ProcessGroup:
         # itself when both are off: no cost); see _observe.py
         global_rank = group_rank if name == "default" else _WORLD.global_rank
         self.backend = _observe.wrap(backend, name, global_rank)
+        #: the pipeline's first step for dist.all_reduce, ``fast(array, op) -> bool``, or None
+        #: (``Backend.fast_all_reduce``; not when observed, so every call is seen;
+        #: ``TB_FASTPATH=0`` turns it off)
+        self.fast = backend.fast_all_reduce() if self.backend is backend and \
+            _config.get("TB_FASTPATH") else None
 
     def rank(self) -> int:
         """This process's rank within the group."""
@@ -141,12 +146,11 @@ class _World:
         self.groups: dict = {}
         self.group_count = 0
         self.global_rank = -1
+        self.inits = 0   # re-inits in this process get fresh store keys
         self.lock = threading.Lock()
 
 
 _WORLD = _World()
-_FAST: list[Any] = [None]  # the default group's all_reduce fast path (_fastpath.py), or None
-_INIT_COUNT = [0]   # re-inits in this process get fresh store keys
 
 
 def _world() -> _World:

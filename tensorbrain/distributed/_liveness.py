@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 from datetime import timedelta
@@ -43,9 +44,26 @@ def proc_state(pid: int):
     return None
 
 
+def host_identity() -> tuple:
+    """(hostname, host id). Ranks with the same host id share a kernel *and* a network
+    namespace: containers or netns "hosts" on one machine count as different hosts, so they talk
+    TCP as separate machines would (their Unix sockets and shared memory may not be shared)."""
+    host = socket.gethostname()
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = "no-boot-id"
+    try:
+        netns = os.readlink("/proc/self/ns/net")
+    except OSError:
+        netns = "no-netns"
+    return host, f"{host}/{boot}/{netns}"
+
+
 def host_id() -> str:
-    from .backends.tcp import mesh
-    return mesh._host_identity()[1]
+    """This process's host id (see :func:`host_identity`)."""
+    return host_identity()[1]
 
 
 def announce(store, rank: int) -> None:
@@ -102,7 +120,8 @@ def wait_keys(store, keys, deadline: float, what: str, watch=(), report=None):
     slices, a rank of ``watch`` (key index -> rank) that announced itself and died raises
     `DistBackendError` naming it. A failing store raises at once (`DistStoreError`, chained);
     the deadline raises `DistTimeoutError` listing the ranks whose keys are missing."""
-    keys, known = list(keys), {}
+    keys = list(keys)
+    known: dict = {}
     ranks: list = []
     from .. import _config
     every = float(_config.get("TB_WAIT_REPORT_S"))
@@ -143,7 +162,7 @@ def wait_keys(store, keys, deadline: float, what: str, watch=(), report=None):
     missing = [j for j, k in enumerate(keys) if not _safe_check(store, k, deadline)]
     who = [watch.get(j, j) for j in missing] if watch else missing
     err = DistTimeoutError(f"{what}: rank(s) {who or '?'} did not arrive in time")
-    err.missing = who
+    setattr(err, "missing", who)  # noqa: B010 - read by init_process_group's message
     raise err
 
 

@@ -8,8 +8,8 @@ This module creates and destroys groups (``init_process_group``, ``new_group``,
 ``destroy_process_group``) and is the one import path for everything else, which lives in:
 ``_groups.py`` (ReduceOp, ProcessGroup, the world state, rank/size queries),
 ``_collectives.py`` (the tensor collectives), ``_p2p.py`` (send/recv and batches),
-``_object_collectives.py`` (collectives on plain-data objects) and ``_fastpath.py`` (the
-one-call all_reduce).
+``_object_collectives.py`` (collectives on plain-data objects). What a backend does with a
+collective is the pipeline of ``backends/base.py``.
 
 >>> import tensorbrain as tb
 >>> import tensorbrain.distributed as dist
@@ -32,7 +32,7 @@ from ._collectives import (_all_gather_base, _arr, _arrs, _op, _reduce_scatter_b
                            all_gather_into_tensor, all_reduce, all_reduce_coalesced, all_to_all,
                            all_to_all_single, barrier, broadcast, gather, monitored_barrier,
                            reduce, reduce_scatter, reduce_scatter_tensor, scatter)
-from ._groups import (_FAST, _INIT_COUNT, _WORLD, Backend, GroupMember, ProcessGroup, ReduceOp,
+from ._groups import (_WORLD, Backend, GroupMember, ProcessGroup, ReduceOp,
                       _default, _pg, _root, _seconds, _World, _world, default_pg_timeout,
                       get_backend, get_global_rank, get_group_rank, get_process_group_ranks,
                       get_rank, get_world_size, group)
@@ -53,7 +53,7 @@ __all__ = [
     "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list", "send",
 ]
 # the private helpers other modules of the package use (``c10d._pg``, ``c10d._world`` ...)
-_PRIVATE = (_FAST, _INIT_COUNT, _World, _all_gather_base, _arr, _arrs, _op, _pg, _world,
+_PRIVATE = (_World, _all_gather_base, _arr, _arrs, _op, _pg, _world,
             _reduce_scatter_base, _root)
 
 
@@ -169,18 +169,16 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             raise ValueError(f"init_process_group with an explicit store needs rank >= 0 and "
                              f"world_size >= 1, got rank={rank}, world_size={world_size}")
     _check_rank(rank, world_size)
-    _INIT_COUNT[0] += 1
+    _WORLD.inits += 1
     from .store import PrefixStore
-    prefix = f"tb_pg{_INIT_COUNT[0]}"
+    prefix = f"tb_pg{_WORLD.inits}"
     if launched is None:
         _check_world_size(PrefixStore(prefix, store), rank, world_size, timeout_s, deadline)
     be = backends.create_backend(name, PrefixStore(f"{prefix}/default", store), rank, world_size,
                                  timeout_s, "default", global_ranks=range(world_size),
                                  deadline=deadline)
     pg = ProcessGroup("default", range(world_size), rank, be, requested, timeout_s)
-    from . import _fastpath
     with _WORLD.lock:
-        _FAST[0] = _fastpath.for_group(pg, be)
         _WORLD.default, _WORLD.store, _WORLD.prefix = pg, store, prefix
         _WORLD.groups = {"default": pg}
         _WORLD.group_count = 0
@@ -331,9 +329,6 @@ def destroy_process_group(group=None) -> None:
         if group is None or group is GroupMember.WORLD or group is _WORLD.default:
             pgs = list(_WORLD.groups.values())
             _WORLD.default, _WORLD.store, _WORLD.groups = None, None, {}
-            fast, _FAST[0] = _FAST[0], None
-            if fast is not None:
-                fast.close()
         elif group is GroupMember.NON_GROUP_MEMBER:
             return
         else:
@@ -385,6 +380,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     bname = backends.canonical_name(requested)
     timeout_s = default.timeout if timeout is None else _seconds(timeout)
     from .store import PrefixStore
+    assert _WORLD.store is not None  # set with the default group
     store = PrefixStore(f"{_WORLD.prefix}/group{name}", _WORLD.store)
     group_rank = ranks.index(_WORLD.global_rank)
     be = backends.create_backend(bname, store, group_rank, len(ranks), timeout_s, name,

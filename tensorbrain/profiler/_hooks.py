@@ -98,28 +98,24 @@ def _observe_groups(sink):
     returns the function that undoes it.
 
     Each group's backend gets ``_observe``'s proxy feeding ``sink`` (over a ``TB_TIMELINE`` proxy,
-    if any: both record), and the default group's all_reduce fast path is off meanwhile (it
-    would bypass the proxy); both are put back by the returned function, unless the group was
-    destroyed in between.
+    if any: both record), and each group's all_reduce fast path (``ProcessGroup.fast``) is off
+    meanwhile (it would bypass the proxy); both are put back by the returned function, unless
+    the group was changed in between.
     """
     from ..distributed import _groups, _observe
-    world = _groups._WORLD
-    groups = [g for g in world.groups.values() if isinstance(g, _groups.ProcessGroup)]
-    saved = [(g, g.backend) for g in groups]
+    groups = [g for g in _groups._WORLD.groups.values() if isinstance(g, _groups.ProcessGroup)]
+    saved = [(g, g.backend, g.fast) for g in groups]
     for g in groups:
         g.backend = _observe._Observed(g.backend, g.group_name, sink, None)
-    default, fast = world.default, _groups._FAST[0]
-    _groups._FAST[0] = None
+        g.fast = None
     _observe._SINKS.append(sink)
 
     def undo() -> None:
         if sink in _observe._SINKS:
             _observe._SINKS.remove(sink)
-        for g, backend in saved:
+        for g, backend, fast in saved:
             if isinstance(g.backend, _observe._Observed) and g.backend._tl is sink:
-                g.backend = backend
-        if world.default is default and default is not None and _groups._FAST[0] is None:
-            _groups._FAST[0] = fast
+                g.backend, g.fast = backend, fast
     return undo
 
 

@@ -153,10 +153,10 @@ def check_the_check_mode(rank, size):
         os.environ.get("TB_MPI_INLINE_CHECK", "1") != "0" and \
         os.environ.get("TB_DISTRIBUTED_DEBUG", "OFF").upper() != "DETAIL"
     assert inner._fp_inline == want, (inner._fp_inline, want)
-    # the process group's fast all_reduce (_fastpath._mpi_path) comes with the inline check
+    # the process group's fast all_reduce (the pipeline's first step) comes with the inline check
     from tensorbrain.distributed import _groups
     fast = want and os.environ.get("TB_FASTPATH", "1") != "0"
-    assert (_groups._FAST[0] is not None) == fast, (_groups._FAST[0], fast)
+    assert (_groups._WORLD.default.fast is not None) == fast, (_groups._WORLD.default.fast, fast)
 
 
 def check_default_group_mismatch_last(rank, size):
@@ -491,7 +491,7 @@ def run_modes() -> None:
         report(f"PASS modes: {exc}")
         return
     assert want == "inline", want
-    inner = dist.distributed_c10d._default("test").backend._inner
+    inner = dist.distributed_c10d._default("test").backend
     assert inner._fp_inline is False
     t = tb.ones(3)
     dist.all_reduce(t)

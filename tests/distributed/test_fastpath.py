@@ -1,5 +1,5 @@
-"""The all_reduce fast path (tensorbrain/distributed/_fastpath.py) against its twin, the general
-path (TB_FASTPATH=0): the same bits as a NumPy reference, the same sequence numbers (a later
+"""The all_reduce fast path (the pipeline's first step, TCPBackend.fast_all_reduce) against the
+general path (TB_FASTPATH=0): the same bits as a NumPy reference, the same sequence numbers (a later
 collective over the sockets still matches), the same errors, and the cases it must leave to the
 general path (non-contiguous tensors, other ops, async, queued async ops)."""
 import numpy as np
@@ -75,7 +75,7 @@ def w_parity(rank, world):
                            input_split_sizes=split)
     np.testing.assert_array_equal(out.numpy(), np.repeat(np.arange(world, dtype=np.float32),
                                                          split[rank]))
-    return [c10d._FAST[0] is not None, be._ops.seq, calls]
+    return [c10d._world().default.fast is not None, be._ops.seq, calls]
 
 
 @pytest.mark.parametrize("fast", ["1", "0"])
@@ -94,7 +94,7 @@ def w_mismatch(rank, world):
     import tensorbrain as tb
     import tensorbrain.distributed as dist
     from tensorbrain.distributed import distributed_c10d as c10d
-    res = [c10d._FAST[0] is not None]
+    res = [c10d._world().default.fast is not None]
     for _ in range(2):
         try:
             dist.all_reduce(tb.ones(4 if rank == 0 else 8))

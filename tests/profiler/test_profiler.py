@@ -190,12 +190,12 @@ def _ddp_profile(rank, world, path):
     from tensorbrain.distributed import _groups
     tb.manual_seed(0)
     model = tb.nn.parallel.DistributedDataParallel(tb.nn.Linear(6, 3))
-    fast = _groups._FAST[0]
+    fast = _groups._WORLD.default.fast
     with profile() as prof:
         model(tb.ones(4, 6)).sum().backward()
         dist.all_reduce(tb.ones(3))
     prof.export_chrome_trace(path.format(rank=rank))
-    restored = _groups._FAST[0] is fast
+    restored = _groups._WORLD.default.fast is fast
     return sorted({(e.category, e.name) for e in prof.events()}), restored
 
 

@@ -1,6 +1,6 @@
 """The tcp backend's same-host transport: shared memory for the ranks of a group on one host.
 
-``IntraHost.create(backend)`` is called once by ``TCPBackend`` after its mesh is up (host
+``IntraHost.create(mesh, sockets)`` is called once by ``TCPBackend`` after its mesh is up (host
 identities = hostname + boot id, exchanged through the store). It returns None when ``TB_SHM=0``
 or when no other rank of the group shares this host; otherwise the local ranks build one segment
 together (``connect``) and:
@@ -11,12 +11,11 @@ together (``connect``) and:
   all_reduce between one leader per host over the backend's sockets, a broadcast within each
   host in shared memory); the other collectives stay on the sockets.
 
-The interface the backend's dispatcher sees is one method: ``route(kind, *args)`` returns the
-function that runs collective ``kind`` with these arguments in shared memory, or None to leave it
-to the sockets (every rank takes the same decision, from the group shape, sizes and dtypes only).
-The arguments are those of the backend's socket algorithm for that kind (contiguous host
-arrays). The exchange
-between host leaders goes through the backend's public ``exchange_direct``. ``op`` may be "avg",
+The backend lists one ``shared memory`` implementation per kind it takes (``whole``: every rank
+on this host), before its socket algorithms; every rank takes the same decision, from the group
+shape, sizes and dtypes only. The arguments are those of the socket algorithm for that kind
+(contiguous host arrays). The exchange between host leaders goes through the socket algorithms'
+``exchange_direct``. ``op`` may be "avg",
 with the tcp backend's semantics: float16 contributions are divided by the group size in float32
 before the sum (an average that fits in float16 never overflows on the way), float32/64 are
 summed and then scaled by 1/size.
@@ -32,34 +31,42 @@ from . import close, connect, native_available, reduce_ranks as _twin_reduce_ran
 
 
 class IntraHost:
-    """Shared-memory collectives for ``backend``'s ranks on this host; see the module doc."""
+    """Shared-memory collectives for the mesh's ranks on this host; see the module doc.
 
-    def __init__(self, backend, group, local_ranks):
-        self.backend, self.group, self.local_ranks = backend, group, list(local_ranks)
-        self.whole = len(self.local_ranks) == backend.size
-        host_ids = backend.host_ids
+    Args:
+        mesh: the tcp backend's ``Mesh`` (rank, size, host ids, the store).
+        sockets: its ``SocketAlgorithms`` (the exchange between host leaders).
+        group: this host's ``ShmGroup`` (None for a rank alone on its host).
+        local_ranks: the group ranks on this host.
+    """
+
+    def __init__(self, mesh, sockets, group, local_ranks):
+        self.mesh, self.sockets = mesh, sockets
+        self.group, self.local_ranks = group, list(local_ranks)
+        self.whole = len(self.local_ranks) == mesh.size
+        host_ids = mesh.host_ids
         hosts = list(dict.fromkeys(host_ids))  # in order of first rank
         self.leaders = [host_ids.index(h) for h in hosts]  # lowest rank of each host
-        self.is_leader = backend.rank == self.local_ranks[0]
+        self.is_leader = mesh.rank == self.local_ranks[0]
 
     @classmethod
-    def create(cls, backend):
+    def create(cls, mesh, sockets):
         """None unless shared memory is on and a peer shares this host (collective per host)."""
-        if not _config.get("TB_SHM") or backend.size == 1:
+        if not _config.get("TB_SHM") or mesh.size == 1:
             return None
-        local = list(backend.local_ranks)
+        local = list(mesh.local_ranks)
         if len(local) < 2:
             # Alone on this host. If another host's ranks share memory they run the hierarchical
             # all_reduce, so this rank must run it too, as its host's leader (no segment here);
             # the flat socket all_reduce would wait for data they never send.
-            if len(set(backend.host_ids)) == backend.size:
+            if len(set(mesh.host_ids)) == mesh.size:
                 return None  # every rank alone: plain sockets everywhere
-            return cls(backend, None, local)
+            return cls(mesh, sockets, None, local)
         from ..store import PrefixStore
         key = f"shm/{local[0]}"  # one key space per host: its lowest rank creates the segment
-        group = connect(PrefixStore(key, backend.store), local.index(backend.rank), len(local),
-                        backend.timeout, deadline=getattr(backend, "setup_deadline", None))
-        return cls(backend, group, local)
+        group = connect(PrefixStore(key, mesh.store), local.index(mesh.rank), len(local),
+                        mesh.timeout, deadline=mesh.setup_deadline)
+        return cls(mesh, sockets, group, local)
 
     # ***** failures: name the group, the op and the GROUP rank of the peer *****
     def _run(self, what: str, fn, *args) -> None:
@@ -72,8 +79,8 @@ class IntraHost:
             local = getattr(exc, "rank", -1)
             peer = self.local_ranks[local] if 0 <= local < len(self.local_ranks) else None
             who = f"; peer: group rank {peer}" if peer is not None else ""
-            err = type(exc)(f"{what} over shared memory in group {self.backend.group_name!r} "
-                            f"(rank {self.backend.rank}){who}: {exc} (set TB_SHM=0 to use "
+            err = type(exc)(f"{what} over shared memory in group {self.mesh.group_name!r} "
+                            f"(rank {self.mesh.rank}){who}: {exc} (set TB_SHM=0 to use "
                             "sockets between same-host ranks)")
             err.rank = peer
             raise err from None
@@ -81,35 +88,10 @@ class IntraHost:
             if watched:
                 _interrupt.unwatch(self)
 
-    # ***** the dispatcher's interface *****
-    def route(self, kind: str, *args):
-        """The function that runs collective ``kind`` with ``args`` here, or None (sockets).
-
-        The returned function takes ``args`` and raises `DistBackendError` naming the group
-        rank of a local peer that failed, or KeyboardInterrupt on Ctrl-C. The decision is the
-        same on every rank.
-
-        Args:
-            kind: ``"all_reduce"``, ``"broadcast"``, ``"all_gather"``, ``"reduce_scatter"``,
-                ``"all_to_all"`` or ``"barrier"`` (others: None).
-            *args: the socket algorithm's arguments for that kind.
-        """
-        if kind == "all_reduce":
-            return self.allreduce  # hierarchical when the group spans hosts
-        if not self.whole:
-            return None
-        if kind == "all_to_all":  # uneven splits or mixed dtypes: the sockets handle them
-            dsts, srcs = args[0], args[1]
-            if (len({s.nbytes for s in srcs} | {d.nbytes for d in dsts}) != 1
-                    or len({s.dtype for s in srcs} | {d.dtype for d in dsts}) != 1):
-                return None
-        name = _RUNS.get(kind)
-        return None if name is None else getattr(self, name)
-
     # ***** collectives *****
     def allreduce(self, flat: np.ndarray, op: str) -> None:
         g = self.group  # None for a rank alone on its host: it only joins the leaders
-        op, post = _kernels.avg_plan(flat, op, self.backend.size)
+        op, post = _kernels.avg_plan(flat, op, self.mesh.size)
         if g is not None:
             self._run("all_reduce", g.all_reduce, flat, flat, op)
         if not self.whole:
@@ -122,8 +104,8 @@ class IntraHost:
 
     def _leaders_allreduce(self, flat: np.ndarray, op: str) -> None:
         """Direct exchange between host leaders; reduce in leader order (same bits everywhere)."""
-        bufs = self.backend.exchange_direct(flat, self.leaders)
-        me = self.leaders.index(self.backend.rank)
+        bufs = self.sockets.exchange_direct(flat, self.leaders)
+        me = self.leaders.index(self.mesh.rank)
         srcs = [flat.copy() if i == me else bufs[i] for i in range(len(self.leaders))]
         reduce_ranks(flat, srcs, op)
 
@@ -141,7 +123,7 @@ class IntraHost:
             self._run("all_gather", self.group.all_gather, np.ascontiguousarray(src), out)
 
     def reduce_scatter(self, out: np.ndarray, scratch: np.ndarray, op: str) -> None:
-        op, post = _kernels.avg_plan(scratch, op, self.backend.size)
+        op, post = _kernels.avg_plan(scratch, op, self.mesh.size)
         self._run("reduce_scatter", self.group.reduce_scatter, scratch, out, op)
         if post is not None:
             _kernels.scale_into(out, post)
@@ -185,8 +167,6 @@ class IntraHost:
 
 
 _NO_BYTES = np.empty(0, np.uint8)
-_RUNS = {"all_reduce": "allreduce", "broadcast": "broadcast", "all_gather": "allgather",
-         "reduce_scatter": "reduce_scatter", "all_to_all": "alltoall", "barrier": "barrier"}
 
 
 def reduce_ranks(dst: np.ndarray, srcs, op: str) -> None:

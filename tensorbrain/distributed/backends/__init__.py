@@ -176,8 +176,6 @@ def create_backend(name: str, store, rank: int, size: int, timeout: float, group
                    global_ranks=None, deadline=None):
     """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter.
 
-    Backends without in-band fingerprints come back wrapped in the fingerprint layer
-    (``tensorbrain/distributed/_fingerprint.py``: mismatched collectives raise on every rank).
     The call is collective: every rank of the group makes it.
 
     Args:
@@ -193,11 +191,6 @@ def create_backend(name: str, store, rank: int, size: int, timeout: float, group
     Returns:
         Backend: the backend.
     """
-    from .._fingerprint import wrap
-    return wrap(_create(name, store, rank, size, timeout, group_name, global_ranks, deadline))
-
-
-def _create(name, store, rank, size, timeout, group_name, global_ranks, deadline):
     import inspect
     factory = get_factory(name)
     if deadline is not None:  # set-up bounded by init_process_group's one deadline

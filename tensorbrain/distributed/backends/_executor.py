@@ -52,7 +52,9 @@ class FailureState:
     def abort(self) -> DistBackendError:
         """Refuse new operations and fail the pending ones (``abort``); returns the failure."""
         self.closed = True
-        return self.record(DistBackendError(f"group {self.group_name!r} was aborted"))
+        err = DistBackendError(f"group {self.group_name!r} was aborted")
+        self.record(err)
+        return err
 
     def check(self, op: str) -> None:
         """Raise when the group failed (:meth:`unusable`) or was shut down.
@@ -174,7 +176,7 @@ class OpQueue:
         it claims the sequence number :meth:`submit` would. ``fn`` returns a false value to
         decline before doing anything (the number is then given back and the caller uses
         :meth:`submit`); its failures go through ``on_failure`` exactly as a submitted op's.
-        Used by the process-group layer's all_reduce fast path (``distributed/_fastpath.py``).
+        Used by the pipeline's first step for all_reduce (``TCPBackend.fast_all_reduce``).
 
         Args:
             op: the operation's name, for errors.

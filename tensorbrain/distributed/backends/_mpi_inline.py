@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import ctypes
 import time
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ... import _config, _native
 from .. import _work
+from .._fingerprint import header_word
 from ..errors import DistBackendError
 from . import _staging
 from ._mpi_requests import _FOLLOW_UP_S, _FP_SLOTS, _NAP_S, _NULL, _QUICK_POLLS, loaded_libmpi
@@ -160,7 +162,40 @@ _QUICK_POLLS_FP = 2 * _QUICK_POLLS  # as Requests._start polls a collective with
 
 class InlineCheck:
     """The inline check's half of ``MPIBackend`` (a mixin beside ``Requests``): loading check
-    messages, the all_reduces that ride in them, and the follow-up after a mismatch."""
+    messages, the all_reduces that ride in them (all_reduce's ``inline`` implementation and
+    the pipeline's fast step), and the follow-up after a mismatch."""
+
+    # ***** required: MPIBackend's state and Requests' methods *****
+    _MPI: Any
+    _ctl: Any
+    rank: int
+    size: int
+    timeout: float
+    group_name: str
+    _failure: Any               # the group's FailureState
+    _guard: Any
+    _seq: int                   # the group's collective counter
+    _fp_n: int
+    _fp_busy: list
+    _fp_msgs: list
+    _fp_inline: bool
+    _fp_lean: bool              # inline mode, and any thread may call MPI (THREAD_MULTIPLE)
+    _fp_next: tuple | None
+    _inline_max: int            # the largest all_reduce (bytes) that rides in a message
+    _lean_plans: dict           # (dtype, op) -> (control word, post-scale) or ()
+    _verify: Any                # the group's fingerprint Verifier
+
+    if TYPE_CHECKING:  # MPIBackend's and Requests' methods (declared only: they come later in the MRO)
+        def _reduction(self, dtype, op: str) -> tuple: ...
+        def _start(self, op, start, finish=None, async_op=True, status=None, args=(),
+                   result=None, seq=None) -> Any: ...
+        def _track(self, op, seq, requests, finish, async_op, status=None, fp=None,
+                   result=None) -> Any: ...
+        def _fp_take(self, slots, words) -> int: ...
+        def _fail(self, op: str, seq: int, exc: BaseException) -> BaseException: ...
+        def _silent_peers(self) -> str: ...
+
+    # ***** what it gives *****
 
     def _inline_wish(self) -> bool:
         """Whether this rank can use the inline check (agreed with the others in
@@ -223,10 +258,22 @@ class InlineCheck:
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
 
-    def _allreduce_inline(self, arrays, a, op: str, control: int, async_op: bool):
-        """An all_reduce inside its own check message (``_mpi_inline``): one persistent MPI
-        collective, no second one. Which all_reduces go this way depends only on their
-        fingerprint (dtype, op, element count), so every rank that agrees on it takes it too."""
+    def _inline_takes(self, call) -> bool:
+        """Whether an all_reduce travels inside its check message: one array of a (dtype, op)
+        the C kernel reduces, small enough. It depends only on the fingerprint (dtype, op,
+        element count), so every rank that agrees on it decides the same."""
+        if not self._fp_inline or len(call.inputs) != 1:
+            return False
+        a = call.inputs[0]
+        return bool(control_word(a.dtype, call.op)) and a.size * a.dtype.itemsize <= \
+            self._inline_max
+
+    def _allreduce_inline(self, call, seq):
+        """all_reduce's ``inline`` implementation: the all_reduce inside its own check message
+        (``_mpi_inline``): one persistent MPI collective, no second one."""
+        arrays, op = call.inputs, call.op
+        a = arrays[0]
+        control = control_word(a.dtype, op)
         _, _, scale = self._reduction(a.dtype, op)  # the same argument checks as the MPI path
         if type(a) is np.ndarray and a.flags.c_contiguous:
             host, write_back = a, None
@@ -246,33 +293,38 @@ class InlineCheck:
             if write_back is not None:
                 write_back()
             return arrays
-        return self._start("all_reduce", self._no_request, finish, async_op)
+        return self._start("all_reduce", self._no_request, finish, call.async_op, seq=seq)
 
-    def fingerprint_allreduce(self, arrays, op: str, words, check, async_op: bool = True):
-        """The fingerprint layer's latency path for ``allreduce(arrays, op)`` with this rank's
-        fingerprint ``words`` and its ``check`` (``_fingerprint.FingerprintLayer.allreduce``).
+    def fast_all_reduce(self):
+        """The pipeline's first step in inline mode with any thread allowed to call MPI
+        (``_fp_lean``): :meth:`_fast_all_reduce`; else None."""
+        return self._fast_all_reduce if self._fp_lean else None
 
-        A synchronous all_reduce of one small contiguous NumPy array in inline mode runs here
-        with the least Python there is: the words and data into the next check message, one
-        persistent MPI collective, the data back out (measured: what this path costs on top of
-        the raw MPI call is the check's whole cost at 8 B, docs/reliability.md). Anything else
-        takes the general path with the same fingerprint.
+    def _fast_all_reduce(self, a, op: str) -> bool:
+        """A synchronous all_reduce of one small contiguous NumPy array, with the least Python
+        there is: the words and data into the next check message, one persistent MPI
+        collective, the data back out (measured: what this costs on top of the raw MPI call is
+        the check's whole cost at 8 B, docs/reliability.md). False, having done nothing, for
+        anything else: the pipeline runs it (the same checks, number and fingerprint).
         """
-        a = arrays[0]
-        if self._fp_lean and not async_op and type(a) is np.ndarray:
-            plan = self._lean_plans.get((a.dtype, op))
-            if plan is None:
-                plan = self._lean_plan(a.dtype, op)
-            n = self._fp_n
-            slot = n % _FP_SLOTS
-            failure = self._failure
-            flags = a.flags
-            if plan and flags.c_contiguous and flags.writeable and \
-                    0 < a.nbytes <= self._inline_max and not self._fp_busy[slot] and \
-                    failure.first is None and not failure.closed:
-                return self._lean_allreduce(arrays, a, plan, words, check, n, slot)
-        self._fp_next = (words, check)
-        return self.allreduce(arrays, op, async_op=async_op)
+        if type(a) is not np.ndarray:
+            return False
+        plan = self._lean_plans.get((a.dtype, op))
+        if plan is None:
+            plan = self._lean_plan(a.dtype, op)
+        n = self._fp_n
+        slot = n % _FP_SLOTS
+        failure = self._failure
+        flags = a.flags
+        if not (plan and flags.c_contiguous and flags.writeable and
+                0 < a.nbytes <= self._inline_max and not self._fp_busy[slot] and
+                failure.first is None and not failure.closed):
+            return False
+        seq = self._seq
+        self._seq = seq + 1
+        words = (seq, header_word("all_reduce", op, a.dtype), a.size, 0)
+        self._lean_allreduce([a], a, plan, words, self._verify, n, slot, seq)
+        return True
 
     def _lean_plan(self, dtype, op: str):
         """``(control word, post-scale)`` of the lean path for (dtype, op), or () for none."""
@@ -281,10 +333,8 @@ class InlineCheck:
         plan = self._lean_plans[(dtype, op)] = (control, scale) if control else ()
         return plan
 
-    def _lean_allreduce(self, arrays, a, plan, words, check, n, slot):
+    def _lean_allreduce(self, arrays, a, plan, words, check, n, slot, seq):
         control, scale = plan
-        seq = self._seq
-        self._seq = seq + 1
         self._collectives += 1
         self._fp_n = n + 1
         buf, request, view, raw = self._fp_msgs[slot]

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from ... import _config
 from .. import _work
 from . import _mpi_exit
 from ..errors import DistBackendError, DistTimeoutError
+from ._executor import FailureState
 
 # Polling: spin on Test for the first _SPINS polls, then nap between polls (a pure spin was up
 # to 2x slower with 4 ranks on 2 cores: ranks steal the cores of the peers they wait for).
@@ -35,7 +37,6 @@ _FP_SLOTS = 16
 # After a mismatch in inline mode, how long the ranks wait for each other's calls (the error is
 # raised either way; this only decides how much it can say).
 _FOLLOW_UP_S = 10.0
-_P2P_OPS = frozenset(("send", "recv", "batch_isend_irecv"))  # not counted as collectives
 
 
 def _mpi():
@@ -121,7 +122,7 @@ def unlink_mpich_segments() -> list:
     Returns:
         The paths removed.
     """
-    removed = []
+    removed: list[str] = []
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split(None, 5)[-1].strip() for line in maps
@@ -191,7 +192,7 @@ class _MPIWork(_work.Work):
         self._status = status
         self._fp = fp  # (words, rows, request, check) of the fingerprint, until it is checked
 
-    def wait(self, timeout: float | None = None) -> bool:
+    def wait(self, timeout: Any = None) -> bool:
         """Poll until the op finishes (its error is raised here), the group timeout passes
         (`DistTimeoutError`, the group is then unusable) or ``timeout`` seconds pass
         (`DistTimeoutError`; the op goes on and can be waited for again)."""
@@ -213,8 +214,44 @@ class _MPIWork(_work.Work):
 
 
 class Requests:
-    """Posting and completing MPI requests; a mixin of ``MPIBackend`` (``self.comm``,
-    ``self._failure``, ``self._guard``, ``self._pending``)."""
+    """Posting and completing MPI requests, and the fingerprints that travel beside them; a
+    mixin of ``MPIBackend``."""
+
+    # ***** required: set by MPIBackend.__init__ *****
+    _MPI: Any                    # mpi4py's MPI module
+    comm: Any                    # the group's communicator; _ctl, _fpc: private duplicates
+    _ctl: Any
+    _fpc: Any
+    rank: int
+    size: int
+    timeout: float
+    group_name: str
+    _failure: FailureState       # the group's first failure
+    _level: int                  # the thread level MPI granted
+    _guard: Any                  # an RLock under THREAD_SERIALIZED, else None
+    _pending: set                # async Works not completed yet
+    _settle_lock: threading.Lock
+    _check_lock: threading.Lock
+    _p2p_seq: int                # point-to-point ops' counter (collectives: MPIBackend.execute)
+    _mb_seq: int                 # monitored_barriers so far (Backend)
+    _fp_slots: dict              # words length -> persistent all-gathers (_fp_slot)
+    _fp_busy: list               # per slot: started and not yet checked
+    _fp_owner: list              # per slot: the Work that checks it
+    _fp_n: int                   # fingerprints posted so far (the next slot: n % _FP_SLOTS)
+    _fp_inline: bool             # the group checks collectives inline (_mpi_inline)
+    _fp_msgs: list               # inline mode: the check messages' persistent all-reduces
+    _peers: np.ndarray           # (pid, host key, detail, inline, minmax) per rank
+    _minmax: dict | None         # NaN-propagating float MIN/MAX ops, agreed by every rank
+    #: the fingerprint ``(words, check)`` the next posted collective carries (MPIBackend.execute)
+    _fp_next: tuple | None = None
+
+    if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (declared only)
+        def _inline_wish(self) -> bool: ...
+        def _minmax_ops(self) -> dict | None: ...
+        def _fp_message(self, words, check, control, payload) -> tuple: ...
+        def _fp_mismatch(self, op, seq, words, check) -> None: ...
+
+    # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
 
     # ***** who is who: a timeout names a same-host rank that is stopped or dead *****
     def _learn_peers(self) -> None:
@@ -272,18 +309,20 @@ class Requests:
         return self._failure.record(exc)
 
     def _start(self, op: str, start, finish=None, async_op: bool = True, status=None,
-               args=(), result=None):
+               args=(), result=None, seq: int | None = None):
         """Post the requests ``start(*args)`` returns; ``finish()`` runs once they complete and
-        its return value (else ``result``) is the Work's result."""
+        its return value (else ``result``) is the Work's result. ``seq``: the collective's
+        number (``MPIBackend.execute``); None for a point-to-point op (its own counter)."""
         failure = self._failure
         if failure.first is not None or failure.closed:
             failure.check(op)
         if self._level < 2:  # THREAD_SINGLE/FUNNELED (2 = SERIALIZED)
             self._check_thread()
-        seq = self._seq
-        self._seq = seq + 1
-        if op not in _P2P_OPS:
-            self._collectives += 1
+        if seq is None:
+            seq = self._p2p_seq
+            self._p2p_seq = seq + 1
+        else:
+            self._collectives += 1  # posted on this group (a peer's exit notice is compared to it)
         MPI = self._MPI
         fp, self._fp_next = self._fp_next, None
         if fp is not None:  # the fingerprint travels beside the collective (a persistent
@@ -438,7 +477,8 @@ class Requests:
             DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
         """
         MPI = self._MPI
-        seq = self._mb_seq = getattr(self, "_mb_seq", -1) + 1
+        seq = self._mb_seq
+        self._mb_seq = seq + 1
         tag = seq % (self._ctl.Get_attr(MPI.TAG_UB) + 1)
         deadline = time.monotonic() + timeout
         if self.rank == 0:
@@ -473,36 +513,23 @@ class Requests:
                 f"{verdict[1:1 + verdict[0]].tolist()} did not arrive")
 
 
-    # ***** the fingerprint layer's exchange (tensorbrain/distributed/_fingerprint.py) *****
-    fingerprint_inband = False
-    _fp_next: tuple | None = None
-
-    def fingerprint_attach(self, words, check) -> None:
-        """The fingerprint layer's overlapped exchange: ``words`` are all-gathered beside the
-        next collective this rank posts (both non-blocking, so the check costs no extra round
-        trip), and ``check(rows)`` runs, when the rows differ, before its Work reports success;
-        it raises on a mismatch, which fails the Work and the group. MPI never writes past a
-        receive buffer (a longer message is a truncation error), so posting a mismatched
-        collective before the check is safe; it is left pending in the unusable group.
-        ``words=None`` clears it.
-
-        The all-gathers are persistent requests (MPI 4 ``MPI_Allgather_init``) on a private
-        communicator, :data:`_FP_SLOTS` of them used in turn: starting one costs MPICH about a
-        quarter of what posting an ``Iallgather`` does (benchmarks/fingerprint.py).
-
-        Args:
-            words: this rank's fingerprint words, or None to clear.
-            check: ``check(rows)``, called with every rank's words when they are not all equal.
-        """
-        self._fp_next = None if words is None else (words, check)
-
+    # ***** the fingerprint beside each collective (MPIBackend.execute attaches it) *****
     def _fp_slot(self, words, check, control=None, payload=None):
         """``(buffer, rows or words, request, check, slot)``: the next persistent all-gather
         (or, in inline mode, all-reduce of a check message: then ``control`` and ``payload``, a
-        byte view of a small all_reduce's data, go in too), loaded with ``words``. Slots are
-        taken in turn, the same on every rank (the n-th fingerprint of a group uses slot
-        n % _FP_SLOTS); one still running (more collectives in flight than slots) is waited
-        for first."""
+        byte view of a small all_reduce's data, go in too), loaded with ``words``. The
+        collective is posted right after it, both non-blocking, so the check costs no extra
+        round trip; ``check(rows)`` runs, when the rows differ, before the collective's Work
+        reports success (it raises on a mismatch, failing the Work and the group). MPI never
+        writes past a receive buffer (a longer message is a truncation error), so posting a
+        mismatched collective before the check is safe; it is left pending in the unusable
+        group.
+
+        The all-gathers are persistent requests (MPI 4 ``MPI_Allgather_init``) on a private
+        communicator, :data:`_FP_SLOTS` of them used in turn, the same on every rank (the n-th
+        fingerprint of a group uses slot n % _FP_SLOTS): starting one costs MPICH about a
+        quarter of what posting an ``Iallgather`` does (benchmarks/fingerprint.py). One still
+        running (more collectives in flight than slots) is waited for first."""
         size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
         if self._fp_inline:
             return self._fp_message(words, check, control, payload)
@@ -573,43 +600,6 @@ class Requests:
             check(gathered)  # a copy: the slot's buffer is reused
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
-
-    def fingerprint_exchange(self, words):
-        """All-gather this rank's collective fingerprint (a few int64 words) on the group's
-        communicator, ahead of the collective itself, polled against the group timeout.
-
-        Args:
-            words: this rank's fingerprint words (int64).
-
-        Returns:
-            numpy.ndarray: every rank's words, one row per rank.
-        """
-        self._failure.check("collective")
-        if self._level < 2:
-            self._check_thread()
-        MPI = self._MPI
-        words = np.ascontiguousarray(words, np.int64)
-        rows = np.empty((self.size, words.size), np.int64)
-        deadline = time.monotonic() + self.timeout
-        try:
-            with self._guard or nullcontext():
-                req = self.comm.Iallgather(words, rows)
-            spins = 0
-            while True:
-                with self._guard or nullcontext():
-                    if req.Test():
-                        return rows
-                spins += 1
-                if spins > _SPINS:
-                    if time.monotonic() > deadline:
-                        raise self._fail("collective", int(words[0]), DistTimeoutError(
-                            f"MPI collective (seq {int(words[0])}) of group {self.group_name!r} "
-                            f"on rank {self.rank}: not every rank called it within the group "
-                            f"timeout of {self.timeout:g} s{self._silent_peers()}; the group "
-                            "is unusable"))
-                    time.sleep(_NAP_S)
-        except MPI.Exception as exc:
-            raise self._fail("collective fingerprint", int(words[0]), exc) from None
 
     def _check_tag(self, tag: int) -> None:
         upper = self.comm.Get_attr(self._MPI.TAG_UB)

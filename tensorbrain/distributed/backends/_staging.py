@@ -54,10 +54,10 @@ def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
         else:
             host = np.empty(array.shape, dtype=array.dtype)
 
-        def finish() -> None:
+        def to_device() -> None:
             array[...] = cp.asarray(host)
             cp.cuda.get_current_stream().synchronize()
-        return host, finish
+        return host, to_device
     host = np.ascontiguousarray(array) if copy_in else np.empty(array.shape, array.dtype)
     if host is array:  # pragma: no cover - ascontiguousarray returned the input
         return host, _noop

@@ -24,7 +24,7 @@ def monitored_barrier(backend: Backend, timeout: float, wait_all_ranks: bool = F
     Raises:
         DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
     """
-    seq = getattr(backend, "_mb_seq", 0)
+    seq = backend._mb_seq
     backend._mb_seq = seq + 1
     key = f"mb/{seq}"
     backend.store.set(f"{key}/{backend.rank}", b"1")

@@ -1,8 +1,11 @@
-"""Argument checks every backend shares: reduce ops, dtypes, split sizes, roots and tags.
+"""The pipeline's argument check (:func:`check`), and the checks it is made of.
 
-One place, so the wording of an error does not depend on the backend that raises it. Each
-backend passes what it supports (its :class:`~.base.Capabilities`); checks of (op, dtype) pairs
-are cached because the 8-byte latency path runs them on every call.
+One place for every check of a collective's arrays, so the wording of an error does not depend
+on the backend that raises it nor on the layer that calls: the process-group layer only turns
+Tensors into arrays (and checks that they are Tensors, and how many), the fingerprint compares
+ranks, the backends check nothing else. What a backend supports comes from its
+:class:`~.base.Capabilities`; checks of (op, dtype) pairs are cached because the 8-byte latency
+path runs them on every call.
 
 >>> import numpy as np
 >>> check_reduce("sum", np.dtype("float32"))
@@ -11,18 +14,132 @@ are cached because the 8-byte latency path runs them on every call.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from .base import Array
+    from .base import Array, Backend, Call
 
 #: the reduce ops of ``tensorbrain._kernels.reduce_into`` plus "avg"
 REDUCE_OPS = ("sum", "avg", "prod", "min", "max", "band", "bor", "bxor")
 BITWISE = ("band", "bor", "bxor")
 FLOATING = frozenset({"float16", "float32", "float64", "bfloat16"})
+
+#: the kinds that reduce, and the arrays whose dtype they reduce ("in": the inputs, "out": the output)
+_REDUCING = {"all_reduce": "in", "reduce": "in", "reduce_scatter": "out",
+             "reduce_scatter_tensor": "out"}
+
+
+def check(call: Call, backend: Backend) -> None:
+    """Raise unless ``call`` is a valid collective for ``backend`` (see the module docstring).
+
+    Sets ``call.rows`` for all_to_all_single: the rows received from and sent to each rank.
+
+    Args:
+        call: the collective.
+        backend: the group's backend (its size and capabilities).
+
+    Raises:
+        ValueError: sizes that do not fit the collective or the group, a refused reduce op,
+            splits that do not add up.
+        TypeError: mismatched dtypes, a dtype or op the backend cannot reduce.
+    """
+    kind, ins, outs, n = call.kind, call.inputs, call.outputs, backend.size
+    op = call.op
+    if op is not None:
+        caps = backend.capabilities
+        if op not in caps.ops and op in REDUCE_OPS:
+            raise ValueError(caps.refused.format(OP=op.upper()))
+        dtypes = caps.dtypes
+        for a in (ins if _REDUCING[kind] == "in" else outs):
+            if (op, a.dtype, dtypes) not in _CHECKED:  # the latency path: one set lookup
+                check_reduce(op, a.dtype, dtypes, backend.name)
+    if kind == "all_reduce":
+        for a in ins:  # before anything is posted: a failed copy-back would come too late
+            if type(a) is np.ndarray and not a.flags.writeable:
+                raise ValueError(f"all_reduce writes its result into the tensor, but this "
+                                 f"{a.dtype} array of shape {a.shape} is read-only; pass a "
+                                 "writable copy")
+    elif kind == "all_gather":
+        each_like(outs, ins[0], kind, "tensor_list", "input", "; all must match")
+    elif kind in ("gather", "scatter") and call.root == backend.rank:
+        lists, ref = (outs, ins[0]) if kind == "gather" else (ins, outs[0])
+        each_like(lists, ref, kind, f"{kind}_list", "input" if kind == "gather" else "output")
+    elif kind == "reduce_scatter":
+        each_like(ins, outs[0], kind, "input_list", "output")
+    elif kind in ("all_gather_into_tensor", "reduce_scatter_tensor"):
+        out, src = outs[0], ins[0]
+        big, small = ("output", "input") if kind == "all_gather_into_tensor" else \
+            ("input", "output")
+        sizes = {"output": out.size, "input": src.size}
+        if sizes[big] != sizes[small] * n:
+            raise ValueError(f"{kind}: {big} has {sizes[big]} elements, expected world_size x "
+                             f"{small} = {n} x {sizes[small]}")
+        same_dtype(out, src, kind)
+    elif kind == "all_to_all":
+        if len(ins) != n or len(outs) != n:
+            raise ValueError(f"all_to_all needs {n} inputs and {n} outputs, got {len(ins)} and "
+                             f"{len(outs)}")
+        _own_block(ins[backend.rank].size, outs[backend.rank].size)
+    elif kind == "all_to_all_single":
+        out, src = outs[0], ins[0]
+        same_dtype(out, src, kind)
+        out_splits, in_splits = call.splits or (None, None)
+        call.rows = (splits(out_splits, rows_of(out), n, "output_split_sizes"),
+                     splits(in_splits, rows_of(src), n, "input_split_sizes"))
+        r = backend.rank
+        _own_block(call.rows[1][r] * per_row(src), call.rows[0][r] * per_row(out))
+
+
+def _own_block(sent: int, slot: int) -> None:
+    if sent != slot:
+        raise ValueError(f"all_to_all: this rank's block to itself has {sent} elements but its "
+                         f"output slot {slot}")
+
+
+def per_row(array: Array) -> int:
+    """Elements in one row (dim 0 entry) of ``array`` (a 0-d array counts as one row).
+
+    Args:
+        array: a NumPy or CuPy array.
+    """
+    rows = rows_of(array)
+    return int(array.size) // rows if rows else 0
+
+
+def same_dtype(a: Array, b: Array, what: str) -> None:
+    """Raise TypeError unless ``a`` and ``b`` have one dtype.
+
+    Args:
+        a: an array.
+        b: another.
+        what: the collective, for the message.
+    """
+    if a.dtype != b.dtype:
+        raise TypeError(f"{what}: dtype mismatch ({a.dtype} vs {b.dtype})")
+
+
+def each_like(arrays: Sequence[Array], ref: Array, what: str, name: str, role: str,
+              hint: str = "") -> None:
+    """Each array of the list ``name`` must have the size and dtype of the collective's single
+    ``role`` array ``ref``.
+
+    Args:
+        arrays: the list's arrays.
+        ref: the collective's one array of the other side.
+        what: the collective, for the message.
+        name: the list's argument name (``"tensor_list"``).
+        role: ``ref``'s role (``"input"``, ``"output"``).
+        hint: appended to the size message.
+    """
+    for i, a in enumerate(arrays):
+        if a.size != ref.size:
+            raise ValueError(f"{what}: {name}[{i}] has shape {a.shape}, the {role} "
+                             f"{ref.shape}{hint}")
+        same_dtype(a, ref, what)
+
 
 # (op, dtype, dtypes) triples already accepted
 _CHECKED: set[tuple[str, np.dtype, tuple[str, ...] | None]] = set()
@@ -105,32 +222,6 @@ def row_bytes(array: Array) -> int:
     if array.ndim == 0:
         return int(array.itemsize)
     return int(np.prod(array.shape[1:], dtype=np.int64)) * int(array.itemsize)
-
-
-def same_size(what: str, arrays: Iterable[Array], expected: int, label: str = "output") -> None:
-    """Raise ValueError unless every array of ``arrays`` holds ``expected`` elements.
-
-    Args:
-        what: the collective, for the message.
-        arrays: the arrays to check.
-        expected: the element count each must hold.
-        label: what the arrays are (``"output"``, ``"input"``).
-    """
-    for j, a in enumerate(arrays):
-        if a.size != expected:
-            raise ValueError(f"{what}: {label} {j} has {a.size} elements, expected {expected}")
-
-
-def root(what: str, root_rank: int, size: int) -> None:
-    """Raise ValueError unless ``root_rank`` is a rank of a group of ``size``.
-
-    Args:
-        what: the collective, for the message.
-        root_rank: the root's group rank.
-        size: the group size.
-    """
-    if not 0 <= root_rank < size:
-        raise ValueError(f"{what}: root {root_rank} is not a rank of this group of {size}")
 
 
 def not_self(what: str, peer: int | None, rank: int) -> None:

@@ -1,65 +1,76 @@
-"""The abstract backend: collectives named after the MPI operations, on raw arrays.
+"""The backend contract and the collective pipeline, on raw arrays.
 
 A backend moves bytes for ONE process group. The process-group layer
-(``tensorbrain/distributed/distributed_c10d.py``) unwraps Tensors to their arrays (``numpy`` or
-``cupy``), checks arguments, and calls these methods; backends never see a Tensor.
+(``tensorbrain/distributed/_collectives.py``) unwraps Tensors to their arrays (``numpy`` or
+``cupy``) and calls the methods below, named after the MPI operations; backends never see a
+Tensor. Every collective goes through one pipeline (docs/architecture.md draws it):
 
-Contract (every backend: tcp, mpi, nccl, ...)
----------------------------------------------
-* Construction: ``Backend(store, rank, size, timeout, group_name)``. ``store`` is a (prefixed)
-  store private to this group, ``timeout`` the group timeout in seconds. The constructor is
-  collective: every rank of the group calls it, and it returns once the group can communicate
-  (or raises `DistBackendError`/`DistTimeoutError` naming the ranks that did not show up).
-* Every operation returns a `Work` (``tensorbrain.distributed._work``): ``wait(timeout=None)``,
-  ``is_completed()``, ``exception()``, ``result()``. With ``async_op=False`` a backend may run the
-  op in the calling thread and return a completed Work (the latency path); with
-  ``async_op=True`` it must return without waiting for peers.
+1. **described once**: the method builds a :class:`Call` (kind, inputs, outputs, op, root,
+   splits);
+2. **checked once**: ``_validate.check`` against the backend's :class:`Capabilities` (the one
+   wording of every argument error);
+3. **numbered and fingerprinted once**: the backend's executor gives it the group's next
+   sequence number and carries its fingerprint (``_fingerprint.py``) the way the backend
+   declares in :attr:`Backend.fingerprint`: ``"in band"`` (tcp: in its frames and shared-memory
+   control blocks), ``"attached"`` (mpi: all-gathered beside the collective) or ``"exchanged"``
+   (nccl: all-gathered before it is launched);
+4. **run by the first enabled implementation** of the backend's list for that kind
+   (:meth:`Backend.implementations`, Horovod's OperationManager): tcp ``[shared memory, sockets
+   direct, sockets ring]``, mpi ``[inline, requests]``, nccl ``[group call]``.
+
+What each collective does, its arguments and ``async_op`` are documented once, on the public
+function in ``tensorbrain.distributed`` (``dist.all_reduce`` ...); the methods here take the same
+arguments as arrays.
+
+Contract
+--------
+* Construction: ``Backend(store, rank, size, timeout, group_name)``, collective: every rank of
+  the group calls it, and it returns once the group can communicate (or raises
+  `DistBackendError`/`DistTimeoutError` naming the ranks that did not show up).
+* Every operation returns a `Work` (``tensorbrain.distributed._work``); with ``async_op=False``
+  it is complete when returned, with ``async_op=True`` the call returns without waiting for peers.
 * In place where torch is: ``allreduce`` and ``broadcast`` overwrite their arrays; ``reduce``
-  writes the root's array only (other ranks' arrays are left unchanged); outputs are written,
-  inputs are not (except where an input *is* the output).
-* Sequence numbers and ordering: each group numbers its collectives 0, 1, 2, ... in issue order;
-  every rank must issue the same collectives in the same order (as in MPI and torch). Ops of one
-  group run one at a time, in issue order, whether sync or async. Point-to-point ops have their
-  own per-peer counters and never take a collective sequence number. Different groups are
-  independent (their own connections or communicators).
+  writes the root's array only; outputs are written, inputs are not.
+* Ordering: each group numbers its collectives 0, 1, 2, ... in issue order and runs them one at a
+  time in that order; every rank must issue the same collectives in the same order. Point-to-point
+  ops never take a collective sequence number. Groups are independent.
 * Errors: a collective that cannot finish raises `DistBackendError` within the group timeout
-  (`DistTimeoutError`, a subclass, when it is the timeout), and the message names the op, the
-  group, the sequence number and, where known, the peer rank and host. Size/dtype/op mismatches
-  between ranks raise on every rank. After a failure the group is *poisoned*: every later op
-  raises at once (`DistBackendError`, naming the first failure); make a new group to go on.
-* ``op`` is one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"`` (the names of
-  ``tensorbrain._kernels.reduce_into`` plus "avg"). Backends reduce float16 so that a result
-  that fits in float16 does not overflow on the way (see each backend for how).
-* Arrays may be non-contiguous or on a CUDA device; a backend that cannot use them directly
-  stages them through contiguous host buffers with :func:`stage` (results copied back when the
-  Work completes, before ``wait()`` returns).
+  (`DistTimeoutError` for the timeout), naming the op, the group, the sequence number and, where
+  known, the peer. Mismatched collectives raise on every rank. After a failure the group is
+  poisoned: every later op raises at once, naming the first failure.
+* ``op`` is one of ``_validate.REDUCE_OPS``; float16 reductions do not overflow on the way when
+  the result fits. Arrays may be non-contiguous or on a CUDA device (staged through host buffers
+  with ``_staging.stage`` where the transport needs it).
 * ``shutdown()`` waits for queued ops and releases resources; ``abort()`` fails pending ops at
-  once and closes everything (used on errors and by the launcher's teardown).
+  once and closes everything.
 """
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import _work
+from . import _validate
 from ._validate import REDUCE_OPS
 
 if TYPE_CHECKING:
     from ..store import Store
+    from ._executor import FailureState
 
 #: a NumPy or CuPy array (CuPy ships no type information, so to mypy this is Any)
 Array = Any
 
 
 class Capabilities(NamedTuple):
-    """What a backend can do; the process-group layer and the shared checks read it.
+    """What a backend can do; the pipeline's check reads it.
 
     Attributes:
         ops: the reduce ops it supports (a subset of ``REDUCE_OPS``).
         dtypes: the dtype names it reduces (data movement takes any dtype).
         batched_p2p: ``batch_p2p`` posts a list of sends and receives as one operation.
         devices: the device types it takes (``"cpu"``, ``"cuda"``).
+        refused: the error for a reduce op outside ``ops`` (``{OP}``: its name).
     """
 
     ops: tuple = REDUCE_OPS
@@ -67,10 +78,74 @@ class Capabilities(NamedTuple):
                      "float64")
     batched_p2p: bool = False
     devices: tuple = ("cpu",)
+    refused: str = "ReduceOp.{OP} is not supported by this backend"
+
+
+class Call:
+    """One collective as the process-group layer asked for it, described once.
+
+    Attributes:
+        kind: the collective (``"all_reduce"``, ``"all_gather_into_tensor"``, ...: the public
+            function's name).
+        inputs: the arrays read (for in-place collectives, the arrays written too).
+        outputs: the arrays written (``inputs`` for in-place ones; ``[]`` off the root of gather).
+        op: the reduce op, or None.
+        root: the root's group rank, or None.
+        splits: all_to_all_single's ``(output rows, input rows)`` per rank, as given.
+        rows: all_to_all_single's splits once checked (``_validate.check``): lists.
+
+    ``async_op`` is the public function's (``dist.all_reduce`` ...).
+    """
+
+    __slots__ = ("kind", "inputs", "outputs", "op", "root", "splits", "async_op", "rows")
+
+    def __init__(self, kind: str, inputs: Sequence[Array], outputs: Sequence[Array],
+                 op: str | None = None, root: int | None = None,
+                 splits: tuple[Sequence[int] | None, Sequence[int] | None] | None = None,
+                 async_op: bool = True) -> None:
+        self.kind, self.inputs, self.outputs = kind, inputs, outputs
+        self.op, self.root, self.splits, self.async_op = op, root, splits, async_op
+        self.rows: tuple[list[int], list[int]] | None = None
+
+    def __repr__(self) -> str:
+        return f"Call({self.kind}, op={self.op}, root={self.root})"
+
+
+class Impl(NamedTuple):
+    """One way a backend runs a kind of collective (Horovod's ``AllreduceOp``).
+
+    Attributes:
+        name: what it is (``"shared memory"``, ``"sockets ring"``).
+        enabled: ``enabled(call)``, True when it takes the call; None: always.
+        run: ``run(call)``, what the backend's executor runs.
+    """
+
+    name: str
+    enabled: Callable[[Call], bool] | None
+    run: Callable[..., Any]
+
+
+def first_enabled(impls: Sequence[Impl], call: Call) -> Impl:
+    """The first implementation of ``impls`` that takes ``call`` (every rank decides the same,
+    from sizes, dtypes and the group's shape).
+
+    Args:
+        impls: the backend's list for the call's kind.
+        call: the collective.
+
+    Raises:
+        ValueError: none takes it.
+    """
+    for impl in impls:
+        if impl.enabled is None or impl.enabled(call):
+            return impl
+    raise ValueError(f"{call.kind}: no implementation of this backend takes this call "
+                     f"(tried {[i.name for i in impls]})")
 
 
 class Backend(abc.ABC):
-    """Base of all backends. Subclasses implement the operations below.
+    """Base of all backends: the collectives as methods that build a :class:`Call` and run it
+    through :meth:`run`. A backend provides :meth:`implementations` and :meth:`execute`.
 
     Args:
         store: a store private to this group (prefixed).
@@ -87,12 +162,16 @@ class Backend(abc.ABC):
     name = "base"
     #: what the backend supports; each backend declares its own
     capabilities = Capabilities()
-    #: True when the backend compares collective fingerprints itself (in its frames); False to
-    #: be wrapped by the fingerprint layer (``_fingerprint.FingerprintLayer``)
-    fingerprint_inband = True
+    #: how its collectives carry their fingerprint: "in band", "attached" or "exchanged"
+    fingerprint = "in band"
 
-    #: how many store-based monitored_barriers ran (``_store_barrier``; set on first use)
-    _mb_seq: int
+    #: how many store-based monitored_barriers ran (``_store_barrier``)
+    _mb_seq = 0
+    # set by the backends: the group's failure state, and for those that attach or exchange
+    # their fingerprint (:meth:`_claim`) the collective counter and the fingerprint Verifier
+    _failure: FailureState
+    _seq: int
+    _verify: Any
 
     def __init__(self, store: Store, rank: int, size: int, timeout: float,
                  group_name: str) -> None:
@@ -101,263 +180,116 @@ class Backend(abc.ABC):
         self.store, self.rank, self.size = store, rank, size
         self.timeout, self.group_name = float(timeout), group_name
 
-    # ***** collectives *****
+    # ***** the pipeline *****
+    def run(self, call: Call) -> _work.Work:
+        """Check ``call``, then hand it and the first implementation that takes it to the
+        backend's executor (see the module docstring).
+
+        Args:
+            call: the collective.
+
+        Returns:
+            _work.Work: complete unless ``call.async_op``.
+        """
+        _validate.check(call, self)
+        return self.execute(call, first_enabled(self.implementations()[call.kind], call))
+
     @abc.abstractmethod
+    def implementations(self) -> dict[str, list[Impl]]:
+        """Kind -> the implementations that can run it, in order of preference."""
+
+    @abc.abstractmethod
+    def execute(self, call: Call, impl: Impl) -> _work.Work:
+        """Number ``call``, carry its fingerprint (:attr:`fingerprint`) and run ``impl``."""
+
+    def _claim(self, call: Call) -> tuple[int, Any]:
+        """For an executor that attaches or exchanges fingerprints: raise if the group failed
+        earlier, claim the next collective number (``self._seq``) and return it with the call's
+        words (``_fingerprint.of_call``; None in a group of one)."""
+        from .. import _fingerprint as FP
+        failure = self._failure
+        if failure.first is not None:
+            raise failure.unusable(FP.FAMILY.get(call.kind, call.kind))
+        seq = self._seq
+        self._seq = seq + 1
+        if self.size == 1:
+            return seq, None
+        return seq, FP.of_call(call, seq, self.rank, self.size, self._verify.detail)
+
+    # ***** the collectives (documented on tensorbrain.distributed's functions) *****
     def allreduce(self, arrays: Sequence[Array], op: str = "sum", *,
                   async_op: bool = True) -> _work.Work:
-        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
+        """``dist.all_reduce`` / ``all_reduce_coalesced`` on arrays, in place."""
+        arrays = list(arrays)
+        return self.run(Call("all_reduce", arrays, arrays, op=op, async_op=async_op))
 
-        Args:
-            arrays: the arrays to reduce; each is overwritten with the result.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def broadcast(self, array: Array, root: int, *, async_op: bool = True) -> _work.Work:
-        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
+        """``dist.broadcast`` on an array."""
+        return self.run(Call("broadcast", [array], [array], root=root, async_op=async_op))
 
-        Args:
-            array: the root's data on ``root``, overwritten with it elsewhere.
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def reduce(self, array: Array, root: int, op: str = "sum", *,
                async_op: bool = True) -> _work.Work:
-        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
+        """``dist.reduce`` on an array."""
+        return self.run(Call("reduce", [array], [array], op=op, root=root, async_op=async_op))
 
-        Args:
-            array: this rank's contribution; on ``root`` overwritten with the result.
-            root: the group rank that holds (or receives) the data.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def allgather(self, outputs: Sequence[Array], input: Array, *,
                   async_op: bool = True) -> _work.Work:
-        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
+        """``dist.all_gather`` on arrays."""
+        return self.run(Call("all_gather", [input], list(outputs), async_op=async_op))
 
-        Args:
-            outputs: ``size`` arrays, one per rank, written in rank order.
-            input: this rank's contribution (read only).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def allgather_into(self, output: Array, input: Array, *, async_op: bool = True) -> _work.Work:
-        """``output`` (size x input elements) = inputs concatenated in rank order.
+        """``dist.all_gather_into_tensor`` on arrays."""
+        return self.run(Call("all_gather_into_tensor", [input], [output], async_op=async_op))
 
-        Args:
-            output: one array of ``size`` times ``input``'s elements, written.
-            input: this rank's contribution (read only).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def gather(self, outputs: Sequence[Array] | None, input: Array, root: int, *,
                async_op: bool = True) -> _work.Work:
-        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
+        """``dist.gather`` on arrays (``outputs`` None off the root)."""
+        return self.run(Call("gather", [input], list(outputs or ()), root=root,
+                             async_op=async_op))
 
-        Args:
-            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
-            input: this rank's contribution (read only).
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def scatter(self, output: Array, inputs: Sequence[Array] | None, root: int, *,
                 async_op: bool = True) -> _work.Work:
-        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
+        """``dist.scatter`` on arrays (``inputs`` None off the root)."""
+        return self.run(Call("scatter", list(inputs or ()), [output], root=root,
+                             async_op=async_op))
 
-        Args:
-            output: the array that receives this rank's piece.
-            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def reduce_scatter(self, output: Array, inputs: Sequence[Array], op: str = "sum", *,
                        async_op: bool = True) -> _work.Work:
-        """``output`` = reduction over ranks of their ``inputs[rank]``.
+        """``dist.reduce_scatter`` on arrays."""
+        return self.run(Call("reduce_scatter", list(inputs), [output], op=op, async_op=async_op))
 
-        Args:
-            output: the array that receives this rank's reduced block.
-            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def reduce_scatter_into(self, output: Array, input: Array, op: str = "sum", *,
                             async_op: bool = True) -> _work.Work:
-        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
+        """``dist.reduce_scatter_tensor`` on arrays."""
+        return self.run(Call("reduce_scatter_tensor", [input], [output], op=op,
+                             async_op=async_op))
 
-        Args:
-            output: the array that receives this rank's reduced block.
-            input: one flat array of ``size`` times ``output``'s elements.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def alltoall(self, outputs: Sequence[Array], inputs: Sequence[Array], *,
                  async_op: bool = True) -> _work.Work:
-        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
+        """``dist.all_to_all`` on arrays."""
+        return self.run(Call("all_to_all", list(inputs), list(outputs), async_op=async_op))
 
-        Args:
-            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
-            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def alltoall_single(self, output: Array, input: Array, out_splits: Sequence[int] | None = None,
                         in_splits: Sequence[int] | None = None, *,
                         async_op: bool = True) -> _work.Work:
-        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
+        """``dist.all_to_all_single`` on arrays."""
+        return self.run(Call("all_to_all_single", [input], [output],
+                             splits=(out_splits, in_splits), async_op=async_op))
 
-        Args:
-            output: the array that receives the rows from every rank, in rank order.
-            input: the rows to send, ``in_splits[j]`` of them to rank j.
-            out_splits: rows received from each rank; None for an equal split.
-            in_splits: rows sent to each rank; None for an equal split.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
-
-    @abc.abstractmethod
     def barrier(self, *, async_op: bool = True) -> _work.Work:
-        """Return once every rank has entered the barrier.
-
-        Args:
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
+        """``dist.barrier``."""
+        return self.run(Call("barrier", [], [], async_op=async_op))
 
     # ***** point to point *****
     @abc.abstractmethod
     def send(self, array: Array, dst: int, tag: int = 0, *, async_op: bool = True) -> _work.Work:
-        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
-
-        Args:
-            array: the data to send (read only).
-            dst: the destination group rank.
-            tag: messages are matched in order per (peer, tag).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
+        """``dist.send``/``isend`` on an array (``dst``: a group rank)."""
 
     @abc.abstractmethod
     def recv(self, array: Array, src: int | None, tag: int = 0, *,
              async_op: bool = True) -> _work.Work:
-        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
-
-        Args:
-            array: the array that receives the data (shape and dtype must match the send).
-            src: the source group rank; None for any rank.
-            tag: messages are matched in order per (peer, tag).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-
-        Returns:
-            _work.Work: the handle of the operation.
-
-        Raises:
-            DistBackendError: a peer failed, sizes/dtypes differ between ranks, or the group
-                timeout passed (DistTimeoutError).
-        """
+        """``dist.recv``/``irecv`` on an array (``src`` None: any rank); the result is the
+        source."""
 
     # ***** lifetime *****
     @abc.abstractmethod
@@ -368,20 +300,19 @@ class Backend(abc.ABC):
     def abort(self) -> None:
         """Fail pending ops at once and close everything."""
 
-    # ***** optional hooks with defaults *****
-    def monitored_barrier(self, timeout: float, wait_all_ranks: bool = False) -> None:
-        """A barrier that names the ranks that did not arrive.
+    # ***** optional, with defaults *****
+    def fast_all_reduce(self) -> Callable[[Any, Any], bool] | None:
+        """The pipeline's first step for ``dist.all_reduce`` on the default group, or None.
 
-        The default checks in through the group's store (rank 0 publishes a verdict); backends
-        with a channel of their own (mpi) override it.
-
-        Args:
-            timeout: seconds to wait for the other ranks.
-            wait_all_ranks: report every missing rank rather than the first.
-
-        Raises:
-            DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
+        A backend that can run a synchronous all_reduce of one tensor with less than the whole
+        pipeline returns ``fast(tensor, op) -> bool`` (False: not taken, the pipeline runs it):
+        the checks, sequence number, fingerprint and errors stay the pipeline's own.
         """
+        return None
+
+    def monitored_barrier(self, timeout: float, wait_all_ranks: bool = False) -> None:
+        """``dist.monitored_barrier``: through the group's store by default (``_store_barrier``);
+        backends with a channel of their own (mpi) override it."""
         from ._store_barrier import monitored_barrier
         monitored_barrier(self, timeout, wait_all_ranks)
 

@@ -48,6 +48,7 @@ import threading
 import numpy as np
 
 from ... import _xp
+from .. import _fingerprint as FP
 from ..errors import DistBackendError
 from . import _mpi_inline, _staging, _validate, base
 from . import _mpi_exit
@@ -65,6 +66,10 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
     ``Create_group`` for ``new_group``). See the module docstring for the op mapping.
 
+    Each collective's fingerprint is attached (``fingerprint = "attached"``): all-gathered, or
+    in inline mode all-reduced as one check message, beside the collective itself
+    (``Requests._start``); all_reduce's implementations are ``[inline, requests]``.
+
     Args:
         store: a store private to this group (prefixed).
         rank: this process's rank in the group.
@@ -75,6 +80,7 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
     """
 
     name = "mpi"
+    fingerprint = "attached"
     capabilities = base.Capabilities(dtypes=("float16",) + tuple(sorted(_REDUCIBLE)),
                                      batched_p2p=True, devices=("cpu",))
 
@@ -92,7 +98,8 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         self._guard = threading.RLock() if self._level == MPI.THREAD_SERIALIZED else None
         self._plans: dict = {}  # (dtype, op) -> (MPI op, dtype reduced in, post-scale)
         self._IN_PLACE = MPI.IN_PLACE
-        self._seq = 0
+        self._seq = 0      # collectives (their fingerprints carry it)
+        self._p2p_seq = 0  # point-to-point ops (named in their errors)
         self._collectives = 0  # posted on this group (a peer's exit notice is compared to it)
         self._exited: dict = {}  # rank -> (collectives it posted, pid): peers that exited
         self._exit_check_at = 0.0
@@ -136,6 +143,33 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         if world.Get_size() > 1:
             _install_abort_hook(MPI)
             _mpi_exit.watch(self)
+        self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
+        posts = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
+                 "reduce": self._reduce, "all_gather": self._allgather,
+                 "all_gather_into_tensor": self._allgather_into, "gather": self._gather,
+                 "scatter": self._scatter, "reduce_scatter": self._reduce_scatter,
+                 "reduce_scatter_tensor": self._reduce_scatter, "all_to_all": self._alltoall,
+                 "all_to_all_single": self._alltoall_single, "barrier": self._barrier}
+        self._impls = {kind: [base.Impl("requests", None, post)] for kind, post in posts.items()}
+        self._impls["all_reduce"].insert(0, base.Impl("inline", self._inline_takes,
+                                                      self._allreduce_inline))
+
+    # ***** the pipeline: kind -> [inline, requests]; the fingerprint attached to the post *****
+    def implementations(self):
+        """Kind -> ``[inline, requests]`` for all_reduce, ``[requests]`` otherwise."""
+        return self._impls
+
+    def execute(self, call, impl):
+        """Claim the collective's sequence number, attach its fingerprint (to the next request
+        posted, ``Requests._start``) and run ``impl``."""
+        seq, words = self._claim(call)
+        if words is not None:
+            self._fp_next = (words, self._verify)
+        try:
+            return impl.run(call, seq)
+        except BaseException:
+            self._fp_next = None  # not consumed: it raised before posting
+            raise
 
     def _members_through_store(self, store, world, size: int) -> list:
         """The MPI world ranks of this group's members, when the process-group layer did not
@@ -213,32 +247,16 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
             write_back()
         return buf, mpi_op, finish
 
-    # ***** collectives *****
-    def allreduce(self, arrays, op: str = "sum", *, async_op: bool = True):
-        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
-
-        Args:
-            arrays: the arrays to reduce; each is overwritten with the result.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        for a in arrays:  # before anything is posted: a failed copy-back would come too late
-            if type(a) is np.ndarray and not a.flags.writeable:
-                raise ValueError(f"all_reduce writes its result into the tensor, but this "
-                                 f"{a.dtype} array of shape {a.shape} is read-only; pass a "
-                                 "writable copy")
+    # ***** collectives: one post each (the "requests" implementations) *****
+    def _allreduce(self, call, seq):
+        arrays, op, async_op = call.inputs, call.op, call.async_op
         if len(arrays) == 1:
             a = arrays[0]
-            if self._fp_inline and self._fp_next is not None:
-                control = _mpi_inline.control_word(a.dtype, op)
-                if control and a.size * a.dtype.itemsize <= self._inline_max:
-                    return self._allreduce_inline(arrays, a, op, control, async_op)
             if type(a) is np.ndarray and a.flags.c_contiguous:
                 mpi_op, work_dtype, scale = self._reduction(a.dtype, op)
                 if work_dtype is None and scale is None:  # reduce the user's array as it is
                     return self._start("all_reduce", self.comm.Iallreduce, None, async_op,
-                                       args=(self._IN_PLACE, a, mpi_op), result=arrays)
-        arrays = list(arrays)
+                                       args=(self._IN_PLACE, a, mpi_op), result=arrays, seq=seq)
         plans = [self._reduce_buffer(a, op) for a in arrays]
         IN_PLACE = self._MPI.IN_PLACE
 
@@ -249,40 +267,26 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
             for _, _, fin in plans:
                 fin()
             return arrays
-        return self._start("all_reduce", start, finish, async_op)
+        return self._start("all_reduce", start, finish, async_op, seq=seq)
 
-    def broadcast(self, array, root: int, *, async_op: bool = True):
-        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
-
-        Args:
-            array: the root's data on ``root``, overwritten with it elsewhere.
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _broadcast(self, call, seq):
+        array, root = call.inputs[0], call.root
         host, finish = self._buffer(array, copy_in=self.rank == root)
         return self._start("broadcast", lambda: self.comm.Ibcast(_raw(host), root),
-                           _then(finish, array), async_op)
+                           _then(finish, array), call.async_op, seq=seq)
 
-    def reduce(self, array, root: int, op: str = "sum", *, async_op: bool = True):
-        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
-
-        Args:
-            array: this rank's contribution; on ``root`` overwritten with the result.
-            root: the group rank that holds (or receives) the data.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        MPI = self._MPI
+    def _reduce(self, call, seq):
+        array, root, op, MPI = call.inputs[0], call.root, call.op, self._MPI
         if self.rank == root:
             buf, mpi_op, finish = self._reduce_buffer(array, op)
             return self._start("reduce", lambda: self.comm.Ireduce(MPI.IN_PLACE, buf, mpi_op, root),
-                               _then(finish, array), async_op)
+                               _then(finish, array), call.async_op, seq=seq)
         mpi_op, work_dtype, _ = self._reduction(array.dtype, op)
         send = self._input(array)
         if work_dtype is not None:
             send = send.astype(work_dtype)
         return self._start("reduce", lambda: self.comm.Ireduce(send, None, mpi_op, root),
-                           None, async_op)
+                           None, call.async_op, seq=seq)
 
     def _gather_buffer(self, send, outputs):
         """One (size, *send.shape) receive buffer on ``send``'s device, and the finish that
@@ -296,61 +300,32 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
             return outputs
         return gathered, finish
 
-    def allgather(self, outputs, input, *, async_op: bool = True):
-        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
-
-        Args:
-            outputs: ``size`` arrays, one per rank, written in rank order.
-            input: this rank's contribution (read only).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        send = self._input(input)
+    def _allgather(self, call, seq):
+        outputs, send = call.outputs, self._input(call.inputs[0])
         gathered, finish = self._gather_buffer(send, outputs)
         return self._start("all_gather", lambda: self.comm.Iallgather(_raw(send), _raw(gathered)),
-                           finish, async_op)
+                           finish, call.async_op, seq=seq)
 
-    def allgather_into(self, output, input, *, async_op: bool = True):
-        """``output`` (size x input elements) = inputs concatenated in rank order.
-
-        Args:
-            output: one array of ``size`` times ``input``'s elements, written.
-            input: this rank's contribution (read only).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        send = self._input(input)
+    def _allgather_into(self, call, seq):
+        output, send = call.outputs[0], self._input(call.inputs[0])
         if _shares_memory(send, output):
             send = send.copy()  # MPI forbids aliased send and receive buffers
         recv, finish = self._buffer(output, copy_in=False)
         return self._start("all_gather_into_tensor",
                            lambda: self.comm.Iallgather(_raw(send), _raw(recv)),
-                           _then(finish, output), async_op)
+                           _then(finish, output), call.async_op, seq=seq)
 
-    def gather(self, outputs, input, root: int, *, async_op: bool = True):
-        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
-
-        Args:
-            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
-            input: this rank's contribution (read only).
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        send = self._input(input)
+    def _gather(self, call, seq):
+        outputs, root, send = call.outputs, call.root, self._input(call.inputs[0])
         if self.rank != root:
             return self._start("gather", lambda: self.comm.Igather(_raw(send), None, root),
-                               None, async_op)
+                               None, call.async_op, seq=seq)
         gathered, finish = self._gather_buffer(send, outputs)
         return self._start("gather", lambda: self.comm.Igather(_raw(send), _raw(gathered), root),
-                           finish, async_op)
+                           finish, call.async_op, seq=seq)
 
-    def scatter(self, output, inputs, root: int, *, async_op: bool = True):
-        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
-
-        Args:
-            output: the array that receives this rank's piece.
-            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _scatter(self, call, seq):
+        output, inputs, root = call.outputs[0], call.inputs, call.root
         recv, finish = self._buffer(output, copy_in=False)
         packed = None
         if self.rank == root:
@@ -358,39 +333,17 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
                 else _xp.cupy().stack(list(inputs))
         return self._start("scatter", lambda: self.comm.Iscatter(
             None if packed is None else _raw(packed), _raw(recv), root), _then(finish, output),
-            async_op)
+            call.async_op, seq=seq)
 
-    def reduce_scatter(self, output, inputs, op: str = "sum", *, async_op: bool = True):
-        """``output`` = reduction over ranks of their ``inputs[rank]``.
-
-        Args:
-            output: the array that receives this rank's reduced block.
-            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        mpi_op, work_dtype, scale = self._reduction(output.dtype, op)
-        packed = np.stack([_staging.stage_in(x) for x in inputs])
-        return self._reduce_scatter_packed("reduce_scatter", output, packed, mpi_op, work_dtype,
-                                           scale, async_op)
-
-    def reduce_scatter_into(self, output, input, op: str = "sum", *, async_op: bool = True):
-        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
-
-        Args:
-            output: the array that receives this rank's reduced block.
-            input: one flat array of ``size`` times ``output``'s elements.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        mpi_op, work_dtype, scale = self._reduction(output.dtype, op)
-        packed = self._input(input)
-        if _shares_memory(packed, output):
-            packed = packed.copy()  # the output is the input's own block: MPI forbids aliasing
-        return self._reduce_scatter_packed("reduce_scatter_tensor", output, packed, mpi_op,
-                                           work_dtype, scale, async_op)
-
-    def _reduce_scatter_packed(self, op, output, packed, mpi_op, work_dtype, scale, async_op):
+    def _reduce_scatter(self, call, seq):
+        output = call.outputs[0]
+        if call.kind == "reduce_scatter":
+            packed = np.stack([_staging.stage_in(x) for x in call.inputs])
+        else:  # reduce_scatter_tensor
+            packed = self._input(call.inputs[0])
+            if _shares_memory(packed, output):
+                packed = packed.copy()  # the output is the input's own block: MPI forbids aliasing
+        mpi_op, work_dtype, scale = self._reduction(output.dtype, call.op)
         if work_dtype is not None:
             packed = packed.astype(work_dtype)
         recv_host, write_back = self._buffer(output, copy_in=False)
@@ -404,17 +357,11 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
                 recv_host[...] = recv.astype(recv_host.dtype)
             write_back()
             return output
-        return self._start(op, lambda: self.comm.Ireduce_scatter_block(packed, recv, mpi_op),
-                           finish, async_op)
+        return self._start(call.kind, lambda: self.comm.Ireduce_scatter_block(packed, recv, mpi_op),
+                           finish, call.async_op, seq=seq)
 
-    def alltoall(self, outputs, inputs, *, async_op: bool = True):
-        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
-
-        Args:
-            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
-            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _alltoall(self, call, seq):
+        outputs, inputs = call.outputs, call.inputs
         sends = [_staging.stage_in(x) for x in inputs]
         recvs = [np.empty(o.shape, o.dtype) for o in outputs]
         send_buf = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
@@ -432,69 +379,38 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         byte = self._MPI.BYTE
         return self._start("all_to_all", lambda: self.comm.Ialltoallv(
             [send_buf, (s_counts, _displs(s_counts)), byte],
-            [recv_buf, (r_counts, _displs(r_counts)), byte]), finish, async_op)
+            [recv_buf, (r_counts, _displs(r_counts)), byte]), finish, call.async_op, seq=seq)
 
-    def alltoall_single(self, output, input, out_splits=None, in_splits=None, *,
-                        async_op: bool = True):
-        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
-
-        Args:
-            output: the array that receives the rows from every rank, in rank order.
-            input: the rows to send, ``in_splits[j]`` of them to rank j.
-            out_splits: rows received from each rank; None for an equal split.
-            in_splits: rows sent to each rank; None for an equal split.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        send = self._input(input)
+    def _alltoall_single(self, call, seq):
+        output, send = call.outputs[0], self._input(call.inputs[0])
         if _shares_memory(send, output):
             send = send.copy()
         recv, finish = self._buffer(output, copy_in=False)
-        if out_splits is None and in_splits is None:
+        if call.splits == (None, None):
             return self._start("all_to_all_single", lambda: self.comm.Ialltoall(
-                _raw(send), _raw(recv)), _then(finish, output), async_op)
+                _raw(send), _raw(recv)), _then(finish, output), call.async_op, seq=seq)
         row_in, row_out = _validate.row_bytes(send), _validate.row_bytes(recv)
-        in_splits = _validate.splits(in_splits, _validate.rows_of(send), self.size,
-                                     "input_split_sizes")
-        out_splits = _validate.splits(out_splits, _validate.rows_of(recv), self.size,
-                                      "output_split_sizes")
+        out_splits, in_splits = call.rows
         s_counts = [n * row_in for n in in_splits]
         r_counts = [n * row_out for n in out_splits]
         byte = self._MPI.BYTE
         return self._start("all_to_all_single", lambda: self.comm.Ialltoallv(
             [send, (s_counts, _displs(s_counts)), byte],
-            [recv, (r_counts, _displs(r_counts)), byte]), _then(finish, output), async_op)
+            [recv, (r_counts, _displs(r_counts)), byte]), _then(finish, output), call.async_op,
+            seq=seq)
 
-    def barrier(self, *, async_op: bool = True):
-        """Return once every rank has entered the barrier.
-
-        Args:
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        return self._start("barrier", lambda: self.comm.Ibarrier(), None, async_op)
+    def _barrier(self, call, seq):
+        return self._start("barrier", lambda: self.comm.Ibarrier(), None, call.async_op, seq=seq)
 
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
-        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
-
-        Args:
-            array: the data to send (read only).
-            dst: the destination group rank.
-            tag: messages are matched in order per (peer, tag).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+        """``Isend``; see ``Backend.send``."""
         send = self._input(array)
         self._check_tag(tag)
         return self._start("send", lambda: self.comm.Isend(_raw(send), dst, tag), None, async_op)
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
-        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
-
-        Args:
-            array: the array that receives the data (shape and dtype must match the send).
-            src: the source group rank; None for any rank.
-            tag: messages are matched in order per (peer, tag).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+        """``Irecv`` (``src=None``: ``MPI.ANY_SOURCE``); see ``Backend.recv``."""
         MPI = self._MPI
         recv, finish = self._buffer(array, copy_in=False)
         self._check_tag(tag)
@@ -516,18 +432,9 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
                            check_and_finish, async_op, status=status)
 
     def batch_p2p(self, ops, *, async_op: bool = True):
-        """``ops``: ``(kind, array, peer, tag)`` from ``batch_isend_irecv``. Every Isend/Irecv is
-        posted at once (so exchanges in both directions cannot deadlock) and one Work completes
-        when all have, as torch's coalesced batch does. (mpi4py keeps each request's buffer
-        alive until it completes.)
-
-        Args:
-            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
-            async_op: return without waiting for the peers.
-
-        Returns:
-            Work: one handle for the whole batch.
-        """
+        """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list: every Isend/Irecv
+        posted at once (exchanges in both directions cannot deadlock), one Work for all, as
+        torch's coalesced batch. mpi4py keeps each request's buffer alive until it completes."""
         MPI, posts, finishes = self._MPI, [], []
         for kind, array, peer, tag in ops:
             self._check_tag(tag)

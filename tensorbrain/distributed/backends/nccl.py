@@ -39,12 +39,13 @@ True
 """
 from __future__ import annotations
 
-import threading
 import time
+from functools import partial
 
 import numpy as np
 
 from ... import _xp
+from .. import _fingerprint as FP
 from .. import _nccl_lib
 from ..errors import DistBackendError, DistStoreError
 from . import _validate, base
@@ -65,8 +66,12 @@ def is_available() -> bool:
     return _nccl_lib.is_available()
 
 
-class NCCLBackend(Watchdog, base.Backend):
+class NCCLBackend(base.Backend):
     """One NCCL communicator on the current CUDA device (see the module docstring).
+
+    Each collective's fingerprint is exchanged (``fingerprint = "exchanged"``): all-gathered
+    through NCCL and compared before the collective is launched (NCCL may hang on mismatched
+    counts); every kind has one implementation, the NCCL group call.
 
     Args:
         store: a store private to this group (prefixed).
@@ -78,11 +83,14 @@ class NCCLBackend(Watchdog, base.Backend):
     """
 
     name = "nccl"
+    fingerprint = "exchanged"
     capabilities = base.Capabilities(
         ops=tuple(o for o in _validate.REDUCE_OPS if o not in _validate.BITWISE),
         dtypes=("bool", "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
                 "bfloat16", "float32", "float64"),
-        batched_p2p=True, devices=("cuda",))
+        batched_p2p=True, devices=("cuda",),
+        refused="NCCL has no bitwise reductions: ReduceOp.{OP} is not supported on the nccl "
+                "backend (torch's NCCL refuses it too)")
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):
@@ -90,10 +98,10 @@ class NCCLBackend(Watchdog, base.Backend):
         self._nccl, self._cp = self._runtime(store)
         cp = self._cp
         self.device = cp.cuda.Device()
-        self._seq = 0
+        self._seq = 0      # collectives (their fingerprints carry it)
+        self._p2p_seq = 0  # point-to-point ops (named in their errors)
         self._failure = FailureState(group_name, rank)
-        self._pending: list[_NCCLWork] = []
-        self._lock = threading.Lock()
+        self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
         uid = self._exchange_unique_id(store)
         with self.device:
             self.stream = cp.cuda.Stream(non_blocking=True)
@@ -103,10 +111,28 @@ class NCCLBackend(Watchdog, base.Backend):
                 raise DistBackendError(f"creating the NCCL communicator of group {group_name!r} "
                                        f"(rank {rank} of {size}, device {self.device.id}) "
                                        f"failed: {exc}") from None
-        self._stop = threading.Event()
-        self._watchdog = threading.Thread(target=self._watch, name=f"tb-nccl-watchdog-{group_name}",
-                                          daemon=True)
-        self._watchdog.start()
+        self.watchdog = Watchdog(self._nccl, self.comm, self._failure, rank, group_name,
+                                 self.timeout)
+        calls = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
+                 "reduce": self._reduce, "all_gather": self._allgather,
+                 "all_gather_into_tensor": self._allgather_into, "gather": self._gather,
+                 "scatter": self._scatter, "reduce_scatter": self._reduce_scatter,
+                 "reduce_scatter_tensor": self._reduce_scatter, "all_to_all": self._alltoall,
+                 "all_to_all_single": self._alltoall_single, "barrier": self._barrier}
+        self._impls = {kind: [base.Impl("group call", None, run)] for kind, run in calls.items()}
+
+    # ***** the pipeline: the fingerprint exchanged first, then one group call *****
+    def implementations(self):
+        """Kind -> ``[group call]``."""
+        return self._impls
+
+    def execute(self, call, impl):
+        """Claim the collective's sequence number, exchange and compare its fingerprint, then
+        run ``impl``."""
+        seq, words = self._claim(call)
+        if words is not None:
+            self._verify(self._exchange(words, seq))
+        return impl.run(call, seq)
 
     def _runtime(self, store):
         """``(binding, cupy)``: NCCL's binding and the CuPy module, or RuntimeError saying why
@@ -154,12 +180,14 @@ class NCCLBackend(Watchdog, base.Backend):
             ready.record(cp.cuda.get_current_stream())
             self.stream.wait_event(ready)
 
-    def _launch(self, op: str, body, keep, result, async_op: bool, after=None):
+    def _launch(self, op: str, body, keep, result, async_op: bool, after=None, seq=None):
         """Run ``body(stream_ptr)`` (NCCL calls) on the communication stream (already ordered after
-        the caller's stream by `_check`), then ``after()`` (copy-outs, on the same stream)."""
+        the caller's stream by `_check`), then ``after()`` (copy-outs, on the same stream).
+        ``seq``: the collective's number; None for a point-to-point op (its own counter)."""
         cp = self._cp
-        seq = self._seq
-        self._seq += 1
+        if seq is None:
+            seq = self._p2p_seq
+            self._p2p_seq = seq + 1
         with self.device:
             try:
                 with self.stream:
@@ -169,51 +197,35 @@ class NCCLBackend(Watchdog, base.Backend):
             except self._nccl.NcclError as exc:
                 err = DistBackendError(f"NCCL {op} (seq {seq}) of group {self.group_name!r} "
                                        f"failed on rank {self.rank}: {exc}")
-                self._fail(err)
+                self.watchdog.fail(err)
                 raise err from None
             done = cp.cuda.Event(disable_timing=True)
             done.record(self.stream)
-        work = _NCCLWork(self, op, seq, done, keep, result)
-        with self._lock:
-            self._pending.append(work)
+        work = _NCCLWork(self.watchdog, cp, op, seq, done, keep, result)
+        self.watchdog.add(work)
         if not async_op:
             work.wait()
         return work
 
-    # ***** the fingerprint layer's exchange (tensorbrain/distributed/_fingerprint.py) *****
-    fingerprint_inband = False
-
-    def fingerprint_exchange(self, words):
-        """All-gather this rank's collective fingerprint through NCCL on the communication
-        stream, then wait for it (bounded by the group timeout) and compare on the host. NCCL
-        hangs or corrupts memory on mismatched counts, so the check must finish before the
-        collective is launched. (Not measured here: no multi-GPU machine.)
-
-        Args:
-            words: this rank's fingerprint words (int64).
-
-        Returns:
-            numpy.ndarray: every rank's words, one row per rank.
-        """
+    def _exchange(self, words, seq: int):
+        """All-gather this rank's fingerprint ``words`` through NCCL on the communication stream,
+        wait for it (bounded by the group timeout) and return every rank's words, one row per
+        rank. NCCL hangs or corrupts memory on mismatched counts, so the check must finish
+        before the collective is launched. (Not measured here: no multi-GPU machine.)"""
         self._failure.check("collective")
-        from .._fingerprint import KINDS
         cp = self._cp
         words = np.ascontiguousarray(words, np.int64)
         # launched under the name and sequence number of the collective it guards, so a
         # failure here reads as that collective's ("all_reduce (seq 1)")
         code = int(words[1]) & 0xFF if words.size > 1 else 0
-        op = KINDS[code] if code < len(KINDS) else "collective"
-        seq = self._seq
+        op = FP.KINDS[code] if code < len(FP.KINDS) else "collective"
         with self.device:
             send = cp.asarray(words)
             recv = cp.empty((self.size, words.size), cp.int64)
             comm = self.comm
-            try:
-                self._launch(op, lambda s: comm.all_gather(
-                    send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (send, recv), None,
-                    async_op=False)
-            finally:
-                self._seq = seq
+            self._launch(op, lambda s: comm.all_gather(
+                send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (send, recv), None,
+                async_op=False, seq=seq)
             return cp.asnumpy(recv)
 
     def _group(self, calls):
@@ -231,11 +243,8 @@ class NCCLBackend(Watchdog, base.Backend):
         return body
 
     def _reduce_args(self, dtype, op: str):
+        """NCCL's (dtype, reduce op) codes (the pipeline's check accepted the pair)."""
         name = np.dtype(dtype).name
-        if op in _validate.BITWISE:
-            raise ValueError(f"NCCL has no bitwise reductions: ReduceOp.{op.upper()} is not "
-                             "supported on the nccl backend (torch's NCCL refuses it too)")
-        _validate.check_reduce(op, dtype, tuple(self._nccl.DTYPES) + ("bool",), self.name)
         if name == "bool":
             # bool bytes are 0/1: max is "or", min is "and" (torch reduces bool the same way).
             return self._nccl.DTYPES["uint8"], self._nccl.RED_OPS[
@@ -255,16 +264,9 @@ class NCCLBackend(Watchdog, base.Backend):
             array[...] = tmp
         return tmp, copy_back
 
-    # ***** collectives *****
-    def allreduce(self, arrays, op: str = "sum", *, async_op: bool = True):
-        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
-
-        Args:
-            arrays: the arrays to reduce; each is overwritten with the result.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        arrays = list(arrays)
+    # ***** collectives: one group call each (the "group call" implementations) *****
+    def _allreduce(self, call, seq):
+        arrays, op = call.inputs, call.op
         self._check("all_reduce", *arrays)
         plans = []
         for a in arrays:
@@ -277,49 +279,30 @@ class NCCLBackend(Watchdog, base.Backend):
                  for b, _, dt, red in plans]
         body = calls[0] if len(calls) == 1 else self._group(calls)
         backs = [back for _, back, _, _ in plans if back is not None]
-        return self._launch("all_reduce", body, (arrays, plans), arrays, async_op,
-                            after=(lambda: [f() for f in backs]) if backs else None)
+        return self._launch("all_reduce", body, (arrays, plans), arrays, call.async_op,
+                            after=(lambda: [f() for f in backs]) if backs else None, seq=seq)
 
-    def broadcast(self, array, root: int, *, async_op: bool = True):
-        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
-
-        Args:
-            array: the root's data on ``root``, overwritten with it elsewhere.
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _broadcast(self, call, seq):
+        array, root = call.inputs[0], call.root
         self._check("broadcast", array)
         buf, back = self._contiguous(array)
         comm = self.comm
         return self._launch("broadcast", lambda s: comm.broadcast(
             buf.data.ptr, buf.data.ptr, buf.nbytes, _INT8, root, s), (array, buf), array,
-            async_op, after=back)
+            call.async_op, after=back, seq=seq)
 
-    def reduce(self, array, root: int, op: str = "sum", *, async_op: bool = True):
-        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
-
-        Args:
-            array: this rank's contribution; on ``root`` overwritten with the result.
-            root: the group rank that holds (or receives) the data.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _reduce(self, call, seq):
+        array, root, op = call.inputs[0], call.root, call.op
         self._check("reduce", array)
         dt, red = self._reduce_args(array.dtype, op)
         buf, back = self._contiguous(array)
         comm = self.comm
         return self._launch("reduce", lambda s: comm.reduce(
             buf.data.ptr, buf.data.ptr, buf.size, dt, red, root, s), (array, buf), array,
-            async_op, after=back if self.rank == root else None)
+            call.async_op, after=back if self.rank == root else None, seq=seq)
 
-    def allgather(self, outputs, input, *, async_op: bool = True):
-        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
-
-        Args:
-            outputs: ``size`` arrays, one per rank, written in rank order.
-            input: this rank's contribution (read only).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _allgather(self, call, seq):
+        outputs, input = call.outputs, call.inputs[0]
         self._check("all_gather", input, *outputs)
         send, _ = self._contiguous(input)
         cp, comm = self._cp, self.comm
@@ -331,159 +314,92 @@ class NCCLBackend(Watchdog, base.Backend):
                 out[...] = block.reshape(out.shape)
         return self._launch("all_gather", lambda s: comm.all_gather(
             send.data.ptr, gathered.data.ptr, send.nbytes, _INT8, s),
-            (input, send, gathered, outputs), outputs, async_op, after=after)
+            (input, send, gathered, outputs), outputs, call.async_op, after=after, seq=seq)
 
-    def allgather_into(self, output, input, *, async_op: bool = True):
-        """``output`` (size x input elements) = inputs concatenated in rank order.
-
-        Args:
-            output: one array of ``size`` times ``input``'s elements, written.
-            input: this rank's contribution (read only).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _allgather_into(self, call, seq):
+        output, input = call.outputs[0], call.inputs[0]
         self._check("all_gather_into_tensor", input, output)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
         comm = self.comm
         return self._launch("all_gather_into_tensor", lambda s: comm.all_gather(
             send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (input, send, output, recv),
-            output, async_op, after=back)
+            output, call.async_op, after=back, seq=seq)
 
-    def gather(self, outputs, input, root: int, *, async_op: bool = True):
-        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
-
-        Args:
-            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
-            input: this rank's contribution (read only).
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        self._check("gather", input, *(outputs or ()))
+    def _gather(self, call, seq):
+        outputs, input, root, async_op = call.outputs, call.inputs[0], call.root, call.async_op
+        self._check("gather", input, *outputs)
         send, _ = self._contiguous(input)
         comm = self.comm
         if self.rank != root:
-            calls = [lambda s: comm.send(send.data.ptr, send.nbytes, _INT8, root, s)]
-            return self._launch("gather", self._group(calls), (input, send), None, async_op)
+            calls = [partial(comm.send, send.data.ptr, send.nbytes, _INT8, root)]
+            return self._launch("gather", self._group(calls), (input, send), None, async_op,
+                                seq=seq)
         recvs = [self._contiguous(o) for o in outputs]
-        calls = []
-        for peer, (buf, _) in enumerate(recvs):
-            if peer == self.rank:
-                calls.append(lambda s, buf=buf: buf.__setitem__(Ellipsis, send.reshape(buf.shape)))
-                continue
-            calls.append(lambda s, buf=buf, peer=peer: comm.recv(buf.data.ptr, buf.nbytes, _INT8,
-                                                                 peer, s))
+        calls = [partial(_copy, buf, send) if peer == self.rank else
+                 partial(comm.recv, buf.data.ptr, buf.nbytes, _INT8, peer)
+                 for peer, (buf, _) in enumerate(recvs)]
         backs = [b for _, b in recvs if b is not None]
         return self._launch("gather", self._group(calls), (input, send, outputs, recvs), outputs,
-                            async_op, after=(lambda: [f() for f in backs]) if backs else None)
+                            async_op, after=(lambda: [f() for f in backs]) if backs else None,
+                            seq=seq)
 
-    def scatter(self, output, inputs, root: int, *, async_op: bool = True):
-        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
-
-        Args:
-            output: the array that receives this rank's piece.
-            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        self._check("scatter", output, *(inputs or ()))
+    def _scatter(self, call, seq):
+        output, inputs, root, async_op = call.outputs[0], call.inputs, call.root, call.async_op
+        self._check("scatter", output, *inputs)
         recv, back = self._contiguous(output)
         comm = self.comm
         if self.rank != root:
-            calls = [lambda s: comm.recv(recv.data.ptr, recv.nbytes, _INT8, root, s)]
+            calls = [partial(comm.recv, recv.data.ptr, recv.nbytes, _INT8, root)]
             return self._launch("scatter", self._group(calls), (output, recv), output, async_op,
-                                after=back)
+                                after=back, seq=seq)
         sends = [self._contiguous(x)[0] for x in inputs]
-        calls = []
-        for peer, buf in enumerate(sends):
-            if peer == self.rank:
-                calls.append(lambda s, buf=buf: recv.__setitem__(Ellipsis, buf.reshape(recv.shape)))
-                continue
-            calls.append(lambda s, buf=buf, peer=peer: comm.send(buf.data.ptr, buf.nbytes, _INT8,
-                                                                 peer, s))
+        calls = [partial(_copy, recv, buf) if peer == self.rank else
+                 partial(comm.send, buf.data.ptr, buf.nbytes, _INT8, peer)
+                 for peer, buf in enumerate(sends)]
         return self._launch("scatter", self._group(calls), (output, recv, inputs, sends), output,
-                            async_op, after=back)
+                            async_op, after=back, seq=seq)
 
-    def reduce_scatter(self, output, inputs, op: str = "sum", *, async_op: bool = True):
-        """``output`` = reduction over ranks of their ``inputs[rank]``.
-
-        Args:
-            output: the array that receives this rank's reduced block.
-            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        self._check("reduce_scatter", output, *inputs)
-        with self.stream:
-            packed = self._cp.stack([x.reshape(output.shape) for x in inputs])
-        return self._reduce_scatter("reduce_scatter", output, packed, op, async_op, inputs)
-
-    def reduce_scatter_into(self, output, input, op: str = "sum", *, async_op: bool = True):
-        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
-
-        Args:
-            output: the array that receives this rank's reduced block.
-            input: one flat array of ``size`` times ``output``'s elements.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        self._check("reduce_scatter_tensor", output, input)
-        packed, _ = self._contiguous(input)
-        return self._reduce_scatter("reduce_scatter_tensor", output, packed, op, async_op, input)
-
-    def _reduce_scatter(self, op_name, output, packed, op, async_op, keep):
-        dt, red = self._reduce_args(output.dtype, op)
+    def _reduce_scatter(self, call, seq):
+        output, inputs = call.outputs[0], call.inputs
+        self._check(call.kind, output, *inputs)
+        if call.kind == "reduce_scatter":
+            with self.stream:
+                packed = self._cp.stack([x.reshape(output.shape) for x in inputs])
+        else:  # reduce_scatter_tensor: one flat input
+            packed, _ = self._contiguous(inputs[0])
+        dt, red = self._reduce_args(output.dtype, call.op)
         recv, back = self._contiguous(output)
         comm = self.comm
-        return self._launch(op_name, lambda s: comm.reduce_scatter(
+        return self._launch(call.kind, lambda s: comm.reduce_scatter(
             packed.data.ptr, recv.data.ptr, recv.size, dt, red, s),
-            (keep, packed, output, recv), output, async_op, after=back)
+            (inputs, packed, output, recv), output, call.async_op, after=back, seq=seq)
 
-    def alltoall(self, outputs, inputs, *, async_op: bool = True):
-        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
-
-        Args:
-            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
-            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _alltoall(self, call, seq):
+        outputs, inputs = call.outputs, call.inputs
         self._check("all_to_all", *outputs, *inputs)
         sends = [self._contiguous(x)[0] for x in inputs]
         recvs = [self._contiguous(o) for o in outputs]
         comm = self.comm
-        calls = []
+        calls: list = []
         for peer in range(self.size):
             send, (recv, _) = sends[peer], recvs[peer]
             if peer == self.rank:
-                calls.append(lambda s, send=send, recv=recv: recv.__setitem__(
-                    Ellipsis, send.reshape(recv.shape)))
+                calls.append(partial(_copy, recv, send))
                 continue
-            calls.append(lambda s, send=send, peer=peer: comm.send(
-                send.data.ptr, send.nbytes, _INT8, peer, s))
-            calls.append(lambda s, recv=recv, peer=peer: comm.recv(
-                recv.data.ptr, recv.nbytes, _INT8, peer, s))
+            calls.append(partial(comm.send, send.data.ptr, send.nbytes, _INT8, peer))
+            calls.append(partial(comm.recv, recv.data.ptr, recv.nbytes, _INT8, peer))
         backs = [b for _, b in recvs if b is not None]
         return self._launch("all_to_all", self._group(calls), (inputs, sends, outputs, recvs),
-                            outputs, async_op,
-                            after=(lambda: [f() for f in backs]) if backs else None)
+                            outputs, call.async_op,
+                            after=(lambda: [f() for f in backs]) if backs else None, seq=seq)
 
-    def alltoall_single(self, output, input, out_splits=None, in_splits=None, *,
-                        async_op: bool = True):
-        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
-
-        Args:
-            output: the array that receives the rows from every rank, in rank order.
-            input: the rows to send, ``in_splits[j]`` of them to rank j.
-            out_splits: rows received from each rank; None for an equal split.
-            in_splits: rows sent to each rank; None for an equal split.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def _alltoall_single(self, call, seq):
+        output, input = call.outputs[0], call.inputs[0]
         self._check("all_to_all_single", output, input)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
-        in_rows = _validate.splits(in_splits, _validate.rows_of(send), self.size,
-                                   "input_split_sizes")
-        out_rows = _validate.splits(out_splits, _validate.rows_of(recv), self.size,
-                                    "output_split_sizes")
+        out_rows, in_rows = call.rows
         in_row, out_row = _validate.row_bytes(send), _validate.row_bytes(recv)
         comm, calls = self.comm, []
         s_off = r_off = 0
@@ -497,39 +413,25 @@ class NCCLBackend(Watchdog, base.Backend):
                     p, n, _INT8, peer, s))
             s_off, r_off = s_off + s_n, r_off + r_n
         return self._launch("all_to_all_single", self._group(calls), (input, send, output, recv),
-                            output, async_op, after=back)
+                            output, call.async_op, after=back, seq=seq)
 
-    def barrier(self, *, async_op: bool = True):
+    def _barrier(self, call, seq):
         """An all_reduce of one int32 on the device (as torch's NCCL barrier); waiting on it
-        blocks the host until every rank's barrier finished.
-
-        Args:
-            async_op: return without waiting for the peers.
-
-        Returns:
-            Work: the handle of the operation.
-        """
+        blocks the host until every rank's barrier finished."""
         self._check("barrier")
         with self.device:
             token = self._cp.zeros(1, self._cp.int32)
         comm = self.comm
         work = self._launch("barrier", lambda s: comm.all_reduce(
             token.data.ptr, token.data.ptr, 1, self._nccl.DTYPES["int32"],
-            self._nccl.RED_OPS["sum"], s), token, None, True)
-        if not async_op:
+            self._nccl.RED_OPS["sum"], s), token, None, True, seq=seq)
+        if not call.async_op:
             work.wait(timeout=self.timeout)
         return work
 
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
-        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
-
-        Args:
-            array: the data to send (read only).
-            dst: the destination group rank.
-            tag: messages are matched in order per (peer, tag).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+        """``ncclSend``; NCCL has no tags (messages between two ranks match in issue order)."""
         self._check("send", array)
         buf, _ = self._contiguous(array)
         comm = self.comm
@@ -538,14 +440,7 @@ class NCCLBackend(Watchdog, base.Backend):
                             (array, buf), None, async_op)
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
-        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
-
-        Args:
-            array: the array that receives the data (shape and dtype must match the send).
-            src: the source group rank; None for any rank.
-            tag: messages are matched in order per (peer, tag).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+        """``ncclRecv``; ``src=None`` is refused (NCCL has no any-source receive)."""
         self._check("recv", array)
         if src is None:
             raise ValueError("NCCL cannot receive from any source: pass src (torch's NCCL "
@@ -556,17 +451,9 @@ class NCCLBackend(Watchdog, base.Backend):
                             (array, buf), src, async_op, after=back)
 
     def batch_p2p(self, ops, *, async_op: bool = True):
-        """``ops``: ``(kind, array, peer, tag)`` with kind "send"/"recv" (what
-        ``batch_isend_irecv`` passes), all in one NCCL group so that ranks exchanging in both
-        directions do not deadlock. One Work for all; NCCL has no tags (order matches).
-
-        Args:
-            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
-            async_op: return without waiting for the peers.
-
-        Returns:
-            Work: one handle for the whole batch.
-        """
+        """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list, all in one NCCL
+        group so that ranks exchanging in both directions do not deadlock. One Work for all;
+        NCCL has no tags (order matches)."""
         comm, calls, keep, backs = self.comm, [], [], []
         for kind, array, peer, _tag in ops:
             self._check(f"batch_isend_irecv ({kind})", array)
@@ -584,16 +471,15 @@ class NCCLBackend(Watchdog, base.Backend):
     # ***** lifetime *****
     def shutdown(self) -> None:
         """Finish queued ops, then release connections and threads."""
+        watchdog = self.watchdog
         deadline = time.monotonic() + self.timeout
-        while self._pending and self._failure.first is None and time.monotonic() < deadline:
-            for work in list(self._pending):
-                self._poll(work)
+        while watchdog.pending and self._failure.first is None and time.monotonic() < deadline:
+            for work in list(watchdog.pending):
+                watchdog.poll(work)
             time.sleep(1e-3)
-        self._stop.set()
-        if self._watchdog.is_alive() and self._watchdog is not threading.current_thread():
-            self._watchdog.join(timeout=5)
+        watchdog.stop()
         if self.comm.alive:
-            if self._failure.first is None and not self._pending:
+            if self._failure.first is None and not watchdog.pending:
                 self.comm.destroy()
             else:
                 self.comm.abort()
@@ -601,5 +487,10 @@ class NCCLBackend(Watchdog, base.Backend):
 
     def abort(self) -> None:
         """Fail pending ops at once and close everything."""
-        self._fail(DistBackendError(f"group {self.group_name!r} was aborted"))
-        self._stop.set()
+        self.watchdog.fail(DistBackendError(f"group {self.group_name!r} was aborted"))
+        self.watchdog.stop(join=False)
+
+
+def _copy(dst, src, stream=None) -> None:
+    """This rank's own block of a gather/scatter/all_to_all (a call of its NCCL group)."""
+    dst[...] = src.reshape(dst.shape)

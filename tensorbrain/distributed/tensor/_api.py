@@ -6,16 +6,17 @@ A DTensor is a tensorbrain Tensor whose ``._data`` is this rank's local shard; i
 ``device_mesh`` and one placement per mesh dimension, and changes layout with ``redistribute``
 (differentiable).
 
-Ops on a DTensor hand their result to ``_rules._on_op`` (what each kind of op returns is
-described there); DTensors are made by ``_factories`` (``distribute_tensor``, ``zeros``, ...)
-or :meth:`DTensor.from_local`.
+Ops on a DTensor hand their result to ``_rules.on_op`` through ``DTensor.__tb_dispatch__``
+(torch's ``__torch_dispatch__`` shape: ``_ops.core.make`` finds it on the input's class; what
+each kind of op returns is described in ``_rules``); DTensors are made by ``_factories``
+(``distribute_tensor``, ``zeros``, ...) or :meth:`DTensor.from_local`.
 """
 from __future__ import annotations
 
 from ...tensor import Size, Tensor
 from ..._ops.core import make
 from . import _redistribute as R
-from ._rules import _BYPASS, _refuse, install
+from ._rules import _refuse, bypassed, checked, guard, on_op
 from .placement_types import Placement, Replicate, Shard, _StridedShard
 
 __all__ = ["DTensor", "DTensorSpec"]
@@ -34,7 +35,7 @@ class DTensorSpec:
         return (isinstance(other, DTensorSpec) and self.mesh == other.mesh
                 and self.placements == other.placements and self.shape == other.shape)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # (equal specs, not one object)
 
     def __repr__(self) -> str:
         return f"DTensorSpec(placements={self.placements}, shape={self.shape})"
@@ -59,8 +60,8 @@ def _placements(mesh, placements, ndim: int, what: str) -> tuple:
         if isinstance(p, Shard):
             if not -ndim <= p.dim < max(ndim, 1):
                 raise ValueError(f"{what}: {p} is out of range for a {ndim}-D tensor")
-            p = Shard(p.dim % ndim) if type(p) is Shard else \
-                _StridedShard(p.dim % ndim, p.split_factor)
+            p = _StridedShard(p.dim % ndim, p.split_factor) if isinstance(p, _StridedShard) \
+                else Shard(p.dim % ndim)
         out.append(p)
     if len(out) != mesh.ndim:
         raise ValueError(f"{what}: got {len(out)} placements {tuple(out)} for a {mesh.ndim}-D "
@@ -91,6 +92,16 @@ def _dim_arg(args, kwargs):
     return None
 
 
+def _reduction(name: str, dim_of=_dim_arg):
+    """A DTensor reduction method (``DTensor._reduce``)."""
+    def method(self, *args, **kwargs):
+        return self._reduce(name, dim_of(args, kwargs), args, kwargs)
+    method.__name__, method.__qualname__ = name, f"DTensor.{name}"
+    method.__doc__ = (f"As ``Tensor.{name}``, refused over a sharded dim (``max(other)`` and "
+                      f"``min(other)``, elementwise, are allowed).")
+    return method
+
+
 class DTensor(Tensor):
     """A distributed tensor: this rank's local shard plus its mesh, placements and global shape.
 
@@ -111,6 +122,8 @@ class DTensor(Tensor):
         raise TypeError("DTensor cannot be constructed directly; use distribute_tensor(tensor, "
                         "mesh, placements) or DTensor.from_local(local, mesh, placements)")
 
+    _spec: DTensorSpec   # mesh, placements, global shape and stride (set by _make)
+
     @classmethod
     def _make(cls, array, spec: DTensorSpec, requires_grad=False, like=None):
         """A DTensor around ``array`` (no copy); ``like``'s autograd fields are taken over."""
@@ -122,6 +135,15 @@ class DTensor(Tensor):
         if t.requires_grad and t.grad_fn is None:
             t._keep_grad_distributed()
         return t
+
+    @staticmethod
+    def __tb_dispatch__(t, inputs, name, along=None):
+        """An op with a DTensor input hands its result here (``_ops.core.make``)."""
+        return on_op(t, inputs, name, along)
+
+    def _result(self, array, spec: DTensorSpec, like):
+        """A DTensor op result (``_rules.on_op``): a DTensor, never a subclass (a parameter)."""
+        return DTensor._make(array, spec, like=like)
 
     def _keep_grad_distributed(self):
         """After backward, ``.grad`` of a leaf DTensor is a DTensor with the same layout."""
@@ -165,10 +187,7 @@ class DTensor(Tensor):
 
     def numel(self):
         """Elements of the global tensor."""
-        n = 1
-        for s in self._spec.shape:
-            n *= int(s)
-        return n
+        return Size(self._spec.shape).numel()
 
     nelement = numel
 
@@ -208,16 +227,13 @@ class DTensor(Tensor):
         DTensor the result is a DTensor whose Shard dims are renumbered past the reduced ones."""
         self._refuse_sharded_reduction(op, dim)
         if dim == () or not self._sharded_dims() or self._is_partial():
-            return getattr(Tensor, op)(self, *args, **kwargs)   # _on_op decides
+            return getattr(Tensor, op)(self, *args, **kwargs)   # on_op decides
         n = len(self._spec.shape)
         dims = {int(d) % n for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
         keepdim = bool(kwargs.get("keepdim", args[1] if len(args) > 1 and
                                   isinstance(args[1], bool) else False))
-        _BYPASS[0] += 1
-        try:
+        with bypassed():
             res = getattr(Tensor, op)(self, *args, **kwargs)
-        finally:
-            _BYPASS[0] -= 1
         shape = tuple(1 if i in dims else s for i, s in enumerate(self._spec.shape)
                       if keepdim or i not in dims)
         pl = tuple(p if not isinstance(p, Shard) or keepdim else
@@ -235,15 +251,11 @@ class DTensor(Tensor):
     def _one_shard(self, op: str):
         """The (mesh dim, Shard) splitting this DTensor, when exactly one mesh dim of more than
         one rank shards it evenly and the others replicate; else raise naming ``op``."""
-        mesh, found = self._spec.mesh, []
-        for i, p in enumerate(self._spec.placements):
-            if mesh.size(i) == 1 or isinstance(p, Replicate):
-                continue
-            if type(p) is not Shard or self._spec.shape[p.dim] % mesh.size(i):
-                found = None
-                break
-            found.append((i, p))
-        if not found or len(found) != 1:
+        mesh = self._spec.mesh
+        found = [(i, p) for i, p in enumerate(self._spec.placements)
+                 if mesh.size(i) > 1 and not isinstance(p, Replicate)]
+        if len(found) != 1 or type(found[0][1]) is not Shard or \
+                self._spec.shape[found[0][1].dim] % mesh.size(found[0][0]):
             _refuse(op, (self,))
         return found[0]
 
@@ -256,11 +268,8 @@ class DTensor(Tensor):
                              like=out)
 
     def _local(self, op: str, *args, **kwargs):
-        _BYPASS[0] += 1
-        try:
+        with bypassed():
             return getattr(Tensor, op)(self, *args, **kwargs)
-        finally:
-            _BYPASS[0] -= 1
 
     def view(self, *shape):
         """As Tensor's; on a sharded DTensor allowed where the sharded dim is the outermost
@@ -341,11 +350,8 @@ class DTensor(Tensor):
         j, sh2 = other._one_shard("matmul")
         if (i, sh) != (j, sh2) or sh.dim >= nd - 2:
             _refuse("matmul", (self, other))
-        _BYPASS[0] += 1
-        try:
+        with bypassed():
             out = Tensor.matmul(self, other)
-        finally:
-            _BYPASS[0] -= 1
         return self._relayout("matmul", out, self._spec.placements)
 
     __matmul__ = matmul
@@ -353,62 +359,12 @@ class DTensor(Tensor):
     def _is_partial(self) -> bool:
         return any(p.is_partial() for p in self._spec.placements)
 
-    def sum(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim (see ``_refuse_sharded_reduction``)."""
-        return self._reduce("sum", _dim_arg(args, kwargs), args, kwargs)
-
-    def mean(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("mean", _dim_arg(args, kwargs), args, kwargs)
-
-    def norm(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
-        return self._reduce("norm", dim, args, kwargs)
-
-    def prod(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("prod", _dim_arg(args, kwargs), args, kwargs)
-
-    def amax(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("amax", _dim_arg(args, kwargs), args, kwargs)
-
-    def amin(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("amin", _dim_arg(args, kwargs), args, kwargs)
-
-    def max(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim (``max(other)`` is elementwise: allowed)."""
-        return self._reduce("max", _dim_arg(args, kwargs), args, kwargs)
-
-    def min(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim (``min(other)`` is elementwise: allowed)."""
-        return self._reduce("min", _dim_arg(args, kwargs), args, kwargs)
-
-    def std(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("std", _dim_arg(args, kwargs), args, kwargs)
-
-    def var(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("var", _dim_arg(args, kwargs), args, kwargs)
-
-    def all(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("all", _dim_arg(args, kwargs), args, kwargs)
-
-    def any(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("any", _dim_arg(args, kwargs), args, kwargs)
-
-    def argmax(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("argmax", _dim_arg(args, kwargs), args, kwargs)
-
-    def argmin(self, *args, **kwargs):
-        """As Tensor's, refused over a sharded dim."""
-        return self._reduce("argmin", _dim_arg(args, kwargs), args, kwargs)
+    sum, mean, prod = _reduction("sum"), _reduction("mean"), _reduction("prod")
+    amax, amin, max, min = _reduction("amax"), _reduction("amin"), _reduction("max"), _reduction("min")
+    std, var, all, any = _reduction("std"), _reduction("var"), _reduction("all"), _reduction("any")
+    argmax, argmin = _reduction("argmax"), _reduction("argmin")
+    norm = _reduction("norm", lambda args, kwargs: kwargs.get("dim", args[1] if len(args) > 1
+                                                               else None))
 
     def stride(self, dim=None):
         """The global (contiguous unless given to ``from_local``) stride."""
@@ -437,7 +393,7 @@ class DTensor(Tensor):
     @data.setter
     def data(self, value):
         """``t.data = other``: take ``other``'s local storage (layout unchanged)."""
-        Tensor.data.fset(self, value)
+        Tensor.data.fset(self, value)  # type: ignore[attr-defined]
 
     def _like(self, make_local, kw: dict, random: bool = False) -> DTensor:
         """``tb.*_like(self)``: a DTensor of this layout (Partial becomes Replicate, as torch)
@@ -457,9 +413,7 @@ class DTensor(Tensor):
         pl = tuple(Replicate() if p.is_partial() else p for p in self._spec.placements)
         mesh, gshape = self._spec.mesh, self._spec.shape
         if random:
-            full = make_local(*gshape, **kw)
-            from ._factories import distribute_tensor  # _factories imports this module
-            out = distribute_tensor(full, mesh, pl, src_data_rank=0)
+            out = DTensor._from_full(make_local(*gshape, **kw), mesh, pl, 0)
             return out.requires_grad_(requires_grad) if requires_grad else out
         local = make_local(*R.local_shape(gshape, mesh, pl), **kw)
         return DTensor._make(local._data, DTensorSpec(mesh, pl, gshape, self._spec.stride),
@@ -502,6 +456,27 @@ class DTensor(Tensor):
             generator: the random generator (default: the global one).
         """
         return self._random_fill("normal_", (mean, std), {"generator": generator})
+
+    @staticmethod
+    def _from_full(tensor: Tensor, mesh, pl: tuple, src_data_rank) -> DTensor:
+        """``distribute_tensor``'s work, its arguments checked: ``tensor`` (every rank's full
+        value; ``src_data_rank``'s is broadcast first unless None) split by ``pl``."""
+        full = tensor._data
+        if src_data_rank is not None:
+            from .. import distributed_c10d as c10d
+            src = int(src_data_rank)
+            full = full.copy()
+            for i in range(mesh.ndim):
+                if not 0 <= src < mesh.size(i):
+                    raise ValueError(f"distribute_tensor: src_data_rank={src} is not a rank of "
+                                     f"mesh dimension {i} (size {mesh.size(i)}) of {mesh}")
+                if mesh.size(i) > 1:
+                    c10d.broadcast(Tensor._wrap(full), group=mesh.get_group(i), group_src=src)
+        local = R.redistribute_array(full, mesh, (Replicate(),) * mesh.ndim, pl, tuple(full.shape))
+        if local is tensor._data:
+            local = local.copy()
+        return DTensor._make(local, DTensorSpec(mesh, pl, tuple(full.shape)),
+                             requires_grad=tensor.requires_grad)
 
     def __repr__(self) -> str:
         local = Tensor._wrap(self._data)
@@ -610,8 +585,30 @@ class DTensor(Tensor):
             p._keep_grad_distributed()
         return p
 
+    # operators that check the other operand's layout first (_rules.checked), and methods whose
+    # op builds its result without make (_rules.guard): they keep or refuse the layout
+    __add__, __radd__, __sub__, __rsub__ = (checked("__add__"), checked("__radd__"),
+                                            checked("__sub__"), checked("__rsub__"))
+    __mul__, __rmul__, __pow__, __rpow__ = (checked("__mul__"), checked("__rmul__"),
+                                            checked("__pow__"), checked("__rpow__"))
+    __truediv__, __rtruediv__ = checked("__truediv__"), checked("__rtruediv__")
+    add, sub, mul, div = checked("add"), checked("sub"), checked("mul"), checked("div")
+    maximum, minimum, sign, round = checked("maximum"), checked("minimum"), guard("sign"), guard("round")
+    floor, ceil, trunc, isnan, isinf = (guard("floor"), guard("ceil"), guard("trunc"),
+                                        guard("isnan"), guard("isinf"))
+    isfinite, logical_not, to, type_as = (guard("isfinite"), guard("logical_not"), guard("to"),
+                                          guard("type_as"))
+    lt, gt, le, ge, eq, ne = guard("lt"), guard("gt"), guard("le"), guard("ge"), guard("eq"), guard("ne")
+    __lt__, __gt__, __le__ = guard("__lt__"), guard("__gt__"), guard("__le__")
+    __ge__, __eq__, __ne__ = guard("__ge__"), guard("__eq__"), guard("__ne__")
+    float, double, half, bfloat16 = guard("float"), guard("double"), guard("half"), guard("bfloat16")
+    long, int, bool = guard("long"), guard("int"), guard("bool")
+    __invert__, __and__, __or__, __xor__ = (guard("__invert__"), guard("__and__"),
+                                            guard("__or__"), guard("__xor__"))
+    __hash__ = Tensor.__hash__   # kept: defining __eq__ would set it to None
 
-# ***** what an op on a DTensor gives (``make`` hands every op's result to _on_op) *****
+
+# ***** what an op on a DTensor gives (``make`` hands every op's result to on_op) *****
 class _Detached:
     __slots__ = ("requires_grad", "grad_fn", "_version")
 
@@ -619,7 +616,7 @@ class _Detached:
         self.requires_grad, self.grad_fn, self._version = False, None, version
 
 
-_PARAM_CLASS = []
+_PARAM_CLASS: list = []
 
 
 def _parameter_class():
@@ -637,5 +634,3 @@ def _parameter_class():
         _PARAM_CLASS.append(DTensorParameter)
     return _PARAM_CLASS[0]
 
-
-install(DTensor)

@@ -37,22 +37,7 @@ def distribute_tensor(tensor, device_mesh=None, placements=None, *, src_data_ran
         raise ValueError("distribute_tensor: the tensor is already a DTensor; use redistribute")
     mesh = _check_mesh(device_mesh, "distribute_tensor")
     pl = _placements(mesh, placements, tensor.ndim, "distribute_tensor")
-    full = tensor._data
-    if src_data_rank is not None:
-        from .. import distributed_c10d as c10d
-        src = int(src_data_rank)
-        full = full.copy()
-        for i in range(mesh.ndim):
-            if not 0 <= src < mesh.size(i):
-                raise ValueError(f"distribute_tensor: src_data_rank={src} is not a rank of mesh "
-                                 f"dimension {i} (size {mesh.size(i)}) of {mesh}")
-            if mesh.size(i) > 1:
-                c10d.broadcast(Tensor._wrap(full), group=mesh.get_group(i), group_src=src)
-    local = R.redistribute_array(full, mesh, (Replicate(),) * mesh.ndim, pl, tuple(full.shape))
-    if local is tensor._data:
-        local = local.copy()
-    return DTensor._make(local, DTensorSpec(mesh, pl, tuple(full.shape)),
-                         requires_grad=tensor.requires_grad)
+    return DTensor._from_full(tensor, mesh, pl, src_data_rank)
 
 
 def _factory(name: str):

@@ -1,11 +1,11 @@
 """What an op on a DTensor returns: the layout rules every op's result goes through.
 
-``_ops/core.py`` holds a hook slot, ``DTENSOR_HOOK``; :func:`install` puts ``(DTensor, _on_op)``
-there when ``_api`` defines the class, so neither the core nor this module imports ``_api``
-(the class reaches the rules through the slot, and the rules reach the class through
-``_DT``).
+``DTensor.__tb_dispatch__`` (``_api.py``) hands every op result with a DTensor input to
+:func:`on_op`, as torch's ``__torch_dispatch__``: ``_ops/core.make`` finds the handler on the
+input's class. Neither the core nor this module imports ``_api``: a DTensor is recognised by
+that attribute (:func:`is_dtensor`) and builds its results itself (``DTensor._result``).
 
-Ops on a DTensor (every op hands its result to :func:`_on_op`):
+Ops on a DTensor (every op hands its result to :func:`on_op`):
 
 * pointwise ops (``neg``, ``exp``, ``** 2``, ``* 2.0``, ``clamp``, ``relu``, ``clone``, dtype
   casts, ...) and binary pointwise ops between DTensors of the same mesh, placements and shape
@@ -25,13 +25,11 @@ Ops on a DTensor (every op hands its result to :func:`_on_op`):
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import NoReturn
 
 from ...tensor import Tensor
-from ..._ops import core as _core
-
-_DT: list = [None]  # the DTensor class, set by install()
 
 _BYPASS = [0]   # > 0 while DTensor internals call ops whose result they wrap themselves
 
@@ -55,12 +53,20 @@ def local_ops(fn):
     """
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        _BYPASS[0] += 1
-        try:
+        with bypassed():
             return fn(*args, **kwargs)
-        finally:
-            _BYPASS[0] -= 1
     return run
+
+
+@contextlib.contextmanager
+def bypassed():
+    """Ops inside the block compute on DTensors' local shards and return plain Tensors (the
+    DTensor methods that wrap a result themselves, :func:`local_ops`)."""
+    _BYPASS[0] += 1
+    try:
+        yield
+    finally:
+        _BYPASS[0] -= 1
 
 
 def _linear_on_partial(name: str, inputs, dts) -> bool:
@@ -105,7 +111,12 @@ def _check_operands(op: str, dts, plain) -> None:
             f"{[d._spec.shape for d in dts]}); redistribute one to the other's placements first")
 
 
-def _on_op(t: Tensor, inputs, name: str, along=None) -> Tensor:
+def is_dtensor(x) -> bool:
+    """Whether ``x`` is a DTensor (its class dispatches ops: ``__tb_dispatch__``)."""
+    return isinstance(x, Tensor) and type(x).__tb_dispatch__ is not None
+
+
+def on_op(t: Tensor, inputs, name: str, along=None) -> Tensor:
     """Decide what op ``name`` with a DTensor among ``inputs`` returns; ``t`` is its result
     computed on the local shards (a plain Tensor).
 
@@ -127,10 +138,8 @@ def _on_op(t: Tensor, inputs, name: str, along=None) -> Tensor:
     """
     if _BYPASS[0] or name.startswith("DTensor"):
         return t
-    DTensor = _DT[0]
-    dts = [x for x in inputs if isinstance(x, DTensor)]
-    plain = [x for x in inputs if x is not None and not isinstance(x, DTensor)
-             and x._data.size > 1]
+    dts = [x for x in inputs if is_dtensor(x)]
+    plain = [x for x in inputs if x is not None and not is_dtensor(x) and x._data.size > 1]
     spec = dts[0]._spec
     split = any(d._sharded_dims() for d in dts)
     partial = any(d._is_partial() for d in dts)
@@ -138,13 +147,13 @@ def _on_op(t: Tensor, inputs, name: str, along=None) -> Tensor:
     if not split and not partial:
         if (name in _POINTWISE or along is not None and len(dts) == 1) and not plain \
                 and all(d._spec == spec for d in dts):
-            return DTensor._make(t._data, spec, like=t)
+            return dts[0]._result(t._data, spec, t)
         return t   # replicated everywhere: the local value is the global one
     layouts = ", ".join(f"{d._spec.placements}" for d in dts)
     if along is not None and len(dts) == 1 and not partial and not plain:
         n = len(spec.shape)
         if not {int(d) % max(n, 1) for d in along} & dts[0]._sharded_dims():
-            return DTensor._make(t._data, spec, like=t)
+            return dts[0]._result(t._data, spec, t)
     if name not in _POINTWISE:
         _refuse(op.lower(), dts)
     _check_operands(op.lower(), dts, plain)
@@ -153,26 +162,26 @@ def _on_op(t: Tensor, inputs, name: str, along=None) -> Tensor:
             f"{op.lower()} on a Partial DTensor (placements {layouts}) is not linear in the "
             f"pending sum; call .redistribute(placements=[Replicate()...]) or .full_tensor() "
             f"first")
-    return DTensor._make(t._data, spec, like=t)
+    return dts[0]._result(t._data, spec, t)
 
 
-def _guard(name: str):
+def guard(name: str):
     """A DTensor method for a Tensor method whose op builds its result without ``make``
-    (comparisons, ``sign``, ``round``, ...): same treatment as :func:`_on_op`."""
+    (comparisons, ``sign``, ``round``, ...): same treatment as :func:`on_op`."""
     base = getattr(Tensor, name)
 
     def method(self, *args, **kwargs):
         out = base(self, *args, **kwargs)
-        if isinstance(out, _DT[0]) or not isinstance(out, Tensor):
+        if is_dtensor(out) or not isinstance(out, Tensor):
             return out
         others = tuple(a if isinstance(a, Tensor) else None for a in args)
-        return _on_op(out, (self,) + others, "ElementwiseBackward")
+        return on_op(out, (self,) + others, "ElementwiseBackward")
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"As Tensor.{name}, keeping or refusing the DTensor layout as other ops do."
     return method
 
 
-def _checked(name: str):
+def checked(name: str):
     """A DTensor arithmetic operator that checks the other operand's layout before computing
     (the local shapes of mismatched layouts would otherwise fail with a broadcast error, or
     worse, broadcast)."""
@@ -180,33 +189,10 @@ def _checked(name: str):
 
     def method(self, other, *args, **kwargs):
         if isinstance(other, Tensor):
-            dt = isinstance(other, _DT[0])
+            dt = is_dtensor(other)
             _check_operands(name.strip("_"), [self] + ([other] if dt else []),
                             [] if dt or other._data.size <= 1 else [other])
         return base(self, other, *args, **kwargs)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"As Tensor.{name}; the other operand must have this DTensor's layout."
     return method
-
-
-def install(dtensor_cls) -> None:
-    """Make ``dtensor_cls`` the DTensor class: ops with a DTensor input hand their result to
-    :func:`_on_op`, and the operators and methods below check or keep the layout.
-
-    Args:
-        dtensor_cls: ``_api.DTensor`` (called once, when ``_api`` is imported).
-    """
-    _DT[0] = dtensor_cls
-    _core.DTENSOR_HOOK[0] = (dtensor_cls, _on_op)
-    for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
-                  "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "add", "sub", "mul", "div",
-                  "maximum", "minimum"):
-        if hasattr(Tensor, name):
-            setattr(dtensor_cls, name, _checked(name))
-    for name in ("sign", "round", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite",
-                  "logical_not", "lt", "gt", "le", "ge", "eq", "ne", "__lt__", "__gt__", "__le__",
-                  "__ge__", "__eq__", "__ne__", "float", "double", "half", "bfloat16", "long",
-                  "int", "bool", "to", "type_as", "__invert__", "__and__", "__or__", "__xor__"):
-        if hasattr(Tensor, name):
-            setattr(dtensor_cls, name, _guard(name))
-    dtensor_cls.__hash__ = Tensor.__hash__

@@ -1,40 +1,53 @@
 """The ``tcp`` backend (alias ``gloo``): a full mesh of stream sockets and size-aware algorithms.
 
-The package's parts: ``mesh`` (set-up of the connections, what is known of each peer), ``wire``
-(frames, connections, the progress engine), ``algorithms`` (the collectives over the sockets),
-``p2p`` (send/recv). This module is the dispatcher: it checks and stages each call, runs it on
-the group's op queue (``_executor.OpQueue``: sequence numbers, one op at a time, the failure
-state) and asks the same-host shared-memory transport first (``_shm.transport``), when it is on
-and takes that op, before the sockets.
+``TCPBackend`` is made of components: the ``Mesh`` of connections (``mesh.py``), the progress
+engine (``wire.py``), the ``SocketAlgorithms`` over them (``algorithms.py``), ``PointToPoint``
+(``p2p.py``), the same-host shared-memory transport (``_shm/transport.py``) and the group's op
+queue (``_executor.OpQueue``: sequence numbers, one op at a time, the failure state). Every
+collective comes through the pipeline (``backends/base.py``): checked once, then the first
+enabled implementation of its kind's list runs on the op queue: ``[shared memory, sockets
+direct, sockets ring]`` for all_reduce, all_gather and reduce_scatter, ``[shared memory, tree,
+chain]`` for broadcast, and so on (:meth:`TCPBackend.implementations`). Every rank takes the same
+decision, from sizes, dtypes and the group's shape.
 
-Every frame carries the collective's fingerprint (kind, op, root, dtype, byte count, sequence
-number), compared by the receiver before it reads a byte, so a mismatched collective raises on
-the ranks involved; ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call sites.
-A failed op poisons the group: peers get an abort frame naming the failed rank, and every later
-op raises at once. Integer AVG is refused (as torch's Gloo does).
+The fingerprint travels in band: every frame carries the collective's kind, op, root, dtype,
+byte count and sequence number, compared by the receiver before it reads a byte (the shared-
+memory transport's control blocks carry the same), so a mismatched collective raises on the ranks
+involved; ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call sites. A failed op
+poisons the group: peers get an abort frame naming the failed rank, and every later op raises at
+once. Integer AVG is refused (as torch's Gloo does).
+
+The pipeline's first step for ``dist.all_reduce`` (:meth:`TCPBackend.fast_all_reduce`): a
+synchronous SUM or AVG of one contiguous host array, when every rank of the group shares this
+host, is one native shared-memory call (``ShmGroup.all_reduce_inplace``, which checks the array
+and the fingerprint in C++ and returns False, having done nothing, for what it does not take),
+run by the op queue as the general path would be (``OpQueue.run_inline``: same sequence number,
+same failure path). The general path costs about 7 us of Python per 8-byte call on a 2-core
+machine, this one about 2 (docs/architecture.md). ``TB_FASTPATH=0`` turns it off.
 """
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from .... import _config
 from ... import _fingerprint as FP
 from ...errors import DistBackendError
-from .. import _validate
 from .._executor import FailureState, OpQueue
 from .._staging import finisher, stage, stage_in
-from ..base import Backend, Capabilities
+from .._validate import per_row, row_bytes
+from ..base import Backend, Call, Capabilities, Impl, first_enabled
 from . import wire as W
-from .algorithms import Algorithms
+from .algorithms import SMALL_ALLGATHER, SMALL_ALLREDUCE, SMALL_BCAST, SocketAlgorithms
 from .mesh import Mesh, _host_identity, _iface_ip  # noqa: F401 - public names of this module
 from .p2p import PointToPoint
 
 K = W.KIND
 _FP_BYTES = 256  # one call's description under TB_DISTRIBUTED_DEBUG=DETAIL
-_CHECKED: set = set()  # (op, dtype) pairs this backend accepted
 
 
-class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
+class TCPBackend(Backend):
     """Collectives over a socket mesh; see the module docstring and docs/distributed.md.
 
     Args:
@@ -47,6 +60,7 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
     """
 
     name = "tcp"
+    fingerprint = "in band"
     capabilities = Capabilities(dtypes=tuple(__import__("tensorbrain._kernels",
                                                         fromlist=["DTYPES"]).DTYPES),
                                 batched_p2p=True, devices=("cpu", "cuda"))
@@ -54,48 +68,235 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  deadline: float | None = None):
         super().__init__(store, rank, size, timeout, group_name)
-        self._setup_deadline = deadline  # init_process_group's one deadline (None: timeout)
-        self.conns: list = [None] * size
-        self.hosts: list = [None] * size
-        self.local_ranks: list = [rank]
         self._failure = FailureState(group_name, rank)
-        self._engine = W.Engine(self)
+        self.mesh = Mesh(store, rank, size, self.timeout, group_name, deadline)
+        self.conns, self.hosts, self.local_ranks = (self.mesh.conns, self.mesh.hosts,
+                                                    self.mesh.local_ranks)
+        self._engine = W.Engine(self.mesh)
         self._ops = OpQueue(f"tb-tcp-{group_name}-r{rank}", self._failure, self._engine.begin,
                             self._on_failure, self.timeout)
-        self._abort_reasons: dict = {}
-        self._shm = None
+        self.sockets = SocketAlgorithms(self.mesh, self._engine)
+        self.p2p = PointToPoint(self.mesh, self._engine, self._ops.submit)
         self._debug = FP.detail_enabled()
+        self._shm: Any = None   # the same-host transport (docs/shm.md), once the mesh is up
         if size > 1:
-            self._connect_mesh()
-        else:
-            self.hosts = [_host_identity()[0]]
+            from ..._shm.transport import IntraHost  # None with TB_SHM=0 or no same-host peer
+            self._shm = IntraHost.create(self.mesh, self.sockets)
+        self._guard: _SigintGuard | None = None   # the fast path's Ctrl-C guard, once made
+        self._impls = self._declare()
+        self._prepare = {"all_reduce": self._prepare_all_reduce,
+                         "broadcast": self._prepare_broadcast, "reduce": self._prepare_reduce,
+                         "all_gather": self._prepare_all_gather, "gather": self._prepare_gather,
+                         "scatter": self._prepare_scatter,
+                         "reduce_scatter": self._prepare_reduce_scatter,
+                         "all_to_all": self._prepare_all_to_all, "barrier": self._prepare_barrier}
 
-    # ***** dispatch: checks, the op queue, shared memory first *****
-    def _submit(self, op: str, body, async_op: bool, finish=None, result=None,
-                collective: bool = True, desc=None, ftag: int = 0):
-        # ftag: op and root (_fingerprint.wire_tag), carried in every frame of the op and
-        # compared by the receiver together with kind, dtype, byte count and sequence number.
-        if self._debug and desc is not None and self.size > 1:
-            inner, site = body, FP.call_site()  # the caller's line, before any thread hop
+    # ***** the pipeline: kind -> implementations, run on the op queue *****
+    def implementations(self):
+        """Kind -> its implementations in order: shared memory first (when this group has it
+        and it takes the call), then the socket algorithms by size."""
+        return self._impls
+
+    def _declare(self) -> dict:
+        """The lists, fixed for the group's life: what the group's shape decides (one rank;
+        shared memory here, for every rank or not) is settled now, what the call decides
+        (sizes) is each implementation's ``enabled``."""
+        shm, n, A = self._shm, self.size, self.sockets
+        whole = shm is not None and shm.whole
+        if n == 1:  # a group of one: every collective's result is in place already
+            alone = [Impl("alone", None, _nothing)]
+            return {kind: alone for kind in ("all_reduce", "broadcast", "reduce", "all_gather",
+                                             "all_gather_into_tensor", "gather", "scatter",
+                                             "reduce_scatter", "reduce_scatter_tensor",
+                                             "all_to_all", "all_to_all_single", "barrier")} | {
+                kind: [Impl("direct", None, run)] for kind, run in (
+                    ("gather", A.gather), ("scatter", A.scatter))} | {
+                kind: [Impl("direct", None, lambda o, sc, op: A.reduce_scatter(o, sc, op, True))]
+                for kind in ("reduce_scatter", "reduce_scatter_tensor")} | {
+                kind: [Impl("pairwise", None, A.alltoall)]
+                for kind in ("all_to_all", "all_to_all_single")}
+
+        def here(*impls):  # shared-memory implementations: listed when every rank is here
+            return list(impls) if whole else []
+        impls = {
+            "all_reduce": ([Impl("shared memory", None, lambda f, op: shm.allreduce(f, op))]
+                           if shm is not None else []) + [  # (hierarchical across hosts)
+                Impl("sockets direct", lambda c: _nbytes(c.inputs) * (n - 1) <= SMALL_ALLREDUCE,
+                     lambda f, op: A.allreduce(f, op, False)),
+                Impl("sockets ring", None, lambda f, op: A.allreduce(f, op, True))],
+            "broadcast": here(
+                Impl("shared memory", None, lambda f, root: shm.broadcast(f, root))) + [
+                Impl("tree", lambda c: c.inputs[0].nbytes <= SMALL_BCAST,
+                     lambda f, root: A.broadcast(f, root, False)),
+                Impl("chain", None, lambda f, root: A.broadcast(f, root, True))],
+            "reduce": [
+                Impl("tree", lambda c: c.inputs[0].nbytes <= SMALL_BCAST,
+                     lambda f, root, op: A.reduce(f, root, op, False)),
+                Impl("chain", None, lambda f, root, op: A.reduce(f, root, op, True))],
+            "all_gather": here(Impl("shared memory", None, lambda b, s: shm.allgather(b, s))) + [
+                Impl("sockets direct", lambda c: c.inputs[0].nbytes * n <= SMALL_ALLGATHER,
+                     lambda b, s: A.allgather(b, s, False)),
+                Impl("sockets ring", None, lambda b, s: A.allgather(b, s, True))],
+            "gather": [Impl("direct", None, A.gather)],
+            "scatter": [Impl("direct", None, A.scatter)],
+            "reduce_scatter": here(Impl("shared memory", None,
+                                        lambda o, sc, op: shm.reduce_scatter(o, sc, op))) + [
+                Impl("sockets direct", lambda c: c.outputs[0].nbytes * n <= SMALL_ALLGATHER,
+                     lambda o, sc, op: A.reduce_scatter(o, sc, op, False)),
+                Impl("sockets ring", None, lambda o, sc, op: A.reduce_scatter(o, sc, op, True))],
+            "all_to_all": here(Impl("shared memory", _uniform,
+                                    lambda d, s: shm.alltoall(d, s))) + [
+                Impl("pairwise", None, A.alltoall)],
+            "barrier": here(Impl("shared memory", None, lambda: shm.barrier())) + [
+                Impl("dissemination", None, A.barrier)],
+        }
+        for kind, family in FP.FAMILY.items():  # all_gather_into_tensor is an all_gather ...
+            impls[kind] = impls[family]
+        return impls
+
+    def execute(self, call: Call, impl: Impl):
+        """Stage the call's arrays (contiguous host buffers) and run ``impl`` on the op queue,
+        whose number the frames carry with the fingerprint tag (op and root)."""
+        family = FP.FAMILY.get(call.kind, call.kind)
+        args, finish, result = self._prepare[family](call)
+        run = impl.run
+        if call.kind == "all_reduce" and len(call.inputs) > 1:  # coalesced: each its own way
+            impls, op = self._impls["all_reduce"], call.op
 
             def body():
-                self._check_fingerprint(op, desc(), site)
-                return inner()
-        return self._ops.submit(op, body, async_op, finish, result, collective, ftag)
+                for a in args()[0]:
+                    first_enabled(impls, Call("all_reduce", [a], [a], op)).run(a, op)
+        else:
+            body = lambda: run(*args())  # noqa: E731
+        if call.root is not None and call.kind != "broadcast" and self._shm is not None:
+            inner = body
 
-    def _dispatch(self, kind: str, sockets, *args) -> None:
-        """Run collective ``kind`` on shared memory when that transport takes it, else on the
-        sockets. Every rank takes the same decision (from sizes, dtypes and group shape)."""
+            def body():
+                self._shm.agree_root(call.kind, call.root)
+                inner()
+        if self._debug and self.size > 1:
+            inner2, site, desc = body, FP.call_site(), _describe(call)
+
+            def body():  # the caller's line, taken before any thread hop
+                self._check_fingerprint(family, desc, site)
+                inner2()
+        return self._ops.submit(family, body, call.async_op, finish, result, True,
+                                FP.wire_tag(call.op, call.root))
+
+    # staging (issue time, in the caller's thread): (arguments(), finish, result) per kind; the
+    # arguments are made when the op runs (local copies, scratch space)
+    def _prepare_all_reduce(self, call):
+        staged = [stage(a) for a in call.inputs]
+        flats = [h.reshape(-1) for h, _ in staged]
+        return (lambda: (flats[0], call.op) if len(flats) == 1 else (flats,)), \
+            finisher(staged), list(call.inputs)
+
+    def _prepare_broadcast(self, call):
+        host, finish = stage(call.inputs[0], copy_in=(self.rank == call.root))
+        return (lambda: (host.reshape(-1), call.root)), finish, call.inputs[0]
+
+    def _prepare_reduce(self, call):
+        host, copy_back = stage(call.inputs[0])
+        finish = copy_back if self.rank == call.root else None  # non-roots keep their input
+        return (lambda: (host.reshape(-1), call.root, call.op)), finish, call.inputs[0]
+
+    def _prepare_all_gather(self, call):
+        src = stage_in(call.inputs[0]).reshape(-1)
+        if call.kind == "all_gather":
+            staged = [stage(o, copy_in=False) for o in call.outputs]
+            blocks = [h.reshape(-1) for h, _ in staged]
+            finish, result = finisher(staged), list(call.outputs)
+        else:  # all_gather_into_tensor: blocks of one flat output
+            host, finish = stage(call.outputs[0], copy_in=False)
+            flat, m = host.reshape(-1), src.size
+            blocks = [flat[j * m:(j + 1) * m] for j in range(self.size)]
+            result = call.outputs[0]
+
+        def args():
+            blocks[self.rank][...] = src
+            return blocks, src
+        return args, finish, result
+
+    def _prepare_gather(self, call):
+        src = stage_in(call.inputs[0]).reshape(-1)
+        staged = [stage(o, copy_in=False) for o in call.outputs] if self.rank == call.root else []
+        outs = [h for h, _ in staged]
+        return (lambda: (outs, src, call.root)), finisher(staged), call.outputs or None
+
+    def _prepare_scatter(self, call):
+        host, finish = stage(call.outputs[0], copy_in=False)
+        srcs = [stage_in(x).reshape(-1) for x in call.inputs] if self.rank == call.root else []
+        return (lambda: (host, srcs, call.root)), finish, call.outputs[0]
+
+    def _prepare_reduce_scatter(self, call):
+        host, finish = stage(call.outputs[0], copy_in=False)
+        if call.kind == "reduce_scatter":
+            srcs = [stage_in(x).reshape(-1) for x in call.inputs]
+            scratch = lambda: np.concatenate(srcs) if srcs else host  # noqa: E731
+        else:  # reduce_scatter_tensor: one flat input, copied (the algorithms reduce in it)
+            src = stage_in(call.inputs[0]).reshape(-1)
+            scratch = src.copy
+        return (lambda: (host.reshape(-1), scratch(), call.op)), finish, call.outputs[0]
+
+    def _prepare_all_to_all(self, call):
+        n, r = self.size, self.rank
+        if call.kind == "all_to_all":
+            srcs = [stage_in(x).reshape(-1) for x in call.inputs]
+            staged = [stage(o, copy_in=False) for o in call.outputs]
+            dsts = [h.reshape(-1) for h, _ in staged]
+            finish, result = finisher(staged), list(call.outputs)
+        else:  # all_to_all_single: blocks of rows along dim 0
+            src, (host, finish) = stage_in(call.inputs[0]), stage(call.outputs[0], copy_in=False)
+            out_rows, in_rows = call.rows
+            row_in, row_out = per_row(src), per_row(host)
+            fs, fd = src.reshape(-1), host.reshape(-1)
+            oi = np.concatenate([[0], np.cumsum(in_rows)]) * row_in
+            oo = np.concatenate([[0], np.cumsum(out_rows)]) * row_out
+            srcs = [fs[oi[j]:oi[j + 1]] for j in range(n)]
+            dsts = [fd[oo[j]:oo[j + 1]] for j in range(n)]
+            result = call.outputs[0]
+
+        def args():
+            dsts[r][...] = srcs[r]
+            return dsts, srcs
+        return args, finish, result
+
+    def _prepare_barrier(self, call):
+        return tuple, None, None
+
+    # ***** the pipeline's first step for dist.all_reduce (see the module docstring) *****
+    def fast_all_reduce(self):
+        """``fast(array, op) -> bool`` on the native shared-memory all_reduce, when every rank of
+        the group shares this host and the native module is there (not under
+        ``TB_DISTRIBUTED_DEBUG=DETAIL``); else None."""
         shm = self._shm
-        run = shm.route(kind, *args) if shm is not None else None
-        (run or sockets)(*args)
+        native = getattr(shm.group, "all_reduce_inplace", None) if shm is not None else None
+        if native is None or not shm.whole or self._debug:  # the twin transport has none
+            return None
+        if self._guard is None:
+            from ..._shm import _interrupt
+            self._guard = _SigintGuard(shm.group)
+            # False off the main thread: Ctrl-C then waits for the call to end, as before
+            self._guard.watched = _interrupt.watch(self._guard)
+        guard, run_inline = self._guard, self._ops.run_inline
 
-    def _agree_root(self, what: str, root: int) -> None:
-        """Rooted collectives on the sockets: with shared memory on, the ranks first check in
-        it that they name the same root (see ``IntraHost.agree_root``)."""
-        if self._shm is not None:
-            self._shm.agree_root(what, root)
+        def call(arr, avg) -> bool:
+            try:
+                return native(arr, avg)
+            except BaseException as exc:  # noqa: BLE001 - worded as the general path words it
+                if guard.fired or isinstance(exc, KeyboardInterrupt):
+                    guard.fired = False
+                    raise KeyboardInterrupt("all_reduce over shared memory was interrupted") \
+                        from None
+                shm._run("all_reduce", _raise, exc)   # a peer's failure, by its group rank
+                raise
 
+        def fast(arr, op) -> bool:
+            avg = _AVG.get(op)
+            return avg is not None and run_inline("all_reduce", call, arr, avg)
+        return fast
+
+    # ***** failures *****
     def _on_failure(self, work, exc: BaseException) -> BaseException:
         """Every failure poisons the group: peers may be mid-op with us, and closing our sockets
         makes them fail at once instead of at their timeout."""
@@ -113,7 +314,7 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
                 exc = type(exc)(f"{where}: {exc}")
             except Exception:  # noqa: BLE001 - an exception class with another signature
                 exc = DistBackendError(f"{where}: {exc}")
-            exc.culprits = [r for r in blamed if r is not None]
+            setattr(exc, "culprits", [r for r in blamed if r is not None])  # noqa: B010
         self._poison(exc)
         return exc
 
@@ -130,12 +331,11 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
             # may live in the process that just died, or one that is frozen. 0.1 s: a live store
             # answers in well under that; waiting longer made a rank whose store host was
             # SIGSTOPped report its timeout 1 s late (the write goes on in the background).
-            self._bounded(lambda: self.store.set(f"tcp/abort/{self.rank}", str(exc)[:4000]), 0.1)
+            self.mesh._bounded(lambda: self.store.set(f"tcp/abort/{self.rank}", str(exc)[:4000]),
+                               0.1)
         if self._shm is not None:
             self._shm.abort()  # same-host peers waiting in shared memory fail at once too
-        for c in self.conns:
-            if c is not None:
-                c.close()
+        self.mesh.close()
 
     def _check_fingerprint(self, op: str, desc: str, site: str = "?") -> None:
         """TB_DISTRIBUTED_DEBUG=DETAIL: before the op, every rank sends every peer what it is
@@ -160,252 +360,25 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
                 f"{op} (seq {E.seq}) of group {self.group_name!r} on rank {r}: mismatch between "
                 f"ranks detected by TB_DISTRIBUTED_DEBUG=DETAIL: {detail}")
 
-    def _check_op(self, op: str, dtype) -> None:
-        if (op, dtype) not in _CHECKED:  # the latency path: one set lookup per call
-            _validate.check_reduce(op, dtype, self.capabilities.dtypes, self.name)
-            _CHECKED.add((op, dtype))
+    # ***** point to point (p2p.py) *****
+    def send(self, array, dst, tag=0, *, async_op=True):
+        """A p2p frame to ``dst``; see ``Backend.send``."""
+        return self.p2p.send(array, dst, tag, async_op)
 
-    def allreduce(self, arrays, op="sum", *, async_op=True):
-        """Reduce every array of ``arrays`` across ranks, in place (MPI_Allreduce).
+    def recv(self, array, src, tag=0, *, async_op=True):
+        """The next p2p frame with ``tag`` from ``src`` (None: any rank); see ``Backend.recv``."""
+        return self.p2p.recv(array, src, tag, async_op)
 
-        Args:
-            arrays: the arrays to reduce; each is overwritten with the result.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        staged = [stage(a) for a in arrays]
-        hosts = [h for h, _ in staged]
-        for h in hosts:
-            self._check_op(op, h.dtype)
-
-        def body():
-            for h in hosts:
-                self._allreduce_one(h, op)
-
-        return self._submit("all_reduce", body, async_op, finisher(staged), list(arrays),
-                            desc=lambda: _fp(*hosts, op=op), ftag=FP.wire_tag(op))
-
-    def broadcast(self, array, root, *, async_op=True):
-        """Copy ``root``'s array into every rank's ``array`` (MPI_Bcast).
-
-        Args:
-            array: the root's data on ``root``, overwritten with it elsewhere.
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        host, finish = stage(array, copy_in=(self.rank == root))
-        return self._submit("broadcast", lambda: self._broadcast(host.reshape(-1), root),
-                            async_op, finish, array, desc=lambda: _fp(host, root=root),
-                            ftag=FP.wire_tag(root=root))
-
-    def reduce(self, array, root, op="sum", *, async_op=True):
-        """Reduce into ``root``'s ``array``; other ranks' arrays are unchanged (MPI_Reduce).
-
-        Args:
-            array: this rank's contribution; on ``root`` overwritten with the result.
-            root: the group rank that holds (or receives) the data.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        host, copy_back = stage(array)
-        self._check_op(op, host.dtype)
-        finish = copy_back if self.rank == root else None  # non-roots keep their input unchanged
-
-        def body() -> None:
-            self._agree_root("reduce", root)
-            self._reduce(host.reshape(-1), root, op)
-        return self._submit("reduce", body, async_op, finish, array,
-                            desc=lambda: _fp(host, root=root, op=op),
-                            ftag=FP.wire_tag(op, root))
-
-    def allgather(self, outputs, input, *, async_op=True):
-        """``outputs[j]`` = rank j's ``input`` (MPI_Allgather into a list).
-
-        Args:
-            outputs: ``size`` arrays, one per rank, written in rank order.
-            input: this rank's contribution (read only).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        src = stage_in(input)
-        staged = [stage(o, copy_in=False) for o in outputs]
-        blocks = [h.reshape(-1) for h, _ in staged]
-        return self._submit("all_gather", lambda: self._allgather(blocks, src.reshape(-1)),
-                            async_op, finisher(staged), list(outputs), desc=lambda: _fp(src))
-
-    def allgather_into(self, output, input, *, async_op=True):
-        """``output`` (size x input elements) = inputs concatenated in rank order.
-
-        Args:
-            output: one array of ``size`` times ``input``'s elements, written.
-            input: this rank's contribution (read only).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        src = stage_in(input)
-        host, finish = stage(output, copy_in=False)
-        flat = host.reshape(-1)
-        m = src.size
-        blocks = [flat[j * m:(j + 1) * m] for j in range(self.size)]
-        return self._submit("all_gather", lambda: self._allgather(blocks, src.reshape(-1)),
-                            async_op, finish, output, desc=lambda: _fp(src))
-
-    def gather(self, outputs, input, root, *, async_op=True):
-        """On ``root``, ``outputs[j]`` = rank j's ``input``; ``outputs`` is None elsewhere.
-
-        Args:
-            outputs: on ``root``, ``size`` arrays written in rank order; None elsewhere.
-            input: this rank's contribution (read only).
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        src = stage_in(input).reshape(-1)
-        staged = [stage(o, copy_in=False) for o in outputs] if self.rank == root else []
-
-        def body():
-            self._agree_root("gather", root)
-            n, r, E = self.size, self.rank, self._engine
-            kind, dc, total = K["gather"], W.dtype_code(src.dtype), src.nbytes
-            if r == root:
-                for j, (h, _) in enumerate(staged):
-                    if h.size != src.size:
-                        raise ValueError(f"gather: output {j} has {h.size} elements, the input "
-                                         f"{src.size}")
-                staged[r][0].reshape(-1)[...] = src
-                for j in range(n):
-                    if j != r:
-                        E.recv(self.conns[j], kind, dc, total, W.as_bytes(staged[j][0]))
-            else:
-                E.send(self.conns[root], kind, dc, total, W.as_bytes(src))
-            E.run()
-        return self._submit("gather", body, async_op, finisher(staged), outputs,
-                            desc=lambda: _fp(src, root=root), ftag=FP.wire_tag(root=root))
-
-    def scatter(self, output, inputs, root, *, async_op=True):
-        """``output`` = root's ``inputs[rank]``; ``inputs`` is None off the root.
-
-        Args:
-            output: the array that receives this rank's piece.
-            inputs: on ``root``, ``size`` arrays, one per rank; None elsewhere.
-            root: the group rank that holds (or receives) the data.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        host, finish = stage(output, copy_in=False)
-        srcs = [stage_in(x).reshape(-1) for x in inputs] if self.rank == root else []
-
-        def body():
-            self._agree_root("scatter", root)
-            n, r, E = self.size, self.rank, self._engine
-            kind, dc, total = K["scatter"], W.dtype_code(host.dtype), host.nbytes
-            if r == root:
-                for j, s in enumerate(srcs):
-                    if s.nbytes != total:
-                        raise ValueError(f"scatter: input {j} has {s.size} elements, the output "
-                                         f"{host.size}")
-                host.reshape(-1)[...] = srcs[r]
-                for j in range(n):
-                    if j != r:
-                        E.send(self.conns[j], kind, dc, total, W.as_bytes(srcs[j]))
-            else:
-                E.recv(self.conns[root], kind, dc, total, W.as_bytes(host))
-            E.run()
-        return self._submit("scatter", body, async_op, finish, output,
-                            desc=lambda: _fp(host, root=root), ftag=FP.wire_tag(root=root))
-
-    def reduce_scatter(self, output, inputs, op="sum", *, async_op=True):
-        """``output`` = reduction over ranks of their ``inputs[rank]``.
-
-        Args:
-            output: the array that receives this rank's reduced block.
-            inputs: ``size`` arrays; block ``j`` goes, reduced, to rank ``j``.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        srcs = [stage_in(x).reshape(-1) for x in inputs]
-        host, finish = stage(output, copy_in=False)
-        self._check_op(op, host.dtype)
-
-        def body():
-            for j, s in enumerate(srcs):
-                if s.size != host.size or s.dtype != host.dtype:
-                    raise ValueError(f"reduce_scatter: input {j} is {s.size} x {s.dtype}, the "
-                                     f"output {host.size} x {host.dtype}")
-            self._reduce_scatter(host.reshape(-1), np.concatenate(srcs) if srcs else host, op)
-        return self._submit("reduce_scatter", body, async_op, finish, output,
-                            desc=lambda: _fp(host, op=op), ftag=FP.wire_tag(op))
-
-    def reduce_scatter_into(self, output, input, op="sum", *, async_op=True):
-        """``output`` = reduction of block ``rank`` of the flat ``input`` (size x output).
-
-        Args:
-            output: the array that receives this rank's reduced block.
-            input: one flat array of ``size`` times ``output``'s elements.
-            op: the reduction, one of ``"sum", "avg", "prod", "min", "max", "band", "bor", "bxor"``.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        src = stage_in(input).reshape(-1)
-        host, finish = stage(output, copy_in=False)
-        self._check_op(op, host.dtype)
-        if src.size != host.size * self.size:
-            raise ValueError(f"reduce_scatter_tensor: the input must hold world_size x output "
-                             f"= {self.size} x {host.size} elements, got {src.size}")
-        return self._submit("reduce_scatter",
-                            lambda: self._reduce_scatter(host.reshape(-1), src.copy(), op),
-                            async_op, finish, output, desc=lambda: _fp(host, op=op),
-                            ftag=FP.wire_tag(op))
-
-    def alltoall(self, outputs, inputs, *, async_op=True):
-        """``outputs[j]`` on rank i = ``inputs[i]`` of rank j (MPI_Alltoall with lists).
-
-        Args:
-            outputs: ``size`` arrays; ``outputs[j]`` receives rank j's ``inputs[rank]``.
-            inputs: ``size`` arrays; ``inputs[j]`` is sent to rank j.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        srcs = [stage_in(x).reshape(-1) for x in inputs]
-        staged = [stage(o, copy_in=False) for o in outputs]
-        dsts = [h.reshape(-1) for h, _ in staged]
-        # Blocks may differ in size per peer (as in torch); every frame's size is compared with
-        # what its receiver expects, so there is no whole-op total to check.
-        return self._submit("all_to_all", lambda: self._alltoall(dsts, srcs, check_total=False),
-                            async_op, finisher(staged), list(outputs),
-                            desc=lambda: f"{srcs[0].dtype if srcs else '-'} x{len(srcs)}")
-
-    def alltoall_single(self, output, input, out_splits=None, in_splits=None, *, async_op=True):
-        """Flat all-to-all along dim 0; splits are row counts per rank (None = equal).
-
-        Args:
-            output: the array that receives the rows from every rank, in rank order.
-            input: the rows to send, ``in_splits[j]`` of them to rank j.
-            out_splits: rows received from each rank; None for an equal split.
-            in_splits: rows sent to each rank; None for an equal split.
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        n = self.size
-        src = stage_in(input)
-        host, finish = stage(output, copy_in=False)
-        rows_in, rows_out = (src.shape[0] if src.ndim else 1), (host.shape[0] if host.ndim else 1)
-        in_splits = _validate.splits(in_splits, rows_in, n, "input_split_sizes")
-        out_splits = _validate.splits(out_splits, rows_out, n, "output_split_sizes")
-        row_in = src.size // max(rows_in, 1)
-        row_out = host.size // max(rows_out, 1)
-        fs, fd = src.reshape(-1), host.reshape(-1)
-        oi = np.concatenate([[0], np.cumsum(in_splits)]) * row_in
-        oo = np.concatenate([[0], np.cumsum(out_splits)]) * row_out
-        srcs = [fs[oi[j]:oi[j + 1]] for j in range(n)]
-        dsts = [fd[oo[j]:oo[j + 1]] for j in range(n)]
-        return self._submit("all_to_all", lambda: self._alltoall(dsts, srcs, check_total=False),
-                            async_op, finish, output, desc=lambda: f"{src.dtype} single")
-
-    def barrier(self, *, async_op=True):
-        """Return once every rank has entered the barrier.
-
-        Args:
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
-        def body():
-            self._dispatch("barrier", self._barrier_sockets)
-        return self._submit("barrier", body, async_op, desc=lambda: "")
+    def batch_p2p(self, ops, *, async_op=True):
+        """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list, progressed together;
+        one Work for all."""
+        return self.p2p.batch_p2p(ops, async_op)
 
     # ***** lifetime *****
+    def peer_state(self, peer: int, settle: float = 0.0):
+        """What /proc says of a same-host peer (``Mesh.peer_state``)."""
+        return self.mesh.peer_state(peer, settle)
+
     def shutdown(self) -> None:
         """Finish queued ops, then release connections and threads."""
         if self._failure.closed:
@@ -413,25 +386,86 @@ class TCPBackend(Mesh, Algorithms, PointToPoint, Backend):
         self._failure.shut_down()
         idle = self._ops.close(self.timeout + 1.0)
         self._engine.close()
+        self._unwatch()
         if self._shm is not None and idle:
             self._shm.close()  # unmap only when no collective can be running in it
-        for c in self.conns:
-            if c is not None:
-                c.close()
+        self.mesh.close()
 
     def abort(self) -> None:
         """Fail pending ops at once and close everything."""
         self._failure.abort()
+        self._unwatch()
         if self._shm is not None:
             self._shm.abort()  # wakes same-host peers waiting in shared memory
-        for c in self.conns:
-            if c is not None:
-                c.close()
+        self.mesh.close()
         self._ops.fail_queued()
 
+    def _unwatch(self) -> None:
+        guard, self._guard = self._guard, None
+        if guard is not None and guard.watched:
+            from ..._shm import _interrupt
+            _interrupt.unwatch(guard)
 
-def _fp(*arrays, **extra) -> str:
+
+class _SigintGuard:
+    """What the SIGINT watcher aborts: the group, but only while a fast-path call runs in it
+    (one difference from the general path: a Ctrl-C, delivered to the main thread, also aborts
+    a fast-path collective that another thread of the process is waiting in)."""
+
+    def __init__(self, group):
+        self.group, self.fired, self.watched = group, False, False
+
+    def abort(self) -> None:
+        if self.group.abort_if_busy():
+            self.fired = True
+
+
+_AVG = {"sum": False, "avg": True}
+
+
+def _nothing(*args) -> None:
+    """A group of one: the collective's result is this rank's own data (already in place)."""
+
+
+def _raise(exc):
+    raise exc
+
+
+def _nbytes(arrays) -> int:
+    return arrays[0].nbytes if arrays else 0
+
+
+def _uniform(call: Call) -> bool:
+    """all_to_all blocks of one size and dtype (shared memory's all_to_all; others: sockets)."""
+    if call.kind == "all_to_all":
+        blocks = list(call.inputs) + list(call.outputs)
+        return len({b.nbytes for b in blocks}) == 1 and len({b.dtype for b in blocks}) == 1
+    assert call.rows is not None
+    out_rows, in_rows = call.rows
+    row_in, row_out = row_bytes(call.inputs[0]), row_bytes(call.outputs[0])
+    return len({k * row_in for k in in_rows} | {k * row_out for k in out_rows}) == 1
+
+
+def _describe(call: Call) -> str:
     """What a call moves, for the DETAIL check: dtypes and shapes, plus root/op."""
+    kind = call.kind
+    if kind == "all_to_all":
+        return f"{call.inputs[0].dtype if call.inputs else '-'} x{len(call.inputs)}"
+    if kind == "all_to_all_single":
+        return f"{call.inputs[0].dtype} single"
+    if kind == "barrier":
+        return ""
+    if kind in ("scatter", "reduce_scatter", "reduce_scatter_tensor"):
+        arrays = call.outputs
+    elif kind == "all_reduce":
+        arrays = call.inputs
+    else:
+        arrays = call.inputs[:1]
+    if kind == "gather":
+        arrays = [a.reshape(-1) for a in arrays]
     parts = [",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)]
-    parts += [f"{k}={v}" for k, v in extra.items()]
+    if call.root is not None:
+        parts.append(f"root={call.root}")
+    if call.op is not None:
+        parts.append(f"op={call.op}")
     return " ".join(parts)

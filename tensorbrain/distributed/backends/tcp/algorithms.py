@@ -1,9 +1,11 @@
-"""The tcp backend's collective algorithms over the socket mesh (a mixin of ``TCPBackend``).
+"""The tcp backend's collective algorithms over the socket mesh (``SocketAlgorithms``, a
+component of ``TCPBackend``).
 
 Each method runs one collective on contiguous host arrays through the progress engine
 (``wire.Engine``): it posts the sends and receives of every round, then ``run()`` progresses them
 together. Which algorithm a size takes, and why, is in docs/distributed.md (the measured
-crossovers); the thresholds are the constants below.
+crossovers); the thresholds are the constants below, and the backend's implementation lists
+(``sockets direct`` / ``sockets ring``, ``tree`` / ``chain``) choose by them.
 
 * all_reduce: a direct exchange (one round, each rank reduces the n contributions in rank order,
   so every rank gets the same bits) up to ``SMALL_ALLREDUCE`` bytes sent per rank; above, a
@@ -76,20 +78,23 @@ def _reduce_rows(out, rows, op) -> None:
         _kernels.reduce_into(out, rows[j], op)
 
 
-class Algorithms:
-    """The collectives' socket algorithms; ``self`` is the ``TCPBackend`` (conns, engine, rank)."""
+class SocketAlgorithms:
+    """The collectives over the socket mesh, on contiguous 1-D host arrays.
 
-    def _allreduce_one(self, arr, op) -> None:
-        n = self.size
-        flat = arr.reshape(-1)
-        if n == 1:
-            return
-        self._dispatch("all_reduce", self._allreduce_sockets, flat, op)
+    Args:
+        mesh: the group's connections (``tcp/mesh.py``).
+        engine: the progress engine that moves their frames.
+    """
 
-    def _allreduce_sockets(self, flat, op) -> None:
+    def __init__(self, mesh, engine) -> None:
+        self.mesh, self._engine = mesh, engine
+        self.rank, self.size, self.conns = mesh.rank, mesh.size, mesh.conns
+
+    def allreduce(self, flat, op, ring: bool) -> None:
+        """all_reduce: direct up to ``SMALL_ALLREDUCE``, else the ring (``ring``)."""
         n = self.size
         op, post = _kernels.avg_plan(flat, op, n)
-        if flat.nbytes * (n - 1) <= SMALL_ALLREDUCE:
+        if not ring:
             self._direct_allreduce(flat, op)
         else:
             # Lending (tcp/lend.py): one ring per PIECE bytes, so a chunk reduced in the
@@ -187,17 +192,13 @@ class Algorithms:
                     E.recv(left, kind, dc, total, view, cb)
         E.run(settle=last)
 
-    def _broadcast(self, flat, root) -> None:
-        if self.size == 1:
-            return
-        self._dispatch("broadcast", self._broadcast_sockets, flat, root)
-
-    def _broadcast_sockets(self, flat, root) -> None:
+    def broadcast(self, flat, root, chain: bool) -> None:
+        """broadcast: a binomial tree up to ``SMALL_BCAST``, else a pipelined chain."""
         n, r, E = self.size, self.rank, self._engine
         kind, dc, total = K["broadcast"], W.dtype_code(flat.dtype), flat.nbytes
         v = (r - root) % n
         real = lambda vv: (vv + root) % n  # noqa: E731
-        if total <= SMALL_BCAST:
+        if not chain:
             kids = [self.conns[real(c)] for c in _children(v, n)]
             payload = W.as_bytes(flat)
             if v == 0:
@@ -224,16 +225,15 @@ class Algorithms:
                 E.recv(prev, kind, dc, total, view, cb)
         E.run()
 
-    def _reduce(self, flat, root, op) -> None:
+    def reduce(self, flat, root, op, chain: bool) -> None:
+        """reduce: a binomial tree up to ``SMALL_BCAST``, else a pipelined chain."""
         n, r, E = self.size, self.rank, self._engine
-        if n == 1:
-            return
         kind, dc, total = K["reduce"], W.dtype_code(flat.dtype), flat.nbytes
         acc = flat if r == root else flat.copy()
         op, post = _kernels.avg_plan(acc, op, n)
         v = (r - root) % n
         real = lambda vv: (vv + root) % n  # noqa: E731
-        if total <= SMALL_BCAST:
+        if not chain:
             kids = _children(v, n)
             f32 = acc.dtype == np.float16 and op == "sum"
             acc_r = acc.astype(np.float32) if f32 else acc
@@ -274,21 +274,12 @@ class Algorithms:
         if r == root and post is not None:
             _kernels.scale_into(acc, post)
 
-    def _allgather(self, blocks, src) -> None:
-        n, r = self.size, self.rank
-        for b in blocks:
-            if b.size != src.size:
-                raise ValueError(f"all_gather: every output must hold {src.size} elements like "
-                                 f"the input, got {b.size}")
-        blocks[r][...] = src
-        if n == 1:
-            return
-        self._dispatch("all_gather", self._allgather_sockets, blocks, src)
-
-    def _allgather_sockets(self, blocks, src) -> None:
+    def allgather(self, blocks, src, ring: bool) -> None:
+        """all_gather (this rank's block already in place): direct up to ``SMALL_ALLGATHER``,
+        else the ring."""
         n, r, E = self.size, self.rank, self._engine
         kind, dc, total = K["all_gather"], W.dtype_code(src.dtype), src.nbytes
-        if total * n <= SMALL_ALLGATHER:
+        if not ring:
             payload = W.as_bytes(src)
             for k in range(1, n):
                 E.send(self.conns[(r + k) % n], kind, dc, total, payload)
@@ -310,15 +301,13 @@ class Algorithms:
                 E.recv(left, kind, dc, total, view, cb)
         E.run()
 
-    def _reduce_scatter(self, out, scratch, op) -> None:
-        """``scratch`` (n x m, ours to modify) -> out = reduction of block ``rank``."""
-        self._dispatch("reduce_scatter", self._reduce_scatter_sockets, out, scratch, op)
-
-    def _reduce_scatter_sockets(self, out, scratch, op) -> None:
+    def reduce_scatter(self, out, scratch, op, ring: bool) -> None:
+        """``scratch`` (n x m, ours to modify) -> out = reduction of block ``rank``: direct up to
+        ``SMALL_ALLGATHER``, else the ring."""
         n, r, E, m = self.size, self.rank, self._engine, out.size
         op, post = _kernels.avg_plan(scratch, op, n)
         kind = K["reduce_scatter"]
-        if n > 1 and scratch.nbytes <= SMALL_ALLGATHER:
+        if n > 1 and not ring:
             dc, total = W.dtype_code(out.dtype), scratch.nbytes
             bufs = np.empty((n, m), out.dtype)
             for k in range(1, n):
@@ -336,30 +325,46 @@ class Algorithms:
         if post is not None:
             _kernels.scale_into(out, post)
 
-    def _alltoall(self, dsts, srcs, check_total=True) -> None:
-        n, r = self.size, self.rank
-        if len(dsts) != n or len(srcs) != n:
-            raise ValueError(f"all_to_all needs {n} inputs and {n} outputs, got {len(srcs)} and "
-                             f"{len(dsts)}")
-        if dsts[r].size != srcs[r].size:
-            raise ValueError(f"all_to_all: this rank's block to itself has {srcs[r].size} "
-                             f"elements but its output slot {dsts[r].size}")
-        dsts[r][...] = srcs[r]
-        self._dispatch("all_to_all", self._alltoall_sockets, dsts, srcs, check_total)
-
-    def _alltoall_sockets(self, dsts, srcs, check_total) -> None:
+    def alltoall(self, dsts, srcs) -> None:
+        """all_to_all (this rank's own block already in place): pairwise exchanges. Blocks may
+        differ in size per peer (as in torch); every frame's size is compared with what its
+        receiver expects, so there is no whole-op total to check."""
         n, r, E = self.size, self.rank, self._engine
         kind = K["all_to_all"]
-        total = srcs[0].nbytes if check_total else -1
         for k in range(1, n):
             to, frm = (r + k) % n, (r - k) % n
-            E.send(self.conns[to], kind, W.dtype_code(srcs[to].dtype), max(total, 0),
-                   W.as_bytes(srcs[to]))
-            E.recv(self.conns[frm], kind, W.dtype_code(dsts[frm].dtype), total,
+            E.send(self.conns[to], kind, W.dtype_code(srcs[to].dtype), 0, W.as_bytes(srcs[to]))
+            E.recv(self.conns[frm], kind, W.dtype_code(dsts[frm].dtype), -1,
                    W.as_bytes(dsts[frm]))
         E.run()
 
-    def _barrier_sockets(self) -> None:
+    def gather(self, outs, src, root) -> None:
+        """gather: every rank sends its block straight to the root (``outs``: the root's)."""
+        n, r, E = self.size, self.rank, self._engine
+        kind, dc, total = K["gather"], W.dtype_code(src.dtype), src.nbytes
+        if r == root:
+            outs[r].reshape(-1)[...] = src
+            for j in range(n):
+                if j != r:
+                    E.recv(self.conns[j], kind, dc, total, W.as_bytes(outs[j]))
+        else:
+            E.send(self.conns[root], kind, dc, total, W.as_bytes(src))
+        E.run()
+
+    def scatter(self, host, srcs, root) -> None:
+        """scatter: the root sends each rank its block (``srcs``: the root's)."""
+        n, r, E = self.size, self.rank, self._engine
+        kind, dc, total = K["scatter"], W.dtype_code(host.dtype), host.nbytes
+        if r == root:
+            host.reshape(-1)[...] = srcs[r]
+            for j in range(n):
+                if j != r:
+                    E.send(self.conns[j], kind, dc, total, W.as_bytes(srcs[j]))
+        else:
+            E.recv(self.conns[root], kind, dc, total, W.as_bytes(host))
+        E.run()
+
+    def barrier(self) -> None:
         """Dissemination: after round k, every rank has heard from 2^(k+1) ranks."""
         n, r, E = self.size, self.rank, self._engine
         dist = 1

@@ -17,10 +17,10 @@ _E = TypeVar("_E", bound=BaseException)
 
 
 class EngineErrors:
-    """Builds the engine's errors; ``self`` is the ``wire.Engine`` (backend, op, seq, deadline,
+    """Builds the engine's errors; ``self`` is the ``wire.Engine`` (mesh, op, seq, deadline,
     active connections)."""
 
-    backend: Any
+    mesh: Any
     op: str
     seq: int
     deadline: float
@@ -32,7 +32,7 @@ class EngineErrors:
         return max(0.05, min(most, self.deadline - time.monotonic()))
 
     def _where(self) -> str:
-        b = self.backend
+        b = self.mesh
         return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
 
     def peer_closed(self, conn: Conn) -> DistBackendError:
@@ -48,12 +48,12 @@ class EngineErrors:
         info = conn.abort_info if conn.abort_info is not None else conn.pending_abort()
         if info is not None:
             return self.peer_aborted(conn, *info)
-        state = self.backend.peer_state(conn.peer, settle=0.05)
+        state = self.mesh.peer_state(conn.peer, settle=0.05)
         if state:  # same host: /proc says it is gone or stopped (no store round trip)
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}; "
                                            f"its connection ({conn.describe()}) closed"),
                           [conn.peer])
-        reason = self.backend.peer_abort_reason(conn.peer, self._left(1.0))
+        reason = self.mesh.peer_abort_reason(conn.peer, self._left(1.0))
         more = f": it reported: {reason}" if reason else " (it died or hit an error)"
         return _blame(DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed "
                                        f"the connection{more}"), [conn.peer])
@@ -83,11 +83,11 @@ class EngineErrors:
         if info is not None:
             return self.peer_aborted(conn, *info)
         name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
-        state = self.backend.peer_state(conn.peer, settle=0.05)
+        state = self.mesh.peer_state(conn.peer, settle=0.05)
         if state:
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state} "
                                            f"({conn.describe()}: {name} {exc})"), [conn.peer])
-        reason = self.backend.peer_abort_reason(conn.peer, self._left(1.0))
+        reason = self.mesh.peer_abort_reason(conn.peer, self._left(1.0))
         more = f"; it reported: {reason}" if reason else ""
         return _blame(DistBackendError(f"{self._where()} failed talking to peer "
                                        f"{conn.describe()}: {name} {exc}{more}"), [conn.peer])
@@ -153,7 +153,7 @@ class EngineErrors:
         sending = unread or [c for c in self.active.values() if c.sendq and not c.recvq]
         # A frozen (SIGSTOP) or dead rank anywhere in the group is the cause, even when this rank
         # waits for a healthy peer that itself waits for it: same-host ranks are checked in /proc.
-        b = self.backend
+        b = self.mesh
         silent = {j: st for j in range(b.size) if j != b.rank
                   for st in [b.peer_state(j)] if st}
         if silent:

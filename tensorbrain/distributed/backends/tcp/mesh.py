@@ -9,7 +9,9 @@ MASTER_ADDR's network is used across machines). Same-host peers use Unix sockets
 (``TB_TCP_UNIX=0`` forces TCP): several times the bandwidth of TCP loopback (docs/distributed.md).
 
 The mesh also answers what became of a peer: ``peer_state`` (same host: /proc says it died or is
-stopped) and ``peer_abort_reason`` (the reason a failed peer left in the store).
+stopped) and ``peer_abort_reason`` (the reason a failed peer left in the store). It is a
+component of ``TCPBackend``; the progress engine, the socket algorithms and point-to-point take it
+as a constructor argument.
 """
 from __future__ import annotations
 
@@ -22,30 +24,19 @@ import time
 import uuid
 
 from .... import _config
+from ... import _liveness
 from ...errors import DistBackendError, DistNetworkError, DistStoreError, DistTimeoutError
 from . import wire as W
 
 _SOCKBUF = 4 << 20  # the kernel's wmem_max/rmem_max here; bigger buffers = fewer poll wakeups
-_BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 K = W.KIND
 
 
 def _host_identity() -> tuple:
-    """(hostname, host id). Ranks with the same host id share a kernel *and* a network
-    namespace: containers or netns "hosts" on one machine count as different hosts, so they talk
-    TCP as separate machines would (their Unix sockets and shared memory may not be shared)."""
-    host = socket.gethostname()
-    try:
-        with open(_BOOT_ID) as f:
-            boot = f.read().strip()
-    except OSError:
-        boot = "no-boot-id"
-    try:
-        netns = os.readlink("/proc/self/ns/net")
-    except OSError:
-        netns = "no-netns"
-    return host, f"{host}/{boot}/{netns}"
+    """(hostname, host id): ``_liveness.host_identity`` (a test may replace this name to make
+    ranks on one machine look like several hosts)."""
+    return _liveness.host_identity()
 
 
 def _store_host(store):
@@ -96,8 +87,7 @@ def _tune(sock: socket.socket, tcp: bool) -> None:
 
 
 def _proc_state(pid: int):
-    from ..._liveness import proc_state
-    return proc_state(pid)
+    return _liveness.proc_state(pid)
 
 
 def _swallow(fn) -> None:
@@ -108,7 +98,37 @@ def _swallow(fn) -> None:
 
 
 class Mesh:
-    """Set-up of the connections and what is known of each peer; ``self`` is the ``TCPBackend``."""
+    """One group's connections (``conns[j]``: the ``wire.Conn`` to rank j, None for this rank)
+    and what is known of each peer (host, host id, pid, same-host ranks).
+
+    Args:
+        store: the group's store.
+        rank: this rank.
+        size: the group size.
+        timeout: the group timeout in seconds.
+        group_name: the group's name, for messages.
+        deadline: a monotonic deadline for the set-up; None for ``timeout`` from now.
+    """
+
+    def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
+                 deadline: float | None = None) -> None:
+        self.store, self.rank, self.size = store, rank, size
+        self.timeout, self.group_name = timeout, group_name
+        self.setup_deadline = deadline or time.monotonic() + timeout  # shm's attach too
+        self.conns: list = [None] * size
+        self.hosts: list = [_host_identity()[0]]
+        self.host_ids: list = []
+        self.pids: list = []
+        self.local_ranks: list = [rank]
+        self._abort_reasons: dict = {}
+        if size > 1:
+            self._connect_mesh()
+
+    def close(self) -> None:
+        """Close every connection."""
+        for c in self.conns:
+            if c is not None:
+                c.close()
 
     def _advertised_ip(self) -> tuple:
         ifname = _config.get("TB_IFNAME")
@@ -124,9 +144,7 @@ class Mesh:
             return "127.0.0.1", "0.0.0.0"
 
     def _connect_mesh(self) -> None:
-        deadline = self._setup_deadline or time.monotonic() + self.timeout
-        self.setup_deadline = deadline  # the shared-memory attach is bounded by it too
-        from ... import _liveness
+        deadline = self.setup_deadline
         _liveness.announce(self.store, self.rank)  # a rank that dies from here on is named
         hostname, hostid = _host_identity()
         ip, bind = self._advertised_ip()
@@ -180,20 +198,7 @@ class Mesh:
                     os.unlink(uds_path)
                 except OSError:
                     pass
-        # ----- seam: the same-host shared-memory transport (docs/shm.md) -----
-        # Host identities are known here (self.hosts, self.host_ids, self.local_ranks); the
-        # transport is created once, after the mesh is up, so it can use the store and sockets
-        # for its own handshake.
-        self._shm = self._setup_intra_host()
-
-    def _setup_intra_host(self):
-        """Create the same-host transport for this group, or return None (sockets only).
-        Collective: every rank of the group calls it once, right after the mesh is up."""
-        from ..._shm.transport import IntraHost  # None with TB_SHM=0 or no same-host peer
-        return IntraHost.create(self)
-
     def _gather_records(self, deadline: float) -> list:
-        from ... import _liveness
         keys = [f"tcp/addr/{j}" for j in range(self.size)]
         try:
             _liveness.wait_keys(self.store, keys, deadline,

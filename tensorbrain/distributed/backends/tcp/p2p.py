@@ -1,4 +1,4 @@
-"""Point-to-point messages of the tcp backend (a mixin of ``TCPBackend``).
+"""Point-to-point messages of the tcp backend (``PointToPoint``, a component of ``TCPBackend``).
 
 A p2p frame carries its tag and a per-peer counter; it is matched in order per (peer, tag). A
 frame that arrives before its ``recv`` is posted (another tag, or ``recv(src=None)`` looking
@@ -19,17 +19,22 @@ K = W.KIND
 
 
 class PointToPoint:
-    """send / recv / batch_p2p; ``self`` is the ``TCPBackend``."""
+    """send / recv / batch_p2p over the mesh's connections.
 
-    def send(self, array, dst, tag=0, *, async_op=True):
-        """Send ``array`` to group rank ``dst``; matched in order per (peer, tag).
+    Args:
+        mesh: the group's connections.
+        engine: the progress engine.
+        submit: ``submit(op, body, async_op, finish=None, collective=False)``: the backend's op
+            queue (ordering, the Work, failures).
+    """
 
-        Args:
-            array: the data to send (read only).
-            dst: the destination group rank.
-            tag: messages are matched in order per (peer, tag).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def __init__(self, mesh, engine, submit) -> None:
+        self.mesh, self._engine, self._submit = mesh, engine, submit
+        self.rank, self.size, self.conns = mesh.rank, mesh.size, mesh.conns
+        self.group_name, self.timeout = mesh.group_name, mesh.timeout
+
+    def send(self, array, dst, tag=0, async_op=True):
+        """``Backend.send``: a p2p frame to ``dst`` carrying ``tag`` and a per-peer counter."""
         src = stage_in(array).reshape(-1)
         _validate.not_self("send", dst, self.rank)
 
@@ -41,15 +46,8 @@ class PointToPoint:
             self._engine.run()
         return self._submit("send", body, async_op, collective=False)
 
-    def recv(self, array, src, tag=0, *, async_op=True):
-        """Receive into ``array`` from ``src`` (None = any rank); ``result()`` is the source.
-
-        Args:
-            array: the array that receives the data (shape and dtype must match the send).
-            src: the source group rank; None for any rank.
-            tag: messages are matched in order per (peer, tag).
-            async_op: return without waiting for the peers (else the returned Work is complete).
-        """
+    def recv(self, array, src, tag=0, async_op=True):
+        """``Backend.recv``: the next p2p frame with ``tag`` from ``src`` (None: any rank)."""
         host, finish = stage(array, copy_in=False)
         flat = host.reshape(-1)
         _validate.not_self("recv", src, self.rank)
@@ -79,17 +77,9 @@ class PointToPoint:
         E.run()
         return src
 
-    def batch_p2p(self, ops, *, async_op=True):
+    def batch_p2p(self, ops, async_op=True):
         """Sends and receives ``[(kind, array, peer, tag)]`` progressed together in one run (an
-        exchange of any size cannot deadlock on full socket buffers).
-
-        Args:
-            ops: ``(kind, array, peer, tag)`` tuples, kind ``"send"`` or ``"recv"``.
-            async_op: return without waiting for the peers.
-
-        Returns:
-            Work: one handle for the whole batch.
-        """
+        exchange of any size cannot deadlock on full socket buffers); one Work for all."""
         prepared, staged = [], []
         for kind, arr, peer, tag in ops:
             if kind == "send":

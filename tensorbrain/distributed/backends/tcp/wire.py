@@ -288,7 +288,7 @@ class Sender:
             if item is None:
                 return
             conn, bufs, deadline = item
-            err = None
+            err: tuple[Conn, BaseException] | None = None
             if conn.closed:
                 err = (conn, BrokenPipeError("connection closed"))
             else:
@@ -336,8 +336,8 @@ class Sender:
 class Engine(EngineErrors):
     """Drives the connections of one operation until every queued send and receive is done."""
 
-    def __init__(self, backend):
-        self.backend = backend
+    def __init__(self, mesh):
+        self.mesh = mesh             # the group's connections and what is known of its peers
         self.active: dict = {}       # fd -> Conn with pending work
         self.poller = select.poll()
         self.registered: dict = {}   # fd -> mask
@@ -412,6 +412,7 @@ class Engine(EngineErrors):
             if len(payload):
                 bufs.append(payload)
             self.inflight += 1
+            assert self.sender is not None   # use_sender() made it
             self.sender.queue.put((conn, bufs, self.deadline))
             return
         lend = lend and self.lends_to(conn) and len(payload) >= _lend.LEND_MIN

@@ -5,17 +5,13 @@ succeeds; calling :func:`export` raises a clear error instead of writing a wrong
 """
 from __future__ import annotations
 
+from ._unsupported import unsupported
 
-def export(model, args=None, f=None, *more, **kwargs):
-    """Not supported: raises NotImplementedError.
 
-    Raises:
-        NotImplementedError: always; export the model from PyTorch (the state dict moves there
-            through safetensors, see docs/checkpoints.md).
-    """
-    raise NotImplementedError("tb.onnx.export is not supported: TensorBrain has no ONNX exporter. "
-                              "Save the state dict with tb.save (safetensors), load it into the "
-                              "same model in PyTorch and export from there")
+export = unsupported(
+    "torch.onnx.export", "TensorBrain has no ONNX exporter",
+    "tb.save (safetensors) for the state dict, then load it into the same model in PyTorch and "
+    "export from there")
 
 
 def is_in_onnx_export() -> bool:

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._malloc", "tensorbrain._atomic", "tensorbrain._threads", "tensorbrain._yaml",
         "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",
         "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
-        "tensorbrain._real_torch",
+        "tensorbrain._real_torch", "tensorbrain._unsupported",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",

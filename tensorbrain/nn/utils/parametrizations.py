@@ -7,20 +7,15 @@ hook-based :func:`tensorbrain.nn.utils.weight_norm` (same maths, torch's ``weigh
 """
 from __future__ import annotations
 
+from ..._unsupported import unsupported
+
 __all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
 
-def _unsupported(name, hint):
-    def fn(*args, **kwargs):
-        raise NotImplementedError(f"torch.nn.utils.parametrizations.{name} is not supported in "
-                                  f"TensorBrain (no parametrization machinery). {hint}")
-    fn.__name__ = name
-    fn.__doc__ = f"Not supported: raises NotImplementedError. {hint}"
-    return fn
-
-
-weight_norm = _unsupported("weight_norm", "Use tensorbrain.nn.utils.weight_norm (the hook-based "
-                                          "form, torch's weight_g/weight_v parameters) instead.")
-spectral_norm = _unsupported("spectral_norm", "Compute the spectral normalisation in your "
-                                              "module's forward instead.")
-orthogonal = _unsupported("orthogonal", "")
+_WHY = "it has no parametrization machinery"
+weight_norm = unsupported("torch.nn.utils.parametrizations.weight_norm", _WHY,
+                          "tensorbrain.nn.utils.weight_norm (the hook-based form, torch's "
+                          "weight_g/weight_v parameters)")
+spectral_norm = unsupported("torch.nn.utils.parametrizations.spectral_norm", _WHY,
+                            "a spectral normalisation computed in your module's forward")
+orthogonal = unsupported("torch.nn.utils.parametrizations.orthogonal", _WHY)

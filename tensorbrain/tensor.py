@@ -26,6 +26,7 @@ from ._ops import table as _table
 from ._ops.core import make, unbroadcast
 from ._tensor_adapters import Adapters, inplace_method, new_method
 from ._tensor_legacy import LegacyMethods
+from ._tensor_random import RandomFills
 from ._tensor_base import Size, Tensor, _req  # noqa: F401  (Size: its public home is here)
 from .autograd import engine, grad_mode
 from .autograd import backward as _backward
@@ -504,6 +505,7 @@ for _name, _fn in _table.inplace_methods().items():
     setattr(Tensor, _name, inplace_method(_name, _fn))
 _install(Adapters)
 _install(LegacyMethods)
+_install(RandomFills)
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = (new_method(zeros), new_method(ones),
                                                           new_method(empty))
 del _name, _fn

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("tensor", [  # Tensor, the ops, autograd, autocast
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",
         "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain._tensor_legacy",
-        "tensorbrain._tensor_adapters", "tensorbrain.autograd",
+        "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain.autograd",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain._threads",
         "tensorbrain.random", "tensorbrain._interop", "tensorbrain.utils.dlpack",

@@ -12,6 +12,9 @@ __version__ = "0.1.0"
 
 from . import _config, _malloc, autograd, cuda
 from ._device import device
+from ._layout import (channels_last, channels_last_3d, contiguous_format, layout,  # noqa: F401
+                      memory_format, preserve_format, sparse_bsc, sparse_bsr, sparse_coo,
+                      sparse_csc, sparse_csr, strided)
 from ._dtype import (bool_, double, float, float16, float32, float64, get_default_dtype, half, int,
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from ._dtype import bfloat16, finfo, iinfo, promote_types
@@ -42,6 +45,9 @@ _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their free
 # ***** ops as tb.* functions: made from the op table (tensorbrain/_ops/table.py) *****
 from ._ops import table as _op_table  # noqa: E402
 globals().update(_op_table.functions())
+# torch.FloatTensor, torch.LongTensor, ...: the legacy typed classes (tensorbrain/_legacy_types.py)
+from ._legacy_types import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
+globals().update(_LEGACY_TYPES)
 
 
 def is_tensor(obj) -> bool:

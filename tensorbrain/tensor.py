@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dtype, _sampling, _xp
+from . import _dtype, _legacy_types, _sampling, _xp
 from ._device import CPU, as_device, device
 from ._factories import (arange, as_tensor, device_of, empty, empty_like, eye,  # noqa: F401
                          from_numpy, full, full_like, linspace, ones, ones_like, rand, rand_like,
@@ -26,6 +26,7 @@ from ._ops import table as _table
 from ._ops.core import make, unbroadcast
 from ._tensor_adapters import Adapters, inplace_method, new_method
 from ._tensor_legacy import LegacyMethods
+from ._tensor_info import InfoMethods
 from ._tensor_random import RandomFills
 from ._tensor_base import Size, Tensor, _req  # noqa: F401  (Size: its public home is here)
 from .autograd import engine, grad_mode
@@ -149,16 +150,24 @@ class _OpMethods:
             Tensor: the converted tensor; it stays in the autograd graph.
         """
         return S.to_dtype(self, _dtype.bool_)
-    def type(self, dtype):
-        """A copy of this tensor converted to ``dtype``.
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """This tensor converted to ``dtype``, or, with no argument, torch's name of its type.
 
         Args:
-            dtype: the target dtype (a dtype or a name such as ``"float32"``).
+            dtype: a dtype, a legacy class (``tb.FloatTensor``, ``tb.cuda.LongTensor``) or its
+                name (``"torch.cuda.FloatTensor"``, which also moves the tensor); None to ask.
+            non_blocking: accepted for torch compatibility.
+            **kwargs: torch's ``async`` alias of ``non_blocking``.
 
         Returns:
-            Tensor: the converted tensor.
+            Tensor | str: the converted tensor (self when nothing changes), or the name, e.g.
+            ``'torch.FloatTensor'``.
         """
-        return S.to_dtype(self, _dtype.as_dtype(dtype))
+        if dtype is None:
+            return _legacy_types.type_name(self)
+        dt, dev = _legacy_types.resolve(dtype)
+        out = S.to_dtype(self, dt)
+        return out if dev is None else _to_device(out, as_device(dev))
 
     def type_as(self, other):
         """This tensor converted to ``other``'s dtype (``torch.Tensor.type_as``).
@@ -506,6 +515,7 @@ for _name, _fn in _table.inplace_methods().items():
 _install(Adapters)
 _install(LegacyMethods)
 _install(RandomFills)
+_install(InfoMethods)
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = (new_method(zeros), new_method(ones),
                                                           new_method(empty))
 del _name, _fn

@@ -128,7 +128,7 @@ def is_floating_point(t: Tensor) -> bool:
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions")
-_SUBMODULES += ("random",)
+_SUBMODULES += ("random", "jit", "compiler", "_dynamo")
 
 
 def __getattr__(name):
@@ -137,4 +137,6 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)
+    if name == "compile":   # torch.compile: runs eagerly (tensorbrain/_dynamo/__init__.py)
+        return importlib.import_module("._dynamo", __name__).compile
     raise AttributeError(f"module 'tensorbrain' has no attribute {name!r}")

@@ -54,7 +54,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.utils.checkpoint",
     ]),
     ("nn", [  # modules, optimizers, data loading, tb.save/tb.load
-        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
+        "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.jit",
+        "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level

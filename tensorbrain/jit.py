@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import typing
 
-from ._unsupported import refuse_names
+from ._unsupported import unsupported, unsupported_class
 from .nn.modules.module import Module
 
 _NO_TS = "TensorBrain has no TorchScript format (script and trace run eagerly)"
-refuse_names(globals(), "torch.jit", "save load CompilationUnit export_opnames", _NO_TS,
-             "tb.save(model.state_dict(), path) and load_state_dict")
+_USE = "tb.save(model.state_dict(), path) and load_state_dict"
+save = unsupported("torch.jit.save", _NO_TS, _USE)
+load = unsupported("torch.jit.load", _NO_TS, _USE)
+export_opnames = unsupported("torch.jit.export_opnames", _NO_TS)
+CompilationUnit = unsupported_class("torch.jit.CompilationUnit", _NO_TS, "Python functions")
 
 #: ``torch.jit.Final``: the typing marker scriptable modules annotate constants with.
 Final = typing.Final

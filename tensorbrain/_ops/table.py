@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import einsum as _einsum
 from . import elementwise as E
 from . import extra as X
+from . import pointwise as P
 from . import rearrange as RA
 from . import reduce as R
 from . import scatter as SC
@@ -23,22 +24,22 @@ OPS = {
     # ***** elementwise *****
     "add": (E.add, "fm"), "sub": (E.sub, "fm"), "mul": (E.mul, "fm"), "div": (E.div, "fm"),
     "pow": (E.pow, "fm"), "neg": (E.neg, "fm"),
-    "multiply": (E.mul, "fm"), "divide": (E.div, "fm"), "subtract": (E.sub, "fm"),
-    "true_divide": (E.div, "fm"),
+    "multiply": (E.mul, "fmi"), "divide": (E.div, "fmi"), "subtract": (E.sub, "fmi"),
+    "true_divide": (E.div, "fmi"),
     "maximum": (E.maximum, "fm"), "minimum": (E.minimum, "fm"), "where": (E.where, "f"),
-    "exp": (E.exp, "fm"), "log": (E.log, "fmi"), "sqrt": (E.sqrt, "fm"), "rsqrt": (E.rsqrt, "fm"),
-    "abs": (E.abs, "fmi"), "sign": (E.sign, "fm"), "sin": (E.sin, "fm"), "cos": (E.cos, "fm"),
-    "clamp": (E.clamp, "fm"), "clip": (E.clamp, "fm"),
+    "exp": (E.exp, "fm"), "log": (E.log, "fmi"), "sqrt": (E.sqrt, "fm"), "rsqrt": (E.rsqrt, "fmi"),
+    "abs": (E.abs, "fmi"), "sign": (E.sign, "fmi"), "sin": (E.sin, "fmi"), "cos": (E.cos, "fmi"),
+    "clamp": (E.clamp, "fm"), "clip": (E.clamp, "fmi"),
     "relu": (E.relu, "fm"), "sigmoid": (E.sigmoid, "fmi"), "tanh": (E.tanh, "fmi"),
-    "gelu": (E.gelu, "fm"), "silu": (E.silu, "fm"), "log1p": (E.log1p, "fm"),
-    "expm1": (E.expm1, "fm"), "erf": (E.erf, "fm"), "square": (E.square, "fm"),
-    "reciprocal": (E.reciprocal, "fm"), "floor": (E.floor, "fmi"), "ceil": (E.ceil, "fmi"),
-    "trunc": (E.trunc, "fm"), "round": (E.round, "fm"), "isnan": (E.isnan, "fm"),
+    "gelu": (E.gelu, "fm"), "silu": (E.silu, "fm"), "log1p": (E.log1p, "fmi"),
+    "expm1": (E.expm1, "fmi"), "erf": (E.erf, "fmi"), "square": (E.square, "fmi"),
+    "reciprocal": (E.reciprocal, "fmi"), "floor": (E.floor, "fmi"), "ceil": (E.ceil, "fmi"),
+    "trunc": (E.trunc, "fmi"), "round": (E.round, "fmi"), "isnan": (E.isnan, "fm"),
     "isinf": (E.isinf, "fm"), "isfinite": (E.isfinite, "fm"),
-    "logical_not": (E.logical_not, "fm"), "masked_fill": (E.masked_fill, "fmi"),
+    "logical_not": (E.logical_not, "fmi"), "masked_fill": (E.masked_fill, "fmi"),
     "addcmul": (E.addcmul, "fmi"), "addcdiv": (E.addcdiv, "fmi"), "lerp": (E.lerp, "fmi"),
-    "lt": (E.lt_, "fm"), "gt": (E.gt_, "fm"), "le": (E.le_, "fm"), "ge": (E.ge_, "fm"),
-    "eq": (E.eq_, "fm"), "ne": (E.ne_, "fm"),
+    "lt": (E.lt_, "fmi"), "gt": (E.gt_, "fmi"), "le": (E.le_, "fmi"), "ge": (E.ge_, "fmi"),
+    "eq": (E.eq_, "fmi"), "ne": (E.ne_, "fmi"),
     # ***** reductions *****
     "sum": (R.sum, "fm"), "mean": (R.mean, "fm"), "max": (R.max, "fm"), "min": (R.min, "fm"),
     "amax": (R.amax, "fm"), "argmax": (R.argmax, "fm"), "argmin": (R.argmin, "fm"),
@@ -63,8 +64,8 @@ OPS = {
     "topk": (S.topk, "fm"), "einsum": (_einsum.einsum, "f"),
     # ***** composites (extra.py) *****
     "amin": (X.amin, "fm"), "clamp_min": (X.clamp_min, "fmi"), "clamp_max": (X.clamp_max, "fmi"),
-    "logical_and": (X.logical_and, "fm"), "logical_or": (X.logical_or, "fm"),
-    "logical_xor": (X.logical_xor, "fm"), "isclose": (X.isclose, "fm"), "unbind": (X.unbind, "fm"),
+    "logical_and": (X.logical_and, "fmi"), "logical_or": (X.logical_or, "fmi"),
+    "logical_xor": (X.logical_xor, "fmi"), "isclose": (X.isclose, "fm"), "unbind": (X.unbind, "fm"),
     "nan_to_num": (X.nan_to_num, "fmi"),
     # ***** writing at indices (scatter.py) *****
     "scatter": (SC.scatter, "fmi"), "scatter_add": (SC.scatter_add, "fmi"),
@@ -78,6 +79,33 @@ OPS = {
     "roll": (RA.roll, "fm"), "diag": (RA.diag, "fm"), "trace": (RA.trace, "fm"),
     "repeat_interleave": (RA.repeat_interleave, "fm"), "meshgrid": (RA.meshgrid, "f"),
     "kron": (RA.kron, "fm"),
+    # ***** the long tail of elementwise math (pointwise.py) *****
+    "acos": (P.acos, "fmi"), "arccos": (P.acos, "fmi"), "asin": (P.asin, "fmi"),
+    "arcsin": (P.asin, "fmi"), "atan": (P.atan, "fmi"), "arctan": (P.atan, "fmi"),
+    "acosh": (P.acosh, "fmi"), "arccosh": (P.acosh, "fmi"), "asinh": (P.asinh, "fmi"),
+    "arcsinh": (P.asinh, "fmi"), "atanh": (P.atanh, "fmi"), "arctanh": (P.atanh, "fmi"),
+    "tan": (P.tan, "fmi"), "sinh": (P.sinh, "fmi"), "cosh": (P.cosh, "fmi"),
+    "log2": (P.log2, "fmi"), "log10": (P.log10, "fmi"), "exp2": (P.exp2, "fmi"),
+    "sinc": (P.sinc, "fmi"), "deg2rad": (P.deg2rad, "fmi"), "rad2deg": (P.rad2deg, "fmi"),
+    "erfc": (P.erfc, "fmi"), "erfinv": (P.erfinv, "fmi"), "lgamma": (P.lgamma, "fmi"),
+    "digamma": (P.digamma, "fmi"), "frac": (P.frac, "fmi"), "negative": (P.negative, "fmi"),
+    "positive": (P.positive, "fm"), "sgn": (P.sgn, "fmi"), "fix": (P.fix, "fmi"),
+    "signbit": (P.signbit, "fm"), "isposinf": (P.isposinf, "fm"), "isneginf": (P.isneginf, "fm"),
+    "isreal": (P.isreal, "fm"), "bitwise_not": (P.bitwise_not, "fmi"),
+    "logit": (P.logit, "fmi"), "hardshrink": (P.hardshrink, "fm"),
+    "atan2": (P.atan2, "fmi"), "arctan2": (P.atan2, "fmi"), "hypot": (P.hypot, "fmi"),
+    "fmod": (P.fmod, "fmi"), "remainder": (P.remainder, "fmi"),
+    "floor_divide": (P.floor_divide, "fmi"), "copysign": (P.copysign, "fmi"),
+    "xlogy": (P.xlogy, "fmi"), "logaddexp": (P.logaddexp, "fm"),
+    "logaddexp2": (P.logaddexp2, "fm"), "float_power": (P.float_power, "fmi"),
+    "fmax": (P.fmax, "fm"), "fmin": (P.fmin, "fm"), "ldexp": (P.ldexp, "fmi"),
+    "nextafter": (P.nextafter, "fmi"), "heaviside": (P.heaviside, "fmi"), "gcd": (P.gcd, "fmi"),
+    "lcm": (P.lcm, "fmi"), "bitwise_and": (P.bitwise_and, "fmi"),
+    "bitwise_or": (P.bitwise_or, "fmi"), "bitwise_xor": (P.bitwise_xor, "fmi"),
+    "bitwise_left_shift": (P.bitwise_left_shift, "fmi"),
+    "bitwise_right_shift": (P.bitwise_right_shift, "fmi"),
+    "greater": (E.gt_, "fmi"), "greater_equal": (E.ge_, "fmi"), "less": (E.lt_, "fmi"),
+    "less_equal": (E.le_, "fmi"), "not_equal": (E.ne_, "fmi"),
 }
 
 

@@ -716,6 +716,8 @@ def _array_from(data, dtype=None, device=None):
         arr = np.asarray(_xp.to_numpy(data) if _xp.is_cupy_array(data) else data)
         if arr.dtype == np.float64:
             dtype = _dtype.get_default_dtype()  # Python floats -> float32, as in PyTorch
+        elif arr.dtype == np.complex128:   # Python complex -> the default float's complex
+            dtype = np.result_type(_dtype.get_default_dtype(), np.complex64)
         elif arr.dtype.kind == "i":
             dtype = _dtype.int64
         elif arr.dtype == object:

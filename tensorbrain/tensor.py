@@ -21,6 +21,7 @@ from ._factories import (arange, as_tensor, device_of, empty, empty_like, eye,  
                          from_numpy, full, full_like, linspace, ones, ones_like, rand, rand_like,
                          randint, randn, randn_like, randperm, tensor, zeros, zeros_like)
 from ._ops import elementwise as E
+from ._ops.complex import ComplexAttributes
 from ._ops import shape as S
 from ._ops import table as _table
 from ._ops.core import make, unbroadcast
@@ -516,6 +517,7 @@ _install(Adapters)
 _install(LegacyMethods)
 _install(RandomFills)
 _install(InfoMethods)
+_install(ComplexAttributes)
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = (new_method(zeros), new_method(ones),
                                                           new_method(empty))
 del _name, _fn

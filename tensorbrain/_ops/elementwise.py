@@ -104,9 +104,16 @@ def sub(a, b, alpha=1):
                    lambda g, x, y, o: g, lambda g, x, y, o: -g)
 
 
+def _conj(v):
+    """``v`` conjugated when complex: complex gradients are conjugate Wirtinger, as torch's
+    (``d(a * b)/da`` propagates ``g * conj(b)``); real arrays and numbers pass untouched."""
+    return v.conjugate() if getattr(v, "dtype", None) is not None and v.dtype.kind == "c" or \
+        isinstance(v, complex) else v
+
+
 def mul(a, b):
     return _binary("MulBackward", a, b, lambda x, y: x * y,
-                   lambda g, x, y, o: g * y, lambda g, x, y, o: g * x, "b", "a")
+                   lambda g, x, y, o: g * _conj(y), lambda g, x, y, o: g * _conj(x), "b", "a")
 
 
 def div(a, b, rounding_mode=None):
@@ -127,7 +134,8 @@ def div(a, b, rounding_mode=None):
     elif _is_tensor(b) and b._data.dtype.kind in "biu" and not _is_tensor(a) and not isinstance(a, float):
         b = Tensor._wrap(b._data.astype(get_default_dtype()))
     return _binary("DivBackward", a, b, lambda x, y: x / y,
-                   lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), "b", True)
+                   lambda g, x, y, o: g / _conj(y), lambda g, x, y, o: -g * _conj(x / (y * y)),
+                   "b", True)
 
 
 @autocast_op("pow")
@@ -202,7 +210,7 @@ lt_, gt_, le_, ge_, eq_, ne_ = (_compare(f) for f in (lt, gt, le, ge, eq, ne))
 @autocast_op("exp")
 def exp(a):
     out = get_array_module(a._data).exp(a._data)
-    return make(out, (a,), lambda g: (g * out,), "ExpBackward")
+    return make(out, (a,), lambda g: (g * _conj(out),), "ExpBackward")
 
 
 @autocast_op("log")

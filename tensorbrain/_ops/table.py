@@ -9,6 +9,7 @@ out in ``tensorbrain/tensor.py``.
 """
 from __future__ import annotations
 
+from . import complex as C
 from . import einsum as _einsum
 from . import elementwise as E
 from . import extra as X
@@ -106,6 +107,13 @@ OPS = {
     "bitwise_right_shift": (P.bitwise_right_shift, "fmi"),
     "greater": (E.gt_, "fmi"), "greater_equal": (E.ge_, "fmi"), "less": (E.lt_, "fmi"),
     "less_equal": (E.le_, "fmi"), "not_equal": (E.ne_, "fmi"),
+    # ***** complex numbers (complex.py) *****
+    "view_as_real": (C.view_as_real, "f"), "view_as_complex": (C.view_as_complex, "f"),
+    "polar": (C.polar, "f"), "complex": (C.complex, "f"), "real": (C.real, "f"),
+    "imag": (C.imag, "f"), "conj": (C.conj, "fm"), "conj_physical": (C.conj, "fmi"),
+    "resolve_conj": (C.resolve, "fm"), "resolve_neg": (C.resolve, "fm"),
+    "angle": (C.angle, "fm"), "adjoint": (C.adjoint, "fm"), "cfloat": (C.cfloat, "m"),
+    "cdouble": (C.cdouble, "m"), "is_complex": (C.is_complex, "f"),
 }
 
 

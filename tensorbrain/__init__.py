@@ -46,6 +46,7 @@ _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their free
 # ***** ops as tb.* functions: made from the op table (tensorbrain/_ops/table.py) *****
 from ._ops import table as _op_table  # noqa: E402
 globals().update(_op_table.functions())
+from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401  (torch's sparse COO, sparse.py)
 # torch.FloatTensor, torch.LongTensor, ...: the legacy typed classes (tensorbrain/_legacy_types.py)
 from ._legacy_types import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)

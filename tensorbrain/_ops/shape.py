@@ -266,6 +266,8 @@ def getitem(a, index):
 
 @autocast_op("matmul")
 def matmul(a, b):
+    if a.__class__ is not Tensor and getattr(a, "is_sparse", False):
+        return a.mm(b)   # a sparse COO tensor (tensorbrain/sparse.py): no densifying
     x, y = a._data, b._data
     if type(x) is not type(y):
         raise RuntimeError(f"matmul: expected both tensors on the same device, got {a.device} "

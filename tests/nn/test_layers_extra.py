@@ -244,3 +244,11 @@ def test_embedding_scale_grad_by_freq_matches_torch():
         torch.tensor(g))
     np.testing.assert_allclose(m.weight.grad.numpy(), tw.grad.numpy(), atol=1e-12)
 
+
+
+def test_multihead_attention_out_proj_is_torchs_class():
+    m = nn.MultiheadAttention(4, 2)
+    cls = nn.modules.linear.NonDynamicallyQuantizableLinear
+    assert type(m.out_proj) is cls and isinstance(m.out_proj, nn.Linear)
+    torch = pytest.importorskip("torch")
+    assert type(torch.nn.MultiheadAttention(4, 2).out_proj).__qualname__ == cls.__qualname__

@@ -60,3 +60,9 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention's output projection
+    (``torch.nn.modules.linear.NonDynamicallyQuantizableLinear``): a :class:`Linear`, which
+    programs name when they initialise or inspect ``out_proj``."""

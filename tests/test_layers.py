@@ -46,7 +46,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",
         "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain._tensor_legacy",
         "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain._legacy_types",
-        "tensorbrain._tensor_info", "tensorbrain.sparse",
+        "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._tensor_views_inplace",
         "tensorbrain.autograd",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain._threads",

@@ -285,25 +285,6 @@ def adjoint(a):
     return transpose(conj(a), -2, -1)
 
 
-def _to(dtype):
-    def convert(a, memory_format=None):
-        from .shape import to_dtype
-        return to_dtype(a, np.dtype(dtype))
-    return convert
-
-
-cfloat = _to(np.complex64)
-cdouble = _to(np.complex128)
-cfloat.__name__ = cfloat.__qualname__ = "cfloat"
-cdouble.__name__ = cdouble.__qualname__ = "cdouble"
-cfloat.__doc__ = ("``a`` converted to complex64 (``torch.Tensor.cfloat``).\n\nArgs:\n"
-                  "    a: the tensor.\n    memory_format: accepted.\n\nReturns:\n"
-                  "    Tensor: the complex64 tensor.\n\nExample:\n"
-                  "    >>> import tensorbrain as tb\n    >>> tb.tensor([1.0]).cfloat().dtype\n"
-                  "    dtype('complex64')\n")
-cdouble.__doc__ = cfloat.__doc__.replace("complex64", "complex128").replace("cfloat", "cdouble")
-
-
 class ComplexAttributes:
     """``Tensor.real``, ``Tensor.imag``, ``Tensor.H`` and ``Tensor.mH`` (properties, as
     torch's); installed on Tensor by ``tensorbrain/tensor.py``."""
@@ -347,5 +328,6 @@ def is_complex(a) -> bool:
     return a._data.dtype.kind == "c"
 
 
-__all__ = ["ComplexAttributes", "adjoint", "angle", "cdouble", "cfloat", "complex",
-           "conj", "imag", "is_complex", "polar", "real", "resolve", "view_as_complex", "view_as_real"]
+__all__ = ["ComplexAttributes", "adjoint", "angle", "complex",
+           "conj", "imag", "is_complex", "polar", "real", "resolve", "view_as_complex",
+           "view_as_real"]

@@ -9,10 +9,14 @@ out in ``tensorbrain/tensor.py``.
 """
 from __future__ import annotations
 
+from . import blas as BL
+from . import combine as CB
 from . import complex as C
+from . import convert as CV
 from . import einsum as _einsum
 from . import elementwise as E
 from . import extra as X
+from . import indexing as IX
 from . import pointwise as P
 from . import rearrange as RA
 from . import reduce as R
@@ -20,6 +24,7 @@ from . import scatter as SC
 from . import select as SL
 from . import shape as S
 from . import softmax as _softmax
+from . import stats as ST
 
 OPS = {
     # ***** elementwise *****
@@ -29,7 +34,7 @@ OPS = {
     "true_divide": (E.div, "fmi"),
     "maximum": (E.maximum, "fm"), "minimum": (E.minimum, "fm"), "where": (E.where, "f"),
     "exp": (E.exp, "fm"), "log": (E.log, "fmi"), "sqrt": (E.sqrt, "fm"), "rsqrt": (E.rsqrt, "fmi"),
-    "abs": (E.abs, "fmi"), "sign": (E.sign, "fmi"), "sin": (E.sin, "fmi"), "cos": (E.cos, "fmi"),
+    "abs": (E.abs, "fmi"), "absolute": (E.abs, "fmi"), "sign": (E.sign, "fmi"), "sin": (E.sin, "fmi"), "cos": (E.cos, "fmi"),
     "clamp": (E.clamp, "fm"), "clip": (E.clamp, "fmi"),
     "relu": (E.relu, "fm"), "sigmoid": (E.sigmoid, "fmi"), "tanh": (E.tanh, "fmi"),
     "gelu": (E.gelu, "fm"), "silu": (E.silu, "fm"), "log1p": (E.log1p, "fmi"),
@@ -45,7 +50,7 @@ OPS = {
     "sum": (R.sum, "fm"), "mean": (R.mean, "fm"), "max": (R.max, "fm"), "min": (R.min, "fm"),
     "amax": (R.amax, "fm"), "argmax": (R.argmax, "fm"), "argmin": (R.argmin, "fm"),
     "var": (R.var, "fm"), "std": (R.std, "fm"), "logsumexp": (R.logsumexp, "fm"),
-    "prod": (R.prod, "fm"), "cumsum": (R.cumsum, "fm"), "cumprod": (R.cumprod, "fm"), "all": (R.all, "fm"),
+    "prod": (R.prod, "fm"), "cumsum": (R.cumsum, "fmi"), "cumprod": (R.cumprod, "fmi"), "all": (R.all, "fm"),
     "any": (R.any, "fm"), "norm": (R.norm, "fm"),
     "softmax": (_softmax.softmax, "f"), "log_softmax": (_softmax.log_softmax, "f"),
     # ***** shape, indexing, linear algebra *****
@@ -60,7 +65,7 @@ OPS = {
     "matmul": (S.matmul, "fm"), "mm": (S.matmul, "fm"), "bmm": (S.matmul, "fm"),
     "dot": (S.dot, "fm"), "outer": (S.outer, "fm"),
     "gather": (S.gather, "fm"), "index_select": (S.index_select, "fm"),
-    "tril": (S.tril, "fm"), "triu": (S.triu, "fm"), "repeat": (S.repeat, "m"),
+    "tril": (S.tril, "fmi"), "triu": (S.triu, "fmi"), "repeat": (S.repeat, "m"),
     "flip": (S.flip, "fm"), "sort": (S.sort, "fm"), "argsort": (S.argsort, "fm"),
     "topk": (S.topk, "fm"), "einsum": (_einsum.einsum, "f"),
     # ***** composites (extra.py) *****
@@ -112,8 +117,53 @@ OPS = {
     "polar": (C.polar, "f"), "complex": (C.complex, "f"), "real": (C.real, "f"),
     "imag": (C.imag, "f"), "conj": (C.conj, "fm"), "conj_physical": (C.conj, "fmi"),
     "resolve_conj": (C.resolve, "fm"), "resolve_neg": (C.resolve, "fm"),
-    "angle": (C.angle, "fm"), "adjoint": (C.adjoint, "fm"), "cfloat": (C.cfloat, "m"),
-    "cdouble": (C.cdouble, "m"), "is_complex": (C.is_complex, "f"),
+    "angle": (C.angle, "fm"), "adjoint": (C.adjoint, "fm"),
+    "is_complex": (C.is_complex, "f"),
+    # ***** dtype conversions by name (convert.py) *****
+    "byte": (CV.byte, "m"), "char": (CV.char, "m"), "short": (CV.short, "m"),
+    "cfloat": (CV.cfloat, "m"), "cdouble": (CV.cdouble, "m"),
+    # ***** reshaping, joining, splitting (combine.py) *****
+    "movedim": (CB.movedim, "fm"), "moveaxis": (CB.movedim, "fm"), "ravel": (CB.ravel, "fm"),
+    "tile": (CB.tile, "fm"), "broadcast_to": (CB.broadcast_to, "fm"), "select": (CB.select, "fm"),
+    "diagonal": (CB.diagonal, "fm"), "unfold": (CB.unfold, "m"),
+    "as_strided": (CB.as_strided, "fm"), "atleast_1d": (CB.atleast_1d, "f"),
+    "atleast_2d": (CB.atleast_2d, "f"), "atleast_3d": (CB.atleast_3d, "f"),
+    "vstack": (CB.vstack, "f"), "row_stack": (CB.vstack, "f"), "hstack": (CB.hstack, "f"),
+    "dstack": (CB.dstack, "f"), "column_stack": (CB.column_stack, "f"),
+    "tensor_split": (CB.tensor_split, "fm"), "hsplit": (CB.hsplit, "fm"),
+    "vsplit": (CB.vsplit, "fm"), "dsplit": (CB.dsplit, "fm"),
+    "split_with_sizes": (CB.split_with_sizes, "fm"), "fliplr": (CB.fliplr, "fm"),
+    "flipud": (CB.flipud, "fm"), "rot90": (CB.rot90, "fm"),
+    "broadcast_tensors": (CB.broadcast_tensors, "f"), "block_diag": (CB.block_diag, "f"),
+    "cartesian_prod": (CB.cartesian_prod, "f"), "combinations": (CB.combinations, "f"),
+    "diag_embed": (CB.diag_embed, "fm"), "diagflat": (CB.diagflat, "fm"),
+    # ***** reading and writing at indices (indexing.py) *****
+    "index_copy": (IX.index_copy, "fmi"), "index_fill": (IX.index_fill, "fmi"),
+    "index_put": (IX.index_put, "fmi"), "masked_scatter": (IX.masked_scatter, "fmi"),
+    "take": (IX.take, "fm"), "put": (IX.put, "fmi"),
+    "select_scatter": (IX.select_scatter, "fm"), "slice_scatter": (IX.slice_scatter, "fm"),
+    "diagonal_scatter": (IX.diagonal_scatter, "fm"),
+    "scatter_reduce": (IX.scatter_reduce, "fmi"), "searchsorted": (IX.searchsorted, "f"),
+    "bucketize": (IX.bucketize, "f"), "isin": (IX.isin, "f"), "argwhere": (IX.argwhere, "fm"),
+    "unique_consecutive": (IX.unique_consecutive, "fm"),
+    "tril_indices": (IX.tril_indices, "f"), "triu_indices": (IX.triu_indices, "f"),
+    # ***** statistics (stats.py) *****
+    "mode": (ST.mode, "fm"), "cummax": (ST.cummax, "fm"), "cummin": (ST.cummin, "fm"),
+    "logcumsumexp": (ST.logcumsumexp, "fm"), "nansum": (ST.nansum, "fm"),
+    "nanmean": (ST.nanmean, "fm"), "nanmedian": (ST.nanmedian, "fm"),
+    "quantile": (ST.quantile, "fm"), "nanquantile": (ST.nanquantile, "fm"),
+    "std_mean": (ST.std_mean, "f"), "var_mean": (ST.var_mean, "f"),
+    "aminmax": (ST.aminmax, "fm"), "histc": (ST.histc, "fm"), "histogram": (ST.histogram, "fm"),
+    "dist": (ST.dist, "fm"), "diff": (ST.diff, "fm"), "cov": (ST.cov, "fm"),
+    "corrcoef": (ST.corrcoef, "fm"), "renorm": (ST.renorm, "fmi"),
+    "trapezoid": (ST.trapezoid, "f"), "trapz": (ST.trapezoid, "f"), "msort": (ST.msort, "fm"),
+    "sum_to_size": (ST.sum_to_size, "m"),
+    # ***** matrix products (blas.py) *****
+    "addmm": (BL.addmm, "fmi"), "addmv": (BL.addmv, "fmi"), "addr": (BL.addr, "fmi"),
+    "baddbmm": (BL.baddbmm, "fmi"), "addbmm": (BL.addbmm, "fmi"), "mv": (BL.mv, "fm"),
+    "inner": (BL.inner, "fm"), "vdot": (BL.vdot, "fm"), "ger": (BL.ger, "fm"),
+    "cross": (BL.cross, "fm"), "tensordot": (BL.tensordot, "f"),
+    "chain_matmul": (BL.chain_matmul, "f"), "cdist": (BL.cdist, "f"),
 }
 
 

@@ -130,7 +130,8 @@ def is_floating_point(t: Tensor) -> bool:
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions")
-_SUBMODULES += ("random", "jit", "compiler", "_dynamo")
+_SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
+                "fx", "library", "quantization", "nested", "overrides", "futures", "sparse")
 
 
 def __getattr__(name):

@@ -40,6 +40,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",
         "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
+        "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps", "tensorbrain.fx",
+        "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
         "tensorbrain._cuda_streams", "tensorbrain._layout",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
@@ -47,6 +49,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain._tensor_legacy",
         "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain._legacy_types",
         "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._tensor_views_inplace",
+        "tensorbrain.linalg", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
         "tensorbrain.autograd",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain._threads",
@@ -80,6 +83,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed.tensor", "tensorbrain.distributed.pipelining",
         "tensorbrain.distributed.pipeline", "tensorbrain.distributed.optim",
         "tensorbrain.distributed.checkpoint", "tensorbrain.distributed._composable",
+        "tensorbrain.futures",
         "tensorbrain.distributed._tensor", "tensorbrain.distributed.algorithms._checkpoint",
     ]),
     ("front doors", [  # other frameworks' APIs on top, and the tools

@@ -15,6 +15,7 @@ from . import complex as C
 from . import convert as CV
 from . import einsum as _einsum
 from . import elementwise as E
+from .. import linalg as LA
 from . import extra as X
 from . import indexing as IX
 from . import pointwise as P
@@ -164,6 +165,13 @@ OPS = {
     "inner": (BL.inner, "fm"), "vdot": (BL.vdot, "fm"), "ger": (BL.ger, "fm"),
     "cross": (BL.cross, "fm"), "tensordot": (BL.tensordot, "f"),
     "chain_matmul": (BL.chain_matmul, "f"), "cdist": (BL.cdist, "f"),
+    # ***** linear algebra in the torch namespace (tensorbrain/linalg.py) *****
+    "det": (LA.det, "fm"), "inverse": (LA.inv, "fm"), "slogdet": (LA.slogdet, "fm"),
+    "logdet": (LA.logdet, "fm"), "pinverse": (LA.pinverse, "fm"),
+    "matrix_power": (LA.matrix_power, "fm"), "matrix_exp": (LA.matrix_exp, "fm"),
+    "cholesky": (LA.legacy_cholesky, "fm"), "qr": (LA.legacy_qr, "fm"),
+    "svd": (LA.legacy_svd, "fm"), "cholesky_solve": (LA.cholesky_solve, "fm"),
+    "cholesky_inverse": (LA.cholesky_inverse, "fm"),
 }
 
 

@@ -17,15 +17,16 @@ from .parameter import Buffer, Parameter
 
 from . import utils  # noqa: E402  (clip_grad_*, needs Parameter)
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel", "SyncBatchNorm",
+__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel", "attention",
+           "SyncBatchNorm",
            "DataParallel",
            "ResNet50", *_modules_all]
 
 
 def __getattr__(name):
     import importlib
-    if name == "parallel":
-        return importlib.import_module(".parallel", __name__)
+    if name in ("parallel", "attention"):
+        return importlib.import_module(f".{name}", __name__)
     if name == "DataParallel":  # torch.nn.DataParallel (tb.nn.parallel owns it)
         return importlib.import_module(".parallel", __name__).DataParallel
     if name == "SyncBatchNorm":

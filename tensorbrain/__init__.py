@@ -47,6 +47,19 @@ _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their free
 from ._ops import table as _op_table  # noqa: E402
 globals().update(_op_table.functions())
 from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401  (torch's sparse COO, sparse.py)
+from ._torch_extras import (SymBool, SymFloat, SymInt, are_deterministic_algorithms_enabled,  # noqa: E402,F401
+                            e, frombuffer, get_autocast_cpu_dtype, get_autocast_gpu_dtype,
+                            get_deterministic_debug_mode, get_device_module, inf,
+                            is_autocast_cpu_enabled, is_deterministic_algorithms_warn_only_enabled,
+                            logspace, nan, newaxis, pi, set_deterministic_debug_mode,
+                            set_printoptions, use_deterministic_algorithms)
+from ._torch_extras import FLOAT8 as _FLOAT8  # noqa: E402
+globals().update(_FLOAT8)   # float8_e4m3fn, float8_e5m2, ... (ml_dtypes')
+from .amp import clear_autocast_cache  # noqa: E402,F401
+from ._random import default_generator  # noqa: E402,F401
+from .storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
+
+concatenate = cat  # noqa: F821  (tb.cat comes from the op table above)
 # torch.FloatTensor, torch.LongTensor, ...: the legacy typed classes (tensorbrain/_legacy_types.py)
 from ._legacy_types import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)
@@ -76,44 +89,6 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
-def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
-    """Whether ``a`` and ``b`` are equal within ``atol + rtol * |b|`` elementwise.
-
-    Args:
-        a: a tensor.
-        b: a tensor broadcastable with ``a``.
-        rtol: relative tolerance.
-        atol: absolute tolerance.
-        equal_nan: count NaNs in the same places as equal.
-
-    Returns:
-        A bool (not a tensor), as ``torch.allclose``.
-
-    Example:
-        >>> import tensorbrain as tb
-        >>> tb.allclose(tb.tensor([1.0, 2.0]), tb.tensor([1.0, 2.0 + 1e-9]))
-        True
-    """
-    from ._xp import to_numpy
-    import numpy as _np
-    return _np.allclose(to_numpy(a._data), to_numpy(b._data), rtol=rtol, atol=atol, equal_nan=equal_nan)
-
-
-def equal(a, b) -> bool:
-    """Whether ``a`` and ``b`` have the same shape and the same elements.
-
-    Args:
-        a: a tensor.
-        b: a tensor.
-
-    Returns:
-        A bool.
-    """
-    from ._xp import to_numpy
-    import numpy as _np
-    return a.shape == b.shape and _np.array_equal(to_numpy(a._data), to_numpy(b._data))
-
-
 def is_floating_point(t: Tensor) -> bool:
     """Whether ``t``'s dtype is a floating-point one (float16/bfloat16/32/64).
 
@@ -131,7 +106,8 @@ def is_floating_point(t: Tensor) -> bool:
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions")
 _SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
-                "fx", "library", "quantization", "nested", "overrides", "futures", "sparse")
+                "fx", "library", "quantization", "nested", "overrides", "futures", "sparse",
+                "hub", "storage", "__config__", "fft")
 
 
 def __getattr__(name):
@@ -142,4 +118,8 @@ def __getattr__(name):
         return getattr(importlib.import_module(".serialization", __name__), name)
     if name == "compile":   # torch.compile: runs eagerly (tensorbrain/_dynamo/__init__.py)
         return importlib.import_module("._dynamo", __name__).compile
+    if name == "dropout":   # torch.dropout(input, p, train): nn.functional's, loaded on use
+        return importlib.import_module(".nn.functional", __name__).dropout
+    if name in ("OutOfMemoryError", "Stream", "Event"):   # torch's device-generic names: CUDA's
+        return getattr(importlib.import_module(".cuda", __name__), name)
     raise AttributeError(f"module 'tensorbrain' has no attribute {name!r}")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _dtype, _interop, _random, _xp
+from . import _dtype, _interop, _random, _torch_extras, _xp
 from ._device import CPU, as_device, device
 from .autograd import grad_mode
 
@@ -601,8 +601,15 @@ class Tensor:
         arr = _xp.to_numpy(self._data)
         if arr.dtype == _dtype.bfloat16:  # NumPy prints ml_dtypes' bfloat16 as integers
             arr = arr.astype(np.float32)
-        body = np.array2string(arr, separator=", ", precision=4,
-                               prefix="tensor(")
+        opts = _torch_extras.PRINT_OPTIONS   # tb.set_printoptions
+        threshold = opts["threshold"]
+        body = np.array2string(arr, separator=", ", precision=opts["precision"],
+                               prefix="tensor(", max_line_width=opts["linewidth"],
+                               threshold=int(min(threshold, 2 ** 62)),
+                               edgeitems=opts["edgeitems"],
+                               floatmode=None if opts["sci_mode"] is None else "maxprec",
+                               formatter={"float_kind": "{:e}".format} if opts["sci_mode"]
+                               else None)
         extras = []
         if self.is_cuda:
             extras.append(f"device='{self.device}'")

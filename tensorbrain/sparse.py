@@ -660,3 +660,31 @@ class SparseMethods:
     def is_sparse(self) -> bool:
         """False: a dense tensor (``SparseTensor`` says True)."""
         return False
+
+    def _not_sparse(self, name):
+        raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided: "
+                           f"make one with .to_sparse() (as torch)")
+
+    def indices(self):
+        """Raises RuntimeError: a dense tensor has no indices (torch's error)."""
+        self._not_sparse("indices")
+
+    def values(self):
+        """Raises RuntimeError: a dense tensor has no stored values (torch's error)."""
+        self._not_sparse("values")
+
+    def coalesce(self):
+        """Raises RuntimeError: only sparse tensors coalesce (torch's error)."""
+        self._not_sparse("coalesce")
+
+    def is_coalesced(self):
+        """Raises RuntimeError (torch's error for a dense tensor)."""
+        self._not_sparse("is_coalesced")
+
+    def sparse_dim(self) -> int:
+        """0: a dense tensor has no sparse dimensions."""
+        return 0
+
+    def dense_dim(self) -> int:
+        """All its dimensions: a dense tensor's are all dense."""
+        return self._data.ndim

@@ -28,6 +28,8 @@ from ._ops.core import make, unbroadcast
 from ._tensor_adapters import Adapters, inplace_method, new_method
 from ._tensor_legacy import LegacyMethods
 from ._tensor_info import InfoMethods
+from ._tensor_more import MoreMethods
+from .storage import StorageMethods
 from ._tensor_views_inplace import InplaceViews
 from .sparse import SparseMethods
 from ._tensor_random import RandomFills
@@ -522,6 +524,8 @@ _install(InfoMethods)
 _install(ComplexAttributes)
 _install(SparseMethods)
 _install(InplaceViews)
+_install(MoreMethods)
+_install(StorageMethods)
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = (new_method(zeros), new_method(ones),
                                                           new_method(empty))
 del _name, _fn

@@ -50,6 +50,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain._legacy_types",
         "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._tensor_views_inplace",
         "tensorbrain.linalg", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
+        "tensorbrain._torch_extras", "tensorbrain._tensor_more", "tensorbrain.storage",
+        "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal",
         "tensorbrain.autograd",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain._threads",
@@ -58,7 +60,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ]),
     ("nn", [  # modules, optimizers, data loading, tb.save/tb.load
         "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.jit",
-        "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
+        "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.hub", "tensorbrain.utils", "tensorbrain.serialization", "tensorbrain._checkpoint_io",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level

@@ -739,3 +739,23 @@ def diagflat(a, offset=0):
         [[1, 0], [0, 2]]
     """
     return diag_embed(S.reshape(a, -1), offset)
+
+
+def narrow_copy(a, dim, start, length):
+    """A copy (not a view) of ``a.narrow(dim, start, length)``, as ``torch.narrow_copy``.
+
+    Args:
+        a: the input tensor.
+        dim: the dimension.
+        start: the first position.
+        length: how many.
+
+    Returns:
+        Tensor: a new tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.arange(5).narrow_copy(0, 1, 2).tolist()
+        [1, 2]
+    """
+    return S.clone(S.narrow(a, dim, start, length))

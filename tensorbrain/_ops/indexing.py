@@ -546,3 +546,60 @@ def _tri_indices(upper):
 
 triu_indices = _tri_indices(True)
 tril_indices = _tri_indices(False)
+
+
+def nonzero_static(a, *, size, fill_value=-1):
+    """The indices of the nonzero elements, padded with ``fill_value`` (or cut) to ``size``
+    rows, as ``torch.nonzero_static``.
+
+    Args:
+        a: the input tensor.
+        size: the number of rows.
+        fill_value: the padding.
+
+    Returns:
+        Tensor: int64 ``(size, a.ndim)``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nonzero_static(tb.tensor([0, 3, 0]), size=2).tolist()
+        [[1], [-1]]
+    """
+    x = a._data
+    xp = get_array_module(x)
+    idx = xp.argwhere(x).astype(np.int64)[:size]
+    out = xp.full((size, x.ndim), fill_value, dtype=np.int64)
+    out[:idx.shape[0]] = idx
+    return Tensor._wrap(out)
+
+
+def index_reduce(a, dim, index, source, reduce, *, include_self=True):
+    """``a`` with ``source``'s slices reduced into the positions ``index`` along ``dim``, as
+    ``torch.index_reduce`` (``reduce``: ``"prod"``, ``"mean"``, ``"amax"``, ``"amin"``).
+
+    Args:
+        a: the input tensor.
+        dim: the dimension.
+        index: 1-D int64, one position per slice of ``source``.
+        source: the slices.
+        reduce: the reduction.
+        include_self: whether ``a``'s own values take part.
+
+    Returns:
+        Tensor: a new tensor (gradients as :func:`scatter_reduce`'s).
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.ones(2).index_reduce(0, tb.tensor([0, 0]), tb.tensor([2.0, 3.0]), "prod").tolist()
+        [6.0, 1.0]
+    """
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = dim % max(a.ndim, 1)
+    xp = get_array_module(a._data)
+    shape = [1] * source.ndim
+    shape[d] = -1
+    idx = xp.broadcast_to(_data(index).reshape(shape), source.shape)
+    return scatter_reduce(a, d, Tensor._wrap(xp.ascontiguousarray(idx)), source, reduce,
+                          include_self=include_self)

@@ -271,6 +271,33 @@ def logit(a, eps=None):
     return make(out, (a,), backward, "LogitBackward", (a,))
 
 
+def mvlgamma(a, p):
+    """The multivariate log-gamma of dimension ``p``, as ``torch.mvlgamma``:
+    ``p (p - 1) / 4 * log(pi) + sum_j lgamma(a - j / 2)``, j = 0 .. p-1.
+
+    Args:
+        a: the input tensor (every element > (p - 1) / 2).
+        p: the dimension.
+
+    Returns:
+        Tensor: ``a``'s shape.
+
+    Raises:
+        RuntimeError: an element at or below ``(p - 1) / 2``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.mvlgamma(tb.tensor([1.0, 2.0]), 1).tolist()
+        [0.0, 0.0]
+    """
+    if (a._data <= (p - 1) / 2).any():
+        raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2}")
+    out = E.add(lgamma(a), p * (p - 1) / 4 * math.log(math.pi))   # noqa: F821  (made above)
+    for j in range(1, p):
+        out = E.add(out, lgamma(E.sub(a, j / 2)))   # noqa: F821
+    return out
+
+
 def hardshrink(a, lambd=0.5):
     """``a`` where ``|a| > lambd``, else 0, as ``torch.nn.functional.hardshrink``.
 

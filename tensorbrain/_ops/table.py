@@ -15,6 +15,7 @@ from . import complex as C
 from . import convert as CV
 from . import einsum as _einsum
 from . import elementwise as E
+from .. import _signal as SG
 from .. import linalg as LA
 from . import extra as X
 from . import indexing as IX
@@ -73,7 +74,8 @@ OPS = {
     "amin": (X.amin, "fm"), "clamp_min": (X.clamp_min, "fmi"), "clamp_max": (X.clamp_max, "fmi"),
     "logical_and": (X.logical_and, "fmi"), "logical_or": (X.logical_or, "fmi"),
     "logical_xor": (X.logical_xor, "fmi"), "isclose": (X.isclose, "fm"), "unbind": (X.unbind, "fm"),
-    "nan_to_num": (X.nan_to_num, "fmi"),
+    "nan_to_num": (X.nan_to_num, "fmi"), "allclose": (X.allclose, "fm"),
+    "equal": (X.equal, "fm"),
     # ***** writing at indices (scatter.py) *****
     "scatter": (SC.scatter, "fmi"), "scatter_add": (SC.scatter_add, "fmi"),
     "index_add": (SC.index_add, "fmi"),
@@ -100,6 +102,7 @@ OPS = {
     "signbit": (P.signbit, "fm"), "isposinf": (P.isposinf, "fm"), "isneginf": (P.isneginf, "fm"),
     "isreal": (P.isreal, "fm"), "bitwise_not": (P.bitwise_not, "fmi"),
     "logit": (P.logit, "fmi"), "hardshrink": (P.hardshrink, "fm"),
+    "mvlgamma": (P.mvlgamma, "fmi"),
     "atan2": (P.atan2, "fmi"), "arctan2": (P.atan2, "fmi"), "hypot": (P.hypot, "fmi"),
     "fmod": (P.fmod, "fmi"), "remainder": (P.remainder, "fmi"),
     "floor_divide": (P.floor_divide, "fmi"), "copysign": (P.copysign, "fmi"),
@@ -134,6 +137,8 @@ OPS = {
     "tensor_split": (CB.tensor_split, "fm"), "hsplit": (CB.hsplit, "fm"),
     "vsplit": (CB.vsplit, "fm"), "dsplit": (CB.dsplit, "fm"),
     "split_with_sizes": (CB.split_with_sizes, "fm"), "fliplr": (CB.fliplr, "fm"),
+    "unsafe_chunk": (S.chunk, "fm"), "unsafe_split": (S.split, "fm"),
+    "unsafe_split_with_sizes": (CB.split_with_sizes, "fm"), "narrow_copy": (CB.narrow_copy, "fm"),
     "flipud": (CB.flipud, "fm"), "rot90": (CB.rot90, "fm"),
     "broadcast_tensors": (CB.broadcast_tensors, "f"), "block_diag": (CB.block_diag, "f"),
     "cartesian_prod": (CB.cartesian_prod, "f"), "combinations": (CB.combinations, "f"),
@@ -148,6 +153,7 @@ OPS = {
     "bucketize": (IX.bucketize, "f"), "isin": (IX.isin, "f"), "argwhere": (IX.argwhere, "fm"),
     "unique_consecutive": (IX.unique_consecutive, "fm"),
     "tril_indices": (IX.tril_indices, "f"), "triu_indices": (IX.triu_indices, "f"),
+    "nonzero_static": (IX.nonzero_static, "fm"), "index_reduce": (IX.index_reduce, "fmi"),
     # ***** statistics (stats.py) *****
     "mode": (ST.mode, "fm"), "cummax": (ST.cummax, "fm"), "cummin": (ST.cummin, "fm"),
     "logcumsumexp": (ST.logcumsumexp, "fm"), "nansum": (ST.nansum, "fm"),
@@ -172,6 +178,10 @@ OPS = {
     "cholesky": (LA.legacy_cholesky, "fm"), "qr": (LA.legacy_qr, "fm"),
     "svd": (LA.legacy_svd, "fm"), "cholesky_solve": (LA.cholesky_solve, "fm"),
     "cholesky_inverse": (LA.cholesky_inverse, "fm"),
+    # ***** signal processing (tensorbrain/_signal.py) *****
+    "stft": (SG.stft, "fm"), "hann_window": (SG.hann_window, "f"),
+    "hamming_window": (SG.hamming_window, "f"), "blackman_window": (SG.blackman_window, "f"),
+    "bartlett_window": (SG.bartlett_window, "f"), "kaiser_window": (SG.kaiser_window, "f"),
 }
 
 

@@ -9,10 +9,15 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inferen
                         no_grad, set_grad_enabled)
 from .graph import Node, reachable_leaves
 from .gradcheck import GradcheckError, gradcheck  # noqa: E402  (the function shadows the module, as torch's)
+from .anomaly import (detect_anomaly, is_anomaly_check_nan_enabled,  # noqa: E402,F401
+                      is_anomaly_enabled, set_detect_anomaly)
+from . import variable  # noqa: E402,F401  (torch.autograd.variable)
+from .variable import Variable  # noqa: E402,F401
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "inference_mode", "is_inference_mode_enabled",
-           "queue_callback", "Node", "reachable_leaves", "gradcheck", "GradcheckError"]
+           "queue_callback", "Node", "reachable_leaves", "gradcheck", "GradcheckError",
+           "Variable", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled"]
 
 
 def _seq(x):

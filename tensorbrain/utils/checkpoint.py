@@ -192,3 +192,45 @@ def _split_even(n: int, parts: int) -> list:
         out.append((lo, hi))
         lo = hi
     return out
+
+
+def detach_variable(inputs):
+    """Each tensor of ``inputs`` detached, keeping its ``requires_grad``, as torch's helper
+    for hand-written checkpointing.
+
+    Args:
+        inputs: a tuple of tensors (other values pass as they are).
+
+    Returns:
+        tuple: the detached tensors.
+
+    Raises:
+        RuntimeError: ``inputs`` is not a tuple.
+    """
+    from ..tensor import Tensor
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            d = x.detach()
+            d.requires_grad = x.requires_grad
+            out.append(d)
+        else:
+            out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs) -> None:
+    """Warn when no input requires grad (the checkpointed segment would get no gradient), as
+    torch's.
+
+    Args:
+        inputs: the segment's inputs.
+    """
+    from ..tensor import Tensor
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        import warnings
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)

@@ -58,6 +58,8 @@ globals().update(_FLOAT8)   # float8_e4m3fn, float8_e5m2, ... (ml_dtypes')
 from .amp import clear_autocast_cache  # noqa: E402,F401
 from ._random import default_generator  # noqa: E402,F401
 from .storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
+from . import storage as _storage  # noqa: E402
+globals().update({_n: getattr(_storage, _n) for _n in _storage.LEGACY})   # ByteStorage, ...
 
 concatenate = cat  # noqa: F821  (tb.cat comes from the op table above)
 # torch.FloatTensor, torch.LongTensor, ...: the legacy typed classes (tensorbrain/_legacy_types.py)
@@ -107,7 +109,7 @@ _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "seri
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions")
 _SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
                 "fx", "library", "quantization", "nested", "overrides", "futures", "sparse",
-                "hub", "storage", "__config__", "fft")
+                "hub", "storage", "__config__", "fft", "ops", "numa", "special")
 
 
 def __getattr__(name):

@@ -243,6 +243,7 @@ __path__ = [_os.path.join(_os.path.dirname(__file__), "_cuda")]
 
 #: Submodules of ``tb.cuda`` (files in ``tensorbrain/_cuda/``) and the names served from them.
 _LAZY = {"amp": "amp", "nvtx": "nvtx", "random": "random", "memory": "memory",
+         "profiler": "profiler",
          "get_rng_state": "random", "set_rng_state": "random", "get_rng_state_all": "random",
          "set_rng_state_all": "random", "initial_seed": "random", "seed": "random",
          "seed_all": "random", "default_generators": "random"}

@@ -125,6 +125,34 @@ class TypedStorage(UntypedStorage):
         return f"<TypedStorage dtype={self.dtype} size={self.size()} device={self.device}>"
 
 
+def _legacy_storage(name, dtype):
+    def from_buffer(cls, buffer, byte_order="native", count=-1, offset=0):
+        import numpy as np
+        arr = np.frombuffer(buffer, dtype=np.dtype(dtype).newbyteorder(
+            {"native": "=", "little": "<", "big": ">"}[byte_order]), count=count, offset=offset)
+        return cls(arr.astype(np.dtype(dtype)))
+
+    def new(cls, size=0):
+        import numpy as np
+        return cls(np.zeros(int(size), dtype=dtype))
+    return type(name, (TypedStorage,), {
+        "__doc__": f"``torch.{name}``: a :class:`TypedStorage` of {dtype} (legacy); "
+                   f"``{name}.from_buffer(bytes)`` reads one from raw bytes.",
+        "__module__": "tensorbrain.storage", "from_buffer": classmethod(from_buffer),
+        "__new__": lambda cls, *a: object.__new__(cls), "_legacy_dtype": dtype,
+        "__init__": lambda self, data=0: TypedStorage.__init__(
+            self, data if hasattr(data, "dtype") else new(type(self), data)._array)})
+
+
+#: torch's legacy storage classes: name -> dtype.
+LEGACY = {"ByteStorage": "uint8", "CharStorage": "int8", "ShortStorage": "int16",
+          "IntStorage": "int32", "LongStorage": "int64", "FloatStorage": "float32",
+          "DoubleStorage": "float64", "HalfStorage": "float16", "BoolStorage": "bool"}
+for _name, _dt in LEGACY.items():
+    globals()[_name] = _legacy_storage(_name, _dt)
+del _name, _dt
+
+
 def is_storage(obj) -> bool:
     """Whether ``obj`` is a storage (``torch.is_storage``).
 

@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps", "tensorbrain.fx",
         "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
+        "tensorbrain.ops", "tensorbrain.numa",
         "tensorbrain._cuda_streams", "tensorbrain._layout",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
@@ -51,7 +52,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._tensor_views_inplace",
         "tensorbrain.linalg", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
         "tensorbrain._torch_extras", "tensorbrain._tensor_more", "tensorbrain.storage",
-        "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal",
+        "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal", "tensorbrain.special",
         "tensorbrain.autograd",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain._threads",

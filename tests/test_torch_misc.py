@@ -239,3 +239,41 @@ def test_refused_tensor_methods_and_dense_sparse_errors():
     torch = pytest.importorskip("torch")
     with pytest.raises(RuntimeError):
         torch.ones(2, 2).indices()
+
+
+def test_special_functions_match_torch():
+    torch = pytest.importorskip("torch")
+    x = np.linspace(-3, 3, 13)
+    pos = np.abs(x) + 0.1
+    p = np.linspace(0.05, 0.95, 7)
+    cases = [("ndtr", x), ("log_ndtr", x), ("entr", pos), ("expit", x), ("gammaln", pos),
+             ("psi", pos), ("ndtri", p), ("i0", x), ("i0e", x), ("i1", x), ("i1e", x),
+             ("logit", p)]
+    for name, arr in cases:
+        np.testing.assert_allclose(getattr(tb.special, name)(tb.tensor(arr)).numpy(),
+                                   getattr(torch.special, name)(torch.tensor(arr)).numpy(),
+                                   rtol=1e-12, atol=1e-14, err_msg=name)
+    np.testing.assert_allclose(tb.special.xlog1py(tb.tensor(x), tb.tensor(pos)).numpy(),
+                               torch.special.xlog1py(torch.tensor(x), torch.tensor(pos)).numpy())
+    np.testing.assert_allclose(tb.special.polygamma(1, tb.tensor(pos)).numpy(),
+                               torch.special.polygamma(1, torch.tensor(pos)).numpy(), rtol=1e-8)
+    big = np.array([20.0, -30.0, 45.0, 100.0])
+    np.testing.assert_allclose(tb.special.i1(tb.tensor(big)).numpy(),
+                               torch.special.i1(torch.tensor(big)).numpy(), rtol=1e-13)
+
+
+def test_refused_namespaces_and_small_modules():
+    with pytest.raises(NotImplementedError, match="torch.ops.aten.mm is not supported"):
+        tb.ops.aten.mm(tb.ones(1, 1), tb.ones(1, 1))
+    assert {tb.ops.aten.mm: 1}   # usable as a key, as flop counters use them
+    from tensorbrain.fx.proxy import TraceError
+    assert issubclass(TraceError, Exception)
+    with tb.backends.cuda.sdp_kernel(enable_flash=False):
+        assert not tb.backends.cuda.flash_sdp_enabled()
+    assert tb.backends.cuda.flash_sdp_enabled()
+    if not tb.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):
+            tb.cuda.profiler.start()
+    s = tb.ByteStorage.from_buffer(b"\x01\x02\x03")
+    assert s.tolist() == [1, 2, 3] and s.dtype == tb.uint8
+    assert int(tb.onnx.OperatorExportTypes.ONNX) == 0

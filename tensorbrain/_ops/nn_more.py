@@ -839,6 +839,56 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+# ***** grouped matrix products (mixture-of-experts layers) *****
+def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
+    """Matrix products of groups, as ``F.grouped_mm`` (mixture-of-experts layers):
+
+    - ``(G, M, K) @ (G, K, N)``: a batched product;
+    - ``(sum M, K)`` with ``(G, K, N)`` and ``offs``: rows ``offs[g-1]:offs[g]`` times expert g;
+    - ``(M, sum K)`` with ``(sum K, N)`` and ``offs``: ``(G, M, N)``, the K blocks apart;
+    - ``(G, M, K)`` with ``(K, sum N)`` and ``offs``: ``(M, sum N)``, column block g by g.
+
+    Args:
+        mat_a: the left operand.
+        mat_b: the right operand.
+        offs: the groups' cumulative end offsets (int32), where an operand is 2-D.
+        bias: not supported (must be None, as torch's).
+        out_dtype: the result's dtype.
+
+    Returns:
+        Tensor: the products, differentiable.
+
+    Raises:
+        RuntimeError: a shape combination without ``offs``, or a bias.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> import tensorbrain.nn.functional as F
+        >>> F.grouped_mm(tb.ones(4, 2), tb.ones(2, 2, 3), offs=tb.tensor([1, 4])).shape
+        tb.Size([4, 3])
+    """
+    if bias is not None:
+        raise RuntimeError("grouped_mm: bias is not supported")
+    if mat_a.ndim == 3 and mat_b.ndim == 3:
+        out = S.matmul(mat_a, mat_b)
+    else:
+        if offs is None:
+            raise RuntimeError(f"grouped_mm: offs is needed when an operand is 2-D (got "
+                               f"{mat_a.ndim}-D and {mat_b.ndim}-D)")
+        ends = [int(v) for v in offs.tolist()]
+        starts = [0] + ends[:-1]
+        if mat_a.ndim == 2 and mat_b.ndim == 3:
+            out = S.cat([S.matmul(S.narrow(mat_a, 0, s, e - s), CB.select(mat_b, 0, g))
+                         for g, (s, e) in enumerate(zip(starts, ends))], 0)
+        elif mat_a.ndim == 2 and mat_b.ndim == 2:
+            out = S.stack([S.matmul(S.narrow(mat_a, 1, s, e - s), S.narrow(mat_b, 0, s, e - s))
+                           for s, e in zip(starts, ends)])
+        else:
+            out = S.cat([S.matmul(CB.select(mat_a, 0, g), S.narrow(mat_b, 1, s, e - s))
+                         for g, (s, e) in enumerate(zip(starts, ends))], 1)
+    return out if out_dtype is None else out.to(out_dtype)
+
+
 # ***** in-place activations (F.relu_ ...): the tensor takes the activation's value *****
 def _inplace_activation(name, fn):
     def op(input, *args, **kwargs):

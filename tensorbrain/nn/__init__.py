@@ -13,11 +13,11 @@ tb.Size([16, 8])
 from . import functional, init
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 from . import utils  # noqa: E402  (clip_grad_*, needs Parameter)
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel", "attention",
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "functional", "init", "utils", "parallel", "attention",
            "SyncBatchNorm",
            "DataParallel",
            "ResNet50", *_modules_all]

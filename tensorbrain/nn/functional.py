@@ -45,8 +45,8 @@ from .._ops.nn_more import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F
                             glu, grid_sample, gumbel_softmax, instance_norm,
                             max_pool1d, max_pool3d, poisson_nll_loss, selu, softshrink, softsign,
                             tanhshrink, threshold, unfold)
-from .._ops.nn_more import (celu_, elu_, hardtanh_, leaky_relu_, relu_, selu_,  # noqa: F401
-                            threshold_)
+from .._ops.nn_more import (celu_, elu_, grouped_mm, hardtanh_, leaky_relu_,  # noqa: F401
+                            relu_, selu_, threshold_)
 from .._ops.pointwise import hardshrink  # noqa: F401
 from .._xp import get_array_module
 from ..tensor import Tensor

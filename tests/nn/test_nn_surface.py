@@ -250,3 +250,48 @@ def test_swa_and_init_aliases():
         nn.init.normal(tb.empty(2, 2))
     from tensorbrain.nn.modules.utils import _pair, _triple
     assert _pair(3) == (3, 3) and _triple((1, 2, 3)) == (1, 2, 3)
+
+
+def test_lazy_modules_become_their_layer_and_keep_the_optimizers_parameters():
+    for lazy, x, want in ((nn.LazyLinear(3), tb.ones(2, 5), nn.Linear),
+                          (nn.LazyConv2d(4, 3, padding=1, groups=2), tb.ones(1, 2, 5, 5), nn.Conv2d),
+                          (nn.LazyBatchNorm1d(), tb.randn(4, 3), nn.BatchNorm1d)):
+        assert lazy.has_uninitialized_params()
+        opt = tb.optim.SGD(lazy.parameters(), lr=0.1)
+        y = lazy(x)
+        assert type(lazy) is want and not isinstance(lazy.weight, nn.UninitializedParameter)
+        y.sum().backward()
+        opt.step()
+        assert opt.param_groups[0]["params"][0] is lazy.weight
+    t = torch.nn.LazyLinear(3)
+    t(torch.ones(2, 5))
+    assert type(t) is torch.nn.Linear and tuple(t.weight.shape) == (3, 5)
+
+
+def test_bilinear_and_grouped_mm_match_torch():
+    m, tm = nn.Bilinear(3, 4, 2), torch.nn.Bilinear(3, 4, 2)
+    _same_weights(m, tm)
+    x1, x2 = A(5, 3).astype(np.float32), A(5, 4).astype(np.float32)
+    np.testing.assert_allclose(m(tb.tensor(x1), tb.tensor(x2)).detach().numpy(),
+                               tm(torch.tensor(x1), torch.tensor(x2)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    F, TF = nn.functional, torch.nn.functional
+    offs = np.array([4, 8], dtype=np.int32)
+    for a_shape, b_shape, use_offs in (((8, 8), (2, 8, 8), True), ((2, 8, 8), (2, 8, 8), False),
+                                       ((8, 8), (8, 8), True), ((2, 8, 8), (8, 8), True)):
+        a, b = A(*a_shape).astype(np.float32), A(*b_shape).astype(np.float32)
+        kw = {"offs": tb.tensor(offs)} if use_offs else {}
+        tkw = {"offs": torch.tensor(offs)} if use_offs else {}
+        np.testing.assert_allclose(F.grouped_mm(tb.tensor(a), tb.tensor(b), **kw).numpy(),
+                                   TF.grouped_mm(torch.tensor(a), torch.tensor(b), **tkw).numpy(),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_state_dict_prefix_helper_matches_torch():
+    from tensorbrain.nn.modules.utils import consume_prefix_in_state_dict_if_present as ours
+    from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present as theirs
+    import collections
+    for fn in (ours, theirs):
+        sd = collections.OrderedDict([("module.a", 1), ("module.b.c", 2), ("d", 3)])
+        fn(sd, "module.")
+        assert sorted(sd) == ["a", "b.c", "d"]

@@ -5,7 +5,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
-from .linear import Identity, Linear
+from .linear import Bilinear, Identity, Linear  # noqa: F401
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .loss import (BCELoss, CosineEmbeddingLoss, CTCLoss, HuberLoss, KLDivLoss,  # noqa: F401
                    MarginRankingLoss, SmoothL1Loss, TripletMarginLoss)
@@ -22,13 +22,14 @@ from .activation import (CELU, GLU, SELU, Hardshrink, Softmax2d, Softmin,  # noq
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .fold import Fold, Unfold  # noqa: F401
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from . import lazy as _lazy
 from . import padding as _padding
 from .padding import PADS as _PADS
 from .activation import (ELU, Hardsigmoid, Hardswish, Hardtanh, LogSigmoid, Mish,  # noqa: F401
                          PReLU, ReLU6, Softplus)
 from .dropout import (AlphaDropout, Dropout1d, Dropout2d, Dropout3d,  # noqa: F401
                       FeatureAlphaDropout)
-from .normalization import RMSNorm  # noqa: F401
+from .normalization import LocalResponseNorm, RMSNorm  # noqa: F401
 from .sparse import EmbeddingBag  # noqa: F401
 from .rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell,  # noqa: F401
                   RNNCellBase)
@@ -58,8 +59,10 @@ __all__ += ["BCELoss", "KLDivLoss", "SmoothL1Loss", "HuberLoss", "CosineEmbeddin
 __all__ += ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingNearest2d",
             "UpsamplingBilinear2d"]
 globals().update({name: getattr(_padding, name) for name in _PADS})  # ZeroPad2d, ... (padding.py)
+globals().update({name: getattr(_lazy, name) for name in _lazy.LAZY})  # LazyLinear, ... (lazy.py)
 __all__ += ["BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "MaxPool1d",
             "MaxPool3d", "AvgPool1d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool3d",
             "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "GLU", "SELU", "CELU",
             "Softsign", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "Softmin",
-            "Softmax2d", "CosineSimilarity", "PairwiseDistance", "Fold", "Unfold", *sorted(_PADS)]
+            "Softmax2d", "CosineSimilarity", "PairwiseDistance", "Fold", "Unfold", *sorted(_PADS),
+            *sorted(_lazy.LAZY), "Bilinear", "LocalResponseNorm"]

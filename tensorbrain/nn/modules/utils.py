@@ -29,3 +29,21 @@ def _list_with_default(out_size, defaults):
     if isinstance(out_size, int):
         return out_size
     return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
+
+
+def consume_prefix_in_state_dict_if_present(state_dict, prefix: str) -> None:
+    """Strip ``prefix`` from the keys of ``state_dict`` (and its ``_metadata``) in place, as
+    torch's helper for loading a ``DataParallel``/``DDP`` checkpoint (``"module."``).
+
+    Args:
+        state_dict: the state dict (an ordered dict).
+        prefix: the prefix to remove.
+    """
+    for key in sorted(state_dict.keys()):
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = state_dict.pop(key)
+    meta = getattr(state_dict, "_metadata", None)
+    if meta is not None:
+        for key in list(meta.keys()):
+            if key.startswith(prefix) or key == prefix.rstrip("."):
+                meta[key[len(prefix):] if key.startswith(prefix) else ""] = meta.pop(key)

@@ -7,19 +7,16 @@ docs/pipeline.md).
 """
 from __future__ import annotations
 
-from ._unsupported import unsupported, unsupported_class
+from .._unsupported import unsupported, unsupported_class
+from .node import _USE, _WHY, Node, map_arg  # noqa: F401
+from .proxy import Proxy, TraceError  # noqa: F401
 
-_WHY = "TensorBrain has no symbolic tracer or graph IR (modules run eagerly)"
-_USE = "the module itself, or a split written by hand"
 symbolic_trace = unsupported("torch.fx.symbolic_trace", _WHY, _USE)
 wrap = unsupported("torch.fx.wrap", _WHY, _USE)
 replace_pattern = unsupported("torch.fx.replace_pattern", _WHY, _USE)
 has_side_effect = unsupported("torch.fx.has_side_effect", _WHY, _USE)
-map_arg = unsupported("torch.fx.map_arg", _WHY, _USE)
 Tracer = unsupported_class("torch.fx.Tracer", _WHY, _USE)
 Graph = unsupported_class("torch.fx.Graph", _WHY, _USE)
 GraphModule = unsupported_class("torch.fx.GraphModule", _WHY, _USE)
 Interpreter = unsupported_class("torch.fx.Interpreter", _WHY, _USE)
 Transformer = unsupported_class("torch.fx.Transformer", _WHY, _USE)
-Node = unsupported_class("torch.fx.Node", _WHY, _USE)
-Proxy = unsupported_class("torch.fx.Proxy", _WHY, _USE)

@@ -14,7 +14,8 @@ from . import _config, _malloc, autograd, cuda
 from ._device import device
 from ._layout import (channels_last, channels_last_3d, contiguous_format, layout,  # noqa: F401
                       memory_format, preserve_format, sparse_bsc, sparse_bsr, sparse_coo,
-                      sparse_csc, sparse_csr, strided)
+                      sparse_csc, sparse_csr, strided, jagged)
+from ._layout import contiguous_format as legacy_contiguous_format  # noqa: F401  (torch's alias)
 from ._dtype import (bool_, double, float, float16, float32, float64, get_default_dtype, half, int,
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from ._dtype import bfloat16, finfo, iinfo, promote_types
@@ -47,7 +48,8 @@ _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their free
 from ._ops import table as _op_table  # noqa: E402
 globals().update(_op_table.functions())
 from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401  (torch's sparse COO, sparse.py)
-from ._torch_extras import (SymBool, SymFloat, SymInt, are_deterministic_algorithms_enabled,  # noqa: E402,F401
+from ._torch_extras import (SymBool, SymFloat, SymInt, Tag, cond, scalar_tensor,  # noqa: E402,F401
+                            set_default_tensor_type, sym_ite, are_deterministic_algorithms_enabled,
                             e, frombuffer, get_autocast_cpu_dtype, get_autocast_gpu_dtype,
                             get_deterministic_debug_mode, get_device_module, inf,
                             is_autocast_cpu_enabled, is_deterministic_algorithms_warn_only_enabled,
@@ -109,7 +111,8 @@ _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "seri
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions")
 _SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
                 "fx", "library", "quantization", "nested", "overrides", "futures", "sparse",
-                "hub", "storage", "__config__", "fft", "ops", "numa", "special")
+                "hub", "storage", "__config__", "fft", "ops", "numa", "special", "types",
+                "torch_version", "__future__", "mtia")
 
 
 def __getattr__(name):
@@ -122,6 +125,12 @@ def __getattr__(name):
         return importlib.import_module("._dynamo", __name__).compile
     if name == "dropout":   # torch.dropout(input, p, train): nn.functional's, loaded on use
         return importlib.import_module(".nn.functional", __name__).dropout
+    if name in ("cosine_similarity", "pairwise_distance"):   # nn.functional's too
+        return getattr(importlib.import_module(".nn.functional", __name__), name)
+    if name == "dropout_":   # torch.dropout_(input, p, train), in place (nn/_functional_more.py)
+        return importlib.import_module(".nn._functional_more", __name__).dropout_
+    if name == "vmap":   # torch.vmap is torch.func.vmap
+        return importlib.import_module(".func", __name__).vmap
     if name in ("OutOfMemoryError", "Stream", "Event"):   # torch's device-generic names: CUDA's
         return getattr(importlib.import_module(".cuda", __name__), name)
     raise AttributeError(f"module 'tensorbrain' has no attribute {name!r}")

@@ -15,6 +15,8 @@ True
 """
 from __future__ import annotations
 
+import enum
+
 import math
 
 import ml_dtypes
@@ -210,7 +212,111 @@ class SymBool(int):
     """torch's symbolic bool type (see :class:`SymInt`)."""
 
 
-__all__ = ["FLOAT8", "PRINT_OPTIONS", "SymBool", "SymFloat", "SymInt",
+class Tag(enum.Enum):
+    """torch's operator tags (``torch.Tag.inplace``, ``torch.Tag.nondeterministic_seeded``...),
+    with torch's values. TensorBrain's ops carry no tags (there is no ``torch.ops`` registry),
+    so the names only serve programs that name or compare them."""
+    core = 0
+    cudagraph_unsafe = 1
+    data_dependent_output = 2
+    dynamic_output_shape = 3
+    flexible_layout = 4
+    generated = 5
+    inplace = 6
+    inplace_view = 7
+    maybe_aliasing_or_mutating = 8
+    needs_contiguous_strides = 9
+    needs_exact_strides = 10
+    needs_fixed_stride_order = 11
+    nondeterministic_bitwise = 12
+    nondeterministic_seeded = 13
+    out = 14
+    out_variant = 15
+    pointwise = 16
+    pt2_compliant_tag = 17
+    reduction = 18
+    view_copy = 19
+
+    def __int__(self) -> int:
+        return self.value
+
+
+# ***** small torch-namespace functions of the scanned programs' long tail *****
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad: bool = False, **kwargs):
+    """A 0-d tensor holding ``s``, of the default float dtype unless ``dtype`` says otherwise
+    (``torch.scalar_tensor``).
+
+    Args:
+        s: a Python number or a one-element tensor.
+        dtype: the dtype (default: ``tb.get_default_dtype()``).
+        device: the device.
+        requires_grad: record operations on it.
+        **kwargs: torch's ``layout`` / ``pin_memory`` (accepted).
+
+    Raises:
+        RuntimeError: a complex ``s`` with a real dtype (torch's overflow error).
+    """
+    from . import _dtype
+    from ._factories import tensor
+    value = s.item() if hasattr(s, "item") else s
+    dt = _dtype.get_default_dtype() if dtype is None else dtype
+    if isinstance(value, complex) and not np.issubdtype(np.dtype(dt), np.complexfloating):
+        raise RuntimeError("value cannot be converted to type float without overflow")
+    return tensor(value, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def cond(pred, true_fn, false_fn, operands=(), **kwargs):
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``, as ``torch.cond``
+    (eager: only the chosen branch runs; torch's tracing of both branches has no counterpart).
+
+    Args:
+        pred: a bool or a one-element tensor.
+        true_fn: the branch for a true ``pred``.
+        false_fn: the branch for a false ``pred``.
+        operands: the branches' arguments (a tuple or list).
+
+    Raises:
+        RuntimeError: ``pred`` is a tensor of more than one element.
+    """
+    if hasattr(pred, "numel"):
+        if pred.numel() != 1:
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got "
+                               f"{pred}.")
+        pred = bool(pred.item())
+    return (true_fn if pred else false_fn)(*operands)
+
+
+def sym_ite(b, t, f):
+    """``t if b else f`` (``torch.sym_ite``; shapes are plain values here)."""
+    return t if b else f
+
+
+def set_default_tensor_type(t) -> None:
+    """Set the default float dtype from a legacy type (``tb.DoubleTensor``) or its name, as the
+    deprecated ``torch.set_default_tensor_type``.
+
+    Args:
+        t: a CPU floating-point legacy class, or its name (``"torch.DoubleTensor"``).
+
+    Raises:
+        TypeError: a non-floating type.
+        NotImplementedError: a CUDA type (it would also move the default device, which
+            TensorBrain does not do through this call).
+    """
+    from . import _dtype
+    from ._legacy_types import resolve
+    from ._unsupported import NotSupportedError, _message
+    dtype, device = resolve(t)
+    if not np.issubdtype(np.dtype(dtype), np.floating) and np.dtype(dtype) != _dtype.bfloat16:
+        raise TypeError("only floating-point types are supported as the default type")
+    if device == "cuda":
+        raise NotSupportedError(_message(
+            "torch.set_default_tensor_type(torch.cuda.*)", "it would make CUDA the default "
+            "device", "tb.set_default_dtype(...) and model.to('cuda')"))
+    _dtype.set_default_dtype(dtype)
+
+
+__all__ = ["FLOAT8", "PRINT_OPTIONS", "SymBool", "SymFloat", "SymInt", "Tag", "cond", "scalar_tensor", "set_default_tensor_type", "sym_ite",
            "are_deterministic_algorithms_enabled", "e", "frombuffer",
            "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "get_deterministic_debug_mode",
            "get_device_module", "inf", "is_autocast_cpu_enabled",

@@ -243,12 +243,19 @@ __path__ = [_os.path.join(_os.path.dirname(__file__), "_cuda")]
 
 #: Submodules of ``tb.cuda`` (files in ``tensorbrain/_cuda/``) and the names served from them.
 _LAZY = {"amp": "amp", "nvtx": "nvtx", "random": "random", "memory": "memory",
-         "profiler": "profiler",
+         "profiler": "profiler", "nccl": "nccl", "graphs": "graphs", "comm": "comm",
+         "monitor": "monitor",
          "get_rng_state": "random", "set_rng_state": "random", "get_rng_state_all": "random",
          "set_rng_state_all": "random", "initial_seed": "random", "seed": "random",
          "seed_all": "random", "default_generators": "random"}
 _LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "ByteTensor",
                  "CharTensor", "ShortTensor", "IntTensor", "LongTensor", "BoolTensor")
+
+
+_LAZY.update({name: "monitor" for name in (
+    "CUDAPluggableAllocator", "CudaError", "ExternalStream", "MemPool", "check_error",
+    "clock_rate", "device_memory_used", "device_of", "list_gpu_processes", "memory_snapshot",
+    "power_draw", "temperature", "use_mem_pool", "utilization")})
 
 
 def __getattr__(name):

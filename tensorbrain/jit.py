@@ -45,6 +45,11 @@ class ScriptModule(Module):
     ``@script_method`` API subclass it and run eagerly)."""
 
 
+class TracedModule(ScriptModule):
+    """``torch.jit.TracedModule``: the type of a traced module in torch; ``trace`` returns the
+    module itself here, so nothing is an instance of it unless made so."""
+
+
 class ScriptFunction:
     """``torch.jit.ScriptFunction``: the type of a scripted function in torch; ``script``
     returns the function itself here, so nothing is an instance of it."""
@@ -236,8 +241,18 @@ class strict_fusion:
 
 
 __all__ = ["Attribute", "CompilationUnit", "Error", "Final", "Future", "ScriptFunction",
-           "ScriptModule", "TracerWarning", "annotate", "enable_onednn_fusion", "export",
+           "ScriptModule", "TracedModule", "TracerWarning", "annotate", "enable_onednn_fusion", "export",
            "export_opnames", "fork", "freeze", "ignore", "interface", "is_scripting",
            "is_tracing", "isinstance", "load", "onednn_fusion_enabled", "optimize_for_inference",
            "save", "script", "script_if_tracing", "script_method", "set_fusion_strategy",
            "strict_fusion", "trace", "trace_module", "unused", "wait"]
+
+
+# torch.jit.annotations: the typing names old TorchScript code imports from there
+import types as _types  # noqa: E402
+import typing as _typing  # noqa: E402
+
+annotations = _types.ModuleType("tensorbrain.jit.annotations", "torch.jit.annotations: typing's "
+                                "names, as TorchScript code imports them.")
+for _n in ("Any", "Dict", "List", "Optional", "Tuple", "Union", "Callable"):
+    setattr(annotations, _n, getattr(_typing, _n))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 
-from ._unsupported import unsupported
+from ._unsupported import unsupported, unsupported_class
 
 
 export = unsupported(
@@ -36,3 +36,10 @@ class TrainingMode(enum.IntEnum):
     EVAL = 0
     PRESERVE = 1
     TRAINING = 2
+
+
+_SYMBOLIC = "TensorBrain has no ONNX exporter to register symbolic functions with"
+register_custom_op_symbolic = unsupported("torch.onnx.register_custom_op_symbolic", _SYMBOLIC)
+unregister_custom_op_symbolic = unsupported("torch.onnx.unregister_custom_op_symbolic", _SYMBOLIC)
+ONNXProgram = unsupported_class("torch.onnx.ONNXProgram", "TensorBrain has no ONNX exporter",
+                                "tb.save (safetensors), then export from PyTorch")

@@ -51,6 +51,12 @@ def is_tensor_like(inp) -> bool:
     return isinstance(inp, Tensor)
 
 
+def get_default_nowrap_functions() -> set:
+    """The functions torch's ``__torch_function__`` does not wrap; an empty set here (there is
+    no ``__torch_function__`` dispatch)."""
+    return set()
+
+
 handle_torch_function = unsupported("torch.overrides.handle_torch_function", _WHY)
 TorchFunctionMode = unsupported_class("torch.overrides.TorchFunctionMode", _WHY)
 BaseTorchFunctionMode = unsupported_class("torch.overrides.BaseTorchFunctionMode", _WHY)

@@ -30,3 +30,12 @@ NAMES = {
 }
 fill(globals(), "xpu", "XPU", NAMES)
 default_generators: tuple = ()
+
+# torch.xpu.random: the seeding names above, as a module of their own
+import types as _types  # noqa: E402
+
+random = _types.ModuleType("tensorbrain.xpu.random", "torch.xpu.random: XPU seeding (absent).")
+for _n in ("manual_seed", "manual_seed_all", "seed", "seed_all", "get_rng_state",
+           "get_rng_state_all", "set_rng_state", "set_rng_state_all", "initial_seed",
+           "device_count", "current_device", "is_initialized"):
+    setattr(random, _n, globals()[_n])

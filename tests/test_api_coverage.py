@@ -14,7 +14,7 @@ import pytest
 from tensorbrain.testing import api_coverage as cov
 
 # The most missing names used by >= 2 repositories that CI allows; lower it as names are added.
-MISSING_USED_TWICE = 47
+MISSING_USED_TWICE = 42
 
 
 @pytest.fixture(scope="module")

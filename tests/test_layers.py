@@ -42,7 +42,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps", "tensorbrain.fx",
         "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
-        "tensorbrain.ops", "tensorbrain.numa",
+        "tensorbrain.ops", "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
+        "tensorbrain.__future__",
         "tensorbrain._cuda_streams", "tensorbrain._layout",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
@@ -57,7 +58,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain._threads",
         "tensorbrain.random", "tensorbrain._interop", "tensorbrain.utils.dlpack",
-        "tensorbrain.utils.checkpoint",
+        "tensorbrain.utils.checkpoint", "tensorbrain.types",
     ]),
     ("nn", [  # modules, optimizers, data loading, tb.save/tb.load
         "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.jit",
@@ -116,6 +117,10 @@ TENSOR_LAYERS = {"tensor", "nn", "models"}
 KNOWN: dict[tuple[str, str], str] = {
     # tb.nn.ResNet50, the distributed guide's name; a lazy alias outside nn's own package.
     ("tensorbrain.nn", "tensorbrain.models"): "tb.nn.ResNet50 alias",
+    # torch.nn.modules.batchnorm.SyncBatchNorm, the path timm and Lightning name; a lazy alias
+    # in batchnorm's module __getattr__ (the class builds on batchnorm).
+    ("tensorbrain.nn.modules.batchnorm", "tensorbrain.nn.modules.sync_batchnorm"):
+        "nn.modules.batchnorm.SyncBatchNorm alias",
 }
 KNOWN_CYCLES: dict[frozenset[str], str] = {}
 

@@ -277,3 +277,52 @@ def test_refused_namespaces_and_small_modules():
     s = tb.ByteStorage.from_buffer(b"\x01\x02\x03")
     assert s.tolist() == [1, 2, 3] and s.dtype == tb.uint8
     assert int(tb.onnx.OperatorExportTypes.ONNX) == 0
+
+
+def test_tag_flop_formulas_nccl_and_syncbatchnorm_path():
+    """The last names two scanned repositories used outside distributed/profiler: torch.Tag,
+    torch.utils.flop_counter, torch.cuda.nccl, nn.modules.batchnorm.SyncBatchNorm."""
+    from tensorbrain._unsupported import NotSupportedError
+    from tensorbrain.utils import flop_counter as fc
+    torch = pytest.importorskip("torch")
+    import torch.utils.flop_counter as tfc
+    assert [(t.name, int(t)) for t in tb.Tag] == sorted(
+        ((n, int(getattr(torch.Tag, n))) for n in torch.Tag.__members__), key=lambda p: p[1])
+    assert repr(tb.Tag.inplace) == repr(torch.Tag.inplace)
+    assert tb.Tag.nondeterministic_seeded in {tb.Tag.nondeterministic_seeded}
+    for args in [((4, 8), (8, 3))]:
+        assert fc.mm_flop(*args) == tfc.mm_flop(*args)
+        assert fc.addmm_flop((3,), *args) == tfc.addmm_flop((3,), *args)
+    assert fc.bmm_flop((2, 4, 8), (2, 8, 3)) == tfc.bmm_flop((2, 4, 8), (2, 8, 3))
+    assert fc.baddbmm_flop(None, (2, 4, 8), (2, 8, 3)) == tfc.baddbmm_flop(None, (2, 4, 8),
+                                                                              (2, 8, 3))
+    for tr in (False, True):
+        c = ([8, 3, 32, 32], [16, 3, 3, 3], [8, 16, 30, 30], tr)
+        assert fc.conv_flop_count(*c) == tfc.conv_flop_count(*c)
+    q = ((2, 8, 16, 64), (2, 2, 16, 64), (2, 2, 16, 32))
+    assert fc.sdpa_flop_count(*q) == tfc.sdpa_flop_count(*q)
+    with pytest.raises(AssertionError):
+        fc.mm_flop((2, 3), (4, 5))
+    for n in (7, 1234, 9876543, 12345678901):
+        assert fc.get_suffix_str(n) == tfc.get_suffix_str(n)
+        assert fc.convert_num_with_suffix(n, "M") == tfc.convert_num_with_suffix(n, "M")
+    fc.register_flop_formula("my_op")(fc.mm_flop)
+    assert fc.flop_registry["my_op"] is fc.mm_flop
+    with pytest.raises(RuntimeError, match="duplicate"):
+        fc.register_flop_formula("my_op")(fc.mm_flop)
+    del fc.flop_registry["my_op"]
+    mode = fc.FlopCounterMode(display=False, depth=2)   # made as Lightning's summary does
+    assert mode.get_total_flops() == 0 and mode.get_flop_counts() == {}
+    with pytest.raises(NotSupportedError, match="FlopCounterMode"):
+        with mode:
+            pass
+    assert fc.FlopCounterMode.__tb_refuses__
+    assert tb.cuda.nccl.is_available([tb.zeros(2)]) is False
+    if not tb.cuda.is_available():
+        with pytest.raises(RuntimeError, match="NCCL"):
+            tb.cuda.nccl.version()
+    with pytest.raises(NotSupportedError, match="init_process_group"):
+        tb.cuda.nccl.all_reduce([tb.zeros(2)])
+    assert tb.nn.modules.batchnorm.SyncBatchNorm is tb.nn.SyncBatchNorm
+    with pytest.raises(AttributeError):
+        _ = tb.nn.modules.batchnorm.NoSuchNorm

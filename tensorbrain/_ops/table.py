@@ -10,6 +10,7 @@ out in ``tensorbrain/tensor.py``.
 from __future__ import annotations
 
 from . import blas as BL
+from . import calculus as CA
 from . import combine as CB
 from . import complex as C
 from . import convert as CV
@@ -19,6 +20,7 @@ from .. import _signal as SG
 from .. import linalg as LA
 from . import extra as X
 from . import indexing as IX
+from . import nn_extra as NX
 from . import pointwise as P
 from . import rearrange as RA
 from . import reduce as R
@@ -58,8 +60,8 @@ OPS = {
     # ***** shape, indexing, linear algebra *****
     "reshape": (S.reshape, "fm"), "view": (S.view, "m"), "flatten": (S.flatten, "fm"),
     "unflatten": (S.unflatten, "m"), "permute": (S.permute, "fm"),
-    "transpose": (S.transpose, "fm"), "swapaxes": (S.transpose, "m"),
-    "swapdims": (S.transpose, "m"), "t": (S.t, "fm"), "squeeze": (S.squeeze, "fm"),
+    "transpose": (S.transpose, "fm"), "swapaxes": (S.transpose, "fm"),
+    "swapdims": (S.transpose, "fm"), "t": (S.t, "fm"), "squeeze": (S.squeeze, "fm"),
     "unsqueeze": (S.unsqueeze, "fm"), "expand": (S.expand, "m"), "expand_as": (S.expand_as, "m"),
     "contiguous": (S.contiguous, "m"), "clone": (S.clone, "fm"),
     "cat": (S.cat, "f"), "concat": (S.cat, "f"), "stack": (S.stack, "f"),
@@ -182,6 +184,9 @@ OPS = {
     "stft": (SG.stft, "fm"), "hann_window": (SG.hann_window, "f"),
     "hamming_window": (SG.hamming_window, "f"), "blackman_window": (SG.blackman_window, "f"),
     "bartlett_window": (SG.bartlett_window, "f"), "kaiser_window": (SG.kaiser_window, "f"),
+    # ***** long tail of the scanned programs (calculus.py, nn_extra.py) *****
+    "gradient": (CA.gradient, "f"), "fill": (CA.fill, "f"), "expand_copy": (CA.expand_copy, "f"),
+    "is_nonzero": (CA.is_nonzero, "fm"), "prelu": (NX.prelu, "fm"),
 }
 
 

@@ -107,3 +107,42 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                "is the desired behavior.")
         out.append(None if g is None else Tensor._wrap(g))
     return tuple(out)
+
+
+class set_multithreading_enabled:
+    """``torch.autograd.set_multithreading_enabled(mode)`` (a context manager or a call):
+    TensorBrain's backward pass always runs on the calling thread, so either mode gives the
+    same result; the switch is accepted and reported by :func:`is_multithreading_enabled`.
+
+    Args:
+        mode: whether torch may run backward on worker threads.
+    """
+
+    _enabled = True
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = set_multithreading_enabled._enabled
+        set_multithreading_enabled._enabled = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        set_multithreading_enabled._enabled = self.prev
+        return False
+
+
+def is_multithreading_enabled() -> bool:
+    """The mode last set with :class:`set_multithreading_enabled` (True by default)."""
+    return set_multithreading_enabled._enabled
+
+
+def __getattr__(name):
+    # torch.autograd.functional (jacobian, vjp), loaded on use: it builds on grad above
+    if name == "functional":
+        import importlib
+        return importlib.import_module(".functional", __name__)
+    raise AttributeError(f"module 'tensorbrain.autograd' has no attribute {name!r}")
+
+
+__all__ += ["functional", "is_multithreading_enabled", "set_multithreading_enabled"]

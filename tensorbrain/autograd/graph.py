@@ -104,3 +104,11 @@ class save_on_cpu(saved_tensors_hooks):
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
         super().__init__(None, None)
+
+
+def increment_version(tensor) -> None:
+    """Bump the version counter of ``tensor`` (or of each tensor of a sequence), as
+    ``torch.autograd.graph.increment_version``: tells autograd the data changed in place
+    behind its back, so a backward pass that saved the old values raises."""
+    for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
+        t._version[0] += 1

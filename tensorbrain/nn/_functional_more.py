@@ -157,3 +157,31 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if average_attn_weights:
         w = R.mean(w, 1)
     return out, (S.squeeze(w, 0) if unbatched else w)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated alias of ``interpolate(..., mode="nearest")``, as ``F.upsample_nearest``."""
+    from .._ops.resample import interpolate
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated alias of ``interpolate(..., mode="bilinear", align_corners=True)``, as
+    ``F.upsample_bilinear`` (note: corners aligned, unlike ``interpolate``'s default)."""
+    from .._ops.resample import interpolate
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def dropout_(input, p: float = 0.5, train: bool = True):
+    """``torch.dropout_`` (served as ``tb.dropout_``): dropout in place on ``input``.
+
+    Args:
+        input: the tensor, changed in place.
+        p: the probability of zeroing an element.
+        train: drop (True) or leave ``input`` as it is (False).
+
+    Returns:
+        ``input``, zeroed where dropped and scaled by ``1 / (1 - p)`` elsewhere when ``train``.
+    """
+    from .functional import dropout
+    return dropout(input, p, train, inplace=True)

@@ -532,5 +532,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 # the ones written from this module's own functions (pad, linear, dropout): nn/_functional_more.py
 from ._functional_more import local_response_norm, multi_head_attention_forward  # noqa: E402,F401
+from ._functional_more import upsample_bilinear, upsample_nearest  # noqa: E402,F401
+from ..overrides import handle_torch_function, has_torch_function  # noqa: E402,F401  (torch's)
 
-__all__ += ["local_response_norm", "multi_head_attention_forward"]
+__all__ += ["local_response_norm", "multi_head_attention_forward", "upsample_bilinear",
+            "upsample_nearest"]

@@ -1,5 +1,5 @@
 """``tb.utils``: ``tb.utils.data`` (data sets, samplers, DataLoader), ``checkpoint``, ``hooks``,
-``benchmark``, ``collect_env``, ``model_zoo``, ``cpp_extension`` (refused), ``swap_tensors``."""
+``benchmark``, ``collect_env``, ``model_zoo``, ``flop_counter``, ``cpp_extension`` (refused), ``swap_tensors``."""
 from . import data  # noqa: F401
 from . import dlpack  # noqa: F401,E402  (tb.utils.dlpack, as torch.utils.dlpack)
 
@@ -31,7 +31,9 @@ def swap_tensors(t1, t2) -> None:
 
 def __getattr__(name):
     # torch's utils submodules, loaded on first use
-    if name in ("hooks", "benchmark", "collect_env", "model_zoo", "cpp_extension", "checkpoint"):
+    if name in ("hooks", "benchmark", "collect_env", "model_zoo", "cpp_extension", "checkpoint",
+                "deterministic",
+                "flop_counter"):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tensorbrain.utils' has no attribute {name!r}")

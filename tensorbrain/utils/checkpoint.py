@@ -23,9 +23,13 @@ backward (hooks such as DDP's gradient-ready hooks fire once per parameter, as w
 """
 from __future__ import annotations
 
-from .._random import default_generator
+import enum
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+from .._random import default_generator
+from .._unsupported import unsupported
+
+__all__ = ["CheckpointPolicy", "SAC_IGNORED_OPS", "checkpoint", "checkpoint_sequential",
+           "create_selective_checkpoint_contexts"]
 
 
 def _get_rng_state():
@@ -234,3 +238,26 @@ def check_backward_validity(inputs) -> None:
         import warnings
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                       stacklevel=2)
+
+
+class CheckpointPolicy(enum.Enum):
+    """What selective activation checkpointing does with an op's output
+    (``torch.utils.checkpoint.CheckpointPolicy``); the policies exist for programs that name
+    them, selective checkpointing itself is refused (see
+    :func:`create_selective_checkpoint_contexts`)."""
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+#: the ops selective checkpointing never asks the policy about (torch's are aten ops; there
+#: are no such ops here).
+SAC_IGNORED_OPS: set = set()
+
+create_selective_checkpoint_contexts = unsupported(
+    "torch.utils.checkpoint.create_selective_checkpoint_contexts",
+    "choosing per op what to save needs torch's dispatcher, which TensorBrain does not have",
+    "checkpoint(fn, *args) of a smaller part of the model (everything inside is recomputed)")

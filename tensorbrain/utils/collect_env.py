@@ -33,6 +33,43 @@ def get_pretty_env_info() -> str:
     return "\n".join(lines)
 
 
+def run(command):
+    """Run ``command`` (a string through the shell, or an argument list) and return
+    ``(returncode, stdout, stderr)``, the outputs stripped, as torch's helper.
+
+    Args:
+        command: the command.
+    """
+    import locale
+    import subprocess
+    try:
+        p = subprocess.run(command, capture_output=True, shell=isinstance(command, str))
+    except OSError as e:   # the program does not exist (argument-list form)
+        return 127, "", str(e)
+    enc = locale.getpreferredencoding()
+    return p.returncode, p.stdout.decode(enc).strip(), p.stderr.decode(enc).strip()
+
+
+def run_and_parse_first_match(run_lambda, command, regex):
+    """The first group of ``regex`` in the output of ``run_lambda(command)``; None when the
+    command fails or nothing matches."""
+    import re
+    rc, out, _ = run_lambda(command)
+    if rc != 0:
+        return None
+    match = re.search(regex, out)
+    return None if match is None else match.group(1)
+
+
+def get_nvidia_driver_version(run_lambda=run):
+    """The NVIDIA driver version ``nvidia-smi`` reports, or None without one.
+
+    Args:
+        run_lambda: the command runner (:func:`run`).
+    """
+    return run_and_parse_first_match(run_lambda, "nvidia-smi", r"Driver Version: (.*?) ")
+
+
 def get_env_info() -> str:
     """The same text (torch returns a named tuple; programs print it)."""
     return get_pretty_env_info()

@@ -66,3 +66,11 @@ __all__ += ["BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
             "Softsign", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "Softmin",
             "Softmax2d", "CosineSimilarity", "PairwiseDistance", "Fold", "Unfold", *sorted(_PADS),
             *sorted(_lazy.LAZY), "Bilinear", "LocalResponseNorm"]
+
+
+def __getattr__(name):
+    # torch.nn.modules.SyncBatchNorm (sync_batchnorm.py builds on batchnorm.py; loaded on use)
+    if name == "SyncBatchNorm":
+        from .sync_batchnorm import SyncBatchNorm
+        return SyncBatchNorm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

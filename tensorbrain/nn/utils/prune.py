@@ -114,13 +114,18 @@ def l1_unstructured(module, name, amount, importance_scores=None):
         importance_scores: scores to rank by instead of the magnitudes.
     """
     data, keep = _current(module, name)
-    scores = np.abs(data if importance_scores is None else _xp.to_numpy(importance_scores._data))
+    scores = data if importance_scores is None else _xp.to_numpy(importance_scores._data)
+    return _apply_mask(module, name, _l1_mask(scores, keep, amount))
+
+
+def _l1_mask(scores, keep, amount):
+    scores = np.abs(scores)
     k = _count(amount, int(keep.sum()))
     mask = keep.copy()
     if k:
         flat = np.where(keep, scores, np.inf).reshape(-1)
         mask.reshape(-1)[np.argsort(flat, kind="stable")[:k]] = False
-    return _apply_mask(module, name, mask)
+    return mask
 
 
 def random_unstructured(module, name, amount):
@@ -132,12 +137,16 @@ def random_unstructured(module, name, amount):
         amount: a fraction or a count.
     """
     data, keep = _current(module, name)
+    return _apply_mask(module, name, _random_mask(keep, amount))
+
+
+def _random_mask(keep, amount):
     k = _count(amount, int(keep.sum()))
     mask = keep.copy()
     if k:
         flat = np.where(keep.reshape(-1), _random._rng(None).random(keep.size), np.inf)
         mask.reshape(-1)[np.argsort(flat)[:k]] = False
-    return _apply_mask(module, name, mask)
+    return mask
 
 
 def ln_structured(module, name, amount, n, dim, importance_scores=None):
@@ -153,13 +162,39 @@ def ln_structured(module, name, amount, n, dim, importance_scores=None):
     """
     data, keep = _current(module, name)
     scores = data if importance_scores is None else _xp.to_numpy(importance_scores._data)
+    return _apply_mask(module, name, _ln_mask(scores, keep, amount, n, dim))
+
+
+def _ln_mask(scores, keep, amount, n, dim):
     moved = np.moveaxis(scores, dim, 0).reshape(scores.shape[dim], -1)
     norms = np.linalg.norm(moved, ord=n, axis=1)
     k = _count(amount, scores.shape[dim])
     mask = keep.copy()
     for i in np.argsort(norms, kind="stable")[:k]:
         np.moveaxis(mask, dim, 0)[i] = False
-    return _apply_mask(module, name, mask)
+    return mask
+
+
+def random_structured(module, name, amount, dim):
+    """Zero ``amount`` slices along ``dim`` chosen at random (TensorBrain's generator), as
+    torch's ``prune.random_structured``.
+
+    Args:
+        module: the module.
+        name: the parameter's name.
+        amount: a fraction or a count of slices.
+        dim: the dimension whose slices are pruned.
+    """
+    data, keep = _current(module, name)
+    return _apply_mask(module, name, _random_structured_mask(keep, amount, dim))
+
+
+def _random_structured_mask(keep, amount, dim):
+    k = _count(amount, keep.shape[dim])
+    mask = keep.copy()
+    for i in np.argsort(_random._rng(None).random(keep.shape[dim]))[:k]:
+        np.moveaxis(mask, dim, 0)[i] = False
+    return mask
 
 
 def global_unstructured(parameters, pruning_method, importance_scores=None, **kwargs):
@@ -187,12 +222,122 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
         _apply_mask(module, name, keep & ~part)
 
 
-class L1Unstructured:
-    """The method object ``global_unstructured`` takes for magnitude pruning."""
+class BasePruningMethod:
+    """The base of pruning methods, as torch's ``prune.BasePruningMethod``: a subclass defines
+    ``compute_mask(t, default_mask)`` (a mask of ``t``'s shape: 1 keeps, 0 prunes, combining
+    ``default_mask``, the mask so far) and ``PRUNING_TYPE``; ``Method.apply(module, name,
+    *args)`` prunes ``module.<name>`` with it as the built-in functions do.
+    """
+
+    PRUNING_TYPE: str | None = None
+
+    def compute_mask(self, t, default_mask):
+        """The new mask for ``t`` given the mask so far (a subclass's rule).
+
+        Raises:
+            NotImplementedError: a subclass did not define it.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define compute_mask")
+
+    @classmethod
+    def apply(cls, module, name, *args, importance_scores=None, **kwargs):
+        """Prune ``module.<name>`` with ``cls(*args, **kwargs)``.
+
+        Args:
+            module: the module.
+            name: the parameter's name.
+            *args: the method's arguments (``amount``...).
+            importance_scores: scores to rank by instead of the parameter.
+            **kwargs: the method's keyword arguments.
+
+        Returns:
+            The method object.
+        """
+        method = cls(*args, **kwargs)
+        data, keep = _current(module, name)
+        scores = Tensor._wrap(data if importance_scores is None
+                              else _xp.to_numpy(importance_scores._data))
+        mask = method.compute_mask(scores, default_mask=Tensor._wrap(keep.astype(data.dtype)))
+        m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+        _apply_mask(module, name, _xp.to_numpy(m) != 0)
+        return method
+
+    def prune(self, t, default_mask=None, importance_scores=None):
+        """``t`` times the mask this method computes for it (``t`` is not changed).
+
+        Args:
+            t: a tensor.
+            default_mask: the mask so far (default: ones).
+            importance_scores: scores to rank by instead of ``t``.
+        """
+        scores = t if importance_scores is None else importance_scores
+        if default_mask is None:
+            default_mask = Tensor._wrap(np.ones(tuple(t.shape), _xp.to_numpy(t._data).dtype))
+        return E.mul(t, self.compute_mask(scores, default_mask=default_mask))
 
 
-class RandomUnstructured:
-    """The method object ``global_unstructured`` takes for random pruning."""
+def _mask_tensor(mask, like):
+    xp = _xp.get_array_module(like._data)
+    return Tensor._wrap(xp.asarray(mask, dtype=like._data.dtype))
+
+
+class L1Unstructured(BasePruningMethod):
+    """Magnitude pruning of ``amount`` entries (``prune.L1Unstructured``; also the method
+    object ``global_unstructured`` takes)."""
+
+    PRUNING_TYPE = "unstructured"
+
+    def __init__(self, amount):
+        self.amount = amount
+
+    def compute_mask(self, t, default_mask):
+        """Prune the smallest magnitudes among the entries ``default_mask`` keeps."""
+        keep = _xp.to_numpy(default_mask._data) != 0
+        return _mask_tensor(_l1_mask(_xp.to_numpy(t._data), keep, self.amount), default_mask)
+
+
+class RandomUnstructured(BasePruningMethod):
+    """Random pruning of ``amount`` entries (``prune.RandomUnstructured``)."""
+
+    PRUNING_TYPE = "unstructured"
+
+    def __init__(self, amount):
+        self.amount = amount
+
+    def compute_mask(self, t, default_mask):
+        """Prune random entries among those ``default_mask`` keeps."""
+        keep = _xp.to_numpy(default_mask._data) != 0
+        return _mask_tensor(_random_mask(keep, self.amount), default_mask)
+
+
+class LnStructured(BasePruningMethod):
+    """Pruning of the ``amount`` slices along ``dim`` of smallest ``n``-norm
+    (``prune.LnStructured``)."""
+
+    PRUNING_TYPE = "structured"
+
+    def __init__(self, amount, n, dim=-1):
+        self.amount, self.n, self.dim = amount, n, dim
+
+    def compute_mask(self, t, default_mask):
+        """Prune whole slices along ``dim`` by their norm."""
+        keep = _xp.to_numpy(default_mask._data) != 0
+        return _mask_tensor(_ln_mask(_xp.to_numpy(t._data), keep, self.amount, self.n,
+                                     self.dim), default_mask)
+
+
+class RandomStructured(BasePruningMethod):
+    """Pruning of ``amount`` random slices along ``dim`` (``prune.RandomStructured``)."""
+
+    PRUNING_TYPE = "structured"
+
+    def __init__(self, amount, dim=-1):
+        self.amount, self.dim = amount, dim
+
+    def compute_mask(self, t, default_mask):
+        """Prune random whole slices along ``dim``."""
+        keep = _xp.to_numpy(default_mask._data) != 0
+        return _mask_tensor(_random_structured_mask(keep, self.amount, self.dim), default_mask)
 
 
 def is_pruned(module) -> bool:

@@ -63,7 +63,7 @@ from .storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
 from . import storage as _storage  # noqa: E402
 globals().update({_n: getattr(_storage, _n) for _n in _storage.LEGACY})   # ByteStorage, ...
 
-concatenate = cat  # noqa: F821  (tb.cat comes from the op table above)
+concatenate = globals()["cat"]  # tb.cat comes from the op table above
 # torch.FloatTensor, torch.LongTensor, ...: the legacy typed classes (tensorbrain/_legacy_types.py)
 from ._legacy_types import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)

@@ -9,6 +9,8 @@ Requires of the class it is installed on: ``_data`` (the NumPy/CuPy array), ``is
 """
 from __future__ import annotations
 
+from typing import Any
+
 from . import _layout, _xp
 
 #: name -> True when torch has it as a property, False when a method; always False here.
@@ -20,6 +22,11 @@ FALSE = {"is_quantized": True, "is_nested": True, "is_mkldnn": True, "is_vulkan"
 
 class InfoMethods:
     """The attributes (copied onto Tensor)."""
+
+    # the Tensor attributes these methods use (the class they are copied onto defines them)
+    _data: Any
+    is_cuda: bool
+    data_ptr: Any
 
     @property
     def is_cpu(self) -> bool:

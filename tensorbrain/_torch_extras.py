@@ -47,12 +47,12 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 
 def are_deterministic_algorithms_enabled() -> bool:
     """Whether :func:`use_deterministic_algorithms` turned them on."""
-    return _determinism["enabled"]
+    return bool(_determinism["enabled"])
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     """Whether they were turned on with ``warn_only=True``."""
-    return _determinism["enabled"] and _determinism["warn_only"]
+    return bool(_determinism["enabled"] and _determinism["warn_only"])
 
 
 def set_deterministic_debug_mode(debug_mode) -> None:
@@ -177,10 +177,11 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     """
     opts = PRINT_OPTIONS
     if profile is not None:
-        opts.update({"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
-                     "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
-                     "full": dict(precision=4, threshold=math.inf, edgeitems=3,
-                                  linewidth=80)}[profile])
+        presets: dict[str, dict] = {
+            "default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
+            "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
+            "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)}
+        opts.update(presets[profile])
     for key, value in (("precision", precision), ("threshold", threshold),
                        ("edgeitems", edgeitems), ("linewidth", linewidth)):
         if value is not None:

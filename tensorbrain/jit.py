@@ -252,7 +252,8 @@ __all__ = ["Attribute", "CompilationUnit", "Error", "Final", "Future", "ScriptFu
 import types as _types  # noqa: E402
 import typing as _typing  # noqa: E402
 
-annotations = _types.ModuleType("tensorbrain.jit.annotations", "torch.jit.annotations: typing's "
-                                "names, as TorchScript code imports them.")
+_annotations = _types.ModuleType("tensorbrain.jit.annotations", "torch.jit.annotations: "
+                                 "typing's names, as TorchScript code imports them.")
 for _n in ("Any", "Dict", "List", "Optional", "Tuple", "Union", "Callable"):
-    setattr(annotations, _n, getattr(_typing, _n))
+    setattr(_annotations, _n, getattr(_typing, _n))
+globals()["annotations"] = _annotations   # the name `from __future__ import annotations` took

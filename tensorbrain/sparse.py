@@ -18,6 +18,8 @@ the results are right but dense, and they carry no gradient to the values; ``to_
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numbers
 
 import numpy as np
@@ -618,6 +620,8 @@ LongTensor = _legacy("LongTensor", _dtype.int64)
 
 class SparseMethods:
     """The sparse side of a dense Tensor (copied onto Tensor by ``tensorbrain/tensor.py``)."""
+
+    _data: Any   # the Tensor's array (the class these methods are copied onto defines it)
 
     def to_sparse(self, *args, **kwargs):
         """This tensor as a sparse COO tensor (see :func:`to_sparse`).

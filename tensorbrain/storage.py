@@ -16,6 +16,8 @@ memory here.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from . import _xp
 from ._unsupported import NotSupportedError
 
@@ -165,6 +167,8 @@ def is_storage(obj) -> bool:
 class StorageMethods:
     """``Tensor.storage()``, ``untyped_storage()``, ``storage_type()`` (copied onto Tensor by
     ``tensorbrain/tensor.py``)."""
+
+    _data: Any   # the Tensor's array (the class these methods are copied onto defines it)
 
     def storage(self) -> TypedStorage:
         """The tensor's memory in elements (see the module docstring)."""

@@ -4,9 +4,15 @@ one row of :data:`CONVERSIONS` each; all go through ``shape.to_dtype`` (gradient
 floating and complex dtypes, as torch's)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from . import shape as S
+
+
+if TYPE_CHECKING:   # the ops this module makes from its tables, below, are seen by mypy as Any
+    def __getattr__(name: str) -> Any: ...
 
 #: name -> dtype.
 CONVERSIONS = {"byte": np.uint8, "char": np.int8, "short": np.int16, "cfloat": np.complex64,

@@ -17,6 +17,7 @@ steps on ``erf`` (``erfc`` in the tails); CuPy's ``cupyx.scipy.special`` on a GP
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +26,10 @@ from .._tensor_base import Tensor
 from .._xp import get_array_module
 from . import elementwise as E
 from .core import make
+
+
+if TYPE_CHECKING:   # the ops this module makes from its tables, below, are seen by mypy as Any
+    def __getattr__(name: str) -> Any: ...
 
 _IMPORT = ">>> import tensorbrain as tb"
 _LN2, _LN10 = math.log(2), math.log(10)
@@ -438,7 +443,7 @@ def _binary_doc(name, example):
             f"    {_IMPORT}\n    >>> {call}\n    {result}\n")
 
 
-for _name, (_fwd, _ga, _gb, _ex) in BINARY.items():
-    globals()[_name] = _binary_op(_name, _fwd, _ga, _gb)
-    globals()[_name].__doc__ = _binary_doc(_name, _ex)
+for _name, (_bfwd, _ga, _gb, _bex) in BINARY.items():
+    globals()[_name] = _binary_op(_name, _bfwd, _ga, _gb)
+    globals()[_name].__doc__ = _binary_doc(_name, _bex)
 del _name, _fwd, _ex

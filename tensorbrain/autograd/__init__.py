@@ -127,9 +127,8 @@ class set_multithreading_enabled:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         set_multithreading_enabled._enabled = self.prev
-        return False
 
 
 def is_multithreading_enabled() -> bool:

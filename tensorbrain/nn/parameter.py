@@ -90,7 +90,7 @@ class UninitializedParameter(Parameter):
         d0, t0 = self.__dict__.pop("_lazy", (None, None))
         self._data = empty(*shape, dtype=dtype or t0 or _dtype.get_default_dtype(),
                            device=device or d0)._data
-        self.__class__ = Parameter
+        self.__class__ = Parameter  # type: ignore[assignment]  # materialised, as torch's
 
     def __repr__(self):
         return "<UninitializedParameter>"
@@ -125,4 +125,4 @@ class UninitializedBuffer(Buffer):
         d0, t0 = self.__dict__.pop("_lazy", (None, None))
         self._data = empty(*shape, dtype=dtype or t0 or _dtype.get_default_dtype(),
                            device=device or d0)._data
-        self.__class__ = Buffer
+        self.__class__ = Buffer  # type: ignore[assignment]  # materialised, as torch's

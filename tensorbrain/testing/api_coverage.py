@@ -383,7 +383,8 @@ def scan(specs: list[str]) -> dict:
 
     from ._api_scan import Resolver, scan_tree
     resolver = Resolver()
-    repos, names = [], {}
+    repos: list[dict] = []
+    names: dict[str, list[str]] = {}
     for spec in specs:
         name, root, commit = _sources(spec)
         try:
@@ -395,7 +396,7 @@ def scan(specs: list[str]) -> dict:
         print(f"{name}: {files} files, {len(used)} torch names", file=sys.stderr)
         for n in used:
             names.setdefault(n, []).append(name)
-    order = sorted(range(len(repos)), key=lambda i: repos[i]["name"].lower())
+    order = sorted(range(len(repos)), key=lambda i: str(repos[i]["name"]).lower())
     repos = [repos[i] for i in order]
     index = {r["name"]: i for i, r in enumerate(repos)}
     return {"torch_version": resolver.torch.__version__.split("+")[0], "repositories": repos,

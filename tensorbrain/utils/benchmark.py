@@ -145,7 +145,8 @@ class Timer:
             if t >= 0.01 or number >= 10 ** 8:
                 break
             number *= 10
-        times, total = [], 0.0
+        times: list[float] = []
+        total = 0.0
         while total < min_run_time or not times:
             t = self._block(number)
             times.append(t)

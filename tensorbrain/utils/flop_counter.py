@@ -177,8 +177,8 @@ class FlopCounterMode:
     def __enter__(self):
         raise NotSupportedError(self.__tb_refuses__)
 
-    def __exit__(self, *exc) -> bool:
-        return False
+    def __exit__(self, *exc) -> None:
+        return None
 
 
 __all__ = ["FlopCounterMode", "addmm_flop", "baddbmm_flop", "bmm_flop", "conv_flop_count",

@@ -37,12 +37,13 @@ class _PadNd(Module):
 
 
 def _make(name, mode, nd):
-    if name.startswith("Constant"):
-        def __init__(self, padding, value):
-            _PadNd.__init__(self, padding, value)
-    else:
-        def __init__(self, padding):
-            _PadNd.__init__(self, padding)
+    def init_with_value(self, padding, value):
+        _PadNd.__init__(self, padding, value)
+
+    def init(self, padding):
+        _PadNd.__init__(self, padding)
+    __init__ = init_with_value if name.startswith("Constant") else init
+    __init__.__name__ = "__init__"
     return type(name, (_PadNd,), {
         "mode": mode, "nd": nd, "has_value": name.startswith("Constant"), "__init__": __init__,
         "__module__": __name__,

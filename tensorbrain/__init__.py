@@ -12,9 +12,14 @@ __version__ = "0.1.0"
 
 from . import _config, _malloc, autograd, cuda
 from ._device import device, get_default_device, set_default_device
+from ._layout import (channels_last, channels_last_3d, contiguous_format, layout,  # noqa: F401
+                      memory_format, preserve_format, sparse_bsc, sparse_bsr, sparse_coo,
+                      sparse_csc, sparse_csr, strided, jagged)
+from ._layout import contiguous_format as legacy_contiguous_format  # noqa: F401  (torch's alias)
 from ._dtype import (bool_, double, float, float16, float32, float64, get_default_dtype, half, int,
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from ._dtype import bfloat16, finfo, iinfo, promote_types
+from ._dtype import cdouble, cfloat, complex64, complex128  # noqa: F401
 from ._dtype import is_floating_point as _is_fp_dtype
 from ._random import Generator, initial_seed, manual_seed, seed
 from . import amp, cpu
@@ -44,6 +49,27 @@ _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their free
 
 # ***** ops as tb.* functions: generated from the op table (tensorbrain/_ops/table.py) *****
 from ._ops.functions import *  # noqa: E402,F403
+from ._ops import table as _op_table  # noqa: E402,F401  (sets docs_math.py's docstrings on the ops)
+from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401  (torch's sparse COO, sparse.py)
+from ._torch_extras import (SymBool, SymFloat, SymInt, Tag, cond, scalar_tensor,  # noqa: E402,F401
+                            set_default_tensor_type, sym_ite, are_deterministic_algorithms_enabled,
+                            e, frombuffer, get_autocast_cpu_dtype, get_autocast_gpu_dtype,
+                            get_deterministic_debug_mode, get_device_module, inf,
+                            is_autocast_cpu_enabled, is_deterministic_algorithms_warn_only_enabled,
+                            logspace, nan, newaxis, pi, set_deterministic_debug_mode,
+                            set_printoptions, use_deterministic_algorithms)
+from ._torch_extras import FLOAT8 as _FLOAT8  # noqa: E402
+globals().update(_FLOAT8)   # float8_e4m3fn, float8_e5m2, ... (ml_dtypes')
+from .amp import clear_autocast_cache  # noqa: E402,F401
+from ._random import default_generator  # noqa: E402,F401
+from .storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
+from . import storage as _storage  # noqa: E402
+globals().update({_n: getattr(_storage, _n) for _n in _storage.LEGACY})   # ByteStorage, ...
+
+concatenate = cat  # noqa: F405  (tb.cat comes from the generated functions above)
+# torch.FloatTensor, torch.LongTensor, ...: the legacy typed classes (tensorbrain/_legacy_types.py)
+from ._legacy_types import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
+globals().update(_LEGACY_TYPES)
 
 
 def is_tensor(obj) -> bool:
@@ -70,44 +96,6 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
-def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
-    """Whether ``a`` and ``b`` are equal within ``atol + rtol * |b|`` elementwise.
-
-    Args:
-        a: a tensor.
-        b: a tensor broadcastable with ``a``.
-        rtol: relative tolerance.
-        atol: absolute tolerance.
-        equal_nan: count NaNs in the same places as equal.
-
-    Returns:
-        A bool (not a tensor), as ``torch.allclose``.
-
-    Example:
-        >>> import tensorbrain as tb
-        >>> tb.allclose(tb.tensor([1.0, 2.0]), tb.tensor([1.0, 2.0 + 1e-9]))
-        True
-    """
-    from ._xp import to_numpy
-    import numpy as _np
-    return _np.allclose(to_numpy(a._data), to_numpy(b._data), rtol=rtol, atol=atol, equal_nan=equal_nan)
-
-
-def equal(a, b) -> bool:
-    """Whether ``a`` and ``b`` have the same shape and the same elements.
-
-    Args:
-        a: a tensor.
-        b: a tensor.
-
-    Returns:
-        A bool.
-    """
-    from ._xp import to_numpy
-    import numpy as _np
-    return a.shape == b.shape and _np.array_equal(to_numpy(a._data), to_numpy(b._data))
-
-
 def is_floating_point(t: Tensor) -> bool:
     """Whether ``t``'s dtype is a floating-point one (float16/bfloat16/32/64).
 
@@ -125,7 +113,10 @@ def is_floating_point(t: Tensor) -> bool:
 _SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions",
                "profiler")
-_SUBMODULES += ("random",)
+_SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
+                "fx", "library", "quantization", "nested", "overrides", "futures", "sparse",
+                "hub", "storage", "__config__", "fft", "ops", "numa", "special", "types",
+                "torch_version", "__future__", "mtia")
 
 
 def __getattr__(name):
@@ -134,4 +125,16 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)
+    if name == "compile":   # torch.compile: runs eagerly (tensorbrain/_dynamo/__init__.py)
+        return importlib.import_module("._dynamo", __name__).compile
+    if name == "dropout":   # torch.dropout(input, p, train): nn.functional's, loaded on use
+        return importlib.import_module(".nn.functional", __name__).dropout
+    if name in ("cosine_similarity", "pairwise_distance"):   # nn.functional's too
+        return getattr(importlib.import_module(".nn.functional", __name__), name)
+    if name == "dropout_":   # torch.dropout_(input, p, train), in place (nn/_functional_more.py)
+        return importlib.import_module(".nn._functional_more", __name__).dropout_
+    if name == "vmap":   # torch.vmap is torch.func.vmap
+        return importlib.import_module(".func", __name__).vmap
+    if name in ("OutOfMemoryError", "Stream", "Event"):   # torch's device-generic names: CUDA's
+        return getattr(importlib.import_module(".cuda", __name__), name)
     raise AttributeError(f"module 'tensorbrain' has no attribute {name!r}")

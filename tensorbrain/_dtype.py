@@ -23,6 +23,8 @@ int32 = int = np.dtype("int32")
 int64 = long = np.dtype("int64")
 uint8 = np.dtype("uint8")
 bool_ = np.dtype("bool")
+complex64 = cfloat = np.dtype("complex64")
+complex128 = cdouble = np.dtype("complex128")
 
 _default_float = float32
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype, _xp
+from . import _dtype, _torch_extras, _xp
 from ._device import CPU, META, as_device, device
 from .autograd import grad_mode
 
@@ -529,8 +529,15 @@ class TensorBase:
         arr = _xp.to_numpy(self._data)
         if arr.dtype == _dtype.bfloat16:  # NumPy prints ml_dtypes' bfloat16 as integers
             arr = arr.astype(np.float32)
-        body = np.array2string(arr, separator=", ", precision=4,
-                               prefix="tensor(")
+        opts = _torch_extras.PRINT_OPTIONS   # tb.set_printoptions
+        threshold = opts["threshold"]
+        body = np.array2string(arr, separator=", ", precision=opts["precision"],
+                               prefix="tensor(", max_line_width=opts["linewidth"],
+                               threshold=int(min(threshold, 2 ** 62)),
+                               edgeitems=opts["edgeitems"],
+                               floatmode=None if opts["sci_mode"] is None else "maxprec",
+                               formatter={"float_kind": "{:e}".format} if opts["sci_mode"]
+                               else None)
         extras = []
         if self.is_cuda:
             extras.append(f"device='{self.device}'")
@@ -599,6 +606,8 @@ def _array_from(data, dtype=None, device=None):
         arr = np.asarray(_xp.to_numpy(data) if _xp.is_cupy_array(data) else data)
         if arr.dtype == np.float64:
             dtype = _dtype.get_default_dtype()  # Python floats -> float32, as in PyTorch
+        elif arr.dtype == np.complex128:   # Python complex -> the default float's complex
+            dtype = np.result_type(_dtype.get_default_dtype(), np.complex64)
         elif arr.dtype.kind == "i":
             dtype = _dtype.int64
         elif arr.dtype == object:

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _dtype, _interop, _random, _sampling, _xp
+from . import _dtype, _interop, _legacy_types, _random, _sampling, _xp
 from ._device import CPU, as_device, device
 from ._factories import (arange, as_tensor, device_of, empty, empty_like, eye,  # noqa: F401
                          from_numpy, full, full_like, linspace, ones, ones_like, rand, rand_like,
                          randint, randn, randn_like, randperm, tensor, zeros, zeros_like)
 from ._ops import elementwise as E
+from ._ops import pointwise as P
+from ._ops.complex import ComplexAttributes
 from ._ops import shape as S
 from ._ops.core import make, unbroadcast
 from ._ops.generated import TableMethods
@@ -35,6 +37,12 @@ from ._tensor_adapters import Adapters
 from ._tensor_base import Size, TensorBase, _req  # noqa: F401  (Size: its public home is here)
 from ._tensor_hooks import HookMethods
 from ._tensor_legacy import LegacyMethods
+from ._tensor_info import InfoMethods
+from ._tensor_more import MoreMethods
+from ._tensor_random import RandomFills
+from ._tensor_sparse import SparseMethods
+from ._tensor_views_inplace import InplaceViews
+from .storage import StorageMethods
 from .autograd import engine, grad_mode
 from .autograd import backward as _backward
 
@@ -45,7 +53,9 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "zeros", "ones
            "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like"]
 
 
-class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, made=True):
+class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, RandomFills,
+             InfoMethods, ComplexAttributes, SparseMethods, InplaceViews, MoreMethods,
+             StorageMethods, made=True):
     """A multi-dimensional array with autograd, on CPU (NumPy) or CUDA (CuPy), as ``torch.Tensor``.
 
     ``Tensor(data)`` behaves as :func:`tensor`; the factory functions (:func:`zeros`,
@@ -175,16 +185,24 @@ class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, mad
             Tensor: the converted tensor; it stays in the autograd graph.
         """
         return S.to_dtype(self, _dtype.bool_)
-    def type(self, dtype):
-        """A copy of this tensor converted to ``dtype``.
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """This tensor converted to ``dtype``, or, with no argument, torch's name of its type.
 
         Args:
-            dtype: the target dtype (a dtype or a name such as ``"float32"``).
+            dtype: a dtype, a legacy class (``tb.FloatTensor``, ``tb.cuda.LongTensor``) or its
+                name (``"torch.cuda.FloatTensor"``, which also moves the tensor); None to ask.
+            non_blocking: accepted for torch compatibility.
+            **kwargs: torch's ``async`` alias of ``non_blocking``.
 
         Returns:
-            Tensor: the converted tensor.
+            Tensor | str: the converted tensor (self when nothing changes), or the name, e.g.
+            ``'torch.FloatTensor'``.
         """
-        return S.to_dtype(self, _dtype.as_dtype(dtype))
+        if dtype is None:
+            return _legacy_types.type_name(self)
+        dt, dev = _legacy_types.resolve(dtype)
+        out = S.to_dtype(self, dt)
+        return out if dev is None else _to_device(out, as_device(dev))
 
     def type_as(self, other):
         """This tensor converted to ``other``'s dtype (``torch.Tensor.type_as``).
@@ -484,14 +502,14 @@ class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, mad
     __sub__ = E.sub
     __mul__ = E.mul
     __truediv__ = E.div
-    __floordiv__ = E.floor_divide
-    __mod__ = E.remainder
+    __floordiv__ = P.floor_divide
+    __mod__ = P.remainder
     __pow__ = E.pow
     __matmul__ = S.matmul
-    __and__ = E.bitwise_and
-    __or__ = E.bitwise_or
-    __xor__ = E.bitwise_xor
-    __invert__ = E.bitwise_not
+    __and__ = P.bitwise_and
+    __or__ = P.bitwise_or
+    __xor__ = P.bitwise_xor
+    __invert__ = P.bitwise_not
     __neg__ = E.neg
     __lt__ = E.lt_
     __gt__ = E.gt_
@@ -505,13 +523,13 @@ class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, mad
     def __rsub__(self, other): return E.sub(other, self)
     def __rmul__(self, other): return E.mul(other, self)
     def __rtruediv__(self, other): return E.div(other, self)
-    def __rfloordiv__(self, other): return E.floor_divide(other, self)
-    def __rmod__(self, other): return E.remainder(other, self)
+    def __rfloordiv__(self, other): return P.floor_divide(other, self)
+    def __rmod__(self, other): return P.remainder(other, self)
     def __rpow__(self, other): return E.pow(other, self)
     def __rmatmul__(self, other): return S.matmul(_as_tensor(other, self), self)
-    def __rand__(self, other): return E.bitwise_and(other, self)
-    def __ror__(self, other): return E.bitwise_or(other, self)
-    def __rxor__(self, other): return E.bitwise_xor(other, self)
+    def __rand__(self, other): return P.bitwise_and(other, self)
+    def __ror__(self, other): return P.bitwise_or(other, self)
+    def __rxor__(self, other): return P.bitwise_xor(other, self)
     def __abs__(self): return E.abs(self)
     def __pos__(self): return self
 

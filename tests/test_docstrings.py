@@ -247,3 +247,15 @@ if __name__ == "__main__":
           f"documented; {wp} documented with parameters, {a:.1%} of them with Args:")
     for m in missing:
         print("  ", m)
+
+
+def test_a_fresh_import_gives_the_ops_their_docstrings():
+    """``import tensorbrain`` alone (no test having imported the op table) documents tb.add and
+    Tensor.add: the docstrings of _ops/docs_math.py are set when the table is imported."""
+    import subprocess
+    import sys
+    code = ("import tensorbrain as tb; "
+            "print(bool(tb.add.__doc__), bool(tb.Tensor.add.__doc__), bool(tb.reshape.__doc__))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out == ["True", "True", "True"], out

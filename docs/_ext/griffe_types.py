@@ -57,4 +57,18 @@ class CollectiveTypes(griffe.Extension):
 
     def on_function_instance(self, *, node, func, agent, **kwargs):  # noqa: ARG002
         if func.docstring is not None and func.module.path in MODULES:
-            func.docstring.value = add_types(func.docstring.value)
+            func.docstring.value = add_types(shared_sections(func))
+
+
+def shared_sections(func) -> str:
+    """``func``'s docstring with what ``@_collective`` appends at import (the Args ``group`` and
+    ``async_op``, Returns and Raises every collective shares, written once in
+    ``_collectives.py``): griffe reads the source, so it would not see them."""
+    text = func.docstring.value
+    if not any(str(d.value) == "_collective" for d in func.decorators):
+        return text
+    from tensorbrain.distributed import _collectives as c
+    # the runtime strings are indented for a function's docstring; griffe's text is dedented
+    args = "\n".join(line[4:] for line in c._SHARED_ARGS.split("\n"))
+    sections = "\n".join(line[4:] for line in c._SHARED_SECTIONS.split("\n"))
+    return text.rstrip() + args + "\n" + sections

@@ -43,3 +43,26 @@ def custom_fwd(fwd=None, *, cast_inputs=None):
 def custom_bwd(bwd=None):
     """``tb.amp.custom_bwd(device_type="cuda")``."""
     return _amp.custom_bwd(bwd, device_type="cuda")
+
+
+def _submodule(name: str, doc: str, **names):
+    """A module object ``tensorbrain.cuda.amp.<name>`` holding ``names`` (torch's old paths)."""
+    import sys
+    import types
+    mod = types.ModuleType(f"{__name__}.{name}", doc)
+    mod.__dict__.update(names)
+    sys.modules[mod.__name__] = mod
+    return mod
+
+
+def _amp_definitely_not_available() -> bool:
+    """True when no GPU can run autocast (torch's ``amp.common`` helper)."""
+    from .. import _xp
+    return not _xp.cuda_available()
+
+
+common = _submodule("common", "torch.cuda.amp.common",
+                    amp_definitely_not_available=_amp_definitely_not_available)
+grad_scaler = _submodule("grad_scaler", "torch.cuda.amp.grad_scaler", GradScaler=GradScaler)
+autocast_mode = _submodule("autocast_mode", "torch.cuda.amp.autocast_mode", autocast=autocast,
+                           custom_fwd=custom_fwd, custom_bwd=custom_bwd)

@@ -105,9 +105,16 @@ def sub(a, b, alpha=1):
                    lambda g, x, y, o: g, lambda g, x, y, o: -g)
 
 
+def _conj(v):
+    """``v`` conjugated when complex: complex gradients are conjugate Wirtinger, as torch's
+    (``d(a * b)/da`` propagates ``g * conj(b)``); real arrays and numbers pass untouched."""
+    return v.conjugate() if getattr(v, "dtype", None) is not None and v.dtype.kind == "c" or \
+        isinstance(v, complex) else v
+
+
 def mul(a, b):
     return _binary("MulBackward", a, b, lambda x, y: x * y,
-                   lambda g, x, y, o: g * y, lambda g, x, y, o: g * x, "b", "a")
+                   lambda g, x, y, o: g * _conj(y), lambda g, x, y, o: g * _conj(x), "b", "a")
 
 
 def div(a, b, rounding_mode=None):
@@ -128,7 +135,8 @@ def div(a, b, rounding_mode=None):
     elif _is_tensor(b) and b._data.dtype.kind in "biu" and not _is_tensor(a) and not isinstance(a, float):
         b = Tensor._wrap(b._data.astype(get_default_dtype()))
     return _binary("DivBackward", a, b, lambda x, y: x / y,
-                   lambda g, x, y, o: g / y, lambda g, x, y, o: -g * x / (y * y), "b", True)
+                   lambda g, x, y, o: g / _conj(y), lambda g, x, y, o: -g * _conj(x / (y * y)),
+                   "b", True)
 
 
 @autocast_op("pow")
@@ -203,7 +211,7 @@ lt_, gt_, le_, ge_, eq_, ne_ = (_compare(f) for f in (lt, gt, le, ge, eq, ne))
 @autocast_op("exp")
 def exp(a):
     out = get_array_module(a._data).exp(a._data)
-    return make(out, (a,), lambda g: (g * out,), "ExpBackward")
+    return make(out, (a,), lambda g: (g * _conj(out),), "ExpBackward")
 
 
 @autocast_op("log")
@@ -490,31 +498,6 @@ isnan = _no_grad_unary("isnan", lambda xp, x: xp.isnan(x))
 isinf = _no_grad_unary("isinf", lambda xp, x: xp.isinf(x))
 isfinite = _no_grad_unary("isfinite", lambda xp, x: xp.isfinite(x))
 logical_not = _no_grad_unary("logical_not", lambda xp, x: xp.logical_not(x))
-
-
-# ***** floor division, remainder and the bitwise ops (the operators //, %, &, |, ^, ~) *****
-def _raw_binary(name, fn):
-    """An op computed by NumPy's/CuPy's own operator on the arrays, with no gradient (what
-    ``//``, ``&``, ``|``, ``^`` always did); a number on the left is the reflected form."""
-    def op(a, b):
-        if _is_tensor(a):
-            return Tensor._wrap(fn(a._data, b._data if _is_tensor(b) else b))
-        return Tensor._wrap(fn(a, b._data))
-    op.__name__ = op.__qualname__ = name   # its docstring: docs_math.py
-    return op
-
-
-floor_divide = _raw_binary("floor_divide", lambda x, y: x // y)
-bitwise_and = _raw_binary("bitwise_and", lambda x, y: x & y)
-bitwise_or = _raw_binary("bitwise_or", lambda x, y: x | y)
-bitwise_xor = _raw_binary("bitwise_xor", lambda x, y: x ^ y)
-bitwise_not = _no_grad_unary("bitwise_not", lambda xp, x: ~x)
-
-
-def remainder(a, b):
-    xp_floor = lambda x, y: get_array_module(x if _arr(x) else y).floor(x / y)  # noqa: E731
-    return _binary("RemainderBackward", a, b, lambda x, y: x % y,
-                   lambda g, x, y, o: g, lambda g, x, y, o: -g * xp_floor(x, y), True, True)
 
 
 def round(a, decimals=0):

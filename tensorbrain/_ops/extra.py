@@ -1,9 +1,10 @@
 """Small ops real programs reach for, written from the other ops (so their gradients are those
 ops'): ``amin``, ``clamp_min`` / ``clamp_max``, ``logical_and`` / ``or`` / ``xor``, ``isclose``,
-``unbind``, ``nan_to_num``. Each follows the torch function of the same name."""
+``unbind``, ``nan_to_num``, ``allclose``, ``equal``. Each follows the torch function of the same name."""
 from __future__ import annotations
 
 import ml_dtypes
+import numpy as np
 
 from .._xp import get_array_module
 from .._tensor_base import TensorBase as Tensor
@@ -200,3 +201,46 @@ def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
     out = E.masked_fill(a, E.isnan(a), nan)
     out = E.masked_fill(out, E.eq_(a, float("inf")), info.max if posinf is None else posinf)
     return E.masked_fill(out, E.eq_(a, float("-inf")), info.min if neginf is None else neginf)
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False) -> bool:
+    """Whether ``a`` and ``b`` are equal within ``atol + rtol * |b|`` elementwise.
+
+    Args:
+        a: a tensor.
+        b: a tensor broadcastable with ``a``.
+        rtol: relative tolerance.
+        atol: absolute tolerance.
+        equal_nan: count NaNs in the same places as equal.
+
+    Returns:
+        A bool (not a tensor), as ``torch.allclose``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.allclose(tb.tensor([1.0, 2.0]), tb.tensor([1.0, 2.0 + 1e-9]))
+        True
+    """
+    from .._xp import to_numpy
+    return bool(np.allclose(to_numpy(_data(a)), to_numpy(_data(b)), rtol=rtol, atol=atol,
+                            equal_nan=equal_nan))
+
+
+def equal(a, b) -> bool:
+    """Whether ``a`` and ``b`` have the same shape and the same elements, as ``torch.equal``.
+
+    Args:
+        a: a tensor.
+        b: a tensor.
+
+    Returns:
+        A bool.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.equal(tb.tensor([1, 2]), tb.tensor([1, 2])), tb.ones(2).equal(tb.ones(3))
+        (True, False)
+    """
+    from .._xp import to_numpy
+    return tuple(a.shape) == tuple(b.shape) and bool(np.array_equal(to_numpy(_data(a)),
+                                                                   to_numpy(_data(b))))

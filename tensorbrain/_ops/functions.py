@@ -8,32 +8,69 @@ edit by hand. Add or change an entry of ``OPS`` in ``table.py``, then rerun the 
 """
 from __future__ import annotations
 
+from . import blas as BL
+from . import calculus as CA
+from . import combine as CB
+from . import complex as C
 from . import einsum as _einsum
 from . import elementwise as E
+from .. import _signal as SG
+from .. import linalg as LA
 from . import extra as X
+from . import indexing as IX
+from . import nn_extra as NX
+from . import pointwise as P
 from . import rearrange as RA
 from . import reduce as R
 from . import scatter as SC
 from . import select as SL
 from . import shape as S
 from . import softmax as _softmax
+from . import stats as ST
 
 __all__ = ["add", "sub", "mul", "div", "pow", "neg", "multiply", "divide", "subtract",
            "true_divide", "maximum", "minimum", "where", "exp", "log", "sqrt", "rsqrt", "abs",
-           "sign", "sin", "cos", "clamp", "clip", "relu", "sigmoid", "tanh", "gelu", "silu",
-           "log1p", "expm1", "erf", "square", "reciprocal", "floor", "ceil", "trunc", "round",
-           "isnan", "isinf", "isfinite", "logical_not", "masked_fill", "addcmul", "addcdiv",
-           "lerp", "lt", "gt", "le", "ge", "eq", "ne", "floor_divide", "remainder", "bitwise_and",
-           "bitwise_or", "bitwise_xor", "bitwise_not", "sum", "mean", "max", "min", "amax",
-           "argmax", "argmin", "var", "std", "logsumexp", "prod", "cumsum", "cumprod", "all",
-           "any", "norm", "softmax", "log_softmax", "reshape", "flatten", "permute", "transpose",
-           "t", "squeeze", "unsqueeze", "clone", "cat", "concat", "stack", "split", "chunk",
-           "narrow", "matmul", "mm", "bmm", "dot", "outer", "gather", "index_select", "tril",
-           "triu", "flip", "sort", "argsort", "topk", "einsum", "amin", "clamp_min", "clamp_max",
-           "logical_and", "logical_or", "logical_xor", "isclose", "unbind", "nan_to_num",
-           "scatter", "scatter_add", "index_add", "nonzero", "masked_select", "unique", "bincount",
-           "count_nonzero", "take_along_dim", "median", "kthvalue", "roll", "diag", "trace",
-           "repeat_interleave", "meshgrid", "kron"]
+           "absolute", "sign", "sin", "cos", "clamp", "clip", "relu", "sigmoid", "tanh", "gelu",
+           "silu", "log1p", "expm1", "erf", "square", "reciprocal", "floor", "ceil", "trunc",
+           "round", "isnan", "isinf", "isfinite", "logical_not", "masked_fill", "addcmul",
+           "addcdiv", "lerp", "lt", "gt", "le", "ge", "eq", "ne", "sum", "mean", "max", "min",
+           "amax", "argmax", "argmin", "var", "std", "logsumexp", "prod", "cumsum", "cumprod",
+           "all", "any", "norm", "softmax", "log_softmax", "reshape", "flatten", "permute",
+           "transpose", "swapaxes", "swapdims", "t", "squeeze", "unsqueeze", "clone", "cat",
+           "concat", "stack", "split", "chunk", "narrow", "matmul", "mm", "bmm", "dot", "outer",
+           "gather", "index_select", "tril", "triu", "flip", "sort", "argsort", "topk", "einsum",
+           "amin", "clamp_min", "clamp_max", "logical_and", "logical_or", "logical_xor", "isclose",
+           "unbind", "nan_to_num", "allclose", "equal", "scatter", "scatter_add", "index_add",
+           "nonzero", "masked_select", "unique", "bincount", "count_nonzero", "take_along_dim",
+           "median", "kthvalue", "roll", "diag", "trace", "repeat_interleave", "meshgrid", "kron",
+           "acos", "arccos", "asin", "arcsin", "atan", "arctan", "acosh", "arccosh", "asinh",
+           "arcsinh", "atanh", "arctanh", "tan", "sinh", "cosh", "log2", "log10", "exp2", "sinc",
+           "deg2rad", "rad2deg", "erfc", "erfinv", "lgamma", "digamma", "frac", "negative",
+           "positive", "sgn", "fix", "signbit", "isposinf", "isneginf", "isreal", "bitwise_not",
+           "logit", "hardshrink", "mvlgamma", "atan2", "arctan2", "hypot", "fmod", "remainder",
+           "floor_divide", "copysign", "xlogy", "logaddexp", "logaddexp2", "float_power", "fmax",
+           "fmin", "ldexp", "nextafter", "heaviside", "gcd", "lcm", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift", "greater", "greater_equal",
+           "less", "less_equal", "not_equal", "view_as_real", "view_as_complex", "polar",
+           "complex", "real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg",
+           "angle", "adjoint", "is_complex", "movedim", "moveaxis", "ravel", "tile",
+           "broadcast_to", "select", "diagonal", "as_strided", "atleast_1d", "atleast_2d",
+           "atleast_3d", "vstack", "row_stack", "hstack", "dstack", "column_stack", "tensor_split",
+           "hsplit", "vsplit", "dsplit", "split_with_sizes", "fliplr", "unsafe_chunk",
+           "unsafe_split", "unsafe_split_with_sizes", "narrow_copy", "flipud", "rot90",
+           "broadcast_tensors", "block_diag", "cartesian_prod", "combinations", "diag_embed",
+           "diagflat", "index_copy", "index_fill", "index_put", "masked_scatter", "take", "put",
+           "select_scatter", "slice_scatter", "diagonal_scatter", "scatter_reduce", "searchsorted",
+           "bucketize", "isin", "argwhere", "unique_consecutive", "tril_indices", "triu_indices",
+           "nonzero_static", "index_reduce", "mode", "cummax", "cummin", "logcumsumexp", "nansum",
+           "nanmean", "nanmedian", "quantile", "nanquantile", "std_mean", "var_mean", "aminmax",
+           "histc", "histogram", "dist", "diff", "cov", "corrcoef", "renorm", "trapezoid", "trapz",
+           "msort", "addmm", "addmv", "addr", "baddbmm", "addbmm", "mv", "inner", "vdot", "ger",
+           "cross", "tensordot", "chain_matmul", "cdist", "det", "inverse", "slogdet", "logdet",
+           "pinverse", "matrix_power", "matrix_exp", "cholesky", "qr", "svd", "cholesky_solve",
+           "cholesky_inverse", "stft", "hann_window", "hamming_window", "blackman_window",
+           "bartlett_window", "kaiser_window", "gradient", "fill", "expand_copy", "is_nonzero",
+           "prelu"]
 
 add = E.add
 sub = E.sub
@@ -53,6 +90,7 @@ log = E.log
 sqrt = E.sqrt
 rsqrt = E.rsqrt
 abs = E.abs
+absolute = E.abs
 sign = E.sign
 sin = E.sin
 cos = E.cos
@@ -86,12 +124,6 @@ le = E.le_
 ge = E.ge_
 eq = E.eq_
 ne = E.ne_
-floor_divide = E.floor_divide
-remainder = E.remainder
-bitwise_and = E.bitwise_and
-bitwise_or = E.bitwise_or
-bitwise_xor = E.bitwise_xor
-bitwise_not = E.bitwise_not
 sum = R.sum
 mean = R.mean
 max = R.max
@@ -114,6 +146,8 @@ reshape = S.reshape
 flatten = S.flatten
 permute = S.permute
 transpose = S.transpose
+swapaxes = S.transpose
+swapdims = S.transpose
 t = S.t
 squeeze = S.squeeze
 unsqueeze = S.unsqueeze
@@ -147,6 +181,8 @@ logical_xor = X.logical_xor
 isclose = X.isclose
 unbind = X.unbind
 nan_to_num = X.nan_to_num
+allclose = X.allclose
+equal = X.equal
 scatter = SC.scatter
 scatter_add = SC.scatter_add
 index_add = SC.index_add
@@ -164,3 +200,193 @@ trace = RA.trace
 repeat_interleave = RA.repeat_interleave
 meshgrid = RA.meshgrid
 kron = RA.kron
+acos = P.acos
+arccos = P.acos
+asin = P.asin
+arcsin = P.asin
+atan = P.atan
+arctan = P.atan
+acosh = P.acosh
+arccosh = P.acosh
+asinh = P.asinh
+arcsinh = P.asinh
+atanh = P.atanh
+arctanh = P.atanh
+tan = P.tan
+sinh = P.sinh
+cosh = P.cosh
+log2 = P.log2
+log10 = P.log10
+exp2 = P.exp2
+sinc = P.sinc
+deg2rad = P.deg2rad
+rad2deg = P.rad2deg
+erfc = P.erfc
+erfinv = P.erfinv
+lgamma = P.lgamma
+digamma = P.digamma
+frac = P.frac
+negative = P.negative
+positive = P.positive
+sgn = P.sgn
+fix = P.fix
+signbit = P.signbit
+isposinf = P.isposinf
+isneginf = P.isneginf
+isreal = P.isreal
+bitwise_not = P.bitwise_not
+logit = P.logit
+hardshrink = P.hardshrink
+mvlgamma = P.mvlgamma
+atan2 = P.atan2
+arctan2 = P.atan2
+hypot = P.hypot
+fmod = P.fmod
+remainder = P.remainder
+floor_divide = P.floor_divide
+copysign = P.copysign
+xlogy = P.xlogy
+logaddexp = P.logaddexp
+logaddexp2 = P.logaddexp2
+float_power = P.float_power
+fmax = P.fmax
+fmin = P.fmin
+ldexp = P.ldexp
+nextafter = P.nextafter
+heaviside = P.heaviside
+gcd = P.gcd
+lcm = P.lcm
+bitwise_and = P.bitwise_and
+bitwise_or = P.bitwise_or
+bitwise_xor = P.bitwise_xor
+bitwise_left_shift = P.bitwise_left_shift
+bitwise_right_shift = P.bitwise_right_shift
+greater = E.gt_
+greater_equal = E.ge_
+less = E.lt_
+less_equal = E.le_
+not_equal = E.ne_
+view_as_real = C.view_as_real
+view_as_complex = C.view_as_complex
+polar = C.polar
+complex = C.complex
+real = C.real
+imag = C.imag
+conj = C.conj
+conj_physical = C.conj
+resolve_conj = C.resolve
+resolve_neg = C.resolve
+angle = C.angle
+adjoint = C.adjoint
+is_complex = C.is_complex
+movedim = CB.movedim
+moveaxis = CB.movedim
+ravel = CB.ravel
+tile = CB.tile
+broadcast_to = CB.broadcast_to
+select = CB.select
+diagonal = CB.diagonal
+as_strided = CB.as_strided
+atleast_1d = CB.atleast_1d
+atleast_2d = CB.atleast_2d
+atleast_3d = CB.atleast_3d
+vstack = CB.vstack
+row_stack = CB.vstack
+hstack = CB.hstack
+dstack = CB.dstack
+column_stack = CB.column_stack
+tensor_split = CB.tensor_split
+hsplit = CB.hsplit
+vsplit = CB.vsplit
+dsplit = CB.dsplit
+split_with_sizes = CB.split_with_sizes
+fliplr = CB.fliplr
+unsafe_chunk = S.chunk
+unsafe_split = S.split
+unsafe_split_with_sizes = CB.split_with_sizes
+narrow_copy = CB.narrow_copy
+flipud = CB.flipud
+rot90 = CB.rot90
+broadcast_tensors = CB.broadcast_tensors
+block_diag = CB.block_diag
+cartesian_prod = CB.cartesian_prod
+combinations = CB.combinations
+diag_embed = CB.diag_embed
+diagflat = CB.diagflat
+index_copy = IX.index_copy
+index_fill = IX.index_fill
+index_put = IX.index_put
+masked_scatter = IX.masked_scatter
+take = IX.take
+put = IX.put
+select_scatter = IX.select_scatter
+slice_scatter = IX.slice_scatter
+diagonal_scatter = IX.diagonal_scatter
+scatter_reduce = IX.scatter_reduce
+searchsorted = IX.searchsorted
+bucketize = IX.bucketize
+isin = IX.isin
+argwhere = IX.argwhere
+unique_consecutive = IX.unique_consecutive
+tril_indices = IX.tril_indices
+triu_indices = IX.triu_indices
+nonzero_static = IX.nonzero_static
+index_reduce = IX.index_reduce
+mode = ST.mode
+cummax = ST.cummax
+cummin = ST.cummin
+logcumsumexp = ST.logcumsumexp
+nansum = ST.nansum
+nanmean = ST.nanmean
+nanmedian = ST.nanmedian
+quantile = ST.quantile
+nanquantile = ST.nanquantile
+std_mean = ST.std_mean
+var_mean = ST.var_mean
+aminmax = ST.aminmax
+histc = ST.histc
+histogram = ST.histogram
+dist = ST.dist
+diff = ST.diff
+cov = ST.cov
+corrcoef = ST.corrcoef
+renorm = ST.renorm
+trapezoid = ST.trapezoid
+trapz = ST.trapezoid
+msort = ST.msort
+addmm = BL.addmm
+addmv = BL.addmv
+addr = BL.addr
+baddbmm = BL.baddbmm
+addbmm = BL.addbmm
+mv = BL.mv
+inner = BL.inner
+vdot = BL.vdot
+ger = BL.ger
+cross = BL.cross
+tensordot = BL.tensordot
+chain_matmul = BL.chain_matmul
+cdist = BL.cdist
+det = LA.det
+inverse = LA.inv
+slogdet = LA.slogdet
+logdet = LA.logdet
+pinverse = LA.pinverse
+matrix_power = LA.matrix_power
+matrix_exp = LA.matrix_exp
+cholesky = LA.legacy_cholesky
+qr = LA.legacy_qr
+svd = LA.legacy_svd
+cholesky_solve = LA.cholesky_solve
+cholesky_inverse = LA.cholesky_inverse
+stft = SG.stft
+hann_window = SG.hann_window
+hamming_window = SG.hamming_window
+blackman_window = SG.blackman_window
+bartlett_window = SG.bartlett_window
+kaiser_window = SG.kaiser_window
+gradient = CA.gradient
+fill = CA.fill
+expand_copy = CA.expand_copy
+is_nonzero = CA.is_nonzero
+prelu = NX.prelu

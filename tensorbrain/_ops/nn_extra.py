@@ -54,7 +54,24 @@ def hardsigmoid(input, inplace=False):
 
 
 def prelu(input, weight):
-    """``max(0, x) + weight * min(0, x)``, ``weight`` one value or one per channel (dim 1)."""
+    """``max(0, x) + weight * min(0, x)``, ``weight`` one value or one per channel (dim 1), as
+    ``torch.prelu`` / ``F.prelu``.
+
+    Args:
+        input: the tensor (channels on dim 1; a 1-D input has them on dim 0).
+        weight: a 1-D tensor of one value or one per channel.
+
+    Returns:
+        Tensor: ``input``'s shape; gradients flow to ``input`` and ``weight``.
+
+    Raises:
+        RuntimeError: ``weight`` is not 1-D or its size is not 1 or the channel count.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.prelu(tb.tensor([-1.0, 2.0]), tb.tensor([0.25])).tolist()
+        [-0.25, 2.0]
+    """
     x, w = input._data, weight._data
     xp = get_array_module(x)
     if w.ndim != 1 and w.size != 1:

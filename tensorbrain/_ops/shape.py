@@ -266,6 +266,8 @@ def getitem(a, index):
 
 @autocast_op("matmul")
 def matmul(a, b):
+    if a.__class__ is not Tensor and getattr(a, "is_sparse", False):
+        return a.mm(b)   # a sparse COO tensor (tensorbrain/sparse.py): no densifying
     x, y = a._data, b._data
     if type(x) is not type(y):
         raise RuntimeError(f"matmul: expected both tensors on the same device, got {a.device} "
@@ -279,10 +281,11 @@ def matmul(a, b):
 
     def backward(g):
         ga = gb = None
-        if x.ndim == 1 and y.ndim == 1:
-            return (g * y if a.requires_grad else None, g * x if b.requires_grad else None)
-        xx = x[None, :] if x.ndim == 1 else x
-        yy = y[:, None] if y.ndim == 1 else y
+        xc, yc = (x.conj(), y.conj()) if "c" in (x.dtype.kind, y.dtype.kind) else (x, y)
+        if x.ndim == 1 and y.ndim == 1:   # complex: conjugate Wirtinger gradients, as torch
+            return (g * yc if a.requires_grad else None, g * xc if b.requires_grad else None)
+        xx = xc[None, :] if x.ndim == 1 else xc
+        yy = yc[:, None] if y.ndim == 1 else yc
         gg = xp.ascontiguousarray(g)   # a stride-0 broadcast g would make matmul skip BLAS
         if x.ndim == 1:
             gg = xp.expand_dims(gg, -2)

@@ -10,51 +10,61 @@ form differs from the op's (``Tensor.where(cond, other)``, ``view_as``) are writ
 """
 from __future__ import annotations
 
+from . import blas as BL
+from . import calculus as CA
+from . import combine as CB
+from . import complex as C
+from . import convert as CV
 from . import einsum as _einsum
 from . import elementwise as E
+from .. import _signal as SG
+from .. import linalg as LA
 from . import extra as X
+from . import indexing as IX
+from . import nn_extra as NX
+from . import pointwise as P
 from . import rearrange as RA
 from . import reduce as R
 from . import scatter as SC
 from . import select as SL
 from . import shape as S
 from . import softmax as _softmax
+from . import stats as ST
 
 OPS = {
     # ***** elementwise *****
     "add": (E.add, "fm"), "sub": (E.sub, "fm"), "mul": (E.mul, "fm"), "div": (E.div, "fm"),
     "pow": (E.pow, "fm"), "neg": (E.neg, "fm"),
-    "multiply": (E.mul, "fm"), "divide": (E.div, "fm"), "subtract": (E.sub, "fm"),
-    "true_divide": (E.div, "fm"),
+    "multiply": (E.mul, "fmi"), "divide": (E.div, "fmi"), "subtract": (E.sub, "fmi"),
+    "true_divide": (E.div, "fmi"),
     "maximum": (E.maximum, "fm"), "minimum": (E.minimum, "fm"), "where": (E.where, "f"),
-    "exp": (E.exp, "fm"), "log": (E.log, "fmi"), "sqrt": (E.sqrt, "fm"), "rsqrt": (E.rsqrt, "fm"),
-    "abs": (E.abs, "fmi"), "sign": (E.sign, "fm"), "sin": (E.sin, "fm"), "cos": (E.cos, "fm"),
-    "clamp": (E.clamp, "fm"), "clip": (E.clamp, "fm"),
+    "exp": (E.exp, "fm"), "log": (E.log, "fmi"), "sqrt": (E.sqrt, "fm"), "rsqrt": (E.rsqrt, "fmi"),
+    "abs": (E.abs, "fmi"), "absolute": (E.abs, "fmi"), "sign": (E.sign, "fmi"), "sin": (E.sin, "fmi"), "cos": (E.cos, "fmi"),
+    "clamp": (E.clamp, "fm"), "clip": (E.clamp, "fmi"),
     "relu": (E.relu, "fm"), "sigmoid": (E.sigmoid, "fmi"), "tanh": (E.tanh, "fmi"),
-    "gelu": (E.gelu, "fm"), "silu": (E.silu, "fm"), "log1p": (E.log1p, "fm"),
-    "expm1": (E.expm1, "fm"), "erf": (E.erf, "fm"), "square": (E.square, "fm"),
-    "reciprocal": (E.reciprocal, "fm"), "floor": (E.floor, "fmi"), "ceil": (E.ceil, "fmi"),
-    "trunc": (E.trunc, "fm"), "round": (E.round, "fm"), "isnan": (E.isnan, "fm"),
+    "gelu": (E.gelu, "fm"), "silu": (E.silu, "fm"), "log1p": (E.log1p, "fmi"),
+    "expm1": (E.expm1, "fmi"), "erf": (E.erf, "fmi"), "square": (E.square, "fmi"),
+    "reciprocal": (E.reciprocal, "fmi"), "floor": (E.floor, "fmi"), "ceil": (E.ceil, "fmi"),
+    "trunc": (E.trunc, "fmi"), "round": (E.round, "fmi"), "isnan": (E.isnan, "fm"),
     "isinf": (E.isinf, "fm"), "isfinite": (E.isfinite, "fm"),
-    "logical_not": (E.logical_not, "fm"), "masked_fill": (E.masked_fill, "fmi"),
+    "logical_not": (E.logical_not, "fmi"), "masked_fill": (E.masked_fill, "fmi"),
     "addcmul": (E.addcmul, "fmi"), "addcdiv": (E.addcdiv, "fmi"), "lerp": (E.lerp, "fmi"),
-    "lt": (E.lt_, "fm"), "gt": (E.gt_, "fm"), "le": (E.le_, "fm"), "ge": (E.ge_, "fm"),
-    "eq": (E.eq_, "fm"), "ne": (E.ne_, "fm"),
-    "floor_divide": (E.floor_divide, "fm"), "remainder": (E.remainder, "fm"),
-    "bitwise_and": (E.bitwise_and, "fm"), "bitwise_or": (E.bitwise_or, "fm"),
-    "bitwise_xor": (E.bitwise_xor, "fm"), "bitwise_not": (E.bitwise_not, "fm"),
+    "lt": (E.lt_, "fmi"), "gt": (E.gt_, "fmi"), "le": (E.le_, "fmi"), "ge": (E.ge_, "fmi"),
+    "eq": (E.eq_, "fmi"), "ne": (E.ne_, "fmi"),
+    # floor_divide, remainder and bitwise_*: pointwise.py's, below (the operators //, %, &, |,
+    # ^, ~ are these functions: tensor.py)
     # ***** reductions *****
     "sum": (R.sum, "fm"), "mean": (R.mean, "fm"), "max": (R.max, "fm"), "min": (R.min, "fm"),
     "amax": (R.amax, "fm"), "argmax": (R.argmax, "fm"), "argmin": (R.argmin, "fm"),
     "var": (R.var, "fm"), "std": (R.std, "fm"), "logsumexp": (R.logsumexp, "fm"),
-    "prod": (R.prod, "fm"), "cumsum": (R.cumsum, "fm"), "cumprod": (R.cumprod, "fm"), "all": (R.all, "fm"),
+    "prod": (R.prod, "fm"), "cumsum": (R.cumsum, "fmi"), "cumprod": (R.cumprod, "fmi"), "all": (R.all, "fm"),
     "any": (R.any, "fm"), "norm": (R.norm, "fm"),
     "softmax": (_softmax.softmax, "f"), "log_softmax": (_softmax.log_softmax, "f"),
     # ***** shape, indexing, linear algebra *****
     "reshape": (S.reshape, "fm"), "view": (S.view, "m"), "flatten": (S.flatten, "fm"),
     "unflatten": (S.unflatten, "m"), "permute": (S.permute, "fm"),
-    "transpose": (S.transpose, "fm"), "swapaxes": (S.transpose, "m"),
-    "swapdims": (S.transpose, "m"), "t": (S.t, "fm"), "squeeze": (S.squeeze, "fm"),
+    "transpose": (S.transpose, "fm"), "swapaxes": (S.transpose, "fm"),
+    "swapdims": (S.transpose, "fm"), "t": (S.t, "fm"), "squeeze": (S.squeeze, "fm"),
     "unsqueeze": (S.unsqueeze, "fm"), "expand": (S.expand, "m"), "expand_as": (S.expand_as, "m"),
     "contiguous": (S.contiguous, "m"), "clone": (S.clone, "fm"),
     "cat": (S.cat, "f"), "concat": (S.cat, "f"), "stack": (S.stack, "f"),
@@ -62,14 +72,15 @@ OPS = {
     "matmul": (S.matmul, "fm"), "mm": (S.matmul, "fm"), "bmm": (S.matmul, "fm"),
     "dot": (S.dot, "fm"), "outer": (S.outer, "fm"),
     "gather": (S.gather, "fm"), "index_select": (S.index_select, "fm"),
-    "tril": (S.tril, "fm"), "triu": (S.triu, "fm"), "repeat": (S.repeat, "m"),
+    "tril": (S.tril, "fmi"), "triu": (S.triu, "fmi"), "repeat": (S.repeat, "m"),
     "flip": (S.flip, "fm"), "sort": (S.sort, "fm"), "argsort": (S.argsort, "fm"),
     "topk": (S.topk, "fm"), "einsum": (_einsum.einsum, "f"),
     # ***** composites (extra.py) *****
     "amin": (X.amin, "fm"), "clamp_min": (X.clamp_min, "fmi"), "clamp_max": (X.clamp_max, "fmi"),
-    "logical_and": (X.logical_and, "fm"), "logical_or": (X.logical_or, "fm"),
-    "logical_xor": (X.logical_xor, "fm"), "isclose": (X.isclose, "fm"), "unbind": (X.unbind, "fm"),
-    "nan_to_num": (X.nan_to_num, "fmi"),
+    "logical_and": (X.logical_and, "fmi"), "logical_or": (X.logical_or, "fmi"),
+    "logical_xor": (X.logical_xor, "fmi"), "isclose": (X.isclose, "fm"), "unbind": (X.unbind, "fm"),
+    "nan_to_num": (X.nan_to_num, "fmi"), "allclose": (X.allclose, "fm"),
+    "equal": (X.equal, "fm"),
     # ***** writing at indices (scatter.py) *****
     "scatter": (SC.scatter, "fmi"), "scatter_add": (SC.scatter_add, "fmi"),
     "index_add": (SC.index_add, "fmi"),
@@ -82,6 +93,103 @@ OPS = {
     "roll": (RA.roll, "fm"), "diag": (RA.diag, "fm"), "trace": (RA.trace, "fm"),
     "repeat_interleave": (RA.repeat_interleave, "fm"), "meshgrid": (RA.meshgrid, "f"),
     "kron": (RA.kron, "fm"),
+    # ***** the long tail of elementwise math (pointwise.py) *****
+    "acos": (P.acos, "fmi"), "arccos": (P.acos, "fmi"), "asin": (P.asin, "fmi"),
+    "arcsin": (P.asin, "fmi"), "atan": (P.atan, "fmi"), "arctan": (P.atan, "fmi"),
+    "acosh": (P.acosh, "fmi"), "arccosh": (P.acosh, "fmi"), "asinh": (P.asinh, "fmi"),
+    "arcsinh": (P.asinh, "fmi"), "atanh": (P.atanh, "fmi"), "arctanh": (P.atanh, "fmi"),
+    "tan": (P.tan, "fmi"), "sinh": (P.sinh, "fmi"), "cosh": (P.cosh, "fmi"),
+    "log2": (P.log2, "fmi"), "log10": (P.log10, "fmi"), "exp2": (P.exp2, "fmi"),
+    "sinc": (P.sinc, "fmi"), "deg2rad": (P.deg2rad, "fmi"), "rad2deg": (P.rad2deg, "fmi"),
+    "erfc": (P.erfc, "fmi"), "erfinv": (P.erfinv, "fmi"), "lgamma": (P.lgamma, "fmi"),
+    "digamma": (P.digamma, "fmi"), "frac": (P.frac, "fmi"), "negative": (P.negative, "fmi"),
+    "positive": (P.positive, "fm"), "sgn": (P.sgn, "fmi"), "fix": (P.fix, "fmi"),
+    "signbit": (P.signbit, "fm"), "isposinf": (P.isposinf, "fm"), "isneginf": (P.isneginf, "fm"),
+    "isreal": (P.isreal, "fm"), "bitwise_not": (P.bitwise_not, "fmi"),
+    "logit": (P.logit, "fmi"), "hardshrink": (P.hardshrink, "fm"),
+    "mvlgamma": (P.mvlgamma, "fmi"),
+    "atan2": (P.atan2, "fmi"), "arctan2": (P.atan2, "fmi"), "hypot": (P.hypot, "fmi"),
+    "fmod": (P.fmod, "fmi"), "remainder": (P.remainder, "fmi"),
+    "floor_divide": (P.floor_divide, "fmi"), "copysign": (P.copysign, "fmi"),
+    "xlogy": (P.xlogy, "fmi"), "logaddexp": (P.logaddexp, "fm"),
+    "logaddexp2": (P.logaddexp2, "fm"), "float_power": (P.float_power, "fmi"),
+    "fmax": (P.fmax, "fm"), "fmin": (P.fmin, "fm"), "ldexp": (P.ldexp, "fmi"),
+    "nextafter": (P.nextafter, "fmi"), "heaviside": (P.heaviside, "fmi"), "gcd": (P.gcd, "fmi"),
+    "lcm": (P.lcm, "fmi"), "bitwise_and": (P.bitwise_and, "fmi"),
+    "bitwise_or": (P.bitwise_or, "fmi"), "bitwise_xor": (P.bitwise_xor, "fmi"),
+    "bitwise_left_shift": (P.bitwise_left_shift, "fmi"),
+    "bitwise_right_shift": (P.bitwise_right_shift, "fmi"),
+    "greater": (E.gt_, "fmi"), "greater_equal": (E.ge_, "fmi"), "less": (E.lt_, "fmi"),
+    "less_equal": (E.le_, "fmi"), "not_equal": (E.ne_, "fmi"),
+    # ***** complex numbers (complex.py) *****
+    "view_as_real": (C.view_as_real, "f"), "view_as_complex": (C.view_as_complex, "f"),
+    "polar": (C.polar, "f"), "complex": (C.complex, "f"), "real": (C.real, "f"),
+    "imag": (C.imag, "f"), "conj": (C.conj, "fm"), "conj_physical": (C.conj, "fmi"),
+    "resolve_conj": (C.resolve, "fm"), "resolve_neg": (C.resolve, "fm"),
+    "angle": (C.angle, "fm"), "adjoint": (C.adjoint, "fm"),
+    "is_complex": (C.is_complex, "f"),
+    # ***** dtype conversions by name (convert.py) *****
+    "byte": (CV.byte, "m"), "char": (CV.char, "m"), "short": (CV.short, "m"),
+    "cfloat": (CV.cfloat, "m"), "cdouble": (CV.cdouble, "m"),
+    # ***** reshaping, joining, splitting (combine.py) *****
+    "movedim": (CB.movedim, "fm"), "moveaxis": (CB.movedim, "fm"), "ravel": (CB.ravel, "fm"),
+    "tile": (CB.tile, "fm"), "broadcast_to": (CB.broadcast_to, "fm"), "select": (CB.select, "fm"),
+    "diagonal": (CB.diagonal, "fm"), "unfold": (CB.unfold, "m"),
+    "as_strided": (CB.as_strided, "fm"), "atleast_1d": (CB.atleast_1d, "f"),
+    "atleast_2d": (CB.atleast_2d, "f"), "atleast_3d": (CB.atleast_3d, "f"),
+    "vstack": (CB.vstack, "f"), "row_stack": (CB.vstack, "f"), "hstack": (CB.hstack, "f"),
+    "dstack": (CB.dstack, "f"), "column_stack": (CB.column_stack, "f"),
+    "tensor_split": (CB.tensor_split, "fm"), "hsplit": (CB.hsplit, "fm"),
+    "vsplit": (CB.vsplit, "fm"), "dsplit": (CB.dsplit, "fm"),
+    "split_with_sizes": (CB.split_with_sizes, "fm"), "fliplr": (CB.fliplr, "fm"),
+    "unsafe_chunk": (S.chunk, "fm"), "unsafe_split": (S.split, "fm"),
+    "unsafe_split_with_sizes": (CB.split_with_sizes, "fm"), "narrow_copy": (CB.narrow_copy, "fm"),
+    "flipud": (CB.flipud, "fm"), "rot90": (CB.rot90, "fm"),
+    "broadcast_tensors": (CB.broadcast_tensors, "f"), "block_diag": (CB.block_diag, "f"),
+    "cartesian_prod": (CB.cartesian_prod, "f"), "combinations": (CB.combinations, "f"),
+    "diag_embed": (CB.diag_embed, "fm"), "diagflat": (CB.diagflat, "fm"),
+    # ***** reading and writing at indices (indexing.py) *****
+    "index_copy": (IX.index_copy, "fmi"), "index_fill": (IX.index_fill, "fmi"),
+    "index_put": (IX.index_put, "fmi"), "masked_scatter": (IX.masked_scatter, "fmi"),
+    "take": (IX.take, "fm"), "put": (IX.put, "fmi"),
+    "select_scatter": (IX.select_scatter, "fm"), "slice_scatter": (IX.slice_scatter, "fm"),
+    "diagonal_scatter": (IX.diagonal_scatter, "fm"),
+    "scatter_reduce": (IX.scatter_reduce, "fmi"), "searchsorted": (IX.searchsorted, "f"),
+    "bucketize": (IX.bucketize, "f"), "isin": (IX.isin, "f"), "argwhere": (IX.argwhere, "fm"),
+    "unique_consecutive": (IX.unique_consecutive, "fm"),
+    "tril_indices": (IX.tril_indices, "f"), "triu_indices": (IX.triu_indices, "f"),
+    "nonzero_static": (IX.nonzero_static, "fm"), "index_reduce": (IX.index_reduce, "fmi"),
+    # ***** statistics (stats.py) *****
+    "mode": (ST.mode, "fm"), "cummax": (ST.cummax, "fm"), "cummin": (ST.cummin, "fm"),
+    "logcumsumexp": (ST.logcumsumexp, "fm"), "nansum": (ST.nansum, "fm"),
+    "nanmean": (ST.nanmean, "fm"), "nanmedian": (ST.nanmedian, "fm"),
+    "quantile": (ST.quantile, "fm"), "nanquantile": (ST.nanquantile, "fm"),
+    "std_mean": (ST.std_mean, "f"), "var_mean": (ST.var_mean, "f"),
+    "aminmax": (ST.aminmax, "fm"), "histc": (ST.histc, "fm"), "histogram": (ST.histogram, "fm"),
+    "dist": (ST.dist, "fm"), "diff": (ST.diff, "fm"), "cov": (ST.cov, "fm"),
+    "corrcoef": (ST.corrcoef, "fm"), "renorm": (ST.renorm, "fmi"),
+    "trapezoid": (ST.trapezoid, "f"), "trapz": (ST.trapezoid, "f"), "msort": (ST.msort, "fm"),
+    "sum_to_size": (ST.sum_to_size, "m"),
+    # ***** matrix products (blas.py) *****
+    "addmm": (BL.addmm, "fmi"), "addmv": (BL.addmv, "fmi"), "addr": (BL.addr, "fmi"),
+    "baddbmm": (BL.baddbmm, "fmi"), "addbmm": (BL.addbmm, "fmi"), "mv": (BL.mv, "fm"),
+    "inner": (BL.inner, "fm"), "vdot": (BL.vdot, "fm"), "ger": (BL.ger, "fm"),
+    "cross": (BL.cross, "fm"), "tensordot": (BL.tensordot, "f"),
+    "chain_matmul": (BL.chain_matmul, "f"), "cdist": (BL.cdist, "f"),
+    # ***** linear algebra in the torch namespace (tensorbrain/linalg.py) *****
+    "det": (LA.det, "fm"), "inverse": (LA.inv, "fm"), "slogdet": (LA.slogdet, "fm"),
+    "logdet": (LA.logdet, "fm"), "pinverse": (LA.pinverse, "fm"),
+    "matrix_power": (LA.matrix_power, "fm"), "matrix_exp": (LA.matrix_exp, "fm"),
+    "cholesky": (LA.legacy_cholesky, "fm"), "qr": (LA.legacy_qr, "fm"),
+    "svd": (LA.legacy_svd, "fm"), "cholesky_solve": (LA.cholesky_solve, "fm"),
+    "cholesky_inverse": (LA.cholesky_inverse, "fm"),
+    # ***** signal processing (tensorbrain/_signal.py) *****
+    "stft": (SG.stft, "fm"), "hann_window": (SG.hann_window, "f"),
+    "hamming_window": (SG.hamming_window, "f"), "blackman_window": (SG.blackman_window, "f"),
+    "bartlett_window": (SG.bartlett_window, "f"), "kaiser_window": (SG.kaiser_window, "f"),
+    # ***** long tail of the scanned programs (calculus.py, nn_extra.py) *****
+    "gradient": (CA.gradient, "f"), "fill": (CA.fill, "f"), "expand_copy": (CA.expand_copy, "f"),
+    "is_nonzero": (CA.is_nonzero, "fm"), "prelu": (NX.prelu, "fm"),
 }
 
 

@@ -9,6 +9,7 @@ row it doubles the scale again. Same names, defaults, state-dict keys and error 
 """
 from __future__ import annotations
 
+import enum
 import warnings
 
 import numpy as np
@@ -16,7 +17,16 @@ import numpy as np
 from .. import _dtype, _xp
 from .._ops import core as _core
 
-_READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
+
+
+class OptState(enum.Enum):
+    """Where an optimizer is in a step's scaling (``torch.amp.grad_scaler.OptState``)."""
+    READY = 0
+    UNSCALED = 1
+    STEPPED = 2
+
+
+_READY, _UNSCALED, _STEPPED = OptState.READY, OptState.UNSCALED, OptState.STEPPED
 
 
 class GradScaler:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import heapq
 import threading
 
-from . import grad_mode
+from . import anomaly, grad_mode
 from .graph import Node
 from .._tensor_base import TensorBase as Tensor
+from .._xp import get_array_module
 
 _local = threading.local()
 # tensorbrain.profiler's slot: while a profile records, ``hook(node, grad)`` runs each node's
@@ -129,6 +130,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
     grad_mode._set(False)
     heappush, heappop = heapq.heappush, heapq.heappop
     prof = PROFILE_HOOK[0]
+    check_nan = anomaly.is_anomaly_check_nan_enabled()   # tb.autograd.detect_anomaly()
     try:
         for root, grad in zip(roots, grads):
             grad = grad.copy()  # never alias the caller's gradient array
@@ -185,6 +187,9 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                     raise RuntimeError(
                         f"{node.name} returned a gradient of shape {tuple(g.shape)} for an input of "
                         f"shape {tuple(t._data.shape)} (an op's backward is wrong; please report it)")
+                if check_nan and get_array_module(g).isnan(g).any():
+                    raise RuntimeError(f"Function '{node.name}' returned nan values in its "
+                                       f"gradient (anomaly detection is on)")
                 nxt = e if type(e) is Node else None
                 k = e if nxt is not None else id(e)
                 prev = pending.get(k)

@@ -119,3 +119,14 @@ class Function:
                    tuple(ctx.saved_tensors))
         res._version = out._version   # same array: an in-place change of res must show on out
         return res
+
+
+def once_differentiable(fn):
+    """``torch.autograd.function.once_differentiable``: marks a ``backward`` that cannot itself
+    be differentiated; TensorBrain has no higher-order gradients, so ``fn`` is returned as it
+    is.
+
+    Args:
+        fn: the backward staticmethod's function.
+    """
+    return fn

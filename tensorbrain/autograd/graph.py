@@ -71,3 +71,44 @@ def reachable_leaves(roots):
             else:
                 leaves[id(e)] = e
     return list(leaves.values())
+
+
+class saved_tensors_hooks:
+    """``with saved_tensors_hooks(pack, unpack):`` (``torch.autograd.graph``): accepted; the
+    hooks are not called. TensorBrain's backward functions keep the arrays they need in their
+    closures, so there is no saved-tensor slot to pack and unpack: results are the same, and the
+    memory the hooks aim to save (offloading, recomputation) is not saved.
+
+    Args:
+        pack_hook: called with each tensor saved for backward, in torch.
+        unpack_hook: called with what ``pack_hook`` returned, in torch.
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """``with save_on_cpu():``: accepted (see :class:`saved_tensors_hooks`).
+
+    Args:
+        pin_memory: accepted.
+        device_type: accepted.
+    """
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        super().__init__(None, None)
+
+
+def increment_version(tensor) -> None:
+    """Bump the version counter of ``tensor`` (or of each tensor of a sequence), as
+    ``torch.autograd.graph.increment_version``: tells autograd the data changed in place
+    behind its back, so a backward pass that saved the old values raises."""
+    for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
+        t._version[0] += 1

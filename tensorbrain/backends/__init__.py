@@ -9,6 +9,6 @@ what its flags do here (mostly: stored, no effect) and ``is_available()`` answer
 >>> tb.backends.mps.is_available(), tb.backends.cudnn.is_available()
 (False, False)
 """
-from . import cuda, cudnn, mkldnn, mps, openmp  # noqa: F401
+from . import cuda, cudnn, cusparselt, mkldnn, mps, openmp, opt_einsum  # noqa: F401
 
-__all__ = ["cuda", "cudnn", "mkldnn", "mps", "openmp"]
+__all__ = ["cuda", "cudnn", "cusparselt", "mkldnn", "mps", "openmp", "opt_einsum"]

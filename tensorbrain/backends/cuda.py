@@ -66,3 +66,56 @@ def get_float32_matmul_precision() -> str:
     if _precision[0] != "highest" and not matmul.allow_tf32:
         return "highest"
     return _precision[0]
+
+
+# ***** scaled-dot-product-attention backend switches (torch.backends.cuda.*_sdp) *****
+# TensorBrain has one attention implementation (the math one); the switches are stored so the
+# programs that flip them run, and reported back.
+_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+
+
+def _sdp_switch(name):
+    def enable(enabled: bool) -> None:
+        _sdp[name] = bool(enabled)
+
+    def enabled() -> bool:
+        return _sdp[name]
+    enable.__name__ = f"enable_{name}_sdp"
+    enable.__doc__ = (f"Store whether the {name} attention backend may be used (TensorBrain "
+                      f"runs its one math implementation either way).\n\nArgs:\n    enabled: "
+                      f"the flag.\n")
+    enabled.__name__ = f"{name}_sdp_enabled"
+    enabled.__doc__ = f"The flag :func:`enable_{name}_sdp` stored (True at start)."
+    return enable, enabled
+
+
+enable_flash_sdp, flash_sdp_enabled = _sdp_switch("flash")
+enable_mem_efficient_sdp, mem_efficient_sdp_enabled = _sdp_switch("mem_efficient")
+enable_math_sdp, math_sdp_enabled = _sdp_switch("math")
+enable_cudnn_sdp, cudnn_sdp_enabled = _sdp_switch("cudnn")
+
+
+class sdp_kernel:
+    """``with torch.backends.cuda.sdp_kernel(enable_flash=..., ...):`` (torch's deprecated
+    form of ``nn.attention.sdpa_kernel``): sets the switches above for the block.
+
+    Args:
+        enable_flash: the flash backend's switch.
+        enable_math: the math backend's.
+        enable_mem_efficient: the memory-efficient backend's.
+        enable_cudnn: the cuDNN backend's.
+    """
+
+    def __init__(self, enable_flash: bool = True, enable_math: bool = True,
+                 enable_mem_efficient: bool = True, enable_cudnn: bool = True):
+        self.new = {"flash": enable_flash, "math": enable_math,
+                    "mem_efficient": enable_mem_efficient, "cudnn": enable_cudnn}
+
+    def __enter__(self):
+        self.old = dict(_sdp)
+        _sdp.update({k: bool(v) for k, v in self.new.items()})
+        return self
+
+    def __exit__(self, *exc):
+        _sdp.update(self.old)
+        return False

@@ -10,3 +10,12 @@ def is_available() -> bool:
 def is_built() -> bool:
     """False: there is no MPS support to build."""
     return False
+
+
+def is_macos_or_newer(major: int, minor: int) -> bool:
+    """Raises RuntimeError, as torch built without MPS does (there is no MPS backend to ask).
+
+    Raises:
+        RuntimeError: always.
+    """
+    raise RuntimeError("Cannot execute isOnMacOSorNewer() without MPS backend.")

@@ -13,8 +13,12 @@ The ones real training programs use: :class:`Categorical` (policy gradients, sam
 """
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .continuous import Exponential, Gumbel, Laplace, Uniform
+from . import exponential, gumbel, laplace, uniform  # noqa: F401,E402  (torch's module paths)
 from .distribution import Distribution
 from .kl import kl_divergence, register_kl
 from .normal import Normal
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "kl_divergence", "register_kl",
+           "Exponential", "Gumbel", "Laplace", "Uniform"]
+

@@ -13,19 +13,20 @@ tb.Size([16, 8])
 from . import functional, init
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 from . import utils  # noqa: E402  (clip_grad_*, needs Parameter)
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel", "SyncBatchNorm",
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "functional", "init", "utils", "parallel", "attention",
+           "SyncBatchNorm",
            "DataParallel",
            "ResNet50", *_modules_all]
 
 
 def __getattr__(name):
     import importlib
-    if name == "parallel":
-        return importlib.import_module(".parallel", __name__)
+    if name in ("parallel", "attention"):
+        return importlib.import_module(f".{name}", __name__)
     if name == "DataParallel":  # torch.nn.DataParallel (tb.nn.parallel owns it)
         return importlib.import_module(".parallel", __name__).DataParallel
     if name == "SyncBatchNorm":

@@ -38,6 +38,16 @@ from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,
                          l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from .._ops.norm import batch_norm, group_norm, layer_norm  # noqa: F401
 from .._ops.softmax import log_softmax, softmax, softmin  # noqa: F401
+from .._ops import nn_more as _nn_more
+from .._ops.nn_more import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F401
+                            adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
+                            affine_grid, avg_pool1d, avg_pool3d, celu, fold, gaussian_nll_loss,
+                            glu, grid_sample, gumbel_softmax, instance_norm,
+                            max_pool1d, max_pool3d, poisson_nll_loss, selu, softshrink, softsign,
+                            tanhshrink, threshold, unfold)
+from .._ops.nn_more import (celu_, elu_, grouped_mm, hardtanh_, leaky_relu_,  # noqa: F401
+                            relu_, selu_, threshold_)
+from .._ops.pointwise import hardshrink  # noqa: F401
 from .._xp import get_array_module
 from ..tensor import Tensor
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
@@ -55,6 +65,9 @@ __all__ += ["conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_tr
 __all__ += ["cosine_embedding_loss", "margin_ranking_loss", "pairwise_distance",
             "triplet_margin_loss", "ctc_loss"]
 __all__ += ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
+__all__ += [n for n in dir(_nn_more) if not n.startswith("_") and callable(getattr(_nn_more, n))
+            and getattr(getattr(_nn_more, n), "__module__", "") == _nn_more.__name__]
+__all__ += ["hardshrink"]
 
 # ***** linear layers *****
 @autocast_op("linear")
@@ -233,7 +246,7 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 @autocast_op("softplus")
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: F811  (torch's argument name)
     """log(1 + exp(beta * x)) / beta, linear above ``threshold``, elementwise (as ``torch.nn.functional.softplus``).
 
     Args:
@@ -529,3 +542,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     return _attention.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
                                                    is_causal, scale, enable_gqa)
+
+
+# the ones written from this module's own functions (pad, linear, dropout): nn/_functional_more.py
+from ._functional_more import local_response_norm, multi_head_attention_forward  # noqa: E402,F401
+from ._functional_more import upsample_bilinear, upsample_nearest  # noqa: E402,F401
+from ..overrides import handle_torch_function, has_torch_function  # noqa: E402,F401  (torch's)
+
+__all__ += ["local_response_norm", "multi_head_attention_forward", "upsample_bilinear",
+            "upsample_nearest"]

@@ -306,3 +306,24 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
     if rows < cols:
         q = q.T
     return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)).astype(tensor.dtype))
+
+
+def _deprecated(name, new):
+    def old(*args, **kwargs):
+        import warnings
+        warnings.warn(f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+    old.__name__ = old.__qualname__ = name
+    old.__doc__ = (f"torch's deprecated name of :func:`{name}_` (warns, then calls it).\n\n"
+                   f"Args:\n    *args: :func:`{name}_`'s arguments.\n    **kwargs: its keyword "
+                   f"arguments.\n\nReturns:\n    Tensor: the tensor, filled in place.\n")
+    return old
+
+
+#: torch's deprecated names without the trailing underscore.
+DEPRECATED = ("uniform", "normal", "constant", "xavier_uniform", "xavier_normal",
+              "kaiming_uniform", "kaiming_normal", "orthogonal")
+for _name in DEPRECATED:
+    globals()[_name] = _deprecated(_name, globals()[_name + "_"])
+del _name

@@ -56,3 +56,73 @@ class Buffer(Tensor):
 
     def __init__(self, data=None, persistent=True):
         pass
+
+
+class UninitializedParameter(Parameter):
+    """A parameter whose shape is not known yet (a lazy module's, as
+    ``torch.nn.parameter.UninitializedParameter``): ``materialize(shape)`` turns this same
+    object into an ordinary :class:`Parameter`, so optimizers holding it stay valid.
+
+    Args:
+        requires_grad: whether the parameter will require grad.
+        device: where it will live.
+        dtype: its dtype.
+    """
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        p = Parameter.__new__(cls, None, False)
+        p.requires_grad = requires_grad
+        p.__dict__["_lazy"] = (device, dtype)
+        return p
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the parameter ``shape`` (uninitialised values) and make it a Parameter.
+
+        Args:
+            shape: the shape.
+            device: the device (default the one given at construction).
+            dtype: the dtype (default the one given, else the default dtype).
+        """
+        from .._factories import empty
+        d0, t0 = self.__dict__.pop("_lazy", (None, None))
+        self._data = empty(*shape, dtype=dtype or t0 or _dtype.get_default_dtype(),
+                           device=device or d0)._data
+        self.__class__ = Parameter  # type: ignore[assignment]  # materialised, as torch's
+
+    def __repr__(self):
+        return "<UninitializedParameter>"
+
+
+class UninitializedBuffer(Buffer):
+    """A buffer whose shape is not known yet (``torch.nn.parameter.UninitializedBuffer``).
+
+    Args:
+        requires_grad: accepted.
+        device: where it will live.
+        dtype: its dtype.
+    """
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        b = Buffer.__new__(cls, None)
+        b.__dict__["_lazy"] = (device, dtype)
+        return b
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        pass
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the buffer ``shape`` and make it an ordinary tensor buffer.
+
+        Args:
+            shape: the shape.
+            device: the device.
+            dtype: the dtype.
+        """
+        from .._factories import empty
+        d0, t0 = self.__dict__.pop("_lazy", (None, None))
+        self._data = empty(*shape, dtype=dtype or t0 or _dtype.get_default_dtype(),
+                           device=device or d0)._data
+        self.__class__ = Buffer  # type: ignore[assignment]  # materialised, as torch's

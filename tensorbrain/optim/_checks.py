@@ -15,12 +15,17 @@ def check_hparams(lr=0.0, eps=0.0, weight_decay=0.0, betas=None):
                 raise ValueError(f"Invalid beta parameter at index {i}: {b}")
 
 
-def check_flags(name, capturable=False, differentiable=False, fused=None):
-    """``foreach`` is accepted and ignored everywhere (every update is already one vectorised
-    array op per parameter); capturable/differentiable/fused have no meaning here."""
+def check_flags(name, capturable=False, differentiable=False, fused=None, foreach=None):
+    """``foreach`` and ``fused`` are accepted where torch accepts them (Adam, AdamW, SGD and
+    Adagrad take ``fused=True`` on the CPU too) and change nothing: every update here is
+    already one vectorised array op per parameter, which is what both ask for. Their
+    combinations torch refuses are refused with torch's errors; capturable and differentiable
+    have no meaning here."""
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
     if capturable:
         raise ValueError(f"{name}: capturable=True (CUDA graphs) is not supported")
     if differentiable:
         raise ValueError(f"{name}: differentiable=True is not supported")
-    if fused:
-        raise ValueError(f"{name}: fused=True is not supported")

@@ -460,3 +460,151 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy (Smith, 2017), stepped after every batch: the rate goes
+    from ``base_lr`` up to ``max_lr`` over ``step_size_up`` steps and back down over
+    ``step_size_down``, the amplitude scaled per ``mode``; momentum (or Adam's beta1) cycles the
+    other way. As ``torch.optim.lr_scheduler.CyclicLR``.
+
+    Args:
+        optimizer: the optimizer.
+        base_lr: the lower rate (one per group, or one for all).
+        max_lr: the upper rate (one per group, or one for all).
+        step_size_up: steps of the rising half.
+        step_size_down: steps of the falling half (default: ``step_size_up``).
+        mode: ``"triangular"``, ``"triangular2"`` (amplitude halved every cycle) or
+            ``"exp_range"`` (amplitude times ``gamma ** step``).
+        gamma: the base of ``exp_range``.
+        scale_fn: a custom amplitude scale (overrides ``mode``).
+        scale_mode: ``"cycle"`` or ``"iterations"``, what ``scale_fn`` is given.
+        cycle_momentum: cycle momentum inversely to the rate.
+        base_momentum: the lower momentum.
+        max_momentum: the upper momentum.
+        last_epoch: the index of the last batch (-1: start).
+
+    Raises:
+        ValueError: an unknown ``mode`` without ``scale_fn``, or ``cycle_momentum`` with an
+            optimizer that has neither momentum nor betas.
+        TypeError: ``optimizer`` is not an optimizer.
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        from .optimizer import Optimizer
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        groups = optimizer.param_groups
+
+        def per_group(name, value):
+            if isinstance(value, (list, tuple)):
+                if len(value) != len(groups):
+                    raise ValueError(f"expected {len(groups)} values for {name}, got "
+                                     f"{len(value)}")
+                return list(value)
+            return [value] * len(groups)
+
+        base_lrs = per_group("base_lr", base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, groups):
+                group["lr"] = lr
+        self.max_lrs = per_group("max_lr", max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = per_group("base_momentum", base_momentum)
+            self.max_momentums = per_group("max_momentum", max_momentum)
+            if last_epoch == -1:
+                for mm, bm, group in zip(self.max_momentums, self.base_momentums, groups):
+                    if self.use_beta1:
+                        group["betas"] = (mm, *group["betas"][1:])
+                    else:
+                        group["momentum"] = mm
+                    group["max_momentum"] = mm
+                    group["base_momentum"] = bm
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x) -> float:
+        """The amplitude scale at ``x`` (the cycle number or the step, per ``scale_mode``)."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def get_lr(self):
+        """The learning rates for the current batch (and, with ``cycle_momentum``, sets the
+        groups' momentum).
+
+        Returns:
+            One learning rate per parameter group.
+        """
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [base + (top - base) * scale_factor * self.scale_fn(at)
+               for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for bm, mm, group in zip(self.base_momentums, self.max_momentums,
+                                     self.optimizer.param_groups):
+                m = mm - (mm - bm) * scale_factor * self.scale_fn(at)
+                if self.use_beta1:
+                    group["betas"] = (m, *group["betas"][1:])
+                else:
+                    group["momentum"] = m
+        return lrs
+
+    def state_dict(self) -> dict:
+        """The scheduler's state; a custom ``scale_fn`` is kept only as its ``__dict__`` when it
+        is a callable object (as torch's)."""
+        import types
+        state = super().state_dict()
+        fn = self._scale_fn_custom
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a state from :meth:`state_dict`."""
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom", None)
+        custom = self._scale_fn_custom
+        super().load_state_dict(state_dict)
+        self._scale_fn_custom = custom
+        if fn is not None and custom is not None:
+            custom.__dict__.update(fn)
+        self._init_scale_fn()

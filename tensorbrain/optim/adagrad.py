@@ -19,7 +19,8 @@ class Adagrad(Optimizer):
         eps: added to the square root of the sum.
         maximize: ascend instead of descend.
         foreach: accepted for torch compatibility and ignored.
-        differentiable, fused: must be False/None (``ValueError`` otherwise).
+        fused: accepted, as torch on the CPU (not together with ``foreach=True``).
+        differentiable: must be False (``ValueError`` otherwise).
 
     Raises:
         ValueError: a negative lr, lr_decay, weight_decay, eps or initial accumulator value.
@@ -39,7 +40,7 @@ class Adagrad(Optimizer):
             raise ValueError(f"Invalid lr_decay value: {lr_decay}")
         if initial_accumulator_value < 0.0:
             raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        check_flags("Adagrad", differentiable=differentiable, fused=fused)
+        check_flags("Adagrad", differentiable=differentiable, fused=fused, foreach=foreach)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
                                       foreach=foreach, maximize=maximize))

@@ -25,7 +25,7 @@ class Adam(Optimizer):
                 raise ValueError(f"Invalid beta parameter at index {i}: {b}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        check_flags(type(self).__name__, capturable, differentiable, fused)  # foreach: ignored
+        check_flags(type(self).__name__, capturable, differentiable, fused, foreach)
         if decoupled_weight_decay:   # torch: Adam(decoupled_weight_decay=True) is AdamW
             self._decoupled = True
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,

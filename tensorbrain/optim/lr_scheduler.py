@@ -10,8 +10,8 @@ from __future__ import annotations
 from ._lr_base import LRScheduler
 from ._lr_composite import ChainedScheduler, SequentialLR
 from ._lr_plateau import ReduceLROnPlateau
-from ._lr_schedules import (ConstantLR, CosineAnnealingLR, CosineAnnealingWarmRestarts,
+from ._lr_schedules import (ConstantLR, CosineAnnealingLR, CosineAnnealingWarmRestarts, CyclicLR,
                             ExponentialLR, LambdaLR, LinearLR, MultiplicativeLR, MultiStepLR,
                             OneCycleLR, PolynomialLR, StepLR)
 
-__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "LinearLR", "SequentialLR", "OneCycleLR", "MultiplicativeLR", "ConstantLR", "PolynomialLR", "CosineAnnealingWarmRestarts", "ChainedScheduler", "ReduceLROnPlateau"]
+__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "LinearLR", "SequentialLR", "OneCycleLR", "MultiplicativeLR", "ConstantLR", "PolynomialLR", "CosineAnnealingWarmRestarts", "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR"]

@@ -15,11 +15,17 @@ NumPy array, not a Tensor: the one difference from torch; ``state_dict()`` gives
 from __future__ import annotations
 
 import collections
+import typing
 
 import numpy as np
 
 from .. import _dtype, _xp
 from ..tensor import Tensor
+
+
+#: torch's type of an optimizer's ``params`` argument: tensors, or parameter-group dicts.
+ParamsT = typing.Union[typing.Iterable[Tensor], typing.Iterable[dict],  # noqa: UP007
+                       typing.Iterable[tuple]]
 
 
 class _Required:

@@ -24,7 +24,7 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        check_flags("SGD", differentiable=differentiable, fused=fused)   # foreach: ignored
+        check_flags("SGD", differentiable=differentiable, fused=fused, foreach=foreach)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,

@@ -23,9 +23,13 @@ backward (hooks such as DDP's gradient-ready hooks fire once per parameter, as w
 """
 from __future__ import annotations
 
-from .._random import default_generator
+import enum
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+from .._random import default_generator
+from .._unsupported import unsupported
+
+__all__ = ["CheckpointPolicy", "SAC_IGNORED_OPS", "checkpoint", "checkpoint_sequential",
+           "create_selective_checkpoint_contexts"]
 
 
 def _get_rng_state():
@@ -192,3 +196,68 @@ def _split_even(n: int, parts: int) -> list:
         out.append((lo, hi))
         lo = hi
     return out
+
+
+def detach_variable(inputs):
+    """Each tensor of ``inputs`` detached, keeping its ``requires_grad``, as torch's helper
+    for hand-written checkpointing.
+
+    Args:
+        inputs: a tuple of tensors (other values pass as they are).
+
+    Returns:
+        tuple: the detached tensors.
+
+    Raises:
+        RuntimeError: ``inputs`` is not a tuple.
+    """
+    from ..tensor import Tensor
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            d = x.detach()
+            d.requires_grad = x.requires_grad
+            out.append(d)
+        else:
+            out.append(x)
+    return tuple(out)
+
+
+def check_backward_validity(inputs) -> None:
+    """Warn when no input requires grad (the checkpointed segment would get no gradient), as
+    torch's.
+
+    Args:
+        inputs: the segment's inputs.
+    """
+    from ..tensor import Tensor
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        import warnings
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)
+
+
+class CheckpointPolicy(enum.Enum):
+    """What selective activation checkpointing does with an op's output
+    (``torch.utils.checkpoint.CheckpointPolicy``); the policies exist for programs that name
+    them, selective checkpointing itself is refused (see
+    :func:`create_selective_checkpoint_contexts`)."""
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
+
+
+#: the ops selective checkpointing never asks the policy about (torch's are aten ops; there
+#: are no such ops here).
+SAC_IGNORED_OPS: set = set()
+
+create_selective_checkpoint_contexts = unsupported(
+    "torch.utils.checkpoint.create_selective_checkpoint_contexts",
+    "choosing per op what to save needs torch's dispatcher, which TensorBrain does not have",
+    "checkpoint(fn, *args) of a smaller part of the model (everything inside is recomputed)")

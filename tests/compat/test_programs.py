@@ -116,6 +116,14 @@ CASES = {
                                           tmp, fw), 1e-3, 1e-5),
     "word_lm": (lambda fw, tmp: _run(_python(fw, "word_lm.py", "--deterministic", "--dropout", "0"),
                                      tmp, fw), 1e-3, 1e-5),
+    # issue 29's list: legacy typed classes and sparse COO (a GCN), and complex rotary
+    # embeddings, torch.compile, fused AdamW, memory queries, random fills (a tiny LLaMA);
+    # weights from NumPy: measured equal to 6 digits. torch.compile's backend is "eager" for
+    # the reference run's sake (inductor compiles C++ for minutes on this machine).
+    "gcn_sparse": (lambda fw, tmp: _run(_python(fw, "gcn_sparse.py", "--deterministic"), tmp, fw),
+                   1e-4, 1e-6),
+    "llama_rotary": (lambda fw, tmp: _run(_python(fw, "llama_rotary.py", "--deterministic",
+                                                  "--backend", "eager"), tmp, fw), 1e-4, 1e-6),
     # 2 ranks; each program also trains the unsplit model in one process and fails unless every
     # parameter matches it (1e-4); NumPy-set weights, so torch's final loss must match too
     "pipelining_gpipe": (lambda fw, tmp: _run(_launcher(fw, _standalone(), "pipelining_manual.py",

@@ -224,11 +224,26 @@ def test_weight_norm_matches_torch_and_finite_differences(dim):
     np.testing.assert_allclose(m.weight.detach().numpy(), w)
 
 
-def test_parametrizations_say_not_supported():
-    with pytest.raises(NotImplementedError, match="not supported.*weight_norm"):
-        nn.utils.parametrizations.weight_norm(nn.Linear(2, 2))
-    with pytest.raises(NotImplementedError, match="spectral_norm"):
-        nn.utils.parametrizations.spectral_norm(nn.Linear(2, 2))
+def test_parametrizations_weight_norm_matches_torch_and_orthogonal_is_refused():
+    torch = pytest.importorskip("torch")
+    w = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    outs = []
+    for lib in (tb, torch):
+        m = lib.nn.Linear(4, 3)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(w))
+            m.bias.zero_()
+        lib.nn.utils.parametrizations.weight_norm(m)
+        y = m(lib.ones(2, 4))
+        y.sum().backward()
+        outs.append((sorted(m.state_dict()), y.detach().numpy(),
+                     m.parametrizations.weight.original0.grad.numpy(),
+                     m.parametrizations.weight.original1.grad.numpy()))
+    assert outs[0][0] == outs[1][0]
+    for a, b in zip(outs[0][1:], outs[1][1:]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="orthogonal is not supported"):
+        nn.utils.parametrizations.orthogonal(nn.Linear(2, 2))
 
 
 def test_embedding_scale_grad_by_freq_matches_torch():
@@ -244,3 +259,11 @@ def test_embedding_scale_grad_by_freq_matches_torch():
         torch.tensor(g))
     np.testing.assert_allclose(m.weight.grad.numpy(), tw.grad.numpy(), atol=1e-12)
 
+
+
+def test_multihead_attention_out_proj_is_torchs_class():
+    m = nn.MultiheadAttention(4, 2)
+    cls = nn.modules.linear.NonDynamicallyQuantizableLinear
+    assert type(m.out_proj) is cls and isinstance(m.out_proj, nn.Linear)
+    torch = pytest.importorskip("torch")
+    assert type(torch.nn.MultiheadAttention(4, 2).out_proj).__qualname__ == cls.__qualname__

@@ -299,8 +299,25 @@ def test_existing_optimizers_take_torchs_keyword_flags():
         cls([p], lr=0.1, foreach=False, differentiable=False)
         with pytest.raises(ValueError, match="differentiable"):
             cls([p], lr=0.1, differentiable=True)
-    with pytest.raises(ValueError, match="fused"):
-        tb.optim.Adam([p], fused=True)
+    for cls in (tb.optim.SGD, tb.optim.Adam, tb.optim.AdamW, tb.optim.Adagrad):
+        cls([p], lr=0.1, fused=True)      # torch takes it on the CPU too
+        with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True`"):
+            cls([p], lr=0.1, fused=True, foreach=True)
+
+
+def test_fused_adamw_trains_as_torchs_fused_adamw():
+    torch = pytest.importorskip("torch")
+    w0 = np.random.default_rng(0).standard_normal((3, 2))
+    out = []
+    for lib in (tb, torch):
+        w = lib.tensor(w0, requires_grad=True)
+        opt = lib.optim.AdamW([w], lr=0.05, weight_decay=0.1, fused=True)
+        for step in range(5):
+            opt.zero_grad()
+            ((w * (step + 1)) ** 2).sum().backward()
+            opt.step()
+        out.append(w.detach().numpy())
+    np.testing.assert_allclose(out[0], out[1], rtol=1e-10)
 
 
 def test_adam_decoupled_weight_decay_is_adamw():

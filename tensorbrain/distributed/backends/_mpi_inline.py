@@ -173,6 +173,7 @@ class InlineCheck:
     timeout: float
     group_name: str
     _failure: Any               # the group's FailureState
+    _collectives: int           # collectives posted (MPIBackend; _mpi_exit compares it)
     _guard: Any
     _seq: int                   # the group's collective counter
     _fp_n: int

@@ -234,6 +234,8 @@ class Requests:
     _check_lock: threading.Lock
     _p2p_seq: int                # point-to-point ops' counter (collectives: MPIBackend.execute)
     _mb_seq: int                 # monitored_barriers so far (Backend)
+    _collectives: int            # collectives posted (a peer's exit notice is compared to it)
+    _exit_check_at: float        # when to look for peers' exit notices next (_mpi_exit)
     _fp_slots: dict              # words length -> persistent all-gathers (_fp_slot)
     _fp_busy: list               # per slot: started and not yet checked
     _fp_owner: list              # per slot: the Work that checks it

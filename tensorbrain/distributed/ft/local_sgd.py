@@ -196,7 +196,7 @@ class DiLoCo(_Periodic):
             bool: whether the outer step was applied (with a manager: every replica finished
             the sync; otherwise the window's inner steps are dropped and it starts again).
         """
-        from ..._tensor_base import Tensor
+        from ..._tensor_base import TensorBase as Tensor
         params = self.params
         pseudo = [o - p._data for o, p in zip(self._original, params)]
         ok = self._commit(self._average(pseudo))

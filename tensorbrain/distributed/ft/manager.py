@@ -271,9 +271,9 @@ class Manager:
         old = list(self._members)
         if not (self._pg_ok and old == d.members):
             self._teardown()
-            from .. import distributed_c10d as c10d
+            from .. import _groups
             from ..store import PrefixStore
-            c10d._INIT_COUNT[0] = 0  # every member names this group's keys alike
+            _groups._WORLD.inits = 0  # every member names this group's keys alike
             self._members = list(d.members)
             _dist().init_process_group(
                 self.backend, store=PrefixStore(f"q/{d.round}/pg", self._pg_store),

@@ -17,7 +17,7 @@ class RemovableHandle:
     """Returned by ``register_*_hook``: ``remove()`` unregisters; usable as a context manager.
 
     Args:
-        *dicts: the hook dicts (keyed by handle id) the hook is removed from.
+        *dicts: the hook dicts (keyed by handle id) and id sets the hook is removed from.
     """
 
     _ids = itertools.count()
@@ -29,13 +29,58 @@ class RemovableHandle:
     def remove(self):
         """Unregister the hook (a second call does nothing)."""
         for d in self._dicts:
-            d.pop(self.id, None)
+            if isinstance(d, set):
+                d.discard(self.id)
+            else:
+                d.pop(self.id, None)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.remove()
+
+
+# hooks every module runs (torch.nn.modules.module.register_module_forward_(pre_)hook), before
+# its own; Module.__call__ looks at these two dicts to leave its fast path.
+_global_forward_pre_hooks: dict = {}
+_global_forward_hooks: dict = {}
+_global_forward_hooks_with_kwargs: set = set()
+_global_forward_hooks_always_called: set = set()
+
+
+def register_module_forward_pre_hook(hook):
+    """``hook(module, args) -> None | new_args`` runs before the ``forward`` of every module
+    (before the module's own pre-hooks), as torch's global hook.
+
+    Returns:
+        RemovableHandle: its ``remove()`` unregisters the hook.
+    """
+    handle = RemovableHandle(_global_forward_pre_hooks)
+    _global_forward_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_module_forward_hook(hook, *, with_kwargs: bool = False, always_call: bool = False):
+    """``hook(module, args, output) -> None | new_output`` runs after the ``forward`` of every
+    module (before the module's own forward hooks), as torch's global hook.
+
+    Args:
+        hook: the callable.
+        with_kwargs: call ``hook(module, args, kwargs, output)``.
+        always_call: also call it (with output None) when ``forward`` raises.
+
+    Returns:
+        RemovableHandle: its ``remove()`` unregisters the hook.
+    """
+    handle = RemovableHandle(_global_forward_hooks, _global_forward_hooks_with_kwargs,
+                             _global_forward_hooks_always_called)
+    _global_forward_hooks[handle.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs.add(handle.id)
+    if always_call:
+        _global_forward_hooks_always_called.add(handle.id)
+    return handle
 
 
 class _ModuleHooks:
@@ -48,7 +93,15 @@ class _ModuleHooks:
         return self._call_forward_hooks(args, kwargs)
 
     def _call_forward_hooks(self, args, kwargs):
-        for hid, hook in list(self._forward_pre_hooks.items()):
+        pre_hooks = list(self._forward_pre_hooks.items())
+        hooks = list(self._forward_hooks.items())
+        with_kwargs, always = self._forward_hooks_with_kwargs, self._forward_hooks_always_called
+        if _global_forward_pre_hooks or _global_forward_hooks:
+            pre_hooks = list(_global_forward_pre_hooks.items()) + pre_hooks
+            hooks = list(_global_forward_hooks.items()) + hooks
+            with_kwargs = with_kwargs | _global_forward_hooks_with_kwargs
+            always = always | _global_forward_hooks_always_called
+        for hid, hook in pre_hooks:
             if hid in self._forward_pre_hooks_with_kwargs:
                 res = hook(self, args, kwargs)
                 if res is not None:
@@ -63,16 +116,16 @@ class _ModuleHooks:
         try:
             out = self.forward(*args, **kwargs)
         except BaseException:
-            for hid, hook in list(self._forward_hooks.items()):
-                if hid in self._forward_hooks_always_called:
+            for hid, hook in hooks:
+                if hid in always:
                     try:
-                        (hook(self, args, kwargs, None) if hid in self._forward_hooks_with_kwargs
+                        (hook(self, args, kwargs, None) if hid in with_kwargs
                          else hook(self, args, None))
                     except Exception:
                         pass  # the forward's own error is the one to report
             raise
-        for hid, hook in list(self._forward_hooks.items()):
-            res = (hook(self, args, kwargs, out) if hid in self._forward_hooks_with_kwargs
+        for hid, hook in hooks:
+            res = (hook(self, args, kwargs, out) if hid in with_kwargs
                    else hook(self, args, out))
             if res is not None:
                 out = res

@@ -280,3 +280,128 @@ class PReLU(Module):
 
 
 from .attention import MultiheadAttention  # noqa: E402,F401  (torch.nn.modules.activation's)
+
+
+class _Functional(Module):
+    """An activation whose forward is one ``F`` function with the layer's arguments."""
+
+    _fn = ""
+    _args: tuple = ()
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, *(getattr(self, a) for a in self._args))
+
+    def extra_repr(self):
+        return ", ".join(f"{a}={getattr(self, a)}" for a in self._args)
+
+
+class GLU(_Functional):
+    """``a * sigmoid(b)`` of the two halves along ``dim`` (``F.glu``).
+
+    Args:
+        dim: the dimension to split.
+    """
+
+    _fn, _args = "glu", ("dim",)
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+
+class SELU(_Functional):
+    """``F.selu``.
+
+    Args:
+        inplace: accepted.
+    """
+
+    _fn = "selu"
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+
+class CELU(_Functional):
+    """``F.celu``.
+
+    Args:
+        alpha: the scale of the negative part.
+        inplace: accepted.
+    """
+
+    _fn, _args = "celu", ("alpha",)
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+
+class Softsign(_Functional):
+    """``x / (1 + |x|)`` (``F.softsign``)."""
+
+    _fn = "softsign"
+
+
+class Tanhshrink(_Functional):
+    """``x - tanh(x)`` (``F.tanhshrink``)."""
+
+    _fn = "tanhshrink"
+
+
+class Softshrink(_Functional):
+    """``F.softshrink``.
+
+    Args:
+        lambd: the threshold.
+    """
+
+    _fn, _args = "softshrink", ("lambd",)
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+
+class Hardshrink(Softshrink):
+    """``F.hardshrink`` (arguments as :class:`Softshrink`)."""
+
+    _fn = "hardshrink"
+
+
+class Threshold(_Functional):
+    """``F.threshold``.
+
+    Args:
+        threshold: the threshold.
+        value: the replacement below it.
+        inplace: accepted.
+    """
+
+    _fn, _args = "threshold", ("threshold", "value")
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+
+class Softmin(_Functional):
+    """``F.softmin`` over ``dim``.
+
+    Args:
+        dim: the dimension.
+    """
+
+    _fn, _args = "softmin", ("dim",)
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of ``(N, C, H, W)`` or ``(C, H, W)``."""
+
+    def forward(self, input):
+        return F.softmax(input, -3)

@@ -15,12 +15,8 @@ from ...tensor import Tensor, empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """PyTorch's name for MultiheadAttention's output projection (kept for identical reprs)."""
 
 
 class MultiheadAttention(Module):

@@ -114,3 +114,20 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over ``(N, C, D, H, W)`` inputs, per channel ``C``."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+def __getattr__(name):
+    # torch.nn.modules.batchnorm.SyncBatchNorm: programs name it at torch's path (timm,
+    # Lightning); it lives in sync_batchnorm.py, which builds on this module.
+    if name == "SyncBatchNorm":
+        from .sync_batchnorm import SyncBatchNorm
+        return SyncBatchNorm
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

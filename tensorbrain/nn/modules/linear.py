@@ -60,3 +60,51 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention's output projection
+    (``torch.nn.modules.linear.NonDynamicallyQuantizableLinear``): a :class:`Linear`, which
+    programs name when they initialise or inspect ``out_proj``."""
+
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b`` (``torch.nn.Bilinear``): weight ``(out, in1, in2)``, bias
+    ``(out,)``, both initialised uniform in ``±1/sqrt(in1)``, as torch's.
+
+    Args:
+        in1_features: the size of ``x1``'s last dimension.
+        in2_features: the size of ``x2``'s last dimension.
+        out_features: the output size.
+        bias: learn a bias.
+        device: the parameters' device.
+        dtype: the parameters' dtype.
+    """
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        dtype = dtype or _dtype.get_default_dtype()
+        self.weight = Parameter(empty(out_features, in1_features, in2_features, dtype=dtype,
+                                      device=device))
+        if bias:
+            self.bias = Parameter(empty(out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Uniform in ``±1/sqrt(in1_features)``, as torch."""
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

@@ -27,6 +27,8 @@ from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
 from ._module_convert import _ModuleConversion
 from ._module_hooks import RemovableHandle, _ModuleHooks  # noqa: F401  (RemovableHandle: re-exported)
+from ._module_hooks import (_global_forward_hooks, _global_forward_pre_hooks,  # noqa: F401
+                            register_module_forward_hook, register_module_forward_pre_hook)
 from ._module_state import _IncompatibleKeys, _ModuleStateDict  # noqa: F401  (re-exported)
 
 
@@ -86,7 +88,7 @@ class Module(_ModuleHooks, _ModuleStateDict, _ModuleConversion):
     # ***** calling *****
     def __call__(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or
-                self._backward_pre_hooks):
+                self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks):
             return self.forward(*args, **kwargs)  # the common case: no hook bookkeeping at all
         return self._call_with_hooks(args, kwargs)
 

@@ -1,4 +1,5 @@
-"""Pooling: ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``."""
+"""Pooling: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool1d/2d/3d``,
+``AdaptiveMaxPool1d/2d/3d``."""
 from __future__ import annotations
 
 from .. import functional as F
@@ -59,3 +60,112 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class _PoolNd(Module):
+    """A pooling layer whose forward is one ``F`` function of the input and its arguments."""
+
+    _fn = ""
+    _args: tuple = ()
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, *(getattr(self, a) for a in self._args))
+
+    def extra_repr(self):
+        return ", ".join(f"{a}={getattr(self, a)}" for a in self._args)
+
+
+class MaxPool1d(_PoolNd):
+    """Max over windows of ``(N, C, L)`` (``F.max_pool1d``).
+
+    Args:
+        kernel_size: the window length.
+        stride: the step (default ``kernel_size``).
+        padding: implicit -inf at both ends.
+        dilation: the spacing inside a window.
+        return_indices: also return the positions.
+        ceil_mode: round the output up.
+    """
+
+    _fn, _args = "max_pool1d", ("kernel_size", "stride", "padding", "dilation", "ceil_mode",
+                                "return_indices")
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+
+class MaxPool3d(MaxPool1d):
+    """Max over windows of ``(N, C, D, H, W)`` (``F.max_pool3d``; arguments as
+    :class:`MaxPool1d`)."""
+
+    _fn = "max_pool3d"
+
+
+class AvgPool1d(_PoolNd):
+    """Mean over windows of ``(N, C, L)`` (``F.avg_pool1d``).
+
+    Args:
+        kernel_size: the window length.
+        stride: the step (default ``kernel_size``).
+        padding: zeros at both ends.
+        ceil_mode: round the output up.
+        count_include_pad: count the padding in the divisor.
+    """
+
+    _fn, _args = "avg_pool1d", ("kernel_size", "stride", "padding", "ceil_mode",
+                                "count_include_pad")
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+
+
+class AvgPool3d(AvgPool1d):
+    """Mean over windows of ``(N, C, D, H, W)`` (``F.avg_pool3d``; arguments as
+    :class:`AvgPool1d`)."""
+
+    _fn = "avg_pool3d"
+
+
+class AdaptiveAvgPool1d(_PoolNd):
+    """Average pooling to ``output_size`` positions (``F.adaptive_avg_pool1d``).
+
+    Args:
+        output_size: the output size.
+    """
+
+    _fn, _args = "adaptive_avg_pool1d", ("output_size",)
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool1d):
+    """Average pooling to ``output_size`` (``F.adaptive_avg_pool3d``)."""
+
+    _fn = "adaptive_avg_pool3d"
+
+
+class AdaptiveMaxPool1d(AdaptiveAvgPool1d):
+    """Max pooling to ``output_size`` (``F.adaptive_max_pool1d``)."""
+
+    _fn = "adaptive_max_pool1d"
+
+
+class AdaptiveMaxPool2d(AdaptiveAvgPool1d):
+    """Max pooling to ``output_size`` (``F.adaptive_max_pool2d``)."""
+
+    _fn = "adaptive_max_pool2d"
+
+
+class AdaptiveMaxPool3d(AdaptiveAvgPool1d):
+    """Max pooling to ``output_size`` (``F.adaptive_max_pool3d``)."""
+
+    _fn = "adaptive_max_pool3d"

@@ -1,0 +1,618 @@
+"""Sparse COO tensors, as torch's ``sparse_coo`` layout: ``tb.sparse_coo_tensor``,
+``Tensor.to_sparse``, ``tb.sparse.mm`` / ``tb.spmm`` / ``tb.mm`` with a sparse left operand,
+``to_dense``, ``coalesce``, ``indices``, ``values`` (graph networks build their adjacency
+this way).
+
+A :class:`SparseTensor` holds ``indices`` (int64, ``(sparse_dim, nnz)``) and ``values`` (a
+Tensor of shape ``(nnz, *dense_dims)``); it is a :class:`~tensorbrain.tensor.Tensor`
+(``isinstance(adj, tb.Tensor)`` is True, as in torch) with ``is_sparse`` True and ``layout``
+``tb.sparse_coo``. ``sparse.mm`` multiplies without densifying (gathers of the dense rows and
+an indexed add; ``np.add.at`` or CuPy's ``scatter_add``) and gives gradients to the dense
+operand and to the values. Other ops on a sparse tensor see its dense form (computed on use):
+the results are right but dense, and they carry no gradient to the values; ``to_dense()`` does.
+
+>>> import tensorbrain as tb
+>>> a = tb.sparse_coo_tensor(tb.tensor([[0, 1], [1, 0]]), tb.tensor([2.0, 3.0]), (2, 2))
+>>> tb.sparse.mm(a, tb.ones(2, 1)).tolist(), a.to_dense().tolist()
+([[2.0], [3.0]], [[0.0, 2.0], [3.0, 0.0]])
+"""
+from __future__ import annotations
+
+
+import numbers
+
+import numpy as np
+
+from . import _dtype, _layout, _xp
+from ._device import as_device
+from ._factories import tensor as _tensor
+from ._ops.core import make
+from ._ops.shape import _index_add
+from ._tensor_base import Size
+from .tensor import Tensor
+
+__all__ = ["SparseTensor", "addmm", "mm", "softmax", "log_softmax", "sum", "FloatTensor",
+           "DoubleTensor", "LongTensor", "spmm", "sparse_coo_tensor", "to_sparse"]
+
+
+class SparseTensor(Tensor):
+    """A sparse COO tensor (see the module docstring). Make one with :func:`sparse_coo_tensor`
+    or ``dense.to_sparse()``.
+
+    Args:
+        indices: an int64 array ``(sparse_dim, nnz)``.
+        values: a Tensor ``(nnz, *dense_dims)``.
+        shape: the full shape.
+        coalesced: whether the indices are known sorted and unique.
+    """
+
+    def __init__(self, indices, values: Tensor, shape, coalesced: bool = False):
+        self._indices_arr = indices
+        self._values_t = values
+        self._shape = tuple(int(s) for s in shape)
+        self._coalesced = bool(coalesced)
+        self.requires_grad = values.requires_grad
+        self.grad = None
+        self.grad_fn = None
+        self._version = [0]
+        self._hooks = None
+        self._post_acc_hooks = None
+        self._base = None
+
+    # the dense form, for the ops that read a tensor's array (see the module docstring)
+    @property
+    def _data(self):
+        v = self._values_t._data
+        xp = _xp.get_array_module(v)
+        out = xp.zeros(self._shape, dtype=v.dtype)
+        if v.shape[0]:
+            _index_add(xp, out, tuple(self._indices_arr), v)
+        return out
+
+    @_data.setter
+    def _data(self, value):
+        raise RuntimeError("a sparse tensor's storage cannot be replaced; build a new one with "
+                           "tb.sparse_coo_tensor")
+
+    @property
+    def shape(self):
+        """The full (dense) shape."""
+        return Size(self._shape)
+
+    def size(self, dim=None):
+        """The full shape, or the size of dimension ``dim``.
+
+        Args:
+            dim: a dimension, or None.
+        """
+        return Size(self._shape) if dim is None else self._shape[dim]
+
+    @property
+    def dtype(self):
+        """The values' dtype."""
+        return self._values_t.dtype
+
+    @property
+    def device(self):
+        """The values' device."""
+        return self._values_t.device
+
+    @property
+    def is_cuda(self) -> bool:
+        """True when the values live on a GPU."""
+        return self._values_t.is_cuda
+
+    @property
+    def ndim(self):
+        """The number of dimensions."""
+        return len(self._shape)
+
+    def dim(self):
+        """The number of dimensions."""
+        return len(self._shape)
+
+    def numel(self):
+        """The number of elements of the dense form."""
+        return int(np.prod(self._shape, dtype=np.int64))
+
+    @property
+    def is_sparse(self) -> bool:
+        """True."""
+        return True
+
+    @property
+    def layout(self):
+        """``tb.sparse_coo``."""
+        return _layout.sparse_coo
+
+    def sparse_dim(self) -> int:
+        """How many leading dimensions are sparse (indexed)."""
+        return int(self._indices_arr.shape[0])
+
+    def dense_dim(self) -> int:
+        """How many trailing dimensions each value has."""
+        return len(self._shape) - self.sparse_dim()
+
+    def _nnz(self) -> int:
+        """The number of stored values (duplicates count until :meth:`coalesce`)."""
+        return int(self._indices_arr.shape[1])
+
+    def _indices(self) -> Tensor:
+        """The indices as stored (``(sparse_dim, nnz)``, int64), coalesced or not."""
+        return Tensor._wrap(self._indices_arr)
+
+    def _values(self) -> Tensor:
+        """The values as stored, in the autograd graph."""
+        return self._values_t
+
+    def indices(self) -> Tensor:
+        """The indices of a coalesced tensor, as torch's ``indices()``.
+
+        Raises:
+            RuntimeError: the tensor is not coalesced (call :meth:`coalesce` first, as torch).
+        """
+        if not self._coalesced:
+            raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return self._indices()
+
+    def values(self) -> Tensor:
+        """The values of a coalesced tensor (in the autograd graph).
+
+        Raises:
+            RuntimeError: the tensor is not coalesced.
+        """
+        if not self._coalesced:
+            raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+        return self._values_t
+
+    def is_coalesced(self) -> bool:
+        """Whether the indices are sorted and unique."""
+        return self._coalesced
+
+    def coalesce(self) -> SparseTensor:
+        """The same tensor with sorted, unique indices (duplicates summed), as torch's.
+
+        Returns:
+            SparseTensor: self when already coalesced.
+        """
+        if self._coalesced:
+            return self
+        idx = self._indices_arr
+        xp = _xp.get_array_module(idx)
+        sdim = idx.shape[0]
+        if idx.shape[1] == 0:
+            return SparseTensor(idx, self._values_t, self._shape, True)
+        flat = xp.ravel_multi_index(tuple(idx), self._shape[:sdim])
+        uniq, inverse = xp.unique(flat, return_inverse=True)
+        new_idx = xp.stack(xp.unravel_index(uniq, self._shape[:sdim])).astype(np.int64)
+        vals = self._values_t
+        summed = _sum_rows(vals, Tensor._wrap(inverse.reshape(-1)), int(uniq.shape[0]))
+        return SparseTensor(new_idx, summed, self._shape, True)
+
+    def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
+        """The dense tensor; differentiable with respect to the values.
+
+        Args:
+            dtype: convert to this dtype.
+            masked_grad: accepted for torch compatibility.
+
+        Returns:
+            Tensor: the dense tensor.
+        """
+        vals = self._values_t
+        idx = tuple(self._indices_arr)
+        out = make(self._data, (vals,), lambda g: (g[idx],), "ToDenseBackward")
+        return out if dtype is None else out.to(dtype)
+
+    def to_sparse(self, *args, **kwargs) -> SparseTensor:
+        """Self (already sparse COO)."""
+        return self
+
+    to_sparse_coo = to_sparse
+
+    def t(self) -> SparseTensor:
+        """The transpose of a 2-D sparse tensor (indices swapped), as torch's."""
+        return self.transpose(0, 1)
+
+    def transpose(self, dim0, dim1) -> SparseTensor:
+        """Two sparse dimensions swapped.
+
+        Args:
+            dim0: a sparse dimension.
+            dim1: another.
+        """
+        order = list(range(len(self._shape)))
+        d0, d1 = dim0 % len(order), dim1 % len(order)
+        order[d0], order[d1] = order[d1], order[d0]
+        shape = [self._shape[i] for i in order]
+        idx = self._indices_arr[[order[i] for i in range(self.sparse_dim())]]
+        return SparseTensor(idx, self._values_t, shape, False)
+
+    def mm(self, other) -> Tensor:
+        """``tb.sparse.mm(self, other)``.
+
+        Args:
+            other: a dense 2-D tensor.
+        """
+        return mm(self, other)
+
+    matmul = mm
+
+    def __matmul__(self, other):
+        return mm(self, other)
+
+    def _with_values(self, values: Tensor) -> SparseTensor:
+        return SparseTensor(self._indices_arr, values, self._shape, self._coalesced)
+
+    def __mul__(self, other):
+        if isinstance(other, numbers.Number):
+            return self._with_values(self._values_t * other)
+        return self.to_dense() * other
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        if isinstance(other, numbers.Number):
+            return self._with_values(self._values_t / other)
+        return self.to_dense() / other
+
+    def __neg__(self):
+        return self._with_values(-self._values_t)
+
+    def __add__(self, other):
+        if isinstance(other, SparseTensor):
+            idx = np.concatenate([_xp.to_numpy(self._indices_arr),
+                                  _xp.to_numpy(other._indices_arr)], axis=1)
+            from ._ops.shape import cat
+            vals = cat([self._values_t, other._values_t])
+            return SparseTensor(_like(idx, self._indices_arr), vals, self._shape, False)
+        return self.to_dense() + other
+
+    __radd__ = __add__
+
+    def to(self, *args, **kwargs) -> SparseTensor:
+        """The sparse tensor with its values (and indices) moved or converted.
+
+        Args:
+            *args: what ``Tensor.to`` takes.
+            **kwargs: what ``Tensor.to`` takes.
+        """
+        vals = self._values_t.to(*args, **kwargs)
+        idx = self._indices_arr
+        if vals.is_cuda != _xp.is_cupy_array(idx):
+            idx = Tensor._wrap(idx).to(vals.device)._data
+        return SparseTensor(idx, vals, self._shape, self._coalesced)
+
+    def cpu(self):
+        """The tensor on the CPU."""
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        """The tensor on a GPU.
+
+        Args:
+            device: the GPU; None for the current one.
+        """
+        return self.to("cuda" if device is None else as_device(device))
+
+    def float(self):
+        """Float32 values."""
+        return self.to(_dtype.float32)
+
+    def double(self):
+        """Float64 values."""
+        return self.to(_dtype.float64)
+
+    def detach(self):
+        """The tensor with its values cut from the graph."""
+        return self._with_values(self._values_t.detach())
+
+    def clone(self, *args, **kwargs):
+        """A copy (indices and values copied).
+
+        Args:
+            *args: accepted.
+            **kwargs: accepted.
+        """
+        return SparseTensor(self._indices_arr.copy(), self._values_t.clone(), self._shape,
+                            self._coalesced)
+
+    def requires_grad_(self, requires_grad=True):
+        """Make the values require grad (gradients reach them through :func:`mm` and
+        :meth:`to_dense`).
+
+        Args:
+            requires_grad: the flag.
+        """
+        self._values_t.requires_grad_(requires_grad)
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def __repr__(self):
+        return (f"tensor(indices={self._indices()!r},\n       values={self._values_t!r},\n"
+                f"       size={self._shape}, nnz={self._nnz()}, layout=torch.sparse_coo)")
+
+
+def _like(arr, like):
+    return _xp.cupy().asarray(arr) if _xp.is_cupy_array(like) else arr
+
+
+def _sum_rows(vals: Tensor, inverse: Tensor, n: int) -> Tensor:
+    """``out[inverse[i]] += vals[i]`` into ``n`` rows, differentiable."""
+    from ._ops.scatter import index_add
+    from ._factories import zeros
+    base = zeros(n, *vals.shape[1:], dtype=vals.dtype, device=vals.device)
+    return index_add(base, 0, inverse, vals)
+
+
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad=False, check_invariants=None, is_coalesced=None):
+    """A sparse COO tensor from ``indices`` and ``values``, as ``torch.sparse_coo_tensor``.
+
+    Args:
+        indices: ``(sparse_dim, nnz)`` integers (a tensor, array or nested list).
+        values: ``(nnz, *dense_dims)`` values; a Tensor that requires grad keeps its graph.
+        size: the full shape; None infers the smallest one that holds the indices.
+        dtype: the values' dtype; None keeps (or infers) it.
+        device: the device; None keeps the values'.
+        pin_memory: accepted.
+        requires_grad: make the values require grad.
+        check_invariants: check that the indices are within ``size`` (done always).
+        is_coalesced: declare the indices sorted and unique.
+
+    Returns:
+        SparseTensor: the tensor.
+
+    Raises:
+        RuntimeError: indices not 2-D, their count not matching the values, or an index out of
+            ``size``.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> s = tb.sparse_coo_tensor([[0, 0], [1, 1]], [1.0, 2.0], (1, 2))
+        >>> s.coalesce().values().tolist(), s.to_dense().tolist()
+        ([3.0], [[0.0, 3.0]])
+    """
+    idx = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
+    vals = values if isinstance(values, Tensor) else _tensor(values, dtype=dtype)
+    if dtype is not None and vals.dtype != np.dtype(dtype):
+        vals = vals.to(dtype)
+    if device is not None:
+        vals = vals.to(device)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"indices must be an int64 tensor, got {idx.dtype}")
+    idx = idx.astype(np.int64, copy=False)
+    if idx.ndim != 2:
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {tuple(idx.shape)}")
+    if vals.ndim == 0 or vals.shape[0] != idx.shape[1]:
+        raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: "
+                           f"{idx.shape[1]}, nnz from values: "
+                           f"{vals.shape[0] if vals.ndim else 0}")
+    host = _xp.to_numpy(idx)
+    if size is None:
+        size = tuple(int(m) + 1 for m in (host.max(axis=1) if host.shape[1] else
+                                          np.zeros(idx.shape[0], dtype=np.int64)))
+        size = size + tuple(vals.shape[1:])
+    size = tuple(int(s) for s in size)
+    sdim = idx.shape[0]
+    if len(size) != sdim + vals.ndim - 1:
+        raise RuntimeError(f"number of dimensions must be sparse_dim ({sdim}) + dense_dim "
+                           f"({vals.ndim - 1}), but got {len(size)}")
+    if host.shape[1] and ((host < 0).any() or (host.max(axis=1) >= np.array(size[:sdim])).any()):
+        raise RuntimeError(f"size is inconsistent with indices: for dim d, index must be less "
+                           f"than size[d] (size {size}, max indices "
+                           f"{host.max(axis=1).tolist()})")
+    if vals.is_cuda and not _xp.is_cupy_array(idx):
+        idx = _xp.cupy().asarray(idx)
+    if requires_grad:
+        vals.requires_grad_(True)
+    return SparseTensor(idx, vals, size, bool(is_coalesced))
+
+
+def to_sparse(a, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+    """A dense tensor as a sparse COO tensor of its nonzero entries, as ``Tensor.to_sparse``.
+
+    Args:
+        a: the dense tensor.
+        sparse_dim: how many leading dimensions to index (default all).
+        layout: ``tb.sparse_coo`` or None; the compressed layouts are not supported.
+        blocksize: not supported (compressed layouts).
+        dense_dim: accepted when it agrees with ``sparse_dim``.
+
+    Returns:
+        SparseTensor: coalesced; its values are in ``a``'s graph.
+
+    Raises:
+        NotImplementedError: a compressed layout.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.tensor([[0.0, 5.0]]).to_sparse().indices().tolist()
+        [[0], [1]]
+    """
+    if layout not in (None, _layout.sparse_coo) or blocksize is not None:
+        raise NotImplementedError(f"to_sparse(layout={layout}): TensorBrain supports the COO "
+                                  f"layout only")
+    x = a._data
+    xp = _xp.get_array_module(x)
+    sdim = x.ndim if sparse_dim is None else int(sparse_dim)
+    nz = x != 0
+    if sdim < x.ndim:
+        nz = nz.reshape(x.shape[:sdim] + (-1,)).any(axis=-1)
+    idx = xp.stack(xp.nonzero(nz)).astype(np.int64) if x.ndim else xp.zeros((0, 1), np.int64)
+    where = tuple(idx)
+    vals = make(x[where], (a,), lambda g: (_scatter_back(xp, g, where, x.shape),),
+                "ToSparseBackward")
+    return SparseTensor(idx, vals, x.shape, True)
+
+
+def _scatter_back(xp, g, where, shape):
+    out = xp.zeros(shape, dtype=g.dtype)
+    out[where] = g
+    return out
+
+
+def mm(mat1, mat2) -> Tensor:
+    """``mat1 @ mat2`` for a 2-D sparse ``mat1`` and a dense 2-D ``mat2``, as
+    ``torch.sparse.mm``; gradients reach ``mat2`` and ``mat1``'s values.
+
+    Args:
+        mat1: a 2-D :class:`SparseTensor` (a dense tensor works too, as a plain matmul).
+        mat2: a dense 2-D tensor.
+
+    Returns:
+        Tensor: dense, ``(mat1.shape[0], mat2.shape[1])``.
+
+    Raises:
+        RuntimeError: shapes that do not multiply, or a hybrid sparse tensor.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> s = tb.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+        >>> tb.sparse.mm(s, tb.tensor([[1.0], [10.0]])).tolist()
+        [[20.0], [1.0]]
+    """
+    if not isinstance(mat1, SparseTensor):
+        from ._ops.shape import matmul
+        return matmul(mat1, mat2)
+    if isinstance(mat2, SparseTensor):
+        mat2 = mat2.to_dense()
+    n, m = mat1._shape[0], mat1._shape[1] if len(mat1._shape) > 1 else 1
+    d = mat2._data
+    if len(mat1._shape) != 2 or mat1.sparse_dim() != 2 or d.ndim != 2 or d.shape[0] != m:
+        raise RuntimeError(f"sparse.mm: mat1 {mat1._shape} (sparse_dim {mat1.sparse_dim()}) and "
+                           f"mat2 {tuple(d.shape)} cannot be multiplied")
+    rows, cols = mat1._indices_arr[0], mat1._indices_arr[1]
+    vals = mat1._values_t
+    v = vals._data
+    xp = _xp.get_array_module(d)
+    dtype = np.result_type(v.dtype, d.dtype)
+    out = xp.zeros((n, d.shape[1]), dtype=dtype)
+    _index_add(xp, out, rows, v[:, None] * d[cols])
+
+    def backward(g):
+        gv = (g[rows] * d[cols]).sum(axis=1).astype(v.dtype, copy=False) \
+            if vals.requires_grad else None
+        gd = None
+        if mat2.requires_grad:
+            gd = xp.zeros(d.shape, dtype=g.dtype)
+            _index_add(xp, gd, cols, v[:, None] * g[rows])
+        return gv, gd
+    return make(out, (vals, mat2), backward, "SparseMmBackward")
+
+
+spmm = mm
+
+
+def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0) -> Tensor:
+    """``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1``, as
+    ``torch.sparse.addmm``.
+
+    Args:
+        mat: the dense tensor added.
+        mat1: a 2-D sparse tensor.
+        mat2: a dense 2-D tensor.
+        beta: the factor on ``mat``.
+        alpha: the factor on the product.
+
+    Returns:
+        Tensor: dense.
+    """
+    return mat * beta + mm(mat1, mat2) * alpha
+
+
+def sum(input, dim=None, dtype=None):  # noqa: A001  (torch.sparse.sum)
+    """The sum of a sparse tensor's values, over all or some dimensions (a dense result, or a
+    0-d tensor), as ``torch.sparse.sum``; differentiable with respect to the values.
+
+    Args:
+        input: a sparse tensor.
+        dim: a dimension or tuple of them; None for all.
+        dtype: accumulate in this dtype.
+
+    Returns:
+        Tensor: the sum.
+    """
+    dense = input.to_dense() if isinstance(input, SparseTensor) else input
+    out = dense.sum() if dim is None else dense.sum(dim)
+    return out if dtype is None else out.to(dtype)
+
+
+def softmax(input, dim, dtype=None):
+    """Softmax over ``dim`` of the stored entries only (absent entries stay absent), as
+    ``torch.sparse.softmax``; returns a sparse tensor.
+
+    Args:
+        input: a 2-D sparse tensor.
+        dim: the dimension to normalise over (0 or 1).
+        dtype: compute in this dtype.
+
+    Returns:
+        SparseTensor: the same pattern, normalised values.
+    """
+    return _masked_softmax(input, dim, dtype, log=False)
+
+
+def log_softmax(input, dim, dtype=None):
+    """Log-softmax over ``dim`` of the stored entries only, as ``torch.sparse.log_softmax``.
+
+    Args:
+        input: a 2-D sparse tensor.
+        dim: the dimension to normalise over.
+        dtype: compute in this dtype.
+
+    Returns:
+        SparseTensor: the same pattern.
+    """
+    return _masked_softmax(input, dim, dtype, log=True)
+
+
+def _masked_softmax(input, dim, dtype, log):
+    s = input.coalesce()
+    vals = s._values_t if dtype is None else s._values_t.to(dtype)
+    groups = s._indices_arr[1 - dim % 2] if len(s._shape) == 2 else None
+    if groups is None:
+        raise NotImplementedError("sparse softmax: TensorBrain supports 2-D sparse tensors")
+    xp = _xp.get_array_module(vals._data)
+    n = s._shape[1 - dim % 2]
+    g = Tensor._wrap(groups)
+    # a stable softmax per group: subtract the group max (a constant: no gradient needed)
+    mx = xp.full(n, -np.inf, dtype=vals._data.dtype)
+    if xp is np:
+        np.maximum.at(mx, groups, vals._data)
+    else:
+        import cupyx  # type: ignore
+        cupyx.scatter_max(mx, groups, vals._data)
+    shifted = vals - Tensor._wrap(mx[groups])
+    e = shifted.exp()
+    denom = _sum_rows(e, g, n)
+    from ._ops.shape import index_select
+    den = index_select(denom, 0, g)
+    out = shifted - den.log() if log else e / den
+    return s._with_values(out)
+
+
+def _legacy(name, dtype):
+    def make_sparse(*args, size=None, device=None):
+        if len(args) >= 2:
+            shape = args[2] if len(args) > 2 else size
+            return sparse_coo_tensor(args[0], args[1], shape, dtype=dtype, device=device)
+        shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) \
+            else (tuple(args) or tuple(size or (0,)))
+        return sparse_coo_tensor(np.zeros((len(shape), 0), np.int64),
+                                 _tensor(np.zeros((0,)), dtype=dtype), shape)
+    make_sparse.__name__ = make_sparse.__qualname__ = name
+    make_sparse.__doc__ = (f"``torch.sparse.{name}``, the legacy constructor: ``(indices, "
+                           f"values, size)`` makes a sparse COO tensor of dtype {dtype} (an "
+                           f"empty one from a size alone).\n\nArgs:\n    *args: indices, "
+                           f"values and size, or a size.\n    size: the size by keyword.\n"
+                           f"    device: the device.\n\nReturns:\n    SparseTensor: the "
+                           f"tensor.\n")
+    return make_sparse
+
+
+FloatTensor = _legacy("FloatTensor", _dtype.float32)
+DoubleTensor = _legacy("DoubleTensor", _dtype.float64)
+LongTensor = _legacy("LongTensor", _dtype.int64)

@@ -1,0 +1,84 @@
+"""The small torch namespaces added for issue 29: tb.func (against torch.func), tb.xpu /
+tb.mps / tb.version (what torch's build without them answers), tb.futures, tb.overrides,
+and the namespaces refused by name (fx, library, quantization, nested,
+utils.cpp_extension)."""
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+from tensorbrain import nn
+from tensorbrain.testing import api_coverage as cov
+
+
+def test_func_transforms_match_torch():
+    torch = pytest.importorskip("torch")
+    x0 = np.random.default_rng(0).standard_normal((3, 4))
+    outs = []
+    for lib in (tb, torch):
+        x = lib.tensor(x0)
+        g = lib.func.grad(lambda v: (v.sin() * v).sum())(x)
+        gv = lib.func.grad_and_value(lambda a, b: (a * b).sum(), argnums=(0, 1))(x, x * 2)
+        vm = lib.func.vmap(lambda row, w: (row * w).sum(), in_dims=(0, None))(x, x[0])
+        jac = lib.func.jacrev(lambda v: v * v)(x[0])
+        outs.append([g, gv[0][0], gv[0][1], gv[1], vm, jac])
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12)
+
+
+def test_functional_call_swaps_and_restores():
+    torch = pytest.importorskip("torch")
+    w0 = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+    res = []
+    for lib in (tb, torch):
+        m = lib.nn.Linear(3, 2)
+        before = m.weight.detach().numpy().copy()
+        out = lib.func.functional_call(m, {"weight": lib.tensor(w0), "bias": lib.zeros(2)},
+                                       (lib.ones(1, 3),))
+        assert np.array_equal(m.weight.detach().numpy(), before)
+        res.append(out.detach().numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-6)
+    with pytest.raises(AttributeError, match="no parameter or buffer 'nope'"):
+        tb.func.functional_call(nn.Linear(1, 1), {"nope": tb.ones(1)}, (tb.ones(1, 1),))
+
+
+def test_absent_accelerators_answer_as_torch_without_them():
+    assert tb.xpu.is_available() is False and tb.xpu.device_count() == 0
+    assert tb.xpu.memory_allocated() == 0 and tb.xpu.manual_seed(1) is None
+    assert tb.mps.is_available() is False
+    for call in (tb.xpu.current_device, tb.xpu.synchronize, tb.mps.empty_cache,
+                 tb.mps.current_allocated_memory):
+        with pytest.raises(RuntimeError, match="no (XPU|MPS) backend"):
+            call()
+    assert tb.version.hip is None and tb.version.__version__ == tb.__version__
+    assert tb.version.cuda is None or tb.cuda.is_available()
+    torch = pytest.importorskip("torch")
+    assert torch.xpu.is_available() is False and torch.xpu.memory_allocated() == 0
+    with pytest.raises(RuntimeError):
+        torch.mps.empty_cache()
+
+
+def test_futures_and_overrides():
+    f = tb.futures.Future.completed(2).then(lambda fut: fut.value() + 1)
+    assert f.wait() == 3
+    assert tb.futures.wait_all([tb.futures.Future.completed(1), f]) == [1, 3]
+    both = tb.futures.collect_all([f])
+    assert both.wait()[0] is f
+    assert tb.overrides.has_torch_function((tb.ones(1),)) is False
+    assert tb.overrides.is_tensor_like(tb.ones(1)) and not tb.overrides.is_tensor_like([1])
+
+
+@pytest.mark.parametrize("name", ["torch.fx.symbolic_trace", "torch.fx.GraphModule",
+                                  "torch.library.custom_op", "torch.quantization.quantize_dynamic",
+                                  "torch.nested.nested_tensor",
+                                  "torch.utils.cpp_extension.CUDAExtension",
+                                  "torch.utils.cpp_extension.load",
+                                  "torch.overrides.TorchFunctionMode"])
+def test_refused_namespaces_name_themselves(name):
+    assert cov.status(name) == cov.REFUSING
+    import importlib
+    module, _, attr = name.replace("torch", "tensorbrain", 1).rpartition(".")
+    obj = getattr(importlib.import_module(module), attr)
+    with pytest.raises(NotImplementedError, match=f"{name} is not supported by TensorBrain"):
+        obj()
+    if isinstance(obj, type):
+        assert not isinstance(nn.Linear(1, 1), obj)   # isinstance checks go on

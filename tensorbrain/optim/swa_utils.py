@@ -154,6 +154,12 @@ class SWALR(LRScheduler):
         return t
 
     def get_lr(self):
+        """The learning rates for this step: each group's rate annealed from where it was
+        towards ``swa_lr`` over ``anneal_epochs`` steps (linearly or by cosine), as torch's.
+
+        Returns:
+            list[float]: one learning rate per parameter group.
+        """
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)

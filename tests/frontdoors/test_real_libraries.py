@@ -40,11 +40,21 @@ def _real_env():
     return env
 
 
+#: What the real torch + DeepSpeed print when a rank's process aborts in a C++ thread of theirs
+#: (seen once in a fresh-clone CI run of 2026-11-28, after the program's collectives ran; the
+#: same program passed in the runs before and after): that run is repeated once.
+_THEIR_ABORT = "terminate called without an active exception"
+
+
 def _real(python, prog, *args):
-    """The program under the real library: torchrun, 2 ranks."""
+    """The program under the real library: torchrun, 2 ranks (once more if a rank aborted in
+    the real library's own C++ threads, :data:`_THEIR_ABORT`)."""
     argv = [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
             os.path.join(PROGRAMS, prog), *args]
-    out = subprocess.run(argv, env=_real_env(), capture_output=True, text=True, timeout=800)
+    for _ in range(2):
+        out = subprocess.run(argv, env=_real_env(), capture_output=True, text=True, timeout=800)
+        if out.returncode == 0 or _THEIR_ABORT not in out.stdout + out.stderr:
+            break
     assert out.returncode == 0, f"{' '.join(argv)} failed:\n{(out.stdout + out.stderr)[-4000:]}"
     return out.stdout
 

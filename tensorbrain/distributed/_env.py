@@ -32,6 +32,7 @@ import os
 import re
 from dataclasses import dataclass
 from collections.abc import Mapping
+from typing import overload
 
 DEFAULT_PORT = 29500
 
@@ -48,9 +49,20 @@ class Placement:
     source: str  # which launcher's variables were used: torchrun, openmpi, mpich, ... single
 
 
-def _int(env: Mapping[str, str], name: str, default=None, minimum=0) -> int | None:
+_REQUIRED = object()  # _int's default: the variable must hold an integer
+
+
+@overload
+def _int(env: Mapping[str, str], name: str, default: None, minimum: int = 0) -> int | None: ...
+@overload
+def _int(env: Mapping[str, str], name: str, default: int = ..., minimum: int = 0) -> int: ...
+def _int(env: Mapping[str, str], name: str, default: object = _REQUIRED,
+         minimum: int = 0) -> int | None:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
+        if default is _REQUIRED:
+            raise ValueError(f"environment variable {name} is empty; set it to an integer")
+        assert default is None or isinstance(default, int)
         return default
     try:
         value = int(raw.strip())
@@ -116,12 +128,10 @@ def _torchrun(env):
     rank, world = _int(env, "RANK"), _int(env, "WORLD_SIZE", minimum=1)
     lws = _int(env, "LOCAL_WORLD_SIZE", None, minimum=1)
     lr = _int(env, "LOCAL_RANK", None)
-    if lws is None:
-        lws = world if lr is None else None
+    if lws is None:  # also LOCAL_RANK alone: the node size is unknown, assume one node
+        lws = world
     if lr is None:
         lr = rank % lws
-    if lws is None:  # LOCAL_RANK alone: the node size is unknown, assume one node
-        lws = world
     node = _int(env, _first(env, "GROUP_RANK", "NODE_RANK") or "GROUP_RANK", None)
     if node is None:
         node = rank // lws

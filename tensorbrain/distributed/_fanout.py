@@ -169,7 +169,8 @@ def run_fanout(hosts, ns, argv, script_at, notice) -> int:
             # closing an agent's stdin (its ssh channel) makes it stop its workers and exit
             for _, p in procs:
                 try:
-                    p.stdin.close()
+                    if p.stdin is not None:
+                        p.stdin.close()
                 except OSError:
                     pass
             deadline = time.monotonic() + ns.stop_timeout + 10

@@ -75,7 +75,8 @@ class Guardian:
         if self.proc is None:
             return
         try:
-            self.proc.stdin.close()
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
         except OSError:
             pass
         try:

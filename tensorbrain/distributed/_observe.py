@@ -27,6 +27,7 @@ import json
 import os
 import threading
 import time
+from typing import Any
 
 #: backend methods that are collectives or point-to-point ops (what the timeline records)
 OPS = ("allreduce", "broadcast", "reduce", "allgather", "allgather_into", "gather", "scatter",
@@ -209,7 +210,7 @@ class _Observed:
         def observed(*args, **kwargs):
             # bytes: the first array argument's (a list's total): the tensor of all_reduce,
             # broadcast, send; the output list of all_gather (world x input, as nccl-tests)
-            first = args[0] if args else None
+            first: Any = args[0] if args else None
             if hasattr(first, "nbytes"):
                 nbytes, dtype, count = first.nbytes, first.dtype, first.size
             elif isinstance(first, (list, tuple)) and first and hasattr(first[0], "nbytes"):

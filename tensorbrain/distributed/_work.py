@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ class Work:
         self._done = False
 
     # ***** user side *****
-    def wait(self, timeout: float | None = None) -> bool:
+    def wait(self, timeout: float | timedelta | None = None) -> bool:
         """Block until the op finishes; raise its error. ``timeout`` (seconds or timedelta)
         raises `DistTimeoutError` if the op is still running then (the op itself keeps its own,
         group-level deadline)."""
@@ -52,7 +53,7 @@ class Work:
                     self._event = threading.Event()
                 event = self._event
             if event is not None:
-                if hasattr(timeout, "total_seconds"):
+                if isinstance(timeout, timedelta):
                     timeout = timeout.total_seconds()
                 if not event.wait(timeout):
                     raise DistTimeoutError(

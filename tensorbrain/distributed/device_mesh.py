@@ -198,6 +198,9 @@ class DeviceMesh:
         """The sub-mesh of the named dimensions that contains this rank (``mesh["dp"]``,
         ``mesh["dp", "tp"]``); it reuses this mesh's groups, so it creates none."""
         names = (names,) if isinstance(names, str) else tuple(names)
+        if self.mesh_dim_names is None:
+            raise RuntimeError("DeviceMesh: a mesh without mesh_dim_names cannot be sliced; pass "
+                               "mesh_dim_names to init_device_mesh")
         dims = [self._dim(n) for n in names]
         if dims != sorted(dims) or len(set(dims)) != len(dims):
             raise KeyError(f"DeviceMesh: slice {names} must name distinct dimensions in the "

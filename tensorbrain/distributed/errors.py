@@ -12,6 +12,8 @@ class DistError(RuntimeError):
 class DistBackendError(DistError):
     """A collective or point-to-point operation failed in a backend (peer died, mismatch...)."""
 
+    rank: int | None  # set by the raiser where one peer is to blame
+
 
 class DistTimeoutError(DistBackendError, TimeoutError):
     """An operation did not finish within the group's (or the call's) timeout."""

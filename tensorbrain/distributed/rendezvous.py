@@ -168,8 +168,8 @@ def _env_handler(url: str, timeout: timedelta = DEFAULT_TIMEOUT, **kwargs):
     if not agent and env.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true":
         # launched by torchrun itself: its agent serves MASTER_PORT; join it, never listen
         from ._store.torch_agent import TorchAgentStore
-        store = TorchAgentStore(placement.master_addr, placement.master_port, timeout)
-        yield _scoped(store), rank, world
+        agent_store = TorchAgentStore(placement.master_addr, placement.master_port, timeout)
+        yield _scoped(agent_store), rank, world
         return
     store = _tcp_store(placement.master_addr, placement.master_port, rank, world, timeout, agent)
     yield _scoped(store), rank, world

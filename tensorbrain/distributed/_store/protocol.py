@@ -84,7 +84,7 @@ def frame_length(prefix: bytes) -> int:
     return n
 
 
-def decode(payload: bytes | memoryview) -> tuple[int, list[bytes]]:
+def decode(payload: bytes | bytearray | memoryview) -> tuple[int, list[bytes]]:
     """Split a payload into (head byte, fields), checking every length against what is left."""
     mv = memoryview(payload)
     head = mv[0]

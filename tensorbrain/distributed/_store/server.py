@@ -68,7 +68,7 @@ def _bind_address(host: str):
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except socket.gaierror:
         infos = []
-    if infos and all(ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos):
+    if infos and all(ipaddress.ip_address(str(i[4][0]).split("%")[0]).is_loopback for i in infos):
         return infos[0][0], infos[0][4][0]
     return None, ""
 

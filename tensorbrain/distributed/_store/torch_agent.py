@@ -18,18 +18,19 @@ from .base import Store, to_timedelta, wait_timeout_message
 __all__ = ["TorchAgentStore"]
 
 
+_NEEDS_TORCH = ("TORCHELASTIC_USE_AGENT_STORE=True (launched by torchrun): joining torchrun's store "
+                "needs the real PyTorch in this interpreter (torch.distributed.TCPStore); install "
+                "torch, or launch with tbrun instead")
+
+
 def _torch_distributed():
     try:
         import torch
         import torch.distributed as td
     except ImportError:
-        td = None
-    fake = td is not None and "tensorbrain" in (getattr(torch, "__file__", "") or "")
-    if td is None or fake or not hasattr(td, "TCPStore"):
-        raise DistStoreError(
-            "TORCHELASTIC_USE_AGENT_STORE=True (launched by torchrun): joining torchrun's store "
-            "needs the real PyTorch in this interpreter (torch.distributed.TCPStore); install "
-            "torch, or launch with tbrun instead")
+        raise DistStoreError(_NEEDS_TORCH) from None
+    if "tensorbrain" in (getattr(torch, "__file__", "") or "") or not hasattr(td, "TCPStore"):
+        raise DistStoreError(_NEEDS_TORCH)
     return td
 
 

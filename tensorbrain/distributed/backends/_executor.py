@@ -14,6 +14,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from .. import _work
@@ -212,7 +213,7 @@ class OpQueue:
                 self.seq = seq
             return done
 
-    def wait(self, work: _work.Work, timeout: float | None = None) -> bool:
+    def wait(self, work: _work.Work, timeout: float | timedelta | None = None) -> bool:
         """``work.wait(timeout)``; a Ctrl-C while waiting poisons the group, then re-raises.
 
         Args:
@@ -291,7 +292,7 @@ class _QueuedWork(_work.Work):
     __slots__ = ("_queue",)
     _queue: OpQueue
 
-    def wait(self, timeout: float | None = None) -> bool:
+    def wait(self, timeout: float | timedelta | None = None) -> bool:
         """Block until the op finishes; raise its error (see ``_work.Work.wait``).
 
         Args:

@@ -37,10 +37,11 @@ def _fill(reader, path, entry, info):
         box = overlap(offsets, lengths, c["offsets"], c["lengths"])
         if box is None:
             continue
-        piece = reader.read(c["file"], c["key"], box_slices(*box, c["offsets"]))
+        lo, size = box
+        piece = reader.read(c["file"], c["key"], box_slices(lo, size, c["offsets"]))
         piece = piece.astype(dest.dtype, copy=False)
-        dest[box_slices(*box, offsets)] = xp.asarray(piece) if xp is not _xp.np else piece
-        got += volume(box[1])
+        dest[box_slices(lo, size, offsets)] = xp.asarray(piece) if xp is not _xp.np else piece
+        got += volume(size)
     if got != volume(lengths):
         raise ValueError(f"checkpoint {reader.path!r} covers {got} of the {volume(lengths)} "
                          f"elements of {path!r} this rank needs")

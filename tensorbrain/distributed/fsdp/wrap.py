@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 
 __all__ = ["CustomPolicy", "ModuleWrapPolicy", "always_wrap_policy", "enable_wrap",
@@ -62,8 +63,8 @@ def size_based_auto_wrap_policy(module, recurse, nonwrapped_numel, min_num_param
     return big and not isinstance(module, exclude)
 
 
-size_based_auto_wrap_policy.FORCE_LEAF_MODULES = None
-size_based_auto_wrap_policy.EXCLUDE_WRAP_MODULES = None
+# torch exposes these two as attributes of the function (ours take their defaults above)
+size_based_auto_wrap_policy.__dict__.update(FORCE_LEAF_MODULES=None, EXCLUDE_WRAP_MODULES=None)
 
 
 def transformer_auto_wrap_policy(module, recurse, nonwrapped_numel, transformer_layer_cls) -> bool:
@@ -153,7 +154,7 @@ def _recursive_wrap(module, policy, wrapper, ignored, is_wrapped, only_wrap_chil
     return module, total
 
 
-_WRAP_CONTEXT = []
+_WRAP_CONTEXT: list[tuple[Any, dict[str, Any]]] = []
 
 
 @contextlib.contextmanager

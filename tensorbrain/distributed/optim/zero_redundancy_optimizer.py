@@ -15,6 +15,8 @@ Gradients must already be averaged across ranks when ``step()`` runs, which is w
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ... import _xp
 from ...autograd import grad_mode
 from ...optim.optimizer import Optimizer
@@ -227,10 +229,10 @@ class ZeroRedundancyOptimizer(Optimizer):
             to: the group rank that receives the state; ``state_dict()`` works there afterwards.
         """
         local = self.optim.state_dict()
-        gathered = [None] * self.world_size if self.rank == to else None
+        gathered: list[Any] | None = [None] * self.world_size if self.rank == to else None
         self._dist.gather_object(local, gathered, group=self.process_group,
                                  dst=self._global_ranks[to])
-        self._all_state_dicts = gathered if self.rank == to else []
+        self._all_state_dicts = gathered if gathered is not None else []
 
     def state_dict(self) -> dict:
         """The full optimizer state in ``torch.optim`` layout (global parameter indices).

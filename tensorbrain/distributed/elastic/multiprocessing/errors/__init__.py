@@ -101,20 +101,23 @@ def record(fn=None, error_handler: ErrorHandler | None = None):
     return wrap(fn) if fn is not None else wrap
 
 
-def install_excepthook() -> None:
-    """Record uncaught exceptions of this process (once; the previous hook still runs)."""
-    if getattr(sys.excepthook, "_tb_records_errors", False):
-        return
-    previous = sys.excepthook
+class _RecordingHook:
+    """A ``sys.excepthook`` that writes the error file, then runs the hook it replaced."""
 
-    def hook(kind, value, tb):
+    def __init__(self, previous):
+        self.previous = previous
+
+    def __call__(self, kind, value, tb):
         if not issubclass(kind, KeyboardInterrupt):
             try:
                 if not os.path.exists(ErrorHandler()._get_error_file_path() or ""):
                     ErrorHandler().record_exception(value.with_traceback(tb))
             except OSError:
                 pass
-        previous(kind, value, tb)
+        self.previous(kind, value, tb)
 
-    hook._tb_records_errors = True
-    sys.excepthook = hook
+
+def install_excepthook() -> None:
+    """Record uncaught exceptions of this process (once; the previous hook still runs)."""
+    if not isinstance(sys.excepthook, _RecordingHook):
+        sys.excepthook = _RecordingHook(sys.excepthook)

@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .utils import ProjectConfiguration
 
 
 class StateMixin:
-    """The model and checkpoint methods of :class:`~tensorbrain.accelerate.Accelerator`."""
+    """The model and checkpoint methods of :class:`~tensorbrain.accelerate.Accelerator`.
+
+    Requires of the class it is mixed into: ``num_processes``, ``fsdp_plugin``,
+    ``project_configuration``, ``project_dir``, ``is_main_process`` and ``wait_for_everyone()``.
+    """
+
+    num_processes: int
+    fsdp_plugin: Any
+    project_configuration: ProjectConfiguration
+    if TYPE_CHECKING:
+        @property
+        def project_dir(self) -> str | None: ...
+        @property
+        def is_main_process(self) -> bool: ...
+        def wait_for_everyone(self) -> None: ...
 
     def unwrap_model(self, model, keep_fp32_wrapper: bool = True):
         """The user's module inside DDP/FSDP wrappers.

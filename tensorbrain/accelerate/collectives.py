@@ -1,6 +1,11 @@
 """``Accelerator``'s collectives: gather, gather_for_metrics, reduce, pad_across_processes."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .accelerator import GradientState
+
 
 def _dist():
     from .. import distributed
@@ -8,7 +13,13 @@ def _dist():
 
 
 class CollectivesMixin:
-    """The collective methods of :class:`~tensorbrain.accelerate.Accelerator`."""
+    """The collective methods of :class:`~tensorbrain.accelerate.Accelerator`.
+
+    Requires of the class it is mixed into: ``num_processes`` and ``gradient_state``.
+    """
+
+    num_processes: int
+    gradient_state: GradientState
 
     # ---- collectives ----------------------------------------------------------------------
     def gather(self, tensor):

@@ -505,6 +505,6 @@ def join(device=-1) -> int:
     _need_init("join")
     dist = _dist()
     import time
-    order = [None] * size()
+    order: list[float] = [0.0] * size()
     dist.all_gather_object(order, time.time())
     return max(range(size()), key=lambda r: order[r])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
+from typing import Any
 
 from . import mpi_ops
 from .compression import Compression
@@ -36,6 +37,8 @@ class _Fusion:
 
 class _DistributedOptimizer:
     """Methods mixed into the user's optimizer class by :func:`DistributedOptimizer`."""
+
+    _hvd_base: type[Any]  # the user's optimizer class, set by DistributedOptimizer
 
     def _hvd_setup(self, named_parameters, compression, backward_passes_per_step, op,
                    gradient_predivide_factor):

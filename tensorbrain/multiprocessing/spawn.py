@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import traceback
+from typing import Any
 
 _GRACE_S = 5.0
 
@@ -70,6 +71,8 @@ class ProcessContext:
         processes: the ``multiprocessing.Process`` objects, index i running ``fn(i, ...)``.
         error_files: where each child writes its traceback if it raises.
     """
+
+    _keepalive: Any  # start_processes' args: shared tensors must outlive the children's attach
 
     def __init__(self, processes, error_files):
         self.processes, self.error_files = processes, error_files
@@ -180,7 +183,7 @@ def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: boo
     _ensure_reductions()
     if nprocs < 1:
         raise ValueError(f"nprocs must be at least 1, got {nprocs}")
-    ctx = multiprocessing.get_context(start_method)
+    ctx: Any = multiprocessing.get_context(start_method)  # Process is on the concrete contexts
     folder = tempfile.mkdtemp(prefix="tb-spawn-")
     error_files = [os.path.join(folder, f"{i}.err") for i in range(nprocs)]
     processes = []

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+import builtins as _builtins  # bool and int below are dtypes (tb.bool, tb.int)
+
 __version__ = "0.1.0"
 
 from . import _config, _malloc, autograd, cuda
@@ -72,7 +74,7 @@ from ._legacy_types import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
 globals().update(_LEGACY_TYPES)
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj) -> _builtins.bool:
     """Whether ``obj`` is a TensorBrain ``Tensor`` (parameters included).
 
     Args:
@@ -84,7 +86,7 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
-def numel(t: Tensor) -> int:
+def numel(t: Tensor) -> _builtins.int:
     """The number of elements of ``t`` (the product of its shape).
 
     Args:
@@ -96,7 +98,7 @@ def numel(t: Tensor) -> int:
     return t.numel()
 
 
-def is_floating_point(t: Tensor) -> bool:
+def is_floating_point(t: Tensor) -> _builtins.bool:
     """Whether ``t``'s dtype is a floating-point one (float16/bfloat16/32/64).
 
     Args:
@@ -110,7 +112,7 @@ def is_floating_point(t: Tensor) -> bool:
 
 # Subpackages load on first use: `import tensorbrain` stays fast and never needs MPI, CUDA or a
 # compiler; `tb.nn`, `tb.distributed`, ... work as attributes as in torch.
-_SUBMODULES = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
+_SUBMODULES: tuple[str, ...] = ("nn", "optim", "utils", "distributed", "models", "testing", "serialization",
                "multiprocessing", "backends", "accelerator", "onnx", "as_torch", "distributions",
                "profiler")
 _SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",

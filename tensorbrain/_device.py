@@ -16,6 +16,8 @@ class device:
     """
 
     __slots__ = ("type", "index")
+    type: str
+    index: int | None
 
     def __init__(self, spec="cpu", index: int | None = None):
         if isinstance(spec, device):

@@ -50,8 +50,8 @@ class RankFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         rank = _current_rank()
-        record.rank = "" if rank is None else f" rank {rank}"
-        record.tbprefix = "tensorbrain" + record.rank
+        text = "" if rank is None else f" rank {rank}"
+        record.__dict__.update(rank=text, tbprefix="tensorbrain" + text)  # as logging's extra=
         return True
 
 

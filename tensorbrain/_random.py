@@ -6,6 +6,8 @@ DDP's rank-0 broadcast checks simple.
 """
 from __future__ import annotations
 
+import secrets
+
 import numpy as np
 
 from . import _dtype, _xp
@@ -85,7 +87,7 @@ def seed() -> int:
     Returns:
         int: the seed chosen (``tb.initial_seed()`` returns it too).
     """
-    s = int(np.random.SeedSequence().entropy % (2 ** 63))
+    s = secrets.randbits(63)
     manual_seed(s)
     return s
 

@@ -227,24 +227,27 @@ class Case:
         n, r, m, dt = self.n, self.rank, self.m, self.dtype
         vals = [self._vals(j, self.count) for j in range(n)]
         self.run_blocking()
-        red = {"sum": _exact(np.sum), "prod": _exact(np.prod), "min": np.min,
-               "max": np.max}.get(self.redop)
+        def red(stacked):  # the reduction over ranks (axis 0), in dtype dt
+            if self.redop == "avg":
+                return stacked.astype(np.float64).mean(0).astype(dt)
+            fn = {"sum": _exact(np.sum), "prod": _exact(np.prod), "min": np.min,
+                  "max": np.max}[self.redop]
+            return fn(stacked, axis=0).astype(dt)
+
         op = self.op
         if op == "all_reduce":
-            want = (red(np.stack(vals), axis=0).astype(dt) if self.redop != "avg"
-                    else (np.stack(vals).astype(np.float64).mean(0)).astype(dt))
-            got = self.out
+            want, got = red(np.stack(vals)), self.out
         elif op == "broadcast":
             want, got = vals[self.root], self.out
         elif op == "reduce":
             if r != self.root:
                 return 0
-            want, got = red(np.stack(vals), axis=0).astype(dt), self.out
+            want, got = red(np.stack(vals)), self.out
         elif op == "all_gather":
             want = np.concatenate([self._vals(j, m) for j in range(n)])
             got = self.out
         elif op == "reduce_scatter":
-            want = red(np.stack([v[r * m:(r + 1) * m] for v in vals]), axis=0).astype(dt)
+            want = red(np.stack([v[r * m:(r + 1) * m] for v in vals]))
             got = self.out
         elif op == "all_to_all":
             want = np.concatenate([vals[j][r * m:(r + 1) * m] for j in range(n)])

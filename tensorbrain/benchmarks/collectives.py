@@ -435,8 +435,8 @@ def _env_with_package(env):
 def spawn_mpi(nproc: int, argv) -> int:
     """--backend mpi outside mpiexec: rerun as ``mpiexec -n nproc``."""
     import shutil
-    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    mpiexec = mpiexec if os.path.exists(mpiexec) else shutil.which("mpiexec")
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    mpiexec = beside if os.path.exists(beside) else shutil.which("mpiexec")
     if mpiexec is None:
         print("# --backend mpi needs mpiexec: pip install tensorbrain[mpi]")
         return 2

@@ -29,6 +29,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass
+from typing import cast
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -210,7 +211,7 @@ def _worker_main() -> None:
     code = 0
     try:
         fn = _import(env["TB_TEST_FN"])
-        args = decode(bytes.fromhex(env["TB_TEST_ARGS"]))
+        args = cast(tuple, decode(bytes.fromhex(env["TB_TEST_ARGS"])))  # run_workers' tuple
         init = env.get("TB_TEST_INIT")
         backend = env.get("TB_TEST_BACKEND") or None
         gto = float(env["TB_TEST_GROUP_TIMEOUT"])

@@ -299,7 +299,7 @@ def _view(ptr: int, count: int, dtype: int) -> np.ndarray:
     """The ``count`` elements of NCCL type ``dtype`` at address ``ptr``, as a NumPy view."""
     np_type = np.dtype(_NP_TYPES[dtype])
     raw = (ctypes.c_ubyte * (count * np_type.itemsize)).from_address(ptr)
-    return np.frombuffer(raw, dtype=np_type)
+    return np.frombuffer(memoryview(raw), dtype=np_type)
 
 
 class StandInNccl:

@@ -18,4 +18,6 @@ try:
     import sitecustomize  # noqa: F401
 except ImportError:
     pass
-sys.modules.setdefault("sitecustomize", sys.modules.get(__name__))
+_mine = sys.modules.get(__name__)
+if _mine is not None:
+    sys.modules.setdefault("sitecustomize", _mine)

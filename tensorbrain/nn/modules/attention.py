@@ -47,6 +47,9 @@ class MultiheadAttention(Module):
     (tb.Size([3, 5, 8]), tb.Size([3, 5, 5]))
     """
 
+    bias_k: Parameter | None
+    bias_v: Parameter | None
+
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim=None, vdim=None,
                  batch_first: bool = False, device=None, dtype=None):
@@ -151,7 +154,7 @@ class MultiheadAttention(Module):
         mask = None if attn_mask is None else additive_mask(attn_mask, dt, xp, keep_true=False)
         kpm = None if key_padding_mask is None else \
             additive_mask(key_padding_mask, dt, xp, keep_true=False)
-        if self.bias_k is not None:
+        if self.bias_k is not None and self.bias_v is not None:  # add_bias_kv sets both
             k = _S.cat([k, self.bias_k.expand(N, 1, E)], 1)
             v = _S.cat([v, self.bias_v.expand(N, 1, E)], 1)
             mask, kpm = _pad_last(xp, mask), _pad_last(xp, kpm)

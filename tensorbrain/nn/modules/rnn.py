@@ -100,8 +100,9 @@ class RNNBase(Module):
             for direction in range(dirs):
                 layer_in = input_size if layer == 0 else real_hidden * dirs
                 suffix = "_reverse" if direction == 1 else ""
-                shapes = [("weight_ih_l{}{}", (gate_size, layer_in)),
-                          ("weight_hh_l{}{}", (gate_size, real_hidden))]
+                shapes: list[tuple[str, tuple[int, ...]]] = [
+                    ("weight_ih_l{}{}", (gate_size, layer_in)),
+                    ("weight_hh_l{}{}", (gate_size, real_hidden))]
                 if bias:
                     shapes += [("bias_ih_l{}{}", (gate_size,)), ("bias_hh_l{}{}", (gate_size,))]
                 if proj_size > 0:

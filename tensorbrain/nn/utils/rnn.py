@@ -265,10 +265,10 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
         # batch_first fills (B, T) rows directly, so the result is contiguous as torch's is
         # (a transposed time-major result made ``.view(-1)`` on it fail)
         rows.append(b * T + t if batch_first else t * B + b)
-    rows = np.concatenate(rows)
+    index = np.concatenate(rows)
     xp = get_array_module(flat._data)
     shape = (B, T) if batch_first else (T, B)
-    return _put_rows(flat, xp.asarray(rows), T * B, padding_value).reshape(*shape, *trail)
+    return _put_rows(flat, xp.asarray(index), T * B, padding_value).reshape(*shape, *trail)
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first: bool = False):

@@ -159,9 +159,9 @@ def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
     need_random = (not state.warm_start or first is None or first.size != n_unc + n_p
                    or state.q_memory_dict[idx].size != n_q)
     if need_random:
-        first = state.p_memory_dict[idx] = xp.empty(n_unc + n_p, dtype=buf.dtype)
+        state.p_memory_dict[idx] = xp.empty(n_unc + n_p, dtype=buf.dtype)
         state.q_memory_dict[idx] = xp.empty(n_q, dtype=buf.dtype)
-    qmem = state.q_memory_dict[idx]
+    first, qmem = state.p_memory_dict[idx], state.q_memory_dict[idx]
     ps, qs, po, qo = [], [], n_unc, 0
     for mat, r in compress:
         n, m = mat.shape

@@ -19,6 +19,9 @@ from ..tensor import Tensor
 class Parameter(Tensor):
     """A leaf tensor with ``requires_grad=True`` by default, registered by ``Module.__setattr__``."""
 
+    #: FSDP's parameters: ``(lo, hi, process groups)`` slices that are shards (clip_grad_norm_)
+    _grad_norm_parts: list[tuple]
+
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = Tensor._wrap(np.empty((0,), dtype=np.float32))

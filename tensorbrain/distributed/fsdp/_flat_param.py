@@ -43,7 +43,8 @@ class _GradPool:
     buffers per (size, dtype) are kept, the rest are dropped."""
 
     def __init__(self, keep: int = 2):
-        self.keep, self.free = keep, {}
+        self.keep = keep
+        self.free: dict[tuple, list] = {}
 
     def take(self, n: int, dtype, like):
         key = (int(n), np.dtype(dtype).str, _xp.get_array_module(like).__name__)

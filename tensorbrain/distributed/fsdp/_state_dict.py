@@ -156,7 +156,7 @@ def _order(model, key, prefix):
 
 def _entries_of(model, mod):
     root = model._root_state
-    out = []
+    out: list = []
     for u in root.units:
         if u.handle is not None:
             out.extend(e for e in u.handle.entries if e.module is mod)
@@ -252,7 +252,7 @@ def _group_fqns(optim, owner, names, other) -> list:
     expands to its unit's names)."""
     out = []
     for g in optim.param_groups:
-        fqns = []
+        fqns: list[str] = []
         for p in g["params"]:
             if id(p) in owner:
                 u, e = owner[id(p)]
@@ -283,11 +283,11 @@ def optim_state_dict(model, optim):
     rank0_only = isinstance(cfg, FullOptimStateDictConfig) and cfg.rank0_only
     owner = _param_owner(units)
     per_param = {id(p): st for p, st in optim.state.items()}
-    names = {}
+    names: dict = {}
     for u in units:
         for e in (u.handle.entries if u.handle is not None else ()):
             names.setdefault(id(u), []).append(_key("", u, e.fqn))
-    state = {}
+    state: dict = {}
     for u in units:
         h = u.handle
         if h is None:
@@ -335,7 +335,8 @@ def optim_state_dict_to_load(model, optim, osd):
     owner = _param_owner(units)
     other = {id(p): k for k, p in _others(model, units, "").items()}
     saved = osd["state"]
-    index, out_state = {}, {}
+    index: dict = {}
+    out_state: dict = {}
     for g in optim.param_groups:
         for p in g["params"]:
             index.setdefault(id(p), len(index))

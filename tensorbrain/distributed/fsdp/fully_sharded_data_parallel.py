@@ -43,7 +43,9 @@ def _dtype(d):
 def _collect(module, is_unit, ignored, what="FSDP"):
     """``(entries, shared)``: parameters of ``module`` outside nested units and ignored
     modules, each Parameter once (later references to it are ``shared``)."""
-    entries, shared, seen = [], [], {}
+    entries: list = []
+    shared: list = []
+    seen: dict = {}
 
     def walk(mod, prefix):
         for name, p in list(mod._parameters.items()):
@@ -222,7 +224,7 @@ class FullyShardedDataParallel(Module):
         synced themselves) and of ignored modules."""
         from ... import distributed as dist
         from ...nn.parallel.distributed import broadcast_coalesced
-        state = []
+        state: list = []
 
         def walk(mod):
             state.extend(p for p in mod._parameters.values()

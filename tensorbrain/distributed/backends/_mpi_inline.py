@@ -195,6 +195,7 @@ class InlineCheck:
         def _fp_take(self, slots, words) -> int: ...
         def _fail(self, op: str, seq: int, exc: BaseException) -> BaseException: ...
         def _silent_peers(self) -> str: ...
+        def _interrupted(self, op: str, seq: int, why: str = ...) -> None: ...
 
     # ***** what it gives *****
 
@@ -253,8 +254,7 @@ class InlineCheck:
                 f"{self._silent_peers()}") + "). "
                 "Every rank must call the same collectives in the same order.")
         except KeyboardInterrupt:  # recorded as such: a bare KeyboardInterrupt says nothing
-            self._failure.record(self._failure.interrupted(  # to the group's later calls
-                f"MPI {op}", seq, " while naming the ranks' calls after a collective mismatch"))
+            self._interrupted(op, seq, " while naming the ranks' calls after a collective mismatch")
             raise
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
@@ -363,8 +363,7 @@ class InlineCheck:
             raise self._fail("all_reduce", seq, exc) from None
         except KeyboardInterrupt:  # Ctrl-C: MPI cannot cancel the op; poison the group
             self._fp_busy[slot] = True
-            self._failure.record(self._failure.interrupted("MPI all_reduce", seq,
-                                                           "; MPI cannot cancel it"))
+            self._interrupted("all_reduce", seq)
             raise
         if view[4] & 1:  # the reduction marked a mismatch
             self._fp_mismatch("all_reduce", seq, words, check)

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from contextlib import nullcontext
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -142,8 +143,6 @@ def unlink_mpich_segments() -> list:
 
 # ***** CUDA-aware MPI *****
 _cuda_aware: bool | None = None
-
-
 _libmpi: list | None = None
 
 
@@ -178,7 +177,6 @@ def cuda_aware() -> bool:
     return _cuda_aware
 
 
-
 # ***** requests *****
 class _MPIWork(_work.Work):
     """A `Work` completed by polling its MPI requests (from ``wait``/``is_completed``)."""
@@ -197,7 +195,7 @@ class _MPIWork(_work.Work):
         (`DistTimeoutError`, the group is then unusable) or ``timeout`` seconds pass
         (`DistTimeoutError`; the op goes on and can be waited for again)."""
         if not self._done:
-            if hasattr(timeout, "total_seconds"):
+            if isinstance(timeout, timedelta):
                 timeout = timeout.total_seconds()
             self._backend._progress(self, None if timeout is None else time.monotonic() + timeout)
             if not self._done:
@@ -210,7 +208,6 @@ class _MPIWork(_work.Work):
         if not self._done:
             self._backend._progress(self, time.monotonic())
         return self._done
-
 
 
 class Requests:
@@ -254,7 +251,6 @@ class Requests:
         def _fp_mismatch(self, op, seq, words, check) -> None: ...
 
     # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
-
     # ***** who is who: a timeout names a same-host rank that is stopped or dead *****
     def _learn_peers(self) -> None:
         """All-gather (pid, host key) once, on the control communicator (collective, like the
@@ -302,6 +298,11 @@ class Requests:
                 f"MPI granted {names.get(self._level, self._level)}, so only the main thread may "
                 f"call MPI, but {threading.current_thread().name!r} called the {self.group_name!r} "
                 "group; import mpi4py with mpi4py.rc.thread_level = 'multiple' (the default)")
+
+    def _interrupted(self, op: str, seq: int, why: str = "; MPI cannot cancel it") -> None:
+        """Ctrl-C during ``op``: MPI cannot cancel it, so the group is poisoned (the caller
+        re-raises the KeyboardInterrupt)."""
+        self._failure.record(self._failure.interrupted(f"MPI {op}", seq, why))
 
     def _fail(self, op: str, seq: int, exc: BaseException) -> BaseException:
         MPI = self._MPI
@@ -351,9 +352,8 @@ class Requests:
                                                None, seq, self.group_name)
         except MPI.Exception as exc:
             raise self._fail(op, seq, exc) from None
-        except KeyboardInterrupt:  # Ctrl-C: MPI cannot cancel the op; poison the group
-            self._failure.record(self._failure.interrupted(f"MPI {op}", seq,
-                                                           "; MPI cannot cancel it"))
+        except KeyboardInterrupt:
+            self._interrupted(op, seq)
             raise
         return self._track(op, seq, requests, finish, async_op, status, fp, result)
 
@@ -375,9 +375,8 @@ class Requests:
         """Poll ``work``'s requests until done or ``deadline`` (None: the group deadline)."""
         try:
             self._poll_until(work, deadline)
-        except KeyboardInterrupt:  # Ctrl-C: MPI cannot cancel the op; poison the group
-            self._failure.record(self._failure.interrupted(
-                f"MPI {work.op}", work.seq, "; MPI cannot cancel it"))
+        except KeyboardInterrupt:
+            self._interrupted(work.op, work.seq)
             raise
 
     def _poll_until(self, work: _MPIWork, deadline: float | None) -> None:
@@ -386,7 +385,7 @@ class Requests:
         limit = work._deadline if deadline is None else min(deadline, work._deadline)
         while True:
             try:
-                with self._guard or nullcontext():
+                with self._guard or _NULL:
                     fp = work._fp
                     if fp is not None and fp[2].Test():
                         # checked as soon as it arrives: a mismatched collective may never
@@ -414,7 +413,7 @@ class Requests:
             now = time.monotonic()
             if spins > _SPINS and now >= self._exit_check_at:
                 self._exit_check_at = now + _mpi_exit.CHECK_S
-                with self._guard or nullcontext():
+                with self._guard or _NULL:
                     gone = _mpi_exit.exited_peer(self, work.op, work.seq)
                 if gone is not None:
                     self._settle(work, exc=self._failure.record(gone))
@@ -467,17 +466,9 @@ class Requests:
         work._complete(result, exc)
 
     def monitored_barrier(self, timeout: float, wait_all_ranks: bool = False) -> None:
-        """A barrier that names the ranks that did not arrive: each rank sends a token to rank
-        0, which answers with the verdict (MPI has no shared store to look in). Runs on a
-        private duplicate communicator, so it never matches user messages.
-
-        Args:
-            timeout: seconds to wait for the other ranks.
-            wait_all_ranks: report every missing rank rather than the first.
-
-        Raises:
-            DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
-        """
+        """``dist.monitored_barrier`` over MPI: each rank sends a token to rank 0, which answers
+        with the verdict (MPI has no shared store to look in), on the private control
+        communicator, so it never matches user messages."""
         MPI = self._MPI
         seq = self._mb_seq
         self._mb_seq = seq + 1
@@ -513,7 +504,6 @@ class Requests:
             raise DistTimeoutError(
                 f"monitored_barrier of group {self.group_name!r} failed: rank 0 reports rank(s) "
                 f"{verdict[1:1 + verdict[0]].tolist()} did not arrive")
-
 
     # ***** the fingerprint beside each collective (MPIBackend.execute attaches it) *****
     def _fp_slot(self, words, check, control=None, payload=None):
@@ -567,8 +557,7 @@ class Requests:
         return slot
 
     def _fp_wait(self, request, seq: int, slot: int) -> None:
-        """Poll a still-running fingerprint all-gather that no Work owns against the group
-        timeout."""
+        """Poll an unowned, still-running fingerprint all-gather against the group timeout."""
         deadline = time.monotonic() + self.timeout
         while True:
             with self._guard or _NULL:

@@ -18,15 +18,6 @@ if TYPE_CHECKING:
 Finish = Callable[[], None]
 
 
-def is_host_contiguous(array: Array) -> bool:
-    """True when ``array`` is a C-contiguous NumPy (host) array.
-
-    Args:
-        array: a NumPy or CuPy array.
-    """
-    return isinstance(array, np.ndarray) and array.flags.c_contiguous
-
-
 def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
     """A C-contiguous host array to communicate through, and ``finish()`` copying it back.
 

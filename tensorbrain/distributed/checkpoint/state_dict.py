@@ -302,7 +302,7 @@ def _one_optim_state_dict(fqns, optim, options) -> dict:
     local = optim.optim if _is_zero(optim) else optim
     state = _local_state(local, fqns)
     if _is_zero(optim) and options.full_state_dict:
-        everyone = [None] * optim.world_size
+        everyone: list[dict] = [{}] * optim.world_size
         from .. import distributed_c10d as c10d
         c10d.all_gather_object(everyone, state, group=optim.process_group)
         state = {k: v for part in everyone for k, v in part.items()}
@@ -331,7 +331,7 @@ def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None
     fsdp = _fsdp1(model)
     if fsdp is not None:
         from ..fsdp import FullyShardedDataParallel
-        out = {"state": {}, "param_groups": []}
+        out: dict = {"state": {}, "param_groups": []}
         with _fsdp1_context(fsdp, options):
             for optim in _optimizers(optimizers):
                 _init_optim_state(optim)   # a fresh optimizer gets state for dcp.load to fill
@@ -340,7 +340,7 @@ def get_optimizer_state_dict(model, optimizers, *, submodules=None, options=None
                 out["param_groups"].extend(part.get("param_groups", []))
         return {} if _rank0_only(options) else out
     fqns = _fqns(model)
-    out: dict = {"state": {}, "param_groups": []}
+    out = {"state": {}, "param_groups": []}
     for optim in _optimizers(optimizers):
         missing = [tuple(p.shape) for g in optim.param_groups for p in g["params"]
                    if id(p) not in fqns]

@@ -135,7 +135,7 @@ class _PipelineSchedule:
 
     def _check_fingerprints(self) -> None:
         mine = self._fingerprint()
-        every = [None] * self.P
+        every: list[dict] = [{}] * self.P
         c10d.all_gather_object(every, mine, group=self.group)
         ranks = c10d.get_process_group_ranks(self.group) if self.group is not None else \
             list(range(self.P))
@@ -184,9 +184,10 @@ class _PipelineSchedule:
         from ...tensor import Tensor
         self._check_fingerprints()
         error = ""
-        local = {}
+        local: dict = {}
         for st in self._stages:
             s = st.stage_index
+            meta: tuple | None
             if st.is_first:
                 meta, x = (tuple(first_mb.shape), np.dtype(first_mb._data.dtype).name), first_mb
             else:
@@ -276,7 +277,9 @@ class _PipelineSchedule:
             st._clear()
         scale = 1.0 / M if self.scale_grads else 1.0
         local: dict = {}        # P == 1: messages between stages of this rank
-        works, outputs, mb_losses = [], {}, {}
+        works: list = []
+        outputs: dict = {}
+        mb_losses: dict = {}
         compute, held = 0.0, 0
         t0 = time.perf_counter()
 

@@ -97,6 +97,8 @@ class FlatParamHandle:
         offload: keep the shard and its gradient on the CPU.
     """
 
+    tp_specs: dict  # id(entry) -> DTensorSpec of a tensor-parallel parameter (_tp.attach)
+
     def __init__(self, unit_name, entries, shard_group, replicate_group, layout="flat",
                  param_dtype=None, reduce_dtype=None, offload=False, mesh=None):
         self.unit_name, self.entries, self.layout = unit_name, list(entries), layout

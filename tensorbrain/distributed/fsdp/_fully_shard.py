@@ -17,11 +17,16 @@ after. Call it on the submodules (transformer blocks) first, then on the root.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .. import distributed_c10d as c10d
 from . import _runtime, _tp
 from ._flat_param import FlatParamHandle
+
+if TYPE_CHECKING:
+    from ...nn import Module
 
 __all__ = ["CPUOffloadPolicy", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy",
            "UnshardHandle", "fully_shard", "register_fsdp_forward_method"]
@@ -63,7 +68,13 @@ class UnshardHandle:
 
 
 class FSDPModule:
-    """Mixed into the class of every module passed to :func:`fully_shard`."""
+    """Mixed into the class of every module passed to :func:`fully_shard`.
+
+    Requires of the class it is mixed into: ``nn.Module`` (``modules()``, ``__dict__``).
+    """
+
+    if TYPE_CHECKING:
+        def modules(self) -> Iterator[Module]: ...
 
     def unshard(self, async_op: bool = False):
         """All-gather this module's parameters now (``async_op``: return a handle to wait)."""
@@ -311,6 +322,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
     mp_policy = mp_policy if mp_policy is not None else MixedPrecisionPolicy()
     if mesh is None:
         mesh = init_device_mesh("cpu", (c10d.get_world_size(),))
+    placements: tuple
     if mesh.ndim == 1:
         shard_group, replicate_group, placements = mesh.get_group(0), None, (Shard(0),)
     elif mesh.ndim == 2:
@@ -339,7 +351,6 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
                                reshard_after_forward=reshard_after_forward, orig_params=True,
                                cast_inputs=mp_policy.cast_forward_inputs,
                                output_dtype=_np_dtype(mp_policy.output_dtype), shared=shared)
-    state.flat_param = None
     if handle is not None:
         specs = {}
         for e in handle.entries:

@@ -20,6 +20,8 @@ Per iteration, for every unit in forward order:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from typing import Any
 
 from ... import _xp
 from ...autograd import engine, grad_mode
@@ -66,7 +68,9 @@ class UnitState:
         self.backward_prefetch, self.forward_prefetch = backward_prefetch, forward_prefetch
         self.cast_inputs, self.output_dtype = cast_inputs, output_dtype
         self.check_group = check_group
-        self.root = None          # the RootState once the root's first forward ran
+        self.root: RootState | None = None  # the RootState once the root's first forward ran
+        self.flat_param: Any = None  # FSDP1 without use_orig_params: the unit's flat Parameter
+        self.wrap_grad: Callable[[Any, Any], Tensor] = _plain_grad  # fully_shard: DTensor grads
         self.requires_grad_sync = True
         self.requires_all_reduce = True     # HSDP: all-reduce across replicas this backward
         self.partial_grad = None            # HSDP shard gradients kept while that is False
@@ -126,9 +130,17 @@ class UnitState:
                         f"'{e.fqn}'.data was rebound to a new array; update it in place "
                         f"(p.data[...] = v or p.copy_(v)) so the sharded storage sees it")
 
+    @property
+    def _root(self) -> RootState:
+        root = self.root
+        if root is None:
+            raise RuntimeError(f"{self.kind} unit '{self.name}' on rank {c10d.get_rank()} ran "
+                               "before the root module's first forward")
+        return root
+
     # ***** forward *****
     def pre_forward(self, args, kwargs):
-        root = self.root
+        root = self._root
         if root.owner is self:
             root.begin_forward()
         root.record(self)
@@ -160,7 +172,7 @@ class UnitState:
                 if t.requires_grad:
                     t.register_hook(self._pre_backward_hook)
         self.uninstall()
-        if not grad_on or (self.reshard_after_forward and self.root.owner is not self):
+        if not grad_on or (self.reshard_after_forward and self._root.owner is not self):
             self.handle.reshard()
         if self.output_dtype is not None:
             output = _cast(output, self.output_dtype)
@@ -179,7 +191,7 @@ class UnitState:
         if self.pre_backward_done:
             return None
         self.pre_backward_done = True
-        root = self.root
+        root = self._root
         root.backward_started()
         self._unshard()
         if self.orig_params:
@@ -195,16 +207,17 @@ class UnitState:
         if self.backward_prefetch_states is not None:
             targets = self.backward_prefetch_states
         else:
-            targets = [self.root.next_in_backward(self)]
+            targets = [self._root.next_in_backward(self)]
         for nxt in targets:
             if nxt is not None and nxt.handle is not None and not nxt.post_backward_done:
                 nxt._unshard(async_op=True)
 
     def _grad_hook(self, entry):
         def hook(view):
-            if self.root is None or view.grad is None:
+            root = self.root
+            if root is None or view.grad is None:
                 return
-            self.root.backward_started()
+            root.backward_started()
             try:
                 done = self.handle.take_grad(entry)
             except MemoryError as exc:
@@ -217,7 +230,7 @@ class UnitState:
         if self.post_backward_done:
             return
         self.post_backward_done = True
-        root = self.root
+        root = self._root
         h = self.handle
         try:
             divide = self.divide_factor if self.divide_factor is not None else h.W * h.R
@@ -256,8 +269,10 @@ class UnitState:
             else:
                 e.orig.grad._data += local
 
-    def wrap_grad(self, entry, array):
-        return Tensor._wrap(array)
+
+def _plain_grad(entry, array) -> Tensor:
+    """A unit's gradient as a plain Tensor (fully_shard's units make DTensors instead)."""
+    return Tensor._wrap(array)
 
 
 def _unit_error(unit, what, exc):
@@ -305,7 +320,7 @@ class RootState:
                  [] if u.handle is None else [e.fqn for e in u.handle.entries]]
                 for u in self.units]
         digest = hashlib.sha256(repr(mine).encode()).hexdigest()
-        got = [None] * world
+        got: list = [None] * world
         c10d.all_gather_object(got, [digest, mine], group=group)
         ranks = c10d.get_process_group_ranks(group) if group is not None else list(range(world))
         ref = got[0][1]

@@ -264,7 +264,6 @@ class FullyShardedDataParallel(Module):
             e.orig = p
         for mod, attr, e in state.shared:
             mod.__dict__["_parameters"][attr] = e.orig
-        state.flat_param = None
 
     # ***** attribute forwarding (torch: FSDP is transparent to attribute access) *****
     def __getattr__(self, name):

@@ -26,7 +26,7 @@ from .workers import WorkerGroup, exit_text, stop_workers
 def is_local(host: str) -> bool:
     """Whether ``host`` names an address of this machine (one we can bind to)."""
     try:
-        addrs = {i[4][0] for i in socket.getaddrinfo(host, None)}
+        addrs = {str(i[4][0]) for i in socket.getaddrinfo(host, None)}
     except socket.gaierror:
         return False
     for a in addrs:
@@ -50,7 +50,7 @@ class Agent:
         self.cfg = cfg
         self.store_server: TCPStore | None = None
         self.store: PrefixStore | None = None
-        self.raw_store = None
+        self.raw_store: TCPStore | None = None
         self.restarts = 0  # failures restarted so far (TORCHELASTIC_RESTART_COUNT)
         # rendezvous round: + 1 on every restart and every membership change; elastic nodes
         # other than the store's learn the current one from the store
@@ -69,6 +69,19 @@ class Agent:
         return self.group.error_root()
 
     # ***** store and rendezvous *****
+    @property
+    def _kv(self) -> PrefixStore:
+        """The run's store (``_open_store`` opens it before any rendezvous)."""
+        if self.store is None:
+            raise RuntimeError("tbrun agent: the run's store is used before it was opened")
+        return self.store
+
+    @property
+    def _round(self) -> int:
+        """The current rendezvous round (an elastic node learns it when it first joins)."""
+        if self.round is None:
+            raise RuntimeError("tbrun agent: no rendezvous round was joined yet")
+        return self.round
 
     def _open_store(self):
         cfg = self.cfg
@@ -105,9 +118,9 @@ class Agent:
                          "nproc": cfg.nproc}).encode()
         if cfg.elastic:
             node_rank, nnodes = self._join_round(me)
-            s = PrefixStore(f"rdzv/{self.round}", self.store)
+            s = PrefixStore(f"rdzv/{self.round}", self._kv)
         else:
-            s = PrefixStore(f"rdzv/{self.round}", self.store)
+            s = PrefixStore(f"rdzv/{self.round}", self._kv)
             node_rank, nnodes = cfg.node_rank, cfg.max_nodes
             claimed = s.compare_set(f"node/{node_rank}", "", me)
             if claimed != me:
@@ -140,11 +153,11 @@ class Agent:
         round (key ``late``) and joins round + 1; they stop their workers and join it too."""
         cfg = self.cfg
         if self.store_server is not None:
-            self.store.set("round", str(self.round))
+            self._kv.set("round", str(self.round))
         elif self.round is None:
-            self.round = int(self.store.get("round"))
+            self.round = int(self._kv.get("round"))
         while True:
-            s = PrefixStore(f"rdzv/{self.round}", self.store)
+            s = PrefixStore(f"rdzv/{self.round}", self._kv)
             if self.store_server is not None:
                 node_rank = 0
             elif s.check(["closed"]) and not cfg.fault_tolerant:
@@ -168,9 +181,9 @@ class Agent:
                                 f"of {cfg.max_nodes} node(s) (--nnodes {cfg.min_nodes}:"
                                 f"{cfg.max_nodes}); this node is not needed")
             notice(f"round {self.round} closed with {n} node(s) before this node joined; asking "
-                   f"the running nodes to start round {self.round + 1} with it")
+                   f"the running nodes to start round {self._round + 1} with it")
             s.add("late", 1)
-            self.round += 1
+            self.round = self._round + 1
 
     def _close_round(self, s, node_rank) -> tuple[int, int]:
         """Node 0 decides how many nodes this round has: (nodes, restart count)."""
@@ -225,8 +238,8 @@ class Agent:
         """Watch this attempt until it ends: ("done", None), ("rejoin", None) (a late node
         asked for a new round) or ("failed", description of the first failure)."""
         cfg = self.cfg
-        s = PrefixStore(f"attempt/{self.round}", self.store) if self.multi else None
-        rs = PrefixStore(f"rdzv/{self.round}", self.store) if cfg.elastic else None
+        s = PrefixStore(f"attempt/{self.round}", self._kv) if self.multi else None
+        rs = PrefixStore(f"rdzv/{self.round}", self._kv) if cfg.elastic else None
         local_done = False
         while True:
             time.sleep(cfg.monitor_interval)
@@ -257,7 +270,7 @@ class Agent:
             if rs is not None and not local_done and self.nnodes < cfg.max_nodes \
                     and rs.check(["late"]):
                 notice(f"a node is waiting to join; stopping the workers to start round "
-                       f"{self.round + 1} with it")
+                       f"{self._round + 1} with it")
                 self.group.stop(signal.SIGTERM)
                 return "rejoin", None
 
@@ -273,7 +286,7 @@ class Agent:
         replacement live); ("done", None) once every worker ended, or ("failed", the first
         failure that had no replacement left)."""
         cfg = self.cfg
-        s = PrefixStore(f"attempt/{self.round}", self.store) if self.multi else None
+        s = PrefixStore(f"attempt/{self.round}", self._kv) if self.multi else None
         lost: list = []
         beat = 0.0
         while True:
@@ -312,8 +325,8 @@ class Agent:
         too) is done, or has not beaten for 30 s (its agent died)."""
         if not self.multi or self.store_server is None:
             return
-        s = PrefixStore(f"attempt/{self.round}", self.store)
-        rs = PrefixStore(f"rdzv/{self.round}", self.store)
+        s = PrefixStore(f"attempt/{self.round}", self._kv)
+        rs = PrefixStore(f"rdzv/{self.round}", self._kv)
         seen: dict = {}
         while True:
             joined = 1 + int(rs.add("next", 0)) if self.cfg.elastic else self.nnodes
@@ -345,7 +358,7 @@ class Agent:
                        f"{offset}..{offset + cfg.nproc - 1} of {world}), store at "
                        f"{cfg.master_addr}:{cfg.master_port}")
             envs = self._worker_envs(node_rank, offset, world)
-            self.group.start(envs, self.round)
+            self.group.start(envs, self._round)
             if cfg.fault_tolerant:
                 outcome, info = self._monitor_ft(node_rank, envs)
                 self._wait_nodes_ft()
@@ -358,7 +371,7 @@ class Agent:
                 return 1
             outcome, info = self._monitor(node_rank)
             if outcome == "rejoin":
-                self.round += 1
+                self.round = self._round + 1
                 continue
             if outcome == "done":
                 self.group.finish()
@@ -368,7 +381,7 @@ class Agent:
                 notice(f"{_failure_line(info)}; restarting all workers (restart "
                        f"{self.restarts + 1} of {cfg.max_restarts})")
                 self.restarts += 1
-                self.round += 1
+                self.round = self._round + 1
                 continue
             notice(_summary(info, self.restarts, cfg))
             self._goodbye()
@@ -379,12 +392,12 @@ class Agent:
         if not self.multi:
             return
         try:
-            n = self.store.add("bye", 1)
+            n = self._kv.add("bye", 1)
             if self.store_server is not None:
                 deadline = time.monotonic() + 10
                 while n < self.nnodes and time.monotonic() < deadline:
                     time.sleep(0.05)
-                    n = self.store.add("bye", 0)
+                    n = self._kv.add("bye", 0)
         except DistError:
             pass
 

@@ -56,6 +56,8 @@ def substitute_local_rank(cmd: list, local_rank: int) -> list:
 
 def _pdeathsig():
     """preexec_fn: the kernel SIGKILLs the worker if tbrun dies (even by SIGKILL)."""
+    if _LIBC is None:
+        return
     try:
         _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
@@ -142,7 +144,7 @@ def cleanup_shm(run_id: str, root: str = "/dev/shm") -> list[str]:
     Returns:
         list: the paths removed.
     """
-    removed = []
+    removed: list[str] = []
     if not run_id:
         return removed
     safe = run_id.replace("/", "-")[:200]  # as the shm transport spells it (_shm/_layout.py)

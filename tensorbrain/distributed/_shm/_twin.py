@@ -18,6 +18,7 @@ import ctypes
 import os
 import sys
 import time
+from collections.abc import Callable
 from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
@@ -34,6 +35,7 @@ except ImportError:  # pragma: no cover - non-POSIX
 _SLICE_S = 0.05  # liveness/abort/deadline check period while waiting (as the C++ side)
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(os.uname().machine)
 _FUTEX_WAKE = 1
+_syscall: Callable[..., int] | None
 try:
     _libc = ctypes.CDLL(None, use_errno=True)
     _syscall = _libc.syscall
@@ -45,7 +47,8 @@ def _open(name: str, create: bool, size: int) -> shared_memory.SharedMemory:
     if sys.version_info >= (3, 13):
         return shared_memory.SharedMemory(name, create=create, size=size, track=False)
     shm = shared_memory.SharedMemory(name, create=create, size=size)
-    resource_tracker.unregister(shm._name, "shared_memory")  # noqa: SLF001 - see module doc
+    # _name: the tracker's key, private (no public spelling before 3.13's track=False)
+    resource_tracker.unregister(shm._name, "shared_memory")  # type: ignore[attr-defined]  # noqa: SLF001
     return shm
 
 
@@ -100,6 +103,7 @@ class ShmGroup:
             raise errors.DistBackendError(f"shm: cannot attach to segment /{self.name}: "
                                           "No such file or directory") from None
         buf = self._shm.buf
+        assert buf is not None  # a segment just opened is mapped
         self._u32 = np.ndarray((len(buf) // 4,), np.uint32, buf)
         self._i32 = np.ndarray((len(buf) // 4,), np.int32, buf)
         self._u64 = np.ndarray((len(buf) // 8,), np.uint64, buf)

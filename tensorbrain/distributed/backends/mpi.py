@@ -306,11 +306,19 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         return self._start("all_gather", lambda: self.comm.Iallgather(_raw(send), _raw(gathered)),
                            finish, call.async_op, seq=seq)
 
-    def _allgather_into(self, call, seq):
+    def _apart(self, call):
+        """``(send, recv, finish)`` of a one-input, one-output call: the input as MPI can send
+        it (copied when it shares memory with the output: MPI forbids aliased buffers) and the
+        output's receive buffer."""
         output, send = call.outputs[0], self._input(call.inputs[0])
         if _shares_memory(send, output):
-            send = send.copy()  # MPI forbids aliased send and receive buffers
+            send = send.copy()
         recv, finish = self._buffer(output, copy_in=False)
+        return send, recv, finish
+
+    def _allgather_into(self, call, seq):
+        output = call.outputs[0]
+        send, recv, finish = self._apart(call)
         return self._start("all_gather_into_tensor",
                            lambda: self.comm.Iallgather(_raw(send), _raw(recv)),
                            _then(finish, output), call.async_op, seq=seq)
@@ -339,26 +347,15 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         output = call.outputs[0]
         if call.kind == "reduce_scatter":
             packed = np.stack([_staging.stage_in(x) for x in call.inputs])
-        else:  # reduce_scatter_tensor
+        else:  # reduce_scatter_tensor (the output may be the input's own block: MPI forbids it)
             packed = self._input(call.inputs[0])
             if _shares_memory(packed, output):
-                packed = packed.copy()  # the output is the input's own block: MPI forbids aliasing
-        mpi_op, work_dtype, scale = self._reduction(output.dtype, call.op)
-        if work_dtype is not None:
-            packed = packed.astype(work_dtype)
-        recv_host, write_back = self._buffer(output, copy_in=False)
-        recv = recv_host if work_dtype is None else recv_host.astype(work_dtype)
-        xp = _xp.get_array_module(recv)
-
-        def finish():
-            if scale is not None:
-                xp.multiply(recv, recv.dtype.type(scale), out=recv)
-            if recv is not recv_host:
-                recv_host[...] = recv.astype(recv_host.dtype)
-            write_back()
-            return output
+                packed = packed.copy()
+        recv, mpi_op, finish = self._reduce_buffer(output, call.op, copy_in=False)
+        if recv.dtype != packed.dtype:  # float16, reduced in float32
+            packed = packed.astype(recv.dtype)
         return self._start(call.kind, lambda: self.comm.Ireduce_scatter_block(packed, recv, mpi_op),
-                           finish, call.async_op, seq=seq)
+                           _then(finish, output), call.async_op, seq=seq)
 
     def _alltoall(self, call, seq):
         outputs, inputs = call.outputs, call.inputs
@@ -382,10 +379,8 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
             [recv_buf, (r_counts, _displs(r_counts)), byte]), finish, call.async_op, seq=seq)
 
     def _alltoall_single(self, call, seq):
-        output, send = call.outputs[0], self._input(call.inputs[0])
-        if _shares_memory(send, output):
-            send = send.copy()
-        recv, finish = self._buffer(output, copy_in=False)
+        output = call.outputs[0]
+        send, recv, finish = self._apart(call)
         if call.splits == (None, None):
             return self._start("all_to_all_single", lambda: self.comm.Ialltoall(
                 _raw(send), _raw(recv)), _then(finish, output), call.async_op, seq=seq)

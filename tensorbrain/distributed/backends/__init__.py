@@ -9,7 +9,6 @@ True
 """
 from __future__ import annotations
 
-import functools
 import importlib
 from dataclasses import dataclass
 from typing import Callable
@@ -193,17 +192,13 @@ def create_backend(name: str, store, rank: int, size: int, timeout: float, group
     """
     import inspect
     factory = get_factory(name)
-    if deadline is not None:  # set-up bounded by init_process_group's one deadline
-        try:
-            if "deadline" in inspect.signature(factory).parameters:
-                factory = functools.partial(factory, deadline=deadline)
-        except (TypeError, ValueError):
-            pass
-    if global_ranks is not None:
-        try:
-            takes = "global_ranks" in inspect.signature(factory).parameters
-        except (TypeError, ValueError):
-            takes = False
-        if takes:
-            return factory(store, rank, size, timeout, group_name, global_ranks=list(global_ranks))
-    return factory(store, rank, size, timeout, group_name)
+    try:
+        params = set(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        params = set()  # a callable without a signature: no keywords passed
+    extra: dict = {}
+    if deadline is not None and "deadline" in params:  # bounded by init_process_group's deadline
+        extra["deadline"] = deadline
+    if global_ranks is not None and "global_ranks" in params:
+        extra["global_ranks"] = list(global_ranks)
+    return factory(store, rank, size, timeout, group_name, **extra)

@@ -101,12 +101,12 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed.algorithms.ddp_comm_hooks", "tensorbrain.futures",
         "tensorbrain.distributed._tensor", "tensorbrain.distributed.algorithms._checkpoint",
         "tensorbrain.distributed.ft", "tensorbrain.distributed.elastic._state",
-        "tensorbrain.distributed.algorithms.model_averaging",
+        "tensorbrain.distributed.algorithms.model_averaging", "tensorbrain.distributed.nn",
     ]),
     ("front doors", [  # other frameworks' APIs on top, and the tools
         "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",
         "tensorbrain.ezpz", "tensorbrain.as_torch", "tensorbrain.testing",
-        "tensorbrain.benchmarks", "tensorbrain.profiler",
+        "tensorbrain.benchmarks", "tensorbrain.profiler", "tensorbrain.autograd.profiler",
     ]),
     ("launchers", [  # tbrun, mp.spawn, the Slurm helpers: start processes, never imported below
         "tensorbrain.multiprocessing",

@@ -22,6 +22,8 @@ import re
 import numpy as np
 
 from ... import _atomic
+from .metadata import Metadata
+from .storage import StorageReader, StorageWriter
 
 METADATA = ".metadata"
 FORMAT = "tensorbrain.distributed.checkpoint/1"
@@ -42,7 +44,7 @@ def _safetensors():
     return stn, safe_open
 
 
-class FileSystemWriter:
+class FileSystemWriter(StorageWriter):
     """Writes a checkpoint into the folder ``path`` (torch's ``FileSystemWriter``).
 
     Args:
@@ -114,7 +116,7 @@ class FileSystemWriter:
                 _atomic.remove(os.path.join(self.path, entry))
 
 
-class FileSystemReader:
+class FileSystemReader(StorageReader):
     """Reads a checkpoint folder written by :class:`FileSystemWriter` (torch's name).
 
     Args:
@@ -125,8 +127,17 @@ class FileSystemReader:
         self.path = os.fspath(path)
         self._open: dict = {}
 
-    def read_metadata(self) -> dict:
-        """The parsed ``.metadata``.
+    def read_metadata(self) -> Metadata:
+        """Every key the checkpoint holds, with dtypes, sizes and chunks (torch's dataclasses).
+
+        Raises:
+            FileNotFoundError: the folder holds no committed checkpoint.
+            ValueError: ``.metadata`` is not a checkpoint of this format.
+        """
+        return Metadata.from_json(self.read_json(), self.path)
+
+    def read_json(self) -> dict:
+        """The parsed ``.metadata`` (TensorBrain's JSON, which ``load`` reads).
 
         Raises:
             FileNotFoundError: the folder holds no committed checkpoint.

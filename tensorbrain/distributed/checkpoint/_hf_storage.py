@@ -56,21 +56,28 @@ class HuggingFaceStorageWriter(FileSystemWriter):
                             f"{bad[0]!r} maps to {mapping[bad[0]]!r}")
         self.fqn_to_index_mapping = mapping
 
+    def check_plan(self, entries: dict) -> None:
+        """Refuse non-tensor values before anything is written (safetensors holds tensors).
+
+        Args:
+            entries: the save's metadata entries.
+
+        Raises:
+            ValueError: the state dict holds non-tensor values.
+        """
+        values = [k for k, e in entries.items() if e["type"] != "tensor"]
+        if values:
+            raise ValueError(f"HuggingFaceStorageWriter stores tensors only; the state dict has "
+                             f"non-tensor values at {values[:5]}: save them separately")
+
     def commit(self, metadata: dict, token: str) -> None:
         """Join every tensor whole into the Hugging Face files, write the index, drop pieces.
 
         Args:
             metadata: the save's metadata (every key and chunk).
             token: this save's name.
-
-        Raises:
-            ValueError: the state dict holds non-tensor values (safetensors cannot).
         """
         entries = metadata["state_dict_metadata"]
-        values = [k for k, e in entries.items() if e["type"] != "tensor"]
-        if values:
-            raise ValueError(f"HuggingFaceStorageWriter stores tensors only; the state dict has "
-                             f"non-tensor values at {values[:5]}: save them separately")
         stn, _ = _safetensors()
         count = max([1, *self.fqn_to_index_mapping.values()])
         groups: dict[int, list] = {}

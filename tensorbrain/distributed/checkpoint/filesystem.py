@@ -66,6 +66,14 @@ class FileSystemWriter(StorageWriter):
         self.path = os.fspath(path)
         self.sync_files = bool(sync_files)
 
+    def check_plan(self, entries: dict) -> None:
+        """Refuse a save this writer cannot store, before anything is written (every key is
+        fine here; ``HuggingFaceStorageWriter`` takes tensors only).
+
+        Args:
+            entries: the save's metadata entries (key -> tensor or value description).
+        """
+
     def write_rank(self, rank: int, token: str, arrays: dict) -> str | None:
         """Write ``{entry name: array}`` as this rank's file, under ``.tmp`` then renamed.
 

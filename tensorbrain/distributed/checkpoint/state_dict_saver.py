@@ -185,7 +185,9 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
     token = uuid.uuid4().hex if comm.rank == 0 else None
     plans = comm.all_gather({"token": token, "items": items})
     token = plans[0]["token"]
-    entries, writes = _plan(plans, bool(getattr(planner, "dedup_save_to_lowest_rank", False)))  # the same on every rank, so a bad plan raises on every rank
+    # the same plan on every rank, so a bad plan (or a refusal of the writer) raises on all
+    entries, writes = _plan(plans, bool(getattr(planner, "dedup_save_to_lowest_rank", False)))
+    writer.check_plan(entries)
     mine = {_entry_name(path, offsets): arrays[(path, offsets, lengths)]
             for path, offsets, lengths in writes[comm.rank]}
     outcome: dict[str, str | None] = {"file": None, "error": None}

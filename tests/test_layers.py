@@ -48,7 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps", "tensorbrain.fx",
         "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
-        "tensorbrain.ops", "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
+        "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
         "tensorbrain._cuda_streams", "tensorbrain._layout",
     ]),
@@ -71,6 +71,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.jit",
         "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.hub", "tensorbrain.utils",
         "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
+        "tensorbrain.ops",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level

@@ -87,6 +87,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("c10d", [  # process groups and collectives on Tensors (torch.distributed's API)
         "tensorbrain.distributed", "tensorbrain.distributed.distributed_c10d",
         "tensorbrain.distributed.device_mesh", "tensorbrain.distributed.algorithms",
+        "tensorbrain.distributed.constants",
         "tensorbrain.distributed._groups", "tensorbrain.distributed._collectives",
         "tensorbrain.distributed._p2p", "tensorbrain.distributed._object_collectives",
         "tensorbrain.distributed.rpc",
@@ -108,6 +109,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",
         "tensorbrain.ezpz", "tensorbrain.as_torch", "tensorbrain.testing",
         "tensorbrain.benchmarks", "tensorbrain.profiler", "tensorbrain.autograd.profiler",
+        "tensorbrain.autograd.profiler_legacy",
     ]),
     ("launchers", [  # tbrun, mp.spawn, the Slurm helpers: start processes, never imported below
         "tensorbrain.multiprocessing",

@@ -48,7 +48,7 @@ def is_multithreading_enabled() -> bool:
 
 def __getattr__(name):
     # torch.autograd.functional (jacobian, vjp) and .profiler (on tb.profiler), loaded on use
-    if name in ("functional", "profiler"):
+    if name in ("functional", "profiler", "profiler_legacy"):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tensorbrain.autograd' has no attribute {name!r}")

@@ -25,7 +25,7 @@ from ..profiler import profile as _profile
 from ..profiler.profiler import ProfilerActivity
 from .._unsupported import NotSupportedError
 
-__all__ = ["EventList", "FunctionEvent", "emit_nvtx", "profile", "record_function"]
+__all__ = ["EventList", "FunctionEvent", "emit_itt", "emit_nvtx", "profile", "record_function"]
 
 
 class profile(_profile):
@@ -158,6 +158,32 @@ class emit_nvtx:
         raise NotSupportedError("torch.autograd.profiler.emit_nvtx is not supported by "
                                 "TensorBrain: it emits no NVTX range per op. Use "
                                 "tb.profiler.profile(activities=[ProfilerActivity.CUDA]) instead")
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+class emit_itt:
+    """Intel ITT ranges for VTune (``torch.autograd.profiler.emit_itt``).
+
+    Args:
+        enabled (bool): False: the block does nothing.
+        record_shapes (bool): accepted for torch's signature.
+
+    Raises:
+        NotSupportedError: entered enabled: TensorBrain emits no ITT ranges; use
+            ``tb.autograd.profiler.profile()``.
+    """
+
+    def __init__(self, enabled: bool = True, record_shapes: bool = False):
+        self.enabled, self.record_shapes = bool(enabled), bool(record_shapes)
+
+    def __enter__(self) -> emit_itt:
+        if self.enabled:
+            raise NotSupportedError("torch.autograd.profiler.emit_itt is not supported by "
+                                    "TensorBrain: it emits no ITT ranges. Use "
+                                    "tb.autograd.profiler.profile() instead")
+        return self
 
     def __exit__(self, *exc) -> None:
         return None

@@ -33,6 +33,12 @@ _install_legacy_paths()  # torch's older module paths (torch.distributed._tensor
 
 
 reduce_op = ReduceOp  # torch's old name, still used by tutorials (dist.reduce_op.SUM)
+from .distributed_c10d import new_subgroups_by_enumeration  # noqa: E402
+
+
+def is_torchelastic_launched() -> bool:
+    """Whether this process was started by tbrun/torchrun (``TORCHELASTIC_RUN_ID`` is set)."""
+    return _os.environ.get("TORCHELASTIC_RUN_ID") is not None
 
 
 def get_default_backend_for_device(device) -> str:
@@ -81,7 +87,8 @@ __all__ = [
     "get_local_world_size", "get_node_rank", "get_process_group_ranks", "get_rank",
     "get_world_size", "group", "init_device_mesh", "reduce_op", "get_default_backend_for_device", "init_process_group", "irecv", "is_available",
     "is_backend_available", "is_gloo_available", "is_initialized", "is_mpi_available",
-    "is_nccl_available", "is_tcp_available", "isend", "monitored_barrier", "new_group", "recv",
+    "is_nccl_available", "is_tcp_available", "is_torchelastic_launched",
+    "new_subgroups_by_enumeration", "isend", "monitored_barrier", "new_group", "recv",
     "reduce", "reduce_scatter", "reduce_scatter_tensor", "rendezvous", "scatter",
     "scatter_object_list", "send",
 ]

@@ -38,3 +38,27 @@ def test_device_mesh_at_top_level_and_context_parallel_refused():
     assert dist.DeviceMesh is DeviceMesh
     with pytest.raises(NotSupportedError, match="context_parallel is not supported"):
         context_parallel(None)
+
+
+def _subgroups(rank, world_size):
+    import tensorbrain as tb
+    mine, groups = dist.new_subgroups_by_enumeration([[0, 2], [1, 3]])
+    t = tb.tensor([float(rank)])
+    dist.all_reduce(t, group=mine)
+    error = None
+    try:
+        dist.new_subgroups_by_enumeration([[0, 1], [1, 2]])
+    except ValueError as exc:
+        error = str(exc)
+    return {"sum": t.item(), "n": len(groups), "error": error,
+            "xccl": dist.distributed_c10d.is_xccl_available(),
+            "elastic": dist.is_torchelastic_launched()}
+
+
+def test_new_subgroups_by_enumeration_reduces_within_each_subgroup():
+    from tensorbrain.testing.distributed import run_workers
+    outs = run_workers("tests.distributed.test_run_api:_subgroups", 4)
+    assert [o["sum"] for o in outs] == [2.0, 4.0, 2.0, 4.0]   # 0+2 and 1+3
+    assert all(o["n"] == 2 and "Rank 1 has appeared in both subgroup" in o["error"]
+               for o in outs)
+    assert not any(o["xccl"] or o["elastic"] for o in outs)

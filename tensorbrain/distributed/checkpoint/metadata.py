@@ -131,7 +131,9 @@ class Metadata:
             checkpoint_id: the folder it was read from.
         """
         from ..._dtype import as_dtype
-        entries, values, files = {}, {}, {}
+        entries: dict[str, TensorStorageMetadata | BytesStorageMetadata] = {}
+        values: dict = {}
+        files: dict = {}
         for key, e in md["state_dict_metadata"].items():
             if e["type"] != "tensor":
                 entries[key] = BytesStorageMetadata()

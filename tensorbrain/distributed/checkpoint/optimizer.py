@@ -60,7 +60,7 @@ def load_sharded_optimizer_state_dict(model_state_dict: dict, optimizer_key: str
         tops = sorted({(keys.get(p) or p.split("."))[0] for p in md["state_dict_metadata"]})
         raise KeyError(f"optimizer_key={optimizer_key!r}: the checkpoint at "
                        f"{storage_reader.path!r} has no such key (its top-level keys: {tops})")
-    flat = {}
+    flat: dict = {}
     for path, e in mine.items():
         if e["type"] != "tensor":
             flat[path] = None

@@ -172,7 +172,8 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
         raise TypeError(f"a state dict must be a dict, got {type(state_dict).__name__}")
     state_dict = {k: (v.state_dict() if isinstance(v, Stateful) else v)
                   for k, v in state_dict.items()}
-    items, arrays, keys = [], {}, {}
+    items, arrays = [], {}
+    keys: dict = {}
     for path, _, _, value in flatten(state_dict, keys):
         kind, info = classify(path, value)
         if kind == "value":

@@ -19,6 +19,8 @@ Example (on every rank)::
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...autograd.function import Function
 from .. import _collectives as C
 from ..distributed_c10d import ReduceOp, get_rank, get_world_size
@@ -54,7 +56,7 @@ def _world(group):
 
 # name -> (forward(x, group, **kw), backward(grad, group, x_shape_like, **kw)); x is this rank's
 # input (a stacked tensor for the list-taking ones), the result a tensor (stacked for tuples)
-_RULES = {
+_RULES: dict[str, tuple[Callable, Callable]] = {
     "all_reduce": (
         lambda x, g, op: _copy(x, lambda y: C.all_reduce(y, op, group=g)),
         lambda d, g, x, op: _copy(d, lambda y: C.all_reduce(y, ReduceOp.SUM, group=g))),

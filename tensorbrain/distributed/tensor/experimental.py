@@ -14,6 +14,3 @@ refuse_names(globals(), "torch.distributed.tensor.experimental",
              "and custom sharding rules plug into it)",
              "sequence parallelism through tb.distributed.tensor.parallel.SequenceParallel, or "
              "full tensors (DTensor.full_tensor()) around the op")
-
-__all__ = ["context_parallel", "context_parallel_unshard", "implicit_replication", "local_map",
-           "register_sharding"]

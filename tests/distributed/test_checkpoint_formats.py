@@ -32,6 +32,10 @@ def test_default_planners_and_partial_load(tmp_path):
             return None
     with pytest.raises(NotImplementedError, match="overrides create_local_plan"):
         dcp.load(sd, checkpoint_id=tmp_path, planner=Custom())
+    from tensorbrain.distributed.checkpoint.filesystem import DEFAULT_SUFFIX, SerializationFormat
+    with pytest.raises(NotImplementedError, match="never pickle"):
+        dcp.FileSystemWriter(tmp_path, serialization_format=SerializationFormat.TORCH_SAVE)
+    assert all(f.endswith(DEFAULT_SUFFIX) for f in os.listdir(tmp_path) if f.startswith("__"))
     with pytest.raises(TypeError, match="must be a LoadPlanner"):
         dcp.load(sd, checkpoint_id=tmp_path, planner=dcp.DefaultSavePlanner())
     sd2 = {"a": tb.zeros(6, 4), "n": 0}   # the deprecated spellings

@@ -15,6 +15,7 @@ deletes the files of earlier saves and any leftovers of crashed ones.
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -26,6 +27,15 @@ from .metadata import Metadata
 from .storage import StorageReader, StorageWriter
 
 METADATA = ".metadata"
+#: the data files' suffix (torch's ``.distcp``; TensorBrain's data files are safetensors).
+DEFAULT_SUFFIX = ".safetensors"
+
+
+class SerializationFormat(enum.Enum):
+    """The data files' format (torch's names); TensorBrain writes ``SAFETENSORS`` only."""
+    TORCH_SAVE = "torch_save"
+    SAFETENSORS = "safetensors"
+
 FORMAT = "tensorbrain.distributed.checkpoint/1"
 # a save's files: data files (and the ``.tmp`` files of versions before the temp folders), the
 # metadata's temp file, and a data file's temp folder (``_atomic``: ``.<name>.tbtmp-...tmp/``)
@@ -53,13 +63,20 @@ class FileSystemWriter(StorageWriter):
         sync_files: fsync files and the folder before the commit (default True).
         thread_count: accepted for torch's signature; writes use one thread.
         per_thread_copy_ahead: accepted for torch's signature; unused.
+        serialization_format: ``SerializationFormat.SAFETENSORS`` (the default; ``TORCH_SAVE``
+            would be pickle, which TensorBrain's checkpoints never hold).
 
     Raises:
-        NotImplementedError: ``single_file_per_rank=False``.
+        NotImplementedError: ``single_file_per_rank=False`` or ``TORCH_SAVE``.
     """
 
     def __init__(self, path, single_file_per_rank: bool = True, sync_files: bool = True,
-                 thread_count: int = 1, per_thread_copy_ahead: int = 10_000_000):
+                 thread_count: int = 1, per_thread_copy_ahead: int = 10_000_000,
+                 serialization_format: SerializationFormat = SerializationFormat.SAFETENSORS):
+        if SerializationFormat(serialization_format) != SerializationFormat.SAFETENSORS:
+            raise NotImplementedError("FileSystemWriter(serialization_format=TORCH_SAVE) is not "
+                                      "supported: TensorBrain's checkpoints are safetensors, "
+                                      "never pickle; leave the default (SAFETENSORS)")
         if not single_file_per_rank:
             raise NotImplementedError("FileSystemWriter(single_file_per_rank=False) is not "
                                       "supported: each rank writes one file")

@@ -21,6 +21,7 @@ from ._layout import contiguous_format as legacy_contiguous_format  # noqa: F401
 from ._dtype import (bool_, double, float, float16, float32, float64, get_default_dtype, half, int,
                      int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from ._dtype import bfloat16, finfo, iinfo, promote_types
+from ._dtype import uint16, uint32, uint64  # noqa: F401  (torch's limited-support unsigned ints)
 from ._dtype import cdouble, cfloat, complex64, complex128  # noqa: F401
 from ._dtype import is_floating_point as _is_fp_dtype
 from ._random import Generator, initial_seed, manual_seed, seed

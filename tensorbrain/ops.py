@@ -1,17 +1,207 @@
-"""``tb.ops`` (``torch.ops``): refused by name. ``torch.ops.aten.mm`` & co. are handles on
-torch's dispatcher operators, which TensorBrain does not have; every ``tb.ops.<ns>.<op>`` is
-a refusal (usable as a dict key or in ``isinstance``-free checks, raising when called). Call
-the public function (``tb.mm``, ``tb.nn.functional.linear``...) instead.
+"""``tb.ops`` (``torch.ops``): ``torch.ops.aten.<op>`` handles for the aten operators programs
+call directly (tensor-subclass code, flop counters, ``_unsafe_view`` in FSDP-style code), mapped
+by :data:`ATEN` to TensorBrain's public functions with aten's argument order. Each is an
+:class:`OpOverloadPacket` (``aten.mm``) with overloads (``aten.mm.default``, ``aten.add.Tensor``,
+any overload name: one implementation takes every aten overload's arguments), hashable and
+identical across lookups, so ``{aten.mm: flops}`` tables work.
+
+An aten operator not in the table, and every other namespace (``torch.ops.xformers``,
+``torch.ops.higher_order``...), is a refusal: it exists, and calling it raises
+``NotSupportedError`` naming it (TensorBrain has no operator dispatcher to register kernels in).
+
+>>> import tensorbrain as tb
+>>> aten = tb.ops.aten
+>>> aten.mm.default(tb.ones(2, 3), tb.ones(3, 1)).tolist()
+[[3.0], [3.0]]
+>>> aten.add.Tensor(tb.ones(2), tb.ones(2), alpha=2).tolist()
+[3.0, 3.0]
+>>> aten.mm.default.overloadpacket is aten.mm
+True
 """
 from __future__ import annotations
 
+import math
+
 from ._unsupported import NotSupportedError
 
-_WHY = "TensorBrain has no operator dispatcher (torch.ops.aten.* are its operators)"
+_WHY = "TensorBrain has no operator dispatcher (torch.ops.<namespace>.* are its operators)"
 
 
-class _OpNamespace:
-    """``tb.ops.<namespace>``: every attribute is a refused operator handle."""
+def _tb():
+    import tensorbrain
+    return tensorbrain
+
+
+def _F():
+    from .nn import functional
+    return functional
+
+
+def _slice(x, dim=0, start=None, end=None, step=1):
+    index = [slice(None)] * x.dim()
+    index[dim] = slice(start, end, step)
+    return x[tuple(index)]
+
+
+def _gelu_backward(grad, x, approximate="none"):
+    tb = _tb()
+    if approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        inner = k * (x + 0.044715 * x ** 3)
+        t = tb.tanh(inner)
+        return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x))
+    cdf = 0.5 * (1 + tb.erf(x / math.sqrt(2.0)))
+    return grad * (cdf + x * tb.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+
+
+def _silu_backward(grad, x):
+    s = _tb().sigmoid(x)
+    return grad * s * (1 + x * (1 - s))
+
+
+def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+             memory_format=None):
+    return x.to(device=device if device is not None else x.device,
+                dtype=dtype if dtype is not None else x.dtype, copy=True)
+
+
+def _new_empty_strided(x, size, stride=None, dtype=None, layout=None, device=None,
+                       pin_memory=None):
+    return _tb().empty(tuple(size), dtype=dtype if dtype is not None else x.dtype,
+                       device=device if device is not None else x.device)
+
+
+def _add(a, b, alpha=1):
+    return _tb().add(a, b, alpha=alpha)
+
+
+#: aten operator name -> the TensorBrain function taking aten's arguments (aten's order: the
+#: tensor first, then the schema's arguments; keyword-only ones as keywords).
+ATEN = {
+    "_local_scalar_dense": lambda x: x.item(),
+    "_to_copy": _to_copy,
+    "_unsafe_view": lambda x, size: x.reshape(tuple(size)),
+    "abs": lambda x: _tb().abs(x),
+    "add": _add,
+    "add_": lambda a, b, alpha=1: a.add_(b, alpha=alpha),
+    "addmm": lambda s, m1, m2, beta=1, alpha=1: _tb().addmm(s, m1, m2, beta=beta, alpha=alpha),
+    "alias": lambda x: x.view(x.shape),
+    "bmm": lambda a, b: _tb().bmm(a, b),
+    "cat": lambda tensors, dim=0: _tb().cat(list(tensors), dim),
+    "clone": lambda x, memory_format=None: x.clone(),
+    "copy_": lambda s, src, non_blocking=False: s.copy_(src),
+    "detach": lambda x: x.detach(),
+    "detach_": lambda x: x.detach_(),
+    "div": lambda a, b, rounding_mode=None: _tb().div(a, b, rounding_mode=rounding_mode),
+    "embedding": lambda w, idx, padding_idx=-1, scale_grad_by_freq=False, sparse=False:
+        _F().embedding(idx, w),
+    "empty_like": lambda x, dtype=None, layout=None, device=None, pin_memory=None,
+        memory_format=None: _tb().empty_like(x, dtype=dtype, device=device),
+    "exp": lambda x: _tb().exp(x),
+    "expand": lambda x, size, implicit=False: x.expand(*size),
+    "gelu": lambda x, approximate="none": _F().gelu(x, approximate=approximate),
+    "gelu_backward": _gelu_backward,
+    "is_same_size": lambda a, b: tuple(a.shape) == tuple(b.shape),
+    "lift_fresh": lambda x: x,
+    "linear": lambda x, w, b=None: _F().linear(x, w, b),
+    "log": lambda x: _tb().log(x),
+    "matmul": lambda a, b: _tb().matmul(a, b),
+    "max": lambda x, *dim_keepdim, **kw: _tb().max(x, *dim_keepdim, **kw),
+    "mean": lambda x, *a, **kw: _tb().mean(x, *a, **kw),
+    "mm": lambda a, b: _tb().mm(a, b),
+    "mul": lambda a, b: _tb().mul(a, b),
+    "mul_": lambda a, b: a.mul_(b),
+    "neg": lambda x: _tb().neg(x),
+    "new_empty_strided": _new_empty_strided,
+    "ones_like": lambda x, dtype=None, layout=None, device=None, pin_memory=None,
+        memory_format=None: _tb().ones_like(x, dtype=dtype, device=device),
+    "permute": lambda x, dims: x.permute(*dims),
+    "relu": lambda x: _tb().relu(x),
+    "reshape": lambda x, shape: x.reshape(tuple(shape)),
+    "rsqrt": lambda x: _tb().rsqrt(x),
+    "select": lambda x, dim, index: x.select(dim, index),
+    "sigmoid": lambda x: _tb().sigmoid(x),
+    "silu": lambda x: _F().silu(x),
+    "silu_backward": _silu_backward,
+    "slice": _slice,
+    "softmax": lambda x, dim, half_to_float=False: _tb().softmax(x, dim),
+    "split": lambda x, split_size, dim=0: _tb().split(x, split_size, dim),
+    "split_with_sizes": lambda x, split_sizes, dim=0: _tb().split(x, list(split_sizes), dim),
+    "sub": lambda a, b, alpha=1: _tb().sub(a, b, alpha=alpha),
+    "sum": lambda x, *a, **kw: _tb().sum(x, *a, **kw),
+    "sym_size": lambda x, dim=None: x.size() if dim is None else x.size(dim),
+    "t": lambda x: x.t(),
+    "tanh": lambda x: _tb().tanh(x),
+    "threshold_backward": lambda grad, x, threshold: grad * (x > threshold).to(grad.dtype),
+    "topk": lambda x, k, dim=-1, largest=True, sorted=True: _tb().topk(x, k, dim, largest,
+                                                                        sorted),
+    "transpose": lambda x, dim0, dim1: x.transpose(dim0, dim1),
+    "unsqueeze": lambda x, dim: x.unsqueeze(dim),
+    "view": lambda x, size: x.view(*size) if isinstance(size, (list, tuple)) else x.view(size),
+    "zeros_like": lambda x, dtype=None, layout=None, device=None, pin_memory=None,
+        memory_format=None: _tb().zeros_like(x, dtype=dtype, device=device),
+}
+
+
+class OpOverload:
+    """One overload of an aten operator (``torch.ops.aten.mm.default``): callable, hashable.
+
+    Args:
+        packet: its :class:`OpOverloadPacket`.
+        overload: the overload's name (``"default"``, ``"Tensor"``, ``"dim"``...).
+    """
+
+    def __init__(self, packet: OpOverloadPacket, overload: str):
+        self.overloadpacket = self._overloadpacket = packet
+        self._overloadname = overload
+        self.__name__ = f"{packet.__name__}.{overload}"
+
+    def name(self) -> str:
+        """``aten::mm`` (or ``aten::add.Tensor``), torch's spelling."""
+        base = f"aten::{self.overloadpacket.__name__}"
+        return base if self._overloadname == "default" else f"{base}.{self._overloadname}"
+
+    def __call__(self, *args, **kwargs):
+        return self.overloadpacket(*args, **kwargs)
+
+    def __repr__(self):
+        return f"aten.{self.__name__}"
+
+
+class OpOverloadPacket:
+    """An aten operator (``torch.ops.aten.mm``): calling it runs :data:`ATEN`'s function;
+    any attribute is an overload of it (cached, so identical across lookups).
+
+    Args:
+        name: the operator's name (a key of :data:`ATEN`).
+    """
+
+    def __init__(self, name: str):
+        self.__name__ = self._qualified_op_name = name
+        self._fn = ATEN[name]
+        self._overloads: dict[str, OpOverload] = {}
+
+    def overloads(self) -> list[str]:
+        """The overload names looked up so far (``default`` is always there)."""
+        return sorted({"default", *self._overloads})
+
+    def __getattr__(self, overload: str) -> OpOverload:
+        if overload.startswith("_"):
+            raise AttributeError(overload)
+        if overload not in self._overloads:
+            self._overloads[overload] = OpOverload(self, overload)
+        return self._overloads[overload]
+
+    def __call__(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self):
+        return f"aten.{self.__name__}"
+
+
+class _RefusedOp:
+    """``tb.ops.<namespace>.<op>`` with no TensorBrain implementation: every attribute is a
+    further refused handle; calling one raises ``NotSupportedError`` naming it."""
 
     __tb_refuses__ = _WHY
 
@@ -21,23 +211,54 @@ class _OpNamespace:
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _OpNamespace(f"{self._path}.{name}")
+        return _RefusedOp(f"{self._path}.{name}")
 
     def __call__(self, *args, **kwargs):
-        raise NotSupportedError(f"{self._path} is not supported by TensorBrain: {_WHY}. Use the "
-                                f"public function (tb.*, tb.nn.functional.*) instead")
+        raise NotSupportedError(f"{self._path} is not supported by TensorBrain: {_WHY}. Use "
+                                f"the public function (tb.*, tb.nn.functional.*) instead")
 
     def __repr__(self):
         return f"<refused {self._path}>"
 
 
-aten = _OpNamespace("torch.ops.aten")
-prims = _OpNamespace("torch.ops.prims")
-profiler = _OpNamespace("torch.ops.profiler")
-__tb_refuses__ = _WHY
+class _Aten:
+    """``tb.ops.aten``: :data:`ATEN`'s operators, refusals for the rest."""
+
+    def __init__(self):
+        self._packets: dict[str, OpOverloadPacket] = {}
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in ATEN:
+            if name not in self._packets:
+                self._packets[name] = OpOverloadPacket(name)
+            return self._packets[name]
+        return _RefusedOp(f"torch.ops.aten.{name}")
+
+    def __dir__(self):
+        return sorted(ATEN)
+
+
+aten = _Aten()
+prims = _RefusedOp("torch.ops.prims")
+profiler = _RefusedOp("torch.ops.profiler")
+
+
+def load_library(path: str) -> None:
+    """Not supported: raises ``NotSupportedError`` (TensorBrain loads no C++ operator libraries).
+
+    Args:
+        path: the shared library.
+    """
+    raise NotSupportedError(f"torch.ops.load_library({path!r}) is not supported by TensorBrain: "
+                            f"{_WHY}; it loads no C++ operator libraries")
+
+
+load_library.__tb_refuses__ = _WHY  # type: ignore[attr-defined]
 
 
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
-    return _OpNamespace(f"torch.ops.{name}")
+    return _RefusedOp(f"torch.ops.{name}")

@@ -48,7 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps", "tensorbrain.fx",
         "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
-        "tensorbrain.ops", "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
+        "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
         "tensorbrain._cuda_streams", "tensorbrain._layout",
     ]),
@@ -71,6 +71,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.jit",
         "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.hub", "tensorbrain.utils",
         "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
+        "tensorbrain.ops",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level
@@ -86,6 +87,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("c10d", [  # process groups and collectives on Tensors (torch.distributed's API)
         "tensorbrain.distributed", "tensorbrain.distributed.distributed_c10d",
         "tensorbrain.distributed.device_mesh", "tensorbrain.distributed.algorithms",
+        "tensorbrain.distributed.constants",
         "tensorbrain.distributed._groups", "tensorbrain.distributed._collectives",
         "tensorbrain.distributed._p2p", "tensorbrain.distributed._object_collectives",
         "tensorbrain.distributed.rpc",
@@ -101,12 +103,13 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed.algorithms.ddp_comm_hooks", "tensorbrain.futures",
         "tensorbrain.distributed._tensor", "tensorbrain.distributed.algorithms._checkpoint",
         "tensorbrain.distributed.ft", "tensorbrain.distributed.elastic._state",
-        "tensorbrain.distributed.algorithms.model_averaging",
+        "tensorbrain.distributed.algorithms.model_averaging", "tensorbrain.distributed.nn",
     ]),
     ("front doors", [  # other frameworks' APIs on top, and the tools
         "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",
         "tensorbrain.ezpz", "tensorbrain.as_torch", "tensorbrain.testing",
-        "tensorbrain.benchmarks", "tensorbrain.profiler",
+        "tensorbrain.benchmarks", "tensorbrain.profiler", "tensorbrain.autograd.profiler",
+        "tensorbrain.autograd.profiler_legacy",
     ]),
     ("launchers", [  # tbrun, mp.spawn, the Slurm helpers: start processes, never imported below
         "tensorbrain.multiprocessing",

@@ -47,11 +47,11 @@ def is_multithreading_enabled() -> bool:
 
 
 def __getattr__(name):
-    # torch.autograd.functional (jacobian, vjp), loaded on use: it builds on grad above
-    if name == "functional":
+    # torch.autograd.functional (jacobian, vjp) and .profiler (on tb.profiler), loaded on use
+    if name in ("functional", "profiler", "profiler_legacy"):
         import importlib
-        return importlib.import_module(".functional", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tensorbrain.autograd' has no attribute {name!r}")
 
 
-__all__ += ["functional", "is_multithreading_enabled", "set_multithreading_enabled"]
+__all__ += ["functional", "is_multithreading_enabled", "profiler", "set_multithreading_enabled"]

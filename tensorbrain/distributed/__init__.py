@@ -33,6 +33,12 @@ _install_legacy_paths()  # torch's older module paths (torch.distributed._tensor
 
 
 reduce_op = ReduceOp  # torch's old name, still used by tutorials (dist.reduce_op.SUM)
+from .distributed_c10d import new_subgroups_by_enumeration  # noqa: E402
+
+
+def is_torchelastic_launched() -> bool:
+    """Whether this process was started by tbrun/torchrun (``TORCHELASTIC_RUN_ID`` is set)."""
+    return _os.environ.get("TORCHELASTIC_RUN_ID") is not None
 
 
 def get_default_backend_for_device(device) -> str:
@@ -57,6 +63,12 @@ def __getattr__(name):
     if name == "rendezvous":
         from .rendezvous import rendezvous
         return rendezvous
+    if name in ("DeviceMesh", "init_device_mesh"):  # torch.distributed.DeviceMesh
+        from . import device_mesh
+        return getattr(device_mesh, name)
+    if name == "nn":   # torch.distributed.nn: differentiable collectives, RemoteModule
+        import importlib
+        return importlib.import_module(".nn", __name__)
     raise AttributeError(f"module 'tensorbrain.distributed' has no attribute {name!r}")
 
 
@@ -66,16 +78,17 @@ if _os.environ.get("TORCHELASTIC_ERROR_FILE"):  # launched by tbrun/torchrun: re
 
 __all__ = [
     "Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError",
-    "DistTimeoutError", "FileStore", "GroupMember", "HashStore", "P2POp", "PrefixStore",
+    "DeviceMesh", "DistTimeoutError", "FileStore", "GroupMember", "HashStore", "P2POp", "PrefixStore",
     "ProcessGroup", "ReduceOp", "Store", "TCPStore", "Work", "all_gather",
     "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_reduce_coalesced",
     "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
     "broadcast_object_list", "default_pg_timeout", "destroy_process_group", "gather",
     "gather_object", "get_backend", "get_global_rank", "get_group_rank", "get_local_rank",
     "get_local_world_size", "get_node_rank", "get_process_group_ranks", "get_rank",
-    "get_world_size", "group", "reduce_op", "get_default_backend_for_device", "init_process_group", "irecv", "is_available",
+    "get_world_size", "group", "init_device_mesh", "reduce_op", "get_default_backend_for_device", "init_process_group", "irecv", "is_available",
     "is_backend_available", "is_gloo_available", "is_initialized", "is_mpi_available",
-    "is_nccl_available", "is_tcp_available", "isend", "monitored_barrier", "new_group", "recv",
+    "is_nccl_available", "is_tcp_available", "is_torchelastic_launched",
+    "new_subgroups_by_enumeration", "isend", "monitored_barrier", "new_group", "recv",
     "reduce", "reduce_scatter", "reduce_scatter_tensor", "rendezvous", "scatter",
     "scatter_object_list", "send",
 ]

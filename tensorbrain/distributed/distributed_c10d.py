@@ -391,4 +391,45 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
     return pg
 
 
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None,
+                                 pg_options=None, group_desc=None):
+    """One group per list of ranks (every rank calls it with the same lists), and this rank's.
+
+    Args:
+        ranks_per_subgroup_list (list[list[int]]): the groups' global ranks; a rank may be in
+            at most one.
+        timeout: the groups' timeout (None: the default group's).
+        backend: the groups' backend (None: the default group's).
+        pg_options: accepted for torch compatibility.
+        group_desc: accepted for torch compatibility.
+
+    Returns:
+        tuple: ``(this rank's group or None, [every group])``.
+
+    Raises:
+        ValueError: the list is empty, or a rank is in two groups.
+    """
+    if not ranks_per_subgroup_list:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    owner: dict = {}
+    for i, ranks in enumerate(ranks_per_subgroup_list):
+        for r in ranks:
+            if r in owner:
+                raise ValueError(f"Rank {r} has appeared in both subgroup "
+                                 f"{list(ranks_per_subgroup_list[owner[r]])} and {list(ranks)}")
+            owner[r] = i
+    groups = [new_group(ranks, timeout=timeout, backend=backend) for ranks in
+              ranks_per_subgroup_list]
+    mine = owner.get(_WORLD.global_rank)
+    return (groups[mine] if mine is not None else None), groups
+
+
+def is_xccl_available() -> bool:
+    """False: TensorBrain has no Intel GPU (XCCL) backend."""
+    return False
+
+
+#: torch's type of a group's name (a string).
+GroupName = str
+
 Work = _work.Work

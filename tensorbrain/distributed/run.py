@@ -170,7 +170,7 @@ from ._launcher.workers import Stop as _Stop
 from ._launcher.workers import Worker, cleanup_shm, stop_workers  # noqa: F401  (re-exported)
 from .errors import DistError
 
-__all__ = ["main", "get_args_parser", "parse_args"]
+__all__ = ["main", "get_args_parser", "parse_args", "run"]
 
 
 class UsageError(ValueError):
@@ -433,6 +433,45 @@ def main(argv=None) -> int:
     except _Fanout as fan:
         from ._fanout import run_fanout
         return run_fanout(fan.hosts, fan.ns, fan.argv, fan.script_at, notice)
+    return _run(cfg)
+
+
+def run(args) -> None:
+    """Run a parsed command line as tbrun does (``torch.distributed.run.run``).
+
+    Args:
+        args (Config | list[str]): :func:`parse_args`'s result, or the arguments to parse.
+
+    Raises:
+        TypeError: ``args`` is an ``argparse.Namespace`` of another parser (build it with
+            ``tensorbrain.distributed.run.parse_args(argv)``).
+        ChildFailedError: a worker failed (its summary names it), as torch's ``run``.
+        SystemExit: a usage error (status 2) or a signal (128 + its number).
+
+    Example:
+        >>> from tensorbrain.distributed.run import parse_args, run
+        >>> cfg = parse_args(["--nproc_per_node", "1", "-m", "json.tool", "--help"])
+        >>> cfg.nproc
+        1
+    """
+    if isinstance(args, (list, tuple)):
+        try:
+            args = parse_args(args)
+        except UsageError as exc:
+            print(f"tbrun: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+    if not isinstance(args, Config):
+        raise TypeError(f"run(args): args must be what tensorbrain.distributed.run.parse_args(argv) "
+                        f"returns (a Config) or the argument list, got {type(args).__name__}")
+    code = _run(args)
+    if code == 1:
+        from .elastic.multiprocessing.errors import ChildFailedError
+        raise ChildFailedError(" ".join(args.cmd), {})
+    if code:
+        raise SystemExit(code)
+
+
+def _run(cfg) -> int:
     warn_placement_overrides(cfg)
     agent = Agent(cfg)
 

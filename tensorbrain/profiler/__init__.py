@@ -11,6 +11,13 @@ from ._events import EventList, FunctionEvent, FunctionEventAvg
 from .profiler import (ProfilerAction, ProfilerActivity, profile, record_function, schedule,
                        supported_activities, tensorboard_trace_handler)
 
-__all__ = ["EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction",
+
+
+def kineto_available() -> bool:
+    """True: ``tb.profiler.profile`` (the API torch builds on Kineto) is always there."""
+    return True
+
+
+__all__ = ["kineto_available", "EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerAction",
            "ProfilerActivity", "profile", "record_function", "schedule", "supported_activities",
            "tensorboard_trace_handler"]

@@ -38,8 +38,13 @@ def _is_container(v) -> bool:
     return False
 
 
-def flatten(state_dict: dict) -> list:
+def flatten(state_dict: dict, keys: dict | None = None) -> list:
     """``[(path, parent, key, value)]`` for every leaf, in traversal order.
+
+    Args:
+        state_dict: the nested state dict.
+        keys: filled with ``path -> [key, key, ...]`` (the keys from the top down: how to
+            rebuild the nesting from the flat paths), when given.
 
     Raises:
         TypeError: ``state_dict`` is not a dict.
@@ -49,20 +54,53 @@ def flatten(state_dict: dict) -> list:
         raise TypeError(f"a state dict must be a dict, got {type(state_dict).__name__}")
     out, seen = [], set()
 
-    def walk(node, prefix):
+    def walk(node, prefix, above):
         pairs = node.items() if isinstance(node, dict) else enumerate(node)
         for k, v in pairs:
             path = f"{prefix}.{k}" if prefix else str(k)
             if _is_container(v):
-                walk(v, path)
+                walk(v, path, above + [k if isinstance(k, (int, str)) else str(k)])
                 continue
+            if keys is not None:
+                keys[path] = above + [k if isinstance(k, (int, str)) else str(k)]
             if path in seen:
                 raise ValueError(f"two entries of the state dict flatten to the same key "
                                  f"{path!r}; rename one of them")
             seen.add(path)
             out.append((path, node, k, v))
-    walk(state_dict, "")
+    walk(state_dict, "", [])
     return out
+
+
+def unflatten(flat: dict, keys: dict) -> dict:
+    """The nested state dict of ``flat`` (``path -> value``), as :func:`flatten`'s ``keys`` say.
+
+    An integer key makes a list (a state dict's ``param_groups``); paths without an entry in
+    ``keys`` stay top-level keys.
+
+    Args:
+        flat: the flattened values.
+        keys: ``path -> [key, ...]``.
+    """
+    root: dict = {}
+    for path, value in flat.items():
+        chain = keys.get(path) or [path]
+        node: dict | list = root
+        for k, nxt in zip(chain[:-1], chain[1:], strict=True):
+            if isinstance(node, list):
+                while len(node) <= k:
+                    node.append(None)
+                if node[k] is None:
+                    node[k] = [] if isinstance(nxt, int) else {}
+                node = node[k]
+            else:
+                node = node.setdefault(k, [] if isinstance(nxt, int) else {})
+        last = chain[-1]
+        if isinstance(node, list):
+            while len(node) <= last:
+                node.append(None)
+        node[last] = value
+    return root
 
 
 def classify(path: str, value):

@@ -15,6 +15,7 @@ deletes the files of earlier saves and any leftovers of crashed ones.
 """
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -22,8 +23,19 @@ import re
 import numpy as np
 
 from ... import _atomic
+from .metadata import Metadata
+from .storage import StorageReader, StorageWriter
 
 METADATA = ".metadata"
+#: the data files' suffix (torch's ``.distcp``; TensorBrain's data files are safetensors).
+DEFAULT_SUFFIX = ".safetensors"
+
+
+class SerializationFormat(enum.Enum):
+    """The data files' format (torch's names); TensorBrain writes ``SAFETENSORS`` only."""
+    TORCH_SAVE = "torch_save"
+    SAFETENSORS = "safetensors"
+
 FORMAT = "tensorbrain.distributed.checkpoint/1"
 # a save's files: data files (and the ``.tmp`` files of versions before the temp folders), the
 # metadata's temp file, and a data file's temp folder (``_atomic``: ``.<name>.tbtmp-...tmp/``)
@@ -42,7 +54,7 @@ def _safetensors():
     return stn, safe_open
 
 
-class FileSystemWriter:
+class FileSystemWriter(StorageWriter):
     """Writes a checkpoint into the folder ``path`` (torch's ``FileSystemWriter``).
 
     Args:
@@ -51,18 +63,33 @@ class FileSystemWriter:
         sync_files: fsync files and the folder before the commit (default True).
         thread_count: accepted for torch's signature; writes use one thread.
         per_thread_copy_ahead: accepted for torch's signature; unused.
+        serialization_format: ``SerializationFormat.SAFETENSORS`` (the default; ``TORCH_SAVE``
+            would be pickle, which TensorBrain's checkpoints never hold).
 
     Raises:
-        NotImplementedError: ``single_file_per_rank=False``.
+        NotImplementedError: ``single_file_per_rank=False`` or ``TORCH_SAVE``.
     """
 
     def __init__(self, path, single_file_per_rank: bool = True, sync_files: bool = True,
-                 thread_count: int = 1, per_thread_copy_ahead: int = 10_000_000):
+                 thread_count: int = 1, per_thread_copy_ahead: int = 10_000_000,
+                 serialization_format: SerializationFormat = SerializationFormat.SAFETENSORS):
+        if SerializationFormat(serialization_format) != SerializationFormat.SAFETENSORS:
+            raise NotImplementedError("FileSystemWriter(serialization_format=TORCH_SAVE) is not "
+                                      "supported: TensorBrain's checkpoints are safetensors, "
+                                      "never pickle; leave the default (SAFETENSORS)")
         if not single_file_per_rank:
             raise NotImplementedError("FileSystemWriter(single_file_per_rank=False) is not "
                                       "supported: each rank writes one file")
         self.path = os.fspath(path)
         self.sync_files = bool(sync_files)
+
+    def check_plan(self, entries: dict) -> None:
+        """Refuse a save this writer cannot store, before anything is written (every key is
+        fine here; ``HuggingFaceStorageWriter`` takes tensors only).
+
+        Args:
+            entries: the save's metadata entries (key -> tensor or value description).
+        """
 
     def write_rank(self, rank: int, token: str, arrays: dict) -> str | None:
         """Write ``{entry name: array}`` as this rank's file, under ``.tmp`` then renamed.
@@ -114,7 +141,7 @@ class FileSystemWriter:
                 _atomic.remove(os.path.join(self.path, entry))
 
 
-class FileSystemReader:
+class FileSystemReader(StorageReader):
     """Reads a checkpoint folder written by :class:`FileSystemWriter` (torch's name).
 
     Args:
@@ -125,8 +152,17 @@ class FileSystemReader:
         self.path = os.fspath(path)
         self._open: dict = {}
 
-    def read_metadata(self) -> dict:
-        """The parsed ``.metadata``.
+    def read_metadata(self) -> Metadata:
+        """Every key the checkpoint holds, with dtypes, sizes and chunks (torch's dataclasses).
+
+        Raises:
+            FileNotFoundError: the folder holds no committed checkpoint.
+            ValueError: ``.metadata`` is not a checkpoint of this format.
+        """
+        return Metadata.from_json(self.read_json(), self.path)
+
+    def read_json(self) -> dict:
+        """The parsed ``.metadata`` (TensorBrain's JSON, which ``load`` reads).
 
         Raises:
             FileNotFoundError: the folder holds no committed checkpoint.

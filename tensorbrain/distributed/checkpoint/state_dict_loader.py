@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from ... import _xp
 from ._items import box_slices, classify, flatten, overlap, volume
+from .default_planner import DefaultLoadPlanner
 from .filesystem import FileSystemReader
+from .planner import LoadPlanner, check_planner
 from .stateful import Stateful
 
 
@@ -61,7 +63,9 @@ def load(state_dict: dict, *, checkpoint_id=None, storage_reader=None, planner=N
             ``state_dict()``.
         checkpoint_id: the checkpoint folder.
         storage_reader: a :class:`FileSystemReader` instead of ``checkpoint_id``.
-        planner: not supported (must be None).
+        planner: None or a :class:`DefaultLoadPlanner` (``allow_partial_load=True``: keys
+            the checkpoint lacks keep their values); a planner with its own planning methods is
+            refused.
         process_group: accepted for torch's signature; loading needs no communication.
         no_dist: accepted for torch's signature.
 
@@ -76,11 +80,10 @@ def load(state_dict: dict, *, checkpoint_id=None, storage_reader=None, planner=N
         dcp.load(sd, checkpoint_id="ckpt/step100")
         model.load_state_dict(sd["model"])
     """
-    if planner is not None:
-        raise NotImplementedError("load(planner=...) is not supported: every key of the state "
-                                  "dict is loaded")
+    check_planner(planner, LoadPlanner, DefaultLoadPlanner, "load")
+    partial = bool(getattr(planner, "allow_partial_load", False))
     reader = _reader(checkpoint_id, storage_reader)
-    entries = reader.read_metadata()["state_dict_metadata"]
+    entries = reader.read_json()["state_dict_metadata"]
     if not isinstance(state_dict, dict):
         raise TypeError(f"a state dict must be a dict, got {type(state_dict).__name__}")
     stateful = {k: v for k, v in state_dict.items() if isinstance(v, Stateful)}
@@ -89,7 +92,9 @@ def load(state_dict: dict, *, checkpoint_id=None, storage_reader=None, planner=N
         state_dict = {k: (v.state_dict() if k in stateful else v) for k, v in given.items()}
     items = flatten(state_dict)
     missing = [path for path, _, _, _ in items if path not in entries]
-    if missing:
+    if partial:
+        items = [item for item in items if item[0] in entries]
+    elif missing:
         raise RuntimeError(f"Missing key in checkpoint state_dict: {missing[0]}"
                            + (f" (and {len(missing) - 1} more: {missing[1:6]})"
                               if len(missing) > 1 else "")

@@ -18,7 +18,9 @@ import os
 import uuid
 
 from ._items import classify, flatten, volume
+from .default_planner import DefaultSavePlanner
 from .filesystem import FORMAT, FileSystemWriter
+from .planner import SavePlanner, check_planner
 from .stateful import Stateful
 
 
@@ -74,7 +76,7 @@ def _entry_name(path: str, offsets) -> str:
     return f"{path}@{','.join(map(str, offsets))}"
 
 
-def _plan(plans: list) -> tuple:
+def _plan(plans: list, lowest: bool = False) -> tuple:
     """Every rank's view of the same global plan: ``(metadata entries, writes per rank)``."""
     entries: dict = {}
     holders: dict = {}  # (path, offsets, lengths) -> ranks holding that chunk, in rank order
@@ -113,7 +115,7 @@ def _plan(plans: list) -> tuple:
         else:
             shared.append((key, ranks))
     for key, ranks in shared:
-        r = min(ranks, key=lambda q: (load[q], q))
+        r = ranks[0] if lowest else min(ranks, key=lambda q: (load[q], q))
         writes[r].append(key)
         load[r] += volume(key[2])
     for r, keys in enumerate(writes):
@@ -145,7 +147,9 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
             ``state_dict()``.
         checkpoint_id: the checkpoint folder (shared by all ranks).
         storage_writer: a :class:`FileSystemWriter` instead of ``checkpoint_id``.
-        planner: not supported (must be None).
+        planner: None or a :class:`DefaultSavePlanner` (``dedup_save_to_lowest_rank=True``:
+            a replicated item is written by the lowest rank holding it); a planner with its own
+            planning methods is refused.
         process_group: the ranks that save together (default: the whole world).
         no_dist: save from this process alone, without collectives.
 
@@ -161,9 +165,7 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
 
         dcp.save({"model": model.state_dict(), "epoch": 3}, checkpoint_id="ckpt/step100")
     """
-    if planner is not None:
-        raise NotImplementedError("save(planner=...) is not supported: the default plan "
-                                  "(deduplicated replicated items) is the only one")
+    check_planner(planner, SavePlanner, DefaultSavePlanner, "save")
     writer = _writer(checkpoint_id, storage_writer)
     comm = _Comm(process_group, no_dist)
     if not isinstance(state_dict, dict):
@@ -171,7 +173,8 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
     state_dict = {k: (v.state_dict() if isinstance(v, Stateful) else v)
                   for k, v in state_dict.items()}
     items, arrays = [], {}
-    for path, _, _, value in flatten(state_dict):
+    keys: dict = {}
+    for path, _, _, value in flatten(state_dict, keys):
         kind, info = classify(path, value)
         if kind == "value":
             items.append([path, "value", info])
@@ -183,7 +186,9 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
     token = uuid.uuid4().hex if comm.rank == 0 else None
     plans = comm.all_gather({"token": token, "items": items})
     token = plans[0]["token"]
-    entries, writes = _plan(plans)  # the same on every rank, so a bad plan raises on every rank
+    # the same plan on every rank, so a bad plan (or a refusal of the writer) raises on all
+    entries, writes = _plan(plans, bool(getattr(planner, "dedup_save_to_lowest_rank", False)))
+    writer.check_plan(entries)
     mine = {_entry_name(path, offsets): arrays[(path, offsets, lengths)]
             for path, offsets, lengths in writes[comm.rank]}
     outcome: dict[str, str | None] = {"file": None, "error": None}
@@ -203,7 +208,8 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
         for c in e.get("chunks", ()):
             c["file"] = files[c.pop("rank")]
     metadata = {"format": FORMAT, "world_size": comm.world, "token": token,
-                "files": [f for f in files if f], "state_dict_metadata": entries}
+                "files": [f for f in files if f], "state_dict_metadata": entries,
+                "keys": keys}
     error = None
     if comm.rank == 0:
         try:

@@ -12,7 +12,8 @@
 from ..device_mesh import DeviceMesh, init_device_mesh
 from ._api import DTensor, DTensorSpec
 from ._factories import distribute_tensor, empty, full, ones, zeros
+from ._module_api import distribute_module
 from .placement_types import Partial, Placement, Replicate, Shard
 
 __all__ = ["DTensor", "DTensorSpec", "DeviceMesh", "Partial", "Placement", "Replicate", "Shard",
-           "distribute_tensor", "empty", "full", "init_device_mesh", "ones", "zeros"]
+           "distribute_module", "distribute_tensor", "empty", "full", "init_device_mesh", "ones", "zeros"]

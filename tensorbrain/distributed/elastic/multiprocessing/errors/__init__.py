@@ -22,7 +22,23 @@ import sys
 import time
 import traceback
 
-__all__ = ["record", "ErrorHandler", "get_error_handler", "install_excepthook"]
+__all__ = ["ChildFailedError", "ErrorHandler", "get_error_handler", "install_excepthook",
+           "record"]
+
+
+class ChildFailedError(Exception):
+    """Raised by ``tensorbrain.distributed.run.run`` when a worker failed (torch's type).
+
+    Args:
+        name: what was run (the worker command).
+        failures: ``{global rank: details}`` of the failed workers (the summary tbrun printed
+            names them).
+    """
+
+    def __init__(self, name: str, failures: dict):
+        self.name, self.failures = name, dict(failures)
+        super().__init__(f"{name} FAILED: a worker exited with an error (tbrun's summary above "
+                         f"names it and its log)")
 
 
 class ErrorHandler:

@@ -1,0 +1,4 @@
+"""``torch.distributed.nn.api.remote_module``'s path for :class:`RemoteModule`."""
+from .._remote_module import RemoteModule
+
+__all__ = ["RemoteModule"]

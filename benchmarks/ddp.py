@@ -122,9 +122,25 @@ def _setup_tb(a, rank, world, port):
             vsteps["one"] = _stepper(tb, DDP(build(tb.nn, a.model)[0], process_group=solo,
                                              gradient_as_bucket_view=True), x, y)
         setups["tb-view"] = (dist, vsteps, view_n.reducer)
+    if "unfused" in variants:  # the default DDP reducing bucket by bucket, scaling in the copy
+        unf_n = DDP(build(tb.nn, a.model)[0])
+        unf_n.reducer.fuse = False
+        setups["tb-unfused"] = (dist, {"N": _stepper(tb, unf_n, x, y)}, unf_n.reducer)
+        if rank == 0:
+            unf_1 = DDP(build(tb.nn, a.model)[0], process_group=solo)
+            unf_1.reducer.fuse = False
+            setups["tb-unfused"][1]["one"] = _stepper(tb, unf_1, x, y)
     if "plain" in variants:  # no DDP on every rank at once: the ceiling the shared cores allow
         plain = _stepper(tb, build(tb.nn, a.model)[0], x, y)
         setups["tb-plain"] = (dist, {"N": plain, **({"one": plain} if rank == 0 else {})}, None)
+    if "lockstep" in variants:  # no DDP, but a barrier after every step: what any synchronous
+        bare = _stepper(tb, build(tb.nn, a.model)[0], x, y)  # method pays for step-time jitter
+
+        def lockstep():
+            bare()
+            dist.barrier()
+        setups["tb-lockstep"] = (dist, {"N": lockstep, **({"one": bare} if rank == 0 else {})},
+                                 None)
     return setups
 
 
@@ -257,7 +273,13 @@ def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600, v
             res["hidden"] = statistics.median(h for r in results for h in r[fw]["hidden"])
             res["exposed"] = statistics.median(e for r in results for e in r[fw]["exposed"])
             res["buckets"] = r0.get("buckets")
+        res["blocks"] = n_blocks
         rows[fw] = res
+    ceiling = rows.get("tb-plain", {}).get("blocks")
+    for res in rows.values():  # the goal's figure: no-DDP ceiling / this, block by block
+        blocks_ = res.pop("blocks")
+        if ceiling:
+            res["vs_ceiling"] = statistics.median(c / b for c, b in zip(ceiling, blocks_))
     return rows
 
 
@@ -289,8 +311,11 @@ def main(argv=None):
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--variants", default="",
                     help="extra tb contenders in the same processes, comma-separated: 'view' "
-                         "(DDP with gradient_as_bucket_view=True), 'plain' (no DDP on every rank "
-                         "at once: what the shared cores and memory allow, DDP's ceiling)")
+                         "(DDP with gradient_as_bucket_view=True), 'unfused' (DDP reducing "
+                         "bucket by bucket, as before the fused end of backward), 'plain' (no "
+                         "DDP on every rank at once: what the shared cores and memory allow, "
+                         "DDP's ceiling), 'lockstep' (no DDP, a barrier after every step: the "
+                         "ceiling less what waiting for the slowest rank at every step costs)")
     # worker mode (internal)
     ap.add_argument("--worker", choices=["tb", "both"])
     ap.add_argument("--port", type=int)
@@ -340,7 +365,9 @@ def _print_row(r, N):
     t = r["tb"]
     print(f"| tb, no DDP | {t['plain'] * 1e3:.2f} | - | - | - | - | - | - | - |")
     for name, key in (("tb DDP", "tb"), ("tb DDP, gradient_as_bucket_view", "tb-view"),
+                      ("tb DDP, bucket by bucket (fuse=False)", "tb-unfused"),
                       ("tb, no DDP, every rank at once", "tb-plain"),
+                      ("tb, no DDP, every rank at once, a barrier per step", "tb-lockstep"),
                       ("torch DDP (gloo)", "torch")):
         if key not in r:
             continue
@@ -350,6 +377,14 @@ def _print_row(r, N):
         print(f"| {name} | {m['one'] * 1e3:.2f} | {m['N'] * 1e3:.2f} | {N * B / m['N']:,.0f} | "
               f"{m['eff']:.2f} | {hid} | {exp} | {m['cpuN'] / m['N']:.2f} | "
               f"{m['cpu_eff']:.2f} |")
+    if "vs_ceiling" in t:
+        print("efficiency against the no-DDP ceiling (step of 'every rank at once' / step, "
+              "per block, median): " + ", ".join(
+                  f"{name} {r[key]['vs_ceiling']:.3f}" for name, key in (
+                      ("tb DDP", "tb"), ("gradient_as_bucket_view", "tb-view"),
+                      ("fuse=False", "tb-unfused"),
+                      ("barrier per step", "tb-lockstep"), ("torch DDP", "torch"))
+                  if key in r))
     if "torch" in r:
         print(f"tb DDP step / torch DDP step at {N} ranks: {r['tb']['N'] / r['torch']['N']:.2f} "
               f"(below 1: tb faster)")

@@ -2,6 +2,8 @@
 // The protocol is described in shm.h; its NumPy twin is tensorbrain/distributed/_shm/_twin.py.
 #include "shm.h"
 
+#include "kernels/reduce.h"
+
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -416,24 +418,41 @@ void Group::barrier() {
     sync();
 }
 
-void Group::all_reduce(const void *in_, void *out_, std::size_t count, DType d, Op op) {
+// out[0, count) *= scale (float32/64; scale 0 = nothing): the AVG step, with the kernel the
+// Python path's scale_into uses, so the bits are those of a sum followed by one scale pass.
+static void scale_slice(char *out, std::size_t count, DType d, double scale) {
+    if (scale == 0.0 || count == 0) return;
+    if (d != DType::F32 && d != DType::F64)
+        throw std::invalid_argument("shm: all_reduce with a scale needs float32 or float64");
+    tb::kernels::scale_into(out, count,
+                            d == DType::F32 ? tb::kernels::DType::float32
+                                            : tb::kernels::DType::float64,
+                            scale);
+}
+
+void Group::all_reduce(const void *in_, void *out_, std::size_t count, DType d, Op op,
+                       double scale) {
     check_usable("all_reduce");
     check_op(d, op);
     const char *in = static_cast<const char *>(in_);
     char *out = static_cast<char *>(out_);
     std::size_t bytes = count * dtype_size(d);
+    if (scale != 0.0 && d != DType::F32 && d != DType::F64)
+        throw std::invalid_argument("shm: all_reduce with a scale needs float32 or float64");
     if (n_ == 1) {
         if (out != in) std::memmove(out, in, bytes);
+        scale_slice(out, count, d, scale);
         return;
     }
     begin(kAllReduce, static_cast<int>(d), static_cast<int>(op), -1, bytes);
-    if (bytes <= flat_max_bytes) all_reduce_flat(in, out, count, d, op);
-    else all_reduce_rsag(in, out, count, d, op);
+    if (bytes <= flat_max_bytes) all_reduce_flat(in, out, count, d, op, scale);
+    else all_reduce_rsag(in, out, count, d, op, scale);
 }
 
 // Small tensors: every rank copies its tensor into its buffer once, one barrier, then every rank
 // reduces all n buffers into its output (n*S reads, no second barrier).
-void Group::all_reduce_flat(const char *in, char *out, std::size_t count, DType d, Op op) {
+void Group::all_reduce_flat(const char *in, char *out, std::size_t count, DType d, Op op,
+                            double scale) {
     const std::size_t esz = dtype_size(d), chunk = buf_bytes_ / esz;
     for (std::size_t off = 0; off < count; off += chunk) {
         std::size_t len = count - off < chunk ? count - off : chunk;
@@ -442,6 +461,7 @@ void Group::all_reduce_flat(const char *in, char *out, std::size_t count, DType 
         sync();
         for (int p = 0; p < n_; ++p) srcs_[p] = buf(p, g);
         reduce_ranks(d, op, out + off * esz, srcs_.data(), n_, len);
+        scale_slice(out + off * esz, len, d, scale);
     }
 }
 
@@ -451,7 +471,8 @@ void Group::all_reduce_flat(const char *in, char *out, std::size_t count, DType 
 // its output and to its buffer. Barrier. Phase C: rank r copies the peers' reduced slices out.
 // DRAM traffic per rank is one read of the input and one write of the output; all the rest stays
 // in cache because a chunk (256 KiB per buffer, x2 buffers x n ranks) fits the 32 MiB L3.
-void Group::all_reduce_rsag(const char *in, char *out, std::size_t count, DType d, Op op) {
+void Group::all_reduce_rsag(const char *in, char *out, std::size_t count, DType d, Op op,
+                            double scale) {
     const std::size_t esz = dtype_size(d);
     const std::size_t chunk = buf_bytes_ / esz;
     const std::size_t align = esz >= 64 ? 1 : 64 / esz;
@@ -473,6 +494,7 @@ void Group::all_reduce_rsag(const char *in, char *out, std::size_t count, DType 
             s[q] = q == rank_ ? static_cast<const void *>(in + (off + a) * esz)
                               : static_cast<const void *>(buf(q, g) + a * esz);
         reduce_ranks(d, op, out + (off + a) * esz, s.data(), n_, m);
+        scale_slice(out + (off + a) * esz, m, d, scale);  // before the peers copy it
         std::memcpy(mine + a * esz, out + (off + a) * esz, m * esz);
         sync();
         for (int p = 0; p < n_; ++p)

@@ -75,7 +75,11 @@ class Group {
     // fp_dtype: the buffer's dtype for the fingerprint only (fp_dtype_code in shm_reduce.h; the
     // byte movers copy bytes, but float32 on one rank against int32 on another is a mismatch).
     void barrier();
-    void all_reduce(const void *in, void *out, std::size_t count, DType d, Op op);
+    // scale != 0 (float32/64 only): multiply the result by scale inside the reduce step, on the
+    // slice this rank just reduced (still in cache), instead of a second pass over the output:
+    // AVG without the extra read and write of the whole tensor. Same bits as sum-then-scale.
+    void all_reduce(const void *in, void *out, std::size_t count, DType d, Op op,
+                    double scale = 0.0);
     void broadcast(void *buf, std::size_t bytes, int root, int fp_dtype = kFpNoDtype);
     void all_gather(const void *in, void *out, std::size_t bytes_per_rank,
                     int fp_dtype = kFpNoDtype);
@@ -127,8 +131,10 @@ class Group {
     void begin(int kind, int dtype, int op, int root, uint64_t bytes);
     void check_fingerprints();
 
-    void all_reduce_flat(const char *in, char *out, std::size_t count, DType d, Op op);
-    void all_reduce_rsag(const char *in, char *out, std::size_t count, DType d, Op op);
+    void all_reduce_flat(const char *in, char *out, std::size_t count, DType d, Op op,
+                         double scale);
+    void all_reduce_rsag(const char *in, char *out, std::size_t count, DType d, Op op,
+                         double scale);
 
     std::string name_;
     int rank_, n_;

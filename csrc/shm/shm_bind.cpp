@@ -165,8 +165,9 @@ void init_shm(py::module_ &m) {
         .def("all_reduce_inplace",
              [](Group &g, py::handle obj, bool avg) -> bool {
                  // The fast path's whole call: False (nothing done) unless obj is a writable
-                 // C-contiguous NumPy array of a dtype the op takes; then SUM (AVG: SUM, then
-                 // x 1/size with the kernel the Python path uses: the same bits) in place.
+                 // C-contiguous NumPy array of a dtype the op takes; then SUM (AVG: SUM, each
+                 // reduced slice x 1/size with the kernel the Python path uses: the same bits)
+                 // in place.
                  if (!py::isinstance<py::array>(obj)) return false;
                  auto a = py::reinterpret_borrow<py::array>(obj);
                  if (!(a.flags() & py::array::c_style) || !a.writeable()) return false;
@@ -177,8 +178,9 @@ void init_shm(py::module_ &m) {
                  std::size_t n = static_cast<std::size_t>(a.size());
                  py::gil_scoped_release nogil;
                  BusyMark mark(g);
-                 g.all_reduce(p, p, n, d, tb_shm::Op::Sum);
-                 if (avg && g.size() > 1) tb::kernels::scale_into(p, n, kd, 1.0 / g.size());
+                 // AVG: the 1/size scale runs inside the reduce step (shm.cpp, scale_slice).
+                 double scale = avg && g.size() > 1 ? 1.0 / g.size() : 0.0;
+                 g.all_reduce(p, p, n, d, tb_shm::Op::Sum, scale);
                  return true;
              },
              py::arg("array"), py::arg("avg"))

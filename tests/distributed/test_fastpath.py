@@ -26,7 +26,9 @@ def w_parity(rank, world):
     from tensorbrain.distributed import distributed_c10d as c10d
     be = c10d._world().default.backend
     calls = 0
-    for n in (1, 3, 700, 70_000):  # flat and reduce-scatter/all-gather shm algorithms
+    # flat and reduce-scatter/all-gather shm algorithms; 300_001 spans two 1 MiB chunks (AVG
+    # scales each reduced slice inside the reduction: the bits of a sum, then a scale)
+    for n in (1, 3, 700, 70_000, 300_001):
         for dtype in ("float32", "float64", "float16", "int32", "int64", "int8", "uint8", "bool"):
             xs = [_x(r, n, dtype, n) for r in range(world)]
             t = tb.tensor(xs[rank].copy())

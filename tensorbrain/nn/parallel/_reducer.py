@@ -93,19 +93,54 @@ def compute_bucket_assignment_by_size(params, order, size_limits):
     return closed
 
 
+def _zeros_like_param(a, n):
+    """A zeroed flat array of ``n`` elements of ``a``'s dtype, on ``a``'s device."""
+    xp = _xp.get_array_module(a)
+    if xp is np:
+        return np.zeros(n, dtype=a.dtype)
+    with xp.cuda.Device(a.device.id):
+        return xp.zeros(n, dtype=a.dtype)
+
+
+class _Arena:
+    """One flat array holding, back to back in bucket order, every bucket of one (dtype,
+    device): when no bucket overlaps backward, ``_finalize`` reduces the whole arena in one
+    all_reduce instead of one per bucket (one call, one first synchronisation, full chunks)."""
+    __slots__ = ("buffer", "first", "last")
+
+    def __init__(self, flat, first, last):
+        self.buffer, self.first, self.last = Tensor._wrap(flat), first, last
+
+
+def _arenas(assignment, params):
+    """(per bucket: its flat slice, the arenas) for ``assignment`` (bucket -> param indices).
+    A (dtype, device) whose buckets are not consecutive in bucket order gets one arena per run
+    of consecutive buckets, so that an arena's all_reduce covers buckets in launch order."""
+    runs: list[list] = []   # [key, [bucket indices]]
+    for k, idx in enumerate(assignment):
+        a = params[idx[0]]._data
+        key = (a.dtype.str, _device_key(a))
+        if runs and runs[-1][0] == key:
+            runs[-1][1].append(k)
+        else:
+            runs.append([key, [k]])
+    flats, arenas = [None] * len(assignment), []
+    for _, ks in runs:
+        sizes = [sum(int(params[i]._data.size) for i in assignment[k]) for k in ks]
+        flat = _zeros_like_param(params[assignment[ks[0]][0]]._data, sum(sizes))
+        off = 0
+        for k, n in zip(ks, sizes):
+            flats[k] = flat[off:off + n]
+            off += n
+        arenas.append(_Arena(flat, ks[0], ks[-1]))
+    return flats, arenas
+
+
 class _Bucket:
     __slots__ = ("index", "indices", "buffer", "views", "view_tensors", "pending", "nbytes")
 
-    def __init__(self, index, indices, params):
-        a0 = params[indices[0]]._data
-        xp = _xp.get_array_module(a0)
+    def __init__(self, index, indices, params, flat):
         sizes = [params[i]._data.size for i in indices]
-        total = int(sum(sizes))
-        if xp is np:
-            flat = np.zeros(total, dtype=a0.dtype)
-        else:
-            with xp.cuda.Device(a0.device.id):
-                flat = xp.zeros(total, dtype=a0.dtype)
         self.index = index
         self.indices = list(indices)
         self.buffer = Tensor._wrap(flat)
@@ -175,6 +210,7 @@ class Reducer:
         self.world_size = dist.get_world_size(group)
         self.comm_hook = self.comm_hook_state = None
         self.buckets: list[_Bucket] = []
+        self._arenas: list[_Arena] = []
         self._loc: list[tuple[int, int]] = []
         self._build(list(reversed(range(len(self.params)))))
         # per-iteration state
@@ -195,6 +231,9 @@ class Reducer:
         self._trace_later = {}          # TB_TIMELINE: comm-hook buckets, recorded when waited for
         self.inline_last = True         # reduce the last bucket in _finalize's thread
         self.overlap = _spare_core_per_rank(self.world_size)  # else every bucket is inline
+        self.fuse = True                # allow the fused end of backward (benchmarks turn it off)
+        # This iteration reduces each arena in one all_reduce with AVG (see prepare_for_backward).
+        self._fused = False
         me = weakref.ref(self)
         self._handles = [p.register_post_accumulate_grad_hook(
             lambda _p, i=i: (r := me()) is not None and r._on_grad(i))
@@ -204,7 +243,9 @@ class Reducer:
     def _build(self, order):
         assignment = compute_bucket_assignment_by_size(self.params, order, self.size_limits)
         old_grads = [p.grad for p in self.params]
-        self.buckets = [_Bucket(k, idx, self.params) for k, idx in enumerate(assignment)]
+        flats, self._arenas = _arenas(assignment, self.params)
+        self.buckets = [_Bucket(k, idx, self.params, flat)
+                        for k, (idx, flat) in enumerate(zip(assignment, flats))]
         self._loc = [None] * len(self.params)
         for b in self.buckets:
             for k, i in enumerate(b.indices):
@@ -231,10 +272,13 @@ class Reducer:
         n = len(self.params)
         seen = set(self._arrival)
         order = list(self._arrival) + [i for i in reversed(range(n)) if i not in seen]
-        arr = self._control_array(order, np.int64)
+        # rank 0's overlap decision travels with the order: the fused end-of-backward
+        # all_reduce (prepare_for_backward) needs every rank to issue the same calls
+        arr = self._control_array(order + [int(bool(self.overlap))], np.int64)
         if self.world_size > 1:
             self.dist.broadcast(Tensor._wrap(arr), src=src_rank, group=self.group)
-        order = [int(i) for i in _xp.to_numpy(arr)]
+        got = [int(i) for i in _xp.to_numpy(arr)]
+        order, self.overlap = got[:-1], bool(got[-1])
         if sorted(order) != list(range(n)):
             raise RuntimeError(f"DistributedDataParallel: the bucket order broadcast from rank "
                                f"{src_rank} is not a permutation of this rank's {n} parameters")
@@ -254,6 +298,16 @@ class Reducer:
         self.expect_hooks = True
         self._hooked = False
         self._div = 1.0 / (div_factor or self.world_size)
+        # Fused: every bucket waits for the end of backward anyway (no spare core to overlap
+        # on), so each arena goes in one all_reduce with AVG and the 1/world_size scale runs
+        # inside the reduction (the shared-memory transport scales each slice as it reduces
+        # it) instead of a pass over every gradient here. Only after the bucket rebuild, whose
+        # broadcast made every rank take rank 0's overlap decision, so the ranks issue the
+        # same collectives; never under join() (div_factor), whose shadow ranks reduce per
+        # bucket; floating gradients only (AVG's domain).
+        self._fused = (self.fuse and self._rebuilt and div_factor is None and not self.overlap
+                       and self.inline_last and self.comm_hook is None and self.world_size > 1
+                       and all(a.buffer._data.dtype.kind == "f" for a in self._arenas))
         n = len(self.params)
         self._ready = [False] * n
         self._used = [False] * n
@@ -304,7 +358,7 @@ class Reducer:
         view = bucket.views[k]
         p = self.params[i]
         g = p.grad
-        div = 1.0 if self.comm_hook is not None else self._div
+        div = 1.0 if (self.comm_hook is not None or self._fused) else self._div
         if g is None:
             view.fill(0)  # no gradient here: contribute zeros (PyTorch does the same)
         elif self.as_view and g is bucket.view_tensors[k]:
@@ -332,14 +386,15 @@ class Reducer:
         last = len(buckets) - 1
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
-            if ((self._next == last or not self.overlap) and self.comm_hook is None
-                    and self.inline_last):
+            if self._fused or ((self._next == last or not self.overlap)
+                               and self.comm_hook is None and self.inline_last):
                 # The last bucket fills at the very end of backward: nothing is left to overlap
                 # it with, so _finalize reduces it synchronously, in this thread, once the
                 # others are done. That skips two thread hand-offs (to the backend's worker and
                 # back), which cost milliseconds when the machine is loaded. Without a spare
                 # core per rank every bucket goes that way: the backend's thread would only
-                # take turns with backward on the same core (see _spare_core_per_rank).
+                # take turns with backward on the same core (see _spare_core_per_rank). Fused
+                # (prepare_for_backward): _finalize reduces whole arenas instead.
                 self._works[self._next] = None
             else:
                 self._works[self._next] = self._launch(b)
@@ -383,7 +438,9 @@ class Reducer:
         for i in missing:     # reduce zeros for them first: the other ranks must not hang
             self._mark_ready(i, grad_arrived=False)
         first_exc = None
-        for b, work in zip(self.buckets, self._works):
+        if self._fused:
+            self._reduce_arenas()
+        for b, work in zip(self.buckets, [] if self._fused else self._works):
             try:
                 if work is None:  # the last bucket (see _launch_ready)
                     t0, t_wall = time.perf_counter(), time.time()
@@ -430,6 +487,19 @@ class Reducer:
             elif not (self.as_view and g is bucket.view_tensors[k]):
                 _xp.get_array_module(g._data).copyto(g._data, bucket.views[k])
         self._done_iteration()
+
+    def _reduce_arenas(self):
+        """The fused end of backward: one all_reduce (AVG) per arena, in bucket order."""
+        avg = self.dist.ReduceOp.AVG
+        for arena in self._arenas:
+            t0, t_wall = time.perf_counter(), time.time()
+            self.dist.all_reduce(arena.buffer, op=avg, group=self.group)
+            observe = _timeline()
+            if observe is not None:
+                for b in self.buckets[arena.first:arena.last + 1]:
+                    _trace_bucket(observe, b, t_wall)
+            if self.timings is not None:
+                self.timings.append([t0, time.perf_counter()])
 
     def _check_missing(self, missing):
         if missing and not (self.find_unused or self.static_graph):

@@ -91,7 +91,40 @@ def check_equivalence(rank, world, opt_name, as_view, steps=STEPS, overlap=None)
         opt.step()
     views = [any(np.shares_memory(p.grad._data, b.buffer._data) for b in ddp.reducer.buckets)
              for p in model.parameters()]
-    return {"params": params_of(model), "buckets": len(ddp.reducer.buckets), "views": views}
+    return {"params": params_of(model), "buckets": len(ddp.reducer.buckets), "views": views,
+            "fused": ddp.reducer._fused}
+
+
+class Mixed(nn.Module):
+    """float32, float64, float32 parameters: with one bucket each, three arenas (runs of one
+    dtype in bucket order), reduced one after another by the fused end of backward."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(tb.from_numpy(np.ones(5, np.float32)))
+        self.b = nn.Parameter(tb.from_numpy(np.ones(7, np.float64)))
+        self.c = nn.Parameter(tb.from_numpy(np.ones(3, np.float32)))
+
+    def forward(self, xs):
+        return sum((x * p).sum() for x, p in zip(xs, (self.a, self.b, self.c)))
+
+
+def mixed_inputs(rank, step):
+    """This rank's inputs at ``step``; d(loss)/d(param) is the input itself."""
+    rng = np.random.default_rng(100 * step + rank)
+    return [rng.standard_normal(n).astype(dt)
+            for n, dt in ((5, np.float32), (7, np.float64), (3, np.float32))]
+
+
+def check_mixed_dtypes(rank, world, steps=3, as_view=False):
+    ddp = nn.parallel.DistributedDataParallel(Mixed(), bucket_cap_mb=small_buckets(),
+                                              gradient_as_bucket_view=as_view)
+    out = []
+    for s in range(steps):
+        ddp.zero_grad()
+        ddp([tb.from_numpy(x) for x in mixed_inputs(rank, s)]).backward()
+        out.append(grads_of(ddp.module))
+    return {"grads": out, "fused": ddp.reducer._fused, "arenas": len(ddp.reducer._arenas)}
 
 
 def check_no_sync(rank, world, as_view, k=3):
@@ -324,6 +357,8 @@ CHECKS = {
     "equiv_adam": lambda r, w: check_equivalence(r, w, "adam", False),
     "equiv_sgd_overlap": lambda r, w: check_equivalence(r, w, "sgd", False, overlap=True),
     "equiv_sgd_inline": lambda r, w: check_equivalence(r, w, "sgd", False, overlap=False),
+    "mixed_dtypes": check_mixed_dtypes,
+    "mixed_dtypes_view": lambda r, w: check_mixed_dtypes(r, w, as_view=True),
     "no_sync": lambda r, w: check_no_sync(r, w, False),
     "no_sync_view": lambda r, w: check_no_sync(r, w, True),
     "unused": check_unused,

@@ -74,6 +74,23 @@ def test_overlapped_and_inline_buckets_give_the_same_bits(world2):
         assert_same_on_every_rank(per_rank)
     assert_same_on_every_rank([runs["equiv_sgd_overlap"][0], runs["equiv_sgd_inline"][0]])
     assert_close(runs["equiv_sgd_inline"][0], ref_train(2, "sgd"))
+    # inline: after the bucket rebuild, one all_reduce (AVG) of the whole arena per step
+    assert world2[0]["equiv_sgd_inline"]["fused"] and not world2[0]["equiv_sgd_overlap"]["fused"]
+
+
+@pytest.mark.parametrize("check", ["mixed_dtypes", "mixed_dtypes_view"])
+def test_fused_reduction_keeps_each_dtype_apart(world2, check):
+    # float32, float64, float32 buckets: three arenas reduced in bucket order; each gradient is
+    # the average of the ranks' inputs, in its own dtype, before and after fusing
+    res = [r[check] for r in world2]
+    assert res[0]["fused"] and res[0]["arenas"] == 3
+    for step, got in enumerate(res[0]["grads"]):
+        want = [np.mean([x[k] for x in (W.mixed_inputs(r, step) for r in range(2))], axis=0)
+                for k in range(3)]
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-6 if g.dtype == np.float32 else 1e-12)
+    assert_same_on_every_rank([r["grads"][-1] for r in res])
 
 
 @pytest.mark.parametrize("world,check", [(2, "equiv_adam"), (2, "equiv_adam_view"),

@@ -142,12 +142,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {}
 KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
     frozenset({"tensorbrain.nn", "tensorbrain.models", "tensorbrain.models.resnet",
                "tensorbrain.models.transformer"}): "the tb.nn.ResNet50 alias (KNOWN above)",
-    frozenset({"tensorbrain.distributed.fsdp.fully_sharded_data_parallel",
-               "tensorbrain.distributed.fsdp._state_dict"}): "FSDP1's class and its state dicts",
-    frozenset({"tensorbrain.deepspeed", "tensorbrain.deepspeed.comm"}):
-        "deepspeed.comm's init reaches back to the package",
-    frozenset({"tensorbrain.multiprocessing", "tensorbrain.multiprocessing.spawn"}):
-        "spawn's children import the package's reductions",
     frozenset({
         "tensorbrain._factories",
         "tensorbrain._interop",

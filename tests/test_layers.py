@@ -207,14 +207,6 @@ KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
         "tensorbrain._torch_format",
         "tensorbrain.serialization",
     }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
-    frozenset({
-        "tensorbrain.distributed.tensor._api",
-        "tensorbrain.distributed.tensor._factories",
-    }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
-    frozenset({
-        "tensorbrain.distributed.autograd",
-        "tensorbrain.distributed.rpc",
-    }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
 }
 
 

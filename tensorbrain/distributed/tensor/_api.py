@@ -425,13 +425,12 @@ class DTensor(Tensor):
         ranks seeded alike agree, no communication) and keep this rank's piece: an
         initialiser on a sharded parameter gives the values it gives the unsharded one (the
         meta-device FSDP2 idiom: ``to_empty``, then ``reset_parameters()``)."""
-        from ._factories import distribute_tensor  # _factories imports this module
         from ... import _xp
         full = Tensor._wrap(_xp.get_array_module(self._data).empty(self._spec.shape,
                                                                    dtype=self._data.dtype))
         getattr(Tensor, name)(full, *args, **kwargs)
         pl = tuple(Replicate() if p.is_partial() else p for p in self._spec.placements)
-        piece = distribute_tensor(full, self._spec.mesh, pl, src_data_rank=None)
+        piece = DTensor._from_full(full, self._spec.mesh, pl, None)
         self._data[...] = piece._data
         self._version[0] += 1
         return self

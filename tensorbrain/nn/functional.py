@@ -38,15 +38,17 @@ from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,
                          l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from .._ops.norm import batch_norm, group_norm, layer_norm  # noqa: F401
 from .._ops.softmax import log_softmax, softmax, softmin  # noqa: F401
+from .._ops import activations as _activations
 from .._ops import nn_more as _nn_more
-from .._ops.nn_more import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F401
+from .._ops import pooling as _pooling
+from .._ops.activations import (celu, celu_, elu_, glu, gumbel_softmax, hardtanh_,  # noqa: F401
+                                leaky_relu_, relu_, selu, selu_, softshrink, softsign, tanhshrink,
+                                threshold, threshold_)
+from .._ops.nn_more import (affine_grid, fold, gaussian_nll_loss, grid_sample,  # noqa: F401
+                            grouped_mm, instance_norm, poisson_nll_loss, unfold)
+from .._ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F401
                             adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
-                            affine_grid, avg_pool1d, avg_pool3d, celu, fold, gaussian_nll_loss,
-                            glu, grid_sample, gumbel_softmax, instance_norm,
-                            max_pool1d, max_pool3d, poisson_nll_loss, selu, softshrink, softsign,
-                            tanhshrink, threshold, unfold)
-from .._ops.nn_more import (celu_, elu_, grouped_mm, hardtanh_, leaky_relu_,  # noqa: F401
-                            relu_, selu_, threshold_)
+                            avg_pool1d, avg_pool3d, max_pool1d, max_pool3d)
 from .._ops.pointwise import hardshrink  # noqa: F401
 from .._xp import get_array_module
 from ..tensor import Tensor
@@ -65,8 +67,9 @@ __all__ += ["conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_tr
 __all__ += ["cosine_embedding_loss", "margin_ranking_loss", "pairwise_distance",
             "triplet_margin_loss", "ctc_loss"]
 __all__ += ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
-__all__ += [n for n in dir(_nn_more) if not n.startswith("_") and callable(getattr(_nn_more, n))
-            and getattr(getattr(_nn_more, n), "__module__", "") == _nn_more.__name__]
+__all__ += [n for m in (_activations, _nn_more, _pooling) for n in dir(m)
+            if not n.startswith("_") and callable(getattr(m, n))
+            and getattr(getattr(m, n), "__module__", "") == m.__name__]
 __all__ += ["hardshrink"]
 
 # ***** linear layers *****

@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import blas as BL
 from . import calculus as CA
 from . import combine as CB
+from . import joining as JN
 from . import complex as C
 from . import einsum as _einsum
 from . import elementwise as E
@@ -287,23 +288,23 @@ broadcast_to = CB.broadcast_to
 select = CB.select
 diagonal = CB.diagonal
 as_strided = CB.as_strided
-atleast_1d = CB.atleast_1d
-atleast_2d = CB.atleast_2d
-atleast_3d = CB.atleast_3d
-vstack = CB.vstack
-row_stack = CB.vstack
-hstack = CB.hstack
-dstack = CB.dstack
-column_stack = CB.column_stack
-tensor_split = CB.tensor_split
-hsplit = CB.hsplit
-vsplit = CB.vsplit
-dsplit = CB.dsplit
-split_with_sizes = CB.split_with_sizes
+atleast_1d = JN.atleast_1d
+atleast_2d = JN.atleast_2d
+atleast_3d = JN.atleast_3d
+vstack = JN.vstack
+row_stack = JN.vstack
+hstack = JN.hstack
+dstack = JN.dstack
+column_stack = JN.column_stack
+tensor_split = JN.tensor_split
+hsplit = JN.hsplit
+vsplit = JN.vsplit
+dsplit = JN.dsplit
+split_with_sizes = JN.split_with_sizes
 fliplr = CB.fliplr
 unsafe_chunk = S.chunk
 unsafe_split = S.split
-unsafe_split_with_sizes = CB.split_with_sizes
+unsafe_split_with_sizes = JN.split_with_sizes
 narrow_copy = CB.narrow_copy
 flipud = CB.flipud
 rot90 = CB.rot90

@@ -13,6 +13,7 @@ from __future__ import annotations
 from . import blas as BL
 from . import calculus as CA
 from . import combine as CB
+from . import joining as JN
 from . import complex as C
 from . import convert as CV
 from . import elementwise as E
@@ -281,7 +282,7 @@ class TableMethods:
     cfloat = CV.cfloat
     cdouble = CV.cdouble
 
-    # ***** reshaping, joining, splitting (combine.py) *****
+    # ***** reshaping, joining, splitting (combine.py, joining.py) *****
     movedim = CB.movedim
     moveaxis = CB.movedim
     ravel = CB.ravel
@@ -291,15 +292,15 @@ class TableMethods:
     diagonal = CB.diagonal
     unfold = CB.unfold
     as_strided = CB.as_strided
-    tensor_split = CB.tensor_split
-    hsplit = CB.hsplit
-    vsplit = CB.vsplit
-    dsplit = CB.dsplit
-    split_with_sizes = CB.split_with_sizes
+    tensor_split = JN.tensor_split
+    hsplit = JN.hsplit
+    vsplit = JN.vsplit
+    dsplit = JN.dsplit
+    split_with_sizes = JN.split_with_sizes
     fliplr = CB.fliplr
     unsafe_chunk = S.chunk
     unsafe_split = S.split
-    unsafe_split_with_sizes = CB.split_with_sizes
+    unsafe_split_with_sizes = JN.split_with_sizes
     narrow_copy = CB.narrow_copy
     flipud = CB.flipud
     rot90 = CB.rot90

@@ -13,6 +13,7 @@ from __future__ import annotations
 from . import blas as BL
 from . import calculus as CA
 from . import combine as CB
+from . import joining as JN
 from . import complex as C
 from . import convert as CV
 from . import einsum as _einsum
@@ -131,19 +132,19 @@ OPS = {
     # ***** dtype conversions by name (convert.py) *****
     "byte": (CV.byte, "m"), "char": (CV.char, "m"), "short": (CV.short, "m"),
     "cfloat": (CV.cfloat, "m"), "cdouble": (CV.cdouble, "m"),
-    # ***** reshaping, joining, splitting (combine.py) *****
+    # ***** reshaping, joining, splitting (combine.py, joining.py) *****
     "movedim": (CB.movedim, "fm"), "moveaxis": (CB.movedim, "fm"), "ravel": (CB.ravel, "fm"),
     "tile": (CB.tile, "fm"), "broadcast_to": (CB.broadcast_to, "fm"), "select": (CB.select, "fm"),
     "diagonal": (CB.diagonal, "fm"), "unfold": (CB.unfold, "m"),
-    "as_strided": (CB.as_strided, "fm"), "atleast_1d": (CB.atleast_1d, "f"),
-    "atleast_2d": (CB.atleast_2d, "f"), "atleast_3d": (CB.atleast_3d, "f"),
-    "vstack": (CB.vstack, "f"), "row_stack": (CB.vstack, "f"), "hstack": (CB.hstack, "f"),
-    "dstack": (CB.dstack, "f"), "column_stack": (CB.column_stack, "f"),
-    "tensor_split": (CB.tensor_split, "fm"), "hsplit": (CB.hsplit, "fm"),
-    "vsplit": (CB.vsplit, "fm"), "dsplit": (CB.dsplit, "fm"),
-    "split_with_sizes": (CB.split_with_sizes, "fm"), "fliplr": (CB.fliplr, "fm"),
+    "as_strided": (CB.as_strided, "fm"), "atleast_1d": (JN.atleast_1d, "f"),
+    "atleast_2d": (JN.atleast_2d, "f"), "atleast_3d": (JN.atleast_3d, "f"),
+    "vstack": (JN.vstack, "f"), "row_stack": (JN.vstack, "f"), "hstack": (JN.hstack, "f"),
+    "dstack": (JN.dstack, "f"), "column_stack": (JN.column_stack, "f"),
+    "tensor_split": (JN.tensor_split, "fm"), "hsplit": (JN.hsplit, "fm"),
+    "vsplit": (JN.vsplit, "fm"), "dsplit": (JN.dsplit, "fm"),
+    "split_with_sizes": (JN.split_with_sizes, "fm"), "fliplr": (CB.fliplr, "fm"),
     "unsafe_chunk": (S.chunk, "fm"), "unsafe_split": (S.split, "fm"),
-    "unsafe_split_with_sizes": (CB.split_with_sizes, "fm"), "narrow_copy": (CB.narrow_copy, "fm"),
+    "unsafe_split_with_sizes": (JN.split_with_sizes, "fm"), "narrow_copy": (CB.narrow_copy, "fm"),
     "flipud": (CB.flipud, "fm"), "rot90": (CB.rot90, "fm"),
     "broadcast_tensors": (CB.broadcast_tensors, "f"), "block_diag": (CB.block_diag, "f"),
     "cartesian_prod": (CB.cartesian_prod, "f"), "combinations": (CB.combinations, "f"),

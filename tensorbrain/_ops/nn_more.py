@@ -13,7 +13,7 @@ import numpy as np
 from .._tensor_base import TensorBase as Tensor
 from .._xp import get_array_module
 from . import combine as CB
-from . import convnd as ND
+from . import windows as W
 from . import elementwise as E
 from . import reduce as R
 from . import shape as S
@@ -101,18 +101,18 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     unbatched = x.ndim == 3
     if unbatched:
         x = x[None]
-    ks = ND.ntuple(kernel_size, 2, "kernel_size")
-    ds = ND.ntuple(dilation, 2, "dilation")
-    ps = ND.ntuple(padding, 2, "padding")
-    ss = ND.ntuple(stride, 2, "stride")
-    padded = ND._pad(xp, x, ps, ps)
-    outs = tuple(ND._out_size(n, k, s, d, 2 * p) for n, k, s, d, p in
+    ks = W.ntuple(kernel_size, 2, "kernel_size")
+    ds = W.ntuple(dilation, 2, "dilation")
+    ps = W.ntuple(padding, 2, "padding")
+    ss = W.ntuple(stride, 2, "stride")
+    padded = W._pad(xp, x, ps, ps)
+    outs = tuple(W._out_size(n, k, s, d, 2 * p) for n, k, s, d, p in
                  zip(x.shape[2:], ks, ss, ds, ps))
-    cols = ND._im2col(xp, padded, ks, ss, ds, outs, False)     # (N, C*kh*kw, L)
+    cols = W._im2col(xp, padded, ks, ss, ds, outs, False)     # (N, C*kh*kw, L)
 
     def backward(g):
         g6 = g.reshape(x.shape[:2] + ks + outs)
-        img = ND._col2im(xp, g6, padded.shape, ks, ss, ds, outs)
+        img = W._col2im(xp, g6, padded.shape, ks, ss, ds, outs)
         gx = img[:, :, ps[0]:ps[0] + x.shape[2], ps[1]:ps[1] + x.shape[3]]
         return (gx[0] if unbatched else gx,)
     return make(cols[0] if unbatched else cols, (input,), backward, "Im2ColBackward")
@@ -144,23 +144,23 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     unbatched = x.ndim == 2
     if unbatched:
         x = x[None]
-    size = ND.ntuple(output_size, 2, "output_size")
-    ks = ND.ntuple(kernel_size, 2, "kernel_size")
-    ds = ND.ntuple(dilation, 2, "dilation")
-    ps = ND.ntuple(padding, 2, "padding")
-    ss = ND.ntuple(stride, 2, "stride")
-    outs = tuple(ND._out_size(n, k, s, d, 2 * p) for n, k, s, d, p in zip(size, ks, ss, ds, ps))
+    size = W.ntuple(output_size, 2, "output_size")
+    ks = W.ntuple(kernel_size, 2, "kernel_size")
+    ds = W.ntuple(dilation, 2, "dilation")
+    ps = W.ntuple(padding, 2, "padding")
+    ss = W.ntuple(stride, 2, "stride")
+    outs = tuple(W._out_size(n, k, s, d, 2 * p) for n, k, s, d, p in zip(size, ks, ss, ds, ps))
     c = x.shape[1] // (ks[0] * ks[1])
     if c * ks[0] * ks[1] != x.shape[1] or outs[0] * outs[1] != x.shape[2]:
         raise RuntimeError(f"fold: input of shape {tuple(x.shape)} does not match kernel_size "
                            f"{ks} and output_size {size} ({outs[0] * outs[1]} blocks expected)")
     padded_shape = (x.shape[0], c, size[0] + 2 * ps[0], size[1] + 2 * ps[1])
-    img = ND._col2im(xp, x.reshape((x.shape[0], c) + ks + outs), padded_shape, ks, ss, ds, outs)
+    img = W._col2im(xp, x.reshape((x.shape[0], c) + ks + outs), padded_shape, ks, ss, ds, outs)
     out = img[:, :, ps[0]:ps[0] + size[0], ps[1]:ps[1] + size[1]]
 
     def backward(g):
-        gp = ND._pad(xp, g, ps, ps)
-        cols = ND._im2col(xp, gp, ks, ss, ds, outs, False)
+        gp = W._pad(xp, g, ps, ps)
+        cols = W._im2col(xp, gp, ks, ss, ds, outs, False)
         return (cols[0] if unbatched else cols,)
     return make(out[0] if unbatched else out, (input,), backward, "Col2ImBackward")
 

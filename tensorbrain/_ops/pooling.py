@@ -15,7 +15,7 @@ import numpy as np
 
 from .._xp import get_array_module
 from . import conv as CV
-from . import convnd as ND
+from . import windows as W
 from . import reduce as R
 from . import shape as S
 from .core import make
@@ -94,10 +94,10 @@ def _pool3d(name, input, kernel_size, stride, padding, ceil_mode, kind, count_in
         x = x[None]
     if x.ndim != 5:
         raise RuntimeError(f"{name}: expected a 4-D or 5-D input, got shape {tuple(x.shape)}")
-    ks = ND.ntuple(kernel_size, 3, "kernel_size")
-    ss = ND.ntuple(stride if stride not in (None, ()) else ks, 3, "stride")
-    ps = ND.ntuple(padding, 3, "padding")
-    ds = ND.ntuple(dilation, 3, "dilation")
+    ks = W.ntuple(kernel_size, 3, "kernel_size")
+    ss = W.ntuple(stride if stride not in (None, ()) else ks, 3, "stride")
+    ps = W.ntuple(padding, 3, "padding")
+    ds = W.ntuple(dilation, 3, "dilation")
     outs = []
     for size, k, s, p, d in zip(x.shape[2:], ks, ss, ps, ds):
         span = size + 2 * p - d * (k - 1) - 1
@@ -111,7 +111,7 @@ def _pool3d(name, input, kernel_size, stride, padding, ceil_mode, kind, count_in
     padded = xp.full(x.shape[:2] + tuple(n + p + h for n, p, h in zip(x.shape[2:], ps, hi)),
                      fill, dtype=x.dtype)
     padded[(slice(None), slice(None)) + tuple(slice(p, p + n) for p, n in zip(ps, x.shape[2:]))] = x
-    win = ND._windows(xp, padded, ks, ss, ds, outs)            # (N, C, *K, *O)
+    win = W._windows(xp, padded, ks, ss, ds, outs)            # (N, C, *K, *O)
     flat = win.reshape(win.shape[:2] + (-1,) + tuple(outs))    # (N, C, K, *O)
     if kind == "max":
         arg = flat.argmax(axis=2)
@@ -123,7 +123,7 @@ def _pool3d(name, input, kernel_size, stride, padding, ceil_mode, kind, count_in
         else:
             ones = xp.zeros(padded.shape[2:], dtype=x.dtype)
             ones[tuple(slice(p, p + n) for p, n in zip(ps, x.shape[2:]))] = 1
-        counts = ND._windows(xp, ones[None, None], ks, ss, ds, outs).reshape(
+        counts = W._windows(xp, ones[None, None], ks, ss, ds, outs).reshape(
             (1, 1, -1) + tuple(outs)).sum(axis=2)
         out = flat.sum(axis=2) / counts
 
@@ -133,7 +133,7 @@ def _pool3d(name, input, kernel_size, stride, padding, ceil_mode, kind, count_in
             xp.put_along_axis(cols, arg[:, :, None], g[:, :, None], axis=2)
         else:
             cols = xp.broadcast_to((g / counts)[:, :, None], flat.shape)
-        img = ND._col2im(xp, xp.ascontiguousarray(cols).reshape(win.shape), padded.shape, ks,
+        img = W._col2im(xp, xp.ascontiguousarray(cols).reshape(win.shape), padded.shape, ks,
                          ss, ds, outs)
         gx = img[(slice(None), slice(None)) + tuple(slice(p, p + n)
                                                     for p, n in zip(ps, x.shape[2:]))]

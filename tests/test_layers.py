@@ -58,7 +58,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._tensor_hooks", "tensorbrain._tensor_sparse",
         "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain._legacy_types",
         "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._tensor_views_inplace",
-        "tensorbrain.linalg", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
+        "tensorbrain.linalg", "tensorbrain._linalg_legacy", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
         "tensorbrain._torch_extras", "tensorbrain._tensor_more", "tensorbrain.storage",
         "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal", "tensorbrain.special",
         "tensorbrain.autograd",
@@ -146,6 +146,7 @@ KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
     frozenset({
         "tensorbrain._factories",
         "tensorbrain._interop",
+        "tensorbrain._linalg_legacy",
         "tensorbrain._legacy_types",
         "tensorbrain._ops.blas",
         "tensorbrain._ops.calculus",

@@ -18,6 +18,7 @@ from . import complex as C
 from . import convert as CV
 from . import elementwise as E
 from .. import _signal as SG
+from .. import _linalg_legacy as LL
 from .. import linalg as LA
 from . import extra as X
 from . import indexing as IX
@@ -356,19 +357,19 @@ class TableMethods:
     ger = BL.ger
     cross = BL.cross
 
-    # ***** linear algebra in the torch namespace (tensorbrain/linalg.py) *****
+    # ***** linear algebra in the torch namespace (tensorbrain/linalg.py, _linalg_legacy.py) *****
     det = LA.det
     inverse = LA.inv
     slogdet = LA.slogdet
-    logdet = LA.logdet
-    pinverse = LA.pinverse
+    logdet = LL.logdet
+    pinverse = LL.pinverse
     matrix_power = LA.matrix_power
     matrix_exp = LA.matrix_exp
-    cholesky = LA.legacy_cholesky
-    qr = LA.legacy_qr
-    svd = LA.legacy_svd
-    cholesky_solve = LA.cholesky_solve
-    cholesky_inverse = LA.cholesky_inverse
+    cholesky = LL.legacy_cholesky
+    qr = LL.legacy_qr
+    svd = LL.legacy_svd
+    cholesky_solve = LL.cholesky_solve
+    cholesky_inverse = LL.cholesky_inverse
 
     # ***** signal processing (tensorbrain/_signal.py) *****
     stft = SG.stft

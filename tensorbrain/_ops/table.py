@@ -19,6 +19,7 @@ from . import convert as CV
 from . import einsum as _einsum
 from . import elementwise as E
 from .. import _signal as SG
+from .. import _linalg_legacy as LL
 from .. import linalg as LA
 from . import extra as X
 from . import indexing as IX
@@ -177,13 +178,13 @@ OPS = {
     "inner": (BL.inner, "fm"), "vdot": (BL.vdot, "fm"), "ger": (BL.ger, "fm"),
     "cross": (BL.cross, "fm"), "tensordot": (BL.tensordot, "f"),
     "chain_matmul": (BL.chain_matmul, "f"), "cdist": (BL.cdist, "f"),
-    # ***** linear algebra in the torch namespace (tensorbrain/linalg.py) *****
+    # ***** linear algebra in the torch namespace (tensorbrain/linalg.py, _linalg_legacy.py) *****
     "det": (LA.det, "fm"), "inverse": (LA.inv, "fm"), "slogdet": (LA.slogdet, "fm"),
-    "logdet": (LA.logdet, "fm"), "pinverse": (LA.pinverse, "fm"),
+    "logdet": (LL.logdet, "fm"), "pinverse": (LL.pinverse, "fm"),
     "matrix_power": (LA.matrix_power, "fm"), "matrix_exp": (LA.matrix_exp, "fm"),
-    "cholesky": (LA.legacy_cholesky, "fm"), "qr": (LA.legacy_qr, "fm"),
-    "svd": (LA.legacy_svd, "fm"), "cholesky_solve": (LA.cholesky_solve, "fm"),
-    "cholesky_inverse": (LA.cholesky_inverse, "fm"),
+    "cholesky": (LL.legacy_cholesky, "fm"), "qr": (LL.legacy_qr, "fm"),
+    "svd": (LL.legacy_svd, "fm"), "cholesky_solve": (LL.cholesky_solve, "fm"),
+    "cholesky_inverse": (LL.cholesky_inverse, "fm"),
     # ***** signal processing (tensorbrain/_signal.py) *****
     "stft": (SG.stft, "fm"), "hann_window": (SG.hann_window, "f"),
     "hamming_window": (SG.hamming_window, "f"), "blackman_window": (SG.blackman_window, "f"),

@@ -163,6 +163,7 @@ KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
         "tensorbrain._ops.loss",
         "tensorbrain._ops.nn_extra",
         "tensorbrain._ops.pointwise",
+        "tensorbrain._ops.quantiles",
         "tensorbrain._ops.rearrange",
         "tensorbrain._ops.reduce",
         "tensorbrain._ops.scatter",

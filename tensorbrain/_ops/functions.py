@@ -28,6 +28,7 @@ from . import scatter as SC
 from . import select as SL
 from . import shape as S
 from . import softmax as _softmax
+from . import quantiles as QT
 from . import stats as ST
 
 __all__ = ["add", "sub", "mul", "div", "pow", "neg", "multiply", "divide", "subtract",
@@ -341,13 +342,13 @@ logcumsumexp = ST.logcumsumexp
 nansum = ST.nansum
 nanmean = ST.nanmean
 nanmedian = ST.nanmedian
-quantile = ST.quantile
-nanquantile = ST.nanquantile
+quantile = QT.quantile
+nanquantile = QT.nanquantile
 std_mean = ST.std_mean
 var_mean = ST.var_mean
 aminmax = ST.aminmax
-histc = ST.histc
-histogram = ST.histogram
+histc = QT.histc
+histogram = QT.histogram
 dist = ST.dist
 diff = ST.diff
 cov = ST.cov

@@ -29,6 +29,7 @@ from . import reduce as R
 from . import scatter as SC
 from . import select as SL
 from . import shape as S
+from . import quantiles as QT
 from . import stats as ST
 
 
@@ -324,7 +325,7 @@ class TableMethods:
     nonzero_static = IX.nonzero_static
     index_reduce = IX.index_reduce
 
-    # ***** statistics (stats.py) *****
+    # ***** statistics (stats.py, quantiles.py) *****
     mode = ST.mode
     cummax = ST.cummax
     cummin = ST.cummin
@@ -332,11 +333,11 @@ class TableMethods:
     nansum = ST.nansum
     nanmean = ST.nanmean
     nanmedian = ST.nanmedian
-    quantile = ST.quantile
-    nanquantile = ST.nanquantile
+    quantile = QT.quantile
+    nanquantile = QT.nanquantile
     aminmax = ST.aminmax
-    histc = ST.histc
-    histogram = ST.histogram
+    histc = QT.histc
+    histogram = QT.histogram
     dist = ST.dist
     diff = ST.diff
     cov = ST.cov

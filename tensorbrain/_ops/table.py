@@ -31,6 +31,7 @@ from . import scatter as SC
 from . import select as SL
 from . import shape as S
 from . import softmax as _softmax
+from . import quantiles as QT
 from . import stats as ST
 
 OPS = {
@@ -161,13 +162,13 @@ OPS = {
     "unique_consecutive": (IX.unique_consecutive, "fm"),
     "tril_indices": (IX.tril_indices, "f"), "triu_indices": (IX.triu_indices, "f"),
     "nonzero_static": (IX.nonzero_static, "fm"), "index_reduce": (IX.index_reduce, "fmi"),
-    # ***** statistics (stats.py) *****
+    # ***** statistics (stats.py, quantiles.py) *****
     "mode": (ST.mode, "fm"), "cummax": (ST.cummax, "fm"), "cummin": (ST.cummin, "fm"),
     "logcumsumexp": (ST.logcumsumexp, "fm"), "nansum": (ST.nansum, "fm"),
     "nanmean": (ST.nanmean, "fm"), "nanmedian": (ST.nanmedian, "fm"),
-    "quantile": (ST.quantile, "fm"), "nanquantile": (ST.nanquantile, "fm"),
+    "quantile": (QT.quantile, "fm"), "nanquantile": (QT.nanquantile, "fm"),
     "std_mean": (ST.std_mean, "f"), "var_mean": (ST.var_mean, "f"),
-    "aminmax": (ST.aminmax, "fm"), "histc": (ST.histc, "fm"), "histogram": (ST.histogram, "fm"),
+    "aminmax": (ST.aminmax, "fm"), "histc": (QT.histc, "fm"), "histogram": (QT.histogram, "fm"),
     "dist": (ST.dist, "fm"), "diff": (ST.diff, "fm"), "cov": (ST.cov, "fm"),
     "corrcoef": (ST.corrcoef, "fm"), "renorm": (ST.renorm, "fmi"),
     "trapezoid": (ST.trapezoid, "f"), "trapz": (ST.trapezoid, "f"), "msort": (ST.msort, "fm"),

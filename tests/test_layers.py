@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
         "tensorbrain.ops", "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
-        "tensorbrain._cuda_streams", "tensorbrain._layout",
+        "tensorbrain._cuda_streams", "tensorbrain._layout", "tensorbrain._array_data",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",

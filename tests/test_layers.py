@@ -157,6 +157,7 @@ KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
         "tensorbrain._ops.elementwise",
         "tensorbrain._ops.extra",
         "tensorbrain._ops.generated",
+        "tensorbrain._ops.index_queries",
         "tensorbrain._ops.indexing",
         "tensorbrain._ops.joining",
         "tensorbrain._ops.linalg_ops",

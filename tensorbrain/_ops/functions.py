@@ -19,6 +19,7 @@ from .. import _signal as SG
 from .. import _linalg_legacy as LL
 from .. import linalg as LA
 from . import extra as X
+from . import index_queries as IQ
 from . import indexing as IX
 from . import nn_extra as NX
 from . import pointwise as P
@@ -326,14 +327,14 @@ select_scatter = IX.select_scatter
 slice_scatter = IX.slice_scatter
 diagonal_scatter = IX.diagonal_scatter
 scatter_reduce = IX.scatter_reduce
-searchsorted = IX.searchsorted
-bucketize = IX.bucketize
-isin = IX.isin
-argwhere = IX.argwhere
-unique_consecutive = IX.unique_consecutive
-tril_indices = IX.tril_indices
-triu_indices = IX.triu_indices
-nonzero_static = IX.nonzero_static
+searchsorted = IQ.searchsorted
+bucketize = IQ.bucketize
+isin = IQ.isin
+argwhere = IQ.argwhere
+unique_consecutive = IQ.unique_consecutive
+tril_indices = IQ.tril_indices
+triu_indices = IQ.triu_indices
+nonzero_static = IQ.nonzero_static
 index_reduce = IX.index_reduce
 mode = ST.mode
 cummax = ST.cummax

@@ -21,6 +21,7 @@ from .. import _signal as SG
 from .. import _linalg_legacy as LL
 from .. import linalg as LA
 from . import extra as X
+from . import index_queries as IQ
 from . import indexing as IX
 from . import nn_extra as NX
 from . import pointwise as P
@@ -309,7 +310,7 @@ class TableMethods:
     diag_embed = CB.diag_embed
     diagflat = CB.diagflat
 
-    # ***** reading and writing at indices (indexing.py) *****
+    # ***** reading and writing at indices (indexing.py, index_queries.py) *****
     index_copy = IX.index_copy
     index_fill = IX.index_fill
     index_put = IX.index_put
@@ -320,9 +321,9 @@ class TableMethods:
     slice_scatter = IX.slice_scatter
     diagonal_scatter = IX.diagonal_scatter
     scatter_reduce = IX.scatter_reduce
-    argwhere = IX.argwhere
-    unique_consecutive = IX.unique_consecutive
-    nonzero_static = IX.nonzero_static
+    argwhere = IQ.argwhere
+    unique_consecutive = IQ.unique_consecutive
+    nonzero_static = IQ.nonzero_static
     index_reduce = IX.index_reduce
 
     # ***** statistics (stats.py, quantiles.py) *****

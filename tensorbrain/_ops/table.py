@@ -22,6 +22,7 @@ from .. import _signal as SG
 from .. import _linalg_legacy as LL
 from .. import linalg as LA
 from . import extra as X
+from . import index_queries as IQ
 from . import indexing as IX
 from . import nn_extra as NX
 from . import pointwise as P
@@ -151,17 +152,17 @@ OPS = {
     "broadcast_tensors": (CB.broadcast_tensors, "f"), "block_diag": (CB.block_diag, "f"),
     "cartesian_prod": (CB.cartesian_prod, "f"), "combinations": (CB.combinations, "f"),
     "diag_embed": (CB.diag_embed, "fm"), "diagflat": (CB.diagflat, "fm"),
-    # ***** reading and writing at indices (indexing.py) *****
+    # ***** reading and writing at indices (indexing.py, index_queries.py) *****
     "index_copy": (IX.index_copy, "fmi"), "index_fill": (IX.index_fill, "fmi"),
     "index_put": (IX.index_put, "fmi"), "masked_scatter": (IX.masked_scatter, "fmi"),
     "take": (IX.take, "fm"), "put": (IX.put, "fmi"),
     "select_scatter": (IX.select_scatter, "fm"), "slice_scatter": (IX.slice_scatter, "fm"),
     "diagonal_scatter": (IX.diagonal_scatter, "fm"),
-    "scatter_reduce": (IX.scatter_reduce, "fmi"), "searchsorted": (IX.searchsorted, "f"),
-    "bucketize": (IX.bucketize, "f"), "isin": (IX.isin, "f"), "argwhere": (IX.argwhere, "fm"),
-    "unique_consecutive": (IX.unique_consecutive, "fm"),
-    "tril_indices": (IX.tril_indices, "f"), "triu_indices": (IX.triu_indices, "f"),
-    "nonzero_static": (IX.nonzero_static, "fm"), "index_reduce": (IX.index_reduce, "fmi"),
+    "scatter_reduce": (IX.scatter_reduce, "fmi"), "searchsorted": (IQ.searchsorted, "f"),
+    "bucketize": (IQ.bucketize, "f"), "isin": (IQ.isin, "f"), "argwhere": (IQ.argwhere, "fm"),
+    "unique_consecutive": (IQ.unique_consecutive, "fm"),
+    "tril_indices": (IQ.tril_indices, "f"), "triu_indices": (IQ.triu_indices, "f"),
+    "nonzero_static": (IQ.nonzero_static, "fm"), "index_reduce": (IX.index_reduce, "fmi"),
     # ***** statistics (stats.py, quantiles.py) *****
     "mode": (ST.mode, "fm"), "cummax": (ST.cummax, "fm"), "cummin": (ST.cummin, "fm"),
     "logcumsumexp": (ST.logcumsumexp, "fm"), "nansum": (ST.nansum, "fm"),

@@ -200,10 +200,6 @@ KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
         "tensorbrain.tensor",
     }): "the tensor layer's knot after issues 29-33 landed on issue 28's tree: op bodies, linalg/fft/sparse/_torch_extras import each other lazily (to untangle: issue 28)",
     frozenset({
-        "tensorbrain.nn._functional_more",
-        "tensorbrain.nn.functional",
-    }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
-    frozenset({
         "tensorbrain.nn.modules.batchnorm",
         "tensorbrain.nn.modules.sync_batchnorm",
     }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",

@@ -1,7 +1,10 @@
-"""``nn.functional`` activations the other op modules lack, each as torch's: ``glu``, ``selu``,
-``celu``, ``softsign``, ``softshrink``, ``tanhshrink``, ``threshold``, ``gumbel_softmax``, and the
-in-place forms (``F.relu_``, ``elu_``, ``leaky_relu_``, ``hardtanh_``, ``threshold_``, ``selu_``,
-``celu_``). They are written from other ops, so their gradients come with them.
+"""``nn.functional``'s activations, each as torch's: ``relu``, ``relu6``, ``sigmoid``,
+``tanh``, ``gelu``, ``silu``, ``leaky_relu``, ``elu``, ``softplus``, ``logsigmoid``,
+``hardtanh``, ``glu``, ``selu``, ``celu``, ``softsign``, ``softshrink``, ``tanhshrink``,
+``threshold``, ``gumbel_softmax``, and the in-place forms (``F.relu_``, ``elu_``,
+``leaky_relu_``, ``hardtanh_``, ``threshold_``, ``selu_``, ``celu_``). The common ones are single
+ops with their backward beside them; the rest are written from other ops, so their gradients come
+with them.
 """
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ from .._tensor_base import TensorBase as Tensor
 from .._xp import get_array_module
 from . import elementwise as E
 from . import shape as S
+from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
+from .core import make
 
 
 # ***** activations *****
@@ -225,3 +230,174 @@ hardtanh_ = _inplace_activation("hardtanh_", _hardtanh)
 threshold_ = _inplace_activation("threshold_", threshold)
 selu_ = _inplace_activation("selu_", selu)
 celu_ = _inplace_activation("celu_", celu)
+
+
+# ***** the common activations (tb.nn.functional's relu, gelu, ...) *****
+def relu(input, inplace=False):
+    """max(0, x), elementwise (as ``torch.nn.functional.relu``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.nn.functional.relu(tb.tensor([-1.0, 2.0])).tolist()
+        [0.0, 2.0]
+    """
+    return input.relu_() if inplace else E.relu(input)
+
+
+def relu6(input, inplace=False):
+    """min(max(0, x), 6), elementwise (as ``torch.nn.functional.relu6``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    return hardtanh(input, 0.0, 6.0)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-x)), elementwise (as ``torch.nn.functional.sigmoid``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    return E.sigmoid(input)
+
+
+def tanh(input):
+    """The hyperbolic tangent, elementwise (as ``torch.nn.functional.tanh``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    return E.tanh(input)
+
+
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit, x * Phi(x), elementwise (as ``torch.nn.functional.gelu``).
+
+    Args:
+        input: the tensor.
+        approximate: ``'none'`` (exact, with erf) or ``'tanh'``.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    return E.gelu(input, approximate)
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (swish), elementwise (as ``torch.nn.functional.silu``).
+
+    Args:
+        input: the tensor.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    return E.silu(input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x for x >= 0, negative_slope * x below, elementwise (as ``torch.nn.functional.leaky_relu``).
+
+    Args:
+        input: the tensor.
+        negative_slope: the slope for negative inputs.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    x = input._data
+    factor = get_array_module(x).where(x > 0, 1, negative_slope).astype(x.dtype)
+    return make(x * factor, (input,), lambda g: (g * factor,), "LeakyReluBackward")
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) below, elementwise (as ``torch.nn.functional.elu``).
+
+    Args:
+        input: the tensor.
+        alpha: the negative saturation value.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    x = input._data
+    xp = get_array_module(x)
+    neg = alpha * xp.expm1(xp.minimum(x, 0))
+    out = xp.where(x > 0, x, neg).astype(x.dtype, copy=False)
+    return make(out, (input,), lambda g: (g * xp.where(x > 0, 1, neg + alpha).astype(g.dtype),),
+                "EluBackward", (input,))
+
+
+@autocast_op("softplus")
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: F811  (torch's argument name)
+    """log(1 + exp(beta * x)) / beta, linear above ``threshold``, elementwise (as ``torch.nn.functional.softplus``).
+
+    Args:
+        input: the tensor.
+        beta: the sharpness.
+        threshold: above ``beta * x > threshold`` the result is x.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    x = input._data
+    xp = get_array_module(x)
+    bx = beta * x
+    out = xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
+
+    def backward(g):
+        s = 1 / (1 + xp.exp(-xp.clip(bx, -threshold, threshold)))
+        return ((g * xp.where(bx > threshold, 1, s)).astype(g.dtype, copy=False),)
+    return make(out, (input,), backward, "SoftplusBackward", (input,))
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), computed stably, elementwise (as ``torch.nn.functional.logsigmoid``).
+
+    Args:
+        input: the tensor.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    return E.neg(softplus(E.neg(input)))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clipped to [min_val, max_val], elementwise (as ``torch.nn.functional.hardtanh``).
+
+    Args:
+        input: the tensor.
+        min_val: the lower bound.
+        max_val: the upper bound.
+        inplace: write the result into ``input`` and return it.
+
+    Returns:
+        A tensor of ``input``'s shape.
+    """
+    x = input._data
+    xp = get_array_module(x)
+    out = xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
+    inside = (x > min_val) & (x < max_val)   # PyTorch: zero gradient at the edges
+    return make(out, (input,), lambda g: (g * inside,), "HardtanhBackward", (input,))

@@ -134,8 +134,8 @@ def __getattr__(name):
         return importlib.import_module(".nn.functional", __name__).dropout
     if name in ("cosine_similarity", "pairwise_distance"):   # nn.functional's too
         return getattr(importlib.import_module(".nn.functional", __name__), name)
-    if name == "dropout_":   # torch.dropout_(input, p, train), in place (nn/_functional_more.py)
-        return importlib.import_module(".nn._functional_more", __name__).dropout_
+    if name == "dropout_":   # torch.dropout_(input, p, train), in place (nn/functional.py)
+        return importlib.import_module(".nn.functional", __name__).dropout_
     if name == "vmap":   # torch.vmap is torch.func.vmap
         return importlib.import_module(".func", __name__).vmap
     if name in ("OutOfMemoryError", "Stream", "Event"):   # torch's device-generic names: CUDA's

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 from . import _atomic, _xp
+from ._checkpoint_codec import FORMAT, _decode, _Encoder, _place, _safetensors
 from .tensor import Tensor
 
 PICKLE_FORMAT = "tensorbrain.pickle/1"
@@ -140,7 +141,6 @@ class _Pickler(pickle.Pickler):
 
 def to_bytes(obj) -> bytes:
     """The checkpoint bytes for ``obj``: JSON structure when plain, else pickle + tensors."""
-    from .serialization import FORMAT, _Encoder, _safetensors
     stn, _ = _safetensors()
     enc = _Encoder()
     if is_plain(obj):
@@ -173,7 +173,6 @@ class _Unpickler(pickle.Unpickler):
         self.loaded = {}
 
     def persistent_load(self, pid):
-        from .serialization import _decode
         if pid not in self.loaded:
             self.loaded[pid] = _decode(json.loads(pid), self.arrays, self.map_location)
         return self.loaded[pid]
@@ -193,7 +192,6 @@ class _Unpickler(pickle.Unpickler):
 
 def load(f, map_location=None, weights_only=True):
     """Load what :func:`save` or ``serialization.save`` wrote, from a path or a binary file."""
-    from .serialization import FORMAT, _decode, _place, _safetensors
     stn, _ = _safetensors()
     where = getattr(f, "name", None) or type(f).__name__
     if hasattr(f, "read"):

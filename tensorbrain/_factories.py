@@ -12,7 +12,8 @@ import numpy as np
 from . import _dtype, _random, _xp
 from ._device import as_device
 from ._ops import shape as S
-from ._tensor_base import TensorBase as Tensor, _array_from, device_of  # noqa: F401  (device_of: re-exported)
+from ._array_data import _array_from, device_of  # noqa: F401  (device_of: re-exported)
+from ._tensor_base import TensorBase as Tensor
 
 
 def _infer_dtype(data):
@@ -47,7 +48,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     >>> tb.tensor([[1.0, 2.0]]).dtype, tb.tensor([1, 2]).dtype
     (dtype('float32'), dtype('int64'))
     """
-    t = Tensor._wrap(_array_from(data, dtype, device))
+    t = Tensor._wrap(_array_from(data._data if isinstance(data, Tensor) else data, dtype, device))
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -12,8 +12,8 @@ The ops sit below ``tensorbrain.tensor`` and cannot import its class, so they ma
 through this one: ``TensorBase._wrap`` and ``_ops.core.make`` build instances of the class that
 declared itself with ``made=True`` (``tensorbrain.tensor.Tensor``), as torch's C++ makes
 ``torch.Tensor`` instances from the class it registered at start-up. ``isinstance(x, TensorBase)``
-is true of every tensor. The module is longer than the ~600 lines of the others because it is one
-cohesive class (its data, views of it and the in-place write protocol).
+is true of every tensor. Arrays from user data (``tb.tensor``'s dtype and device rules) are made
+in ``_array_data.py``.
 
 ``Tensor._data`` is the array itself: code inside TensorBrain that needs raw speed (optimizers,
 collectives) works on it directly and in place. ``Tensor.data`` is torch's: a Tensor sharing the
@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from . import _dtype, _torch_extras, _xp
-from ._device import CPU, META, as_device, device
+from ._array_data import _array_from, device_of
+from ._device import device
 from .autograd import grad_mode
 
 
@@ -61,7 +62,8 @@ class TensorBase:
             TensorBase._made = cls
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
-        self._init_from(_array_from(data, dtype, device))
+        self._init_from(_array_from(data._data if isinstance(data, TensorBase) else data,
+                                    dtype, device))
         if requires_grad:
             self.requires_grad_(True)
 
@@ -138,9 +140,7 @@ class TensorBase:
     @property
     def device(self) -> device:
         """The :class:`device` the data lives on (``cpu`` or ``cuda:N``)."""
-        if _xp.is_cupy_array(self._data):
-            return device("cuda", self._data.device.id)
-        return META if _xp.is_meta(self._data) else CPU
+        return device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
@@ -578,58 +578,3 @@ class Size(tuple):
 
 def _req(x):
     return isinstance(x, TensorBase) and x.requires_grad
-
-
-
-# ***** arrays from data (Tensor() and tb.tensor()) *****
-def _array_on(data, dtype, dev: device):
-    if dev.type == "cuda":
-        cp = _xp.cupy()
-        with cp.cuda.Device(dev.index if dev.index is not None else cp.cuda.runtime.getDevice()):
-            return cp.asarray(data, dtype=dtype)
-    return np.asarray(data, dtype=dtype)
-
-
-def _array_from(data, dtype=None, device=None):
-    """A new array holding a copy of ``data``, with ``tb.tensor``'s dtype and device rules."""
-    dtype = _dtype.as_dtype(dtype)
-    if isinstance(data, TensorBase):
-        data = data._data
-    dev = as_device(device) if device is not None else (
-        device_of(data) if _xp.is_cupy_array(data) else as_device(None))
-    if dev.type == "meta":
-        shaped = data if hasattr(data, "shape") else np.asarray(data)
-        if dtype is None and shaped.dtype == np.float64 and not hasattr(data, "dtype"):
-            dtype = _dtype.get_default_dtype()
-        return _xp.meta_array(shaped.shape, dtype or shaped.dtype)
-    if dtype is None and not hasattr(data, "dtype"):
-        arr = np.asarray(_xp.to_numpy(data) if _xp.is_cupy_array(data) else data)
-        if arr.dtype == np.float64:
-            dtype = _dtype.get_default_dtype()  # Python floats -> float32, as in PyTorch
-        elif arr.dtype == np.complex128:   # Python complex -> the default float's complex
-            dtype = np.result_type(_dtype.get_default_dtype(), np.complex64)
-        elif arr.dtype.kind == "i":
-            dtype = _dtype.int64
-        elif arr.dtype == object:
-            raise TypeError(f"tb.tensor: could not infer a dtype for {type(data).__name__} data")
-        data = arr
-    arr = _array_on(data, dtype, dev)
-    if arr is data:
-        arr = arr.copy()
-    return arr
-
-
-def device_of(array) -> device:
-    """The :class:`device` of a NumPy or CuPy array.
-
-    Args:
-        array: the array.
-
-    Returns:
-        device: ``cuda:N`` for a CuPy array, else ``cpu``.
-    """
-    if _xp.is_cupy_array(array):
-        return device("cuda", array.device.id)
-    if _xp.is_meta(array):
-        return META
-    return CPU

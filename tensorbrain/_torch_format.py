@@ -267,7 +267,7 @@ class _Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
                                               [s * flat.itemsize for s in stride])
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr) if arr.ndim else arr.copy()
-        from .serialization import _place
+        from ._checkpoint_codec import _place
         t = _place(Tensor._wrap(arr), storage.location, self.map_location)
         if requires_grad:
             t.requires_grad_(True)

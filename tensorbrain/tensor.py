@@ -53,6 +53,17 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "zeros", "ones
            "eye", "rand", "randn", "randint", "randperm", "rand_like", "randn_like"]
 
 
+def _conversion(name: str, dtype):
+    """The method ``Tensor.<name>()`` (``float``, ``long``...): ``self`` converted to ``dtype``."""
+    def convert(self):
+        return S.to_dtype(self, dtype)
+    convert.__name__, convert.__qualname__ = name, f"Tensor.{name}"
+    convert.__doc__ = (f"A copy of this tensor converted to ``{np.dtype(dtype).name}`` (self when "
+                       "it already is).\n\nReturns:\n    Tensor: the converted tensor; it stays in "
+                       "the autograd graph.\n")
+    return convert
+
+
 class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, RandomFills,
              InfoMethods, ComplexAttributes, SparseMethods, InplaceViews, MoreMethods,
              StorageMethods, made=True):
@@ -136,55 +147,14 @@ class Tensor(TensorBase, TableMethods, Adapters, LegacyMethods, HookMethods, Ran
         return _to_device(self, as_device("cuda" if device is None else
                                           (f"cuda:{device}" if isinstance(device, int) else device)))
 
-    def float(self):
-        """A copy of this tensor converted to ``float32`` (self when it already is).
+    float = _conversion("float", _dtype.float32)
+    double = _conversion("double", _dtype.float64)
+    half = _conversion("half", _dtype.float16)
+    bfloat16 = _conversion("bfloat16", _dtype.bfloat16)
+    long = _conversion("long", _dtype.int64)
+    int = _conversion("int", _dtype.int32)
+    bool = _conversion("bool", _dtype.bool_)
 
-        Returns:
-            Tensor: the converted tensor; it stays in the autograd graph.
-        """
-        return S.to_dtype(self, _dtype.float32)
-    def double(self):
-        """A copy of this tensor converted to ``float64`` (self when it already is).
-
-        Returns:
-            Tensor: the converted tensor; it stays in the autograd graph.
-        """
-        return S.to_dtype(self, _dtype.float64)
-    def half(self):
-        """A copy of this tensor converted to ``float16`` (self when it already is).
-
-        Returns:
-            Tensor: the converted tensor; it stays in the autograd graph.
-        """
-        return S.to_dtype(self, _dtype.float16)
-    def bfloat16(self):
-        """A copy of this tensor converted to ``bfloat16`` (self when it already is).
-
-        Returns:
-            Tensor: the converted tensor; it stays in the autograd graph.
-        """
-        return S.to_dtype(self, _dtype.bfloat16)
-    def long(self):
-        """A copy of this tensor converted to ``int64`` (self when it already is).
-
-        Returns:
-            Tensor: the converted tensor; it stays in the autograd graph.
-        """
-        return S.to_dtype(self, _dtype.int64)
-    def int(self):
-        """A copy of this tensor converted to ``int32`` (self when it already is).
-
-        Returns:
-            Tensor: the converted tensor; it stays in the autograd graph.
-        """
-        return S.to_dtype(self, _dtype.int32)
-    def bool(self):
-        """A copy of this tensor converted to ``bool`` (self when it already is).
-
-        Returns:
-            Tensor: the converted tensor; it stays in the autograd graph.
-        """
-        return S.to_dtype(self, _dtype.bool_)
     def type(self, dtype=None, non_blocking=False, **kwargs):
         """This tensor converted to ``dtype``, or, with no argument, torch's name of its type.
 

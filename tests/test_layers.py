@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
         "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
-        "tensorbrain._cuda_streams", "tensorbrain._layout",
+        "tensorbrain._cuda_streams", "tensorbrain._layout", "tensorbrain._array_data",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",
@@ -58,7 +58,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._tensor_hooks", "tensorbrain._tensor_sparse",
         "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain._legacy_types",
         "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._tensor_views_inplace",
-        "tensorbrain.linalg", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
+        "tensorbrain.linalg", "tensorbrain._linalg_legacy", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
         "tensorbrain._torch_extras", "tensorbrain._tensor_more", "tensorbrain.storage",
         "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal", "tensorbrain.special",
         "tensorbrain.autograd",
@@ -71,7 +71,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.jit",
         "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.hub", "tensorbrain.utils",
         "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
-        "tensorbrain.ops",
+        "tensorbrain.ops", "tensorbrain._checkpoint_codec",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level
@@ -145,15 +145,10 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {}
 KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
     frozenset({"tensorbrain.nn", "tensorbrain.models", "tensorbrain.models.resnet",
                "tensorbrain.models.transformer"}): "the tb.nn.ResNet50 alias (KNOWN above)",
-    frozenset({"tensorbrain.distributed.fsdp.fully_sharded_data_parallel",
-               "tensorbrain.distributed.fsdp._state_dict"}): "FSDP1's class and its state dicts",
-    frozenset({"tensorbrain.deepspeed", "tensorbrain.deepspeed.comm"}):
-        "deepspeed.comm's init reaches back to the package",
-    frozenset({"tensorbrain.multiprocessing", "tensorbrain.multiprocessing.spawn"}):
-        "spawn's children import the package's reductions",
     frozenset({
         "tensorbrain._factories",
         "tensorbrain._interop",
+        "tensorbrain._linalg_legacy",
         "tensorbrain._legacy_types",
         "tensorbrain._ops.blas",
         "tensorbrain._ops.calculus",
@@ -164,11 +159,14 @@ KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
         "tensorbrain._ops.elementwise",
         "tensorbrain._ops.extra",
         "tensorbrain._ops.generated",
+        "tensorbrain._ops.index_queries",
         "tensorbrain._ops.indexing",
+        "tensorbrain._ops.joining",
         "tensorbrain._ops.linalg_ops",
         "tensorbrain._ops.loss",
         "tensorbrain._ops.nn_extra",
         "tensorbrain._ops.pointwise",
+        "tensorbrain._ops.quantiles",
         "tensorbrain._ops.rearrange",
         "tensorbrain._ops.reduce",
         "tensorbrain._ops.scatter",
@@ -204,25 +202,8 @@ KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
         "tensorbrain.tensor",
     }): "the tensor layer's knot after issues 29-33 landed on issue 28's tree: op bodies, linalg/fft/sparse/_torch_extras import each other lazily (to untangle: issue 28)",
     frozenset({
-        "tensorbrain.nn._functional_more",
-        "tensorbrain.nn.functional",
-    }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
-    frozenset({
         "tensorbrain.nn.modules.batchnorm",
         "tensorbrain.nn.modules.sync_batchnorm",
-    }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
-    frozenset({
-        "tensorbrain._checkpoint_io",
-        "tensorbrain._torch_format",
-        "tensorbrain.serialization",
-    }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
-    frozenset({
-        "tensorbrain.distributed.tensor._api",
-        "tensorbrain.distributed.tensor._factories",
-    }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
-    frozenset({
-        "tensorbrain.distributed.autograd",
-        "tensorbrain.distributed.rpc",
     }): "added by issues 29-33 after issue 28's count (to untangle: issue 28)",
 }
 

@@ -1,18 +1,14 @@
 """N-d convolution and transposed convolution (1-d, 2-d, 3-d) by im2col/col2im and BLAS GEMMs.
 
 One implementation serves ``conv1d/2d/3d`` and ``conv_transpose1d/2d/3d``; the spatial rank is
-the weight's rank minus 2.
-
-* ``im2col``: a strided *view* of every kernel window, ``(N, C, *K, *O)`` (``as_strided``, no
-  copy), copied once into a column array and multiplied by the weight in one batched ``matmul``
-  (a GEMM per image and group; the output comes out channel-first, no transpose after it).
-* ``col2im``: the adjoint, a scattered add of the column array into the (padded) image, one
-  vectorised add per kernel position (9 for a 3x3 kernel), never a loop over pixels.
+the weight's rank minus 2. The strided windows, ``im2col`` and its adjoint ``col2im`` are in
+``windows.py``; im2col's column array is multiplied by the weight in one batched ``matmul`` (a
+GEMM per image and group; the output comes out channel-first, no transpose after it).
 
 A convolution is im2col + GEMM forward and GEMM + col2im (input gradient) + GEMM with the
-columns forward kept (weight gradient; rebuilt by im2col when they are large) backward. A transposed convolution is the same two halves the other way
-round: GEMM + col2im forward, and im2col of the output gradient shared by both input and
-weight gradients backward (one column array, two GEMMs).
+columns forward kept (weight gradient; rebuilt by im2col when they are large) backward. A
+transposed convolution is the same two halves the other way round: GEMM + col2im forward, and
+im2col of the output gradient shared by input and weight gradients backward (two GEMMs).
 """
 from __future__ import annotations
 
@@ -25,101 +21,7 @@ from .. import _native
 from .._xp import get_array_module
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 from .core import make
-
-
-def ntuple(v, nd, name):
-    """``v`` as a tuple of ``nd`` ints (an int is repeated; a 1-tuple too)."""
-    if isinstance(v, int):
-        return (v,) * nd
-    v = tuple(v)
-    if len(v) == 1:
-        v = v * nd
-    if len(v) != nd or not all(isinstance(i, int) for i in v):
-        raise ValueError(f"{name} must be an int or a tuple of {nd} ints, got {v!r}")
-    return v
-
-
-def _out_size(size, k, s, d, pad_total):
-    span = size + pad_total - d * (k - 1) - 1
-    return span // s + 1 if span >= 0 else 0
-
-
-def _pad(xp, x, lo, hi):
-    """Zero-pad the trailing ``len(lo)`` dims of ``x`` (by hand: np.pad costs ~0.4 ms of argument
-    handling per call, more than the copy itself on a ResNet-size activation)."""
-    if not any(lo) and not any(hi):
-        return x
-    nd = len(lo)
-    lead = x.shape[:x.ndim - nd]
-    padded = tuple(s + a + b for s, a, b in zip(x.shape[-nd:], lo, hi, strict=True))
-    out = xp.zeros(lead + padded, dtype=x.dtype)
-    out[(Ellipsis,) + tuple(slice(a, a + s) for a, s in zip(lo, x.shape[-nd:], strict=True))] = x
-    return out
-
-
-def _windows(xp, x, ks, ss, ds, outs):
-    """View ``(N, C, *K, *O)`` of the windows of padded ``x`` ``(N, C, *S)``, no copy."""
-    st = x.strides[2:]
-    shape = x.shape[:2] + tuple(ks) + tuple(outs)
-    strides = x.strides[:2] + tuple(s * d for s, d in zip(st, ds, strict=True)) + \
-        tuple(s * t for s, t in zip(st, ss, strict=True))
-    return xp.lib.stride_tricks.as_strided(x, shape, strides)
-
-
-def _im2col(xp, x, ks, ss, ds, outs, fold_batch):
-    """The column array of padded ``x`` (N, C, *S), copied once from the window view:
-    ``(N, C*prod(K), L)`` for a GEMM per image, or with ``fold_batch`` ``(C*prod(K), N*L)`` for
-    one GEMM over the whole batch (the transpose is folded into the same copy)."""
-    n, c = x.shape[:2]
-    kk, L = c * math.prod(ks), math.prod(outs)
-    v = _windows(xp, x, ks, ss, ds, outs)
-    if fold_batch:
-        nd = len(ks)
-        perm = (1,) + tuple(range(2, 2 + nd)) + (0,) + tuple(range(2 + nd, 2 + 2 * nd))
-        return xp.ascontiguousarray(v.transpose(perm)).reshape(kk, n * L)
-    return xp.ascontiguousarray(v).reshape(n, kk, L)
-
-
-def _positions(ks, ss, ds, outs):
-    """For each kernel position: its index and the strided slice of the padded image it reads."""
-    for pos in itertools.product(*(range(k) for k in ks)):
-        yield pos, tuple(slice(p * d, p * d + s * (o - 1) + 1, s)
-                         for p, s, d, o in zip(pos, ss, ds, outs, strict=True))
-
-
-def _col2im(xp, cols, padded_shape, ks, ss, ds, outs):
-    """Adjoint of im2col: add ``cols`` ``(N, C, *K, *O)`` into a zero image ``padded_shape``."""
-    img = xp.zeros(padded_shape, dtype=cols.dtype)
-    # Windows that tile the image (stride == kernel, no dilation) do not overlap: assign.
-    tiles = tuple(ss) == tuple(ks) and all(d == 1 for d in ds)
-    lead = (slice(None), slice(None))
-    for pos, sl in _positions(ks, ss, ds, outs):
-        src = cols[lead + pos]
-        if tiles:
-            img[lead + sl] = src
-        else:
-            img[lead + sl] += src
-    return img
-
-
-def _padding(name, padding, ks, ss, ds):
-    """``(lo, hi)`` padding per spatial dim; ``'same'`` puts the odd pixel at the end (torch)."""
-    nd = len(ks)
-    if isinstance(padding, str):
-        if padding == "valid":
-            return (0,) * nd, (0,) * nd
-        if padding == "same":
-            if any(s != 1 for s in ss):
-                raise ValueError(f"{name}: padding='same' is not supported for strided "
-                                 f"convolutions (stride {tuple(ss)})")
-            tot = [d * (k - 1) for k, d in zip(ks, ds, strict=True)]
-            return tuple(t // 2 for t in tot), tuple(t - t // 2 for t in tot)
-        raise ValueError(f"{name}: padding must be 'valid', 'same', an int or a tuple of {nd} "
-                         f"ints, got {padding!r}")
-    p = ntuple(padding, nd, "padding")
-    if any(v < 0 for v in p):
-        raise RuntimeError(f"{name}: negative padding {p} is not supported")
-    return p, p
+from .windows import _col2im, _im2col, _out_size, _pad, _padding, _windows, ntuple
 
 
 def _flat_input_grad(xp, g, w3, padded_shape, ks, ds, outs, groups):
@@ -575,15 +477,8 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
 
 
 # ***** the public functions (tb.nn.functional re-exports them; torch's signatures) *****
-def _checked(name, weight, nd):
-    if weight._data.ndim != nd + 2:
-        raise RuntimeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight._data.shape)}")
-
-
-@autocast_op("conv1d")
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D convolution over ``(N, C_in, L)``; weight ``(C_out, C_in // groups, k)``.
-
+# Args, Returns and Raises, once for the convolutions and once for the transposed ones:
+_CONV_SECTIONS = """
     Args:
         input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
         weight: ``(C_out, C_in // groups, *kernel)``.
@@ -598,47 +493,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     Raises:
         RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
         ValueError: a bad padding string or ``'same'`` with a stride.
-
-    >>> import tensorbrain as tb
-    >>> tb.nn.functional.conv1d(tb.ones(1, 2, 5), tb.ones(3, 2, 3)).shape
-    tb.Size([1, 3, 3])
-    """
-    _checked("conv1d", weight, 1)
-    return conv(input, weight, bias, stride, padding, dilation, groups, "conv1d")
-
-
-@autocast_op("conv3d")
-def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-D convolution over ``(N, C_in, D, H, W)``; weight ``(C_out, C_in // groups, kD, kH, kW)``.
-
-    Args:
-        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
-        weight: ``(C_out, C_in // groups, *kernel)``.
-        bias: optional ``(C_out,)``.
-        stride, dilation: an int or one int per spatial dim.
-        padding: an int, one int per spatial dim, ``'valid'`` or ``'same'`` (stride 1 only).
-        groups: input and output channels are split into this many independent groups.
-
-    Returns:
-        ``(N, C_out, *out)`` with ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``.
-
-    Raises:
-        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
-        ValueError: a bad padding string or ``'same'`` with a stride.
-
-    >>> import tensorbrain as tb
-    >>> tb.nn.functional.conv3d(tb.ones(1, 1, 4, 4, 4), tb.ones(2, 1, 3, 3, 3), padding=1).shape
-    tb.Size([1, 2, 4, 4, 4])
-    """
-    _checked("conv3d", weight, 3)
-    return conv(input, weight, bias, stride, padding, dilation, groups, "conv3d")
-
-
-@autocast_op("conv_transpose1d")
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    """1-D transposed convolution; weight ``(C_in, C_out // groups, k)``.
-
+"""
+_TRANSPOSE_SECTIONS = """
     Args:
         input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
         weight: ``(C_in, C_out // groups, *kernel)``.
@@ -654,6 +510,52 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     Raises:
         RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
         ValueError: a string padding or a too large ``output_padding``.
+"""
+
+
+def _sections(text):
+    def add(fn):
+        fn.__doc__ = fn.__doc__.rstrip() + "\n" + text
+        return fn
+    return add
+
+
+def _checked(name, weight, nd):
+    if weight._data.ndim != nd + 2:
+        raise RuntimeError(f"{name}: weight must be {nd + 2}-D, got shape {tuple(weight._data.shape)}")
+
+
+@autocast_op("conv1d")
+@_sections(_CONV_SECTIONS)
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over ``(N, C_in, L)``; weight ``(C_out, C_in // groups, k)``.
+
+    >>> import tensorbrain as tb
+    >>> tb.nn.functional.conv1d(tb.ones(1, 2, 5), tb.ones(3, 2, 3)).shape
+    tb.Size([1, 3, 3])
+    """
+    _checked("conv1d", weight, 1)
+    return conv(input, weight, bias, stride, padding, dilation, groups, "conv1d")
+
+
+@autocast_op("conv3d")
+@_sections(_CONV_SECTIONS)
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over ``(N, C_in, D, H, W)``; weight ``(C_out, C_in // groups, kD, kH, kW)``.
+
+    >>> import tensorbrain as tb
+    >>> tb.nn.functional.conv3d(tb.ones(1, 1, 4, 4, 4), tb.ones(2, 1, 3, 3, 3), padding=1).shape
+    tb.Size([1, 2, 4, 4, 4])
+    """
+    _checked("conv3d", weight, 3)
+    return conv(input, weight, bias, stride, padding, dilation, groups, "conv3d")
+
+
+@autocast_op("conv_transpose1d")
+@_sections(_TRANSPOSE_SECTIONS)
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-D transposed convolution; weight ``(C_in, C_out // groups, k)``.
 
     >>> import tensorbrain as tb
     >>> x, w = tb.ones(1, 2, 4), tb.ones(2, 3, 4)
@@ -666,26 +568,11 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 @autocast_op("conv_transpose2d")
+@_sections(_TRANSPOSE_SECTIONS)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """2-D transposed convolution; weight ``(C_in, C_out // groups, kH, kW)``. Output size per
     dim: ``(in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
-
-    Args:
-        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
-        weight: ``(C_in, C_out // groups, *kernel)``.
-        bias: optional ``(C_out,)``.
-        stride, padding, output_padding, dilation: an int or one int per spatial dim;
-            ``output_padding`` must be smaller than stride or dilation.
-        groups: input and output channels are split into this many independent groups.
-
-    Returns:
-        ``(N, C_out, *out)`` with
-        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
-
-    Raises:
-        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
-        ValueError: a string padding or a too large ``output_padding``.
 
     >>> import tensorbrain as tb
     >>> x, w = tb.ones(1, 4, 8, 8), tb.ones(4, 2, 4, 4)
@@ -698,25 +585,10 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 @autocast_op("conv_transpose3d")
+@_sections(_TRANSPOSE_SECTIONS)
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """3-D transposed convolution; weight ``(C_in, C_out // groups, kD, kH, kW)``.
-
-    Args:
-        input: ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``.
-        weight: ``(C_in, C_out // groups, *kernel)``.
-        bias: optional ``(C_out,)``.
-        stride, padding, output_padding, dilation: an int or one int per spatial dim;
-            ``output_padding`` must be smaller than stride or dilation.
-        groups: input and output channels are split into this many independent groups.
-
-    Returns:
-        ``(N, C_out, *out)`` with
-        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
-
-    Raises:
-        RuntimeError: channel/weight/rank/device/dtype mismatches, naming the shapes.
-        ValueError: a string padding or a too large ``output_padding``.
 
     >>> import tensorbrain as tb
     >>> x, w = tb.ones(1, 2, 2, 2, 2), tb.ones(2, 1, 2, 2, 2)

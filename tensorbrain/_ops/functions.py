@@ -11,12 +11,15 @@ from __future__ import annotations
 from . import blas as BL
 from . import calculus as CA
 from . import combine as CB
+from . import joining as JN
 from . import complex as C
 from . import einsum as _einsum
 from . import elementwise as E
 from .. import _signal as SG
+from .. import _linalg_legacy as LL
 from .. import linalg as LA
 from . import extra as X
+from . import index_queries as IQ
 from . import indexing as IX
 from . import nn_extra as NX
 from . import pointwise as P
@@ -26,6 +29,7 @@ from . import scatter as SC
 from . import select as SL
 from . import shape as S
 from . import softmax as _softmax
+from . import quantiles as QT
 from . import stats as ST
 
 __all__ = ["add", "sub", "mul", "div", "pow", "neg", "multiply", "divide", "subtract",
@@ -287,23 +291,23 @@ broadcast_to = CB.broadcast_to
 select = CB.select
 diagonal = CB.diagonal
 as_strided = CB.as_strided
-atleast_1d = CB.atleast_1d
-atleast_2d = CB.atleast_2d
-atleast_3d = CB.atleast_3d
-vstack = CB.vstack
-row_stack = CB.vstack
-hstack = CB.hstack
-dstack = CB.dstack
-column_stack = CB.column_stack
-tensor_split = CB.tensor_split
-hsplit = CB.hsplit
-vsplit = CB.vsplit
-dsplit = CB.dsplit
-split_with_sizes = CB.split_with_sizes
+atleast_1d = JN.atleast_1d
+atleast_2d = JN.atleast_2d
+atleast_3d = JN.atleast_3d
+vstack = JN.vstack
+row_stack = JN.vstack
+hstack = JN.hstack
+dstack = JN.dstack
+column_stack = JN.column_stack
+tensor_split = JN.tensor_split
+hsplit = JN.hsplit
+vsplit = JN.vsplit
+dsplit = JN.dsplit
+split_with_sizes = JN.split_with_sizes
 fliplr = CB.fliplr
 unsafe_chunk = S.chunk
 unsafe_split = S.split
-unsafe_split_with_sizes = CB.split_with_sizes
+unsafe_split_with_sizes = JN.split_with_sizes
 narrow_copy = CB.narrow_copy
 flipud = CB.flipud
 rot90 = CB.rot90
@@ -323,14 +327,14 @@ select_scatter = IX.select_scatter
 slice_scatter = IX.slice_scatter
 diagonal_scatter = IX.diagonal_scatter
 scatter_reduce = IX.scatter_reduce
-searchsorted = IX.searchsorted
-bucketize = IX.bucketize
-isin = IX.isin
-argwhere = IX.argwhere
-unique_consecutive = IX.unique_consecutive
-tril_indices = IX.tril_indices
-triu_indices = IX.triu_indices
-nonzero_static = IX.nonzero_static
+searchsorted = IQ.searchsorted
+bucketize = IQ.bucketize
+isin = IQ.isin
+argwhere = IQ.argwhere
+unique_consecutive = IQ.unique_consecutive
+tril_indices = IQ.tril_indices
+triu_indices = IQ.triu_indices
+nonzero_static = IQ.nonzero_static
 index_reduce = IX.index_reduce
 mode = ST.mode
 cummax = ST.cummax
@@ -339,13 +343,13 @@ logcumsumexp = ST.logcumsumexp
 nansum = ST.nansum
 nanmean = ST.nanmean
 nanmedian = ST.nanmedian
-quantile = ST.quantile
-nanquantile = ST.nanquantile
+quantile = QT.quantile
+nanquantile = QT.nanquantile
 std_mean = ST.std_mean
 var_mean = ST.var_mean
 aminmax = ST.aminmax
-histc = ST.histc
-histogram = ST.histogram
+histc = QT.histc
+histogram = QT.histogram
 dist = ST.dist
 diff = ST.diff
 cov = ST.cov
@@ -370,15 +374,15 @@ cdist = BL.cdist
 det = LA.det
 inverse = LA.inv
 slogdet = LA.slogdet
-logdet = LA.logdet
-pinverse = LA.pinverse
+logdet = LL.logdet
+pinverse = LL.pinverse
 matrix_power = LA.matrix_power
 matrix_exp = LA.matrix_exp
-cholesky = LA.legacy_cholesky
-qr = LA.legacy_qr
-svd = LA.legacy_svd
-cholesky_solve = LA.cholesky_solve
-cholesky_inverse = LA.cholesky_inverse
+cholesky = LL.legacy_cholesky
+qr = LL.legacy_qr
+svd = LL.legacy_svd
+cholesky_solve = LL.cholesky_solve
+cholesky_inverse = LL.cholesky_inverse
 stft = SG.stft
 hann_window = SG.hann_window
 hamming_window = SG.hamming_window

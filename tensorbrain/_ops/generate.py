@@ -7,8 +7,8 @@ The op table (``table.py``, ``OPS``) says which ops are ``tb.*`` functions (``f`
 ordinary Python definitions, committed, so that grep and an editor find every one of them:
 
 * ``generated.py``, ``class TableMethods``: ``add = E.add`` for each method (the op itself is
-  the method, so ``t.add(u)`` costs what ``tb.add(t, u)`` costs) and a ``def log_(self, ...)``
-  for each in-place form; ``tensorbrain.tensor.Tensor`` inherits it;
+  the method, so ``t.add(u)`` costs what ``tb.add(t, u)`` costs) and ``log_ =
+  _inplace_form("log_", E.log)`` for each in-place form; ``tensorbrain.tensor.Tensor`` inherits it;
 * ``functions.py``, the ``tb.*`` functions, ``add = E.add``, which ``tensorbrain/__init__.py``
   star-imports.
 
@@ -39,8 +39,8 @@ _HEADERS = {
 
 ''' + _GENERATED + '''
 ``TableMethods`` is a base class of ``tensorbrain.tensor.Tensor``: a table method is the op
-itself (the tensor is its first argument), an in-place form runs the op through
-``TensorBase._inplace``.
+itself (the tensor is its first argument), an in-place form (``log_ = _inplace_form("log_",
+E.log)``) runs the op through ``TensorBase._inplace``.
 """
 from __future__ import annotations
 
@@ -55,17 +55,28 @@ from __future__ import annotations
 ''',
 }
 
-_INPLACE = '''    def {name}(self, *args, **kwargs):
-        """In-place ``{op}`` (``torch.Tensor.{name}``): ``self`` becomes ``self.{op}(...)``.
+_MAKER = '''
 
-        Args:
-            *args: ``{op}``'s arguments after the tensor.
-            **kwargs: ``{op}``'s keyword arguments.
+def _inplace_form(name: str, op):
+    """The in-place method ``name`` (``log_``) of ``op`` (``E.log``): ``self`` becomes
+    ``op(self, ...)``, through ``TensorBase._inplace`` (autograd's version check included)."""
+    def method(self, *args, **kwargs):
+        return self._inplace(name, lambda s: op(s, *args, **kwargs), *args, *kwargs.values())
+    base = name[:-1]
+    method.__name__, method.__qualname__ = name, f"TableMethods.{name}"
+    method.__doc__ = f"""In-place ``{base}`` (``torch.Tensor.{name}``): ``self`` becomes
+    ``self.{base}(...)``.
 
-        Returns:
-            Tensor: self (``RuntimeError`` for an in-place write autograd cannot allow).
-        """
-        return self._inplace("{name}", lambda s: {ref}(s, *args, **kwargs), *args, *kwargs.values())
+    Args:
+        *args: ``{base}``'s arguments after the tensor.
+        **kwargs: ``{base}``'s keyword arguments.
+
+    Returns:
+        Tensor: self (``RuntimeError`` for an in-place write autograd cannot allow).
+    """
+    return method
+
+
 '''
 
 
@@ -114,7 +125,8 @@ def render(path: pathlib.Path = TABLE) -> dict[str, str]:
     """
     imports, entries = read_table(path)
     used = {ref.split(".")[0] for _, ref, where, _ in entries if "m" in where or "i" in where}
-    methods = [_HEADERS["methods"], "\n".join(_used(imports, used)), "\n\n\nclass TableMethods:\n",
+    methods = [_HEADERS["methods"], "\n".join(_used(imports, used)), "\n", _MAKER,
+               "class TableMethods:\n",
                '    """The op table\'s Tensor methods (see the module docstring).\n\n',
                "    Requires, from ``TensorBase``: ``_inplace(name, result_fn, *others)``.\n",
                '    """\n\n    __slots__ = ()\n']
@@ -127,9 +139,8 @@ def render(path: pathlib.Path = TABLE) -> dict[str, str]:
             section = sec
         methods.append(f"    {name} = {ref}\n")
     methods.append("\n    # ***** in-place forms *****\n")
-    inplace = [_INPLACE.format(name=name + "_", op=name, ref=ref)
-               for name, ref, where, _ in entries if "i" in where]
-    methods.append("\n".join(inplace))
+    methods.extend(f'    {name}_ = _inplace_form("{name}_", {ref})\n'
+                   for name, ref, where, _ in entries if "i" in where)
     functions = [(n, ref) for n, ref, where, _ in entries if "f" in where]
     used = {ref.split(".")[0] for _, ref in functions}
     text = [_HEADERS["functions"], "\n".join(_used(imports, used)), "\n\n",

@@ -13,13 +13,16 @@ from __future__ import annotations
 from . import blas as BL
 from . import calculus as CA
 from . import combine as CB
+from . import joining as JN
 from . import complex as C
 from . import convert as CV
 from . import einsum as _einsum
 from . import elementwise as E
 from .. import _signal as SG
+from .. import _linalg_legacy as LL
 from .. import linalg as LA
 from . import extra as X
+from . import index_queries as IQ
 from . import indexing as IX
 from . import nn_extra as NX
 from . import pointwise as P
@@ -29,6 +32,7 @@ from . import scatter as SC
 from . import select as SL
 from . import shape as S
 from . import softmax as _softmax
+from . import quantiles as QT
 from . import stats as ST
 
 OPS = {
@@ -131,41 +135,41 @@ OPS = {
     # ***** dtype conversions by name (convert.py) *****
     "byte": (CV.byte, "m"), "char": (CV.char, "m"), "short": (CV.short, "m"),
     "cfloat": (CV.cfloat, "m"), "cdouble": (CV.cdouble, "m"),
-    # ***** reshaping, joining, splitting (combine.py) *****
+    # ***** reshaping, joining, splitting (combine.py, joining.py) *****
     "movedim": (CB.movedim, "fm"), "moveaxis": (CB.movedim, "fm"), "ravel": (CB.ravel, "fm"),
     "tile": (CB.tile, "fm"), "broadcast_to": (CB.broadcast_to, "fm"), "select": (CB.select, "fm"),
     "diagonal": (CB.diagonal, "fm"), "unfold": (CB.unfold, "m"),
-    "as_strided": (CB.as_strided, "fm"), "atleast_1d": (CB.atleast_1d, "f"),
-    "atleast_2d": (CB.atleast_2d, "f"), "atleast_3d": (CB.atleast_3d, "f"),
-    "vstack": (CB.vstack, "f"), "row_stack": (CB.vstack, "f"), "hstack": (CB.hstack, "f"),
-    "dstack": (CB.dstack, "f"), "column_stack": (CB.column_stack, "f"),
-    "tensor_split": (CB.tensor_split, "fm"), "hsplit": (CB.hsplit, "fm"),
-    "vsplit": (CB.vsplit, "fm"), "dsplit": (CB.dsplit, "fm"),
-    "split_with_sizes": (CB.split_with_sizes, "fm"), "fliplr": (CB.fliplr, "fm"),
+    "as_strided": (CB.as_strided, "fm"), "atleast_1d": (JN.atleast_1d, "f"),
+    "atleast_2d": (JN.atleast_2d, "f"), "atleast_3d": (JN.atleast_3d, "f"),
+    "vstack": (JN.vstack, "f"), "row_stack": (JN.vstack, "f"), "hstack": (JN.hstack, "f"),
+    "dstack": (JN.dstack, "f"), "column_stack": (JN.column_stack, "f"),
+    "tensor_split": (JN.tensor_split, "fm"), "hsplit": (JN.hsplit, "fm"),
+    "vsplit": (JN.vsplit, "fm"), "dsplit": (JN.dsplit, "fm"),
+    "split_with_sizes": (JN.split_with_sizes, "fm"), "fliplr": (CB.fliplr, "fm"),
     "unsafe_chunk": (S.chunk, "fm"), "unsafe_split": (S.split, "fm"),
-    "unsafe_split_with_sizes": (CB.split_with_sizes, "fm"), "narrow_copy": (CB.narrow_copy, "fm"),
+    "unsafe_split_with_sizes": (JN.split_with_sizes, "fm"), "narrow_copy": (CB.narrow_copy, "fm"),
     "flipud": (CB.flipud, "fm"), "rot90": (CB.rot90, "fm"),
     "broadcast_tensors": (CB.broadcast_tensors, "f"), "block_diag": (CB.block_diag, "f"),
     "cartesian_prod": (CB.cartesian_prod, "f"), "combinations": (CB.combinations, "f"),
     "diag_embed": (CB.diag_embed, "fm"), "diagflat": (CB.diagflat, "fm"),
-    # ***** reading and writing at indices (indexing.py) *****
+    # ***** reading and writing at indices (indexing.py, index_queries.py) *****
     "index_copy": (IX.index_copy, "fmi"), "index_fill": (IX.index_fill, "fmi"),
     "index_put": (IX.index_put, "fmi"), "masked_scatter": (IX.masked_scatter, "fmi"),
     "take": (IX.take, "fm"), "put": (IX.put, "fmi"),
     "select_scatter": (IX.select_scatter, "fm"), "slice_scatter": (IX.slice_scatter, "fm"),
     "diagonal_scatter": (IX.diagonal_scatter, "fm"),
-    "scatter_reduce": (IX.scatter_reduce, "fmi"), "searchsorted": (IX.searchsorted, "f"),
-    "bucketize": (IX.bucketize, "f"), "isin": (IX.isin, "f"), "argwhere": (IX.argwhere, "fm"),
-    "unique_consecutive": (IX.unique_consecutive, "fm"),
-    "tril_indices": (IX.tril_indices, "f"), "triu_indices": (IX.triu_indices, "f"),
-    "nonzero_static": (IX.nonzero_static, "fm"), "index_reduce": (IX.index_reduce, "fmi"),
-    # ***** statistics (stats.py) *****
+    "scatter_reduce": (IX.scatter_reduce, "fmi"), "searchsorted": (IQ.searchsorted, "f"),
+    "bucketize": (IQ.bucketize, "f"), "isin": (IQ.isin, "f"), "argwhere": (IQ.argwhere, "fm"),
+    "unique_consecutive": (IQ.unique_consecutive, "fm"),
+    "tril_indices": (IQ.tril_indices, "f"), "triu_indices": (IQ.triu_indices, "f"),
+    "nonzero_static": (IQ.nonzero_static, "fm"), "index_reduce": (IX.index_reduce, "fmi"),
+    # ***** statistics (stats.py, quantiles.py) *****
     "mode": (ST.mode, "fm"), "cummax": (ST.cummax, "fm"), "cummin": (ST.cummin, "fm"),
     "logcumsumexp": (ST.logcumsumexp, "fm"), "nansum": (ST.nansum, "fm"),
     "nanmean": (ST.nanmean, "fm"), "nanmedian": (ST.nanmedian, "fm"),
-    "quantile": (ST.quantile, "fm"), "nanquantile": (ST.nanquantile, "fm"),
+    "quantile": (QT.quantile, "fm"), "nanquantile": (QT.nanquantile, "fm"),
     "std_mean": (ST.std_mean, "f"), "var_mean": (ST.var_mean, "f"),
-    "aminmax": (ST.aminmax, "fm"), "histc": (ST.histc, "fm"), "histogram": (ST.histogram, "fm"),
+    "aminmax": (ST.aminmax, "fm"), "histc": (QT.histc, "fm"), "histogram": (QT.histogram, "fm"),
     "dist": (ST.dist, "fm"), "diff": (ST.diff, "fm"), "cov": (ST.cov, "fm"),
     "corrcoef": (ST.corrcoef, "fm"), "renorm": (ST.renorm, "fmi"),
     "trapezoid": (ST.trapezoid, "f"), "trapz": (ST.trapezoid, "f"), "msort": (ST.msort, "fm"),
@@ -176,13 +180,13 @@ OPS = {
     "inner": (BL.inner, "fm"), "vdot": (BL.vdot, "fm"), "ger": (BL.ger, "fm"),
     "cross": (BL.cross, "fm"), "tensordot": (BL.tensordot, "f"),
     "chain_matmul": (BL.chain_matmul, "f"), "cdist": (BL.cdist, "f"),
-    # ***** linear algebra in the torch namespace (tensorbrain/linalg.py) *****
+    # ***** linear algebra in the torch namespace (tensorbrain/linalg.py, _linalg_legacy.py) *****
     "det": (LA.det, "fm"), "inverse": (LA.inv, "fm"), "slogdet": (LA.slogdet, "fm"),
-    "logdet": (LA.logdet, "fm"), "pinverse": (LA.pinverse, "fm"),
+    "logdet": (LL.logdet, "fm"), "pinverse": (LL.pinverse, "fm"),
     "matrix_power": (LA.matrix_power, "fm"), "matrix_exp": (LA.matrix_exp, "fm"),
-    "cholesky": (LA.legacy_cholesky, "fm"), "qr": (LA.legacy_qr, "fm"),
-    "svd": (LA.legacy_svd, "fm"), "cholesky_solve": (LA.cholesky_solve, "fm"),
-    "cholesky_inverse": (LA.cholesky_inverse, "fm"),
+    "cholesky": (LL.legacy_cholesky, "fm"), "qr": (LL.legacy_qr, "fm"),
+    "svd": (LL.legacy_svd, "fm"), "cholesky_solve": (LL.cholesky_solve, "fm"),
+    "cholesky_inverse": (LL.cholesky_inverse, "fm"),
     # ***** signal processing (tensorbrain/_signal.py) *****
     "stft": (SG.stft, "fm"), "hann_window": (SG.hann_window, "f"),
     "hamming_window": (SG.hamming_window, "f"), "blackman_window": (SG.blackman_window, "f"),

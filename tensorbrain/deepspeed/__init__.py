@@ -7,49 +7,13 @@ ZeroRedundancyOptimizer and FSDP; see ``docs/deepspeed.md``.
 """
 from __future__ import annotations
 
-import os
-
 from . import lr_schedules
+from .comm import init_distributed
 from .config import DeepSpeedConfigError
 from .engine import DeepSpeedEngine
 from .loss_scaler import DynamicLossScaler
 
 __version__ = "0.0.0+tensorbrain"
-
-
-def init_distributed(dist_backend=None, auto_mpi_discovery: bool = True, distributed_port=29500,
-                     verbose: bool = True, timeout=None, init_method=None, dist_init_required=None,
-                     config=None, rank=-1, world_size=-1) -> None:
-    """Join the default process group from the launcher's environment (tbrun, torchrun,
-    mpiexec, Slurm), unless already joined. A process started without a launcher forms a group
-    of one (as DeepSpeed's MPI discovery does), so ``deepspeed.comm`` works there too.
-
-    Args:
-        dist_backend: "gloo"/"tcp", "nccl", "mpi" or None (from the device).
-        auto_mpi_discovery: accepted (the MPI variables are always read).
-        distributed_port: accepted; MASTER_PORT is the launcher's.
-        verbose: accepted.
-        timeout: the group's timeout.
-        init_method: an explicit ``init_method`` (``tcp://``, ``file://``).
-        dist_init_required: accepted.
-        config: accepted.
-        rank: with ``world_size``, an explicit rank.
-        world_size: the number of processes.
-    """
-    from .. import distributed as dist
-    if dist.is_initialized():
-        return
-    launched = any(k in os.environ for k in ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                             "SLURM_NTASKS"))
-    if not launched and init_method is None:
-        # DeepSpeed's MPI discovery makes a plain `python train.py` a group of one, so
-        # deepspeed.comm calls work there too
-        from ..distributed.store import HashStore
-        dist.init_process_group(store=HashStore(), rank=0, world_size=1)
-        return
-    backend = {"gloo": "tcp", "ccl": "tcp"}.get(dist_backend, dist_backend)
-    kwargs = {"rank": rank, "world_size": world_size} if rank >= 0 else {}
-    dist.init_process_group(backend=backend, init_method=init_method, timeout=timeout, **kwargs)
 
 
 def initialize(args=None, model=None, optimizer=None, model_parameters=None, training_data=None,

@@ -11,20 +11,43 @@ import os
 from ..distributed import (ReduceOp, all_gather, all_gather_into_tensor, all_gather_object,
                            all_reduce, all_to_all, all_to_all_single, barrier, broadcast,
                            broadcast_object_list, destroy_process_group, gather, get_backend,
-                           get_global_rank, get_rank, get_world_size, irecv, is_available,
-                           is_initialized, isend, monitored_barrier, new_group, recv, reduce,
+                           get_global_rank, get_rank, get_world_size, init_process_group, irecv,
+                           is_available, is_initialized, isend, monitored_barrier, new_group, recv, reduce,
                            reduce_scatter, reduce_scatter_tensor, scatter, send)
 
 
-def init_distributed(*args, **kwargs) -> None:
-    """:func:`tensorbrain.deepspeed.init_distributed` (DeepSpeed's ``deepspeed.comm`` name).
+def init_distributed(dist_backend=None, auto_mpi_discovery: bool = True, distributed_port=29500,
+                     verbose: bool = True, timeout=None, init_method=None, dist_init_required=None,
+                     config=None, rank=-1, world_size=-1) -> None:
+    """Join the default process group from the launcher's environment (tbrun, torchrun,
+    mpiexec, Slurm), unless already joined. A process started without a launcher forms a group
+    of one (as DeepSpeed's MPI discovery does), so ``deepspeed.comm`` works there too.
 
     Args:
-        *args: its arguments.
-        **kwargs: its keywords.
+        dist_backend: "gloo"/"tcp", "nccl", "mpi" or None (from the device).
+        auto_mpi_discovery: accepted (the MPI variables are always read).
+        distributed_port: accepted; MASTER_PORT is the launcher's.
+        verbose: accepted.
+        timeout: the group's timeout.
+        init_method: an explicit ``init_method`` (``tcp://``, ``file://``).
+        dist_init_required: accepted.
+        config: accepted.
+        rank: with ``world_size``, an explicit rank.
+        world_size: the number of processes.
     """
-    from . import init_distributed as init   # the package imports this module
-    init(*args, **kwargs)
+    if is_initialized():
+        return
+    launched = any(k in os.environ for k in ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                             "SLURM_NTASKS"))
+    if not launched and init_method is None:
+        # DeepSpeed's MPI discovery makes a plain `python train.py` a group of one, so
+        # deepspeed.comm calls work there too
+        from ..distributed.store import HashStore
+        init_process_group(store=HashStore(), rank=0, world_size=1)
+        return
+    backend = {"gloo": "tcp", "ccl": "tcp"}.get(dist_backend, dist_backend)
+    kwargs = {"rank": rank, "world_size": world_size} if rank >= 0 else {}
+    init_process_group(backend=backend, init_method=init_method, timeout=timeout, **kwargs)
 
 
 def get_local_rank() -> int:

@@ -179,8 +179,6 @@ def start_processes(fn, args=(), nprocs: int = 1, join: bool = True, daemon: boo
     Raises:
         ProcessRaisedException, ProcessExitedException: a child failed (the others were ended).
     """
-    from . import _ensure_reductions
-    _ensure_reductions()
     if nprocs < 1:
         raise ValueError(f"nprocs must be at least 1, got {nprocs}")
     ctx: Any = multiprocessing.get_context(start_method)  # Process is on the concrete contexts

@@ -15,6 +15,8 @@ public face and holds the rest.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _random
@@ -38,15 +40,19 @@ from .._ops.loss import (_log_softmax_array, _same_device, binary_cross_entropy,
                          l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from .._ops.norm import batch_norm, group_norm, layer_norm  # noqa: F401
 from .._ops.softmax import log_softmax, softmax, softmin  # noqa: F401
+from .._ops import activations as _activations
 from .._ops import nn_more as _nn_more
-from .._ops.nn_more import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F401
+from .._ops import pooling as _pooling
+from .._ops.activations import (elu, gelu, hardtanh, leaky_relu, logsigmoid, relu,  # noqa: F401
+                                relu6, sigmoid, silu, softplus, tanh)
+from .._ops.activations import (celu, celu_, elu_, glu, gumbel_softmax, hardtanh_,  # noqa: F401
+                                leaky_relu_, relu_, selu, selu_, softshrink, softsign, tanhshrink,
+                                threshold, threshold_)
+from .._ops.nn_more import (affine_grid, fold, gaussian_nll_loss, grid_sample,  # noqa: F401
+                            grouped_mm, instance_norm, poisson_nll_loss, unfold)
+from .._ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F401
                             adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
-                            affine_grid, avg_pool1d, avg_pool3d, celu, fold, gaussian_nll_loss,
-                            glu, grid_sample, gumbel_softmax, instance_norm,
-                            max_pool1d, max_pool3d, poisson_nll_loss, selu, softshrink, softsign,
-                            tanhshrink, threshold, unfold)
-from .._ops.nn_more import (celu_, elu_, grouped_mm, hardtanh_, leaky_relu_,  # noqa: F401
-                            relu_, selu_, threshold_)
+                            avg_pool1d, avg_pool3d, max_pool1d, max_pool3d)
 from .._ops.pointwise import hardshrink  # noqa: F401
 from .._xp import get_array_module
 from ..tensor import Tensor
@@ -65,8 +71,9 @@ __all__ += ["conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_tr
 __all__ += ["cosine_embedding_loss", "margin_ranking_loss", "pairwise_distance",
             "triplet_margin_loss", "ctc_loss"]
 __all__ += ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
-__all__ += [n for n in dir(_nn_more) if not n.startswith("_") and callable(getattr(_nn_more, n))
-            and getattr(getattr(_nn_more, n), "__module__", "") == _nn_more.__name__]
+__all__ += [n for m in (_activations, _nn_more, _pooling) for n in dir(m)
+            if not n.startswith("_") and callable(getattr(m, n))
+            and getattr(getattr(m, n), "__module__", "") == m.__name__]
 __all__ += ["hardshrink"]
 
 # ***** linear layers *****
@@ -126,177 +133,6 @@ def bilinear(input1, input2, weight, bias=None):
     t = _S.matmul(_S.unsqueeze(_S.unsqueeze(input1, -2), -3), weight)      # (..., out, 1, in2)
     y = _S.squeeze(_S.matmul(t, _S.unsqueeze(_S.unsqueeze(input2, -2), -1)), (-1, -2))
     return y if bias is None else _E.add(y, bias)
-
-
-# ***** activations *****
-def relu(input, inplace=False):
-    """max(0, x), elementwise (as ``torch.nn.functional.relu``).
-
-    Args:
-        input: the tensor.
-        inplace: write the result into ``input`` and return it.
-
-    Returns:
-        A tensor of ``input``'s shape.
-
-    Example:
-        >>> import tensorbrain as tb
-        >>> tb.nn.functional.relu(tb.tensor([-1.0, 2.0])).tolist()
-        [0.0, 2.0]
-    """
-    return input.relu_() if inplace else _E.relu(input)
-
-
-def relu6(input, inplace=False):
-    """min(max(0, x), 6), elementwise (as ``torch.nn.functional.relu6``).
-
-    Args:
-        input: the tensor.
-        inplace: write the result into ``input`` and return it.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    return hardtanh(input, 0.0, 6.0)
-
-
-def sigmoid(input):
-    """1 / (1 + exp(-x)), elementwise (as ``torch.nn.functional.sigmoid``).
-
-    Args:
-        input: the tensor.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    return _E.sigmoid(input)
-
-
-def tanh(input):
-    """The hyperbolic tangent, elementwise (as ``torch.nn.functional.tanh``).
-
-    Args:
-        input: the tensor.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    return _E.tanh(input)
-
-
-def gelu(input, approximate="none"):
-    """Gaussian error linear unit, x * Phi(x), elementwise (as ``torch.nn.functional.gelu``).
-
-    Args:
-        input: the tensor.
-        approximate: ``'none'`` (exact, with erf) or ``'tanh'``.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    return _E.gelu(input, approximate)
-
-
-def silu(input, inplace=False):
-    """x * sigmoid(x) (swish), elementwise (as ``torch.nn.functional.silu``).
-
-    Args:
-        input: the tensor.
-        inplace: write the result into ``input`` and return it.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    return _E.silu(input)
-
-
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """x for x >= 0, negative_slope * x below, elementwise (as ``torch.nn.functional.leaky_relu``).
-
-    Args:
-        input: the tensor.
-        negative_slope: the slope for negative inputs.
-        inplace: write the result into ``input`` and return it.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    x = input._data
-    factor = get_array_module(x).where(x > 0, 1, negative_slope).astype(x.dtype)
-    return make(x * factor, (input,), lambda g: (g * factor,), "LeakyReluBackward")
-
-
-def elu(input, alpha=1.0, inplace=False):
-    """x for x > 0, alpha * (exp(x) - 1) below, elementwise (as ``torch.nn.functional.elu``).
-
-    Args:
-        input: the tensor.
-        alpha: the negative saturation value.
-        inplace: write the result into ``input`` and return it.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    x = input._data
-    xp = get_array_module(x)
-    neg = alpha * xp.expm1(xp.minimum(x, 0))
-    out = xp.where(x > 0, x, neg).astype(x.dtype, copy=False)
-    return make(out, (input,), lambda g: (g * xp.where(x > 0, 1, neg + alpha).astype(g.dtype),),
-                "EluBackward", (input,))
-
-
-@autocast_op("softplus")
-def softplus(input, beta=1.0, threshold=20.0):  # noqa: F811  (torch's argument name)
-    """log(1 + exp(beta * x)) / beta, linear above ``threshold``, elementwise (as ``torch.nn.functional.softplus``).
-
-    Args:
-        input: the tensor.
-        beta: the sharpness.
-        threshold: above ``beta * x > threshold`` the result is x.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    x = input._data
-    xp = get_array_module(x)
-    bx = beta * x
-    out = xp.where(bx > threshold, x, xp.logaddexp(0, bx) / beta).astype(x.dtype, copy=False)
-
-    def backward(g):
-        s = 1 / (1 + xp.exp(-xp.clip(bx, -threshold, threshold)))
-        return ((g * xp.where(bx > threshold, 1, s)).astype(g.dtype, copy=False),)
-    return make(out, (input,), backward, "SoftplusBackward", (input,))
-
-
-def logsigmoid(input):
-    """log(sigmoid(x)), computed stably, elementwise (as ``torch.nn.functional.logsigmoid``).
-
-    Args:
-        input: the tensor.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    return _E.neg(softplus(_E.neg(input)))
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """x clipped to [min_val, max_val], elementwise (as ``torch.nn.functional.hardtanh``).
-
-    Args:
-        input: the tensor.
-        min_val: the lower bound.
-        max_val: the upper bound.
-        inplace: write the result into ``input`` and return it.
-
-    Returns:
-        A tensor of ``input``'s shape.
-    """
-    x = input._data
-    xp = get_array_module(x)
-    out = xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
-    inside = (x > min_val) & (x < max_val)   # PyTorch: zero gradient at the edges
-    return make(out, (input,), lambda g: (g * inside,), "HardtanhBackward", (input,))
 
 
 # ***** regularisation and lookup *****
@@ -544,9 +380,173 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                                    is_causal, scale, enable_gqa)
 
 
-# the ones written from this module's own functions (pad, linear, dropout): nn/_functional_more.py
-from ._functional_more import local_response_norm, multi_head_attention_forward  # noqa: E402,F401
-from ._functional_more import upsample_bilinear, upsample_nearest  # noqa: E402,F401
+# ***** written from this module's own functions (pad, linear, dropout) *****
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """``x / (k + alpha * mean of squares over `size` neighbouring channels) ** beta``, as
+    ``F.local_response_norm``.
+
+    Args:
+        input: ``(N, C, ...)``.
+        size: how many channels to average over.
+        alpha: the scale of the average.
+        beta: the exponent.
+        k: the additive constant.
+
+    Returns:
+        Tensor: ``input``'s shape.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> import tensorbrain.nn.functional as F
+        >>> F.local_response_norm(tb.zeros(1, 2, 1), 2).tolist()
+        [[[0.0], [0.0]]]
+    """
+    sq = _E.mul(input, input)
+    c = input.shape[1]
+    padded = pad(_S.unsqueeze(sq, 1), (0, 0) * (input.ndim - 2) + (size // 2, (size - 1) // 2))
+    windows = _S.stack([_S.narrow(padded, 2, i, c) for i in range(size)], 0)
+    div = _S.squeeze(_R.mean(windows, 0), 1)
+    return _E.div(input, _E.pow(_E.add(_E.mul(div, alpha), k), beta))
+
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """Multi-head attention on ``(L, N, E)`` inputs with explicit weights, as
+    ``F.multi_head_attention_forward`` (what ``nn.MultiheadAttention`` calls in torch).
+
+    Args:
+        query: ``(L, N, E)`` (or ``(L, E)`` unbatched).
+        key: ``(S, N, E)``.
+        value: ``(S, N, E)``.
+        embed_dim_to_check: _E.
+        num_heads: the number of heads.
+        in_proj_weight: ``(3E, E)`` (None with ``use_separate_proj_weight``).
+        in_proj_bias: ``(3E,)`` or None.
+        bias_k: a learned key appended to every sequence, or None.
+        bias_v: the matching value, or None.
+        add_zero_attn: append a zero key/value.
+        dropout_p: dropout on the attention weights (in training).
+        out_proj_weight: ``(E, E)``.
+        out_proj_bias: ``(E,)`` or None.
+        training: apply dropout.
+        key_padding_mask: ``(N, S)``, True (or -inf) where a key is padding.
+        need_weights: also return the attention weights.
+        attn_mask: ``(L, S)`` or ``(N * heads, L, S)``, bool (True = masked) or additive.
+        use_separate_proj_weight: use ``q/k/v_proj_weight``.
+        q_proj_weight: ``(E, E)``.
+        k_proj_weight: ``(E, kdim)``.
+        v_proj_weight: ``(E, vdim)``.
+        static_k: not supported (NotImplementedError).
+        static_v: not supported.
+        average_attn_weights: average the returned weights over the heads.
+        is_causal: a causal mask when ``attn_mask`` is None.
+
+    Returns:
+        tuple: ``(output (L, N, E), weights or None)``.
+    """
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "
+                                  "supported by TensorBrain")
+    unbatched = query.ndim == 2
+    if unbatched:
+        query, key, value = (_S.unsqueeze(t, 1) for t in (query, key, value))
+        if key_padding_mask is not None:
+            key_padding_mask = _S.unsqueeze(key_padding_mask, 0)
+    L, N, E_ = query.shape
+    if E_ != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {E_}")
+    hd = E_ // num_heads
+    if use_separate_proj_weight:
+        bq, bk, bv = (None, None, None) if in_proj_bias is None else \
+            tuple(_S.split(in_proj_bias, E_))
+        q, k, v = (linear(query, q_proj_weight, bq), linear(key, k_proj_weight, bk),
+                   linear(value, v_proj_weight, bv))
+    else:
+        wq, wk, wv = _S.split(in_proj_weight, E_)
+        bq, bk, bv = (None, None, None) if in_proj_bias is None else \
+            tuple(_S.split(in_proj_bias, E_))
+        q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    xp = get_array_module(q._data)
+    if attn_mask is not None and attn_mask._data.dtype == np.bool_:
+        attn_mask = _E.where(attn_mask, float("-inf"), 0.0)
+    if attn_mask is None and is_causal:
+        attn_mask = Tensor._wrap(xp.triu(xp.full((L, k.shape[0]), -np.inf,
+                                                 dtype=q._data.dtype), 1))
+    if bias_k is not None and bias_v is not None:
+        k = _S.cat([k, _S.expand(_S.reshape(bias_k, 1, 1, E_), 1, N, E_)])
+        v = _S.cat([v, _S.expand(_S.reshape(bias_v, 1, 1, E_), 1, N, E_)])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    if add_zero_attn:
+        k = _S.cat([k, Tensor._wrap(xp.zeros((1, N, E_), dtype=k._data.dtype))])
+        v = _S.cat([v, Tensor._wrap(xp.zeros((1, N, E_), dtype=v._data.dtype))])
+        if attn_mask is not None:
+            attn_mask = pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = pad(key_padding_mask, (0, 1))
+    Sk = k.shape[0]
+
+    def heads(t, n):
+        return _S.transpose(_S.reshape(t, n, N * num_heads, hd), 0, 1)   # (N*h, n, hd)
+    q, k, v = heads(q, L), heads(k, Sk), heads(v, Sk)
+    scores = _E.mul(_S.matmul(q, _S.transpose(k, 1, 2)), 1.0 / math.sqrt(hd))
+    if attn_mask is not None:
+        scores = _E.add(scores, attn_mask if attn_mask.ndim == 3 else _S.unsqueeze(attn_mask, 0))
+    if key_padding_mask is not None:
+        kpm = key_padding_mask
+        if kpm._data.dtype == np.bool_:
+            kpm = _E.where(kpm, float("-inf"), 0.0)
+        scores = _S.reshape(_E.add(_S.reshape(scores, N, num_heads, L, Sk),
+                                 _S.reshape(kpm, N, 1, 1, Sk)), N * num_heads, L, Sk)
+    weights = softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training)
+    out = _S.reshape(_S.transpose(_S.matmul(weights, v), 0, 1), L, N, E_)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    if unbatched:
+        out = _S.squeeze(out, 1)
+    if not need_weights:
+        return out, None
+    w = _S.reshape(weights, N, num_heads, L, Sk)
+    if average_attn_weights:
+        w = _R.mean(w, 1)
+    return out, (_S.squeeze(w, 0) if unbatched else w)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Deprecated alias of ``interpolate(..., mode="nearest")``, as ``F.upsample_nearest``."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Deprecated alias of ``interpolate(..., mode="bilinear", align_corners=True)``, as
+    ``F.upsample_bilinear`` (note: corners aligned, unlike ``interpolate``'s default)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def dropout_(input, p: float = 0.5, train: bool = True):
+    """``torch.dropout_`` (served as ``tb.dropout_``): dropout in place on ``input``.
+
+    Args:
+        input: the tensor, changed in place.
+        p: the probability of zeroing an element.
+        train: drop (True) or leave ``input`` as it is (False).
+
+    Returns:
+        ``input``, zeroed where dropped and scaled by ``1 / (1 - p)`` elsewhere when ``train``.
+    """
+    return dropout(input, p, train, inplace=True)
+
+
 from ..overrides import handle_torch_function, has_torch_function  # noqa: E402,F401  (torch's)
 
 __all__ += ["local_response_norm", "multi_head_attention_forward", "upsample_bilinear",

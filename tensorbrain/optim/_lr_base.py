@@ -1,7 +1,7 @@
 """The scheduler base class: ``step()``, the learning rates it writes, state dicts.
 
-The schedulers themselves are in ``_lr_schedules.py``, ``_lr_composite.py`` and
-``_lr_plateau.py``; ``tensorbrain.optim.lr_scheduler`` is their public home.
+The schedulers themselves are in ``_lr_schedules.py``, ``_lr_cyclic.py``, ``_lr_composite.py``
+and ``_lr_plateau.py``; ``tensorbrain.optim.lr_scheduler`` is their public home.
 """
 from __future__ import annotations
 

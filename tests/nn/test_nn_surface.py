@@ -1,6 +1,6 @@
-"""The nn layers and functions added for issue 29 (_ops/nn_more.py, nn/_functional_more.py,
-padding, instance norm, pooling, fold, activations, attention, parametrize, spectral norm,
-prune, swa_utils, init aliases): values and gradients against torch, with the same weights."""
+"""The nn layers and functions added for issue 29 (_ops/nn_more.py, pooling.py, activations.py,
+nn/functional.py, padding, instance norm, pooling, fold, activations, attention, parametrize,
+spectral norm, prune, swa_utils, init aliases): values and gradients against torch, with the same weights."""
 import numpy as np
 import pytest
 

@@ -73,8 +73,8 @@ class context:  # noqa: N801  (torch's name)
 
     def __enter__(self) -> int:
         rank = 0
-        from .. import rpc
-        agent = rpc._state["agent"]
+        from ..rpc._agent import running
+        agent = running()
         if agent is not None:
             rank = agent.rank
         cid = (rank << 48) + next(_counter)
@@ -210,9 +210,9 @@ def _make_result_function():
 
         @staticmethod
         def backward(fctx, grad):
-            from .. import rpc
+            from ..rpc._agent import call
             info = fctx.info
-            grads = rpc._call(info["peer"], {"op": "backward", "ctx": info["ctx"],
+            grads = call(info["peer"], {"op": "backward", "ctx": info["ctx"],
                                              "key": info["key"], "index": info["index"],
                                              "grad": grad.detach()}, "dist_autograd.backward")
             return (None, None, *grads)
@@ -259,11 +259,11 @@ def _release(cid: int):
         ctx = _contexts.pop(cid, None)
     if ctx is None:
         return None
-    from .. import rpc
-    if rpc._state["agent"] is not None:
+    from ..rpc._agent import call, running
+    if running() is not None:
         for peer in ctx.peers:
             try:
-                rpc._call(peer, {"op": "release", "ctx": cid}, "dist_autograd release")
+                call(peer, {"op": "release", "ctx": cid}, "dist_autograd release")
             except (RuntimeError, ConnectionError, TimeoutError):
                 pass   # a worker that is gone has nothing to free
     return None

@@ -317,7 +317,7 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
                                   f": only True or False is supported")
     from ..device_mesh import init_device_mesh
     from ..tensor import DTensor, Replicate, Shard
-    from ..tensor._api import DTensorSpec
+    from ..tensor._dtensor_spec import DTensorSpec
     from .fully_sharded_data_parallel import _collect
     mp_policy = mp_policy if mp_policy is not None else MixedPrecisionPolicy()
     if mesh is None:

@@ -17,17 +17,24 @@ from .api import FullOptimStateDictConfig, FullStateDictConfig, StateDictType
 _MESHES: dict = {}
 
 
+# wrapper modules that do not appear in state-dict keys (torch's clean_tensor_name)
+_WRAPPER_NAMES = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module")
+
+
+def clean_name(name: str) -> str:
+    """``name`` without FSDP's and checkpointing's wrapper modules (torch's clean_tensor_name)."""
+    return ".".join(p for p in name.split(".") if p not in _WRAPPER_NAMES)
+
+
 def _units(model):
-    from .fully_sharded_data_parallel import FullyShardedDataParallel as FSDP
+    """The FSDP units inside ``model``, in module order (the root's units under it)."""
     root = model._lazy_init()
-    names = {id(u): u.name for u in root.units}
-    units = [m._fsdp_state for m in model.modules() if isinstance(m, FSDP)]
-    return [u for u in units if id(u) in names]
+    inside = {id(m.__dict__.get("_fsdp_state")) for m in model.modules()}
+    return [u for u in root.units if id(u) in inside]
 
 
 def _key(prefix, unit, fqn):
-    from .fully_sharded_data_parallel import _clean
-    return prefix + (unit.name + "." if unit.name else "") + _clean(fqn)
+    return prefix + (unit.name + "." if unit.name else "") + clean_name(fqn)
 
 
 def _mesh(h):
@@ -92,14 +99,13 @@ def _managed(units):
 
 def _others(model, units, prefix):
     """Parameters FSDP does not manage (ignored modules) and buffers, by clean name."""
-    from .fully_sharded_data_parallel import _clean
     managed = _managed(units)
     out = {}
     for name, p in model.named_parameters():
         if id(p) not in managed and not name.endswith("_flat_param"):
-            out[prefix + _clean(name)] = p
+            out[prefix + clean_name(name)] = p
     for name, b in model.named_buffers():
-        out[prefix + _clean(name)] = b
+        out[prefix + clean_name(name)] = b
     return out
 
 
@@ -141,10 +147,9 @@ def _order(model, key, prefix):
     """Keys in the plain model's order: parameters and buffers of each module, depth first."""
     cache = model.__dict__.setdefault("_fsdp_key_order", {})
     if not cache:
-        from .fully_sharded_data_parallel import _clean
         i = 0
         for mname, mod in model.named_modules():
-            base = _clean(mname)
+            base = clean_name(mname)
             base = base + "." if base else ""
             names = [e.attr for e in _entries_of(model, mod)] + list(mod._parameters) + \
                 list(mod._buffers)

@@ -116,7 +116,7 @@ def as_dtensor(spec, local):
 def attach(handle, what: str) -> None:
     """Give ``handle.tp_specs``: for each entry of a TP parameter, the DTensorSpec of its FSDP
     shard on the 2-D ``(dp, tp)`` mesh (an empty dict when the unit has no TP parameter)."""
-    from ..tensor._api import DTensorSpec
+    from ..tensor._dtensor_spec import DTensorSpec
     handle.tp_specs = {}
     tp_entries = [e for e in handle.entries if e.tp_spec is not None]
     if not tp_entries:

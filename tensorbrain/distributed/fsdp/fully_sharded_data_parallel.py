@@ -295,7 +295,7 @@ class FullyShardedDataParallel(Module):
         states = [m._fsdp_state for m in units]
         names = dict((id(m), n) for n, m in self.named_modules())
         for m in units:
-            m._fsdp_state.name = _clean(names[id(m)])
+            m._fsdp_state.name = _state_dict.clean_name(names[id(m)])
             m.__dict__["_is_root"] = m is self
         root = _runtime.RootState(self._fsdp_state, states)
         h = next((u.handle for u in states if u.handle is not None), None)
@@ -560,11 +560,3 @@ def _set_state_dict_type(units, state_dict_type, state_dict_config, optim_state_
         m.__dict__["_state_dict_type"] = state_dict_type
         m.__dict__["_state_dict_config"] = state_dict_config
         m.__dict__["_optim_state_dict_config"] = optim_state_dict_config
-
-
-# wrapper modules that do not appear in state-dict keys (torch's clean_tensor_name)
-_WRAPPER_NAMES = ("_fsdp_wrapped_module", "_checkpoint_wrapped_module")
-
-
-def _clean(name: str) -> str:
-    return ".".join(p for p in name.split(".") if p not in _WRAPPER_NAMES)

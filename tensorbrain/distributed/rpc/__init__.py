@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 from . import _agent
 from ._agent import Future, RemoteError
+from ._agent import agent_or_raise as _agent_or_raise
+from ._agent import call as _call
 
 __all__ = ["BackendType", "Future", "RRef", "RemoteError", "TensorPipeRpcBackendOptions",
            "WorkerInfo", "get_worker_info", "init_rpc", "is_available", "remote", "rpc_async",
@@ -68,21 +70,13 @@ class WorkerInfo:
     id: int
 
 
-_state: dict = {"agent": None, "owned": {}, "store": None, "hosted": None}
+_state: dict = {"owned": {}, "store": None, "hosted": None}
 _rref_ids = itertools.count()
 
 
 def is_available() -> bool:
     """True: RPC between processes is there."""
     return True
-
-
-def _agent_or_raise() -> _agent.Agent:
-    agent = _state["agent"]
-    if agent is None:
-        raise RuntimeError("RPC has not been initialized. Call torch.distributed.rpc.init_rpc "
-                           "first.")
-    return agent
 
 
 def init_rpc(name, backend=None, rank=-1, world_size=None, rpc_backend_options=None) -> None:
@@ -100,7 +94,7 @@ def init_rpc(name, backend=None, rank=-1, world_size=None, rpc_backend_options=N
         ValueError: a name used twice, or bad rank/world size.
     """
     import os
-    if _state["agent"] is not None:
+    if _agent.running() is not None:
         raise RuntimeError("RPC is already initialized")
     opts = rpc_backend_options or TensorPipeRpcBackendOptions()
     rank = int(os.environ.get("RANK", 0)) if rank is None or rank < 0 else int(rank)
@@ -108,8 +102,8 @@ def init_rpc(name, backend=None, rank=-1, world_size=None, rpc_backend_options=N
     store = _store(opts, rank, world_size)
     from ..store import PrefixStore
     _state["store"] = PrefixStore("rpc", store)
-    _state["agent"] = _agent.Agent(str(name), rank, world_size, _state["store"],
-                                   opts.rpc_timeout, opts.num_worker_threads, _handle)
+    _agent.set_running(_agent.Agent(str(name), rank, world_size, _state["store"],
+                                    opts.rpc_timeout, opts.num_worker_threads, _handle))
 
 
 def _store(opts, rank: int, world_size: int):
@@ -155,7 +149,7 @@ def shutdown(graceful: bool = True, timeout: float = 0) -> None:
         graceful: wait for the others (a barrier over the store).
         timeout: accepted.
     """
-    agent = _state["agent"]
+    agent = _agent.running()
     if agent is None:
         return
     store = _state["store"]
@@ -168,7 +162,8 @@ def shutdown(graceful: bool = True, timeout: float = 0) -> None:
                 _barrier(agent, store, "left")
     finally:
         agent.close()
-        _state.update(agent=None, store=None)
+        _agent.set_running(None)
+        _state["store"] = None
         _state["owned"].clear()
         from .. import autograd as dist_autograd
         dist_autograd._forget_all()
@@ -296,10 +291,6 @@ def _unpack(obj):
 
 
 # ***** calling *****
-def _call(peer: int, msg: dict, describe: str, timeout=-1):
-    return _agent_or_raise().send(peer, msg, describe, timeout).wait()
-
-
 def _issue(to, msg: dict, args, kwargs, mode: str, timeout, describe: str):
     """Send a call (``mode``: sync, async or remote) with autograd recording."""
     from .. import autograd as dist_autograd

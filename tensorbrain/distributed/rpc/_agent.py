@@ -342,6 +342,37 @@ class Agent:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
+# The running agent of this process: init_rpc starts it and shutdown ends it (rpc/__init__.py);
+# distributed.autograd reaches its peers through it. It lives here, below both, so that neither
+# imports the other.
+_running: Agent | None = None
+
+
+def running() -> Agent | None:
+    """The agent init_rpc started (None: RPC is not running)."""
+    return _running
+
+
+def set_running(agent: Agent | None) -> None:
+    """Make ``agent`` the running one (None: RPC stopped)."""
+    global _running
+    _running = agent
+
+
+def agent_or_raise() -> Agent:
+    """The running agent, or the error that says to call init_rpc first."""
+    agent = _running
+    if agent is None:
+        raise RuntimeError("RPC has not been initialized. Call torch.distributed.rpc.init_rpc "
+                           "first.")
+    return agent
+
+
+def call(peer: int, msg: dict, describe: str, timeout=-1):
+    """Send ``msg`` to ``peer`` and wait for its answer."""
+    return agent_or_raise().send(peer, msg, describe, timeout).wait()
+
+
 def _advertised_host() -> str:
     """The address peers reach this worker at: the interface that routes to MASTER_ADDR."""
     master = os.environ.get("MASTER_ADDR", "127.0.0.1")

@@ -10,7 +10,8 @@
 >>> dist.destroy_process_group()
 """
 from ..device_mesh import DeviceMesh, init_device_mesh
-from ._api import DTensor, DTensorSpec
+from ._api import DTensor
+from ._dtensor_spec import DTensorSpec
 from ._factories import distribute_tensor, empty, full, ones, zeros
 from ._module_api import distribute_module
 from .placement_types import Partial, Placement, Replicate, Shard

@@ -16,68 +16,11 @@ from __future__ import annotations
 from ...tensor import Size, Tensor
 from ..._ops.core import make
 from . import _redistribute as R
+from ._dtensor_spec import DTensorSpec, _check_mesh, _placements
 from ._rules import _refuse, bypassed, checked, guard, on_op
-from .placement_types import Placement, Replicate, Shard, _StridedShard
+from .placement_types import Replicate, Shard
 
-__all__ = ["DTensor", "DTensorSpec"]
-
-
-class DTensorSpec:
-    """What a DTensor knows besides its local data: mesh, placements, global shape and stride."""
-
-    __slots__ = ("mesh", "placements", "shape", "stride")
-
-    def __init__(self, mesh, placements, shape, stride=None):
-        self.mesh, self.placements, self.shape = mesh, tuple(placements), tuple(shape)
-        self.stride = tuple(stride) if stride is not None else _contiguous_stride(self.shape)
-
-    def __eq__(self, other) -> bool:
-        return (isinstance(other, DTensorSpec) and self.mesh == other.mesh
-                and self.placements == other.placements and self.shape == other.shape)
-
-    __hash__ = None  # type: ignore[assignment]  # (equal specs, not one object)
-
-    def __repr__(self) -> str:
-        return f"DTensorSpec(placements={self.placements}, shape={self.shape})"
-
-
-def _contiguous_stride(shape) -> tuple:
-    stride, acc = [], 1
-    for n in reversed(shape):
-        stride.append(acc)
-        acc *= max(int(n), 1)
-    return tuple(reversed(stride))
-
-
-def _placements(mesh, placements, ndim: int, what: str) -> tuple:
-    """Placements as a tuple, one per mesh dimension, with Shard dims made non-negative."""
-    if placements is None:
-        return (Replicate(),) * mesh.ndim
-    out = []
-    for p in placements:
-        if not isinstance(p, Placement):
-            raise TypeError(f"{what}: placements must be Shard/Replicate/Partial, got {p!r}")
-        if isinstance(p, Shard):
-            if not -ndim <= p.dim < max(ndim, 1):
-                raise ValueError(f"{what}: {p} is out of range for a {ndim}-D tensor")
-            p = _StridedShard(p.dim % ndim, p.split_factor) if isinstance(p, _StridedShard) \
-                else Shard(p.dim % ndim)
-        out.append(p)
-    if len(out) != mesh.ndim:
-        raise ValueError(f"{what}: got {len(out)} placements {tuple(out)} for a {mesh.ndim}-D "
-                         f"mesh; give one per mesh dimension")
-    return tuple(out)
-
-
-def _check_mesh(mesh, what: str):
-    from ..device_mesh import DeviceMesh
-    if not isinstance(mesh, DeviceMesh):
-        raise TypeError(f"{what}: device_mesh must be a DeviceMesh (see init_device_mesh), "
-                        f"got {type(mesh).__name__}")
-    if mesh.get_coordinate() is None:
-        from .. import distributed_c10d as c10d
-        raise RuntimeError(f"{what}: rank {c10d.get_rank()} is not in the mesh {mesh}")
-    return mesh
+__all__ = ["DTensor"]
 
 
 def _dim_arg(args, kwargs):
@@ -425,13 +368,12 @@ class DTensor(Tensor):
         ranks seeded alike agree, no communication) and keep this rank's piece: an
         initialiser on a sharded parameter gives the values it gives the unsharded one (the
         meta-device FSDP2 idiom: ``to_empty``, then ``reset_parameters()``)."""
-        from ._factories import distribute_tensor  # _factories imports this module
         from ... import _xp
         full = Tensor._wrap(_xp.get_array_module(self._data).empty(self._spec.shape,
                                                                    dtype=self._data.dtype))
         getattr(Tensor, name)(full, *args, **kwargs)
         pl = tuple(Replicate() if p.is_partial() else p for p in self._spec.placements)
-        piece = distribute_tensor(full, self._spec.mesh, pl, src_data_rank=None)
+        piece = DTensor._from_full(full, self._spec.mesh, pl, None)
         self._data[...] = piece._data
         self._version[0] += 1
         return self
@@ -633,4 +575,3 @@ def _parameter_class():
                 return "Parameter containing:\n" + DTensor.__repr__(self)
         _PARAM_CLASS.append(DTensorParameter)
     return _PARAM_CLASS[0]
-

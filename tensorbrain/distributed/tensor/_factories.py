@@ -8,7 +8,8 @@ from ... import _xp
 from ...tensor import Tensor
 from ...nn.utils import clip_grad as _clip_grad
 from . import _redistribute as R
-from ._api import DTensor, DTensorSpec, _check_mesh, _placements
+from ._api import DTensor
+from ._dtensor_spec import DTensorSpec, _check_mesh, _placements
 from .placement_types import Replicate
 
 __all__ = ["distribute_tensor", "empty", "full", "ones", "zeros"]

@@ -11,6 +11,7 @@ import math
 from ... import _dtype
 from ..._ops import convnd as _C
 from ..._ops.conv import conv2d as _conv2d
+from ..._ops.windows import ntuple as _ntuple
 from ...tensor import empty
 from .. import functional as F
 from .. import init
@@ -41,9 +42,9 @@ class _ConvNd(Module):
                              f"{padding_mode!r}")
         if self._transposed and padding_mode != "zeros":
             raise ValueError(f"Only 'zeros' padding mode is supported for {name}")
-        self.kernel_size = _C.ntuple(kernel_size, nd, "kernel_size")
-        self.stride = _C.ntuple(stride, nd, "stride")
-        self.dilation = _C.ntuple(dilation, nd, "dilation")
+        self.kernel_size = _ntuple(kernel_size, nd, "kernel_size")
+        self.stride = _ntuple(stride, nd, "stride")
+        self.dilation = _ntuple(dilation, nd, "dilation")
         if isinstance(padding, str):
             if self._transposed or padding not in ("same", "valid"):
                 raise ValueError(f"{name}: invalid padding string {padding!r}" + (
@@ -53,8 +54,8 @@ class _ConvNd(Module):
                 raise ValueError("padding='same' is not supported for strided convolutions")
             self.padding = padding
         else:
-            self.padding = _C.ntuple(padding, nd, "padding")
-        self.output_padding = _C.ntuple(output_padding, nd, "output_padding")
+            self.padding = _ntuple(padding, nd, "padding")
+        self.output_padding = _ntuple(output_padding, nd, "output_padding")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.groups, self.padding_mode, self.transposed = groups, padding_mode, self._transposed
         dtype = dtype or _dtype.get_default_dtype()

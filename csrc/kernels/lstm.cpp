@@ -57,6 +57,8 @@ float *checked(const char *fn, const char *name, Arr &a, py::ssize_t size) {
 void cell_forward(float *G, const float *R, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n) {
     if (R != nullptr)
         for (std::size_t k = 0; k < 4 * n; ++k) G[k] += R[k];
+    if (std::strcmp(tb::kernels::cpu_path(), "avx2+f16c") == 0 && tb::kernels::avx2::lstm_cell_forward(G, CP, Cn, TC, Hn, n))
+        return;
     tanh_inplace(G, 4 * n);
     for (std::size_t k = 0; k < 3 * n; ++k) G[k] = G[k] * 0.5f + 0.5f;
     const float *o = G, *i = G + n, *f = G + 2 * n, *g = G + 3 * n;

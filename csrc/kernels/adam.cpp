@@ -10,7 +10,6 @@
 #include <cmath>
 #include <string>
 
-#include "kernels/parallel.h"
 
 namespace py = pybind11;
 
@@ -39,16 +38,14 @@ void adam_step(Arr p, Arr g, Arr m, Arr v, double beta1, double beta2, double bi
         throw py::value_error("adam_step: grad must be a C-contiguous float32 array of " + std::to_string(n) + " values");
     const float *G = g.data();
     py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(static_cast<std::size_t>(n), std::size_t{1} << 16, 8, [&](std::size_t b, std::size_t e) {
-        for (std::size_t i = b; i < e; ++i) {
-            const float gi = G[i];
-            const float mi = M[i] * b1 + gi * one_minus_b1;
-            const float vi = V[i] * b2 + (gi * gi) * one_minus_b2;
-            M[i] = mi;
-            V[i] = vi;
-            P[i] -= mi / (std::sqrt(vi) / bias2_sqrt + eps) * step_size;
-        }
-    });
+    for (py::ssize_t i = 0; i < n; ++i) {
+        const float gi = G[i];
+        const float mi = M[i] * b1 + gi * one_minus_b1;
+        const float vi = V[i] * b2 + (gi * gi) * one_minus_b2;
+        M[i] = mi;
+        V[i] = vi;
+        P[i] -= mi / (std::sqrt(vi) / bias2_sqrt + eps) * step_size;
+    }
 }
 }  // namespace
 

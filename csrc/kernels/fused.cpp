@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "kernels/act.h"
-#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 
 namespace py = pybind11;
@@ -209,10 +208,6 @@ namespace {
 
 using Arr = py::array_t<float, 0>;
 
-// Calls below this many values stay on one thread (parallel.h).
-constexpr std::size_t kGrain = std::size_t{1} << 15;
-std::size_t rows_per_grain(std::size_t cols) { return std::max<std::size_t>(1, kGrain / std::max<std::size_t>(cols, 1)); }
-
 const float *input(const char *fn, const char *name, const Arr &a) {
     if (!(a.flags() & py::array::c_style))
         throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array");
@@ -225,7 +220,7 @@ Arr gelu_forward(Arr x) {
     float *o = out.mutable_data();
     const std::size_t n = static_cast<std::size_t>(x.size());
     py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(n, kGrain, 8, [&](std::size_t b, std::size_t e) { tb::kernels::gelu_erf_forward(p + b, o + b, e - b); });
+    tb::kernels::gelu_erf_forward(p, o, n);
     return out;
 }
 
@@ -240,9 +235,7 @@ Arr gelu_backward(Arr x, Arr g) {
     float *o = out.mutable_data();
     const std::size_t n = static_cast<std::size_t>(x.size());
     py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(n, kGrain, 8, [&](std::size_t b, std::size_t e) {
-        tb::kernels::gelu_erf_backward(p + b, q + b, o + b, e - b);
-    });
+    tb::kernels::gelu_erf_backward(p, q, o, n);
     return out;
 }
 
@@ -259,10 +252,7 @@ void softmax_forward(Arr s, float scale, bool causal) {
     const std::size_t rows = cols ? static_cast<std::size_t>(s.size()) / cols : 0;
     const std::size_t L = causal ? static_cast<std::size_t>(s.shape(s.ndim() - 2)) : 0;
     py::gil_scoped_release nogil;
-    // whole (L, S) matrices per chunk under a causal mask: a row's mask depends on row % L
-    tb::kernels::parallel_for(rows, rows_per_grain(cols), L ? L : 1, [&](std::size_t b, std::size_t e) {
-        tb::kernels::softmax_rows(p + b * cols, e - b, cols, scale, L);
-    });
+    tb::kernels::softmax_rows(p, rows, cols, scale, L);
 }
 
 void softmax_backward(Arr g, Arr p, float scale) {
@@ -275,9 +265,7 @@ void softmax_backward(Arr g, Arr p, float scale) {
     const std::size_t cols = static_cast<std::size_t>(g.shape(g.ndim() - 1));
     const std::size_t rows = cols ? static_cast<std::size_t>(g.size()) / cols : 0;
     py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(rows, rows_per_grain(cols), 1, [&](std::size_t b, std::size_t e) {
-        tb::kernels::softmax_rows_backward(gp + b * cols, pp + b * cols, e - b, cols, scale);
-    });
+    tb::kernels::softmax_rows_backward(gp, pp, rows, cols, scale);
 }
 
 const float *optional(const char *fn, const char *name, const py::object &a, py::ssize_t d) {
@@ -299,10 +287,7 @@ py::tuple layer_norm_forward(Arr x, py::object w, py::object b, double eps) {
     float *o = out.mutable_data(), *mp = mean.mutable_data(), *rp = rstd.mutable_data();
     {
         py::gil_scoped_release nogil;
-        const auto D = static_cast<std::size_t>(d);
-        tb::kernels::parallel_for(static_cast<std::size_t>(rows), rows_per_grain(D), 1, [&](std::size_t b0, std::size_t e) {
-            tb::kernels::layer_norm_rows(xp + b0 * D, wp, bp, o + b0 * D, mp + b0, rp + b0, e - b0, D, eps);
-        });
+        tb::kernels::layer_norm_rows(xp, wp, bp, o, mp, rp, static_cast<std::size_t>(rows), static_cast<std::size_t>(d), eps);
     }
     return py::make_tuple(out, mean, rstd);
 }

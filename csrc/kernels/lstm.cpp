@@ -67,48 +67,46 @@ void cell_forward(float *G, const float *R, const float *CP, float *Cn, float *T
     for (std::size_t k = 0; k < n; ++k) Hn[k] = o[k] * TC[k];
 }
 
-void forward(Arr gates, Arr rec, Arr c_prev, Arr c, Arr tc, Arr h) {
-    const char *fn = "lstm_cell_forward";
+// The checked arrays of a forward step (lstm_cell_forward's, less rec).
+struct FwdArgs {
+    py::ssize_t bh;
+    float *G, *CP, *Cn, *TC, *Hn;
+};
+
+FwdArgs fwd_args(const char *fn, Arr &gates, Arr &c_prev, Arr &c, Arr &tc, Arr &h) {
     if (c_prev.ndim() != 2) throw py::value_error(std::string(fn) + ": c_prev must be (batch, hidden)");
     const py::ssize_t bh = c_prev.shape(0) * c_prev.shape(1);
-    float *G = checked(fn, "gates", gates, 4 * bh);
-    float *R = checked(fn, "rec", rec, 4 * bh);
-    float *CP = checked(fn, "c_prev", c_prev, bh);
-    float *Cn = checked(fn, "c", c, bh);
-    float *TC = checked(fn, "tc", tc, bh);
-    float *Hn = checked(fn, "h", h, bh);
+    return {bh, checked(fn, "gates", gates, 4 * bh), checked(fn, "c_prev", c_prev, bh), checked(fn, "c", c, bh),
+            checked(fn, "tc", tc, bh), checked(fn, "h", h, bh)};
+}
+
+void forward(Arr gates, Arr rec, Arr c_prev, Arr c, Arr tc, Arr h) {
+    const char *fn = "lstm_cell_forward";
+    const FwdArgs a = fwd_args(fn, gates, c_prev, c, tc, h);
+    float *R = checked(fn, "rec", rec, 4 * a.bh);
     py::gil_scoped_release nogil;
-    cell_forward(G, R, CP, Cn, TC, Hn, static_cast<std::size_t>(bh));
+    cell_forward(a.G, R, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh));
 }
 
 // The whole forward step in one call: gates (4, B, H) += h_prev (B, K) @ w (w packed from the
 // scaled, permuted W_hh^T (K, 4H) in 4 groups), then cell_forward. The NumPy twin is in rnn.py.
 void step_forward(const PackedMatrix &w, Arr h_prev, Arr gates, Arr c_prev, Arr c, Arr tc, Arr h) {
     const char *fn = "lstm_step_forward";
-    if (c_prev.ndim() != 2 || w.groups != 4 || w.ng != c_prev.shape(1))
-        throw py::value_error(std::string(fn) + ": c_prev must be (batch, hidden) and w packed in 4 groups of hidden = " +
-                              std::to_string(w.ng) + " columns");
-    const py::ssize_t bh = c_prev.shape(0) * c_prev.shape(1);
+    const FwdArgs a = fwd_args(fn, gates, c_prev, c, tc, h);
+    if (w.groups != 4 || w.ng != c_prev.shape(1))
+        throw py::value_error(std::string(fn) + ": w must be packed in 4 groups of hidden = " +
+                              std::to_string(c_prev.shape(1)) + " columns, got " + std::to_string(w.groups) +
+                              " groups of " + std::to_string(w.ng));
     tb::kernels::check_gemm_args(fn, w, h_prev, gates, true);
     if (h_prev.shape(0) != c_prev.shape(0))
         throw py::value_error(std::string(fn) + ": h_prev has " + std::to_string(h_prev.shape(0)) + " rows, c_prev " +
                               std::to_string(c_prev.shape(0)));
     const float *HP = h_prev.data();
-    float *G = checked(fn, "gates", gates, 4 * bh);
-    float *CP = checked(fn, "c_prev", c_prev, bh);
-    float *Cn = checked(fn, "c", c, bh);
-    float *TC = checked(fn, "tc", tc, bh);
-    float *Hn = checked(fn, "h", h, bh);
     py::gil_scoped_release nogil;
-    tb::kernels::gemm_packed(HP, w.k, static_cast<int>(c_prev.shape(0)), w, G, true);
-    cell_forward(G, nullptr, CP, Cn, TC, Hn, static_cast<std::size_t>(bh));
+    tb::kernels::gemm_packed(HP, w.k, static_cast<int>(c_prev.shape(0)), w, a.G, true);
+    cell_forward(a.G, nullptr, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh));
 }
 
-// One step back from the step's activated gates (4, B, H) (o, i, f, g), tc = tanh(c) and
-// c_prev: dh += gy; dc += dh * o * (1 - tc^2); dgates rows (B, 4, H) = the pre-activation
-// gradients (dh tc o(1-o), dc g i(1-i), dc c_prev f(1-f), dc i (1-g^2)); dc *= f. The gate
-// derivative factors are formed here, per value, instead of as ten full-size passes before
-// the time loop.
 void cell_backward(float *DH, float *DC, const float *GY, const float *G, const float *TC, const float *CP, float *DG,
                    py::ssize_t B, py::ssize_t H) {
     const py::ssize_t bh = B * H;
@@ -130,19 +128,25 @@ void cell_backward(float *DH, float *DC, const float *GY, const float *G, const 
     }
 }
 
-void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates) {
-    const char *fn = "lstm_cell_backward";
+// The checked arrays of a backward step (lstm_cell_backward's arguments).
+struct BackArgs {
+    py::ssize_t B, H;
+    float *DH, *DC, *DG;
+    const float *GY, *G, *TC, *CP;
+};
+
+BackArgs back_args(const char *fn, Arr &dh, Arr &dc, Arr &gy, Arr &gates, Arr &tc, Arr &c_prev, Arr &dgates) {
     if (dc.ndim() != 2) throw py::value_error(std::string(fn) + ": dc must be (batch, hidden)");
     const py::ssize_t B = dc.shape(0), H = dc.shape(1), bh = B * H;
-    float *DH = checked(fn, "dh", dh, bh);
-    float *DC = checked(fn, "dc", dc, bh);
-    const float *GY = input(fn, "gy", gy, bh);
-    const float *G = input(fn, "gates", gates, 4 * bh);
-    const float *TC = input(fn, "tc", tc, bh);
-    const float *CP = input(fn, "c_prev", c_prev, bh);
-    float *DG = checked(fn, "dgates", dgates, 4 * bh);
+    return {B, H, checked(fn, "dh", dh, bh), checked(fn, "dc", dc, bh), checked(fn, "dgates", dgates, 4 * bh),
+            input(fn, "gy", gy, bh), input(fn, "gates", gates, 4 * bh), input(fn, "tc", tc, bh),
+            input(fn, "c_prev", c_prev, bh)};
+}
+
+void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates) {
+    const BackArgs a = back_args("lstm_cell_backward", dh, dc, gy, gates, tc, c_prev, dgates);
     py::gil_scoped_release nogil;
-    cell_backward(DH, DC, GY, G, TC, CP, DG, B, H);
+    cell_backward(a.DH, a.DC, a.GY, a.G, a.TC, a.CP, a.DG, a.B, a.H);
 }
 
 // The whole backward step in one call: cell_backward, then dh_out (B, K) = dgates (B, 4H) @ w
@@ -150,22 +154,14 @@ void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates)
 void step_backward(const PackedMatrix &w, Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates,
                    Arr dh_out) {
     const char *fn = "lstm_step_backward";
-    if (dc.ndim() != 2 || w.groups != 1 || w.k != 4 * dc.shape(1))
-        throw py::value_error(std::string(fn) + ": dc must be (batch, hidden) and w packed from W_hh (4 * hidden, "
-                              "out) in one group");
-    const py::ssize_t B = dc.shape(0), H = dc.shape(1), bh = B * H;
-    float *DH = checked(fn, "dh", dh, bh);
-    float *DC = checked(fn, "dc", dc, bh);
-    const float *GY = input(fn, "gy", gy, bh);
-    const float *G = input(fn, "gates", gates, 4 * bh);
-    const float *TC = input(fn, "tc", tc, bh);
-    const float *CP = input(fn, "c_prev", c_prev, bh);
-    float *DG = checked(fn, "dgates", dgates, 4 * bh);
+    const BackArgs a = back_args(fn, dh, dc, gy, gates, tc, c_prev, dgates);
+    if (w.groups != 1 || w.k != 4 * a.H)
+        throw py::value_error(std::string(fn) + ": w must be packed from W_hh (4 * hidden, out) in one group");
     tb::kernels::check_gemm_args(fn, w, dgates, dh_out, true);
     float *DHO = dh_out.mutable_data();
     py::gil_scoped_release nogil;
-    cell_backward(DH, DC, GY, G, TC, CP, DG, B, H);
-    tb::kernels::gemm_packed(DG, w.k, static_cast<int>(B), w, DHO, false);
+    cell_backward(a.DH, a.DC, a.GY, a.G, a.TC, a.CP, a.DG, a.B, a.H);
+    tb::kernels::gemm_packed(a.DG, w.k, static_cast<int>(a.B), w, DHO, false);
 }
 
 }  // namespace

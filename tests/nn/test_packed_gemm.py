@@ -12,17 +12,6 @@ pytestmark = pytest.mark.skipif(not _native.is_available(), reason="tensorbrain.
 rng = np.random.default_rng(1)
 
 
-@pytest.fixture(params=["baseline", "avx2+f16c"])
-def cpu_path(request):
-    C = _native.module()
-    try:
-        C._force_cpu_path(request.param)
-    except ValueError:
-        pytest.skip(f"this CPU cannot run the {request.param} loops")
-    yield C
-    C._force_cpu_path("auto")
-
-
 @pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 6, 7, 13, 20])
 @pytest.mark.parametrize("k,n,groups", [(1, 16, 1), (9, 5, 1), (37, 51, 3), (200, 800, 4), (64, 68, 4)])
 @pytest.mark.parametrize("accumulate", [False, True])

@@ -151,3 +151,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if left and config.getoption("markexpr") == "not soak":
         terminalreporter.write_line(f"{left} tests of the soak tier left out "
                                     "(python -m pytest -q -m soak runs them; tests/conftest.py)")
+
+
+@pytest.fixture(params=["baseline", "avx2+f16c"])
+def cpu_path(request):
+    """The native module with its loops forced to the scalar ('baseline') or the AVX2 bodies in
+    turn (skipped where the CPU lacks them); ``auto`` again afterwards."""
+    from tensorbrain import _native
+    C = _native.module()
+    try:
+        C._force_cpu_path(request.param)
+    except ValueError:
+        pytest.skip(f"this CPU cannot run the {request.param} loops")
+    yield C
+    C._force_cpu_path("auto")

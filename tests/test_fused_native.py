@@ -14,17 +14,6 @@ rng = np.random.default_rng(0)
 EPS = float(np.finfo(np.float32).eps)
 
 
-@pytest.fixture(params=["baseline", "avx2+f16c"])
-def cpu_path(request):
-    C = _native.module()
-    try:
-        C._force_cpu_path(request.param)
-    except ValueError:
-        pytest.skip(f"this CPU cannot run the {request.param} loops")
-    yield C
-    C._force_cpu_path("auto")
-
-
 def test_gelu_kernels_match_twins(cpu_path):
     C = cpu_path
     x = np.concatenate([rng.standard_normal(1001) * 3, [0.0, -0.0, 5.7, -5.7, 40.0, -40.0]])

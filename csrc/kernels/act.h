@@ -29,6 +29,8 @@ void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size
 namespace avx2 {
 bool exp_inplace(float *x, std::size_t n);
 bool tanh_inplace(float *x, std::size_t n);   // false when not built with AVX2
+// An LSTM step's gate math after the recurrent sum, in one pass (lstm.cpp's cell_forward).
+bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n);
 bool gelu_erf_forward(const float *x, float *out, std::size_t n);
 bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
 }  // namespace avx2

@@ -1,6 +1,7 @@
 // The elementwise part of an LSTM step, fused: tensorbrain._C.lstm_cell_forward /
-// lstm_cell_backward. The NumPy twins of the same names are in tensorbrain/_ops/rnn.py, which
-// also runs the GEMMs around them; tests/nn/test_rnn_native.py holds the two together.
+// lstm_cell_backward, and the whole step with its recurrent GEMM on a weight packed once per
+// layer call (gemm.h): lstm_step_forward / lstm_step_backward. The NumPy twins of the same names
+// are in tensorbrain/_ops/rnn.py; tests/nn/test_rnn_native.py holds the two together.
 //
 // Why native: a step's gates went through ten NumPy calls forward (and six backward), each a
 // pass over a few thousand values, with NumPy's float32 tanh at ~10 ns a value; here one call
@@ -14,11 +15,14 @@
 #include <string>
 
 #include "kernels/act.h"
+#include "kernels/gemm.h"
 #include "kernels/reduce.h"
 
 namespace py = pybind11;
 
 namespace tb::kernels {
+void check_gemm_args(const char *fn, const PackedMatrix &b, const py::array &a, const py::array &c, bool c_writable);
+
 void tanh_inplace(float *x, std::size_t n) {
     if (std::strcmp(cpu_path(), "avx2+f16c") == 0 && avx2::tanh_inplace(x, n)) return;
     for (std::size_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
@@ -27,6 +31,7 @@ void tanh_inplace(float *x, std::size_t n) {
 
 namespace {
 
+using tb::kernels::PackedMatrix;
 using tb::kernels::tanh_inplace;
 using Arr = py::array_t<float, 0>;   // no forcecast: the caller passes float32 arrays as they are
 
@@ -47,21 +52,13 @@ float *checked(const char *fn, const char *name, Arr &a, py::ssize_t size) {
     return a.mutable_data();
 }
 
-// gates (4, B, H) += rec (4, B, H), then the activations in place; c = f*c_prev + i*g,
-// tc = tanh(c), h = o*tc.
-void forward(Arr gates, Arr rec, Arr c_prev, Arr c, Arr tc, Arr h) {
-    const char *fn = "lstm_cell_forward";
-    if (c_prev.ndim() != 2) throw py::value_error(std::string(fn) + ": c_prev must be (batch, hidden)");
-    const py::ssize_t bh = c_prev.shape(0) * c_prev.shape(1);
-    float *G = checked(fn, "gates", gates, 4 * bh);
-    float *R = checked(fn, "rec", rec, 4 * bh);
-    float *CP = checked(fn, "c_prev", c_prev, bh);
-    float *Cn = checked(fn, "c", c, bh);
-    float *TC = checked(fn, "tc", tc, bh);
-    float *Hn = checked(fn, "h", h, bh);
-    py::gil_scoped_release nogil;
-    const std::size_t n = static_cast<std::size_t>(bh);
-    for (std::size_t k = 0; k < 4 * n; ++k) G[k] += R[k];
+// gates (4, B, H) (+= rec (4, B, H) unless rec is null), then the activations in place;
+// c = f*c_prev + i*g, tc = tanh(c), h = o*tc. n = B * H.
+void cell_forward(float *G, const float *R, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n) {
+    if (R != nullptr)
+        for (std::size_t k = 0; k < 4 * n; ++k) G[k] += R[k];
+    if (std::strcmp(tb::kernels::cpu_path(), "avx2+f16c") == 0 && tb::kernels::avx2::lstm_cell_forward(G, CP, Cn, TC, Hn, n))
+        return;
     tanh_inplace(G, 4 * n);
     for (std::size_t k = 0; k < 3 * n; ++k) G[k] = G[k] * 0.5f + 0.5f;
     const float *o = G, *i = G + n, *f = G + 2 * n, *g = G + 3 * n;
@@ -70,23 +67,49 @@ void forward(Arr gates, Arr rec, Arr c_prev, Arr c, Arr tc, Arr h) {
     for (std::size_t k = 0; k < n; ++k) Hn[k] = o[k] * TC[k];
 }
 
-// One step back from the step's activated gates (4, B, H) (o, i, f, g), tc = tanh(c) and
-// c_prev: dh += gy; dc += dh * o * (1 - tc^2); dgates rows (B, 4, H) = the pre-activation
-// gradients (dh tc o(1-o), dc g i(1-i), dc c_prev f(1-f), dc i (1-g^2)); dc *= f. The gate
-// derivative factors are formed here, per value, instead of as ten full-size passes before
-// the time loop.
-void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates) {
-    const char *fn = "lstm_cell_backward";
-    if (dc.ndim() != 2) throw py::value_error(std::string(fn) + ": dc must be (batch, hidden)");
-    const py::ssize_t B = dc.shape(0), H = dc.shape(1), bh = B * H;
-    float *DH = checked(fn, "dh", dh, bh);
-    float *DC = checked(fn, "dc", dc, bh);
-    const float *GY = input(fn, "gy", gy, bh);
-    const float *G = input(fn, "gates", gates, 4 * bh);
-    const float *TC = input(fn, "tc", tc, bh);
-    const float *CP = input(fn, "c_prev", c_prev, bh);
-    float *DG = checked(fn, "dgates", dgates, 4 * bh);
+// The checked arrays of a forward step (lstm_cell_forward's, less rec).
+struct FwdArgs {
+    py::ssize_t bh;
+    float *G, *CP, *Cn, *TC, *Hn;
+};
+
+FwdArgs fwd_args(const char *fn, Arr &gates, Arr &c_prev, Arr &c, Arr &tc, Arr &h) {
+    if (c_prev.ndim() != 2) throw py::value_error(std::string(fn) + ": c_prev must be (batch, hidden)");
+    const py::ssize_t bh = c_prev.shape(0) * c_prev.shape(1);
+    return {bh, checked(fn, "gates", gates, 4 * bh), checked(fn, "c_prev", c_prev, bh), checked(fn, "c", c, bh),
+            checked(fn, "tc", tc, bh), checked(fn, "h", h, bh)};
+}
+
+void forward(Arr gates, Arr rec, Arr c_prev, Arr c, Arr tc, Arr h) {
+    const char *fn = "lstm_cell_forward";
+    const FwdArgs a = fwd_args(fn, gates, c_prev, c, tc, h);
+    float *R = checked(fn, "rec", rec, 4 * a.bh);
     py::gil_scoped_release nogil;
+    cell_forward(a.G, R, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh));
+}
+
+// The whole forward step in one call: gates (4, B, H) += h_prev (B, K) @ w (w packed from the
+// scaled, permuted W_hh^T (K, 4H) in 4 groups), then cell_forward. The NumPy twin is in rnn.py.
+void step_forward(const PackedMatrix &w, Arr h_prev, Arr gates, Arr c_prev, Arr c, Arr tc, Arr h) {
+    const char *fn = "lstm_step_forward";
+    const FwdArgs a = fwd_args(fn, gates, c_prev, c, tc, h);
+    if (w.groups != 4 || w.ng != c_prev.shape(1))
+        throw py::value_error(std::string(fn) + ": w must be packed in 4 groups of hidden = " +
+                              std::to_string(c_prev.shape(1)) + " columns, got " + std::to_string(w.groups) +
+                              " groups of " + std::to_string(w.ng));
+    tb::kernels::check_gemm_args(fn, w, h_prev, gates, true);
+    if (h_prev.shape(0) != c_prev.shape(0))
+        throw py::value_error(std::string(fn) + ": h_prev has " + std::to_string(h_prev.shape(0)) + " rows, c_prev " +
+                              std::to_string(c_prev.shape(0)));
+    const float *HP = h_prev.data();
+    py::gil_scoped_release nogil;
+    tb::kernels::gemm_packed(HP, w.k, static_cast<int>(c_prev.shape(0)), w, a.G, true);
+    cell_forward(a.G, nullptr, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh));
+}
+
+void cell_backward(float *DH, float *DC, const float *GY, const float *G, const float *TC, const float *CP, float *DG,
+                   py::ssize_t B, py::ssize_t H) {
+    const py::ssize_t bh = B * H;
     for (py::ssize_t b = 0; b < B; ++b) {
         float *dh_ = DH + b * H, *dc_ = DC + b * H, *dg = DG + b * 4 * H;
         const float *gy_ = GY + b * H, *tc_ = TC + b * H, *cp_ = CP + b * H;
@@ -105,6 +128,42 @@ void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates)
     }
 }
 
+// The checked arrays of a backward step (lstm_cell_backward's arguments).
+struct BackArgs {
+    py::ssize_t B, H;
+    float *DH, *DC, *DG;
+    const float *GY, *G, *TC, *CP;
+};
+
+BackArgs back_args(const char *fn, Arr &dh, Arr &dc, Arr &gy, Arr &gates, Arr &tc, Arr &c_prev, Arr &dgates) {
+    if (dc.ndim() != 2) throw py::value_error(std::string(fn) + ": dc must be (batch, hidden)");
+    const py::ssize_t B = dc.shape(0), H = dc.shape(1), bh = B * H;
+    return {B, H, checked(fn, "dh", dh, bh), checked(fn, "dc", dc, bh), checked(fn, "dgates", dgates, 4 * bh),
+            input(fn, "gy", gy, bh), input(fn, "gates", gates, 4 * bh), input(fn, "tc", tc, bh),
+            input(fn, "c_prev", c_prev, bh)};
+}
+
+void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates) {
+    const BackArgs a = back_args("lstm_cell_backward", dh, dc, gy, gates, tc, c_prev, dgates);
+    py::gil_scoped_release nogil;
+    cell_backward(a.DH, a.DC, a.GY, a.G, a.TC, a.CP, a.DG, a.B, a.H);
+}
+
+// The whole backward step in one call: cell_backward, then dh_out (B, K) = dgates (B, 4H) @ w
+// (w packed from the permuted W_hh (4H, K), one group). dh_out may be dh itself (read before).
+void step_backward(const PackedMatrix &w, Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates,
+                   Arr dh_out) {
+    const char *fn = "lstm_step_backward";
+    const BackArgs a = back_args(fn, dh, dc, gy, gates, tc, c_prev, dgates);
+    if (w.groups != 1 || w.k != 4 * a.H)
+        throw py::value_error(std::string(fn) + ": w must be packed from W_hh (4 * hidden, out) in one group");
+    tb::kernels::check_gemm_args(fn, w, dgates, dh_out, true);
+    float *DHO = dh_out.mutable_data();
+    py::gil_scoped_release nogil;
+    cell_backward(a.DH, a.DC, a.GY, a.G, a.TC, a.CP, a.DG, a.B, a.H);
+    tb::kernels::gemm_packed(a.DG, w.k, static_cast<int>(a.B), w, DHO, false);
+}
+
 }  // namespace
 
 void init_lstm(py::module_ &m) {
@@ -116,6 +175,13 @@ void init_lstm(py::module_ &m) {
           py::arg("tc"), py::arg("c_prev"), py::arg("dgates"),
           "one LSTM step back on float32 from its activated gates (4, B, H), tanh(c) and c_prev: dh += gy, dc "
           "updated, dgates (B, 4H) written, then dc *= f");
+    m.def("lstm_step_forward", &step_forward, py::arg("w"), py::arg("h_prev"), py::arg("gates"), py::arg("c_prev"),
+          py::arg("c"), py::arg("tc"), py::arg("h"),
+          "one LSTM step forward on float32: gates (4, B, H) += h_prev @ w (a PackedMatrix in 4 groups), then "
+          "lstm_cell_forward's gate math");
+    m.def("lstm_step_backward", &step_backward, py::arg("w"), py::arg("dh"), py::arg("dc"), py::arg("gy"),
+          py::arg("gates"), py::arg("tc"), py::arg("c_prev"), py::arg("dgates"), py::arg("dh_out"),
+          "one LSTM step back on float32: lstm_cell_backward, then dh_out = dgates @ w (a PackedMatrix of W_hh)");
     m.def("_tanh_f32", [](Arr x) {
         float *p = checked("_tanh_f32", "x", x, x.size());
         tb::kernels::tanh_inplace(p, static_cast<std::size_t>(x.size()));

@@ -6,9 +6,10 @@ Python dispatch for each, forward and backward (1.7-2.0x torch's step time on LS
 models; docs/sequence.md has the figures). Here a layer/direction costs
 
 * one GEMM for the input projections of all timesteps (``x @ W_ih^T + b``);
-* per timestep: one GEMM with ``W_hh`` and the gate math: for the LSTM one call of the native
-  cell (``lstm_cell_forward``/``lstm_cell_backward``, csrc/kernels/lstm.cpp, float32) or of its
-  NumPy twin of the same name; for the GRU and plain RNN a handful of in-place NumPy calls (the
+* per timestep: one GEMM with ``W_hh`` and the gate math: for the LSTM one native call each way
+  (``lstm_step_forward``/``lstm_step_backward``, csrc/kernels/lstm.cpp, float32: the GEMM on a
+  ``W_hh`` packed once per layer call by ``PackedMatrix``, csrc/kernels/gemm.h, then the cell) or
+  its NumPy twins of the same names; for the GRU and plain RNN a handful of in-place NumPy calls (the
   GRU's gate-gradient coefficients for all timesteps at once, vectorised);
 * in backward, per timestep the gate math and one GEMM, then one GEMM each for ``dW_ih``,
   ``dW_hh`` and ``dx``.
@@ -22,9 +23,8 @@ reverse pass's grow; rows that are not active keep their state.
 The LSTM keeps its gates internally in the order (o, i, f, g), torch's being (i, f, g, o): the
 three sigmoid gates are then one contiguous block for the forward and the three gates that the
 cell-state gradient feeds are one contiguous block for the backward. Each step's gates are stored
-as one contiguous ``(4, bs, H)`` block, with the hidden GEMM batched per gate: ufuncs on contiguous
-blocks beat the strided column slices of a ``(bs, 4H)`` array, and four square GEMMs beat one wide
-one at these sizes (docs/sequence.md). Sigmoids are computed as ``0.5 * tanh(x / 2) + 0.5`` with
+as one contiguous ``(4, bs, H)`` block, which the hidden GEMM writes gate by gate: ufuncs on
+contiguous blocks beat the strided column slices of a ``(bs, 4H)`` array (docs/sequence.md). Sigmoids are computed as ``0.5 * tanh(x / 2) + 0.5`` with
 the 1/2 folded into a per-call copy of the weights (one ufunc per step instead of four).
 
 The layer returns ``y``; ``h_n`` (and ``c_n``) are tensors whose nodes hand their gradient to
@@ -39,6 +39,7 @@ from .. import _native
 from .._xp import get_array_module
 from .._tensor_base import TensorBase as Tensor
 from .core import make
+from .packed_gemm import PackedMatrix, gemm_packed
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -145,11 +146,35 @@ def lstm_cell_backward(dh, dc, gy, gates, tc, c_prev, dgates):
     dc *= f
 
 
+def lstm_step_forward(w, h_prev, gates, c_prev, c, tc, h):
+    """A whole forward step: ``gates (4, B, H) += h_prev @ W`` (``w``: a
+    :class:`~tensorbrain._ops.packed_gemm.PackedMatrix` of the scaled, permuted ``W_hh^T`` in 4
+    groups), then :func:`lstm_cell_forward`. The NumPy twin of
+    ``tensorbrain._C.lstm_step_forward``."""
+    xp = get_array_module(gates)
+    lstm_cell_forward(gates, xp.matmul(h_prev[None], w.blocks), c_prev, c, tc, h)
+
+
+def lstm_step_backward(w, dh, dc, gy, gates, tc, c_prev, dgates, dh_out):
+    """A whole backward step: :func:`lstm_cell_backward`, then ``dh_out = dgates @ W_hh``
+    (``w`` packed from the permuted ``W_hh`` in one group; ``dh_out`` may be ``dh``). The NumPy
+    twin of ``tensorbrain._C.lstm_step_backward``."""
+    lstm_cell_backward(dh, dc, gy, gates, tc, c_prev, dgates)
+    gemm_packed(dgates, w, dh_out)
+
+
 def _cell_module(x):
     """The C++ module for the fused cell (float32 NumPy only), or None for the twins."""
     if type(x) is not np.ndarray or x.dtype != np.float32 or not _NATIVE_CELL:
         return None
     return _native.loaded()
+
+
+class _Twins:
+    """The NumPy twins under the native module's names."""
+    PackedMatrix = PackedMatrix
+    lstm_step_forward = staticmethod(lstm_step_forward)
+    lstm_step_backward = staticmethod(lstm_step_backward)
 
 
 _NATIVE_CELL = True   # tests switch the native cell off to run the twins
@@ -209,17 +234,16 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     row_steps = steps[::-1] if reverse else steps
     Gb = _to_blocks(xp, P.reshape(N, 4, H), row_steps, uniform)    # per step (4, bs, H)
     del P
-    # (4, Hout, H): one small GEMM per gate, batched (faster than one (bs, 4H) GEMM here)
-    W4T = xp.ascontiguousarray((Whh_p * scale).reshape(4, H, Hout).transpose(0, 2, 1))
+    native = _cell_module(X)
+    ops = _Twins if native is None else native
+    # W_hh (scaled) packed once for the per-step products into the (4, bs, H) gate blocks
+    Wf = ops.PackedMatrix((Whh_p * scale).T, 4)
     WhrT = None if w_hr is None else xp.ascontiguousarray(w_hr._data.T)
     Y = xp.empty((N, Hout), dtype=dt)
     C = xp.empty((N, H), dtype=dt)
     TC = xp.empty((N, H), dtype=dt)
     HR = None if w_hr is None else xp.empty((N, H), dtype=dt)
     H0, C0 = h0._data, c0._data
-    tmp4 = xp.empty(4 * B * H, dtype=dt)
-    native = _cell_module(X)
-    cell_forward = lstm_cell_forward if native is None else native.lstm_cell_forward
     if native is not None:                 # the kernel reads contiguous states
         H0, C0 = np.ascontiguousarray(H0), np.ascontiguousarray(C0)
     hprevs, cprevs = [], []
@@ -232,9 +256,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         hprevs.append(hp)
         cprevs.append(cp)
         Gt = Gb[4 * H * off:4 * H * (off + bs)].reshape(4, bs, H)
-        t4 = tmp4[:4 * bs * H].reshape(4, bs, H)
-        xp.matmul(hp[None], W4T, out=t4)
-        cell_forward(Gt, t4, cp, C[rows], TC[rows], Y[rows] if WhrT is None else HR[rows])
+        ops.lstm_step_forward(Wf, hp, Gt, cp, C[rows], TC[rows], Y[rows] if WhrT is None else HR[rows])
         if WhrT is not None:
             xp.matmul(HR[rows], WhrT, out=Y[rows])
         prev = step
@@ -251,7 +273,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         dG2 = xp.empty((N, H4), dtype=dt)                 # gate gradients, rows (o, i, f, g)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
         Whr = None if w_hr is None else w_hr._data
-        cell_backward = lstm_cell_backward if native is None else native.lstm_cell_backward
+        Wb = ops.PackedMatrix(Whh_p, 1)                  # for dh = dgates @ W_hh, every step
         gy = xp.ascontiguousarray(gY, dtype=dt)          # a broadcast zero when only h_n is used
         zero = None if Whr is None else xp.zeros((B, H), dtype=dt)
         for (off, bs), cprev in zip(reversed(steps), reversed(cprevs)):
@@ -264,8 +286,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
                 dhb += gy[rows]
                 DYT[rows] = dhb
                 dhr, gyt = dhb @ Whr, zero[:bs]
-            cell_backward(dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt)
-            xp.matmul(dGt, Whh_p, out=dhb)                # one (bs, 4H) @ (4H, Hout) GEMM
+            ops.lstm_step_backward(Wb, dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt, dhb)
         gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
         gWih[idx] = dG2.T @ X
         gWhh[idx] = dG2.T @ Hprev

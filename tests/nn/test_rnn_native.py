@@ -79,3 +79,33 @@ def test_lstm_layer_native_matches_twin(proj, packed, monkeypatch):
             [p.grad.numpy() for p in lstm.parameters()]
     for a, b in zip(run(True), run(False)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_step_kernels_with_packed_weights_match_twins(cpu_path):
+    """lstm_step_forward/backward: the recurrent GEMM on a packed W_hh plus the cell, in one
+    call, against the twins (batched matmul, then the twin cell)."""
+    C = cpu_path
+    B, H, K = 7, 21, 13                               # 21 = a 16-column panel and a partial one
+    Ws = rng.standard_normal((4 * H, K)).astype(np.float32) * 0.3
+    hp = rng.standard_normal((B, K)).astype(np.float32)
+    g = rng.standard_normal((4, B, H)).astype(np.float32)
+    cp = rng.standard_normal((B, H)).astype(np.float32)
+    outs = []
+    for mod in (C, rnn._Twins):
+        gg, c, tc, h = g.copy(), np.empty_like(cp), np.empty_like(cp), np.empty_like(cp)
+        mod.lstm_step_forward(mod.PackedMatrix(Ws.T, 4), hp, gg, cp, c, tc, h)
+        outs.append((gg, c, tc, h))
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    dh, dc, gy, tc = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(4))
+    gates = np.tanh(rng.standard_normal((4, B, H))).astype(np.float32)
+    outs = []
+    for mod in (C, rnn._Twins):
+        dh2, dc2, dg = dh.copy(), dc.copy(), np.empty((B, 4 * H), np.float32)
+        out = np.empty((B, K), np.float32)
+        mod.lstm_step_backward(mod.PackedMatrix(Ws, 1), dh2, dc2, gy, gates, tc, cp, dg, out)
+        outs.append((dh2, dc2, dg, out))
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="4 groups"):
+        C.lstm_step_forward(C.PackedMatrix(Ws.T, 2), hp, g.copy(), cp, c, tc, h)

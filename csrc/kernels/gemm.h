@@ -1,0 +1,43 @@
+// A small GEMM whose right operand is packed once and reused: C (+)= A @ B for the products an
+// LSTM repeats every timestep with the same weight ((20, 200) @ (200, 800) forward, (20, 800) @
+// (800, 200) backward, 35 steps per layer). OpenBLAS repacks B on every call, which cost about as
+// much as the arithmetic at these sizes (docs/training.md, "At torch's level: issue 31").
+//
+// B (K, N) is split into `groups` equal blocks of columns (the LSTM's four gates) and each block
+// into panels of kGemmNR columns, zero-padded: panel p holds B's K x 16 values row by row, the
+// layout the AVX2/FMA micro-kernel (gemm_fma.cpp, 5-6 rows x 16 columns of accumulators) reads
+// with two aligned loads per k. C is written block by block as (groups, M, N / groups): with
+// groups = 4 it is the LSTM's (4, B, H) gate layout, with groups = 1 plain (M, N).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace tb::kernels {
+
+inline constexpr int kGemmNR = 16;   // columns per panel
+inline constexpr int kGemmMR = 6;    // most rows per register tile
+
+struct PackedMatrix {
+    int k = 0, n = 0, groups = 1;
+    int ng = 0;           // columns per group
+    int panels = 0;       // panels per group
+    std::unique_ptr<float, void (*)(void *)> data{nullptr, nullptr};   // groups * panels * k * 16
+
+    // From B's (K, N) values at b[i * s0 + j * s1] (strides in elements: a transpose packs too).
+    PackedMatrix(const float *b, std::ptrdiff_t s0, std::ptrdiff_t s1, int k, int n, int groups);
+    const float *panel(int g, int p) const { return data.get() + (static_cast<std::size_t>(g) * panels + p) * k * kGemmNR; }
+};
+
+// C (groups, M, ng) = (or +=, with accumulate) A (M, K; row r at a + r * lda) @ B, on the
+// caller's thread.
+void gemm_packed(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate);
+
+namespace fma {
+// The AVX2+FMA body over panels [p0, p1) of the flattened (group, panel) list; false when this
+// build has no AVX2/FMA body.
+bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
+                 int p0, int p1);
+}  // namespace fma
+
+}  // namespace tb::kernels

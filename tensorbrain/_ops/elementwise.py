@@ -92,17 +92,13 @@ def _cast_like(g, x):
 
 
 def add(a, b, alpha=1):
-    if alpha != 1:
-        b = mul(b, alpha)
-    return _binary("AddBackward", a, b, lambda x, y: x + y,
-                   lambda g, x, y, o: g, lambda g, x, y, o: g)
+    return _binary("AddBackward", a, b if alpha == 1 else mul(b, alpha),
+                   lambda x, y: x + y, lambda g, x, y, o: g, lambda g, x, y, o: g)
 
 
 def sub(a, b, alpha=1):
-    if alpha != 1:
-        b = mul(b, alpha)
-    return _binary("SubBackward", a, b, lambda x, y: x - y,
-                   lambda g, x, y, o: g, lambda g, x, y, o: -g)
+    return _binary("SubBackward", a, b if alpha == 1 else mul(b, alpha),
+                   lambda x, y: x - y, lambda g, x, y, o: g, lambda g, x, y, o: -g)
 
 
 def _conj(v):

@@ -18,8 +18,8 @@ the results are right but dense, and they carry no gradient to the values; ``to_
 """
 from __future__ import annotations
 
-
 import numbers
+import operator
 
 import numpy as np
 
@@ -33,6 +33,15 @@ from .tensor import Tensor
 
 __all__ = ["SparseTensor", "addmm", "mm", "softmax", "log_softmax", "sum", "FloatTensor",
            "DoubleTensor", "LongTensor", "spmm", "sparse_coo_tensor", "to_sparse"]
+
+
+def _by_number(op):
+    """A SparseTensor operator: a number scales the values; other operands meet the dense form."""
+    def method(self, other):
+        if isinstance(other, numbers.Number):
+            return self._with_values(op(self._values_t, other))
+        return op(self.to_dense(), other)
+    return method
 
 
 class SparseTensor(Tensor):
@@ -102,23 +111,17 @@ class SparseTensor(Tensor):
         """True when the values live on a GPU."""
         return self._values_t.is_cuda
 
-    @property
-    def ndim(self):
-        """The number of dimensions."""
-        return len(self._shape)
-
     def dim(self):
         """The number of dimensions."""
         return len(self._shape)
+
+    ndim = property(dim, doc="The number of dimensions.")
 
     def numel(self):
         """The number of elements of the dense form."""
         return int(np.prod(self._shape, dtype=np.int64))
 
-    @property
-    def is_sparse(self) -> bool:
-        """True."""
-        return True
+    is_sparse = property(lambda self: True, doc="True.")
 
     @property
     def layout(self):
@@ -145,15 +148,18 @@ class SparseTensor(Tensor):
         """The values as stored, in the autograd graph."""
         return self._values_t
 
+    def _coalesced_only(self, what: str) -> None:
+        if not self._coalesced:
+            raise RuntimeError(f"Cannot get {what} on an uncoalesced tensor, please call "
+                               ".coalesce() first")
+
     def indices(self) -> Tensor:
         """The indices of a coalesced tensor, as torch's ``indices()``.
 
         Raises:
             RuntimeError: the tensor is not coalesced (call :meth:`coalesce` first, as torch).
         """
-        if not self._coalesced:
-            raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call "
-                               ".coalesce() first")
+        self._coalesced_only("indices")
         return self._indices()
 
     def values(self) -> Tensor:
@@ -162,9 +168,7 @@ class SparseTensor(Tensor):
         Raises:
             RuntimeError: the tensor is not coalesced.
         """
-        if not self._coalesced:
-            raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
-                               ".coalesce() first")
+        self._coalesced_only("values")
         return self._values_t
 
     def is_coalesced(self) -> bool:
@@ -238,25 +242,13 @@ class SparseTensor(Tensor):
         """
         return mm(self, other)
 
-    matmul = mm
-
-    def __matmul__(self, other):
-        return mm(self, other)
+    matmul = __matmul__ = mm
 
     def _with_values(self, values: Tensor) -> SparseTensor:
         return SparseTensor(self._indices_arr, values, self._shape, self._coalesced)
 
-    def __mul__(self, other):
-        if isinstance(other, numbers.Number):
-            return self._with_values(self._values_t * other)
-        return self.to_dense() * other
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, other):
-        if isinstance(other, numbers.Number):
-            return self._with_values(self._values_t / other)
-        return self.to_dense() / other
+    __mul__ = __rmul__ = _by_number(operator.mul)
+    __truediv__ = _by_number(operator.truediv)
 
     def __neg__(self):
         return self._with_values(-self._values_t)
@@ -540,33 +532,20 @@ def sum(input, dim=None, dtype=None):  # noqa: A001  (torch.sparse.sum)
     return out if dtype is None else out.to(dtype)
 
 
-def softmax(input, dim, dtype=None):
-    """Softmax over ``dim`` of the stored entries only (absent entries stay absent), as
-    ``torch.sparse.softmax``; returns a sparse tensor.
-
-    Args:
-        input: a 2-D sparse tensor.
-        dim: the dimension to normalise over (0 or 1).
-        dtype: compute in this dtype.
-
-    Returns:
-        SparseTensor: the same pattern, normalised values.
-    """
-    return _masked_softmax(input, dim, dtype, log=False)
+def _softmax_op(name: str, log: bool):
+    def op(input, dim, dtype=None):
+        return _masked_softmax(input, dim, dtype, log)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (f"{'Log-softmax' if log else 'Softmax'} over ``dim`` of the stored entries "
+                  f"only (absent entries stay absent), as ``torch.sparse.{name}``.\n\nArgs:\n"
+                  f"    input: a 2-D sparse tensor.\n    dim: the dimension to normalise over "
+                  f"(0 or 1).\n    dtype: compute in this dtype.\n\nReturns:\n    "
+                  f"SparseTensor: the same pattern, new values.\n")
+    return op
 
 
-def log_softmax(input, dim, dtype=None):
-    """Log-softmax over ``dim`` of the stored entries only, as ``torch.sparse.log_softmax``.
-
-    Args:
-        input: a 2-D sparse tensor.
-        dim: the dimension to normalise over.
-        dtype: compute in this dtype.
-
-    Returns:
-        SparseTensor: the same pattern.
-    """
-    return _masked_softmax(input, dim, dtype, log=True)
+softmax = _softmax_op("softmax", log=False)
+log_softmax = _softmax_op("log_softmax", log=True)
 
 
 def _masked_softmax(input, dim, dtype, log):

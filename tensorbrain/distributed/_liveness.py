@@ -20,6 +20,10 @@ from datetime import timedelta
 from .errors import DistBackendError, DistStoreError, DistTimeoutError
 
 SLICE_S = 0.25  # how often a waiting rank re-checks the ranks it waits for
+# How long the rank that serves the store keeps serving after it found a dead rank, before it
+# raises: the others are waiting on that store and learn the death from it at their next slice;
+# were the host to raise and exit at once, they would see only "the store failed".
+LINGER_S = 4 * SLICE_S
 
 
 def proc_state(pid: int):
@@ -156,6 +160,8 @@ def wait_keys(store, keys, deadline: float, what: str, watch=(), report=None):
             also = "".join(f"; rank {j} {st}" for j, st in dead.items())
             raise DistStoreError(f"{what}: the store failed: {exc}{also}") from exc
         if dead:
+            if _serves(store):
+                time.sleep(max(0.0, min(LINGER_S, deadline - time.monotonic())))
             raise DistBackendError(f"{what}: " + "; ".join(f"rank {j} {st}" for j, st in
                                                           dead.items())
                                    + " after joining; restart the job")
@@ -164,6 +170,13 @@ def wait_keys(store, keys, deadline: float, what: str, watch=(), report=None):
     err = DistTimeoutError(f"{what}: rank(s) {who or '?'} did not arrive in time")
     setattr(err, "missing", who)  # noqa: B010 - read by init_process_group's message
     raise err
+
+
+def _serves(store) -> bool:
+    """Whether this process runs the server of ``store`` (through any prefix wrappers)."""
+    while hasattr(store, "underlying_store"):
+        store = store.underlying_store
+    return bool(getattr(store, "is_master", False))
 
 
 def _safe_check(store, key, deadline) -> bool:

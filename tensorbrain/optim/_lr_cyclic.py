@@ -9,6 +9,21 @@ import math
 from ._lr_base import LRScheduler
 
 
+def _set_momentum(group, m, use_beta1: bool) -> None:
+    """Write momentum ``m`` where the optimizer keeps it: Adam's beta1, else SGD's momentum."""
+    if use_beta1:
+        group["betas"] = (m, *group["betas"][1:])
+    else:
+        group["momentum"] = m
+
+
+def _start_momentum(groups, maxs, bases, use_beta1: bool) -> None:
+    """A cyclic schedule's first step: each group starts at its max momentum, both bounds kept."""
+    for mm, bm, group in zip(maxs, bases, groups):
+        _set_momentum(group, mm, use_beta1)
+        group["max_momentum"], group["base_momentum"] = mm, bm
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy (Smith & Topin), with momentum cycling, as ``torch.optim.lr_scheduler``."""
 
@@ -57,13 +72,7 @@ class OneCycleLR(LRScheduler):
             bms = base_momentum if isinstance(base_momentum, (list, tuple)) else [base_momentum] * len(groups)
             mms = max_momentum if isinstance(max_momentum, (list, tuple)) else [max_momentum] * len(groups)
             if last_epoch == -1:
-                for mm, bm, group in zip(mms, bms, groups, strict=False):
-                    if self.use_beta1:
-                        group["betas"] = (mm, *group["betas"][1:])
-                    else:
-                        group["momentum"] = mm
-                    group["max_momentum"] = mm
-                    group["base_momentum"] = bm
+                _start_momentum(groups, mms, bms, self.use_beta1)
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start, end, pct):
@@ -95,10 +104,7 @@ class OneCycleLR(LRScheduler):
                 start = phase["end_step"]
             lrs.append(lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (mom, *group["betas"][1:])
-                else:
-                    group["momentum"] = mom
+                _set_momentum(group, mom, self.use_beta1)
         return lrs
 
 
@@ -231,13 +237,7 @@ class CyclicLR(LRScheduler):
             self.base_momentums = per_group("base_momentum", base_momentum)
             self.max_momentums = per_group("max_momentum", max_momentum)
             if last_epoch == -1:
-                for mm, bm, group in zip(self.max_momentums, self.base_momentums, groups):
-                    if self.use_beta1:
-                        group["betas"] = (mm, *group["betas"][1:])
-                    else:
-                        group["momentum"] = mm
-                    group["max_momentum"] = mm
-                    group["base_momentum"] = bm
+                _start_momentum(groups, self.max_momentums, self.base_momentums, self.use_beta1)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
@@ -281,10 +281,7 @@ class CyclicLR(LRScheduler):
             for bm, mm, group in zip(self.base_momentums, self.max_momentums,
                                      self.optimizer.param_groups):
                 m = mm - (mm - bm) * scale_factor * self.scale_fn(at)
-                if self.use_beta1:
-                    group["betas"] = (m, *group["betas"][1:])
-                else:
-                    group["momentum"] = m
+                _set_momentum(group, m, self.use_beta1)
         return lrs
 
     def state_dict(self) -> dict:

@@ -41,6 +41,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -123,11 +124,20 @@ UNSUPPORTED = [
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors exit 2 as argparse's do, printed by one rank only under a launcher."""
+    """Usage errors exit 2 as argparse's do, printed by one rank only under a launcher.
+
+    Every rank parses the same command line, so rank 0 says it. The other ranks wait up to
+    ``PEER_USAGE_WAIT_S`` first: rank 0 exits meanwhile and the launcher stops them (tbrun and
+    torchrun both stop the other workers when one fails). Exiting at once raced rank 0: the
+    launcher could stop rank 0 before it printed, leaving only "rank 1 exited with code 2".
+    A rank still alive after the wait says it too, so the message is never lost.
+    """
+
+    PEER_USAGE_WAIT_S = 10.0
 
     def error(self, message):
         if os.environ.get("RANK", "0") != "0":
-            sys.exit(2)
+            time.sleep(self.PEER_USAGE_WAIT_S)
         super().error(message)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype, _torch_extras, _xp
+from . import _dtype, _tensor_str, _xp
 from ._array_data import _array_from, device_of
 from ._device import device
 from .autograd import grad_mode
@@ -526,28 +526,7 @@ class TensorBase:
         return object.__format__(self, format_spec)
 
     def __repr__(self):
-        arr = _xp.to_numpy(self._data)
-        if arr.dtype == _dtype.bfloat16:  # NumPy prints ml_dtypes' bfloat16 as integers
-            arr = arr.astype(np.float32)
-        opts = _torch_extras.PRINT_OPTIONS   # tb.set_printoptions
-        threshold = opts["threshold"]
-        body = np.array2string(arr, separator=", ", precision=opts["precision"],
-                               prefix="tensor(", max_line_width=opts["linewidth"],
-                               threshold=int(min(threshold, 2 ** 62)),
-                               edgeitems=opts["edgeitems"],
-                               floatmode=None if opts["sci_mode"] is None else "maxprec",
-                               formatter={"float_kind": "{:e}".format} if opts["sci_mode"]
-                               else None)
-        extras = []
-        if self.is_cuda:
-            extras.append(f"device='{self.device}'")
-        if self._data.dtype not in (_dtype.float32, _dtype.int64, _dtype.bool_):
-            extras.append(f"dtype={self._data.dtype}")
-        if self.grad_fn is not None:
-            extras.append(f"grad_fn=<{self.grad_fn.name}>")
-        elif self.requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        return _tensor_str.tensor_repr(self)   # how tensors print (tb.set_printoptions)
 
 
 

@@ -142,10 +142,7 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {}
 # Cycles once function-level imports count (a module imports another inside a function, which
 # imports it back): the ones left, each with why. The test fails on a new one and when one of
 # these is gone (delete it: the list shrinks).
-KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"tensorbrain.tensor", "tensorbrain._tensor_sparse", "tensorbrain.sparse"}):
-        "dense.to_sparse() makes a SparseTensor, a subclass of Tensor (to untangle: issue 28)",
-}
+KNOWN_FUNCTION_CYCLES: dict[frozenset[str], str] = {}
 
 
 def _modules(package: pathlib.Path = PACKAGE) -> dict[str, tuple[pathlib.Path, bool]]:

@@ -60,7 +60,8 @@ from ._torch_extras import (SymBool, SymFloat, SymInt, Tag, cond, scalar_tensor,
                             get_deterministic_debug_mode, get_device_module, inf,
                             is_autocast_cpu_enabled, is_deterministic_algorithms_warn_only_enabled,
                             logspace, nan, newaxis, pi, set_deterministic_debug_mode,
-                            set_printoptions, use_deterministic_algorithms)
+                            use_deterministic_algorithms)
+from ._tensor_str import set_printoptions  # noqa: E402,F401  (how tensors print)
 from ._torch_extras import FLOAT8 as _FLOAT8  # noqa: E402
 globals().update(_FLOAT8)   # float8_e4m3fn, float8_e5m2, ... (ml_dtypes')
 from .amp import clear_autocast_cache  # noqa: E402,F401

@@ -11,7 +11,9 @@ ordinary definition in one of these classes: grep and an editor find it.
 The ops sit below ``tensorbrain.tensor`` and cannot import its class, so they make tensors
 through this one: ``TensorBase._wrap`` and ``_ops.core.make`` build instances of the class that
 declared itself with ``made=True`` (``tensorbrain.tensor.Tensor``), as torch's C++ makes
-``torch.Tensor`` instances from the class it registered at start-up. ``isinstance(x, TensorBase)``
+``torch.Tensor`` instances from the class it registered at start-up; ``dense.to_sparse()`` makes
+the sparse class that declared ``made_sparse=True`` (``tensorbrain.sparse.SparseTensor``, a
+subclass of Tensor) in the same way. ``isinstance(x, TensorBase)``
 is true of every tensor. Arrays from user data (``tb.tensor``'s dtype and device rules) are made
 in ``_array_data.py``.
 
@@ -26,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _dtype, _torch_extras, _xp
+from . import _dtype, _tensor_str, _xp
 from ._array_data import _array_from, device_of
 from ._device import device
 from .autograd import grad_mode
@@ -50,16 +52,21 @@ class TensorBase:
     #: The class tensors are made as: the subclass that declared ``made=True``
     #: (``tensorbrain.tensor.Tensor``); see the module docstring.
     _made: type
+    #: The class sparse COO tensors are made as, for ``dense.to_sparse()``: the subclass of
+    #: Tensor that declared ``made_sparse=True`` (``tensorbrain.sparse.SparseTensor``).
+    _made_sparse: type
 
     #: Torch's ``__torch_dispatch__`` shape: an op whose input's class sets this hands its result
     #: to it, ``handler(result, inputs, name, along)`` (``_ops.core.make``). DTensor sets it;
     #: None for every other tensor.
     __tb_dispatch__: Any = None
 
-    def __init_subclass__(cls, made: bool = False, **kwargs):
+    def __init_subclass__(cls, made: bool = False, made_sparse: bool = False, **kwargs):
         super().__init_subclass__(**kwargs)
         if made:
             TensorBase._made = cls
+        if made_sparse:
+            TensorBase._made_sparse = cls
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
         self._init_from(_array_from(data._data if isinstance(data, TensorBase) else data,
@@ -526,28 +533,7 @@ class TensorBase:
         return object.__format__(self, format_spec)
 
     def __repr__(self):
-        arr = _xp.to_numpy(self._data)
-        if arr.dtype == _dtype.bfloat16:  # NumPy prints ml_dtypes' bfloat16 as integers
-            arr = arr.astype(np.float32)
-        opts = _torch_extras.PRINT_OPTIONS   # tb.set_printoptions
-        threshold = opts["threshold"]
-        body = np.array2string(arr, separator=", ", precision=opts["precision"],
-                               prefix="tensor(", max_line_width=opts["linewidth"],
-                               threshold=int(min(threshold, 2 ** 62)),
-                               edgeitems=opts["edgeitems"],
-                               floatmode=None if opts["sci_mode"] is None else "maxprec",
-                               formatter={"float_kind": "{:e}".format} if opts["sci_mode"]
-                               else None)
-        extras = []
-        if self.is_cuda:
-            extras.append(f"device='{self.device}'")
-        if self._data.dtype not in (_dtype.float32, _dtype.int64, _dtype.bool_):
-            extras.append(f"dtype={self._data.dtype}")
-        if self.grad_fn is not None:
-            extras.append(f"grad_fn=<{self.grad_fn.name}>")
-        elif self.requires_grad:
-            extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        return _tensor_str.tensor_repr(self)   # how tensors print (tb.set_printoptions)
 
 
 

@@ -2,13 +2,17 @@
 errors for a dense tensor's ``indices``/``values``): a mixin of ``tensorbrain.tensor.Tensor``.
 
 The sparse tensor itself, :class:`tensorbrain.sparse.SparseTensor`, subclasses ``Tensor``, so
-``tensorbrain/sparse.py`` is imported here inside the methods that make one.
+this module (below Tensor) does not import it: ``to_sparse`` makes the class that declared
+itself with ``made_sparse=True`` (``TensorBase._made_sparse``, as ``TensorBase._wrap`` makes
+``Tensor``), and ``sparse_mask`` one of its sparse argument's class.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from . import _xp
+import numpy as np
+
+from . import _layout, _xp
 from ._ops.core import make
 
 
@@ -24,13 +28,11 @@ class SparseMethods:
             *args: ``sparse_dim``.
             **kwargs: ``layout``, ``blocksize``, ``dense_dim``.
         """
-        from .sparse import to_sparse
-        return to_sparse(self, *args, **kwargs)
+        return dense_to_sparse(self, *args, **kwargs)
 
     def to_sparse_coo(self):
         """``to_sparse()``."""
-        from .sparse import to_sparse
-        return to_sparse(self)
+        return dense_to_sparse(self)
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """The tensor itself (it is dense), converted to ``dtype`` when given.
@@ -48,14 +50,13 @@ class SparseMethods:
         Args:
             mask: a sparse COO tensor.
         """
-        from .sparse import SparseTensor, _scatter_back
-        m = mask.coalesce()
+        m = mask.coalesce()   # a dense mask raises torch's error
         where = tuple(m._indices_arr)
         x = self._data
         xp = _xp.get_array_module(x)
         vals = make(x[where], (self,), lambda g: (_scatter_back(xp, g, where, x.shape),),
                     "SparseMaskBackward")
-        return SparseTensor(m._indices_arr, vals, x.shape, True)
+        return type(m)(m._indices_arr, vals, x.shape, True)
 
     @property
     def is_sparse(self) -> bool:
@@ -89,3 +90,39 @@ class SparseMethods:
     def dense_dim(self) -> int:
         """All its dimensions: a dense tensor's are all dense."""
         return self._data.ndim
+
+
+def dense_to_sparse(a, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+    """``a`` as a sparse COO tensor of its nonzero entries (:func:`tensorbrain.sparse.to_sparse`
+    documents it), made as ``TensorBase._made_sparse``; its values are in ``a``'s graph.
+
+    Args:
+        a: the dense tensor.
+        sparse_dim: how many leading dimensions to index (default all).
+        layout: ``tb.sparse_coo`` or None.
+        blocksize: not supported (compressed layouts).
+        dense_dim: accepted when it agrees with ``sparse_dim``.
+
+    Raises:
+        NotImplementedError: a compressed layout.
+    """
+    if layout not in (None, _layout.sparse_coo) or blocksize is not None:
+        raise NotImplementedError(f"to_sparse(layout={layout}): TensorBrain supports the COO "
+                                  f"layout only")
+    x = a._data
+    xp = _xp.get_array_module(x)
+    sdim = x.ndim if sparse_dim is None else int(sparse_dim)
+    nz = x != 0
+    if sdim < x.ndim:
+        nz = nz.reshape(x.shape[:sdim] + (-1,)).any(axis=-1)
+    idx = xp.stack(xp.nonzero(nz)).astype(np.int64) if x.ndim else xp.zeros((0, 1), np.int64)
+    where = tuple(idx)
+    vals = make(x[where], (a,), lambda g: (_scatter_back(xp, g, where, x.shape),),
+                "ToSparseBackward")
+    return a._made_sparse(idx, vals, x.shape, True)
+
+
+def _scatter_back(xp, g, where, shape):
+    out = xp.zeros(shape, dtype=g.dtype)
+    out[where] = g
+    return out

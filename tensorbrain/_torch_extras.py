@@ -1,8 +1,8 @@
 """Small names of the ``torch`` namespace that programs reach for, exported by
 ``tensorbrain/__init__.py``: the constants (``pi``, ``inf``, ``nan``, ``e``, ``newaxis``), the
 determinism switches, the autocast queries of torch's older API, ``frombuffer``, ``logspace``,
-``get_device_module``, the ``float8`` dtypes (ml_dtypes'),
-``set_printoptions`` and the symbolic-shape types (``SymInt``...), each as torch's.
+``get_device_module``, the ``float8`` dtypes (ml_dtypes')
+and the symbolic-shape types (``SymInt``...), each as torch's.
 
 The determinism switches are stored and reported (``are_deterministic_algorithms_enabled``):
 TensorBrain's CPU ops are deterministic already (NumPy), and on a GPU the scatter-adds (CuPy's
@@ -162,37 +162,6 @@ def get_device_module(device=None):
     return cuda if str(kind).split(":")[0] == "cuda" else cpu
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
-                     profile=None, sci_mode=None) -> None:
-    """How tensors print, as ``torch.set_printoptions`` (``profile``: ``"default"``,
-    ``"short"`` or ``"full"``).
-
-    Args:
-        precision: digits after the decimal point (default 4).
-        threshold: summarise tensors with more elements (default 1000).
-        edgeitems: items shown at each end when summarising (default 3).
-        linewidth: characters per line (default 80).
-        profile: a preset.
-        sci_mode: force scientific notation (True) or not (False); None decides.
-    """
-    opts = PRINT_OPTIONS
-    if profile is not None:
-        presets: dict[str, dict] = {
-            "default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
-            "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
-            "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)}
-        opts.update(presets[profile])
-    for key, value in (("precision", precision), ("threshold", threshold),
-                       ("edgeitems", edgeitems), ("linewidth", linewidth)):
-        if value is not None:
-            opts[key] = value
-    opts["sci_mode"] = sci_mode
-
-
-#: The options ``Tensor.__repr__`` prints with (:func:`set_printoptions` changes them).
-PRINT_OPTIONS: dict = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80,
-                       "sci_mode": None}
-
 # ***** dtypes ml_dtypes adds to NumPy *****
 FLOAT8 = {name: np.dtype(getattr(ml_dtypes, name)) for name in
           ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
@@ -317,9 +286,9 @@ def set_default_tensor_type(t) -> None:
     _dtype.set_default_dtype(dtype)
 
 
-__all__ = ["FLOAT8", "PRINT_OPTIONS", "SymBool", "SymFloat", "SymInt", "Tag", "cond", "scalar_tensor", "set_default_tensor_type", "sym_ite",
+__all__ = ["FLOAT8", "SymBool", "SymFloat", "SymInt", "Tag", "cond", "scalar_tensor", "set_default_tensor_type", "sym_ite",
            "are_deterministic_algorithms_enabled", "e", "frombuffer",
            "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "get_deterministic_debug_mode",
            "get_device_module", "inf", "is_autocast_cpu_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "logspace", "nan", "newaxis", "pi",
-           "set_deterministic_debug_mode", "set_printoptions", "use_deterministic_algorithms"]
+           "set_deterministic_debug_mode", "use_deterministic_algorithms"]

@@ -29,6 +29,7 @@ from ._factories import tensor as _tensor
 from ._ops.core import make
 from ._ops.shape import _index_add
 from ._tensor_base import Size
+from ._tensor_sparse import dense_to_sparse
 from .tensor import Tensor
 
 __all__ = ["SparseTensor", "addmm", "mm", "softmax", "log_softmax", "sum", "FloatTensor",
@@ -44,7 +45,7 @@ def _by_number(op):
     return method
 
 
-class SparseTensor(Tensor):
+class SparseTensor(Tensor, made_sparse=True):
     """A sparse COO tensor (see the module docstring). Make one with :func:`sparse_coo_tensor`
     or ``dense.to_sparse()``.
 
@@ -424,26 +425,8 @@ def to_sparse(a, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None
         >>> tb.tensor([[0.0, 5.0]]).to_sparse().indices().tolist()
         [[0], [1]]
     """
-    if layout not in (None, _layout.sparse_coo) or blocksize is not None:
-        raise NotImplementedError(f"to_sparse(layout={layout}): TensorBrain supports the COO "
-                                  f"layout only")
-    x = a._data
-    xp = _xp.get_array_module(x)
-    sdim = x.ndim if sparse_dim is None else int(sparse_dim)
-    nz = x != 0
-    if sdim < x.ndim:
-        nz = nz.reshape(x.shape[:sdim] + (-1,)).any(axis=-1)
-    idx = xp.stack(xp.nonzero(nz)).astype(np.int64) if x.ndim else xp.zeros((0, 1), np.int64)
-    where = tuple(idx)
-    vals = make(x[where], (a,), lambda g: (_scatter_back(xp, g, where, x.shape),),
-                "ToSparseBackward")
-    return SparseTensor(idx, vals, x.shape, True)
-
-
-def _scatter_back(xp, g, where, shape):
-    out = xp.zeros(shape, dtype=g.dtype)
-    out[where] = g
-    return out
+    return dense_to_sparse(a, sparse_dim, layout=layout, blocksize=blocksize,
+                           dense_dim=dense_dim)
 
 
 def mm(mat1, mat2) -> Tensor:

@@ -243,8 +243,8 @@ def resnet50(*, weights=None, progress=True, **kwargs) -> ResNet:
 
 
 class ResNet50(ResNet):
-    """``tb.nn.ResNet50(num_classes=...)``: a ResNet-50 as a class (the distributed guide's
-    spelling); the same module and keys as ``resnet50()``.
+    """``tb.models.ResNet50(num_classes=...)``: a ResNet-50 as a class (the distributed guide's
+    spelling; ``tb.nn.ResNet50`` names it too); the same module and keys as ``resnet50()``.
 
     Args:
         **kwargs: passed to ``ResNet`` (e.g. ``num_classes=10``).

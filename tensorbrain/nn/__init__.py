@@ -31,6 +31,6 @@ def __getattr__(name):
         return importlib.import_module(".parallel", __name__).DataParallel
     if name == "SyncBatchNorm":
         return importlib.import_module(".modules.sync_batchnorm", __name__).SyncBatchNorm
-    if name == "ResNet50":  # the distributed guide builds `tb.nn.ResNet50()`
-        return importlib.import_module("..models", __name__).ResNet50
+    if name == "ResNet50":  # tb.models.ResNet50 (the guide's first spelling; see _models.py)
+        return importlib.import_module("._models", __name__).ResNet50
     raise AttributeError(f"module 'tensorbrain.nn' has no attribute {name!r}")

@@ -4,7 +4,7 @@ each channel of each sample normalised over its positions; ``affine`` and
 from __future__ import annotations
 
 from .. import functional as F
-from .batchnorm import _NormBase
+from ._norm_base import _NormBase
 
 
 class _InstanceNorm(_NormBase):

@@ -23,7 +23,7 @@ import numpy as np
 from ..._ops.core import make
 from ..._xp import get_array_module
 from ...tensor import Tensor
-from .batchnorm import _BatchNorm
+from ._norm_base import _BatchNorm
 
 __all__ = ["SyncBatchNorm"]
 

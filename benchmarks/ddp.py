@@ -122,6 +122,13 @@ def _setup_tb(a, rank, world, port):
             vsteps["one"] = _stepper(tb, DDP(build(tb.nn, a.model)[0], process_group=solo,
                                              gradient_as_bucket_view=True), x, y)
         setups["tb-view"] = (dist, vsteps, view_n.reducer)
+    if "copy" in variants:  # fused, but through the transport's buffers (no resident arena)
+        cp_n = DDP(build(tb.nn, a.model)[0])
+        cp_n.reducer.resident = False
+        setups["tb-copy"] = (dist, {"N": _stepper(tb, cp_n, x, y)}, cp_n.reducer)
+        if rank == 0:
+            setups["tb-copy"][1]["one"] = _stepper(tb, DDP(build(tb.nn, a.model)[0],
+                                                           process_group=solo), x, y)
     if "unfused" in variants:  # the default DDP reducing bucket by bucket, scaling in the copy
         unf_n = DDP(build(tb.nn, a.model)[0])
         unf_n.reducer.fuse = False
@@ -311,7 +318,9 @@ def main(argv=None):
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--variants", default="",
                     help="extra tb contenders in the same processes, comma-separated: 'view' "
-                         "(DDP with gradient_as_bucket_view=True), 'unfused' (DDP reducing "
+                         "(DDP with gradient_as_bucket_view=True), 'copy' (DDP without the "
+                         "resident shared-memory arena: the fused all_reduce copies the "
+                         "gradients in and out of the transport), 'unfused' (DDP reducing "
                          "bucket by bucket, as before the fused end of backward), 'plain' (no "
                          "DDP on every rank at once: what the shared cores and memory allow, "
                          "DDP's ceiling), 'lockstep' (no DDP, a barrier after every step: the "
@@ -365,6 +374,7 @@ def _print_row(r, N):
     t = r["tb"]
     print(f"| tb, no DDP | {t['plain'] * 1e3:.2f} | - | - | - | - | - | - | - |")
     for name, key in (("tb DDP", "tb"), ("tb DDP, gradient_as_bucket_view", "tb-view"),
+                      ("tb DDP, arena not resident (resident=False)", "tb-copy"),
                       ("tb DDP, bucket by bucket (fuse=False)", "tb-unfused"),
                       ("tb, no DDP, every rank at once", "tb-plain"),
                       ("tb, no DDP, every rank at once, a barrier per step", "tb-lockstep"),
@@ -382,7 +392,7 @@ def _print_row(r, N):
               "per block, median): " + ", ".join(
                   f"{name} {r[key]['vs_ceiling']:.3f}" for name, key in (
                       ("tb DDP", "tb"), ("gradient_as_bucket_view", "tb-view"),
-                      ("fuse=False", "tb-unfused"),
+                      ("resident=False", "tb-copy"), ("fuse=False", "tb-unfused"),
                       ("barrier per step", "tb-lockstep"), ("torch DDP", "torch"))
                   if key in r))
     if "torch" in r:

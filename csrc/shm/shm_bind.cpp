@@ -184,6 +184,33 @@ void init_shm(py::module_ &m) {
                  return true;
              },
              py::arg("array"), py::arg("avg"))
+        .def("arena_array",
+             [](py::object self) {
+                 // This rank's slot of a resident-arena segment as uint8; the array keeps the
+                 // group (and so the mapping) alive.
+                 Group &g = self.cast<Group &>();
+                 if (g.closed()) throw std::invalid_argument("shm: arena_array on a closed group");
+                 return py::array(py::dtype("uint8"),
+                                  {static_cast<py::ssize_t>(g.slot_bytes())}, {1},
+                                  g.slot(g.rank()), self);
+             })
+        .def("arena_publish", &Group::arena_publish, py::arg("elems"), py::arg("count"),
+             py::arg("chunk"), "Publish that the first elems of this rank's slot are final.")
+        .def("arena_reduce",
+             [](Group &g, std::size_t count, const std::string &dtype, bool avg,
+                std::size_t chunk) {
+                 if (dtype != "float32" && dtype != "float64")
+                     throw std::invalid_argument("shm: arena_reduce takes float32 or float64, "
+                                                 "not " + dtype);
+                 DType d = dtype == "float32" ? DType::F32 : DType::F64;
+                 double scale = avg && g.size() > 1 ? 1.0 / g.size() : 0.0;
+                 py::gil_scoped_release nogil;
+                 BusyMark mark(g);
+                 g.arena_reduce(count, d, scale, chunk);
+             },
+             py::arg("count"), py::arg("dtype"), py::arg("avg"), py::arg("chunk"),
+             "Reduce (sum, or average) the first count elements of every rank's slot into "
+             "every slot (collective; see shm.h, resident arena).")
         .def("abort_if_busy", &Group::abort_if_busy,
              "Abort the group if a fast-path collective is running in it (the SIGINT watcher).")
         .def("broadcast",

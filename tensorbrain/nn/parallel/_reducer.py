@@ -112,10 +112,11 @@ class _Arena:
         self.buffer, self.first, self.last = Tensor._wrap(flat), first, last
 
 
-def _arenas(assignment, params):
+def _arenas(assignment, params, flat_of_one=None):
     """(per bucket: its flat slice, the arenas) for ``assignment`` (bucket -> param indices).
     A (dtype, device) whose buckets are not consecutive in bucket order gets one arena per run
-    of consecutive buckets, so that an arena's all_reduce covers buckets in launch order."""
+    of consecutive buckets, so that an arena's all_reduce covers buckets in launch order.
+    ``flat_of_one``: the array to use when there is a single arena (the resident one)."""
     runs: list[list] = []   # [key, [bucket indices]]
     for k, idx in enumerate(assignment):
         a = params[idx[0]]._data
@@ -127,7 +128,8 @@ def _arenas(assignment, params):
     flats, arenas = [None] * len(assignment), []
     for _, ks in runs:
         sizes = [sum(int(params[i]._data.size) for i in assignment[k]) for k in ks]
-        flat = _zeros_like_param(params[assignment[ks[0]][0]]._data, sum(sizes))
+        flat = (flat_of_one if flat_of_one is not None and len(runs) == 1
+                else _zeros_like_param(params[assignment[ks[0]][0]]._data, sum(sizes)))
         off = 0
         for k, n in zip(ks, sizes):
             flats[k] = flat[off:off + n]
@@ -212,6 +214,9 @@ class Reducer:
         self.buckets: list[_Bucket] = []
         self._arenas: list[_Arena] = []
         self._loc: list[tuple[int, int]] = []
+        self._ends: list[int] = []      # per bucket: where it ends in its arena (elements)
+        self._resident = None           # the arena resident in shared memory, once made
+        self.resident = True            # allow it (benchmarks turn it off)
         self._build(list(reversed(range(len(self.params)))))
         # per-iteration state
         self.expect_hooks = False       # a synchronised backward is expected (set by forward)
@@ -240,12 +245,18 @@ class Reducer:
             for i, p in enumerate(self.params)]
 
     # ***** buckets *****
-    def _build(self, order):
+    def _build(self, order, flat=None):
         assignment = compute_bucket_assignment_by_size(self.params, order, self.size_limits)
         old_grads = [p.grad for p in self.params]
-        flats, self._arenas = _arenas(assignment, self.params)
+        flats, self._arenas = _arenas(assignment, self.params, flat)
         self.buckets = [_Bucket(k, idx, self.params, flat)
                         for k, (idx, flat) in enumerate(zip(assignment, flats))]
+        self._ends = [0] * len(self.buckets)
+        for arena in self._arenas:
+            off = 0
+            for k in range(arena.first, arena.last + 1):
+                off += self.buckets[k].buffer._data.size
+                self._ends[k] = off
         self._loc = [None] * len(self.params)
         for b in self.buckets:
             for k, i in enumerate(b.indices):
@@ -285,6 +296,25 @@ class Reducer:
         new = compute_bucket_assignment_by_size(self.params, order, self.size_limits)
         if new != self.bucket_indices():
             self._build(order)
+        self._make_resident(order)
+
+    def _make_resident(self, order):
+        """Collective, after the rebuild: move the gradient arena into shared memory where
+        every rank can (``ResidentArena``: the fused all_reduce then needs no copy in or out,
+        and the first rank done with backward reduces what the others have published)."""
+        from ...distributed._groups import _pg
+        make = getattr(_pg(self.group, "DistributedDataParallel"), "backend", None)
+        make = getattr(make, "resident_arena", None)
+        if make is None or self.world_size == 1:
+            return
+        a = self._arenas[0].buffer._data if len(self._arenas) == 1 else None
+        want = (self.resident and self.fuse and self.inline_last and not self.overlap
+                and self.comm_hook is None and type(a) is np.ndarray)
+        arena = make(a.dtype if a is not None else np.float32, a.size if a is not None else 0,
+                     bool(want))
+        if arena is not None:
+            self._resident = arena
+            self._build(order, arena.array)
 
     # ***** per iteration *****
     def prepare_for_backward(self, outputs, div_factor=None):
@@ -384,6 +414,7 @@ class Reducer:
     def _launch_ready(self):
         buckets = self.buckets
         last = len(buckets) - 1
+        first = self._next
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
             if self._fused or ((self._next == last or not self.overlap)
@@ -399,6 +430,8 @@ class Reducer:
             else:
                 self._works[self._next] = self._launch(b)
             self._next += 1
+        if self._fused and self._resident is not None and self._next > first:
+            self._resident.publish(self._ends[self._next - 1])  # peers may reduce it now
 
     def _launch(self, bucket):
         t0 = time.perf_counter() if self.timings is not None else None
@@ -493,7 +526,10 @@ class Reducer:
         avg = self.dist.ReduceOp.AVG
         for arena in self._arenas:
             t0, t_wall = time.perf_counter(), time.time()
-            self.dist.all_reduce(arena.buffer, op=avg, group=self.group)
+            if self._resident is not None:
+                self._resident.all_reduce()   # in the shared-memory slots, no copies
+            else:
+                self.dist.all_reduce(arena.buffer, op=avg, group=self.group)
             observe = _timeline()
             if observe is not None:
                 for b in self.buckets[arena.first:arena.last + 1]:

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import tensorbrain as tb
-import tensorbrain.distributed as dist
 from tensorbrain.distributed._shm import native_available
 from tensorbrain.testing.distributed import run_workers
 

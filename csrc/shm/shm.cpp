@@ -480,7 +480,17 @@ void Group::arena_publish(std::size_t elems, std::size_t count, std::size_t chun
         futex(&word(c + kCtlReady), FUTEX_WAKE, INT_MAX, nullptr);
 }
 
-void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk) {
+// Copy arena elements [lo, hi) of src (a slot) to the parts of outs that cover them.
+static void copy_out(const std::vector<Group::Out> &outs, const char *src, std::size_t lo,
+                     std::size_t hi, std::size_t esz) {
+    for (const auto &o : outs) {
+        std::size_t a = lo > o.off ? lo : o.off, b = hi < o.off + o.len ? hi : o.off + o.len;
+        if (a < b) std::memcpy(o.ptr + (a - o.off) * esz, src + a * esz, (b - a) * esz);
+    }
+}
+
+void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk,
+                         const std::vector<Out> &outs) {
     check_usable("all_reduce");
     const std::size_t esz = dtype_size(d);
     if (count * esz > slot_bytes() || chunk == 0)
@@ -491,6 +501,7 @@ void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t c
     arena_publish(count, count, chunk);  // this rank's backward is over: all of it is final
     auto &claim = word(kArenaClaim);
     auto &done = word(kArenaDone);
+    std::vector<char> mine(outs.empty() ? 0 : end - base, 0);  // chunks this rank reduced
     for (;;) {
         uint32_t c = claim.load(std::memory_order_acquire);
         bool got = false;
@@ -514,6 +525,10 @@ void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t c
         scale_slice(dst, len, d, scale);
         for (int q = 0; q < n_; ++q)
             if (q != rank_) std::memcpy(slot(q) + off * esz, dst, len * esz);
+        if (!mine.empty()) {
+            copy_out(outs, slot(rank_), off, off + len, esz);
+            mine[c - base] = 1;
+        }
         done.fetch_add(1, std::memory_order_seq_cst);
         if (word(kArenaDoneWaiters).load(std::memory_order_seq_cst) != 0)
             futex(&done, FUTEX_WAKE, INT_MAX, nullptr);
@@ -521,6 +536,8 @@ void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t c
     wait_on(done, word(kArenaDoneWaiters), end, -1);
     a_base_ = end;
     a_published_ = 0;
+    for (std::size_t k = 0; k < mine.size(); ++k)
+        if (!mine[k]) copy_out(outs, slot(rank_), k * chunk, std::min(count, (k + 1) * chunk), esz);
 }
 
 // Small tensors: every rank copies its tensor into its buffer once, one barrier, then every rank

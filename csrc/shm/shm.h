@@ -100,7 +100,15 @@ class Group {
     char *slot(int r) const { return buf(r, 0); }
     std::size_t slot_bytes() const { return 2 * buf_bytes_; }
     void arena_publish(std::size_t elems, std::size_t count, std::size_t chunk);
-    void arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk);
+    // outs: where this rank wants the result besides its slot (DDP's private .grad arrays):
+    // [off, off + len) of the arena goes to ptr. A chunk this rank reduced is copied there at
+    // once, still in cache; the others after the last chunk is done.
+    struct Out {
+        std::size_t off, len;
+        char *ptr;
+    };
+    void arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk,
+                      const std::vector<Out> &outs = {});
 
     int rank() const { return rank_; }
     int size() const { return n_; }

@@ -45,8 +45,16 @@ class ResidentArena:
         """Tell the peers that the first ``elems`` elements of this rank's slot are final."""
         self.group.arena_publish(elems, self.count, self.chunk)
 
-    def all_reduce(self, avg: bool = True) -> None:
-        """Collective: every slot gets the sum (``avg``: the average) of all slots."""
+    def all_reduce(self, avg: bool = True, offsets=(), outputs=()) -> None:
+        """Collective: every slot gets the sum (``avg``: the average) of all slots.
+
+        Args:
+            avg: average instead of sum.
+            offsets: arena offsets (elements) of ``outputs``.
+            outputs: contiguous arrays of the arena's dtype that get the result of
+                ``[offset, offset + size)`` too (DDP's private ``.grad``), the chunks this rank
+                reduces itself while they are still in cache.
+        """
         g, host = self.group, self.host
-        args = (self.count, self.dtype.name, avg, self.chunk)
+        args = (self.count, self.dtype.name, avg, self.chunk, list(offsets), list(outputs))
         self._submit("all_reduce", lambda: host._run("all_reduce", g.arena_reduce, *args))

@@ -139,16 +139,18 @@ def _arenas(assignment, params, flat_of_one=None):
 
 
 class _Bucket:
-    __slots__ = ("index", "indices", "buffer", "views", "view_tensors", "pending", "nbytes")
+    __slots__ = ("index", "indices", "buffer", "views", "view_tensors", "pending", "nbytes",
+                 "offsets")
 
     def __init__(self, index, indices, params, flat):
         sizes = [params[i]._data.size for i in indices]
         self.index = index
         self.indices = list(indices)
         self.buffer = Tensor._wrap(flat)
-        self.views, off = [], 0
+        self.views, self.offsets, off = [], [], 0
         for i, n in zip(indices, sizes):
             self.views.append(flat[off:off + n].reshape(params[i]._data.shape))
+            self.offsets.append(off)
             off += n
         self.view_tensors = [Tensor._wrap(v) for v in self.views]
         self.pending = len(indices)
@@ -471,8 +473,9 @@ class Reducer:
         for i in missing:     # reduce zeros for them first: the other ranks must not hang
             self._mark_ready(i, grad_arrived=False)
         first_exc = None
+        written = ()
         if self._fused:
-            self._reduce_arenas()
+            written = self._reduce_arenas()
         for b, work in zip(self.buckets, [] if self._fused else self._works):
             try:
                 if work is None:  # the last bucket (see _launch_ready)
@@ -517,17 +520,35 @@ class Reducer:
                 if used is not None and used[i] > 0:
                     p.grad = (bucket.view_tensors[k] if self.as_view
                               else Tensor._wrap(bucket.views[k].copy()))
-            elif not (self.as_view and g is bucket.view_tensors[k]):
+            elif not (self.as_view and g is bucket.view_tensors[k]) and i not in written:
                 _xp.get_array_module(g._data).copyto(g._data, bucket.views[k])
         self._done_iteration()
 
     def _reduce_arenas(self):
-        """The fused end of backward: one all_reduce (AVG) per arena, in bucket order."""
+        """The fused end of backward: one all_reduce (AVG) per arena, in bucket order. Returns
+        the parameters whose ``.grad`` the resident arena wrote the average into."""
         avg = self.dist.ReduceOp.AVG
+        written: set = set()
         for arena in self._arenas:
             t0, t_wall = time.perf_counter(), time.time()
             if self._resident is not None:
-                self._resident.all_reduce()   # in the shared-memory slots, no copies
+                # in the shared-memory slots, no copies; the private .grad arrays get the
+                # chunks this rank reduces while they are still in cache
+                offs, outs = [], []
+                for b in self.buckets:
+                    start = self._ends[b.index] - b.buffer._data.size
+                    for k, i in enumerate(b.indices):
+                        g = self.params[i].grad
+                        if g is None or (self.as_view and g is b.view_tensors[k]):
+                            continue
+                        a = g._data
+                        if (type(a) is np.ndarray and a.dtype == b.views[k].dtype
+                                and a.shape == b.views[k].shape and a.flags.c_contiguous
+                                and a.flags.writeable):
+                            offs.append(start + b.offsets[k])
+                            outs.append(a)
+                            written.add(i)
+                self._resident.all_reduce(offsets=offs, outputs=outs)
             else:
                 self.dist.all_reduce(arena.buffer, op=avg, group=self.group)
             observe = _timeline()
@@ -536,6 +557,7 @@ class Reducer:
                     _trace_bucket(observe, b, t_wall)
             if self.timings is not None:
                 self.timings.append([t0, time.perf_counter()])
+        return written
 
     def _check_missing(self, missing):
         if missing and not (self.find_unused or self.static_graph):

@@ -489,8 +489,8 @@ static void copy_out(const std::vector<Group::Out> &outs, const char *src, std::
     }
 }
 
-void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk,
-                         const std::vector<Out> &outs) {
+uint32_t Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk,
+                             const std::vector<Out> &outs) {
     check_usable("all_reduce");
     const std::size_t esz = dtype_size(d);
     if (count * esz > slot_bytes() || chunk == 0)
@@ -502,6 +502,7 @@ void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t c
     auto &claim = word(kArenaClaim);
     auto &done = word(kArenaDone);
     std::vector<char> mine(outs.empty() ? 0 : end - base, 0);  // chunks this rank reduced
+    uint32_t reduced = 0;
     for (;;) {
         uint32_t c = claim.load(std::memory_order_acquire);
         bool got = false;
@@ -529,6 +530,7 @@ void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t c
             copy_out(outs, slot(rank_), off, off + len, esz);
             mine[c - base] = 1;
         }
+        ++reduced;
         done.fetch_add(1, std::memory_order_seq_cst);
         if (word(kArenaDoneWaiters).load(std::memory_order_seq_cst) != 0)
             futex(&done, FUTEX_WAKE, INT_MAX, nullptr);
@@ -538,6 +540,7 @@ void Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t c
     a_published_ = 0;
     for (std::size_t k = 0; k < mine.size(); ++k)
         if (!mine[k]) copy_out(outs, slot(rank_), k * chunk, std::min(count, (k + 1) * chunk), esz);
+    return reduced;
 }
 
 // Small tensors: every rank copies its tensor into its buffer once, one barrier, then every rank

@@ -107,8 +107,9 @@ class Group {
         std::size_t off, len;
         char *ptr;
     };
-    void arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk,
-                      const std::vector<Out> &outs = {});
+    // Returns how many chunks this rank reduced.
+    uint32_t arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk,
+                          const std::vector<Out> &outs = {});
 
     int rank() const { return rank_; }
     int size() const { return n_; }

@@ -221,14 +221,14 @@ void init_shm(py::module_ &m) {
                  double scale = avg && g.size() > 1 ? 1.0 / g.size() : 0.0;
                  py::gil_scoped_release nogil;
                  BusyMark mark(g);
-                 g.arena_reduce(count, d, scale, chunk, to);
+                 return g.arena_reduce(count, d, scale, chunk, to);
              },
              py::arg("count"), py::arg("dtype"), py::arg("avg"), py::arg("chunk"),
              py::arg("offsets") = std::vector<std::size_t>{},
              py::arg("outputs") = std::vector<py::array>{},
              "Reduce (sum, or average) the first count elements of every rank's slot into "
              "every slot, and into outputs (arena offsets, arrays) on this rank (collective; "
-             "see shm.h, resident arena).")
+             "see shm.h, resident arena). Returns the chunks this rank reduced.")
         .def("abort_if_busy", &Group::abort_if_busy,
              "Abort the group if a fast-path collective is running in it (the SIGINT watcher).")
         .def("broadcast",

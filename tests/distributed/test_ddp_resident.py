@@ -69,13 +69,16 @@ def same_bits_worker(rank, world, as_view, nap_rank):
     nap = 0.3 if rank == nap_rank else 0.0
     res = _ddp(True, nap, gradient_as_bucket_view=as_view)
     ref = _ddp(False, gradient_as_bucket_view=as_view)
-    out = []
+    out, reduced = [], []
     for step in range(4):
         a, b = _grads(res, rank, step), _grads(ref, rank, step)
         out.append(all(np.array_equal(u, v) for u, v in zip(a, b)))
+        arena = res.reducer._resident
+        reduced.append(arena.reduced if arena is not None and step else 0)
     return {"resident": res.reducer._resident is not None,
             "ref_resident": ref.reducer._resident is not None, "same": out,
-            "buckets": len(res.reducer.buckets)}
+            "buckets": len(res.reducer.buckets), "reduced": reduced,
+            "chunks": -(-arena.count // arena.chunk) if arena is not None else 0}
 
 
 needs_native = pytest.mark.skipif(not native_available(), reason="needs the native module")
@@ -90,6 +93,14 @@ def test_resident_arena_gives_the_bits_of_the_fused_all_reduce(world, as_view, n
         assert r["buckets"] >= 2, r
         # step 0 runs before the bucket rebuild (no arena yet): steps 1-3 are the resident ones
         assert all(r["same"]), r
+    # every chunk is reduced once, by one rank or another
+    assert [sum(c) for c in zip(*(r["reduced"] for r in results))] == \
+        [0] + [results[0]["chunks"]] * 3, results
+    if nap_rank >= 0:
+        # the late rank sleeps after publishing its first bucket: the others reduce it (and,
+        # claiming on, every chunk) while it sleeps. Timing-based, so once in three steps.
+        assert results[nap_rank]["chunks"] >= 2, results
+        assert any(r == 0 for r in results[nap_rank]["reduced"][1:]), results
 
 
 def fallback_worker(rank, world):

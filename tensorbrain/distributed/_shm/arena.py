@@ -38,6 +38,8 @@ class ResidentArena:
         self.host, self.group, self._submit = host, group, submit
         self.dtype, self.count = np.dtype(dtype), int(count)
         self.chunk = max(1, CHUNK_BYTES // self.dtype.itemsize)
+        #: chunks of the last reduction this rank reduced itself (of ``ceil(count / chunk)``)
+        self.reduced = 0
         #: this rank's slot: the reducer's flat arena
         self.array = group.arena_array()[:self.count * self.dtype.itemsize].view(self.dtype)
 
@@ -57,4 +59,6 @@ class ResidentArena:
         """
         g, host = self.group, self.host
         args = (self.count, self.dtype.name, avg, self.chunk, list(offsets), list(outputs))
-        self._submit("all_reduce", lambda: host._run("all_reduce", g.arena_reduce, *args))
+        def run():
+            self.reduced = g.arena_reduce(*args)
+        self._submit("all_reduce", lambda: host._run("all_reduce", run))

@@ -301,8 +301,9 @@ class TCPBackend(Backend):
         (``IntraHost.resident_arena``; its reductions run on the op queue), or None."""
         if self._shm is None:
             return None
-        return self._shm.resident_arena(dtype, count, want and not self._debug,
-                                  lambda op, fn: self._ops.submit(op, fn, async_op=False))
+        return self._shm.resident_arena(
+            dtype, count, want and not self._debug,
+            lambda op, fn: self._ops.submit(op, fn, async_op=False))
 
     # ***** failures *****
     def _on_failure(self, work, exc: BaseException) -> BaseException:

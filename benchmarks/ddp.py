@@ -122,6 +122,13 @@ def _setup_tb(a, rank, world, port):
             vsteps["one"] = _stepper(tb, DDP(build(tb.nn, a.model)[0], process_group=solo,
                                              gradient_as_bucket_view=True), x, y)
         setups["tb-view"] = (dist, vsteps, view_n.reducer)
+    if "copy" in variants:  # fused, but through the transport's buffers (no resident arena)
+        cp_n = DDP(build(tb.nn, a.model)[0])
+        cp_n.reducer.resident = False
+        setups["tb-copy"] = (dist, {"N": _stepper(tb, cp_n, x, y)}, cp_n.reducer)
+        if rank == 0:
+            setups["tb-copy"][1]["one"] = _stepper(tb, DDP(build(tb.nn, a.model)[0],
+                                                           process_group=solo), x, y)
     if "unfused" in variants:  # the default DDP reducing bucket by bucket, scaling in the copy
         unf_n = DDP(build(tb.nn, a.model)[0])
         unf_n.reducer.fuse = False
@@ -136,8 +143,8 @@ def _setup_tb(a, rank, world, port):
     if "lockstep" in variants:  # no DDP, but a barrier after every step: what any synchronous
         bare = _stepper(tb, build(tb.nn, a.model)[0], x, y)  # method pays for step-time jitter
 
-        def lockstep():
-            bare()
+        def lockstep(marks=None):
+            bare(marks)
             dist.barrier()
         setups["tb-lockstep"] = (dist, {"N": lockstep, **({"one": bare} if rank == 0 else {})},
                                  None)
@@ -167,11 +174,50 @@ def _stepper(fw, model, x, y):
     opt = fw.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     lossf = fw.nn.CrossEntropyLoss()
 
-    def step():
+    def step(marks=None):
+        """One step; ``marks`` (--phases) gets the times after forward and after backward."""
         opt.zero_grad()
-        lossf(model(x), y).backward()
+        loss = lossf(model(x), y)
+        if marks is not None:
+            marks.append(time.perf_counter())
+        loss.backward()
+        if marks is not None:
+            marks.append(time.perf_counter())
         opt.step()
     return step
+
+
+PHASES = ("forward", "backward", "reduce", "after reduce", "optimizer", "step", "CPU")
+
+
+def phases(setups, rank, rounds):
+    """--phases: every N-rank contender one step at a time in turn, each step after a barrier;
+    per step the wall time of each phase (backward ends where the reducer's end-of-backward
+    callback starts; reduce runs from there to the end of the reduction, waiting for the
+    slower rank included) and the step's CPU time. Returns {contender: [[per phase] per step]}."""
+    dist = setups["tb"][0]
+    out: dict = {fw: [] for fw in setups}
+    for r in range(rounds):
+        names = list(setups)
+        for fw in names[r % len(names):] + names[:r % len(names)]:
+            _, steps, reducer = setups[fw]
+            if reducer is not None:
+                reducer.timings = []
+            marks: list = []
+            dist.barrier()
+            t0, c0 = time.perf_counter(), time.process_time()
+            steps["N"](marks)
+            t3, c3 = time.perf_counter(), time.process_time()
+            fwd_end, bwd_end = marks
+            red = [t for t in (reducer.timings if reducer is not None else []) if t[1] is not None]
+            if red and red[-1][0] == "backward_end":
+                t_end = red[-1][1]
+                r1 = max(t[1] for t in red[:-1]) if len(red) > 1 else t_end
+                row = [fwd_end - t0, t_end - fwd_end, r1 - t_end, bwd_end - r1]
+            else:
+                row = [fwd_end - t0, bwd_end - fwd_end, 0.0, 0.0]
+            out[fw].append(row + [t3 - bwd_end, t3 - t0, c3 - c0])
+    return out
 
 
 def worker(a, rank, world):
@@ -188,6 +234,12 @@ def worker(a, rank, world):
         for fn in steps.values():
             for _ in range(a.warmup):
                 fn()
+    if a.phases:
+        setups.pop("torch", None)
+        result = phases(setups, rank, a.phases)
+        tb_dist.barrier()
+        tb_dist.destroy_process_group()
+        return result
     out = {fw: {"plain": [], "one": [], "cpu1": [], "N": [], "cpuN": [], "hidden": [],
                 "exposed": []}
            for fw in frameworks}
@@ -225,7 +277,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600, variants=""):
+def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600, variants="",
+           phases=0):
     """Run one framework/model/batch in ``world`` fresh processes; per-block figures back.
     ``variants``: extra tb contenders in the same processes ("view", "plain"; see --variants)."""
     port = free_port()
@@ -240,7 +293,7 @@ def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600, v
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", framework, "--models", model,
            "--batches", str(batch), "--steps", str(steps), "--warmup", str(warmup),
            "--blocks", str(blocks), "--port", str(port), "--world", str(world),
-           "--variants", variants]
+           "--variants", variants, "--phases", str(phases)]
     procs = [subprocess.Popen(cmd + ["--rank", str(r)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for r in range(world)]
     results = []
@@ -255,6 +308,8 @@ def launch(framework, model, batch, world, steps, warmup, blocks, timeout=600, v
         for p in procs:
             if p.poll() is None:
                 p.kill()
+    if phases:
+        return {fw: [r[fw] for r in results] for fw in results[0]}
     rows = {}
     for fw in results[0]:
         r0 = results[0][fw]
@@ -309,9 +364,16 @@ def main(argv=None):
     ap.add_argument("--compare", choices=["torch"], default=None)
     ap.add_argument("--quick", action="store_true", help="few steps (smoke run)")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--phases", type=int, default=0, metavar="STEPS",
+                    help="instead of blocks: STEPS rounds of one step per N-rank contender, "
+                         "each after a barrier, and where each step's time goes (forward, "
+                         "backward, the reduction with the wait for the slower rank, after it, "
+                         "optimizer), quartile 1 per rank: robust to other jobs' load")
     ap.add_argument("--variants", default="",
                     help="extra tb contenders in the same processes, comma-separated: 'view' "
-                         "(DDP with gradient_as_bucket_view=True), 'unfused' (DDP reducing "
+                         "(DDP with gradient_as_bucket_view=True), 'copy' (DDP without the "
+                         "resident shared-memory arena: the fused all_reduce copies the "
+                         "gradients in and out of the transport), 'unfused' (DDP reducing "
                          "bucket by bucket, as before the fused end of backward), 'plain' (no "
                          "DDP on every rank at once: what the shared cores and memory allow, "
                          "DDP's ceiling), 'lockstep' (no DDP, a barrier after every step: the "
@@ -344,6 +406,10 @@ def main(argv=None):
                                 (40 if batch <= 64 else 10) // (1 if model == "mlp" else 3))
             blocks = 1 if a.quick else a.blocks
             warm = 1 if a.quick else a.warmup
+            if a.phases:
+                _print_phases(model, batch, launch("tb", model, batch, N, steps, warm, blocks,
+                                                   variants=a.variants, phases=a.phases))
+                continue
             row = {"model": model, "batch": batch, "ranks": N, "steps": steps, "blocks": blocks}
             row.update(launch("both" if a.compare else "tb", model, batch, N, steps, warm,
                               blocks, variants=a.variants))
@@ -352,6 +418,19 @@ def main(argv=None):
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
+
+
+def _print_phases(model, batch, per_fw):
+    print(f"\n## {model}, B={batch} per rank: where a step's time goes (ms, quartile 1 of "
+          f"{len(next(iter(per_fw.values()))[0])} steps, per rank)")
+    print("| contender | rank | " + " | ".join(PHASES) + " |")
+    print("| --- | ---: |" + " ---: |" * len(PHASES))
+    for fw, ranks in per_fw.items():
+        for r, rows in enumerate(ranks):
+            cols = list(zip(*rows))
+            q1 = [sorted(c)[len(c) // 4] * 1e3 for c in cols]
+            print(f"| {fw} | {r} | " + " | ".join(f"{v:.2f}" for v in q1) + " |")
+    sys.stdout.flush()
 
 
 def _print_row(r, N):
@@ -365,6 +444,7 @@ def _print_row(r, N):
     t = r["tb"]
     print(f"| tb, no DDP | {t['plain'] * 1e3:.2f} | - | - | - | - | - | - | - |")
     for name, key in (("tb DDP", "tb"), ("tb DDP, gradient_as_bucket_view", "tb-view"),
+                      ("tb DDP, arena not resident (resident=False)", "tb-copy"),
                       ("tb DDP, bucket by bucket (fuse=False)", "tb-unfused"),
                       ("tb, no DDP, every rank at once", "tb-plain"),
                       ("tb, no DDP, every rank at once, a barrier per step", "tb-lockstep"),
@@ -382,7 +462,7 @@ def _print_row(r, N):
               "per block, median): " + ", ".join(
                   f"{name} {r[key]['vs_ceiling']:.3f}" for name, key in (
                       ("tb DDP", "tb"), ("gradient_as_bucket_view", "tb-view"),
-                      ("fuse=False", "tb-unfused"),
+                      ("resident=False", "tb-copy"), ("fuse=False", "tb-unfused"),
                       ("barrier per step", "tb-lockstep"), ("torch DDP", "torch"))
                   if key in r))
     if "torch" in r:

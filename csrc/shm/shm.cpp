@@ -266,8 +266,14 @@ static inline bool reached(uint32_t v, uint32_t target) {
     return static_cast<int32_t>(v - target) >= 0;  // sequence numbers wrap
 }
 
-void Group::wait_word(int peer, uint32_t target) {
-    auto &w = seq(peer);
+void Group::wait_word(int peer, uint32_t target) { wait_on(seq(peer), waiters(peer), target, peer); }
+
+std::atomic<uint32_t> &Group::word(std::size_t off) const {
+    return *reinterpret_cast<std::atomic<uint32_t> *>(base_ + off);
+}
+
+void Group::wait_on(std::atomic<uint32_t> &w, std::atomic<uint32_t> &nw, uint32_t target,
+                    int peer) {
     for (int i = 0; i < spin_iters_; ++i) {
         if (reached(w.load(std::memory_order_acquire), target)) return;
         TB_PAUSE();
@@ -280,7 +286,6 @@ void Group::wait_word(int peer, uint32_t target) {
         } while (now_s() < until);
     }
     double deadline = now_s() + timeout_s;
-    auto &nw = waiters(peer);
     for (;;) {
         nw.fetch_add(1, std::memory_order_seq_cst);
         uint32_t v = w.load(std::memory_order_seq_cst);
@@ -291,6 +296,14 @@ void Group::wait_word(int peer, uint32_t target) {
         nw.fetch_sub(1, std::memory_order_seq_cst);
         if (reached(w.load(std::memory_order_acquire), target)) return;
         if (__atomic_load_n(at<uint32_t>(base_, kOffAbort), __ATOMIC_ACQUIRE)) check_usable("wait");
+        if (peer < 0) {  // the arena's done word: any peer may be the one that is late
+            for (int k = 1; k < n_; ++k) check_alive((rank_ + k) % n_);
+            if (now_s() > deadline)
+                fail(1, -1, "shm: rank " + std::to_string(rank_) + " timed out after " +
+                                std::to_string(timeout_s) + " s waiting for the other ranks to "
+                                "finish reducing the gradient arena in group " + name_);
+            continue;
+        }
         check_alive(peer);
         if (now_s() > deadline)
             fail(1, peer, "shm: rank " + std::to_string(rank_) + " timed out after " +
@@ -447,6 +460,87 @@ void Group::all_reduce(const void *in_, void *out_, std::size_t count, DType d, 
     begin(kAllReduce, static_cast<int>(d), static_cast<int>(op), -1, bytes);
     if (bytes <= flat_max_bytes) all_reduce_flat(in, out, count, d, op, scale);
     else all_reduce_rsag(in, out, count, d, op, scale);
+}
+
+// ***** resident arena (see shm.h) *****
+// Counters only grow (a_base_ advances by the chunk count after every reduction, identically on
+// every rank), so no reset is needed between reductions: chunk k of the reduction that starts at
+// base is ticket base + k of the claim word, and is final on rank q once q's ready word passed
+// base + k. Wrap-around is handled by comparing differences (reached()).
+constexpr std::size_t kArenaClaim = 64, kArenaDone = 96, kArenaDoneWaiters = 100;
+constexpr std::size_t kCtlReady = 64, kCtlReadyWaiters = 68;
+
+void Group::arena_publish(std::size_t elems, std::size_t count, std::size_t chunk) {
+    uint32_t k = static_cast<uint32_t>(elems >= count ? (count + chunk - 1) / chunk : elems / chunk);
+    if (k <= a_published_ || base_ == nullptr) return;
+    a_published_ = k;
+    const std::size_t c = kCtlStride * (rank_ + 1);
+    word(c + kCtlReady).store(a_base_ + k, std::memory_order_seq_cst);
+    if (word(c + kCtlReadyWaiters).load(std::memory_order_seq_cst) != 0)
+        futex(&word(c + kCtlReady), FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+// Copy arena elements [lo, hi) of src (a slot) to the parts of outs that cover them.
+static void copy_out(const std::vector<Group::Out> &outs, const char *src, std::size_t lo,
+                     std::size_t hi, std::size_t esz) {
+    for (const auto &o : outs) {
+        std::size_t a = lo > o.off ? lo : o.off, b = hi < o.off + o.len ? hi : o.off + o.len;
+        if (a < b) std::memcpy(o.ptr + (a - o.off) * esz, src + a * esz, (b - a) * esz);
+    }
+}
+
+uint32_t Group::arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk,
+                             const std::vector<Out> &outs) {
+    check_usable("all_reduce");
+    const std::size_t esz = dtype_size(d);
+    if (count * esz > slot_bytes() || chunk == 0)
+        throw std::invalid_argument("shm: the arena holds " + std::to_string(slot_bytes()) +
+                                    " bytes per rank, not " + std::to_string(count * esz));
+    const uint32_t base = a_base_;
+    const uint32_t end = base + static_cast<uint32_t>((count + chunk - 1) / chunk);
+    arena_publish(count, count, chunk);  // this rank's backward is over: all of it is final
+    auto &claim = word(kArenaClaim);
+    auto &done = word(kArenaDone);
+    std::vector<char> mine(outs.empty() ? 0 : end - base, 0);  // chunks this rank reduced
+    uint32_t reduced = 0;
+    for (;;) {
+        uint32_t c = claim.load(std::memory_order_acquire);
+        bool got = false;
+        while (!reached(c, end))
+            if (claim.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) {
+                got = true;
+                break;
+            }
+        if (!got) break;
+        const std::size_t off = static_cast<std::size_t>(c - base) * chunk;
+        const std::size_t len = count - off < chunk ? count - off : chunk;
+        for (int q = 0; q < n_; ++q) {
+            if (q != rank_) {
+                const std::size_t cq = kCtlStride * (q + 1);
+                wait_on(word(cq + kCtlReady), word(cq + kCtlReadyWaiters), c + 1, q);
+            }
+            srcs_[q] = slot(q) + off * esz;
+        }
+        char *dst = slot(rank_) + off * esz;
+        reduce_ranks(d, Op::Sum, dst, srcs_.data(), n_, len);
+        scale_slice(dst, len, d, scale);
+        for (int q = 0; q < n_; ++q)
+            if (q != rank_) std::memcpy(slot(q) + off * esz, dst, len * esz);
+        if (!mine.empty()) {
+            copy_out(outs, slot(rank_), off, off + len, esz);
+            mine[c - base] = 1;
+        }
+        ++reduced;
+        done.fetch_add(1, std::memory_order_seq_cst);
+        if (word(kArenaDoneWaiters).load(std::memory_order_seq_cst) != 0)
+            futex(&done, FUTEX_WAKE, INT_MAX, nullptr);
+    }
+    wait_on(done, word(kArenaDoneWaiters), end, -1);
+    a_base_ = end;
+    a_published_ = 0;
+    for (std::size_t k = 0; k < mine.size(); ++k)
+        if (!mine[k]) copy_out(outs, slot(rank_), k * chunk, std::min(count, (k + 1) * chunk), esz);
+    return reduced;
 }
 
 // Small tensors: every rank copies its tensor into its buffer once, one barrier, then every rank

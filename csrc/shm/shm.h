@@ -87,6 +87,30 @@ class Group {
     void all_to_all(const void *in, void *out, std::size_t bytes_per_rank,
                     int fp_dtype = kFpNoDtype);
 
+    // The resident arena (issue 31; shm.cpp, "resident arena"): a segment made for one DDP
+    // gradient arena. Rank r's slot is its two buffers back to back (slot_bytes()), mapped into
+    // NumPy as the arena itself, so the gradients are written there by backward's hooks. Each
+    // rank publishes how much of its slot is final (arena_publish, from the hooks); at the end
+    // of backward every rank claims chunks from a shared counter, reduces each claimed chunk
+    // from every slot in rank order (the bits of all_reduce's sum, then the scale) and writes
+    // the result into every slot; it returns once every chunk is done. A rank that finishes
+    // backward first reduces what the others have published while they are still computing.
+    // Header words of an arena segment: claim u32 @64, done u32 @96, done waiters u32 @100;
+    // control block: ready u32 @+64 (chunks published), ready waiters u32 @+68.
+    char *slot(int r) const { return buf(r, 0); }
+    std::size_t slot_bytes() const { return 2 * buf_bytes_; }
+    void arena_publish(std::size_t elems, std::size_t count, std::size_t chunk);
+    // outs: where this rank wants the result besides its slot (DDP's private .grad arrays):
+    // [off, off + len) of the arena goes to ptr. A chunk this rank reduced is copied there at
+    // once, still in cache; the others after the last chunk is done.
+    struct Out {
+        std::size_t off, len;
+        char *ptr;
+    };
+    // Returns how many chunks this rank reduced.
+    uint32_t arena_reduce(std::size_t count, DType d, double scale, std::size_t chunk,
+                          const std::vector<Out> &outs = {});
+
     int rank() const { return rank_; }
     int size() const { return n_; }
     std::size_t buf_bytes() const { return buf_bytes_; }
@@ -118,6 +142,10 @@ class Group {
     void arrive();
     void wait_peers();
     void wait_word(int peer, uint32_t target);
+    // wait until w reaches target; nw counts the sleepers; peer: whose liveness to check (-1:
+    // every peer)
+    void wait_on(std::atomic<uint32_t> &w, std::atomic<uint32_t> &nw, uint32_t target, int peer);
+    std::atomic<uint32_t> &word(std::size_t off) const;
     void check_alive(int peer);
     [[noreturn]] void fail(int kind, int peer, const std::string &msg);
     void check_usable(const char *what);
@@ -148,6 +176,8 @@ class Group {
     uint32_t coll_ = 0;        // collectives begun, identical on all ranks
     bool fp_pending_ = false;  // begin() published a fingerprint the next sync must check
     std::vector<const void *> srcs_;  // reduction sources, reused by every call
+    uint32_t a_base_ = 0;       // resident arena: chunks of the finished reductions (all ranks)
+    uint32_t a_published_ = 0;  // chunks of this reduction this rank has published
 };
 
 }  // namespace tb_shm

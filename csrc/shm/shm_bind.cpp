@@ -184,6 +184,51 @@ void init_shm(py::module_ &m) {
                  return true;
              },
              py::arg("array"), py::arg("avg"))
+        .def("arena_array",
+             [](py::object self) {
+                 // This rank's slot of a resident-arena segment as uint8; the array keeps the
+                 // group (and so the mapping) alive.
+                 Group &g = self.cast<Group &>();
+                 if (g.closed()) throw std::invalid_argument("shm: arena_array on a closed group");
+                 return py::array(py::dtype("uint8"),
+                                  {static_cast<py::ssize_t>(g.slot_bytes())}, {1},
+                                  g.slot(g.rank()), self);
+             })
+        .def("arena_publish", &Group::arena_publish, py::arg("elems"), py::arg("count"),
+             py::arg("chunk"), "Publish that the first elems of this rank's slot are final.")
+        .def("arena_reduce",
+             [](Group &g, std::size_t count, const std::string &dtype, bool avg,
+                std::size_t chunk, const std::vector<std::size_t> &offs,
+                const std::vector<py::array> &outs) {
+                 if (dtype != "float32" && dtype != "float64")
+                     throw std::invalid_argument("shm: arena_reduce takes float32 or float64, "
+                                                 "not " + dtype);
+                 DType d = dtype == "float32" ? DType::F32 : DType::F64;
+                 if (offs.size() != outs.size())
+                     throw std::invalid_argument("shm: arena_reduce needs one offset per output");
+                 std::vector<Group::Out> to;
+                 for (std::size_t k = 0; k < outs.size(); ++k) {
+                     py::array a = outs[k];
+                     check_contig(a, "arena_reduce output", true);
+                     if (dtype_of(a, "arena_reduce output") != d ||
+                         offs[k] + static_cast<std::size_t>(a.size()) > count)
+                         throw std::invalid_argument("shm: arena_reduce output " +
+                                                     std::to_string(k) + " is not " + dtype +
+                                                     " inside the arena");
+                     to.push_back({offs[k], static_cast<std::size_t>(a.size()),
+                                   static_cast<char *>(a.mutable_data())});
+                 }
+                 double scale = avg && g.size() > 1 ? 1.0 / g.size() : 0.0;
+                 py::gil_scoped_release nogil;
+                 BusyMark mark(g);
+                 return g.arena_reduce(count, d, scale, chunk, to);
+             },
+             py::arg("count"), py::arg("dtype"), py::arg("avg"), py::arg("chunk"),
+             py::arg("offsets") = std::vector<std::size_t>{},
+             py::arg("outputs") = std::vector<py::array>{},
+             "Reduce (sum, or average) the first count elements of every rank's slot into "
+             "every slot, and into outputs (arena offsets, arrays) on this rank (collective; "
+             "see shm.h, resident arena). Returns the chunks this rank reduced.")
         .def("abort_if_busy", &Group::abort_if_busy,
              "Abort the group if a fast-path collective is running in it (the SIGINT watcher).")
         .def("broadcast",

@@ -48,6 +48,7 @@ class IntraHost:
         hosts = list(dict.fromkeys(host_ids))  # in order of first rank
         self.leaders = [host_ids.index(h) for h in hosts]  # lowest rank of each host
         self.is_leader = mesh.rank == self.local_ranks[0]
+        self._arenas: list = []  # resident gradient arenas (arena.py): aborted with the group
 
     @classmethod
     def create(cls, mesh, sockets):
@@ -154,11 +155,49 @@ class IntraHost:
             self._run(f"{what} (do the ranks agree on the root?)", self.group.broadcast,
                       _NO_BYTES, root)
 
+    def resident_arena(self, dtype, count: int, want: bool, submit):
+        """Collective: a gradient arena of ``count`` elements of ``dtype`` resident in a
+        segment of its own (arena.py), or None on every rank unless every rank of the group is
+        on this host, has the native transport and ``want`` s it.
+
+        Args:
+            dtype: float32 or float64.
+            count: elements per rank (the same on every rank, else ValueError everywhere).
+            want: this rank's wish (the reducer's conditions).
+            submit: ``submit(op, fn)`` runs ``fn`` as collective ``op`` on the op queue.
+        """
+        g = self.group
+        if not self.whole:
+            return None
+        can = want and hasattr(g, "arena_reduce") and np.dtype(dtype).name in ("float32",
+                                                                              "float64")
+        flags = np.array([int(bool(can)), count, -count], np.int64)
+        submit("all_reduce", lambda: self._run("all_reduce", g.all_reduce, flags, flags, "min"))
+        if flags[0] == 0:
+            return None
+        if flags[1] != -flags[2]:
+            raise ValueError(f"resident gradient arena: the ranks of group "
+                             f"{self.mesh.group_name!r} hold between {flags[1]} and {-flags[2]} "
+                             f"elements; every rank must have the same parameters")
+        from ..store import PrefixStore
+        from .arena import ResidentArena
+        half = -(-count * np.dtype(dtype).itemsize // 2)
+        key = f"shm/{self.local_ranks[0]}/arena{len(self._arenas)}"
+        arena_group = connect(PrefixStore(key, self.mesh.store),
+                              self.local_ranks.index(self.mesh.rank), len(self.local_ranks),
+                              self.mesh.timeout, buf_bytes=max(4096, -(-half // 4096) * 4096),
+                              native=True)
+        arena = ResidentArena(self, arena_group, dtype, count, submit)
+        self._arenas.append(arena)
+        return arena
+
     # ***** lifetime *****
     def abort(self) -> None:
         """Wake and fail the local peers; safe while another thread is inside a collective."""
         if self.group is not None and not self.group.closed:
             self.group.abort()
+        for arena in self._arenas:  # unmapped only when their arrays are gone (ShmGroup's own)
+            arena.group.abort()
 
     def close(self) -> None:
         """Unmap the segment (call only when no collective is running)."""

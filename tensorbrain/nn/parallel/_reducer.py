@@ -30,6 +30,7 @@ from ... import _xp
 from ...autograd import engine as _engine
 from ...autograd.graph import reachable_leaves
 from ...tensor import Tensor
+from ._buckets import GradBucket, _Arena, _arenas, _Bucket, compute_bucket_assignment_by_size
 from ._future import Future
 
 __all__ = ["GradBucket", "Reducer", "compute_bucket_assignment_by_size"]
@@ -57,145 +58,6 @@ def _trace_bucket(observe, bucket, start, work=None):
     return None
 
 
-def _device_key(array):
-    return ("cuda", array.device.id) if _xp.is_cupy_array(array) else ("cpu", None)
-
-
-def compute_bucket_assignment_by_size(params, order, size_limits):
-    """Group parameter indices into buckets.
-
-    ``order`` lists parameter indices in the order their gradients are expected (reverse
-    registration order at first, arrival order after the rebuild). Parameters are grouped by
-    (dtype, device); a bucket closes once it holds ``size_limits[k]`` bytes or more (the k-th
-    bucket of its group; the last limit repeats). Buckets come back sorted by the position of
-    their first parameter in ``order``, so bucket 0 is the one that fills first.
-
-    >>> import tensorbrain as tb
-    >>> ps = [tb.zeros(256), tb.zeros(256), tb.zeros(300)]   # 1 KiB, 1 KiB, 1.2 KiB
-    >>> compute_bucket_assignment_by_size(ps, [2, 1, 0], [1024, 2048])
-    [[2], [1, 0]]
-    """
-    closed, open_ = [], {}
-    for i in order:
-        a = params[i]._data
-        key = (a.dtype.str, _device_key(a))
-        cur = open_.get(key)
-        if cur is None:
-            cur = open_[key] = [[], 0, 0]   # indices, bytes, how many buckets this key closed
-        cur[0].append(i)
-        cur[1] += a.nbytes
-        if cur[1] >= size_limits[min(cur[2], len(size_limits) - 1)]:
-            closed.append(cur[0])
-            open_[key] = [[], 0, cur[2] + 1]
-    closed.extend(c[0] for c in open_.values() if c[0])
-    pos = {i: k for k, i in enumerate(order)}
-    closed.sort(key=lambda b: pos[b[0]])
-    return closed
-
-
-def _zeros_like_param(a, n):
-    """A zeroed flat array of ``n`` elements of ``a``'s dtype, on ``a``'s device."""
-    xp = _xp.get_array_module(a)
-    if xp is np:
-        return np.zeros(n, dtype=a.dtype)
-    with xp.cuda.Device(a.device.id):
-        return xp.zeros(n, dtype=a.dtype)
-
-
-class _Arena:
-    """One flat array holding, back to back in bucket order, every bucket of one (dtype,
-    device): when no bucket overlaps backward, ``_finalize`` reduces the whole arena in one
-    all_reduce instead of one per bucket (one call, one first synchronisation, full chunks)."""
-    __slots__ = ("buffer", "first", "last")
-
-    def __init__(self, flat, first, last):
-        self.buffer, self.first, self.last = Tensor._wrap(flat), first, last
-
-
-def _arenas(assignment, params):
-    """(per bucket: its flat slice, the arenas) for ``assignment`` (bucket -> param indices).
-    A (dtype, device) whose buckets are not consecutive in bucket order gets one arena per run
-    of consecutive buckets, so that an arena's all_reduce covers buckets in launch order."""
-    runs: list[list] = []   # [key, [bucket indices]]
-    for k, idx in enumerate(assignment):
-        a = params[idx[0]]._data
-        key = (a.dtype.str, _device_key(a))
-        if runs and runs[-1][0] == key:
-            runs[-1][1].append(k)
-        else:
-            runs.append([key, [k]])
-    flats, arenas = [None] * len(assignment), []
-    for _, ks in runs:
-        sizes = [sum(int(params[i]._data.size) for i in assignment[k]) for k in ks]
-        flat = _zeros_like_param(params[assignment[ks[0]][0]]._data, sum(sizes))
-        off = 0
-        for k, n in zip(ks, sizes):
-            flats[k] = flat[off:off + n]
-            off += n
-        arenas.append(_Arena(flat, ks[0], ks[-1]))
-    return flats, arenas
-
-
-class _Bucket:
-    __slots__ = ("index", "indices", "buffer", "views", "view_tensors", "pending", "nbytes")
-
-    def __init__(self, index, indices, params, flat):
-        sizes = [params[i]._data.size for i in indices]
-        self.index = index
-        self.indices = list(indices)
-        self.buffer = Tensor._wrap(flat)
-        self.views, off = [], 0
-        for i, n in zip(indices, sizes):
-            self.views.append(flat[off:off + n].reshape(params[i]._data.shape))
-            off += n
-        self.view_tensors = [Tensor._wrap(v) for v in self.views]
-        self.pending = len(indices)
-        self.nbytes = flat.nbytes
-
-
-class GradBucket:
-    """What a communication hook receives (``torch.distributed.GradBucket``).
-
-    ``buffer()`` is the flat gradient tensor (not yet divided by the world size when a hook is
-    registered); ``gradients()`` are per-parameter views into it; ``parameters()`` the matching
-    parameters; ``index()`` the bucket's position (0 reduces first); ``is_last()`` true for the
-    bucket reduced last.
-    """
-
-    __slots__ = ("_bucket", "_params", "_last")
-
-    def __init__(self, bucket, params, is_last):
-        self._bucket, self._params, self._last = bucket, params, is_last
-
-    def index(self) -> int:
-        """The bucket's position (0 is reduced first)."""
-        return self._bucket.index
-
-    def buffer(self) -> Tensor:
-        """The flat tensor of the bucket's gradients (what a comm hook reduces)."""
-        return self._bucket.buffer
-
-    def gradients(self) -> list:
-        """The per-parameter gradients, as views into ``buffer()``."""
-        return list(self._bucket.view_tensors)
-
-    def parameters(self) -> list:
-        """The parameters whose gradients the bucket holds, in ``gradients()``' order."""
-        return [self._params[i] for i in self._bucket.indices]
-
-    def is_last(self) -> bool:
-        """Whether this is the bucket reduced last in the step."""
-        return self._last
-
-    def set_buffer(self, tensor) -> None:
-        """Replace the bucket's contents (copied into the existing buffer)."""
-        self._bucket.buffer._data[...] = tensor._data if isinstance(tensor, Tensor) else tensor
-
-    def __repr__(self):
-        return (f"GradBucket(index={self.index()}, numel={self._bucket.buffer._data.size}, "
-                f"dtype={self._bucket.buffer.dtype}, params={len(self._bucket.indices)})")
-
-
 class Reducer:
     """Bucketed, overlapped gradient averaging for one DDP module (see the module docstring)."""
 
@@ -212,6 +74,9 @@ class Reducer:
         self.buckets: list[_Bucket] = []
         self._arenas: list[_Arena] = []
         self._loc: list[tuple[int, int]] = []
+        self._ends: list[int] = []      # per bucket: where it ends in its arena (elements)
+        self._resident = None           # the arena resident in shared memory, once made
+        self.resident = True            # allow it (benchmarks turn it off)
         self._build(list(reversed(range(len(self.params)))))
         # per-iteration state
         self.expect_hooks = False       # a synchronised backward is expected (set by forward)
@@ -240,12 +105,18 @@ class Reducer:
             for i, p in enumerate(self.params)]
 
     # ***** buckets *****
-    def _build(self, order):
+    def _build(self, order, flat=None):
         assignment = compute_bucket_assignment_by_size(self.params, order, self.size_limits)
         old_grads = [p.grad for p in self.params]
-        flats, self._arenas = _arenas(assignment, self.params)
+        flats, self._arenas = _arenas(assignment, self.params, flat)
         self.buckets = [_Bucket(k, idx, self.params, flat)
                         for k, (idx, flat) in enumerate(zip(assignment, flats))]
+        self._ends = [0] * len(self.buckets)
+        for arena in self._arenas:
+            off = 0
+            for k in range(arena.first, arena.last + 1):
+                off += self.buckets[k].buffer._data.size
+                self._ends[k] = off
         self._loc = [None] * len(self.params)
         for b in self.buckets:
             for k, i in enumerate(b.indices):
@@ -285,6 +156,25 @@ class Reducer:
         new = compute_bucket_assignment_by_size(self.params, order, self.size_limits)
         if new != self.bucket_indices():
             self._build(order)
+        self._make_resident(order)
+
+    def _make_resident(self, order):
+        """Collective, after the rebuild: move the gradient arena into shared memory where
+        every rank can (``ResidentArena``: the fused all_reduce then needs no copy in or out,
+        and the first rank done with backward reduces what the others have published)."""
+        from ...distributed._groups import _pg
+        make = getattr(_pg(self.group, "DistributedDataParallel"), "backend", None)
+        make = getattr(make, "resident_arena", None)
+        if make is None or self.world_size == 1:
+            return
+        a = self._arenas[0].buffer._data if len(self._arenas) == 1 else None
+        want = (self.resident and self.fuse and self.inline_last and not self.overlap
+                and self.comm_hook is None and type(a) is np.ndarray)
+        arena = make(a.dtype if a is not None else np.float32, a.size if a is not None else 0,
+                     bool(want))
+        if arena is not None:
+            self._resident = arena
+            self._build(order, arena.array)
 
     # ***** per iteration *****
     def prepare_for_backward(self, outputs, div_factor=None):
@@ -384,6 +274,7 @@ class Reducer:
     def _launch_ready(self):
         buckets = self.buckets
         last = len(buckets) - 1
+        first = self._next
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
             if self._fused or ((self._next == last or not self.overlap)
@@ -399,6 +290,8 @@ class Reducer:
             else:
                 self._works[self._next] = self._launch(b)
             self._next += 1
+        if self._fused and self._resident is not None and self._next > first:
+            self._resident.publish(self._ends[self._next - 1])  # peers may reduce it now
 
     def _launch(self, bucket):
         t0 = time.perf_counter() if self.timings is not None else None
@@ -438,8 +331,9 @@ class Reducer:
         for i in missing:     # reduce zeros for them first: the other ranks must not hang
             self._mark_ready(i, grad_arrived=False)
         first_exc = None
+        written = ()
         if self._fused:
-            self._reduce_arenas()
+            written = self._reduce_arenas()
         for b, work in zip(self.buckets, [] if self._fused else self._works):
             try:
                 if work is None:  # the last bucket (see _launch_ready)
@@ -484,22 +378,44 @@ class Reducer:
                 if used is not None and used[i] > 0:
                     p.grad = (bucket.view_tensors[k] if self.as_view
                               else Tensor._wrap(bucket.views[k].copy()))
-            elif not (self.as_view and g is bucket.view_tensors[k]):
+            elif not (self.as_view and g is bucket.view_tensors[k]) and i not in written:
                 _xp.get_array_module(g._data).copyto(g._data, bucket.views[k])
         self._done_iteration()
 
     def _reduce_arenas(self):
-        """The fused end of backward: one all_reduce (AVG) per arena, in bucket order."""
+        """The fused end of backward: one all_reduce (AVG) per arena, in bucket order. Returns
+        the parameters whose ``.grad`` the resident arena wrote the average into."""
         avg = self.dist.ReduceOp.AVG
+        written: set = set()
         for arena in self._arenas:
             t0, t_wall = time.perf_counter(), time.time()
-            self.dist.all_reduce(arena.buffer, op=avg, group=self.group)
+            if self._resident is not None:
+                # in the shared-memory slots, no copies; the private .grad arrays get the
+                # chunks this rank reduces while they are still in cache
+                offs, outs = [], []
+                for b in self.buckets:
+                    start = self._ends[b.index] - b.buffer._data.size
+                    for k, i in enumerate(b.indices):
+                        g = self.params[i].grad
+                        if g is None or (self.as_view and g is b.view_tensors[k]):
+                            continue
+                        a = g._data
+                        if (type(a) is np.ndarray and a.dtype == b.views[k].dtype
+                                and a.shape == b.views[k].shape and a.flags.c_contiguous
+                                and a.flags.writeable):
+                            offs.append(start + b.offsets[k])
+                            outs.append(a)
+                            written.add(i)
+                self._resident.all_reduce(offsets=offs, outputs=outs)
+            else:
+                self.dist.all_reduce(arena.buffer, op=avg, group=self.group)
             observe = _timeline()
             if observe is not None:
                 for b in self.buckets[arena.first:arena.last + 1]:
                     _trace_bucket(observe, b, t_wall)
             if self.timings is not None:
                 self.timings.append([t0, time.perf_counter()])
+        return written
 
     def _check_missing(self, missing):
         if missing and not (self.find_unused or self.static_graph):

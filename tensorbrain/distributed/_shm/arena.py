@@ -1,0 +1,64 @@
+"""A DDP gradient arena resident in shared memory (issue 31; the protocol: csrc/shm/shm.h,
+"resident arena").
+
+The reducer's flat gradient arena is this rank's slot of a segment made for it, so the hooks'
+copies of ``.grad`` land directly where the peers can read them: the end-of-backward all_reduce
+needs no copy into the transport's buffers and none back out. Each rank publishes how much of
+its slot is final as its buckets fill (:meth:`ResidentArena.publish`, from the hooks); at the end
+of backward every rank claims chunks from a shared counter, reduces each from every slot in rank
+order (the bits of the shared-memory all_reduce: sum, then ``1/size``) and writes the result into
+every slot. A rank that ends backward first thus reduces what the others have published while
+they still compute, instead of waiting for them.
+
+Made by ``IntraHost.resident_arena`` (collective); native transport only (the NumPy twin has no
+such segment: the reducer keeps its private arena and the fused all_reduce then).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: elements of one claimed chunk, in bytes: small enough that a late rank's published buckets are
+#: taken while it computes and a chunk's sources stay in cache, large enough that the claim
+#: counter is touched a few dozen times per 2.7 MB
+CHUNK_BYTES = 128 << 10
+
+
+class ResidentArena:
+    """One rank's view of a resident gradient arena.
+
+    Args:
+        host: the ``IntraHost`` (its ``_run`` words failures with group ranks).
+        group: the arena's native ``ShmGroup``.
+        dtype: the gradients' dtype (float32 or float64).
+        count: elements in the arena.
+        submit: ``submit(op, fn)`` runs ``fn`` as collective ``op`` on the backend's op queue.
+    """
+
+    def __init__(self, host, group, dtype, count: int, submit):
+        self.host, self.group, self._submit = host, group, submit
+        self.dtype, self.count = np.dtype(dtype), int(count)
+        self.chunk = max(1, CHUNK_BYTES // self.dtype.itemsize)
+        #: chunks of the last reduction this rank reduced itself (of ``ceil(count / chunk)``)
+        self.reduced = 0
+        #: this rank's slot: the reducer's flat arena
+        self.array = group.arena_array()[:self.count * self.dtype.itemsize].view(self.dtype)
+
+    def publish(self, elems: int) -> None:
+        """Tell the peers that the first ``elems`` elements of this rank's slot are final."""
+        self.group.arena_publish(elems, self.count, self.chunk)
+
+    def all_reduce(self, avg: bool = True, offsets=(), outputs=()) -> None:
+        """Collective: every slot gets the sum (``avg``: the average) of all slots.
+
+        Args:
+            avg: average instead of sum.
+            offsets: arena offsets (elements) of ``outputs``.
+            outputs: contiguous arrays of the arena's dtype that get the result of
+                ``[offset, offset + size)`` too (DDP's private ``.grad``), the chunks this rank
+                reduces itself while they are still in cache.
+        """
+        g, host = self.group, self.host
+        args = (self.count, self.dtype.name, avg, self.chunk, list(offsets), list(outputs))
+        def run():
+            self.reduced = g.arena_reduce(*args)
+        self._submit("all_reduce", lambda: host._run("all_reduce", run))

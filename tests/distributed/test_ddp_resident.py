@@ -1,0 +1,144 @@
+"""DDP's gradient arena resident in shared memory (issue 31; docs/ddp.md, "Towards 0.97").
+
+Against references computed in the same processes: the resident arena's gradients are bitwise
+those of the fused all_reduce through the transport's buffers (``resident=False``), which the
+DDP suite holds to one process on the whole batch; a rank that is late in backward (asleep after
+publishing its first bucket) gets the same bits while the early rank reduces what it published;
+a rank killed during backward is named by the survivor within seconds; and without shared
+memory or the native module the reducer keeps its private arena (the fallback).
+"""
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+from tensorbrain.distributed._shm import native_available
+from tensorbrain.testing.distributed import run_workers
+
+HERE = "tests.distributed.test_ddp_resident"
+
+
+def _model(seed=0):
+    tb.manual_seed(seed)
+    # 2 buckets with small caps: the first fills well before the end of backward
+    return tb.nn.Sequential(tb.nn.Linear(64, 256), tb.nn.ReLU(), tb.nn.Linear(256, 256),
+                            tb.nn.ReLU(), tb.nn.Linear(256, 10))
+
+
+class _Nap(tb.nn.Module):
+    """Identity forward; its backward sleeps on one rank (after the last layer's gradients
+    are in their bucket, before the first layer's are computed)."""
+
+    def __init__(self, secs):
+        super().__init__()
+        self.secs = secs
+
+    def forward(self, x):
+        if self.secs:
+            x.register_hook(lambda g: (time.sleep(self.secs), g)[1])
+        return x
+
+
+def _ddp(resident, nap=0.0, **kw):
+    m = _model()
+    seq = tb.nn.Sequential(m[0], m[1], _Nap(nap), *list(m)[2:])
+    ddp = tb.nn.parallel.DistributedDataParallel(seq, bucket_cap_mb=0.1, **kw)
+    ddp.reducer.size_limits = [64 << 10, 100 << 10]
+    ddp.reducer.resident = resident
+    return ddp
+
+
+def _batch(rank, step):
+    rng = np.random.default_rng(100 * step + rank)
+    return (tb.from_numpy(rng.standard_normal((16, 64)).astype(np.float32)),
+            tb.from_numpy(rng.integers(0, 10, 16)))
+
+
+def _grads(ddp, rank, step):
+    x, y = _batch(rank, step)
+    for p in ddp.parameters():
+        p.grad = None
+    tb.nn.functional.cross_entropy(ddp(x), y).backward()
+    return [p.grad.numpy().copy() for p in ddp.parameters()]
+
+
+def same_bits_worker(rank, world, as_view, nap_rank):
+    nap = 0.3 if rank == nap_rank else 0.0
+    res = _ddp(True, nap, gradient_as_bucket_view=as_view)
+    ref = _ddp(False, gradient_as_bucket_view=as_view)
+    out, reduced = [], []
+    for step in range(4):
+        a, b = _grads(res, rank, step), _grads(ref, rank, step)
+        out.append(all(np.array_equal(u, v) for u, v in zip(a, b)))
+        arena = res.reducer._resident
+        reduced.append(arena.reduced if arena is not None and step else 0)
+    return {"resident": res.reducer._resident is not None,
+            "ref_resident": ref.reducer._resident is not None, "same": out,
+            "buckets": len(res.reducer.buckets), "reduced": reduced,
+            "chunks": -(-arena.count // arena.chunk) if arena is not None else 0}
+
+
+needs_native = pytest.mark.skipif(not native_available(), reason="needs the native module")
+
+
+@needs_native
+@pytest.mark.parametrize("world,as_view,nap_rank", [(2, False, -1), (2, True, 1), (3, False, 2)])
+def test_resident_arena_gives_the_bits_of_the_fused_all_reduce(world, as_view, nap_rank):
+    results = run_workers(f"{HERE}:same_bits_worker", world, as_view, nap_rank, timeout=90)
+    for r in results:
+        assert r["resident"] and not r["ref_resident"], r
+        assert r["buckets"] >= 2, r
+        # step 0 runs before the bucket rebuild (no arena yet): steps 1-3 are the resident ones
+        assert all(r["same"]), r
+    # every chunk is reduced once, by one rank or another
+    assert [sum(c) for c in zip(*(r["reduced"] for r in results))] == \
+        [0] + [results[0]["chunks"]] * 3, results
+    if nap_rank >= 0:
+        # the late rank sleeps after publishing its first bucket: the others reduce it (and,
+        # claiming on, every chunk) while it sleeps. Timing-based, so once in three steps.
+        assert results[nap_rank]["chunks"] >= 2, results
+        assert any(r == 0 for r in results[nap_rank]["reduced"][1:]), results
+
+
+def fallback_worker(rank, world):
+    ddp = _ddp(True)
+    for step in range(3):
+        _grads(ddp, rank, step)
+    return ddp.reducer._resident is not None
+
+
+@pytest.mark.parametrize("env", [{"TB_SHM": "0"}, {"TB_NATIVE": "0"}])
+def test_without_shared_memory_or_native_module_the_arena_stays_private(env):
+    assert run_workers(f"{HERE}:fallback_worker", 2, timeout=90, env=env) == [False, False]
+
+
+def killed_worker(rank, world, victim):
+    ddp = _ddp(True, 0.5 if rank == victim else 0.0)
+    for step in range(2):  # step 1 uses the resident arena
+        _grads(ddp, rank, step)
+    assert ddp.reducer._resident is not None
+    if rank == victim:  # die in backward, after publishing the first bucket
+        def die(_module, _inputs, out):
+            out.register_hook(lambda g: os.kill(os.getpid(), signal.SIGKILL))
+        ddp.module[2].secs = 0.0
+        ddp.module[2].register_forward_hook(die)
+    t0 = time.monotonic()
+    try:
+        _grads(ddp, rank, 2)
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        return {"type": type(exc).__name__, "msg": str(exc), "secs": time.monotonic() - t0}
+    return {"type": None, "secs": time.monotonic() - t0}
+
+
+@needs_native
+def test_a_rank_killed_in_backward_is_named_by_the_survivor():
+    results = run_workers(f"{HERE}:killed_worker", 2, 1, timeout=60, group_timeout=30,
+                          raise_on_error=False)
+    obs = results[0].value
+    assert obs is not None and obs["type"] is not None, results[0].describe()
+    assert "rank 1" in obs["msg"] and "all_reduce" in obs["msg"], obs
+    assert obs["secs"] < 5, obs
+    assert not results[1].ok and results[1].exitcode == -signal.SIGKILL, results[1].describe()

@@ -1,26 +1,12 @@
 """The mpi backend's collective check as one MPI reduction, with small all_reduces inside it.
 
-Every collective on an mpi group is preceded (or accompanied) by an exchange of its fingerprint
-(``_fingerprint.py``: seq, kind, op, dtype, count, root). Done as an all-gather beside the
-collective it costs MPICH a second collective per call: about 3 us of the ~6 us an 8-byte
-all_reduce then took (issue 13 asks < 1 us). This module makes the exchange one MPI reduction
-instead, over a fixed-size message (``csrc/kernels/fingerprint.cpp`` has the layout and the C
-function MPI calls): the reduction marks the result when two ranks' fingerprints differ, and an
-all_reduce whose data fits the message's payload (:data:`PAYLOAD_BYTES`) travels *in* it, so
-that all_reduce is one persistent MPI collective, check included, and no second one.
-
-Why it stays safe:
-
-* Every collective of a group, whatever its kind or size, starts with the same MPI call (the
-  persistent all-reduce of one message on the group's private fingerprint communicator), so two
-  ranks that call different collectives still meet in it and both see the mismatch. Whether the
-  data rides in the message depends only on what the fingerprint holds (kind, op, dtype, count),
-  so ranks that agree on the fingerprint agree on the path.
-* After a mismatch every rank sees the same marked result; they then all-gather their
-  fingerprints once (on the control communicator) to name each rank's call, as before.
-* The mode is agreed when the group is made (every rank must have the native module and
-  ``TB_MPI_INLINE_CHECK`` on, and none ``TB_DISTRIBUTED_DEBUG=DETAIL``, whose call sites need
-  the all-gather); otherwise the group uses the all-gather for every collective.
+Every collective of an mpi group starts with one MPI reduction of a fixed-size check message
+(``csrc/kernels/fingerprint.cpp`` has the layout and the C function MPI calls) that marks the
+result when two ranks' fingerprints differ; an all_reduce whose data fits the message's payload
+travels *in* it, so that all_reduce is one persistent MPI collective, check included. Why this
+is safe (every collective meets in the same MPI call; the path depends only on the fingerprint;
+the mode is agreed when the group is made) and what it costs: docs/reliability.md, "Collective
+mismatches: the fingerprint".
 
 MPI_Op_create is called through ctypes on the MPI library mpi4py loaded (mpi4py can only wrap a
 Python function as an op, which would cost a Python call per reduction step); the C function's

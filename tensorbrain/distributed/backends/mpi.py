@@ -47,7 +47,7 @@ class MPIBackend(InlineCheck, base.Backend):
     (``Requests._start``); all_reduce's implementations are ``[inline, requests]``.
 
     Args:
-        store, rank, size, timeout, group_name: as :class:`~.base.Backend`.
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
         global_ranks: the group's ranks in COMM_WORLD; None for the world group.
     """
 

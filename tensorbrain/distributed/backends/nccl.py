@@ -55,7 +55,7 @@ class NCCLBackend(base.Backend):
     counts); every kind has one implementation, the NCCL group call.
 
     Args:
-        store, rank, size, timeout, group_name: as :class:`~.base.Backend`.
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
         global_ranks: the group's ranks in the world; None for the world group.
     """
 

@@ -17,13 +17,9 @@ involved; ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call si
 poisons the group: peers get an abort frame naming the failed rank, and every later op raises at
 once. Integer AVG is refused (as torch's Gloo does).
 
-The pipeline's first step for ``dist.all_reduce`` (:meth:`TCPBackend.fast_all_reduce`): a
-synchronous SUM or AVG of one contiguous host array, when every rank of the group shares this
-host, is one native shared-memory call (``ShmGroup.all_reduce_inplace``, which checks the array
-and the fingerprint in C++ and returns False, having done nothing, for what it does not take),
-run by the op queue as the general path would be (``OpQueue.run_inline``: same sequence number,
-same failure path). The general path costs about 7 us of Python per 8-byte call on a 2-core
-machine, this one about 2 (docs/architecture.md). ``TB_FASTPATH=0`` turns it off.
+The pipeline's first step for ``dist.all_reduce`` (:meth:`TCPBackend.fast_all_reduce`) is one
+native shared-memory call run by the op queue (``OpQueue.run_inline``), when every rank of the
+group shares this host; ``TB_FASTPATH=0`` turns it off (figures: docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -51,11 +47,7 @@ class TCPBackend(Backend):
     """Collectives over a socket mesh; see the module docstring and docs/distributed.md.
 
     Args:
-        store: a store private to this group (prefixed).
-        rank: this process's rank in the group.
-        size: the number of ranks in the group.
-        timeout: the group timeout in seconds.
-        group_name: the group's name, used in error messages.
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
         deadline: a monotonic deadline for the set-up; None for ``timeout`` from now.
     """
 

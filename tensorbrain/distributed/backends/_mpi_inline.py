@@ -26,7 +26,7 @@ from .. import _work
 from .._fingerprint import header_word
 from ..errors import DistBackendError
 from . import _staging
-from ._mpi_requests import (_FOLLOW_UP_S, _FP_SLOTS, _NAP_S, _NULL, _QUICK_POLLS, Requests,
+from ._mpi_requests import (_FOLLOW_UP_S, _FP_SLOTS, _NULL, _QUICK_POLLS, Requests,
                             loaded_libmpi)
 
 #: payload dtypes and ops in the C kernel's order (tb::kernels::DType / Op); float16 is left to
@@ -214,14 +214,7 @@ class InlineCheck(Requests):
             rows = np.zeros((self.size, len(mine)), np.int64)
             with self._guard or _NULL:
                 req = self._ctl.Iallgather(mine, rows)
-            gathered = False
-            while not gathered:
-                with self._guard or _NULL:
-                    gathered = req.Test()
-                if not gathered:
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(_NAP_S)
+            gathered = self._poll(req, deadline)
             if gathered:
                 check(rows)  # raises, naming every rank's call
             raise DistBackendError(

@@ -465,12 +465,9 @@ class Requests:
             return
         self._ctl.Send(np.zeros(1, np.uint8), 0, tag)
         verdict = np.zeros(self.size, np.int64)
-        req = self._ctl.Irecv(verdict, 0, tag)
-        while not req.Test():
-            if time.monotonic() > deadline + 5.0:
-                raise DistTimeoutError(f"monitored_barrier of group {self.group_name!r}: no verdict "
-                                       f"from rank 0 within {timeout + 5.0:g} s")
-            time.sleep(_NAP_S)
+        if not self._poll(self._ctl.Irecv(verdict, 0, tag), deadline + 5.0):
+            raise DistTimeoutError(f"monitored_barrier of group {self.group_name!r}: no verdict "
+                                   f"from rank 0 within {timeout + 5.0:g} s")
         if verdict[0]:
             raise DistTimeoutError(
                 f"monitored_barrier of group {self.group_name!r} failed: rank 0 reports rank(s) "
@@ -527,21 +524,25 @@ class Requests:
         self._fp_owner[slot] = None
         return slot
 
-    def _fp_wait(self, request, seq: int, slot: int) -> None:
-        """Poll an unowned, still-running fingerprint all-gather against the group timeout."""
-        deadline = time.monotonic() + self.timeout
+    def _poll(self, request, deadline: float) -> bool:
+        """Test ``request`` (under the guard) until it completes (True) or ``deadline`` passes."""
         while True:
             with self._guard or _NULL:
                 if request.Test():
-                    self._fp_busy[slot] = False
-                    return
+                    return True
             if time.monotonic() > deadline:
-                raise self._fail("collective fingerprint", seq, DistTimeoutError(
-                    f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on rank "
-                    f"{self.rank}: an earlier collective's exchange did not finish within the "
-                    f"group timeout of {self.timeout:g} s{self._silent_peers()}; the group is "
-                    "unusable"))
+                return False
             time.sleep(_NAP_S)
+
+    def _fp_wait(self, request, seq: int, slot: int) -> None:
+        """Poll an unowned, still-running fingerprint all-gather against the group timeout."""
+        if not self._poll(request, time.monotonic() + self.timeout):
+            raise self._fail("collective fingerprint", seq, DistTimeoutError(
+                f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on rank "
+                f"{self.rank}: an earlier collective's exchange did not finish within the "
+                f"group timeout of {self.timeout:g} s{self._silent_peers()}; the group is "
+                "unusable"))
+        self._fp_busy[slot] = False
 
     def _fp_check(self, op, seq, fp) -> None:
         words, rows, _, check, slot = fp

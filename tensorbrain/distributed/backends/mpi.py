@@ -443,12 +443,7 @@ class MPIBackend(InlineCheck, base.Backend):
         communicator with operations in flight, so the communicator is left to MPI_Finalize."""
         err = self._failure.abort()
         for work in list(self._pending):
-            self._pending.discard(work)
-            with self._settle_lock:
-                if not work._requests:
-                    continue
-                work._requests = ()
-            work._complete(None, err)
+            self._settle(work, exc=err)
 
 
 # ***** helpers *****

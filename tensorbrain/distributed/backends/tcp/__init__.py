@@ -36,7 +36,7 @@ from .._validate import per_row, row_bytes
 from ..base import Backend, Call, Capabilities, Impl, first_enabled
 from . import wire as W
 from .algorithms import SMALL_ALLGATHER, SMALL_ALLREDUCE, SMALL_BCAST, SocketAlgorithms
-from .mesh import Mesh, _host_identity, _iface_ip  # noqa: F401 - public names of this module
+from .mesh import Mesh, _iface_ip  # noqa: F401 - tcp._iface_ip (tests)
 from .p2p import PointToPoint
 
 K = W.KIND
@@ -62,8 +62,7 @@ class TCPBackend(Backend):
         super().__init__(store, rank, size, timeout, group_name)
         self._failure = FailureState(group_name, rank)
         self.mesh = Mesh(store, rank, size, self.timeout, group_name, deadline)
-        self.conns, self.hosts, self.local_ranks = (self.mesh.conns, self.mesh.hosts,
-                                                    self.mesh.local_ranks)
+        self.conns = self.mesh.conns
         self._engine = W.Engine(self.mesh)
         self._ops = OpQueue(f"tb-tcp-{group_name}-r{rank}", self._failure, self._engine.begin,
                             self._on_failure, self.timeout)
@@ -367,10 +366,6 @@ class TCPBackend(Backend):
         return self.p2p.batch_p2p(ops, async_op)
 
     # ***** lifetime *****
-    def peer_state(self, peer: int, settle: float = 0.0):
-        """What /proc says of a same-host peer (``Mesh.peer_state``)."""
-        return self.mesh.peer_state(peer, settle)
-
     def shutdown(self) -> None:
         """Finish queued ops, then release connections and threads."""
         if self._failure.closed:

@@ -136,7 +136,8 @@ def first_enabled(impls: Sequence[Impl], call: Call) -> Impl:
 
 class Backend(abc.ABC):
     """Base of all backends: the collectives as methods that build a :class:`Call` and run it
-    through :meth:`run`. A backend provides :meth:`implementations` and :meth:`execute`.
+    through :meth:`run`. A backend declares its implementation lists (``_impls``, returned by
+    :meth:`implementations`) and provides :meth:`execute`.
 
     Args:
         store: a store private to this group (prefixed).
@@ -158,9 +159,11 @@ class Backend(abc.ABC):
 
     #: how many store-based monitored_barriers ran (``_store_barrier``)
     _mb_seq = 0
-    # set by the backends: the group's failure state, and for those that attach or exchange
-    # their fingerprint (:meth:`_claim`) the collective counter and the fingerprint Verifier
+    # set by the backends: the group's failure state, its implementation lists, and for those
+    # that attach or exchange their fingerprint (:meth:`_claim`) the collective counter and the
+    # fingerprint Verifier
     _failure: FailureState
+    _impls: dict[str, list[Impl]]
     _seq: int
     _verify: Any
 
@@ -185,9 +188,10 @@ class Backend(abc.ABC):
         _validate.check(call, self)
         return self.execute(call, first_enabled(self.implementations()[call.kind], call))
 
-    @abc.abstractmethod
     def implementations(self) -> dict[str, list[Impl]]:
-        """Kind -> the implementations that can run it, in order of preference."""
+        """Kind -> the implementations that can run it, in order of preference: the
+        ``_impls`` the backend's constructor declared."""
+        return self._impls
 
     @abc.abstractmethod
     def execute(self, call: Call, impl: Impl) -> _work.Work:

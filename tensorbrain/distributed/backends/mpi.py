@@ -127,10 +127,6 @@ class MPIBackend(InlineCheck, base.Backend):
                                                       self._allreduce_inline))
 
     # ***** the pipeline: kind -> [inline, requests]; the fingerprint attached to the post *****
-    def implementations(self):
-        """Kind -> ``[inline, requests]`` for all_reduce, ``[requests]`` otherwise."""
-        return self._impls
-
     def execute(self, call, impl):
         """Claim the collective's sequence number, attach its fingerprint (to the next request
         posted, ``Requests._start``) and run ``impl``."""

@@ -99,10 +99,6 @@ class NCCLBackend(base.Backend):
         self._impls = {kind: [base.Impl("group call", None, run)] for kind, run in calls.items()}
 
     # ***** the pipeline: the fingerprint exchanged first, then one group call *****
-    def implementations(self):
-        """Kind -> ``[group call]``."""
-        return self._impls
-
     def execute(self, call, impl):
         """Claim the collective's sequence number, exchange and compare its fingerprint, check
         the arrays' device (:meth:`_check`), then run ``impl``."""

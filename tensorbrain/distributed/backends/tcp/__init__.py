@@ -83,11 +83,6 @@ class TCPBackend(Backend):
                          "all_to_all": self._prepare_all_to_all, "barrier": self._prepare_barrier}
 
     # ***** the pipeline: kind -> implementations, run on the op queue *****
-    def implementations(self):
-        """Kind -> its implementations in order: shared memory first (when this group has it
-        and it takes the call), then the socket algorithms by size."""
-        return self._impls
-
     def _declare(self) -> dict:
         """The lists, fixed for the group's life: what the group's shape decides (one rank;
         shared memory here, for every rank or not) is settled now, what the call decides

@@ -6,18 +6,11 @@ the ranks involved, never a silent wrong result. This module is the one place th
 collective's *fingerprint* is and how a mismatch is reported; backends only move it:
 
 * ``(seq, kind, op, dtype, count, root)`` packed into :data:`WORDS` int64 words (:func:`pack`).
-* Backends that frame their own messages carry it **in band** at no cost: the tcp backend's
-  frame header already holds kind, dtype, the byte count and the sequence number, and its tag
-  field holds :func:`wire_tag` (op and root) for collective frames; the receiver compares every
-  field before it reads a byte (``backends/tcp/wire.py``). The shared-memory transport writes the same
-  fields into its control blocks (``_shm/_layout.py``).
-* A backend that declares ``fingerprint = "attached"`` (mpi) or ``"exchanged"`` (nccl) gets its
-  collectives' words from :func:`of_call` and checks the all-gathered rows with a
-  :class:`Verifier`: the fingerprint travels with (mpi) or ahead of (nccl) each collective, and
-  every rank raises before the collective's Work reports success.
-
-``TB_DISTRIBUTED_DEBUG=DETAIL`` adds each rank's shapes and Python call site to what is compared
-(shapes) and reported (call sites).
+* How it travels is each backend's declaration (``Backend.fingerprint``): **in band** in the tcp
+  frames (:func:`wire_tag`) and shared-memory control blocks, **attached** (mpi) or
+  **exchanged** (nccl), both from :func:`of_call` and checked by a :class:`Verifier`
+  (docs/reliability.md, "Collective mismatches: the fingerprint", backend by backend).
+* ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds each rank's shapes and Python call site.
 
 >>> import numpy as np
 >>> a = pack(3, "all_reduce", [np.zeros(4, np.float32)], op="max")
@@ -280,13 +273,7 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
         src, out = call.inputs[0], call.outputs[0]
         count = ANY_COUNT
         pairs = ([k * per_row(src) for k in in_rows], [k * per_row(out) for k in out_rows])
-    if not detail and count is None and len(arrays) == 1:
-        a = arrays[0]
-        words = np.array((seq, header_word(family, call.op, a.dtype, call.root), a.size, 0),
-                         np.int64)
-    else:
-        words = pack(seq, family, arrays, op=call.op, root=call.root, count=count,
-                     detail=detail)
+    words = pack(seq, family, arrays, op=call.op, root=call.root, count=count, detail=detail)
     if pairs is not None:
         words[3] = balance(rank, size, *pairs)
     if detail:

@@ -151,13 +151,8 @@ for _name, _mod in (("mpi", "tensorbrain.distributed.backends.mpi"),
 del _name, _mod
 
 
-# ***** hooks for backends that bring their own launcher (mpi) *****
-# The mpi backend takes rank and size from MPI_COMM_WORLD (mpiexec), so it needs no store or
-# master address, and it maps new_group to an MPI communicator over the group's *global* ranks.
-# distributed_c10d can use two hooks for that: launcher_world(name) before any rendezvous (a
-# (rank, size) means "no store needed"), and create_backend(..., global_ranks=...) which passes
-# the global ranks to factories that take them. Without these hooks the mpi backend still works
-# through a store (env:// under mpiexec: rank and size from PMI_RANK/PMI_SIZE).
+# ***** hooks for backends that bring their own launcher (mpi: rank and size from mpiexec, no
+# store needed; new_group over the group's global ranks, passed by create_backend) *****
 _LAUNCHER_WORLD = {"mpi": "tensorbrain.distributed.backends.mpi:world_rank_size"}
 
 

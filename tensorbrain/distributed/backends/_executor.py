@@ -293,14 +293,7 @@ class _QueuedWork(_work.Work):
     _queue: OpQueue
 
     def wait(self, timeout: float | timedelta | None = None) -> bool:
-        """Block until the op finishes; raise its error (see ``_work.Work.wait``).
-
-        Args:
-            timeout: seconds (or a timedelta); None for the op's own deadline.
-
-        Raises:
-            KeyboardInterrupt: Ctrl-C while waiting; the group is then unusable.
-        """
+        """``Work.wait``; a Ctrl-C while waiting leaves the group unusable (``OpQueue.wait``)."""
         if self._done:
             return _work.Work.wait(self)
         return self._queue.wait(self, timeout)

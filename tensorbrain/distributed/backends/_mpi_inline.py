@@ -1,26 +1,12 @@
 """The mpi backend's collective check as one MPI reduction, with small all_reduces inside it.
 
-Every collective on an mpi group is preceded (or accompanied) by an exchange of its fingerprint
-(``_fingerprint.py``: seq, kind, op, dtype, count, root). Done as an all-gather beside the
-collective it costs MPICH a second collective per call: about 3 us of the ~6 us an 8-byte
-all_reduce then took (issue 13 asks < 1 us). This module makes the exchange one MPI reduction
-instead, over a fixed-size message (``csrc/kernels/fingerprint.cpp`` has the layout and the C
-function MPI calls): the reduction marks the result when two ranks' fingerprints differ, and an
-all_reduce whose data fits the message's payload (:data:`PAYLOAD_BYTES`) travels *in* it, so
-that all_reduce is one persistent MPI collective, check included, and no second one.
-
-Why it stays safe:
-
-* Every collective of a group, whatever its kind or size, starts with the same MPI call (the
-  persistent all-reduce of one message on the group's private fingerprint communicator), so two
-  ranks that call different collectives still meet in it and both see the mismatch. Whether the
-  data rides in the message depends only on what the fingerprint holds (kind, op, dtype, count),
-  so ranks that agree on the fingerprint agree on the path.
-* After a mismatch every rank sees the same marked result; they then all-gather their
-  fingerprints once (on the control communicator) to name each rank's call, as before.
-* The mode is agreed when the group is made (every rank must have the native module and
-  ``TB_MPI_INLINE_CHECK`` on, and none ``TB_DISTRIBUTED_DEBUG=DETAIL``, whose call sites need
-  the all-gather); otherwise the group uses the all-gather for every collective.
+Every collective of an mpi group starts with one MPI reduction of a fixed-size check message
+(``csrc/kernels/fingerprint.cpp`` has the layout and the C function MPI calls) that marks the
+result when two ranks' fingerprints differ; an all_reduce whose data fits the message's payload
+travels *in* it, so that all_reduce is one persistent MPI collective, check included. Why this
+is safe (every collective meets in the same MPI call; the path depends only on the fingerprint;
+the mode is agreed when the group is made) and what it costs: docs/reliability.md, "Collective
+mismatches: the fingerprint".
 
 MPI_Op_create is called through ctypes on the MPI library mpi4py loaded (mpi4py can only wrap a
 Python function as an op, which would cost a Python call per reduction step); the C function's
@@ -29,6 +15,7 @@ address comes from ``tensorbrain._C``.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +26,8 @@ from .. import _work
 from .._fingerprint import header_word
 from ..errors import DistBackendError
 from . import _staging
-from ._mpi_requests import _FOLLOW_UP_S, _FP_SLOTS, _NAP_S, _NULL, _QUICK_POLLS, loaded_libmpi
+from ._mpi_requests import (_FOLLOW_UP_S, _FP_SLOTS, _NULL, _QUICK_POLLS, Requests,
+                            loaded_libmpi)
 
 #: payload dtypes and ops in the C kernel's order (tb::kernels::DType / Op); float16 is left to
 #: the regular path, which rounds once at the end instead of after every partial sum
@@ -55,16 +43,6 @@ def why_unavailable(MPI) -> str | None:
     if not _config.get("TB_MPI_INLINE_CHECK"):
         return "TB_MPI_INLINE_CHECK=0"
     return _setup(MPI).get("why")
-
-
-def minmax_ops(MPI) -> dict | None:
-    """``{(dtype name, "min"/"max"): MPI.Op}`` with NumPy's NaN semantics for float32/float64
-    (``csrc/kernels/fingerprint.cpp``), or None without the native module. MPICH's own
-    MPI_MIN/MPI_MAX keep whichever operand a comparison with NaN favours, so ranks that reduce
-    in a different order disagree (nan on one, a number on another). Every rank of a group must
-    use the same op: the group agrees on it when it is made (``Requests._learn_peers``)."""
-    state = _setup(MPI)
-    return state.get("minmax")
 
 
 def _setup(MPI) -> dict:
@@ -84,6 +62,9 @@ def _setup(MPI) -> dict:
             _op_cache["dtypes"] = {name: i + 1 for i, name in enumerate(C.FP_DTYPES)
                                    if name not in _SKIP_DTYPES}
             _op_cache["ops"] = {name: i for i, name in enumerate(C.FP_OPS)}
+            # float MIN/MAX with NumPy's NaN semantics: MPICH's own keep whichever operand a
+            # comparison with NaN favours, so ranks reducing in another order disagree (every
+            # rank of a group must use the same op: InlineCheck._learn_peers agrees on it)
             _op_cache["minmax"] = {key: _create_op(MPI, address)
                                    for key, address in C.minmax_addresses().items()}
         except (OSError, AttributeError, RuntimeError) as exc:
@@ -160,53 +141,50 @@ def plain_control(words) -> int:
 _QUICK_POLLS_FP = 2 * _QUICK_POLLS  # as Requests._start polls a collective with a fingerprint
 
 
-class InlineCheck:
-    """The inline check's half of ``MPIBackend`` (a mixin beside ``Requests``): loading check
-    messages, the all_reduces that ride in them (all_reduce's ``inline`` implementation and
-    the pipeline's fast step), and the follow-up after a mismatch."""
+class InlineCheck(Requests):
+    """The inline check's half of ``MPIBackend`` (a mixin on ``Requests``): agreeing on the
+    check's mode, loading check messages, the all_reduces that ride in them (all_reduce's
+    ``inline`` implementation and the pipeline's fast step), and the follow-up after a
+    mismatch."""
 
-    # ***** required: MPIBackend's state and Requests' methods *****
-    _MPI: Any
-    _ctl: Any
-    rank: int
-    size: int
-    timeout: float
-    group_name: str
-    _failure: Any               # the group's FailureState
-    _collectives: int           # collectives posted (MPIBackend; _mpi_exit compares it)
-    _guard: Any
+    # ***** required: MPIBackend's state (Requests declares the rest) *****
     _seq: int                   # the group's collective counter
-    _fp_n: int
-    _fp_busy: list
-    _fp_msgs: list
-    _fp_inline: bool
     _fp_lean: bool              # inline mode, and any thread may call MPI (THREAD_MULTIPLE)
-    _fp_next: tuple | None
     _inline_max: int            # the largest all_reduce (bytes) that rides in a message
     _lean_plans: dict           # (dtype, op) -> (control word, post-scale) or ()
     _verify: Any                # the group's fingerprint Verifier
 
-    if TYPE_CHECKING:  # MPIBackend's and Requests' methods (declared only: they come later in the MRO)
+    if TYPE_CHECKING:  # MPIBackend's (declared only: it comes first in the MRO)
         def _reduction(self, dtype, op: str) -> tuple: ...
-        def _start(self, op, start, finish=None, async_op=True, status=None, args=(),
-                   result=None, seq=None) -> Any: ...
-        def _track(self, op, seq, requests, finish, async_op, status=None, fp=None,
-                   result=None) -> Any: ...
-        def _fp_take(self, slots, words) -> int: ...
-        def _fail(self, op: str, seq: int, exc: BaseException) -> BaseException: ...
-        def _silent_peers(self) -> str: ...
-        def _interrupted(self, op: str, seq: int, why: str = ...) -> None: ...
 
     # ***** what it gives *****
+    def _learn_peers(self) -> None:
+        """All-gather (pid, host key, the check mode) once, on the control communicator
+        (collective, like the Dup before it). MPI itself cannot say which rank a collective
+        waits for; /proc can say that a same-host rank is stopped (SIGSTOP, a debugger) or
+        gone, as on tcp."""
+        import hashlib
 
-    def _inline_wish(self) -> bool:
-        """Whether this rank can use the inline check (agreed with the others in
-        ``Requests._learn_peers``)."""
-        return why_unavailable(self._MPI) is None
-
-    def _minmax_ops(self) -> dict | None:
-        """The NaN-propagating float MIN/MAX ops, or None (agreed likewise)."""
-        return minmax_ops(self._MPI)
+        from .._liveness import host_id
+        key = int.from_bytes(hashlib.blake2b(host_id().encode(), digest_size=8).digest(),
+                             "little", signed=True)
+        # ... and how the group checks collectives (_mpi_inline): DETAIL must be the same on
+        # every rank, the inline check is used when every rank can use it
+        from .._fingerprint import detail_enabled
+        detail = detail_enabled()
+        inline = not detail and why_unavailable(self._MPI) is None
+        minmax = _setup(self._MPI).get("minmax")
+        self._peers = np.empty((self.size, 5), np.int64)
+        self._ctl.Allgather(np.array([os.getpid(), key, detail, inline, minmax is not None],
+                                     np.int64), self._peers)
+        if len(set(self._peers[:, 2].tolist())) > 1:
+            on = [j for j in range(self.size) if self._peers[j, 2]]
+            raise DistBackendError(
+                f"group {self.group_name!r}: TB_DISTRIBUTED_DEBUG=DETAIL is set on rank(s) {on} "
+                f"but not on the others; set it the same on every rank")
+        self._fp_inline = bool(self._peers[:, 3].all())
+        # NaN-propagating float MIN/MAX only when every rank has them (one op per collective)
+        self._minmax = minmax if self._peers[:, 4].all() else None
 
     def _fp_message(self, words, check, control, payload):
         """_fp_slot in inline mode: the check message's five words, and the payload."""
@@ -236,14 +214,7 @@ class InlineCheck:
             rows = np.zeros((self.size, len(mine)), np.int64)
             with self._guard or _NULL:
                 req = self._ctl.Iallgather(mine, rows)
-            gathered = False
-            while not gathered:
-                with self._guard or _NULL:
-                    gathered = req.Test()
-                if not gathered:
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(_NAP_S)
+            gathered = self._poll(req, deadline)
             if gathered:
                 check(rows)  # raises, naming every rank's call
             raise DistBackendError(
@@ -276,23 +247,17 @@ class InlineCheck:
         a = arrays[0]
         control = control_word(a.dtype, op)
         _, _, scale = self._reduction(a.dtype, op)  # the same argument checks as the MPI path
-        if type(a) is np.ndarray and a.flags.c_contiguous:
-            host, write_back = a, None
-        else:
-            host, write_back = _staging.stage(a)
+        host, write_back = _staging.stage(a)
         data = host.reshape(-1).data.cast("B")  # (a memoryview of shape (0, 3) cannot cast)
         msg = self._fp_msgs[self._fp_n % _FP_SLOTS][3]  # the slot _start will load
-        start, end = HEADER_BYTES, HEADER_BYTES + len(data)
+        end = HEADER_BYTES + len(data)
         fp = self._fp_next
         assert fp is not None  # allreduce takes this path only with a fingerprint attached
         self._fp_next = fp + (control, data)
 
         def finish():
-            data[:] = msg[start:end]
-            if scale is not None:
-                np.multiply(host, host.dtype.type(scale), out=host)
-            if write_back is not None:
-                write_back()
+            _unload(data, msg, end, host, scale)
+            write_back()
             return arrays
         return self._start("all_reduce", self._no_request, finish, call.async_op, seq=seq)
 
@@ -351,13 +316,9 @@ class InlineCheck:
                 if request.Test():
                     break
             else:  # a peer is late: poll against the group deadline (the general path's Work)
-                def finish():
-                    data[:] = raw[HEADER_BYTES:end]
-                    if scale is not None:
-                        np.multiply(a, a.dtype.type(scale), out=a)
-                    return arrays
                 self._fp_busy[slot] = True
-                return self._track("all_reduce", seq, MPI.REQUEST_NULL, finish, False,
+                return self._track("all_reduce", seq, MPI.REQUEST_NULL,
+                                   lambda: _unload(data, raw, end, a, scale, arrays), False,
                                    fp=(buf, words, request, check, slot))
         except MPI.Exception as exc:
             raise self._fail("all_reduce", seq, exc) from None
@@ -367,11 +328,17 @@ class InlineCheck:
             raise
         if view[4] & 1:  # the reduction marked a mismatch
             self._fp_mismatch("all_reduce", seq, words, check)
-        data[:] = raw[HEADER_BYTES:end]
-        if scale is not None:
-            np.multiply(a, a.dtype.type(scale), out=a)
+        _unload(data, raw, end, a, scale)
         return _work.completed("all_reduce", arrays, None, seq, self.group_name)
 
     def _no_request(self):
         return self._MPI.REQUEST_NULL
 
+
+def _unload(data, msg, end: int, host, scale, result=None):
+    """An inline all_reduce's result out of its check message ``msg`` into ``data`` (a byte
+    view of ``host``), scaled for avg; returns ``result``."""
+    data[:] = msg[HEADER_BYTES:end]
+    if scale is not None:
+        np.multiply(host, host.dtype.type(scale), out=host)
+    return result

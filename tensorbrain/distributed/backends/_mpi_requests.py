@@ -244,41 +244,12 @@ class Requests:
     #: the fingerprint ``(words, check)`` the next posted collective carries (MPIBackend.execute)
     _fp_next: tuple | None = None
 
-    if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (declared only)
-        def _inline_wish(self) -> bool: ...
-        def _minmax_ops(self) -> dict | None: ...
+    if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (it subclasses this; declared only)
         def _fp_message(self, words, check, control, payload) -> tuple: ...
         def _fp_mismatch(self, op, seq, words, check) -> None: ...
 
     # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
     # ***** who is who: a timeout names a same-host rank that is stopped or dead *****
-    def _learn_peers(self) -> None:
-        """All-gather (pid, host key) once, on the control communicator (collective, like the
-        Dup before it). MPI itself cannot say which rank a collective waits for; /proc can say
-        that a same-host rank is stopped (SIGSTOP, a debugger) or gone, as on tcp."""
-        import hashlib
-
-        from .._liveness import host_id
-        key = int.from_bytes(hashlib.blake2b(host_id().encode(), digest_size=8).digest(),
-                             "little", signed=True)
-        # ... and how the group checks collectives (_mpi_inline): DETAIL must be the same on
-        # every rank, the inline check is used when every rank can use it
-        from .._fingerprint import detail_enabled
-        detail = detail_enabled()
-        inline = not detail and self._inline_wish()
-        minmax = self._minmax_ops() is not None
-        self._peers = np.empty((self.size, 5), np.int64)
-        self._ctl.Allgather(np.array([os.getpid(), key, detail, inline, minmax], np.int64),
-                            self._peers)
-        if len(set(self._peers[:, 2].tolist())) > 1:
-            on = [j for j in range(self.size) if self._peers[j, 2]]
-            raise DistBackendError(
-                f"group {self.group_name!r}: TB_DISTRIBUTED_DEBUG=DETAIL is set on rank(s) {on} "
-                f"but not on the others; set it the same on every rank")
-        self._fp_inline = bool(self._peers[:, 3].all())
-        # NaN-propagating float MIN/MAX only when every rank has them (one op per collective)
-        self._minmax = self._minmax_ops() if self._peers[:, 4].all() else None
-
     def _silent_peers(self) -> str:
         """'; rank 2 is stopped (...)' for the same-host ranks /proc says are not running."""
         from .._liveness import proc_state
@@ -494,12 +465,9 @@ class Requests:
             return
         self._ctl.Send(np.zeros(1, np.uint8), 0, tag)
         verdict = np.zeros(self.size, np.int64)
-        req = self._ctl.Irecv(verdict, 0, tag)
-        while not req.Test():
-            if time.monotonic() > deadline + 5.0:
-                raise DistTimeoutError(f"monitored_barrier of group {self.group_name!r}: no verdict "
-                                       f"from rank 0 within {timeout + 5.0:g} s")
-            time.sleep(_NAP_S)
+        if not self._poll(self._ctl.Irecv(verdict, 0, tag), deadline + 5.0):
+            raise DistTimeoutError(f"monitored_barrier of group {self.group_name!r}: no verdict "
+                                   f"from rank 0 within {timeout + 5.0:g} s")
         if verdict[0]:
             raise DistTimeoutError(
                 f"monitored_barrier of group {self.group_name!r} failed: rank 0 reports rank(s) "
@@ -556,21 +524,25 @@ class Requests:
         self._fp_owner[slot] = None
         return slot
 
-    def _fp_wait(self, request, seq: int, slot: int) -> None:
-        """Poll an unowned, still-running fingerprint all-gather against the group timeout."""
-        deadline = time.monotonic() + self.timeout
+    def _poll(self, request, deadline: float) -> bool:
+        """Test ``request`` (under the guard) until it completes (True) or ``deadline`` passes."""
         while True:
             with self._guard or _NULL:
                 if request.Test():
-                    self._fp_busy[slot] = False
-                    return
+                    return True
             if time.monotonic() > deadline:
-                raise self._fail("collective fingerprint", seq, DistTimeoutError(
-                    f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on rank "
-                    f"{self.rank}: an earlier collective's exchange did not finish within the "
-                    f"group timeout of {self.timeout:g} s{self._silent_peers()}; the group is "
-                    "unusable"))
+                return False
             time.sleep(_NAP_S)
+
+    def _fp_wait(self, request, seq: int, slot: int) -> None:
+        """Poll an unowned, still-running fingerprint all-gather against the group timeout."""
+        if not self._poll(request, time.monotonic() + self.timeout):
+            raise self._fail("collective fingerprint", seq, DistTimeoutError(
+                f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on rank "
+                f"{self.rank}: an earlier collective's exchange did not finish within the "
+                f"group timeout of {self.timeout:g} s{self._silent_peers()}; the group is "
+                "unusable"))
+        self._fp_busy[slot] = False
 
     def _fp_check(self, op, seq, fp) -> None:
         words, rows, _, check, slot = fp

@@ -65,14 +65,10 @@ def stage_in(array: Array) -> np.ndarray:
         array: a NumPy or CuPy array.
 
     Returns:
-        numpy.ndarray: ``array`` itself when it already is contiguous on the host, else a copy.
+        numpy.ndarray: ``array`` itself when it already is contiguous on the host, else a copy
+        (:func:`stage`'s host buffer).
     """
-    if isinstance(array, np.ndarray) and array.flags.c_contiguous:
-        return array
-    from ... import _xp
-    if _xp.is_cupy_array(array):
-        _xp.cupy().cuda.get_current_stream().synchronize()
-    return np.ascontiguousarray(_xp.to_numpy(array))
+    return stage(array)[0]
 
 
 def finisher(staged: Iterable[tuple[np.ndarray, Finish]]) -> Finish | None:

@@ -214,14 +214,12 @@ def rows_of(array: Array) -> int:
 
 
 def row_bytes(array: Array) -> int:
-    """Bytes in one row (dim 0 entry) of ``array``; a 0-d array counts as one row.
+    """Bytes in one row (:func:`per_row` elements) of ``array``.
 
     Args:
         array: a NumPy or CuPy array.
     """
-    if array.ndim == 0:
-        return int(array.itemsize)
-    return int(np.prod(array.shape[1:], dtype=np.int64)) * int(array.itemsize)
+    return per_row(array) * int(array.itemsize)
 
 
 def not_self(what: str, peer: int | None, rank: int) -> None:

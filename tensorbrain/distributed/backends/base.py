@@ -3,20 +3,11 @@
 A backend moves bytes for ONE process group. The process-group layer
 (``tensorbrain/distributed/_collectives.py``) unwraps Tensors to their arrays (``numpy`` or
 ``cupy``) and calls the methods below, named after the MPI operations; backends never see a
-Tensor. Every collective goes through one pipeline (docs/architecture.md draws it):
-
-1. **described once**: the method builds a :class:`Call` (kind, inputs, outputs, op, root,
-   splits);
-2. **checked once**: ``_validate.check`` against the backend's :class:`Capabilities` (the one
-   wording of every argument error);
-3. **numbered and fingerprinted once**: the backend's executor gives it the group's next
-   sequence number and carries its fingerprint (``_fingerprint.py``) the way the backend
-   declares in :attr:`Backend.fingerprint`: ``"in band"`` (tcp: in its frames and shared-memory
-   control blocks), ``"attached"`` (mpi: all-gathered beside the collective) or ``"exchanged"``
-   (nccl: all-gathered before it is launched);
-4. **run by the first enabled implementation** of the backend's list for that kind
-   (:meth:`Backend.implementations`, Horovod's OperationManager): tcp ``[shared memory, sockets
-   direct, sockets ring]``, mpi ``[inline, requests]``, nccl ``[group call]``.
+Tensor. Every collective goes through one pipeline: described once (a :class:`Call`), checked
+once (``_validate.check`` against :class:`Capabilities`), numbered and fingerprinted once by the
+backend's executor as :attr:`Backend.fingerprint` declares (``"in band"``, ``"attached"``,
+``"exchanged"``), then run by the first enabled implementation of its kind
+(:meth:`Backend.implementations`); docs/architecture.md draws it, file by file.
 
 What each collective does, its arguments and ``async_op`` are documented once, on the public
 function in ``tensorbrain.distributed`` (``dist.all_reduce`` ...); the methods here take the same
@@ -145,7 +136,8 @@ def first_enabled(impls: Sequence[Impl], call: Call) -> Impl:
 
 class Backend(abc.ABC):
     """Base of all backends: the collectives as methods that build a :class:`Call` and run it
-    through :meth:`run`. A backend provides :meth:`implementations` and :meth:`execute`.
+    through :meth:`run`. A backend declares its implementation lists (``_impls``, returned by
+    :meth:`implementations`) and provides :meth:`execute`.
 
     Args:
         store: a store private to this group (prefixed).
@@ -167,9 +159,11 @@ class Backend(abc.ABC):
 
     #: how many store-based monitored_barriers ran (``_store_barrier``)
     _mb_seq = 0
-    # set by the backends: the group's failure state, and for those that attach or exchange
-    # their fingerprint (:meth:`_claim`) the collective counter and the fingerprint Verifier
+    # set by the backends: the group's failure state, its implementation lists, and for those
+    # that attach or exchange their fingerprint (:meth:`_claim`) the collective counter and the
+    # fingerprint Verifier
     _failure: FailureState
+    _impls: dict[str, list[Impl]]
     _seq: int
     _verify: Any
 
@@ -194,9 +188,10 @@ class Backend(abc.ABC):
         _validate.check(call, self)
         return self.execute(call, first_enabled(self.implementations()[call.kind], call))
 
-    @abc.abstractmethod
     def implementations(self) -> dict[str, list[Impl]]:
-        """Kind -> the implementations that can run it, in order of preference."""
+        """Kind -> the implementations that can run it, in order of preference: the
+        ``_impls`` the backend's constructor declared."""
+        return self._impls
 
     @abc.abstractmethod
     def execute(self, call: Call, impl: Impl) -> _work.Work:

@@ -8,34 +8,10 @@ Run under an MPI launcher; rank and size come from MPI, so no store or master ad
 ``mpiexec``. mpi4py is imported here only, when a group first uses this backend, never at
 ``import tensorbrain``.
 
-How the operations map (``op`` names from ``_validate.REDUCE_OPS``)
-
-=====================  ==========================================================
-``allreduce``          ``Iallreduce(MPI.IN_PLACE, buf, op)``
-``broadcast``          ``Ibcast(buf, root)``
-``reduce``             ``Ireduce(MPI.IN_PLACE, buf, op, root)`` on the root
-``allgather(_into)``   ``Iallgather``
-``gather``/``scatter`` ``Igather`` / ``Iscatter``
-``reduce_scatter``     ``Ireduce_scatter_block``
-``alltoall(_single)``  ``Ialltoall``, or ``Ialltoallv`` for uneven splits
-``barrier``            ``Ibarrier``
-``send``/``recv``      ``Isend`` / ``Irecv`` (``src=None`` is ``MPI.ANY_SOURCE``)
-sum/prod/min/max       ``MPI.SUM/PROD/MIN/MAX``; band/bor/bxor ``MPI.BAND/BOR/BXOR``
-float min/max          NaN-propagating user ops from ``tensorbrain._C`` (``_mpi_inline``)
-bool arrays            sum/max/bor -> ``MPI.LOR``, prod/min/band -> ``MPI.LAND``, bxor -> ``MPI.LXOR``
-avg                    ``MPI.SUM``, then divided by the group size (floats only)
-float16 reductions     reduced in float32, rounded to float16 once at the end
-=====================  ==========================================================
-
-Every call is non-blocking and polled against the group deadline (``_mpi_requests``).
-
-Failure behaviour: an MPI error raises `DistBackendError` carrying MPI's own error string, and
-poisons the group. A rank whose Python program dies with an uncaught exception calls
-``MPI_Abort`` (we install a ``sys.excepthook`` when the backend starts; ``TB_MPI_ABORT_ON_ERROR=0``
-turns it off), so ``mpiexec`` ends every rank at once instead of leaving the others waiting
-forever in a collective; a rank killed by a signal is seen by ``mpiexec``, which ends the job.
-MPI cannot cancel a started collective: after a timeout the group is unusable, and the job
-should exit (which the excepthook turns into a clean ``MPI_Abort``).
+Every collective is one non-blocking MPI call polled against the group deadline
+(``_mpi_requests``); which call each op is, how reduce ops and dtypes map, and what a failure does
+(an uncaught exception calls ``MPI_Abort``, ``TB_MPI_ABORT_ON_ERROR=0`` turns that off; MPI cannot
+cancel a started collective, so after a timeout the group is unusable) are in docs/mpi.md.
 
 >>> from tensorbrain.distributed.backends import mpi
 >>> mpi.is_available() == (mpi.why_unavailable() is None)   # does not start MPI
@@ -54,7 +30,7 @@ from . import _mpi_inline, _staging, _validate, base
 from . import _mpi_exit
 from ._mpi_inline import InlineCheck
 from ._executor import FailureState
-from ._mpi_requests import (_FP_SLOTS, _NAP_S, Requests, _install_abort_hook, _mpi,  # noqa: F401
+from ._mpi_requests import (_FP_SLOTS, _NAP_S, _install_abort_hook, _mpi,  # noqa: F401
                             cuda_aware, is_available, why_unavailable, world_rank_size)
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
@@ -62,7 +38,7 @@ _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64",
                         "uint16", "uint32", "uint64", "bool"})
 
 
-class MPIBackend(InlineCheck, Requests, base.Backend):
+class MPIBackend(InlineCheck, base.Backend):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
     ``Create_group`` for ``new_group``). See the module docstring for the op mapping.
 
@@ -71,11 +47,7 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
     (``Requests._start``); all_reduce's implementations are ``[inline, requests]``.
 
     Args:
-        store: a store private to this group (prefixed).
-        rank: this process's rank in the group.
-        size: the number of ranks in the group.
-        timeout: the group timeout in seconds.
-        group_name: the group's name, used in error messages.
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
         global_ranks: the group's ranks in COMM_WORLD; None for the world group.
     """
 
@@ -155,10 +127,6 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
                                                       self._allreduce_inline))
 
     # ***** the pipeline: kind -> [inline, requests]; the fingerprint attached to the post *****
-    def implementations(self):
-        """Kind -> ``[inline, requests]`` for all_reduce, ``[requests]`` otherwise."""
-        return self._impls
-
     def execute(self, call, impl):
         """Claim the collective's sequence number, attach its fingerprint (to the next request
         posted, ``Requests._start``) and run ``impl``."""
@@ -192,10 +160,8 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         return _staging.stage(array, copy_in=copy_in)
 
     def _input(self, array):
-        if _xp.is_cupy_array(array) and array.flags.c_contiguous and cuda_aware():
-            _xp.cupy().cuda.get_current_stream().synchronize()
-            return array
-        return _staging.stage_in(array)
+        """The buffer MPI reads an input from (``_buffer`` without the copy-back)."""
+        return self._buffer(array)[0]
 
     def _reduction(self, dtype, op: str):
         """``(MPI op, dtype MPI reduces in, post-scale)`` for a reduction of ``dtype`` by ``op``
@@ -473,12 +439,7 @@ class MPIBackend(InlineCheck, Requests, base.Backend):
         communicator with operations in flight, so the communicator is left to MPI_Finalize."""
         err = self._failure.abort()
         for work in list(self._pending):
-            self._pending.discard(work)
-            with self._settle_lock:
-                if not work._requests:
-                    continue
-                work._requests = ()
-            work._complete(None, err)
+            self._settle(work, exc=err)
 
 
 # ***** helpers *****

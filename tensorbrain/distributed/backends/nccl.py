@@ -8,27 +8,8 @@ Use it with one GPU per process, chosen before the group is made::
 NCCL itself is opened at run time by ``tensorbrain._C.nccl`` (``csrc/nccl/nccl.cpp``), from
 ``TB_NCCL_LIBRARY``, the ``nvidia-nccl-cu12`` wheel or the system path (see ``_nccl_lib``).
 
-How it works
-------------
-* Setup (collective): rank 0 makes an NCCL unique id (128 bytes) and puts it in the group's
-  store under ``nccl/uid``; every rank reads it and calls ``ncclCommInitRank`` on its current
-  device. Each group (``new_group``) has its own store prefix, so its own id and communicator.
-* Stream order, as torch's ProcessGroupNCCL: each op records an event on the caller's current
-  (compute) stream and makes the backend's communication stream wait for it, so NCCL reads the
-  inputs only after the kernels that produce them; it launches on the communication stream and
-  records a "done" event there. ``Work.wait()`` makes the caller's current stream wait for that
-  event (the host does not block), so later kernels see the result; ``wait(timeout=s)`` also
-  blocks the host until the op finishes. The arrays an op uses are kept alive by its Work until
-  the done event fires, so CuPy's memory pool cannot hand them out while NCCL still writes.
-* all_reduce/broadcast/reduce/all_gather/reduce_scatter are single NCCL calls; all_to_all,
-  scatter, gather, batched send/recv are ncclSend/ncclRecv pairs inside ncclGroupStart/End.
-  Data-movement ops move int8 bytes (any dtype); reductions use NCCL's types (float16,
-  bfloat16, float32/64, int8/32/64, uint8/32/64; ncclAvg for AVG). bool reduces as uint8
-  (sum/max = or, prod/min = and). NCCL has no bitwise reductions: band/bor/bxor raise.
-* The watchdog thread polls every pending op: a done event completes its Work; an error that
-  ``ncclCommGetAsyncError`` reports, or an op still running after the group timeout, aborts the
-  communicator (``ncclCommAbort`` makes NCCL's kernels return, so no stream stays blocked) and
-  fails every pending Work with `DistBackendError` / `DistTimeoutError`; later ops raise at once.
+How it works (set-up through the store, stream order as torch's ProcessGroupNCCL, which ops are
+single NCCL calls and which ncclSend/ncclRecv groups, the watchdog) is in docs/nccl.md.
 
 Without a GPU, ``is_available()`` is False and ``why_unavailable()`` says which part is missing
 (the binding, the NCCL library, CuPy or a GPU); creating the backend raises that reason.
@@ -74,11 +55,7 @@ class NCCLBackend(base.Backend):
     counts); every kind has one implementation, the NCCL group call.
 
     Args:
-        store: a store private to this group (prefixed).
-        rank: this process's rank in the group.
-        size: the number of ranks in the group.
-        timeout: the group timeout in seconds.
-        group_name: the group's name, used in error messages.
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
         global_ranks: the group's ranks in the world; None for the world group.
     """
 
@@ -122,16 +99,16 @@ class NCCLBackend(base.Backend):
         self._impls = {kind: [base.Impl("group call", None, run)] for kind, run in calls.items()}
 
     # ***** the pipeline: the fingerprint exchanged first, then one group call *****
-    def implementations(self):
-        """Kind -> ``[group call]``."""
-        return self._impls
-
     def execute(self, call, impl):
-        """Claim the collective's sequence number, exchange and compare its fingerprint, then
-        run ``impl``."""
+        """Claim the collective's sequence number, exchange and compare its fingerprint, check
+        the arrays' device (:meth:`_check`), then run ``impl``."""
         seq, words = self._claim(call)
         if words is not None:
             self._verify(self._exchange(words, seq))
+        kind, ins, outs = call.kind, call.inputs, call.outputs
+        self._check(kind, *(ins if kind in ("all_reduce", "broadcast", "reduce") else
+                            [*ins, *outs] if kind in ("all_gather", "all_gather_into_tensor",
+                                                      "gather") else [*outs, *ins]))
         return impl.run(call, seq)
 
     def _runtime(self, store):
@@ -267,7 +244,6 @@ class NCCLBackend(base.Backend):
     # ***** collectives: one group call each (the "group call" implementations) *****
     def _allreduce(self, call, seq):
         arrays, op = call.inputs, call.op
-        self._check("all_reduce", *arrays)
         plans = []
         for a in arrays:
             dt, red = self._reduce_args(a.dtype, op)
@@ -278,13 +254,11 @@ class NCCLBackend(base.Backend):
                                                                  dt, red, s)
                  for b, _, dt, red in plans]
         body = calls[0] if len(calls) == 1 else self._group(calls)
-        backs = [back for _, back, _, _ in plans if back is not None]
         return self._launch("all_reduce", body, (arrays, plans), arrays, call.async_op,
-                            after=(lambda: [f() for f in backs]) if backs else None, seq=seq)
+                            after=_each(back for _, back, _, _ in plans), seq=seq)
 
     def _broadcast(self, call, seq):
         array, root = call.inputs[0], call.root
-        self._check("broadcast", array)
         buf, back = self._contiguous(array)
         comm = self.comm
         return self._launch("broadcast", lambda s: comm.broadcast(
@@ -293,7 +267,6 @@ class NCCLBackend(base.Backend):
 
     def _reduce(self, call, seq):
         array, root, op = call.inputs[0], call.root, call.op
-        self._check("reduce", array)
         dt, red = self._reduce_args(array.dtype, op)
         buf, back = self._contiguous(array)
         comm = self.comm
@@ -303,7 +276,6 @@ class NCCLBackend(base.Backend):
 
     def _allgather(self, call, seq):
         outputs, input = call.outputs, call.inputs[0]
-        self._check("all_gather", input, *outputs)
         send, _ = self._contiguous(input)
         cp, comm = self._cp, self.comm
         with self.stream:
@@ -318,7 +290,6 @@ class NCCLBackend(base.Backend):
 
     def _allgather_into(self, call, seq):
         output, input = call.outputs[0], call.inputs[0]
-        self._check("all_gather_into_tensor", input, output)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
         comm = self.comm
@@ -328,7 +299,6 @@ class NCCLBackend(base.Backend):
 
     def _gather(self, call, seq):
         outputs, input, root, async_op = call.outputs, call.inputs[0], call.root, call.async_op
-        self._check("gather", input, *outputs)
         send, _ = self._contiguous(input)
         comm = self.comm
         if self.rank != root:
@@ -339,14 +309,11 @@ class NCCLBackend(base.Backend):
         calls = [partial(_copy, buf, send) if peer == self.rank else
                  partial(comm.recv, buf.data.ptr, buf.nbytes, _INT8, peer)
                  for peer, (buf, _) in enumerate(recvs)]
-        backs = [b for _, b in recvs if b is not None]
         return self._launch("gather", self._group(calls), (input, send, outputs, recvs), outputs,
-                            async_op, after=(lambda: [f() for f in backs]) if backs else None,
-                            seq=seq)
+                            async_op, after=_each(b for _, b in recvs), seq=seq)
 
     def _scatter(self, call, seq):
         output, inputs, root, async_op = call.outputs[0], call.inputs, call.root, call.async_op
-        self._check("scatter", output, *inputs)
         recv, back = self._contiguous(output)
         comm = self.comm
         if self.rank != root:
@@ -362,7 +329,6 @@ class NCCLBackend(base.Backend):
 
     def _reduce_scatter(self, call, seq):
         output, inputs = call.outputs[0], call.inputs
-        self._check(call.kind, output, *inputs)
         if call.kind == "reduce_scatter":
             with self.stream:
                 packed = self._cp.stack([x.reshape(output.shape) for x in inputs])
@@ -377,7 +343,6 @@ class NCCLBackend(base.Backend):
 
     def _alltoall(self, call, seq):
         outputs, inputs = call.outputs, call.inputs
-        self._check("all_to_all", *outputs, *inputs)
         sends = [self._contiguous(x)[0] for x in inputs]
         recvs = [self._contiguous(o) for o in outputs]
         comm = self.comm
@@ -389,14 +354,11 @@ class NCCLBackend(base.Backend):
                 continue
             calls.append(partial(comm.send, send.data.ptr, send.nbytes, _INT8, peer))
             calls.append(partial(comm.recv, recv.data.ptr, recv.nbytes, _INT8, peer))
-        backs = [b for _, b in recvs if b is not None]
         return self._launch("all_to_all", self._group(calls), (inputs, sends, outputs, recvs),
-                            outputs, call.async_op,
-                            after=(lambda: [f() for f in backs]) if backs else None, seq=seq)
+                            outputs, call.async_op, after=_each(b for _, b in recvs), seq=seq)
 
     def _alltoall_single(self, call, seq):
         output, input = call.outputs[0], call.inputs[0]
-        self._check("all_to_all_single", output, input)
         send, _ = self._contiguous(input)
         recv, back = self._contiguous(output)
         out_rows, in_rows = call.rows
@@ -418,7 +380,6 @@ class NCCLBackend(base.Backend):
     def _barrier(self, call, seq):
         """An all_reduce of one int32 on the device (as torch's NCCL barrier); waiting on it
         blocks the host until every rank's barrier finished."""
-        self._check("barrier")
         with self.device:
             token = self._cp.zeros(1, self._cp.int32)
         comm = self.comm
@@ -435,7 +396,6 @@ class NCCLBackend(base.Backend):
         self._check("send", array)
         buf, _ = self._contiguous(array)
         comm = self.comm
-        # NCCL has no tags: messages between two ranks match in issue order (as torch's NCCL).
         return self._launch("send", lambda s: comm.send(buf.data.ptr, buf.nbytes, _INT8, dst, s),
                             (array, buf), None, async_op)
 
@@ -463,10 +423,9 @@ class NCCLBackend(base.Backend):
                 calls.append(lambda s, b=buf, p=peer: comm.send(b.data.ptr, b.nbytes, _INT8, p, s))
             else:
                 calls.append(lambda s, b=buf, p=peer: comm.recv(b.data.ptr, b.nbytes, _INT8, p, s))
-                if back is not None:
-                    backs.append(back)
+                backs.append(back)
         return self._launch("batch_isend_irecv", self._group(calls), keep, None, async_op,
-                            after=(lambda: [f() for f in backs]) if backs else None)
+                            after=_each(backs))
 
     # ***** lifetime *****
     def shutdown(self) -> None:
@@ -489,6 +448,12 @@ class NCCLBackend(base.Backend):
         """Fail pending ops at once and close everything."""
         self.watchdog.fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self.watchdog.stop(join=False)
+
+
+def _each(finishes):
+    """One ``after`` running every copy-back of ``finishes`` that is not None (None: none)."""
+    backs = [f for f in finishes if f is not None]
+    return (lambda: [f() for f in backs]) if backs else None
 
 
 def _copy(dst, src, stream=None) -> None:

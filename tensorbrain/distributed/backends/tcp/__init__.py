@@ -17,13 +17,9 @@ involved; ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call si
 poisons the group: peers get an abort frame naming the failed rank, and every later op raises at
 once. Integer AVG is refused (as torch's Gloo does).
 
-The pipeline's first step for ``dist.all_reduce`` (:meth:`TCPBackend.fast_all_reduce`): a
-synchronous SUM or AVG of one contiguous host array, when every rank of the group shares this
-host, is one native shared-memory call (``ShmGroup.all_reduce_inplace``, which checks the array
-and the fingerprint in C++ and returns False, having done nothing, for what it does not take),
-run by the op queue as the general path would be (``OpQueue.run_inline``: same sequence number,
-same failure path). The general path costs about 7 us of Python per 8-byte call on a 2-core
-machine, this one about 2 (docs/architecture.md). ``TB_FASTPATH=0`` turns it off.
+The pipeline's first step for ``dist.all_reduce`` (:meth:`TCPBackend.fast_all_reduce`) is one
+native shared-memory call run by the op queue (``OpQueue.run_inline``), when every rank of the
+group shares this host; ``TB_FASTPATH=0`` turns it off (figures: docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -40,7 +36,7 @@ from .._validate import per_row, row_bytes
 from ..base import Backend, Call, Capabilities, Impl, first_enabled
 from . import wire as W
 from .algorithms import SMALL_ALLGATHER, SMALL_ALLREDUCE, SMALL_BCAST, SocketAlgorithms
-from .mesh import Mesh, _host_identity, _iface_ip  # noqa: F401 - public names of this module
+from .mesh import Mesh, _iface_ip  # noqa: F401 - tcp._iface_ip (tests)
 from .p2p import PointToPoint
 
 K = W.KIND
@@ -51,11 +47,7 @@ class TCPBackend(Backend):
     """Collectives over a socket mesh; see the module docstring and docs/distributed.md.
 
     Args:
-        store: a store private to this group (prefixed).
-        rank: this process's rank in the group.
-        size: the number of ranks in the group.
-        timeout: the group timeout in seconds.
-        group_name: the group's name, used in error messages.
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
         deadline: a monotonic deadline for the set-up; None for ``timeout`` from now.
     """
 
@@ -70,8 +62,7 @@ class TCPBackend(Backend):
         super().__init__(store, rank, size, timeout, group_name)
         self._failure = FailureState(group_name, rank)
         self.mesh = Mesh(store, rank, size, self.timeout, group_name, deadline)
-        self.conns, self.hosts, self.local_ranks = (self.mesh.conns, self.mesh.hosts,
-                                                    self.mesh.local_ranks)
+        self.conns = self.mesh.conns
         self._engine = W.Engine(self.mesh)
         self._ops = OpQueue(f"tb-tcp-{group_name}-r{rank}", self._failure, self._engine.begin,
                             self._on_failure, self.timeout)
@@ -92,11 +83,6 @@ class TCPBackend(Backend):
                          "all_to_all": self._prepare_all_to_all, "barrier": self._prepare_barrier}
 
     # ***** the pipeline: kind -> implementations, run on the op queue *****
-    def implementations(self):
-        """Kind -> its implementations in order: shared memory first (when this group has it
-        and it takes the call), then the socket algorithms by size."""
-        return self._impls
-
     def _declare(self) -> dict:
         """The lists, fixed for the group's life: what the group's shape decides (one rank;
         shared memory here, for every rank or not) is settled now, what the call decides
@@ -384,10 +370,6 @@ class TCPBackend(Backend):
         return self.p2p.batch_p2p(ops, async_op)
 
     # ***** lifetime *****
-    def peer_state(self, peer: int, settle: float = 0.0):
-        """What /proc says of a same-host peer (``Mesh.peer_state``)."""
-        return self.mesh.peer_state(peer, settle)
-
     def shutdown(self) -> None:
         """Finish queued ops, then release connections and threads."""
         if self._failure.closed:

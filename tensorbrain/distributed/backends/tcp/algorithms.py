@@ -3,20 +3,10 @@ component of ``TCPBackend``).
 
 Each method runs one collective on contiguous host arrays through the progress engine
 (``wire.Engine``): it posts the sends and receives of every round, then ``run()`` progresses them
-together. Which algorithm a size takes, and why, is in docs/distributed.md (the measured
-crossovers); the thresholds are the constants below, and the backend's implementation lists
-(``sockets direct`` / ``sockets ring``, ``tree`` / ``chain``) choose by them.
-
-* all_reduce: a direct exchange (one round, each rank reduces the n contributions in rank order,
-  so every rank gets the same bits) up to ``SMALL_ALLREDUCE`` bytes sent per rank; above, a
-  pipelined ring reduce-scatter + all-gather cut in ``SEGMENT``-byte frames.
-* broadcast / reduce: binomial tree up to ``SMALL_BCAST``, pipelined chain above.
-* all_gather / reduce_scatter: direct up to ``SMALL_ALLGATHER``, ring above.
-* gather / scatter: direct to/from the root; all_to_all: pairwise; barrier: dissemination.
-
-float16: the direct path accumulates in float32 and rounds once; ring and chain round after each
-addition (the wire carries float16, as Gloo's does). AVG on float16 divides each contribution by
-n before the sum, so an average that fits in float16 never overflows on the way.
+together. Which algorithm a size takes, and why, and how float16 is summed are in
+docs/distributed.md ("Algorithms by size", "float16"); the thresholds are the constants below,
+and the backend's implementation lists (``sockets direct`` / ``sockets ring``, ``tree`` /
+``chain``) choose by them.
 """
 from __future__ import annotations
 

@@ -112,12 +112,7 @@ class EngineErrors:
         Args:
             conn: the peer that sent it.
             exp: the expected receive.
-            kind: the frame's kind.
-            dtype: its dtype code.
-            seq: its sequence number.
-            total: its whole-message byte count.
-            nbytes: its payload length.
-            tag: its tag.
+            kind, dtype, seq, total, nbytes, tag: the frame's header fields (``wire.py``).
 
         Returns:
             DistBackendError: the error to raise.

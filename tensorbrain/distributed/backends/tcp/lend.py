@@ -1,28 +1,11 @@
 """Sends that lend the array's pages to the kernel instead of copying them (Unix sockets).
 
-A plain ``sendmsg`` copies the payload into the socket's buffer and the receiver's ``recv_into``
-copies it out again: two copies of every byte, one on each side. Between two ranks on one host
-that exchange at once (a 2-rank ring sends and receives the same number of bytes), both copies
-land on the same two cores. ``vmsplice`` maps the payload's pages into a pipe and ``splice``
-hands them on to the Unix socket without copying, so only the receiver's copy is left:
-same-host all_reduce over the sockets (``TB_SHM=0``, 2 ranks) went from 3.4-3.5 to 5.1-5.5 GB/s
-busbw at 4 MiB and from 2.3-3.0 to 4.3-4.8 GB/s at 16 MiB here (docs/benchmarks.md).
-
-The price is that the kernel keeps pointing at the sender's pages until the peer has read them:
-the sender must not write into a lent range before then. Two rules make that hold:
-
-* Only algorithms whose own order guarantees it lend (the ring: a rank writes into a range it
-  sent only after receiving, from the peer it sent it to, data that peer could produce only
-  after reading it), by passing ``lend=True`` to ``Engine.send``.
-* Before the operation returns (and the caller may write anywhere), the engine waits until the
-  socket's unread count (``SIOCOUTQ``: on a Unix socket, the kernel's count of what was sent
-  and is not yet consumed by the peer) is zero, within the operation's deadline. The peer
-  reads them in the same operation, so this wait is short (the skew between the ranks).
-
-TCP sockets never lend: on loopback and veth the receiver's queue still shares the pages after
-the sender has seen them acknowledged, so ``SIOCOUTQ`` would not tell when they are free; and
-measured on TCP loopback (2 ranks exchanging 16 MiB at once) splicing gained little (2.0 ->
-2.3-2.45 GB/s per direction, and only with receive buffers above 4 MiB).
+``vmsplice`` maps the payload's pages into a pipe and ``splice`` hands them on to the Unix
+socket without copying, so only the receiver's copy is left. The kernel points at the sender's
+pages until the peer has read them, so only the ring lends (its order means a rank never writes
+into a range its peer has not read), and ``Engine.run`` waits for the socket's unread count
+(``SIOCOUTQ``, :func:`unread`) to reach zero before the op returns. Why, when it is safe, why
+TCP sockets never lend, and the figures: docs/distributed.md, "Zero-copy sends on Unix sockets".
 ``TB_TCP_SPLICE=0`` turns lending off; without Linux's ``vmsplice`` it is off.
 """
 from __future__ import annotations

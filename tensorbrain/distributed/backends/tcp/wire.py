@@ -178,19 +178,8 @@ class Conn:
         """The payload of an abort frame whose header was just read: ``(blamed, text)``."""
         if nbytes > MAX_ABORT_TEXT:
             raise engine.protocol_error(self, f"abort frame of {nbytes} bytes")
-        buf = bytearray(nbytes)
-        got = 0
-        while got < nbytes:
-            try:
-                n = self.sock.recv_into(memoryview(buf)[got:])
-            except (BlockingIOError, InterruptedError):
-                engine.wait_readable(self)
-                continue
-            if n == 0:
-                break
-            got += n
-        self.hdr_got = 0
-        self.abort_info = (blamed, bytes(buf[:got]).decode(errors="replace"))
+        text = self._read_payload(engine, nbytes, eof_ok=True)
+        self.abort_info = (blamed, bytes(text).decode(errors="replace"))
         return self.abort_info
 
     def pending_abort(self) -> tuple | None:
@@ -239,9 +228,14 @@ class Conn:
         if nbytes > MAX_STASH:
             raise engine.protocol_error(self, f"early p2p frame of {nbytes} bytes exceeds "
                                               f"{MAX_STASH}")
+        data = self._read_payload(engine, nbytes, eof_ok=False)
+        self.stash.setdefault(tag, collections.deque()).append((dtype, data))
+
+    def _read_payload(self, engine, nbytes: int, eof_ok: bool) -> bytearray:
+        """The payload of a frame whose header was just read, blocking up to the op's deadline;
+        at EOF, what came (``eof_ok``) or the peer's error."""
         buf = bytearray(nbytes)
-        view = memoryview(buf)
-        got = 0
+        view, got = memoryview(buf), 0
         while got < nbytes:
             try:
                 n = self.sock.recv_into(view[got:])
@@ -249,10 +243,13 @@ class Conn:
                 engine.wait_readable(self)
                 continue
             if n == 0:
+                if eof_ok:
+                    buf = buf[:got]
+                    break
                 raise engine.peer_closed(self)
             got += n
         self.hdr_got = 0
-        self.stash.setdefault(tag, collections.deque()).append((dtype, buf))
+        return buf
 
     def close(self) -> None:
         """Close the connection's socket once (later calls do nothing)."""

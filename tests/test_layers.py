@@ -46,7 +46,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",
         "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
-        "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps", "tensorbrain.fx",
+        "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps",
         "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
         "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
@@ -71,7 +71,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.jit",
         "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.hub", "tensorbrain.utils",
         "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
-        "tensorbrain.ops", "tensorbrain._checkpoint_codec",
+        "tensorbrain.ops", "tensorbrain._checkpoint_codec", "tensorbrain.fx",
     ]),
     ("models", ["tensorbrain.models"]),  # the model zoo, built from nn
     ("distributed core", [  # stores, rendezvous, backends: raw arrays, no Tensor at module level

@@ -67,7 +67,7 @@ def test_futures_and_overrides():
     assert tb.overrides.is_tensor_like(tb.ones(1)) and not tb.overrides.is_tensor_like([1])
 
 
-@pytest.mark.parametrize("name", ["torch.fx.symbolic_trace", "torch.fx.GraphModule",
+@pytest.mark.parametrize("name", ["torch.fx.replace_pattern",
                                   "torch.library.custom_op", "torch.quantization.quantize_dynamic",
                                   "torch.nested.nested_tensor",
                                   "torch.utils.cpp_extension.CUDAExtension",

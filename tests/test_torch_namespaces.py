@@ -82,3 +82,28 @@ def test_refused_namespaces_name_themselves(name):
         obj()
     if isinstance(obj, type):
         assert not isinstance(nn.Linear(1, 1), obj)   # isinstance checks go on
+
+
+def test_distributed_config_schedule_kinds_and_rpc_api_match_torch():
+    import tensorbrain.distributed.config as dist_config
+    from tensorbrain.distributed.pipelining import schedules
+    from tensorbrain.distributed.rpc import api
+    pytest.importorskip("torch")
+    import torch.distributed.config as tconfig
+    import torch.distributed.pipelining.schedules as tsched
+    for name in ("compile_on_one_rank", "use_torchcomms"):
+        assert getattr(dist_config, name) == getattr(tconfig, name)
+    with dist_config.patch(use_torchcomms=True):
+        assert dist_config.use_torchcomms is True
+    assert dist_config.use_torchcomms is False
+    with pytest.raises(AttributeError, match="no setting 'nope'"):
+        dist_config.patch(nope=1)
+    assert [(k.name, k.value) for k in schedules._ComputationType] == \
+        [(k.name, k.value) for k in tsched._ComputationType]
+    for name in ("FORWARD", "FULL_BACKWARD", "BACKWARD_INPUT", "BACKWARD_WEIGHT", "UNSHARD",
+                 "RESHARD", "OVERLAP_F_B", "REDUCE_GRAD"):
+        assert getattr(schedules, name).value == getattr(tsched, name).value
+    assert schedules._ComputationType.from_str("B") is schedules.FULL_BACKWARD
+    with pytest.raises(RuntimeError, match="Invalid computation type X"):
+        schedules._ComputationType.from_str("X")
+    assert api.rpc_sync is tb.distributed.rpc.rpc_sync

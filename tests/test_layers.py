@@ -87,7 +87,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("c10d", [  # process groups and collectives on Tensors (torch.distributed's API)
         "tensorbrain.distributed", "tensorbrain.distributed.distributed_c10d",
         "tensorbrain.distributed.device_mesh", "tensorbrain.distributed.algorithms",
-        "tensorbrain.distributed.constants",
+        "tensorbrain.distributed.constants", "tensorbrain.distributed.config",
         "tensorbrain.distributed._groups", "tensorbrain.distributed._collectives",
         "tensorbrain.distributed._p2p", "tensorbrain.distributed._object_collectives",
         "tensorbrain.distributed.rpc",

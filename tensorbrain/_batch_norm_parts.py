@@ -9,10 +9,7 @@ the full-batch ``batch_norm`` values and gradients when the per-rank pieces are 
 from __future__ import annotations
 
 
-
-def _tb():
-    import tensorbrain
-    return tensorbrain
+from .autograd.grad_mode import no_grad
 
 
 def _per_channel(t, ndim: int):
@@ -41,8 +38,7 @@ def batch_norm_stats(input, eps: float):
         >>> tb.batch_norm_stats(tb.tensor([[1.0], [3.0]]), 0.0)[1].tolist()
         [1.0]
     """
-    tb = _tb()
-    x = input.float() if input.dtype in (tb.float16, tb.bfloat16) else input
+    x = input.float() if input.is_floating_point() and input.dtype.itemsize == 2 else input
     dims = _dims(x)
     mean = x.mean(dim=dims)
     var = ((x - _per_channel(mean, x.dim())) ** 2).mean(dim=dims)
@@ -66,13 +62,12 @@ def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, runni
     Returns:
         ``(mean, invstd)`` of the whole batch, each ``(C,)``.
     """
-    tb = _tb()
     c = counts.to(mean.dtype).reshape(-1, 1)
     n = c.sum()
     gmean = (mean * c).sum(0) / n
     var_i = invstd ** -2 - eps
     gvar = (c * (var_i + (mean - gmean) ** 2)).sum(0) / n
-    with tb.no_grad():
+    with no_grad():
         if running_mean is not None:
             running_mean.mul_(1 - momentum).add_(momentum * gmean.to(running_mean.dtype))
         if running_var is not None:

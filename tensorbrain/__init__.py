@@ -120,7 +120,7 @@ _SUBMODULES: tuple[str, ...] = ("nn", "optim", "utils", "distributed", "models",
 _SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
                 "fx", "library", "quantization", "nested", "overrides", "futures", "sparse",
                 "hub", "storage", "__config__", "fft", "ops", "numa", "special", "types",
-                "torch_version", "__future__", "mtia")
+                "torch_version", "__future__", "mtia", "quasirandom")
 
 
 def __getattr__(name):

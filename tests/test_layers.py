@@ -61,7 +61,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.linalg", "tensorbrain._linalg_legacy", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
         "tensorbrain._torch_extras", "tensorbrain._tensor_more", "tensorbrain.storage",
         "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal", "tensorbrain.special",
-        "tensorbrain.autograd",
+        "tensorbrain.autograd", "tensorbrain.quasirandom",
         "tensorbrain.amp", "tensorbrain._cuda", "tensorbrain.cpu", "tensorbrain._random",
         "tensorbrain._threads",
         "tensorbrain.random", "tensorbrain._interop", "tensorbrain.utils.dlpack",

@@ -107,3 +107,40 @@ def test_distributed_config_schedule_kinds_and_rpc_api_match_torch():
     with pytest.raises(RuntimeError, match="Invalid computation type X"):
         schedules._ComputationType.from_str("X")
     assert api.rpc_sync is tb.distributed.rpc.rpc_sync
+
+
+def test_sobol_engine_matches_torch():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("scipy")
+    for dim in (1, 3, 40):
+        ours, theirs = tb.quasirandom.SobolEngine(dim), torch.quasirandom.SobolEngine(dim)
+        np.testing.assert_array_equal(ours.draw(5).numpy(), theirs.draw(5).numpy())
+        ours.fast_forward(3), theirs.fast_forward(3)
+        np.testing.assert_array_equal(ours.draw(4, dtype=tb.float64).numpy(),
+                                      theirs.draw(4, dtype=torch.float64).numpy())
+        assert ours.num_generated == theirs.num_generated == 12
+        ours.reset(), theirs.reset()
+        np.testing.assert_array_equal(ours.draw_base2(3).numpy(), theirs.draw_base2(3).numpy())
+    with pytest.raises(ValueError, match="require n to be a power of 2"):
+        e = tb.quasirandom.SobolEngine(2)
+        e.draw(3)
+        e.draw_base2(2)
+    with pytest.raises(ValueError, match=r"\[1, 21201\]"):
+        tb.quasirandom.SobolEngine(0)
+    pts = tb.quasirandom.SobolEngine(2, scramble=True, seed=1).draw(64).numpy()
+    assert ((pts >= 0) & (pts < 1)).all() and abs(pts.mean() - 0.5) < 0.05
+
+
+def test_benchmark_task_spec_matches_torch():
+    torch = pytest.importorskip("torch")
+    from tensorbrain.utils.benchmark.utils.common import Measurement, TaskSpec
+    from torch.utils.benchmark.utils.common import TaskSpec as TTaskSpec
+    for kw in ({"stmt": "x + 1", "setup": "pass"},
+               {"stmt": "a\nb", "setup": "x = 1\ny = 2", "label": "L", "sub_label": "s",
+                "description": "d"}):
+        ours, theirs = TaskSpec(**kw), TTaskSpec(**kw)
+        assert (ours.title, ours.setup_str(), ours.summarize()) == \
+            (theirs.title, theirs.setup_str(), theirs.summarize())
+    m = Measurement(10, [1.0, 2.0, 3.0], TaskSpec("x", "pass", label="lab"))
+    assert m.median == pytest.approx(0.2) and m.label == "lab"
+    assert torch is not None

@@ -181,3 +181,20 @@ def test_unpacking_deepcopy_and_ops_restored():
     assert getattr(tb.nn.functional.relu, "__fx_orig__", None) is None
     assert tb.Tensor.__add__ is tb.Tensor.__dict__["__add__"] and (tb.ones(1) + 1).item() == 2
     assert not tb.fx._symbolic_trace.is_fx_tracing()
+
+
+def test_symbolic_shape_helpers_match_torch_on_concrete_values():
+    pytest.importorskip("torch")
+    from torch.fx.experimental import symbolic_shapes as ts
+
+    from tensorbrain.fx.experimental import symbolic_shapes as bs
+    assert [(m.name, m.value) for m in bs.DimDynamic] == [(m.name, m.value) for m in ts.DimDynamic]
+    for v in (True, False, 3 == 3):
+        assert bs.guard_or_false(v) == ts.guard_or_false(v)
+        assert bs.statically_known_true(v) == ts.statically_known_true(v)
+    assert list(bs.free_symbols(tb.ones(2))) == list(ts.free_symbols(3)) == []
+    assert str(bs.DivideByKey(4)) == str(ts.DivideByKey(4)) and bs.DivideByKey(4).get(9) == 2
+    with pytest.raises(NotImplementedError, match="ShapeEnv is not supported"):
+        bs.ShapeEnv()
+    with pytest.raises(NotImplementedError, match="make_fx is not supported"):
+        tb.fx.experimental.proxy_tensor.make_fx(lambda x: x)

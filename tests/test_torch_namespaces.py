@@ -144,3 +144,24 @@ def test_benchmark_task_spec_matches_torch():
     m = Measurement(10, [1.0, 2.0, 3.0], TaskSpec("x", "pass", label="lab"))
     assert m.median == pytest.approx(0.2) and m.label == "lab"
     assert torch is not None
+
+
+def test_elastic_metrics_and_std_match_torch(capsys):
+    pytest.importorskip("torch")
+    from torch.distributed.elastic.multiprocessing import Std as TStd
+
+    from tensorbrain.distributed.elastic import metrics
+    from tensorbrain.distributed.elastic.multiprocessing import Std
+    for s in ("0", "3", "0:3,1:0,2:1"):
+        ours, theirs = Std.from_str(s), TStd.from_str(s)
+        if isinstance(ours, dict):
+            assert {k: int(v) for k, v in ours.items()} == {k: int(v) for k, v in theirs.items()}
+        else:
+            assert int(ours) == int(theirs)
+    with pytest.raises(ValueError, match="does not match"):
+        Std.from_str("7")
+    metrics.put_metric("dropped", 1, "tb-test-null")
+    assert capsys.readouterr().out == ""
+    metrics.configure(metrics.ConsoleMetricHandler(), "tb-test")
+    metrics.put_metric("restarts", 2, "tb-test")
+    assert capsys.readouterr().out.rstrip().endswith("[tb-test]: restarts=2")

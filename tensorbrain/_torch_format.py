@@ -189,14 +189,14 @@ def unsafe_globals(f) -> list[str]:
             memo[len(memo)] = strings[-1] if strings else None
         elif op.name in ("BINGET", "LONG_BINGET", "GET"):
             strings.append(memo.get(arg))
-        names = None
-        if op.name == "GLOBAL":
+        names: tuple = ()
+        if op.name == "GLOBAL" and isinstance(arg, str):
             names = tuple(arg.split(" ", 1))
         elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
             names = (strings[-2], strings[-1])
-        if names is not None and all(isinstance(n, str) for n in names):
+        if len(names) == 2 and all(isinstance(n, str) for n in names):
             module, name = _compat_pickle.NAME_MAPPING.get(names, names)
-            module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+            module = str(_compat_pickle.IMPORT_MAPPING.get(module, module))
             if _allowed(module, name) is None and not user_allowed(module, name):
                 found.add(f"{module}.{name}")
     return sorted(found)

@@ -88,6 +88,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed", "tensorbrain.distributed.distributed_c10d",
         "tensorbrain.distributed.device_mesh", "tensorbrain.distributed.algorithms",
         "tensorbrain.distributed.constants", "tensorbrain.distributed.config",
+        "tensorbrain.distributed.launcher",
         "tensorbrain.distributed._groups", "tensorbrain.distributed._collectives",
         "tensorbrain.distributed._p2p", "tensorbrain.distributed._object_collectives",
         "tensorbrain.distributed.rpc",

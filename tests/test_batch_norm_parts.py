@@ -58,3 +58,21 @@ def test_split_batch_matches_whole_batch(shape):
 def test_bad_input():
     with pytest.raises(ValueError, match="channel dimension"):
         tb.batch_norm_stats(tb.ones(3), 1e-5)
+
+
+def test_conv_tbc_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    x, w, b = (rng.standard_normal(s) for s in ((7, 3, 4), (3, 4, 5), (5,)))
+    for pad in (0, 1, 2):
+        bt = [tb.tensor(a, requires_grad=True) for a in (x, w, b)]
+        tt = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+        out_b, out_t = tb.conv_tbc(*bt, pad), torch.conv_tbc(*tt, pad)
+        np.testing.assert_allclose(out_b.detach().numpy(), out_t.detach().numpy(), rtol=1e-10)
+        (out_b * out_b).sum().backward()
+        (out_t * out_t).sum().backward()
+        for p, q in zip(bt, tt):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-9)
+    assert F.conv_tbc is tb.conv_tbc
+    with pytest.raises(RuntimeError, match="input channels 4"):
+        tb.conv_tbc(tb.ones(7, 3, 4), tb.ones(3, 2, 5), tb.ones(5))

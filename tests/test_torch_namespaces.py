@@ -165,3 +165,21 @@ def test_elastic_metrics_and_std_match_torch(capsys):
     metrics.configure(metrics.ConsoleMetricHandler(), "tb-test")
     metrics.put_metric("restarts", 2, "tb-test")
     assert capsys.readouterr().out.rstrip().endswith("[tb-test]: restarts=2")
+
+
+def test_rendezvous_parameters_match_torch():
+    pytest.importorskip("torch")
+    from torch.distributed.elastic.rendezvous import RendezvousParameters as TP
+
+    from tensorbrain.distributed.elastic.rendezvous import RendezvousParameters as P
+    for cls in (P, TP):
+        p = cls("c10d", "host:29400", "job", 1, 2, timeout="30", fast="yes", n=1)
+        assert (p.get_as_int("timeout"), p.get_as_bool("fast"), p.get_as_bool("n"),
+                p.get("missing", 5)) == (30, True, True, 5)
+        for bad in ({"backend": ""}, {"min_nodes": 0}, {"max_nodes": 0}):
+            args = {"backend": "c10d", "endpoint": "", "run_id": "r", "min_nodes": 1,
+                    "max_nodes": 1, **bad}
+            with pytest.raises(ValueError, match="rendezvous"):
+                cls(**args)
+        with pytest.raises(ValueError, match="valid boolean"):
+            cls("c10d", "", "r", 1, 1, x="maybe").get_as_bool("x")

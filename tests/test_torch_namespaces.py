@@ -183,3 +183,25 @@ def test_rendezvous_parameters_match_torch():
                 cls(**args)
         with pytest.raises(ValueError, match="valid boolean"):
             cls("c10d", "", "r", 1, 1, x="maybe").get_as_bool("x")
+
+
+def test_register_multi_grad_hook_matches_torch():
+    torch = pytest.importorskip("torch")
+    out = []
+    for T in (torch, tb):
+        seen = []
+        a, b, c = (T.tensor([1.0, 2.0], requires_grad=True) for _ in range(3))
+        h = T.autograd.graph.register_multi_grad_hook(
+            (a, b, c), lambda gs: seen.append([None if g is None else g.tolist() for g in gs]))
+        (a * 3 + b * b).sum().backward()
+        (c * 2).sum().backward()
+        h.remove()
+        (a * 5).sum().backward()
+        anys = []
+        T.autograd.graph.register_multi_grad_hook((a, b), lambda g: anys.append(g.tolist()),
+                                                  mode="any")
+        (a * b).sum().backward()
+        out.append((seen, len(anys)))
+    assert out[0] == out[1]
+    with pytest.raises(ValueError, match="Expects mode"):
+        tb.autograd.graph.register_multi_grad_hook((), print, mode="some")

@@ -105,6 +105,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.distributed._tensor", "tensorbrain.distributed.algorithms._checkpoint",
         "tensorbrain.distributed.ft", "tensorbrain.distributed.elastic._state",
         "tensorbrain.distributed.algorithms.model_averaging", "tensorbrain.distributed.nn",
+        "tensorbrain.distributed.utils",
     ]),
     ("front doors", [  # other frameworks' APIs on top, and the tools
         "tensorbrain.accelerate", "tensorbrain.deepspeed", "tensorbrain.horovod",

@@ -9,8 +9,26 @@ giving a wrong gradient.
 from __future__ import annotations
 
 import itertools
+import threading
 
 _seq = itertools.count()
+# the backward passes running in this thread: their end-of-pass callbacks (engine.py runs them)
+_local = threading.local()
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once when the backward pass now running in this thread ends.
+
+    Callbacks queued while a callback runs are run too. Outside backward it is an error, as in
+    PyTorch (``Variable._execution_engine.queue_callback``).
+
+    Args:
+        fn: a callable without arguments.
+    """
+    stack = getattr(_local, "callbacks", None)
+    if not stack:
+        raise RuntimeError("queue_callback() can only be called while a backward pass is running")
+    stack[-1].append(fn)
 
 
 class Node:
@@ -164,7 +182,6 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
     """
     if mode not in ("all", "any"):
         raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
-    from .engine import queue_callback
     grads: dict[int, object] = {}
     state = {"queued": False, "fired": False}
 

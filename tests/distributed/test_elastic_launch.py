@@ -45,3 +45,27 @@ def test_restart_then_failure_names_the_ranks():
     assert "bad input on rank" in next(iter(info.value.failures.values()))
     with pytest.raises(ValueError, match="one node"):
         elastic_launch(LaunchConfig(1, 2, 2), _always_fail)()
+
+
+def _sync_states():
+    import tensorbrain as tb
+    import tensorbrain.distributed as dist
+    from tensorbrain.distributed.utils import _sync_module_states
+    dist.init_process_group("gloo")
+    tb.manual_seed(dist.get_rank())
+    m = tb.nn.BatchNorm1d(3)
+    m.running_mean.fill_(float(dist.get_rank() + 5))
+    lin = tb.nn.Linear(3, 2)
+    lin.weight.data.fill_(float(dist.get_rank()))
+    seq = tb.nn.Sequential(lin, m)
+    _sync_module_states(seq, None, 2 ** 20, 1, {"0.bias"})
+    out = (seq[0].weight.sum().item(), seq[1].running_mean.tolist(), seq[0].bias.tolist())
+    dist.destroy_process_group()
+    return out
+
+
+@pytest.mark.timeout(120)
+def test_sync_module_states_copies_src():
+    out = elastic_launch(LaunchConfig(1, 1, 2, max_restarts=0), _sync_states)()
+    assert out[0][:2] == out[1][:2] == (6.0, [6.0, 6.0, 6.0])
+    assert out[0][2] != out[1][2]   # the ignored bias keeps each rank's own values

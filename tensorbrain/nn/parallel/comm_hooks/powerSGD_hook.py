@@ -109,15 +109,24 @@ def _should_compress(n, m, r, min_rate):
     return (n + m) * r * min_rate < n * m, n * m, (n + m) * r
 
 
-def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
-    """Rank-``r`` compressed all_reduce of one bucket (see the module docstring)."""
+def _start(state: PowerSGDState, bucket):
+    """Both hooks' start: ``(dist, group, world size, bucket tensor, warm-up Future)``; the
+    Future is the plain all_reduce before ``start_powerSGD_iter`` steps, else None."""
     dist = _dist()
     group = state.process_group
-    world = dist.get_world_size(group)
     buf_t = bucket.buffer()
+    warmup = None
     if state.iter < state.start_powerSGD_iter:
         state.maybe_increase_iter(bucket)
-        return _allreduce_fut(group, buf_t)
+        warmup = _allreduce_fut(group, buf_t)
+    return dist, group, dist.get_world_size(group), buf_t, warmup
+
+
+def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
+    """Rank-``r`` compressed all_reduce of one bucket (see the module docstring)."""
+    dist, group, world, buf_t, warmup = _start(state, bucket)
+    if warmup is not None:
+        return warmup
     buf = buf_t._data
     xp = get_array_module(buf)
     idx = bucket.index()
@@ -231,13 +240,9 @@ def batched_powerSGD_hook(state: PowerSGDState, bucket) -> Future:
     Returns:
         A Future holding the bucket's averaged (approximated) buffer.
     """
-    dist = _dist()
-    group = state.process_group
-    world = dist.get_world_size(group)
-    buf_t = bucket.buffer()
-    if state.iter < state.start_powerSGD_iter:
-        state.maybe_increase_iter(bucket)
-        return _allreduce_fut(group, buf_t)
+    dist, group, world, buf_t, warmup = _start(state, bucket)
+    if warmup is not None:
+        return warmup
     buf = buf_t._data
     xp = get_array_module(buf)
     total = buf.size

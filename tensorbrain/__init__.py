@@ -54,6 +54,8 @@ _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their free
 from ._ops.functions import *  # noqa: E402,F403
 from ._ops import table as _op_table  # noqa: E402,F401  (sets docs_math.py's docstrings on the ops)
 from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401  (torch's sparse COO, sparse.py)
+from ._batch_norm_parts import *  # noqa: E402,F403  (SyncBatchNorm's pieces: batch_norm_stats...)
+from ._ops.conv_tbc import conv_tbc  # noqa: E402,F401
 from ._torch_extras import (SymBool, SymFloat, SymInt, Tag, cond, scalar_tensor,  # noqa: E402,F401
                             set_default_tensor_type, sym_ite, are_deterministic_algorithms_enabled,
                             e, frombuffer, get_autocast_cpu_dtype, get_autocast_gpu_dtype,
@@ -120,7 +122,7 @@ _SUBMODULES: tuple[str, ...] = ("nn", "optim", "utils", "distributed", "models",
 _SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
                 "fx", "library", "quantization", "nested", "overrides", "futures", "sparse",
                 "hub", "storage", "__config__", "fft", "ops", "numa", "special", "types",
-                "torch_version", "__future__", "mtia")
+                "torch_version", "__future__", "mtia", "quasirandom")
 
 
 def __getattr__(name):

@@ -131,22 +131,13 @@ def load(f, map_location=None):
         raise ValueError(f"{where!r} is in torch's legacy (pre-1.6, non-zip) format, which "
                          "tb.load does not read; re-save it with torch.save(obj, path) (the zip "
                          "format, torch's default since 1.6)")
-    try:
-        zf = zipfile.ZipFile(f if hasattr(f, "read") else os.fspath(f))
-    except zipfile.BadZipFile as exc:
-        raise ValueError(f"{where!r} is not a readable torch checkpoint: {exc}") from None
+    zf, pkl = _open_zip(f, where)
     with zf:
-        pickles = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
-        if len(pickles) != 1:
-            kind = ("a TorchScript archive (torch.jit.save): load it with torch.jit.load"
-                    if any(n.endswith("/constants.pkl") for n in zf.namelist())
-                    else "a zip file without a single <archive>/data.pkl")
-            raise ValueError(f"{where!r} is not a torch.save checkpoint: it is {kind}")
-        prefix = pickles[0][: -len("data.pkl")]
+        prefix = pkl[: -len("data.pkl")]
         order = _read_text(zf, prefix + "byteorder") or "little"
         if order not in ("little", "big"):
             raise ValueError(f"{where!r}: unknown byteorder {order!r}")
-        unpickler = _Unpickler(io.BytesIO(zf.read(pickles[0])), zf, prefix, order, map_location)
+        unpickler = _Unpickler(io.BytesIO(zf.read(pkl)), zf, prefix, order, map_location)
         try:
             return unpickler.load()
         except (pickle.UnpicklingError, ValueError):
@@ -154,6 +145,61 @@ def load(f, map_location=None):
         except (EOFError, KeyError, IndexError, TypeError, AttributeError, struct.error) as exc:
             raise ValueError(f"{where!r} has a damaged torch pickle ({type(exc).__name__}: "
                              f"{exc})"[:2000]) from None
+
+
+def _open_zip(f, where: str) -> tuple[zipfile.ZipFile, str]:
+    """The checkpoint's zip and the name of its single ``<archive>/data.pkl``."""
+    try:
+        zf = zipfile.ZipFile(f if hasattr(f, "read") else os.fspath(f))
+    except zipfile.BadZipFile as exc:
+        raise ValueError(f"{where!r} is not a readable torch checkpoint: {exc}") from None
+    pickles = [n for n in zf.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+    if len(pickles) != 1:
+        kind = ("a TorchScript archive (torch.jit.save): load it with torch.jit.load"
+                if any(n.endswith("/constants.pkl") for n in zf.namelist())
+                else "a zip file without a single <archive>/data.pkl")
+        zf.close()
+        raise ValueError(f"{where!r} is not a torch.save checkpoint: it is {kind}")
+    return zf, pickles[0]
+
+
+def unsafe_globals(f) -> list[str]:
+    """The globals ``f``'s pickle names that :func:`load` would refuse, found by reading the
+    pickle's opcodes (nothing is run): torch's ``get_unsafe_globals_in_checkpoint``.
+
+    Args:
+        f: a path or a seekable binary file of torch's zip format.
+
+    Returns:
+        ``["module.Name", ...]``, sorted.
+    """
+    import pickletools
+    where = os.fspath(f) if not hasattr(f, "read") else getattr(f, "name", type(f).__name__)
+    zf, pkl = _open_zip(f, where)
+    with zf:
+        data = zf.read(pkl)
+    from ._checkpoint_io import _allowed as user_allowed
+    strings: list = []
+    memo: dict = {}
+    found: set[str] = set()
+    for op, arg, _ in pickletools.genops(data):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+            strings.append(arg)
+        elif op.name == "MEMOIZE":
+            memo[len(memo)] = strings[-1] if strings else None
+        elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+            strings.append(memo.get(arg))
+        names: tuple = ()
+        if op.name == "GLOBAL" and isinstance(arg, str):
+            names = tuple(arg.split(" ", 1))
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            names = (strings[-2], strings[-1])
+        if len(names) == 2 and all(isinstance(n, str) for n in names):
+            module, name = _compat_pickle.NAME_MAPPING.get(names, names)
+            module = str(_compat_pickle.IMPORT_MAPPING.get(module, module))
+            if _allowed(module, name) is None and not user_allowed(module, name):
+                found.add(f"{module}.{name}")
+    return sorted(found)
 
 
 def _head(f) -> bytes:
@@ -299,8 +345,8 @@ def _allowed(module: str, name: str):
         return _parameter_class() if name == "Parameter" else Tensor
     if (module, name) == ("_codecs", "encode"):
         return _encode
-    if module == "collections" and name == "OrderedDict":
-        return collections.OrderedDict
+    if module == "collections" and name in ("OrderedDict", "Counter"):   # torch's allow-list
+        return getattr(collections, name)
     if module == "builtins" and name in _BUILTINS:
         return _BUILTINS[name]
     return None

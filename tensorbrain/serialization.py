@@ -181,3 +181,105 @@ def _read_direct(path):
                 raise ValueError(f"entry {name!r} is truncated")
             arrays[name] = arr
     return metadata, arrays
+
+
+# ***** torch.serialization's helpers for storages and torch files *****
+def location_tag(storage) -> str:
+    """Where a storage (or tensor) lives, as torch tags it in a checkpoint: ``"cpu"`` or
+    ``"cuda:N"``.
+
+    Args:
+        storage: a storage (``t.untyped_storage()``) or a tensor.
+
+    Raises:
+        RuntimeError: an object with no device, as torch.
+    """
+    dev = getattr(storage, "device", None)
+    if dev is None:
+        raise RuntimeError(f"don't know how to determine data location of "
+                           f"{type(storage).__module__}.{type(storage).__qualname__}")
+    return "cpu" if dev.type == "cpu" else f"cuda:{dev.index or 0}"
+
+
+def default_restore_location(storage, location: str):
+    """``storage`` placed where ``location`` (a :func:`location_tag`) says, as torch's default
+    ``map_location`` does: ``"cpu"`` keeps it, ``"cuda:N"`` copies it to that GPU.
+
+    Args:
+        storage: a storage.
+        location: ``"cpu"`` or ``"cuda[:N]"``.
+
+    Raises:
+        RuntimeError: a CUDA location without CUDA, or an unknown tag (torch's messages).
+    """
+    if location.startswith("cpu"):
+        return storage
+    if location.startswith("cuda"):
+        from . import _xp
+        if not _xp.cuda_available():
+            raise RuntimeError("Attempting to deserialize object on a CUDA device but "
+                               "torch.cuda.is_available() is False. If you are running on a "
+                               "CPU-only machine, please use torch.load with "
+                               "map_location=torch.device('cpu') to map your storages to the CPU.")
+        index = int(location.split(":")[1]) if ":" in location else 0
+        with _xp.cupy().cuda.Device(index):
+            return type(storage)(_xp.cupy().asarray(storage._array))
+    raise RuntimeError(f"don't know how to restore data location of "
+                       f"{type(storage).__module__}.{type(storage).__qualname__} "
+                       f"(tagged with {location})")
+
+
+def normalize_storage_type(storage_type: type) -> type:
+    """The TensorBrain storage class of the same name (``FloatStorage``...), as torch's.
+
+    Args:
+        storage_type: a storage class.
+    """
+    import tensorbrain
+    return getattr(tensorbrain, storage_type.__name__)
+
+
+class set_default_mmap_options:
+    """Context manager (or plain call) setting the ``mmap`` flags torch uses for
+    ``torch.load(..., mmap=True)``: ``mmap.MAP_PRIVATE`` (default) or ``mmap.MAP_SHARED``.
+    Stored and checked as torch's; TensorBrain's loader reads safetensors and torch files
+    without memory-mapping them, so the flag has no effect on reading.
+
+    Args:
+        flags: ``mmap.MAP_PRIVATE`` or ``mmap.MAP_SHARED``.
+
+    Raises:
+        ValueError: other flags, as torch.
+    """
+
+    flags: int | None = None
+
+    def __init__(self, flags: int) -> None:
+        import mmap
+        if flags not in (mmap.MAP_PRIVATE, mmap.MAP_SHARED):
+            raise ValueError(f"Invalid argument in function set_default_mmap_options, expected "
+                             f"mmap.MAP_PRIVATE or mmap.MAP_SHARED, but got {flags}")
+        self.prev = set_default_mmap_options.flags
+        set_default_mmap_options.flags = flags
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        set_default_mmap_options.flags = self.prev
+
+
+def get_unsafe_globals_in_checkpoint(f) -> list[str]:
+    """The globals a torch checkpoint's pickle names that a weights-only load would refuse
+    (torch's allow-list and :func:`add_safe_globals`), read without running the pickle.
+
+    Args:
+        f: a path or a binary file of ``torch.save``'s zip format.
+
+    Returns:
+        ``["module.Name", ...]``, sorted.
+
+    Raises:
+        ValueError: not a torch zip checkpoint.
+    """
+    return _torch_format.unsafe_globals(f)

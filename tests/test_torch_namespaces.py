@@ -67,7 +67,7 @@ def test_futures_and_overrides():
     assert tb.overrides.is_tensor_like(tb.ones(1)) and not tb.overrides.is_tensor_like([1])
 
 
-@pytest.mark.parametrize("name", ["torch.fx.symbolic_trace", "torch.fx.GraphModule",
+@pytest.mark.parametrize("name", ["torch.fx.replace_pattern",
                                   "torch.library.custom_op", "torch.quantization.quantize_dynamic",
                                   "torch.nested.nested_tensor",
                                   "torch.utils.cpp_extension.CUDAExtension",
@@ -82,3 +82,126 @@ def test_refused_namespaces_name_themselves(name):
         obj()
     if isinstance(obj, type):
         assert not isinstance(nn.Linear(1, 1), obj)   # isinstance checks go on
+
+
+def test_distributed_config_schedule_kinds_and_rpc_api_match_torch():
+    import tensorbrain.distributed.config as dist_config
+    from tensorbrain.distributed.pipelining import schedules
+    from tensorbrain.distributed.rpc import api
+    pytest.importorskip("torch")
+    import torch.distributed.config as tconfig
+    import torch.distributed.pipelining.schedules as tsched
+    for name in ("compile_on_one_rank", "use_torchcomms"):
+        assert getattr(dist_config, name) == getattr(tconfig, name)
+    with dist_config.patch(use_torchcomms=True):
+        assert dist_config.use_torchcomms is True
+    assert dist_config.use_torchcomms is False
+    with pytest.raises(AttributeError, match="no setting 'nope'"):
+        dist_config.patch(nope=1)
+    assert [(k.name, k.value) for k in schedules._ComputationType] == \
+        [(k.name, k.value) for k in tsched._ComputationType]
+    for name in ("FORWARD", "FULL_BACKWARD", "BACKWARD_INPUT", "BACKWARD_WEIGHT", "UNSHARD",
+                 "RESHARD", "OVERLAP_F_B", "REDUCE_GRAD"):
+        assert getattr(schedules, name).value == getattr(tsched, name).value
+    assert schedules._ComputationType.from_str("B") is schedules.FULL_BACKWARD
+    with pytest.raises(RuntimeError, match="Invalid computation type X"):
+        schedules._ComputationType.from_str("X")
+    assert api.rpc_sync is tb.distributed.rpc.rpc_sync
+
+
+def test_sobol_engine_matches_torch():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("scipy")
+    for dim in (1, 3, 40):
+        ours, theirs = tb.quasirandom.SobolEngine(dim), torch.quasirandom.SobolEngine(dim)
+        np.testing.assert_array_equal(ours.draw(5).numpy(), theirs.draw(5).numpy())
+        ours.fast_forward(3), theirs.fast_forward(3)
+        np.testing.assert_array_equal(ours.draw(4, dtype=tb.float64).numpy(),
+                                      theirs.draw(4, dtype=torch.float64).numpy())
+        assert ours.num_generated == theirs.num_generated == 12
+        ours.reset(), theirs.reset()
+        np.testing.assert_array_equal(ours.draw_base2(3).numpy(), theirs.draw_base2(3).numpy())
+    with pytest.raises(ValueError, match="require n to be a power of 2"):
+        e = tb.quasirandom.SobolEngine(2)
+        e.draw(3)
+        e.draw_base2(2)
+    with pytest.raises(ValueError, match=r"\[1, 21201\]"):
+        tb.quasirandom.SobolEngine(0)
+    pts = tb.quasirandom.SobolEngine(2, scramble=True, seed=1).draw(64).numpy()
+    assert ((pts >= 0) & (pts < 1)).all() and abs(pts.mean() - 0.5) < 0.05
+
+
+def test_benchmark_task_spec_matches_torch():
+    torch = pytest.importorskip("torch")
+    from tensorbrain.utils.benchmark.utils.common import Measurement, TaskSpec
+    from torch.utils.benchmark.utils.common import TaskSpec as TTaskSpec
+    for kw in ({"stmt": "x + 1", "setup": "pass"},
+               {"stmt": "a\nb", "setup": "x = 1\ny = 2", "label": "L", "sub_label": "s",
+                "description": "d"}):
+        ours, theirs = TaskSpec(**kw), TTaskSpec(**kw)
+        assert (ours.title, ours.setup_str(), ours.summarize()) == \
+            (theirs.title, theirs.setup_str(), theirs.summarize())
+    m = Measurement(10, [1.0, 2.0, 3.0], TaskSpec("x", "pass", label="lab"))
+    assert m.median == pytest.approx(0.2) and m.label == "lab"
+    assert torch is not None
+
+
+def test_elastic_metrics_and_std_match_torch(capsys):
+    pytest.importorskip("torch")
+    from torch.distributed.elastic.multiprocessing import Std as TStd
+
+    from tensorbrain.distributed.elastic import metrics
+    from tensorbrain.distributed.elastic.multiprocessing import Std
+    for s in ("0", "3", "0:3,1:0,2:1"):
+        ours, theirs = Std.from_str(s), TStd.from_str(s)
+        if isinstance(ours, dict):
+            assert {k: int(v) for k, v in ours.items()} == {k: int(v) for k, v in theirs.items()}
+        else:
+            assert int(ours) == int(theirs)
+    with pytest.raises(ValueError, match="does not match"):
+        Std.from_str("7")
+    metrics.put_metric("dropped", 1, "tb-test-null")
+    assert capsys.readouterr().out == ""
+    metrics.configure(metrics.ConsoleMetricHandler(), "tb-test")
+    metrics.put_metric("restarts", 2, "tb-test")
+    assert capsys.readouterr().out.rstrip().endswith("[tb-test]: restarts=2")
+
+
+def test_rendezvous_parameters_match_torch():
+    pytest.importorskip("torch")
+    from torch.distributed.elastic.rendezvous import RendezvousParameters as TP
+
+    from tensorbrain.distributed.elastic.rendezvous import RendezvousParameters as P
+    for cls in (P, TP):
+        p = cls("c10d", "host:29400", "job", 1, 2, timeout="30", fast="yes", n=1)
+        assert (p.get_as_int("timeout"), p.get_as_bool("fast"), p.get_as_bool("n"),
+                p.get("missing", 5)) == (30, True, True, 5)
+        for bad in ({"backend": ""}, {"min_nodes": 0}, {"max_nodes": 0}):
+            args = {"backend": "c10d", "endpoint": "", "run_id": "r", "min_nodes": 1,
+                    "max_nodes": 1, **bad}
+            with pytest.raises(ValueError, match="rendezvous"):
+                cls(**args)
+        with pytest.raises(ValueError, match="valid boolean"):
+            cls("c10d", "", "r", 1, 1, x="maybe").get_as_bool("x")
+
+
+def test_register_multi_grad_hook_matches_torch():
+    torch = pytest.importorskip("torch")
+    out = []
+    for T in (torch, tb):
+        seen = []
+        a, b, c = (T.tensor([1.0, 2.0], requires_grad=True) for _ in range(3))
+        h = T.autograd.graph.register_multi_grad_hook(
+            (a, b, c), lambda gs: seen.append([None if g is None else g.tolist() for g in gs]))
+        (a * 3 + b * b).sum().backward()
+        (c * 2).sum().backward()
+        h.remove()
+        (a * 5).sum().backward()
+        anys = []
+        T.autograd.graph.register_multi_grad_hook((a, b), lambda g: anys.append(g.tolist()),
+                                                  mode="any")
+        (a * b).sum().backward()
+        out.append((seen, len(anys)))
+    assert out[0] == out[1]
+    with pytest.raises(ValueError, match="Expects mode"):
+        tb.autograd.graph.register_multi_grad_hook((), print, mode="some")

@@ -23,20 +23,30 @@ DEFAULTS = {
 
 
 class _Config:
-    """The settings object (``tb._dynamo.config``)."""
+    """A settings object (``tb._dynamo.config``; ``tb.distributed.config`` keeps its values in
+    the module's globals).
 
-    def __init__(self):
-        object.__setattr__(self, "_values", dict(DEFAULTS))
+    Args:
+        name: torch's name, for errors.
+        defaults: the settings and their defaults.
+        values: where the values live (a new dict of the defaults when None).
+    """
+
+    def __init__(self, name: str = "torch._dynamo.config", defaults: dict | None = None,
+                 values: dict | None = None):
+        defaults = DEFAULTS if defaults is None else defaults
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_names", frozenset(defaults))
+        object.__setattr__(self, "_values", dict(defaults) if values is None else values)
 
     def __getattr__(self, name):
-        values = object.__getattribute__(self, "_values")
-        if name in values:
-            return values[name]
-        raise AttributeError(f"torch._dynamo.config has no setting {name!r}")
+        if name in object.__getattribute__(self, "_names"):
+            return object.__getattribute__(self, "_values")[name]
+        raise AttributeError(f"{object.__getattribute__(self, '_name')} has no setting {name!r}")
 
     def __setattr__(self, name, value):
-        if name not in self._values:
-            raise AttributeError(f"torch._dynamo.config has no setting {name!r}")
+        if name not in self._names:
+            raise AttributeError(f"{self._name} has no setting {name!r}")
         self._values[name] = value
 
     def patch(self, arg=None, **changes):
@@ -67,7 +77,7 @@ class _Config:
         return _Patch()
 
     def __dir__(self):
-        return sorted(self._values) + ["patch"]
+        return sorted(self._names) + ["patch"]
 
 
 config = _Config()

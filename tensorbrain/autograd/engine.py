@@ -8,32 +8,15 @@ summed, so a hook sees the leaf's full gradient exactly once per backward: DDP r
 from __future__ import annotations
 
 import heapq
-import threading
 
 from . import anomaly, grad_mode
-from .graph import Node
+from .graph import Node, _local, queue_callback  # noqa: F401  (queue_callback: re-exported)
 from .._tensor_base import TensorBase as Tensor
 from .._xp import get_array_module
 
-_local = threading.local()
 # tensorbrain.profiler's slot: while a profile records, ``hook(node, grad)`` runs each node's
 # backward (timing it); None otherwise. Read once per backward() call.
 PROFILE_HOOK: list = [None]
-
-
-def queue_callback(fn) -> None:
-    """Run ``fn()`` once when the backward pass now running in this thread ends.
-
-    Callbacks queued while a callback runs are run too. Outside backward it is an error, as in
-    PyTorch (``Variable._execution_engine.queue_callback``).
-
-    Args:
-        fn: a callable without arguments.
-    """
-    stack = getattr(_local, "callbacks", None)
-    if not stack:
-        raise RuntimeError("queue_callback() can only be called while a backward pass is running")
-    stack[-1].append(fn)
 
 
 def _check_saved(node):
@@ -210,3 +193,4 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
         grad_mode._set(prev_mode)
         stack_cb.pop()
     return results
+

@@ -9,8 +9,26 @@ giving a wrong gradient.
 from __future__ import annotations
 
 import itertools
+import threading
 
 _seq = itertools.count()
+# the backward passes running in this thread: their end-of-pass callbacks (engine.py runs them)
+_local = threading.local()
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once when the backward pass now running in this thread ends.
+
+    Callbacks queued while a callback runs are run too. Outside backward it is an error, as in
+    PyTorch (``Variable._execution_engine.queue_callback``).
+
+    Args:
+        fn: a callable without arguments.
+    """
+    stack = getattr(_local, "callbacks", None)
+    if not stack:
+        raise RuntimeError("queue_callback() can only be called while a backward pass is running")
+    stack[-1].append(fn)
 
 
 class Node:
@@ -112,3 +130,77 @@ def increment_version(tensor) -> None:
     behind its back, so a backward pass that saved the old values raises."""
     for t in (tensor if isinstance(tensor, (list, tuple)) else (tensor,)):
         t._version[0] += 1
+
+
+class _MultiHandle:
+    """Removes the per-tensor hooks of :func:`register_multi_grad_hook`."""
+
+    def __init__(self, handles: list) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        """Remove every hook."""
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self) -> _MultiHandle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """Call ``fn`` once per backward pass for a group of tensors (torch's
+    ``torch.autograd.graph.register_multi_grad_hook``).
+
+    ``mode="all"``: ``fn(grads)`` with one gradient per tensor (None for a tensor the pass did
+    not reach), called at the end of the pass (torch calls it as soon as the last expected
+    gradient is ready; the values are the same). ``mode="any"``: ``fn(grad)`` with the first
+    gradient computed among the tensors, once per pass.
+
+    Args:
+        tensors: the tensors (each requiring grad).
+        fn: the hook.
+        mode: ``"all"`` or ``"any"``.
+
+    Returns:
+        A handle whose ``remove()`` removes the hook.
+
+    Raises:
+        ValueError: another mode, as torch's.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> a, b = tb.ones(2, requires_grad=True), tb.ones(2, requires_grad=True)
+        >>> seen = []
+        >>> _ = tb.autograd.graph.register_multi_grad_hook(
+        ...     (a, b), lambda gs: seen.append([g is None for g in gs]))
+        >>> (a * 3).sum().backward()
+        >>> seen
+        [[False, True]]
+    """
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    grads: dict[int, object] = {}
+    state = {"queued": False, "fired": False}
+
+    def end_of_pass() -> None:
+        if mode == "all":
+            fn([grads.get(i) for i in range(len(tensors))])
+        grads.clear()
+        state["queued"] = state["fired"] = False
+
+    def make(i: int):
+        def hook(grad):
+            if not state["queued"]:
+                state["queued"] = True
+                queue_callback(end_of_pass)
+            if mode == "any":
+                if not state["fired"]:
+                    state["fired"] = True
+                    fn(grad)
+            else:
+                grads[i] = grad
+        return hook
+    return _MultiHandle([t.register_hook(make(i)) for i, t in enumerate(tensors)])

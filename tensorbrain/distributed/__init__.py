@@ -66,9 +66,9 @@ def __getattr__(name):
     if name in ("DeviceMesh", "init_device_mesh"):  # torch.distributed.DeviceMesh
         from . import device_mesh
         return getattr(device_mesh, name)
-    if name == "nn":   # torch.distributed.nn: differentiable collectives, RemoteModule
+    if name in ("nn", "config", "utils", "launcher"):   # torch.distributed.nn (differentiable collectives...), config
         import importlib
-        return importlib.import_module(".nn", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'tensorbrain.distributed' has no attribute {name!r}")
 
 

@@ -41,6 +41,8 @@ PATHS: dict[str, str] = {
     # exposes these two modules, as torch's does)
     "algorithms.ddp_comm_hooks.default_hooks": "tensorbrain.nn.parallel.comm_hooks.default_hooks",
     "algorithms.ddp_comm_hooks.powerSGD_hook": "tensorbrain.nn.parallel.comm_hooks.powerSGD_hook",
+    "algorithms.ddp_comm_hooks.post_localSGD_hook":
+        "tensorbrain.nn.parallel.comm_hooks.post_localSGD_hook",
 }
 
 

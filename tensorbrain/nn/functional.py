@@ -67,7 +67,9 @@ __all__ = [
     "hardtanh", "pad", "one_hot", "normalize", "cosine_similarity",
     "scaled_dot_product_attention", *_nn_extra.__all__,
 ]
-__all__ += ["conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+__all__ += ["conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+            "conv_tbc"]
+from .._ops.conv_tbc import conv_tbc  # noqa: E402,F401  (torch.nn.functional.conv_tbc too)
 __all__ += ["cosine_embedding_loss", "margin_ranking_loss", "pairwise_distance",
             "triplet_margin_loss", "ctc_loss"]
 __all__ += ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]

@@ -29,10 +29,7 @@ from .stateful import Stateful
 from .storage import StorageReader, StorageWriter
 
 
-def async_save(*args, **kwargs):
-    """Not supported: raises ``NotImplementedError`` (use ``save``)."""
-    raise NotImplementedError("tb.distributed.checkpoint.async_save is not supported yet; use "
-                              "save(), which is synchronous")
+from ._async import AsyncCheckpointerType, AsyncSaveResponse, async_save  # noqa: E402,F401
 
 
 def save_state_dict(state_dict: dict, storage_writer, process_group=None,

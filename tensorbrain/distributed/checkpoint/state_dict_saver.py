@@ -14,8 +14,11 @@ The steps (collectives on ``process_group``):
 """
 from __future__ import annotations
 
+import dataclasses
+import enum
 import os
 import uuid
+from typing import Any
 
 from ._items import classify, flatten, volume
 from .default_planner import DefaultSavePlanner
@@ -221,3 +224,21 @@ def save(state_dict: dict, *, checkpoint_id=None, storage_writer=None, planner=N
         raise CheckpointException(f"committing {os.path.join(writer.path, '.metadata')} failed "
                                   f"on rank 0: {error}", {0: error})
     return metadata
+
+
+
+class AsyncCheckpointerType(enum.Enum):
+    """Where :func:`~tensorbrain.distributed.checkpoint.async_save` writes (torch's);
+    TensorBrain runs ``THREAD``."""
+
+    THREAD = "thread"
+    PROCESS = "process"
+
+
+@dataclasses.dataclass
+class AsyncSaveResponse:
+    """What ``async_save`` returns when given an ``async_stager``: a future for the staging
+    and one for the write (torch's)."""
+
+    staging_completion: Any
+    upload_completion: Any

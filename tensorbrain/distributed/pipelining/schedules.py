@@ -15,6 +15,7 @@ receive that would never match.
 """
 from __future__ import annotations
 
+import enum
 import time
 
 import numpy as np
@@ -26,6 +27,51 @@ __all__ = ["PipelineScheduleSingle", "PipelineScheduleMulti", "ScheduleGPipe", "
            "ScheduleInterleaved1F1B", "get_schedule_class"]
 
 F, B = 0, 1
+
+
+class _ComputationType(str, enum.Enum):
+    """The action kinds of torch's schedule IR, with torch's string values (``"F"``, ``"B"``,
+    ...). TensorBrain's schedules run only forward (``F``) and full-backward (``B``) actions;
+    the others name the split backward, FSDP and overlap actions of torch's zero-bubble and
+    DualPipe schedules, which are not supported (``get_schedule_class`` says so)."""
+
+    FORWARD = "F"
+    BACKWARD_INPUT = "I"
+    BACKWARD_WEIGHT = "W"
+    UNSHARD = "UNSHARD"
+    RESHARD = "RESHARD"
+    SEND_F = "SEND_F"
+    RECV_F = "RECV_F"
+    SEND_B = "SEND_B"
+    RECV_B = "RECV_B"
+    FULL_BACKWARD = "B"
+    OVERLAP_F_B = "OVERLAP_F_B"
+    REDUCE_GRAD = "REDUCE_GRAD"
+
+    @staticmethod
+    def from_str(action: str) -> _ComputationType:
+        """The kind for torch's string (``"F"``).
+
+        Args:
+            action: the string.
+
+        Raises:
+            RuntimeError: an unknown string, as torch's.
+        """
+        try:
+            return _ComputationType(action)
+        except ValueError as exc:
+            raise RuntimeError(f"Invalid computation type {action}") from exc
+
+
+FORWARD, BACKWARD_INPUT, BACKWARD_WEIGHT = (_ComputationType.FORWARD,
+                                            _ComputationType.BACKWARD_INPUT,
+                                            _ComputationType.BACKWARD_WEIGHT)
+UNSHARD, RESHARD, FULL_BACKWARD = (_ComputationType.UNSHARD, _ComputationType.RESHARD,
+                                   _ComputationType.FULL_BACKWARD)
+SEND_F, RECV_F, SEND_B, RECV_B = (_ComputationType.SEND_F, _ComputationType.RECV_F,
+                                  _ComputationType.SEND_B, _ComputationType.RECV_B)
+OVERLAP_F_B, REDUCE_GRAD = _ComputationType.OVERLAP_F_B, _ComputationType.REDUCE_GRAD
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
            "uint8", "bool")
 _MAX_DIMS = 8

@@ -14,11 +14,14 @@ from .dataset import (ConcatDataset, Dataset, IterableDataset, Subset, TensorDat
                       random_split)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
+from .datapipes.datapipe import DataChunk, IterDataPipe, functional_datapipe
+from . import graph_settings  # noqa: F401
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler", "DataLoader", "get_worker_info", "WorkerInfo",
-           "default_collate", "default_convert", "DistributedSampler"]
+           "default_collate", "default_convert", "DistributedSampler", "DataChunk",
+           "IterDataPipe", "functional_datapipe"]
 
 
 def __getattr__(name):

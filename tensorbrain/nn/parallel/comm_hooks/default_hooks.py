@@ -24,7 +24,8 @@ from ...._xp import get_array_module
 from ....tensor import Tensor
 from .._future import Future
 
-__all__ = ["allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "bf16_round"]
+__all__ = ["allreduce_hook", "bf16_compress_hook", "bf16_compress_wrapper", "bf16_round",
+           "fp16_compress_hook", "fp16_compress_wrapper"]
 
 
 def _dist():
@@ -102,3 +103,57 @@ def bf16_compress_hook(process_group, bucket) -> Future:
         buf._data[...] = bf16_round(compressed)
         return buf
     return Future(decompress)
+
+
+class _CastBucket:
+    """A GradBucket whose ``buffer()`` is a compressed copy (what a wrapped hook reduces)."""
+
+    def __init__(self, bucket, buffer: Tensor) -> None:
+        self._bucket, self._buffer = bucket, buffer
+
+    def buffer(self) -> Tensor:
+        return self._buffer
+
+    def __getattr__(self, name):
+        return getattr(self._bucket, name)
+
+
+def _compress_wrapper(hook, compress, name: str):
+    def wrapped(hook_state, bucket) -> Future:
+        buf = bucket.buffer()
+        fut = hook(hook_state, _CastBucket(bucket, Tensor._wrap(compress(buf._data))))
+
+        def decompress(f):
+            value = f.value()
+            buf._data[...] = compress(value._data if isinstance(value, Tensor) else value)
+            return buf
+        return fut.then(decompress)
+    wrapped.__name__ = wrapped.__qualname__ = f"{name}_hook"
+    return wrapped
+
+
+def fp16_compress_wrapper(hook):
+    """Run ``hook`` on a float16 copy of the bucket and cast its result back (PyTorch's
+    ``fp16_compress_wrapper``): ``register_comm_hook(state, fp16_compress_wrapper(powerSGD_hook))``.
+
+    Args:
+        hook: a communication hook ``hook(state, bucket) -> Future``.
+
+    Returns:
+        The wrapped hook.
+    """
+    return _compress_wrapper(hook, lambda a: a.astype(np.float16), "fp16_compress_wrapper")
+
+
+def bf16_compress_wrapper(hook):
+    """Run ``hook`` on the bucket rounded to bfloat16 precision and round its result again
+    (PyTorch's ``bf16_compress_wrapper``; the values are bfloat16's, kept in the bucket's
+    dtype: see the module docstring).
+
+    Args:
+        hook: a communication hook ``hook(state, bucket) -> Future``.
+
+    Returns:
+        The wrapped hook.
+    """
+    return _compress_wrapper(hook, bf16_round, "bf16_compress_wrapper")

@@ -32,7 +32,7 @@ from ....tensor import Tensor
 from .._future import Future
 from .default_hooks import _allreduce_fut, _dist
 
-__all__ = ["PowerSGDState", "powerSGD_hook"]
+__all__ = ["PowerSGDState", "batched_powerSGD_hook", "powerSGD_hook"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,15 +109,24 @@ def _should_compress(n, m, r, min_rate):
     return (n + m) * r * min_rate < n * m, n * m, (n + m) * r
 
 
-def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
-    """Rank-``r`` compressed all_reduce of one bucket (see the module docstring)."""
+def _start(state: PowerSGDState, bucket):
+    """Both hooks' start: ``(dist, group, world size, bucket tensor, warm-up Future)``; the
+    Future is the plain all_reduce before ``start_powerSGD_iter`` steps, else None."""
     dist = _dist()
     group = state.process_group
-    world = dist.get_world_size(group)
     buf_t = bucket.buffer()
+    warmup = None
     if state.iter < state.start_powerSGD_iter:
         state.maybe_increase_iter(bucket)
-        return _allreduce_fut(group, buf_t)
+        warmup = _allreduce_fut(group, buf_t)
+    return dist, group, dist.get_world_size(group), buf_t, warmup
+
+
+def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
+    """Rank-``r`` compressed all_reduce of one bucket (see the module docstring)."""
+    dist, group, world, buf_t, warmup = _start(state, bucket)
+    if warmup is not None:
+        return warmup
     buf = buf_t._data
     xp = get_array_module(buf)
     idx = bucket.index()
@@ -212,6 +221,69 @@ def powerSGD_hook(state: PowerSGDState, bucket) -> Future:
         if not state.warm_start:
             state.p_memory_dict.clear()
             state.q_memory_dict.clear()
+        state.maybe_increase_iter(bucket)
+        return buf_t
+    return Future(finish)
+
+
+def batched_powerSGD_hook(state: PowerSGDState, bucket) -> Future:
+    """PyTorch's ``batched_powerSGD_hook``: the whole bucket, zero-padded to the next square
+    (side ``ceil(sqrt(numel))``), is compressed as one matrix with one ``P`` and one ``Q``
+    (two all_reduces of ``side x r`` each), with the same error feedback and warm start as
+    :func:`powerSGD_hook`. Cheaper than the per-layer hook, coarser (PyTorch recommends a
+    higher rank with it).
+
+    Args:
+        state: the options and per-bucket memory (``PowerSGDState``).
+        bucket: the ``GradBucket``.
+
+    Returns:
+        A Future holding the bucket's averaged (approximated) buffer.
+    """
+    dist, group, world, buf_t, warmup = _start(state, bucket)
+    if warmup is not None:
+        return warmup
+    buf = buf_t._data
+    xp = get_array_module(buf)
+    total = buf.size
+    side = int(np.ceil(np.sqrt(total)))
+    r = state.matrix_approximation_rank
+    state.total_numel_before_compression += total
+    state.total_numel_after_compression += side * r * 2
+    padded = xp.zeros(side * side, dtype=buf.dtype)
+    padded[:total] = buf.reshape(-1)
+    idx = bucket.index()
+    before = None
+    if state.use_error_feedback:
+        err = state.error_dict.get(idx)
+        if err is not None and err.shape == padded.shape:
+            padded += err
+        before = padded.copy()
+    matrix = padded.reshape(side, side)
+    if not state.warm_start or idx not in state.q_memory_dict or \
+            state.q_memory_dict[idx].shape != (side, r):
+        seed = state.rng.randint(1_000_000_000)   # the same on every rank
+        state.q_memory_dict[idx] = xp.asarray(
+            np.random.RandomState(seed).standard_normal((side, r)).astype(buf.dtype))
+        state.p_memory_dict[idx] = xp.empty((side, r), dtype=buf.dtype)
+    p, q = state.p_memory_dict[idx], state.q_memory_dict[idx]
+    _orthogonalize(q, state.orthogonalization_epsilon)
+    xp.matmul(matrix, q, out=p)
+    work_p = dist.all_reduce(Tensor._wrap(p), group=group, async_op=True)
+
+    def finish():
+        work_p.wait()
+        _orthogonalize(p, state.orthogonalization_epsilon)
+        xp.matmul(matrix.T, p, out=q)
+        dist.all_reduce(Tensor._wrap(q), group=group)
+        q[...] *= 1.0 / world
+        approx = p @ q.T
+        if before is not None:
+            state.error_dict[idx] = before - approx.reshape(-1)
+        if not state.warm_start:
+            state.p_memory_dict.pop(idx, None)
+            state.q_memory_dict.pop(idx, None)
+        buf.reshape(-1)[...] = approx.reshape(-1)[:total]
         state.maybe_increase_iter(bucket)
         return buf_t
     return Future(finish)

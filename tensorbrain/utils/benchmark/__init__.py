@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 import timeit as _timeit
 
-from .. import _xp
+from ... import _xp
 
 
 def _sync():

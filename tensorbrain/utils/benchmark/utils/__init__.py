@@ -1,0 +1,3 @@
+"""``tb.utils.benchmark.utils`` (``torch.utils.benchmark.utils``): torch's module path of
+:mod:`~tensorbrain.utils.benchmark.utils.common`."""
+from . import common  # noqa: F401

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/act.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 
 namespace py = pybind11;
@@ -77,6 +78,43 @@ void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size
         for (std::size_t j = 0; j < cols; ++j) gr[j] = (gr[j] - dot) * pr[j] * scale;
     }
 }
+void log_softmax_rows(const float *x, float *out, std::size_t rows, std::size_t cols) {
+    const bool vec = avx2_path();
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * cols;
+        float *o = out + r * cols;
+        float m = -INFINITY;
+        bool nan = false;
+        if (!(vec && avx2::max_nan(xr, cols, &m, &nan)))
+            for (std::size_t j = 0; j < cols; ++j) {
+                nan |= std::isnan(xr[j]);
+                m = std::fmax(m, xr[j]);
+            }
+        if (!std::isfinite(m)) m = 0.0f;
+        float sum = 0.0f;
+        if (!(vec && avx2::exp_sum(xr, cols, m, &sum))) {
+            double s = 0.0;   // one running float sum drifts by ~1e-6 over 1000 values
+            for (std::size_t j = 0; j < cols; ++j) s += std::exp(xr[j] - m);
+            sum = static_cast<float>(s);
+        }
+        const float lse = nan ? NAN : std::log(sum);
+        for (std::size_t j = 0; j < cols; ++j) o[j] = (xr[j] - m) - lse;
+    }
+}
+
+void cross_entropy_rows_backward(const float *logp, const std::int64_t *target, float *g, std::size_t rows,
+                                 std::size_t cols, float r) {
+    const bool vec = avx2_path();
+    for (std::size_t i = 0; i < rows; ++i) {
+        const float *lp = logp + i * cols;
+        float *o = g + i * cols;
+        if (!(vec && avx2::exp_scale(lp, o, cols, r)))
+            for (std::size_t j = 0; j < cols; ++j) o[j] = std::exp(lp[j]) * r;
+        const auto t = static_cast<std::size_t>(target[i]);
+        o[t] = (std::exp(lp[t]) - 1.0f) * r;
+    }
+}
+
 // Layer norm over rows of d values: out = (x - mean) * rstd * w + b (w, b may be null), with
 // each row's mean and rstd kept for backward (sums in double).
 void layer_norm_rows(const float *x, const float *w, const float *b, float *out, float *mean, float *rstd,
@@ -208,6 +246,10 @@ namespace {
 
 using Arr = py::array_t<float, 0>;
 
+// Calls below this many values stay on one thread (parallel.h).
+constexpr std::size_t kGrain = std::size_t{1} << 15;
+std::size_t rows_per_grain(std::size_t cols) { return std::max<std::size_t>(1, kGrain / std::max<std::size_t>(cols, 1)); }
+
 const float *input(const char *fn, const char *name, const Arr &a) {
     if (!(a.flags() & py::array::c_style))
         throw py::value_error(std::string(fn) + ": " + name + " must be a C-contiguous float32 array");
@@ -220,7 +262,7 @@ Arr gelu_forward(Arr x) {
     float *o = out.mutable_data();
     const std::size_t n = static_cast<std::size_t>(x.size());
     py::gil_scoped_release nogil;
-    tb::kernels::gelu_erf_forward(p, o, n);
+    tb::kernels::parallel_for(n, kGrain, 8, [&](std::size_t b, std::size_t e) { tb::kernels::gelu_erf_forward(p + b, o + b, e - b); });
     return out;
 }
 
@@ -235,7 +277,9 @@ Arr gelu_backward(Arr x, Arr g) {
     float *o = out.mutable_data();
     const std::size_t n = static_cast<std::size_t>(x.size());
     py::gil_scoped_release nogil;
-    tb::kernels::gelu_erf_backward(p, q, o, n);
+    tb::kernels::parallel_for(n, kGrain, 8, [&](std::size_t b, std::size_t e) {
+        tb::kernels::gelu_erf_backward(p + b, q + b, o + b, e - b);
+    });
     return out;
 }
 
@@ -252,7 +296,10 @@ void softmax_forward(Arr s, float scale, bool causal) {
     const std::size_t rows = cols ? static_cast<std::size_t>(s.size()) / cols : 0;
     const std::size_t L = causal ? static_cast<std::size_t>(s.shape(s.ndim() - 2)) : 0;
     py::gil_scoped_release nogil;
-    tb::kernels::softmax_rows(p, rows, cols, scale, L);
+    // whole (L, S) matrices per chunk under a causal mask: a row's mask depends on row % L
+    tb::kernels::parallel_for(rows, rows_per_grain(cols), L ? L : 1, [&](std::size_t b, std::size_t e) {
+        tb::kernels::softmax_rows(p + b * cols, e - b, cols, scale, L);
+    });
 }
 
 void softmax_backward(Arr g, Arr p, float scale) {
@@ -265,7 +312,45 @@ void softmax_backward(Arr g, Arr p, float scale) {
     const std::size_t cols = static_cast<std::size_t>(g.shape(g.ndim() - 1));
     const std::size_t rows = cols ? static_cast<std::size_t>(g.size()) / cols : 0;
     py::gil_scoped_release nogil;
-    tb::kernels::softmax_rows_backward(gp, pp, rows, cols, scale);
+    tb::kernels::parallel_for(rows, rows_per_grain(cols), 1, [&](std::size_t b, std::size_t e) {
+        tb::kernels::softmax_rows_backward(gp + b * cols, pp + b * cols, e - b, cols, scale);
+    });
+}
+
+Arr log_softmax_forward(Arr x) {
+    const float *p = input("log_softmax_rows_forward", "x", x);
+    if (x.ndim() < 1) throw py::value_error("log_softmax_rows_forward: x needs at least 1 dim");
+    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+    float *o = out.mutable_data();
+    const std::size_t cols = static_cast<std::size_t>(x.shape(x.ndim() - 1));
+    const std::size_t rows = cols ? static_cast<std::size_t>(x.size()) / cols : 0;
+    py::gil_scoped_release nogil;
+    tb::kernels::parallel_for(rows, rows_per_grain(cols), 1, [&](std::size_t b, std::size_t e) {
+        tb::kernels::log_softmax_rows(p + b * cols, o + b * cols, e - b, cols);
+    });
+    return out;
+}
+
+Arr cross_entropy_backward(Arr logp, py::array_t<std::int64_t, 0> target, float r) {
+    const char *fn = "cross_entropy_rows_backward";
+    const float *lp = input(fn, "logp", logp);
+    if (logp.ndim() != 2) throw py::value_error(std::string(fn) + ": logp must be (rows, classes)");
+    if (!(target.flags() & py::array::c_style) || target.ndim() != 1 || target.shape(0) != logp.shape(0))
+        throw py::value_error(std::string(fn) + ": target must be a C-contiguous int64 array of " +
+                              std::to_string(logp.shape(0)) + " class indices");
+    const std::size_t rows = static_cast<std::size_t>(logp.shape(0)), cols = static_cast<std::size_t>(logp.shape(1));
+    const std::int64_t *t = target.data();
+    for (std::size_t i = 0; i < rows; ++i)
+        if (t[i] < 0 || static_cast<std::size_t>(t[i]) >= cols)
+            throw py::index_error(std::string(fn) + ": target " + std::to_string(t[i]) + " is out of bounds for " +
+                                  std::to_string(cols) + " classes");
+    Arr out({logp.shape(0), logp.shape(1)});
+    float *o = out.mutable_data();
+    py::gil_scoped_release nogil;
+    tb::kernels::parallel_for(rows, rows_per_grain(cols), 1, [&](std::size_t b, std::size_t e) {
+        tb::kernels::cross_entropy_rows_backward(lp + b * cols, t + b, o + b * cols, e - b, cols, r);
+    });
+    return out;
 }
 
 const float *optional(const char *fn, const char *name, const py::object &a, py::ssize_t d) {
@@ -287,7 +372,10 @@ py::tuple layer_norm_forward(Arr x, py::object w, py::object b, double eps) {
     float *o = out.mutable_data(), *mp = mean.mutable_data(), *rp = rstd.mutable_data();
     {
         py::gil_scoped_release nogil;
-        tb::kernels::layer_norm_rows(xp, wp, bp, o, mp, rp, static_cast<std::size_t>(rows), static_cast<std::size_t>(d), eps);
+        const auto D = static_cast<std::size_t>(d);
+        tb::kernels::parallel_for(static_cast<std::size_t>(rows), rows_per_grain(D), 1, [&](std::size_t b0, std::size_t e) {
+            tb::kernels::layer_norm_rows(xp + b0 * D, wp, bp, o + b0 * D, mp + b0, rp + b0, e - b0, D, eps);
+        });
     }
     return py::make_tuple(out, mean, rstd);
 }
@@ -382,6 +470,10 @@ void init_fused(py::module_ &m) {
           "row i of each (L, S) matrix and zeroes the rest");
     m.def("softmax_rows_backward", &softmax_backward, py::arg("g"), py::arg("p"), py::arg("scale"),
           "g = scale * p * (g - sum(g * p)) over the last dim, in place (float32, C-contiguous)");
+    m.def("log_softmax_rows_forward", &log_softmax_forward, py::arg("x"),
+          "log_softmax over the last dim of a C-contiguous float32 array (a new array)");
+    m.def("cross_entropy_rows_backward", &cross_entropy_backward, py::arg("logp"), py::arg("target"), py::arg("r"),
+          "(exp(logp) - onehot(target)) * r for (rows, classes) float32 log-probabilities and int64 targets");
     m.def("gelu_erf_forward", &gelu_forward, py::arg("x"),
           "x * (1 + erf(x / sqrt 2)) / 2 of a C-contiguous float32 array (a new array)");
     m.def("gelu_erf_backward", &gelu_backward, py::arg("x"), py::arg("g"),

@@ -1,0 +1,79 @@
+"""The fused native kernels (GELU, softmax, layer norm, log_softmax, cross-entropy) split across tb.set_num_threads threads (csrc/kernels/parallel.h):
+the same values, bit for bit, as on one thread (each chunk is whole rows or whole 8-value
+vectors), and a forked child that inherits a started pool still runs them."""
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+from tensorbrain import _native
+
+pytestmark = pytest.mark.skipif(not _native.is_available(), reason="tensorbrain._C not built")
+rng = np.random.default_rng(3)
+
+
+def _all_kernels(C):
+    x = rng.standard_normal((3, 97, 1031)).astype(np.float32)       # odd sizes: uneven chunks
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    s = rng.standard_normal((4, 8, 77, 77)).astype(np.float32)   # 2464 rows: 5 grains
+    return x, g, s
+
+
+def _run(C, x, g, s):
+    out = [C.gelu_erf_forward(x), C.gelu_erf_backward(x, g)]
+    for causal in (False, True):
+        p = s.copy()
+        C.softmax_rows_forward(p, 0.3, causal)
+        gp = s[::-1].copy()
+        C.softmax_rows_backward(gp, p, 0.3)
+        out += [p, gp]
+    out += list(C.layer_norm_rows_forward(x.reshape(-1, 1031), None, None, 1e-5))
+    logp = C.log_softmax_rows_forward(x)
+    t = np.arange(logp.size // 1031) % 1031
+    out += [logp, C.cross_entropy_rows_backward(logp.reshape(-1, 1031), t, 0.5)]
+    return out
+
+
+def test_two_threads_match_one_bit_for_bit():
+    C = _native.module()
+    before = tb.get_num_threads()
+    args = _all_kernels(C)
+    try:
+        tb.set_num_threads(1)
+        assert C._kernel_threads() == 1
+        one = _run(C, *args)
+        tb.set_num_threads(2)
+        assert C._kernel_threads() == 2
+        two = _run(C, *args)
+        tb.set_num_threads(3)                               # more threads than cores
+        three = _run(C, *args)
+    finally:
+        tb.set_num_threads(before)
+    for a, b, c in zip(one, two, three):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
+def _child(q):
+    C = _native.module()
+    x = np.linspace(-3, 3, 1 << 17, dtype=np.float32)
+    q.put(bool(np.array_equal(C.gelu_erf_forward(x), C.gelu_erf_forward(x.copy()))))
+
+
+def test_forked_child_runs_parallel_kernels():
+    C = _native.module()
+    before = tb.get_num_threads()
+    try:
+        tb.set_num_threads(2)
+        C.gelu_erf_forward(np.ones(1 << 17, np.float32))    # the parent's pool is started
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_child, args=(q,))
+        p.start()
+        p.join(60)
+        if p.is_alive():
+            p.kill()
+            pytest.fail("the forked child hung in a parallel kernel")
+        assert p.exitcode == 0 and q.get(timeout=5) is True
+    finally:
+        tb.set_num_threads(before)

@@ -191,3 +191,20 @@ def test_cross_entropy_op_native_matches_twin(monkeypatch, reduction):
         return out.detach().numpy(), xt.grad.numpy(), ls.numpy()
     for a, b in zip(run(True), run(False)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_rows_add_matches_twin():
+    from tensorbrain.nn import functional as F
+    C = _native.module()
+    idx = rng.integers(0, 37, 500)                        # many repeats
+    rows = rng.standard_normal((500, 19)).astype(np.float32)
+    a, b = np.zeros((40, 19), np.float32), np.zeros((40, 19), np.float32)
+    C.embedding_rows_add(a, idx, rows)
+    F.embedding_rows_add(b, idx, rows)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)   # reduceat sums in its own order
+    np.testing.assert_allclose(a, np.stack([rows[idx == i].sum(0, dtype=np.float64) for i in range(40)]),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(IndexError, match="out of range for 40 rows"):
+        C.embedding_rows_add(a, np.array([40]), rows[:1])
+    with pytest.raises(ValueError, match="share dim"):
+        C.embedding_rows_add(a, idx, rows[:, :3].copy())

@@ -353,6 +353,31 @@ Arr cross_entropy_backward(Arr logp, py::array_t<std::int64_t, 0> target, float 
     return out;
 }
 
+// target[idx[i]] += rows[i] for i in order (embedding's backward): one add per row, where the twin
+// sorts, gathers and reduceats (1.3-1.9 ms against torch's 0.16 for an LSTM LM's 700 lookups).
+void embedding_rows_add(Arr target, py::array_t<std::int64_t, 0> idx, Arr rows) {
+    const char *fn = "embedding_rows_add";
+    float *t = inplace(fn, "target", target);
+    const float *r = input(fn, "rows", rows);
+    if (target.ndim() != 2 || rows.ndim() != 2 || rows.shape(1) != target.shape(1))
+        throw py::value_error(std::string(fn) + ": target (num, dim) and rows (n, dim) must share dim");
+    if (!(idx.flags() & py::array::c_style) || idx.ndim() != 1 || idx.shape(0) != rows.shape(0))
+        throw py::value_error(std::string(fn) + ": idx must be a C-contiguous int64 array of " +
+                              std::to_string(rows.shape(0)) + " row indices");
+    const std::size_t n = static_cast<std::size_t>(rows.shape(0)), d = static_cast<std::size_t>(rows.shape(1));
+    const std::int64_t *ix = idx.data(), num = static_cast<std::int64_t>(target.shape(0));
+    for (std::size_t i = 0; i < n; ++i)
+        if (ix[i] < 0 || ix[i] >= num)
+            throw py::index_error(std::string(fn) + ": index " + std::to_string(ix[i]) + " is out of range for " +
+                                  std::to_string(num) + " rows");
+    py::gil_scoped_release nogil;
+    for (std::size_t i = 0; i < n; ++i) {
+        float *o = t + static_cast<std::size_t>(ix[i]) * d;
+        const float *a = r + i * d;
+        for (std::size_t j = 0; j < d; ++j) o[j] += a[j];
+    }
+}
+
 const float *optional(const char *fn, const char *name, const py::object &a, py::ssize_t d) {
     if (a.is_none()) return nullptr;
     Arr arr = py::cast<Arr>(a);
@@ -470,6 +495,8 @@ void init_fused(py::module_ &m) {
           "row i of each (L, S) matrix and zeroes the rest");
     m.def("softmax_rows_backward", &softmax_backward, py::arg("g"), py::arg("p"), py::arg("scale"),
           "g = scale * p * (g - sum(g * p)) over the last dim, in place (float32, C-contiguous)");
+    m.def("embedding_rows_add", &embedding_rows_add, py::arg("target"), py::arg("idx"), py::arg("rows"),
+          "target[idx[i]] += rows[i] for every i in order, in place (float32 C-contiguous, int64 idx)");
     m.def("log_softmax_rows_forward", &log_softmax_forward, py::arg("x"),
           "log_softmax over the last dim of a C-contiguous float32 array (a new array)");
     m.def("cross_entropy_rows_backward", &cross_entropy_backward, py::arg("logp"), py::arg("target"), py::arg("r"),

@@ -1,6 +1,8 @@
-"""The fused native kernels (GELU, softmax, layer norm, log_softmax, cross-entropy) split across tb.set_num_threads threads (csrc/kernels/parallel.h):
+"""The fused native kernels (GELU, softmax, layer norm and its backward, log_softmax,
+cross-entropy, Adam) split across tb.set_num_threads threads (csrc/kernels/parallel.h):
 the same values, bit for bit, as on one thread (each chunk is whole rows or whole 8-value
-vectors), and a forked child that inherits a started pool still runs them."""
+vectors; layer norm's weight and bias sums go by fixed blocks of rows), and a forked child of a
+process that ran them still runs them (helpers are started per call: nothing to inherit)."""
 import multiprocessing as mp
 
 import numpy as np
@@ -28,7 +30,10 @@ def _run(C, x, g, s):
         gp = s[::-1].copy()
         C.softmax_rows_backward(gp, p, 0.3)
         out += [p, gp]
-    out += list(C.layer_norm_rows_forward(x.reshape(-1, 1031), None, None, 1e-5))
+    x2, g2 = x.reshape(-1, 1031), g.reshape(-1, 1031)
+    w = np.linspace(0.5, 1.5, 1031, dtype=np.float32)
+    y, mean, rstd = C.layer_norm_rows_forward(x2, w, None, 1e-5)
+    out += [y, mean, rstd, *C.layer_norm_rows_backward(x2, mean, rstd, w, g2, True, True, True)]
     logp = C.log_softmax_rows_forward(x)
     t = np.arange(logp.size // 1031) % 1031
     out += [logp, C.cross_entropy_rows_backward(logp.reshape(-1, 1031), t, 0.5)]

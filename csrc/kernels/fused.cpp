@@ -143,10 +143,11 @@ void layer_norm_rows(const float *x, const float *w, const float *b, float *out,
 }
 
 // Its backward: gx = rstd * (gxh - mean(gxh) - xhat * mean(gxh * xhat)) with gxh = g * w, and
-// gw = sum over rows of g * xhat, gb = sum of g (gw/gb null when not wanted).
-void layer_norm_rows_backward(const float *x, const float *mean, const float *rstd, const float *w, const float *g,
-                              float *gx, float *gw, float *gb, std::size_t rows, std::size_t d) {
-    std::vector<double> sw(gw ? d : 0, 0.0), sb(gb ? d : 0, 0.0);
+// gw = sum over rows of g * xhat, gb = sum of g (gw/gb null when not wanted). The row sums for
+// gw/gb are added per block of rows into double partials sw/sb (d values each; gx and the
+// partials may be null), so that blocks can run on different threads.
+void layer_norm_rows_backward_part(const float *x, const float *mean, const float *rstd, const float *w, const float *g,
+                                   float *gx, double *sw, double *sb, std::size_t rows, std::size_t d) {
     std::vector<float> xh(d), gh(d);
     for (std::size_t r = 0; r < rows; ++r) {
         const float *xr = x + r * d, *gr = g + r * d;
@@ -163,14 +164,13 @@ void layer_norm_rows_backward(const float *x, const float *mean, const float *rs
             float *o = gx + r * d;
             for (std::size_t j = 0; j < d; ++j) o[j] = rs * (gh[j] - a - xh[j] * c);
         }
-        if (gw)
+        if (sw)
             for (std::size_t j = 0; j < d; ++j) sw[j] += static_cast<double>(gr[j]) * xh[j];
-        if (gb)
+        if (sb)
             for (std::size_t j = 0; j < d; ++j) sb[j] += gr[j];
     }
-    for (std::size_t j = 0; gw && j < d; ++j) gw[j] = static_cast<float>(sw[j]);
-    for (std::size_t j = 0; gb && j < d; ++j) gb[j] = static_cast<float>(sb[j]);
 }
+
 // Batch norm in training over (N, C, L) (L = the spatial size): per channel the batch mean and
 // biased variance (sums in double), then out = (x - mean) * rstd * w + b in a second pass.
 void batch_norm_train(const float *x, const float *w, const float *b, float *out, float *mean, float *var,
@@ -422,8 +422,29 @@ py::tuple layer_norm_backward(Arr x, Arr mean, Arr rstd, py::object w, Arr g, bo
     const float *mp = input(fn, "mean", mean), *rp = input(fn, "rstd", rstd);
     {
         py::gil_scoped_release nogil;
-        tb::kernels::layer_norm_rows_backward(xp, mp, rp, wp, gp, gxp, gwp, gbp, static_cast<std::size_t>(rows),
-                                              static_cast<std::size_t>(d));
+        // gw/gb: partial sums per block of rows, added in block order, so the result does not depend
+        // on how many threads ran the blocks (blocks of 64 rows, at most 256 blocks)
+        const auto R = static_cast<std::size_t>(rows), D = static_cast<std::size_t>(d);
+        const std::size_t blk = std::max<std::size_t>(64, (R + 255) / 256), nblk = (R + blk - 1) / blk;
+        std::vector<double> sw(gwp ? nblk * D : 0, 0.0), sb(gbp ? nblk * D : 0, 0.0);
+        tb::kernels::parallel_for(nblk, std::max<std::size_t>(1, kGrain / std::max<std::size_t>(blk * D, 1)), 1,
+                                  [&](std::size_t b0, std::size_t e0) {
+            for (std::size_t k = b0; k < e0; ++k) {
+                const std::size_t r0 = k * blk, n = std::min(blk, R - r0);
+                tb::kernels::layer_norm_rows_backward_part(xp + r0 * D, mp + r0, rp + r0, wp, gp + r0 * D,
+                                                           gxp ? gxp + r0 * D : nullptr, gwp ? &sw[k * D] : nullptr,
+                                                           gbp ? &sb[k * D] : nullptr, n, D);
+            }
+        });
+        for (std::size_t j = 0; j < D; ++j) {
+            double a = 0.0, c = 0.0;
+            for (std::size_t k = 0; k < nblk; ++k) {
+                if (gwp) a += sw[k * D + j];
+                if (gbp) c += sb[k * D + j];
+            }
+            if (gwp) gwp[j] = static_cast<float>(a);
+            if (gbp) gbp[j] = static_cast<float>(c);
+        }
     }
     return py::make_tuple(gx, gw, gb);
 }

@@ -16,9 +16,9 @@
 #include "kernels/parallel.h"
 #include "kernels/reduce.h"
 
-namespace tb::kernels::avx2 {   // adam_avx2.cpp: the same update 8 values at a time (false: not built)
-bool adam_step(float *P, const float *G, float *M, float *V, std::size_t n, float b1, float omb1, float b2,
-               float omb2, float bias2_sqrt, float eps, float step_size);
+namespace tb::kernels::avx2 {   // adam_avx2.cpp: the same update 8 values at a time; returns how many
+std::size_t adam_step(float *P, const float *G, float *M, float *V, std::size_t n, float b1, float omb1, float b2,
+                      float omb2, float bias2_sqrt, float eps, float step_size);   // values it did (0: not built)
 }  // namespace tb::kernels::avx2
 
 namespace py = pybind11;
@@ -50,10 +50,11 @@ void adam_step(Arr p, Arr g, Arr m, Arr v, double beta1, double beta2, double bi
     py::gil_scoped_release nogil;
     const bool vec = std::strcmp(tb::kernels::cpu_path(), "avx2+f16c") == 0;
     tb::kernels::parallel_for(static_cast<std::size_t>(n), std::size_t{1} << 16, 8, [&](std::size_t b, std::size_t e) {
-        if (vec && tb::kernels::avx2::adam_step(P + b, G + b, M + b, V + b, e - b, b1, one_minus_b1, b2, one_minus_b2,
-                                                bias2_sqrt, eps, step_size))
-            return;
-        for (std::size_t i = b; i < e; ++i) {
+        std::size_t i = b;
+        if (vec)
+            i += tb::kernels::avx2::adam_step(P + b, G + b, M + b, V + b, e - b, b1, one_minus_b1, b2, one_minus_b2,
+                                              bias2_sqrt, eps, step_size);
+        for (; i < e; ++i) {
             const float gi = G[i];
             const float mi = M[i] * b1 + gi * one_minus_b1;
             const float vi = V[i] * b2 + (gi * gi) * one_minus_b2;

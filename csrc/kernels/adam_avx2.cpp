@@ -3,7 +3,6 @@
 // slower than NumPy's eleven passes. Every value meets the same float32 operations in the same
 // order as the scalar body and the NumPy twin (sqrt and divide are correctly rounded in both),
 // so the three agree bit for bit.
-#include <cmath>
 #include <cstddef>
 
 #if defined(__AVX2__)
@@ -13,8 +12,8 @@
 namespace tb::kernels::avx2 {
 
 #if defined(__AVX2__)
-bool adam_step(float *P, const float *G, float *M, float *V, std::size_t n, float b1, float omb1, float b2,
-               float omb2, float bias2_sqrt, float eps, float step_size) {
+std::size_t adam_step(float *P, const float *G, float *M, float *V, std::size_t n, float b1, float omb1, float b2,
+                      float omb2, float bias2_sqrt, float eps, float step_size) {
     const __m256 vb1 = _mm256_set1_ps(b1), vomb1 = _mm256_set1_ps(omb1), vb2 = _mm256_set1_ps(b2);
     const __m256 vomb2 = _mm256_set1_ps(omb2), vbs = _mm256_set1_ps(bias2_sqrt), veps = _mm256_set1_ps(eps);
     const __m256 vss = _mm256_set1_ps(step_size);
@@ -29,19 +28,12 @@ bool adam_step(float *P, const float *G, float *M, float *V, std::size_t n, floa
         const __m256 d = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), vbs), veps);
         _mm256_storeu_ps(P + i, _mm256_sub_ps(_mm256_loadu_ps(P + i), _mm256_mul_ps(_mm256_div_ps(m, d), vss)));
     }
-    for (; i < n; ++i) {
-        const float g = G[i];
-        const float m = M[i] * b1 + g * omb1;
-        const float v = V[i] * b2 + (g * g) * omb2;
-        M[i] = m;
-        V[i] = v;
-        P[i] -= m / (std::sqrt(v) / bias2_sqrt + eps) * step_size;
-    }
-    return true;
+    return i;   // the caller runs the last n % 8 values
 }
 #else
-bool adam_step(float *, const float *, float *, float *, std::size_t, float, float, float, float, float, float, float) {
-    return false;
+std::size_t adam_step(float *, const float *, float *, float *, std::size_t, float, float, float, float, float, float,
+                      float) {
+    return 0;
 }
 #endif
 

@@ -1,7 +1,8 @@
 """``tb.set_num_threads`` / ``tb.get_num_threads``: the CPU threads of the BLAS/OpenMP pools
-behind NumPy's matrix products and of the large fused native kernels (GELU, softmax, layer norm:
-csrc/kernels/parallel.h), torch's intra-op threads. The native kernels run on one thread until
-``set_num_threads`` is called.
+behind NumPy's matrix products and of the large fused native kernels (GELU, softmax, layer norm,
+log_softmax, cross-entropy, Adam: csrc/kernels/parallel.h), torch's intra-op threads. The native
+kernels run on one thread until ``set_num_threads`` is called (unlike torch, whose default is
+every core: several ranks of one job on a small machine would otherwise oversubscribe it).
 
 The pools are resized with ``threadpoolctl`` when it is installed (scikit-learn brings it);
 without it the number is only recorded and ``OMP_NUM_THREADS`` set before start-up is what

@@ -85,3 +85,30 @@ def test_forked_child_runs_parallel_kernels():
         assert p.exitcode == 0 and q.get(timeout=5) is True
     finally:
         tb.set_num_threads(before)
+
+
+def test_concurrent_callers_each_get_their_own_helpers():
+    """Python threads calling the split kernels at once (the GIL released inside): every call
+    starts and joins its own helpers, so each result equals the one-thread result."""
+    import threading
+    C = _native.module()
+    x = rng.standard_normal((64, 1031)).astype(np.float32)
+    before = tb.get_num_threads()
+    try:
+        tb.set_num_threads(1)
+        want = C.gelu_erf_forward(x), C.log_softmax_rows_forward(x)
+        tb.set_num_threads(2)
+        bad = []
+
+        def work():
+            for _ in range(20):
+                got = C.gelu_erf_forward(x), C.log_softmax_rows_forward(x)
+                bad.extend(i for i in range(2) if not np.array_equal(got[i], want[i]))
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads) and not bad
+    finally:
+        tb.set_num_threads(before)

@@ -1,8 +1,10 @@
-// Fused elementwise kernels for the training hot paths that NumPy runs as several passes:
-// tensorbrain._C.gelu_erf_forward / gelu_erf_backward (float32). The NumPy twins of the same
-// names are in tensorbrain/_ops/elementwise.py; tests/test_fused_native.py holds them together.
-// The baseline bodies here are scalar (std::exp, the same erf rational); act_avx2.cpp has the
-// AVX2 ones, picked at run time.
+// Fused elementwise kernels for the training hot paths that NumPy runs as several passes
+// (float32): GELU, the attention softmax, layer norm, batch norm, log_softmax and cross-entropy's
+// backward, embedding's backward. The NumPy twins of the same names are in tensorbrain/_ops
+// (elementwise.py, attention.py, norm.py, loss.py) and nn/functional.py;
+// tests/test_fused_native.py holds them together. The baseline bodies here are scalar (std::exp,
+// the same erf rational); act_avx2.cpp has the AVX2 ones, picked at run time. Large calls split
+// their rows across tb.set_num_threads threads (parallel.h).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 

@@ -1,19 +1,44 @@
-// parallel.h: helper threads started per call and joined before it returns. A thread that cannot
-// be started (std::system_error: a process at its thread limit) leaves its chunk to the caller.
+// parallel.h: the range is cut into chunks that the caller and its helper threads claim from a
+// shared counter. The caller never waits for a helper to start: it runs every chunk no helper
+// has claimed, then waits only for the chunks helpers are running. On a loaded machine, where a
+// new thread may wait milliseconds for a core, the call then costs what one thread costs instead
+// of the helper's wait. Helpers are detached and hold the job's state through a shared_ptr, so a
+// helper that starts after the call returned finds no chunk left and ends without touching the
+// caller's data (the chunk function is only called for claimed chunks, all finished before the
+// call returns). A helper that cannot be started (std::system_error: a process at its thread
+// limit) leaves its chunks to the caller.
 #include "kernels/parallel.h"
 
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <system_error>
 #include <thread>
-#include <utility>
-#include <vector>
 
 namespace tb::kernels {
 namespace {
 std::atomic<int> g_threads{1};
+
+struct Job {
+    std::function<void(std::size_t, std::size_t)> f;
+    std::size_t n = 0, chunk = 0, chunks = 0;
+    std::atomic<std::size_t> next{0};
+    std::size_t done = 0;   // under m
+    std::mutex m;
+    std::condition_variable all_done;
+
+    void run() {
+        for (std::size_t i; (i = next.fetch_add(1)) < chunks;) {
+            f(i * chunk, std::min(n, (i + 1) * chunk));
+            std::lock_guard<std::mutex> lk(m);
+            if (++done == chunks) all_done.notify_all();
+        }
+    }
+};
 }  // namespace
 
 void set_kernel_threads(int n) { g_threads.store(std::max(1, n)); }
@@ -27,23 +52,26 @@ void parallel_for(std::size_t n, std::size_t grain, std::size_t align,
         if (n) f(0, n);
         return;
     }
+    auto job = std::make_shared<Job>();
     align = std::max<std::size_t>(align, 1);
-    std::size_t chunk = (n + parts - 1) / parts;
+    // two chunks a thread (when the grain allows): a late helper leaves less to the caller
+    const std::size_t want = std::min<std::size_t>(2 * parts, std::max<std::size_t>(most, parts));
+    std::size_t chunk = (n + want - 1) / want;
     chunk = (chunk + align - 1) / align * align;
-    std::vector<std::thread> helpers;
-    std::vector<std::pair<std::size_t, std::size_t>> inline_chunks;
-    helpers.reserve(parts - 1);
-    for (std::size_t b = chunk; b < n; b += chunk) {
-        const std::size_t e = std::min(n, b + chunk);
+    job->f = f;
+    job->n = n;
+    job->chunk = chunk;
+    job->chunks = (n + chunk - 1) / chunk;
+    for (std::size_t t = 1; t < parts; ++t) {
         try {
-            helpers.emplace_back([&f, b, e] { f(b, e); });
+            std::thread([job] { job->run(); }).detach();
         } catch (const std::system_error &) {
-            inline_chunks.emplace_back(b, e);
+            break;
         }
     }
-    f(0, std::min(n, chunk));
-    for (const auto &r : inline_chunks) f(r.first, r.second);
-    for (auto &t : helpers) t.join();
+    job->run();
+    std::unique_lock<std::mutex> lk(job->m);
+    job->all_done.wait(lk, [&] { return job->done == job->chunks; });
 }
 
 }  // namespace tb::kernels

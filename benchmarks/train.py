@@ -470,6 +470,7 @@ def main(argv=None):
     if args.threads:
         if use_torch:
             torch.set_num_threads(args.threads)
+        tb.set_num_threads(args.threads)     # tb's fused native kernels too (BLAS: below)
         try:
             from threadpoolctl import threadpool_limits
             threadpool_limits(args.threads)

@@ -11,6 +11,8 @@ void init_im2col(py::module_ &m);  // csrc/kernels/im2col.cpp: 2-D convolution c
 void init_lstm(py::module_ &m);    // csrc/kernels/lstm.cpp: the fused LSTM cell
 void init_fused(py::module_ &m);   // csrc/kernels/fused.cpp: GELU, softmax, layer norm
 void init_gemm(py::module_ &m);    // csrc/kernels/gemm.cpp: GEMM with a pre-packed right operand
+void init_parallel(py::module_ &m);  // csrc/kernels/parallel.cpp: the fused kernels' threads
+void init_adam(py::module_ &m);    // csrc/kernels/adam.cpp: Adam's update in one pass
 void init_shm(py::module_ &m);
 void init_nccl(py::module_ &m);  // csrc/nccl/nccl.cpp: tensorbrain._C.nccl (dlopen, no CUDA needed)
 void init_fingerprint(py::module_ &m);  // csrc/kernels/fingerprint.cpp: the mpi collective check's MPI ops
@@ -23,6 +25,8 @@ PYBIND11_MODULE(_C, m) {
     init_lstm(m);
     init_fused(m);
     init_gemm(m);
+    init_parallel(m);
+    init_adam(m);
     init_shm(m);
     init_nccl(m);
     init_fingerprint(m);

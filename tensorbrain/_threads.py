@@ -1,5 +1,8 @@
 """``tb.set_num_threads`` / ``tb.get_num_threads``: the CPU threads of the BLAS/OpenMP pools
-behind NumPy's matrix products (torch's intra-op threads).
+behind NumPy's matrix products and of the large fused native kernels (GELU, softmax, layer norm,
+log_softmax, cross-entropy, Adam: csrc/kernels/parallel.h), torch's intra-op threads. The native
+kernels run on one thread until ``set_num_threads`` is called (unlike torch, whose default is
+every core: several ranks of one job on a small machine would otherwise oversubscribe it).
 
 The pools are resized with ``threadpoolctl`` when it is installed (scikit-learn brings it);
 without it the number is only recorded and ``OMP_NUM_THREADS`` set before start-up is what
@@ -8,6 +11,8 @@ counts. Horovod and DeepSpeed programs call ``torch.set_num_threads(1)`` per wor
 from __future__ import annotations
 
 import os
+
+from . import _native
 
 _state: dict = {"threads": None, "interop": None, "limiter": None}
 
@@ -21,7 +26,8 @@ def _limit(n: int) -> None:
 
 
 def set_num_threads(num: int) -> None:
-    """Use ``num`` threads for CPU matrix products (NumPy's BLAS/OpenMP pools).
+    """Use ``num`` threads for CPU matrix products (NumPy's BLAS/OpenMP pools) and the large
+    fused native kernels.
 
     Args:
         num: a positive number of threads.
@@ -41,6 +47,9 @@ def set_num_threads(num: int) -> None:
         raise ValueError(f"set_num_threads expects a positive integer, got {num}")
     _limit(num)
     _state["threads"] = num
+    mod = _native.loaded()
+    if mod is not None and hasattr(mod, "_set_kernel_threads"):   # an older build may lack it
+        mod._set_kernel_threads(num)
 
 
 def get_num_threads() -> int:

@@ -148,3 +148,63 @@ def test_batch_norm_op_native_matches_twin(monkeypatch):
                 bn.running_mean.numpy(), bn.running_var.numpy())
     for a, b in zip(run(True), run(False)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("cols", [1, 13, 1000])
+def test_log_softmax_and_cross_entropy_kernels_match_twins(cpu_path, cols):
+    from tensorbrain._ops import loss
+    C = cpu_path
+    x = (rng.standard_normal((9, cols)) * 5).astype(np.float32)
+    x[1] = -np.inf                                        # a fully masked row: the twin's m = 0
+    x[2, 0] = np.nan                                      # NaN anywhere: the whole row NaN
+    x[3, -1] = -np.inf                                    # one masked logit stays -inf
+    x[4] += 80.0                                          # large logits: shifted by the max
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = loss.log_softmax_rows_forward(x)
+    got = C.log_softmax_rows_forward(x)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(np.isneginf(got), np.isneginf(want))
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=4 * EPS, atol=8 * EPS)
+    x = np.delete(x, [1, 2], axis=0)                      # cross-entropy's rows are finite
+    logp = C.log_softmax_rows_forward(x)
+    t = rng.integers(0, cols, len(x))
+    np.testing.assert_allclose(C.cross_entropy_rows_backward(logp, t, 0.3),
+                               loss.cross_entropy_rows_backward(logp, t, 0.3), rtol=8 * EPS, atol=4 * EPS)
+    with pytest.raises(IndexError, match="out of bounds"):
+        C.cross_entropy_rows_backward(logp, np.full(len(x), cols), 1.0)
+    with pytest.raises(ValueError, match="class indices"):
+        C.cross_entropy_rows_backward(logp, t[:-1], 1.0)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_op_native_matches_twin(monkeypatch, reduction):
+    x = (rng.standard_normal((12, 37)) * 3).astype(np.float32)
+    t = rng.integers(0, 37, 12)
+
+    def run(native):
+        monkeypatch.setattr(elementwise, "_NATIVE_FUSED", native)
+        xt = tb.tensor(x, requires_grad=True)
+        out = tb.nn.functional.cross_entropy(xt, tb.tensor(t), reduction=reduction)
+        out.sum().backward()
+        ls = tb.nn.functional.log_softmax(tb.tensor(x), dim=-1)
+        return out.detach().numpy(), xt.grad.numpy(), ls.numpy()
+    for a, b in zip(run(True), run(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_rows_add_matches_twin():
+    from tensorbrain.nn import functional as F
+    C = _native.module()
+    idx = rng.integers(0, 37, 500)                        # many repeats
+    rows = rng.standard_normal((500, 19)).astype(np.float32)
+    a, b = np.zeros((40, 19), np.float32), np.zeros((40, 19), np.float32)
+    C.embedding_rows_add(a, idx, rows)
+    F.embedding_rows_add(b, idx, rows)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)   # reduceat sums in its own order
+    np.testing.assert_allclose(a, np.stack([rows[idx == i].sum(0, dtype=np.float64) for i in range(40)]),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(IndexError, match="out of range for 40 rows"):
+        C.embedding_rows_add(a, np.array([40]), rows[:1])
+    with pytest.raises(ValueError, match="share dim"):
+        C.embedding_rows_add(a, idx, rows[:, :3].copy())

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tb::kernels {
 
@@ -26,8 +27,21 @@ void softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std
 // Its backward in place: g = scale * p * (g - sum(g * p)) per row.
 void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale);
 
+// log_softmax over rows (out = x - max - log(sum(exp(x - max))), a max that is not finite taken
+// as 0, a row holding NaN all NaN, like the NumPy twin), and cross-entropy's backward from it:
+// g = (exp(logp) - onehot(target)) * r, in one pass per row (loss.py holds the twins).
+void log_softmax_rows(const float *x, float *out, std::size_t rows, std::size_t cols);
+void cross_entropy_rows_backward(const float *logp, const std::int64_t *target, float *g, std::size_t rows,
+                                 std::size_t cols, float r);
+
 namespace avx2 {
 bool exp_inplace(float *x, std::size_t n);
+// sum of exp(x - shift) over n values (false when not built with AVX2)
+bool exp_sum(const float *x, std::size_t n, float shift, float *sum);
+// the largest of n values (NaN ignored, -inf when n = 0) and whether any is NaN
+bool max_nan(const float *x, std::size_t n, float *m, bool *nan);
+// out = exp(x) * r, with exp(x) = 0 below the float32 range
+bool exp_scale(const float *x, float *out, std::size_t n, float r);
 bool tanh_inplace(float *x, std::size_t n);   // false when not built with AVX2
 // An LSTM step's gate math after the recurrent sum, in one pass (lstm.cpp's cell_forward).
 bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n);

@@ -119,6 +119,52 @@ bool exp_inplace(float *x, std::size_t n) {
     return true;
 }
 
+bool exp_sum(const float *x, std::size_t n, float shift, float *sum) {
+    const __m256 s = _mm256_set1_ps(shift);
+    __m256 acc = _mm256_setzero_ps();
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) acc = _mm256_add_ps(acc, exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), s)));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc);
+    float total = 0.0f;
+    for (float v : lanes) total += v;
+    for (; i < n; ++i) total += std::exp(x[i] - shift);
+    *sum = total;
+    return true;
+}
+
+bool max_nan(const float *x, std::size_t n, float *m, bool *nan) {
+    __m256 acc = _mm256_set1_ps(-INFINITY), un = _mm256_setzero_ps();
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        acc = _mm256_max_ps(v, acc);   // a NaN v gives acc back
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, acc);
+    float best = -INFINITY;
+    for (float v : lanes) best = std::fmax(best, v);
+    bool any = _mm256_movemask_ps(un) != 0;
+    for (; i < n; ++i) {
+        any |= std::isnan(x[i]);
+        best = std::fmax(best, x[i]);
+    }
+    *m = best;
+    *nan = any;
+    return true;
+}
+
+bool exp_scale(const float *x, float *out, std::size_t n, float r) {
+    const __m256 vr = _mm256_set1_ps(r), lo = _mm256_set1_ps(-88.3762626647949f);
+    map8(n, [&](std::size_t i, std::size_t k) {
+        const __m256 v = load(x + i, k);
+        const __m256 e = _mm256_and_ps(exp_ps(v), _mm256_cmp_ps(v, lo, _CMP_GT_OQ));   // 0 at -inf
+        store(out + i, _mm256_mul_ps(e, vr), k);
+    });
+    return true;
+}
+
 // lstm.cpp's cell_forward after its `G += R` as one pass 8 columns at a time (each value meets the
 // same float32 operations in the same order as there: the results are identical), instead of
 // five passes over the (4, B, H) gates and the states.
@@ -160,6 +206,9 @@ bool tanh_inplace(float *x, std::size_t n) {
 namespace tb::kernels::avx2 {
 bool tanh_inplace(float *, std::size_t) { return false; }
 bool exp_inplace(float *, std::size_t) { return false; }
+bool exp_sum(const float *, std::size_t, float, float *) { return false; }
+bool exp_scale(const float *, float *, std::size_t, float) { return false; }
+bool max_nan(const float *, std::size_t, float *, bool *) { return false; }
 bool lstm_cell_forward(float *, const float *, float *, float *, float *, std::size_t) { return false; }
 bool gelu_erf_forward(const float *, float *, std::size_t) { return false; }
 bool gelu_erf_backward(const float *, const float *, float *, std::size_t) { return false; }

@@ -56,6 +56,32 @@ def _reduce_grad(xp, g, shape, reduction, dtype):
 
 
 def _log_softmax_array(xp, x, d):
+    if d in (-1, x.ndim - 1) and x.ndim and x.shape[-1]:
+        C = _E._fused_module(x)
+        if C is not None:
+            return C.log_softmax_rows_forward(x)
+    return _log_softmax_twin(xp, x, d)
+
+
+def log_softmax_rows_forward(x):
+    """log_softmax over the last axis of a float32 array, as a new array: the NumPy/CuPy twin of
+    ``tensorbrain._C.log_softmax_rows_forward`` (one read of a row for its max, one for the sum
+    of exponentials, one write there)."""
+    return _log_softmax_twin(get_array_module(x), x, -1)
+
+
+def cross_entropy_rows_backward(logp, target, r):
+    """``(exp(logp) - onehot(target)) * r`` for (M, C) log-probabilities and M class indices, a
+    new array: cross-entropy's gradient with every row's weight ``r`` (a scalar). The NumPy/CuPy
+    twin of ``tensorbrain._C.cross_entropy_rows_backward`` (one pass there)."""
+    xp = get_array_module(logp)
+    p = xp.exp(logp)
+    p[xp.arange(p.shape[0]), target] -= 1
+    p *= p.dtype.type(r)
+    return p
+
+
+def _log_softmax_twin(xp, x, d):
     m = x.max(axis=d, keepdims=True)
     if not xp.isfinite(m).all():
         m = xp.where(xp.isfinite(m), m, 0)
@@ -185,12 +211,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             r = g
         else:
             r = g / denom
-        p = xp.exp(logp)
-        if valid is None and target._data.dtype.kind != "f" and not eps and w is None:
-            # The common case: grad = (softmax - onehot) * r.
-            p[rows, ts] -= 1
-            gx = p * r
+        if valid is None and target._data.dtype.kind != "f" and not eps and w is None and \
+                getattr(r, "ndim", 0) == 0:
+            # The common case: grad = (softmax - onehot) * r, one pass natively.
+            C = _E._fused_module(logp)
+            gx = (cross_entropy_rows_backward if C is None else C.cross_entropy_rows_backward)(
+                logp, xp.ascontiguousarray(ts, dtype=np.int64), float(r))
         else:
+            p = xp.exp(logp)
             if target._data.dtype.kind == "f":
                 qq = q
             else:

@@ -7,6 +7,7 @@ from .. import _dtype
 from .._xp import get_array_module
 from .._tensor_base import TensorBase as Tensor
 from .core import make, make_view, unbroadcast
+from ..autograd.graph import SliceGrad
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
@@ -245,16 +246,15 @@ def getitem(a, index):
     xp = get_array_module(x)
 
     def backward(g):
+        if _is_basic(idx):   # zero but the slice: the engine writes sibling slices into one array
+            return (SliceGrad(x.shape, idx, g),)
         gx = xp.zeros(x.shape, dtype=g.dtype)
-        if _is_basic(idx):
-            gx[idx] = g
+        # Advanced indexing may repeat elements: accumulate, do not overwrite.
+        if xp is np:
+            np.add.at(gx, idx, g)
         else:
-            # Advanced indexing may repeat elements: accumulate, do not overwrite.
-            if xp is np:
-                np.add.at(gx, idx, g)
-            else:
-                import cupyx  # type: ignore
-                cupyx.scatter_add(gx, idx, g)
+            import cupyx  # type: ignore
+            cupyx.scatter_add(gx, idx, g)
         return (gx,)
     if _is_basic(idx):
         t = make_view(out, a, backward, "SliceBackward")

@@ -10,13 +10,41 @@ from __future__ import annotations
 import heapq
 
 from . import anomaly, grad_mode
-from .graph import Node, _local, queue_callback  # noqa: F401  (queue_callback: re-exported)
+from .graph import Node, SliceGrad, _local, queue_callback  # noqa: F401  (queue_callback: re-exported)
 from .._tensor_base import TensorBase as Tensor
 from .._xp import get_array_module
 
 # tensorbrain.profiler's slot: while a profile records, ``hook(node, grad)`` runs each node's
 # backward (timing it); None otherwise. Read once per backward() call.
 PROFILE_HOOK: list = [None]
+
+
+def _sum_into(prev, g, owned):
+    """``prev + g`` for the pending sum of one node or leaf. ``owned`` holds the ids of the
+    arrays this backward made for its sums and has not handed out yet: those are added into in
+    place (no one else can see them); any other array gets a new one."""
+    if type(prev) is SliceGrad:
+        prev = prev.dense()
+        owned.add(id(prev))
+    if id(prev) in owned:
+        if type(g) is SliceGrad:
+            prev[g.index] += g.value
+        else:
+            prev += g
+        return prev
+    if type(g) is SliceGrad:
+        out = prev.copy()
+        out[g.index] += g.value
+    else:
+        out = prev + g
+    owned.add(id(out))
+    return out
+
+
+def _take(grad, owned):
+    """A pending sum leaving the engine's hands: a plain array from now on."""
+    owned.discard(id(grad))
+    return grad.dense() if type(grad) is SliceGrad else grad
 
 
 def _check_saved(node):
@@ -103,6 +131,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
         t.grad_fn: id(t) for t in inputs if t.grad_fn is not None}
     results: dict[int, object] = {}
     pending: dict = {}   # node or id(leaf) -> summed gradient not yet consumed
+    owned: set = set()   # ids of pending sums this backward made (see _sum_into)
     ready = []
     callbacks: list = []
     stack_cb = getattr(_local, "callbacks", None)
@@ -133,7 +162,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
         # 2. Run nodes in dependency order, newest first (seq is unique: nodes never compare).
         while ready:
             node = heappop(ready)[1]
-            grad = pending.pop(node)
+            grad = _take(pending.pop(node), owned)
             if node.pre_hooks:
                 for hook in node.pre_hooks:
                     grad = hook(grad)
@@ -155,7 +184,9 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                     continue
                 # A backward may return one array for several inputs (add returns g twice);
                 # give each consumer its own so in-place accumulation cannot alias them.
-                if handed is None:
+                if type(g) is SliceGrad:    # only read: its value may alias another's
+                    pass
+                elif handed is None:
                     handed = [g]
                 elif any(g is h for h in handed):
                     g = g.copy()
@@ -170,20 +201,21 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                     raise RuntimeError(
                         f"{node.name} returned a gradient of shape {tuple(g.shape)} for an input of "
                         f"shape {tuple(t._data.shape)} (an op's backward is wrong; please report it)")
-                if check_nan and get_array_module(g).isnan(g).any():
+                gv = g.value if type(g) is SliceGrad else g
+                if check_nan and get_array_module(gv).isnan(gv).any():
                     raise RuntimeError(f"Function '{node.name}' returned nan values in its "
                                        f"gradient (anomaly detection is on)")
                 nxt = e if type(e) is Node else None
                 k = e if nxt is not None else id(e)
                 prev = pending.get(k)
-                pending[k] = g if prev is None else prev + g
+                pending[k] = g if prev is None else _sum_into(prev, g, owned)
                 left = deps[k] - 1
                 deps[k] = left
                 if left == 0:
                     if nxt is not None:
                         heappush(ready, (-nxt.seq, nxt))
                     else:
-                        _accumulate_leaf(e, pending.pop(k), inputs_filter, results)
+                        _accumulate_leaf(e, _take(pending.pop(k), owned), inputs_filter, results)
         # 3. Callbacks queued during backward (DDP's "finalize"), including ones they queue.
         i = 0
         while i < len(callbacks):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 import threading
 
+from .._xp import get_array_module
+
 _seq = itertools.count()
 # the backward passes running in this thread: their end-of-pass callbacks (engine.py runs them)
 _local = threading.local()
@@ -204,3 +206,27 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
                 grads[i] = grad
         return hook
     return _MultiHandle([t.register_hook(make(i)) for i, t in enumerate(tensors)])
+
+class SliceGrad:
+    """A gradient that is zero except ``value`` at the basic index ``index`` of an array of
+    ``shape``: what a slicing view's backward returns (``getitem``, hence ``split``, ``chunk``,
+    ``narrow``, ``unbind``). The engine writes the slices of sibling views into one zeroed array
+    it owns instead of adding one zero-filled full-size array per slice (a GPT block's q/k/v
+    ``split`` cost 3.3 ms fwd + bwd that way, against 0.2 ms for writing the three slices)."""
+
+    __slots__ = ("shape", "index", "value")
+
+    def __init__(self, shape, index, value):
+        self.shape, self.index, self.value = tuple(shape), index, value
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
+    def astype(self, dtype):
+        return SliceGrad(self.shape, self.index, self.value.astype(dtype))
+
+    def dense(self):
+        out = get_array_module(self.value).zeros(self.shape, dtype=self.value.dtype)
+        out[self.index] = self.value
+        return out

@@ -174,10 +174,22 @@ def _index_add(xp, target, idx, values):
 
 
 def _embedding_rows_add(target, idx, rows):
-    """``target[idx[i]] += rows[i]`` for every i (repeats accumulate), on NumPy: the rows sorted
-    by index and summed per run of equal indices (``np.add.reduceat``), one add per distinct
-    index. ``np.add.at`` went row by row: 4.8 against 0.8 ms for torch for a GPT's (8, 128)
-    lookups of 256-wide rows."""
+    """``target[idx[i]] += rows[i]`` for every i (repeats accumulate), on NumPy: natively one add
+    per row (``tensorbrain._C.embedding_rows_add``) for float32, else :func:`embedding_rows_add`."""
+    C = _E._fused_module(rows)
+    if C is not None and _E._fused_module(target) is not None:
+        C.embedding_rows_add(target, np.ascontiguousarray(idx, dtype=np.int64), rows)
+    else:
+        embedding_rows_add(target, idx, rows)
+
+
+def embedding_rows_add(target, idx, rows):
+    """The NumPy twin of ``tensorbrain._C.embedding_rows_add``: the rows sorted by index and
+    summed per run of equal indices (``np.add.reduceat``), one add per distinct index (equal
+    to the kernel's sums up to float32 rounding: reduceat adds in its own order). ``np.add.at``
+    went row by row: 4.8 against 0.8 ms for torch for a GPT's (8, 128) lookups of 256-wide
+    rows; the kernel takes 0.06-0.07 ms (with the zeroed table) for an LSTM LM's 700 lookups of
+    200-wide rows where this twin takes 1.3-1.9 (torch 0.16)."""
     order = np.argsort(idx, kind="stable")
     sidx = idx[order]
     starts = np.flatnonzero(np.concatenate(([True], sidx[1:] != sidx[:-1])))

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from .. import _native
 from .._xp import get_array_module
 from ._checks import check_flags
 from .optimizer import Optimizer, step_count
@@ -50,28 +53,53 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = xp.zeros_like(p)
         state["step"] += 1
         step = step_count(state["step"])
-        m, v, tmp = state["exp_avg"], state["exp_avg_sq"], self._scratch(p)
-        # m = b1*m + (1-b1)*g ; v = b2*v + (1-b2)*g*g   (in place, one scratch buffer)
-        m *= b1
-        xp.multiply(g, 1 - b1, out=tmp)
-        m += tmp
-        v *= b2
-        xp.multiply(g, g, out=tmp)
-        tmp *= 1 - b2
-        v += tmp
         bias1 = 1 - b1 ** step
         bias2_sqrt = math.sqrt(1 - b2 ** step)
+        m, v = state["exp_avg"], state["exp_avg_sq"]
         if group["amsgrad"]:
+            tmp = self._scratch(p)
+            _moments(xp, g, m, v, b1, b2, tmp)
             vmax = state["max_exp_avg_sq"]
             xp.maximum(vmax, v, out=vmax)
             xp.sqrt(vmax, out=tmp)
+            _apply(p, m, tmp, bias2_sqrt, eps, lr / bias1)
+            return
+        native = _native.loaded()
+        if native is not None and all(type(a) is np.ndarray and a.dtype == np.float32
+                                      and a.flags.c_contiguous for a in (p, g, m, v)):
+            native.adam_step(p, g, m, v, b1, b2, bias2_sqrt, eps, lr / bias1)
         else:
-            xp.sqrt(v, out=tmp)
-        tmp /= bias2_sqrt
-        tmp += eps
-        xp.divide(m, tmp, out=tmp)
-        tmp *= lr / bias1
-        p -= tmp
+            adam_step(p, g, m, v, b1, b2, bias2_sqrt, eps, lr / bias1, self._scratch(p))
+
+
+def _moments(xp, g, m, v, b1, b2, tmp):
+    """m = b1*m + (1-b1)*g ; v = b2*v + (1-b2)*g*g, in place (``tmp``: scratch like ``g``)."""
+    m *= b1
+    xp.multiply(g, 1 - b1, out=tmp)
+    m += tmp
+    v *= b2
+    xp.multiply(g, g, out=tmp)
+    tmp *= 1 - b2
+    v += tmp
+
+
+def _apply(p, m, tmp, bias2_sqrt, eps, step_size):
+    """p -= m / (tmp / bias2_sqrt + eps) * step_size, with ``tmp`` = sqrt of the second moment."""
+    tmp /= bias2_sqrt
+    tmp += eps
+    get_array_module(p).divide(m, tmp, out=tmp)
+    tmp *= step_size
+    p -= tmp
+
+
+def adam_step(p, g, m, v, b1, b2, bias2_sqrt, eps, step_size, tmp):
+    """Adam's update of one parameter in place: the NumPy twin of ``tensorbrain._C.adam_step``
+    (which runs it in one pass over float32; tests/test_adam_native.py holds the two together).
+    ``tmp`` is scratch shaped like ``p``."""
+    xp = get_array_module(p)
+    _moments(xp, g, m, v, b1, b2, tmp)
+    xp.sqrt(v, out=tmp)
+    _apply(p, m, tmp, bias2_sqrt, eps, step_size)
 
 
 class AdamW(Adam):

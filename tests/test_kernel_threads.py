@@ -1,0 +1,114 @@
+"""The fused native kernels (GELU, softmax, layer norm and its backward, log_softmax,
+cross-entropy, Adam) split across tb.set_num_threads threads (csrc/kernels/parallel.h):
+the same values, bit for bit, as on one thread (each chunk is whole rows or whole 8-value
+vectors; layer norm's weight and bias sums go by fixed blocks of rows), and a forked child of a
+process that ran them still runs them (helpers are started per call: nothing to inherit)."""
+import multiprocessing as mp
+
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+from tensorbrain import _native
+
+pytestmark = pytest.mark.skipif(not _native.is_available(), reason="tensorbrain._C not built")
+rng = np.random.default_rng(3)
+
+
+def _all_kernels(C):
+    x = rng.standard_normal((3, 97, 1031)).astype(np.float32)       # odd sizes: uneven chunks
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    s = rng.standard_normal((4, 8, 77, 77)).astype(np.float32)   # 2464 rows: 5 grains
+    return x, g, s
+
+
+def _run(C, x, g, s):
+    out = [C.gelu_erf_forward(x), C.gelu_erf_backward(x, g)]
+    for causal in (False, True):
+        p = s.copy()
+        C.softmax_rows_forward(p, 0.3, causal)
+        gp = s[::-1].copy()
+        C.softmax_rows_backward(gp, p, 0.3)
+        out += [p, gp]
+    x2, g2 = x.reshape(-1, 1031), g.reshape(-1, 1031)
+    w = np.linspace(0.5, 1.5, 1031, dtype=np.float32)
+    y, mean, rstd = C.layer_norm_rows_forward(x2, w, None, 1e-5)
+    out += [y, mean, rstd, *C.layer_norm_rows_backward(x2, mean, rstd, w, g2, True, True, True)]
+    logp = C.log_softmax_rows_forward(x)
+    t = np.arange(logp.size // 1031) % 1031
+    out += [logp, C.cross_entropy_rows_backward(logp.reshape(-1, 1031), t, 0.5)]
+    p, m, v = x.ravel().copy(), g.ravel().copy(), np.abs(x).ravel()
+    C.adam_step(p, g.ravel(), m, v, 0.9, 0.999, 0.03, 1e-8, 0.01)
+    out += [p, m, v]
+    return out
+
+
+def test_two_threads_match_one_bit_for_bit():
+    C = _native.module()
+    before = tb.get_num_threads()
+    args = _all_kernels(C)
+    try:
+        tb.set_num_threads(1)
+        assert C._kernel_threads() == 1
+        one = _run(C, *args)
+        tb.set_num_threads(2)
+        assert C._kernel_threads() == 2
+        two = _run(C, *args)
+        tb.set_num_threads(3)                               # more threads than cores
+        three = _run(C, *args)
+    finally:
+        tb.set_num_threads(before)
+    for a, b, c in zip(one, two, three):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
+def _child(q):
+    C = _native.module()
+    x = np.linspace(-3, 3, 1 << 17, dtype=np.float32)
+    q.put(bool(np.array_equal(C.gelu_erf_forward(x), C.gelu_erf_forward(x.copy()))))
+
+
+def test_forked_child_runs_parallel_kernels():
+    C = _native.module()
+    before = tb.get_num_threads()
+    try:
+        tb.set_num_threads(2)
+        C.gelu_erf_forward(np.ones(1 << 17, np.float32))    # the parent's pool is started
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_child, args=(q,))
+        p.start()
+        p.join(60)
+        if p.is_alive():
+            p.kill()
+            pytest.fail("the forked child hung in a parallel kernel")
+        assert p.exitcode == 0 and q.get(timeout=5) is True
+    finally:
+        tb.set_num_threads(before)
+
+
+def test_concurrent_callers_each_get_their_own_helpers():
+    """Python threads calling the split kernels at once (the GIL released inside): every call
+    starts and joins its own helpers, so each result equals the one-thread result."""
+    import threading
+    C = _native.module()
+    x = rng.standard_normal((64, 1031)).astype(np.float32)
+    before = tb.get_num_threads()
+    try:
+        tb.set_num_threads(1)
+        want = C.gelu_erf_forward(x), C.log_softmax_rows_forward(x)
+        tb.set_num_threads(2)
+        bad = []
+
+        def work():
+            for _ in range(20):
+                got = C.gelu_erf_forward(x), C.log_softmax_rows_forward(x)
+                bad.extend(i for i in range(2) if not np.array_equal(got[i], want[i]))
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads) and not bad
+    finally:
+        tb.set_num_threads(before)

@@ -15,7 +15,7 @@ be = dist.distributed_c10d._default("netns").backend
 peers = {j: c.transport for j, c in enumerate(be.conns) if c is not None}
 S.run_some(rank, n, "tcp", ["check_all_reduce", "check_broadcast", "check_all_gather",
                             "check_reduce_scatter", "check_send_recv", "check_barrier"])
-print("OK", rank, "local", be.local_ranks, "tcp-peers", sorted(j for j, t in peers.items() if t == "tcp"))
+print("OK", rank, "local", be.mesh.local_ranks, "tcp-peers", sorted(j for j, t in peers.items() if t == "tcp"))
 dist.destroy_process_group()
 """
 

@@ -222,9 +222,14 @@ class Trainer:
 
     def train(self, max_epochs, crash_at_epoch=0):
         for epoch in range(self.epochs_run, max_epochs):
-            if (epoch + 1 == crash_at_epoch and self.rank == self.world_size - 1
-                    and os.environ.get("TB_RESTART_COUNT", "0") == "0"):
-                os._exit(17)  # a simulated failure: tbrun stops the others and restarts all
+            if epoch + 1 == crash_at_epoch and os.environ.get("TB_RESTART_COUNT", "0") == "0":
+                # a simulated failure once rank 0's last snapshot is on disk (all ranks meet
+                # first: the last rank could otherwise die before rank 0 wrote it), then tbrun
+                # stops the others and restarts all
+                if tb.distributed.is_initialized():
+                    tb.distributed.barrier()
+                if self.rank == self.world_size - 1:
+                    os._exit(17)
             start = time.perf_counter()
             train_loss, train_acc = self._run_epoch(epoch)
             test_loss, test_acc = self.evaluate()
@@ -269,7 +274,8 @@ def parse_args(argv=None):
                    help="with several processes, keep per-rank BatchNorm statistics")
     p.add_argument("--crash-at-epoch", type=int, default=0,
                    help="demo/test of --max_restarts: the last rank dies at the start of this "
-                        "epoch (1-based) in the first attempt (TB_RESTART_COUNT=0)")
+                        "epoch (1-based), after the ranks meet there (so the previous "
+                        "epoch's snapshot is written), in the first attempt (TB_RESTART_COUNT=0)")
     args = p.parse_args(argv)
     if args.save_every and not args.snapshot:
         p.error("--save-every needs --snapshot PATH")

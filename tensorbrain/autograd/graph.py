@@ -221,12 +221,19 @@ class SliceGrad:
 
     @property
     def dtype(self):
+        """The slice's dtype (the whole gradient's)."""
         return self.value.dtype
 
     def astype(self, dtype):
+        """The same slice gradient cast to ``dtype``.
+
+        Args:
+            dtype: the array dtype.
+        """
         return SliceGrad(self.shape, self.index, self.value.astype(dtype))
 
     def dense(self):
+        """The whole gradient: zeros with the slice written in."""
         out = get_array_module(self.value).zeros(self.shape, dtype=self.value.dtype)
         out[self.index] = self.value
         return out

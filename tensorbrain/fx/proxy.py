@@ -196,6 +196,7 @@ class Attribute(Proxy):
 
     @property
     def node(self) -> Node:   # type: ignore[override]
+        """The ``getattr`` node, recorded the first time it is needed."""
         if self._node is None:
             self._node = self.tracer.create_proxy("call_function", builtins.getattr,
                                                   (self.root, self.attr), {}).node

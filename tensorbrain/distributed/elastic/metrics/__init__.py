@@ -39,6 +39,11 @@ class ConsoleMetricHandler(MetricHandler):
     """Print each value as ``[timestamp][group]: name=value``."""
 
     def emit(self, metric_data: MetricData) -> None:
+        """Print one value.
+
+        Args:
+            metric_data: the value.
+        """
         print(f"[{metric_data.timestamp}][{metric_data.group_name}]: "
               f"{metric_data.name}={metric_data.value}")
 
@@ -47,7 +52,11 @@ class NullMetricHandler(MetricHandler):
     """Drop every value (the default)."""
 
     def emit(self, metric_data: MetricData) -> None:
-        pass
+        """Drop one value.
+
+        Args:
+            metric_data: the value.
+        """
 
 
 class MetricStream:

@@ -48,6 +48,7 @@ class ShufflerIterDataPipe(IterDataPipe):
         return self
 
     def reset(self) -> None:
+        """Empty the shuffle buffer before a new pass."""
         self._buffer = []
         if self._enabled:
             if self._seed is None:

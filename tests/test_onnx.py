@@ -1,0 +1,361 @@
+"""tb.onnx.export: the files it writes validate (onnx.checker), run in onnxruntime with the
+values of our forward and of torch's forward of the same weights, and have the ops torch's own
+exporter writes; the custom symbolic registry, the helpers, and bad input."""
+from __future__ import annotations
+
+import io
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorbrain as tb
+import tensorbrain.nn as nn
+import tensorbrain.nn.functional as F
+from tensorbrain.fx import wrap
+
+onnx = pytest.importorskip("onnx")
+
+
+def my_clip(x, lo, hi):
+    """A function the tracer records as one node (tb.fx.wrap): exported only through a
+    registered symbolic (``test_onnx::my_clip``)."""
+    return tb.clamp(x, lo, hi)
+
+
+def widen(x, n):
+    """``x`` (a vector) as ``n`` columns; exported through ``test_onnx::widen``."""
+    return x.unsqueeze(-1).expand(-1, n)
+
+
+wrap("my_clip")
+wrap("widen")
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.drop = nn.Linear(4, 8), nn.Linear(8, 3), nn.Dropout(0.5)
+
+    def forward(self, x):
+        return F.log_softmax(self.fc2(self.drop(F.relu(self.fc1(x)))), dim=-1)
+
+
+class ConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.pool, self.gap, self.fc = nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Linear(4, 2)
+
+    def forward(self, x):
+        x = self.gap(self.pool(tb.relu(self.bn(self.conv(x)))))
+        return F.gelu(self.fc(tb.flatten(x, 1))).softmax(-1)
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block (causal attention, GELU MLP) over token embeddings."""
+
+    def __init__(self, d=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.emb, self.ln1, self.ln2 = nn.Embedding(10, d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.ff1, self.ff2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        B, T, C = x.size()
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        x = x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
+        return x.mean(dim=1)
+
+
+def _torch_twin(name):
+    """The same model in torch (same parameter names), or None without torch."""
+    torch = pytest.importorskip("torch")
+    tnn, TF = torch.nn, torch.nn.functional
+
+    class TMLP(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2, self.drop = tnn.Linear(4, 8), tnn.Linear(8, 3), tnn.Dropout(0.5)
+
+        def forward(self, x):
+            return TF.log_softmax(self.fc2(self.drop(TF.relu(self.fc1(x)))), dim=-1)
+
+    class TConvNet(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = tnn.Conv2d(3, 4, 3, padding=1), tnn.BatchNorm2d(4)
+            self.pool, self.gap = tnn.MaxPool2d(2), tnn.AdaptiveAvgPool2d(1)
+            self.fc = tnn.Linear(4, 2)
+
+        def forward(self, x):
+            x = self.gap(self.pool(torch.relu(self.bn(self.conv(x)))))
+            return TF.gelu(self.fc(torch.flatten(x, 1))).softmax(-1)
+
+    class TBlock(tnn.Module):
+        def __init__(self, d=8, heads=2):
+            super().__init__()
+            self.heads = heads
+            self.emb, self.ln1, self.ln2 = tnn.Embedding(10, d), tnn.LayerNorm(d), tnn.LayerNorm(d)
+            self.qkv, self.proj = tnn.Linear(d, 3 * d), tnn.Linear(d, d)
+            self.ff1, self.ff2 = tnn.Linear(d, 4 * d), tnn.Linear(4 * d, d)
+
+        def forward(self, idx):
+            x = self.emb(idx)
+            B, T, C = x.size()
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+                       for t in (q, k, v))
+            y = TF.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            x = x + self.ff2(TF.gelu(self.ff1(self.ln2(x))))
+            return x.mean(dim=1)
+    return torch, {"MLP": TMLP, "ConvNet": TConvNet, "Block": TBlock}[name]()
+
+
+def _batchnorm_stats(m):
+    """Give BatchNorm non-trivial running statistics, so eval mode is really tested."""
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.copy_(tb.randn(*mod.running_mean.shape))
+            mod.running_var.copy_(tb.rand(*mod.running_var.shape) + 0.5)
+
+
+CASES = [
+    ("MLP", MLP, lambda n: tb.randn(n, 4)),
+    ("ConvNet", ConvNet, lambda n: tb.randn(n, 3, 8, 8)),
+    ("Block", Block, lambda n: tb.tensor(np.random.default_rng(n).integers(0, 10, (n, 5)))),
+]
+
+
+@pytest.mark.parametrize("name,cls,make", CASES, ids=[c[0] for c in CASES])
+def test_export_runs_in_onnxruntime_like_our_forward_and_torchs(tmp_path, name, cls, make):
+    ort = pytest.importorskip("onnxruntime")
+    tb.manual_seed(0)
+    model = cls()
+    _batchnorm_stats(model)
+    x = make(2)
+    path = tmp_path / f"{name}.onnx"
+    program = tb.onnx.export(model, (x,), str(path), input_names=["x"], output_names=["y"],
+                             dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    assert model.training, "export must put the model back in the mode it was in"
+    proto = onnx.load(str(path))
+    onnx.checker.check_model(proto, full_check=True)
+    assert proto.SerializeToString() == program.model_proto.SerializeToString()
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    model.eval()
+    x5 = make(5)                                         # a batch size the trace never saw
+    got = sess.run(["y"], {"x": x5.numpy()})[0]
+    want = model(x5).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    torch, twin = _torch_twin(name)
+    twin.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    twin.eval()
+    with torch.no_grad():
+        np.testing.assert_allclose(got, twin(torch.tensor(x5.numpy())).numpy(), rtol=1e-5,
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("name,cls,make", CASES[:2], ids=[c[0] for c in CASES[:2]])
+def test_the_ops_are_the_ones_torchs_exporter_writes(name, cls, make):
+    """torch's TorchScript exporter (dynamo=False, offline) on the same model and opset: the same
+    op types in the same order (Constant nodes aside: we write constants as initializers). Both
+    fold BatchNorm into the Conv before it."""
+    tb.manual_seed(0)
+    model = cls().eval()
+    torch, twin = _torch_twin(name)
+    twin.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    twin.eval()
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(twin, (torch.tensor(make(2).numpy()),), buf, dynamo=False,
+                              opset_version=18)
+        except Exception as exc:   # noqa: BLE001 - e.g. an exporter that needs onnxscript
+            pytest.skip(f"torch's exporter did not run here: {exc}")
+    theirs = [n.op_type for n in onnx.load_from_string(buf.getvalue()).graph.node
+              if n.op_type != "Constant"]
+    mine = tb.onnx.export(model, (make(2),), opset_version=18).model_proto
+    assert [n.op_type for n in mine.graph.node] == theirs
+
+
+def test_f_may_be_a_file_object_and_dynamo_false_returns_none():
+    ort = pytest.importorskip("onnxruntime")
+    model, x = MLP().eval(), tb.randn(3, 4)
+    buf = io.BytesIO()
+    assert tb.onnx.export(model, x, buf, dynamo=False) is None
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {"x": x.numpy()})[0], model(x).detach().numpy(),
+                               rtol=1e-6)
+
+
+def test_onnx_program_save_and_call(tmp_path):
+    pytest.importorskip("onnxruntime")
+    model, x = ConvNet().eval(), tb.randn(2, 3, 8, 8)
+    program = tb.onnx.export(model, (x,))
+    assert isinstance(program, tb.onnx.ONNXProgram)
+    np.testing.assert_allclose(program(x)[0].numpy(), model(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    program.save(tmp_path / "m.onnx")
+    assert onnx.load(str(tmp_path / "m.onnx")).graph.node
+    assert not [p for p in os.listdir(tmp_path) if p != "m.onnx"], "a temp file was left"
+
+
+def test_export_params_false_makes_the_weights_inputs():
+    model, x = MLP().eval(), tb.randn(3, 4)
+    proto = tb.onnx.export(model, (x,), export_params=False).model_proto
+    assert not proto.graph.initializer
+    assert {i.name for i in proto.graph.input} == {"x", "fc1.weight", "fc1.bias", "fc2.weight",
+                                                   "fc2.bias"}
+
+
+# ***** the custom symbolic registry, and the helpers symbolic functions use *****
+class Clipper(nn.Module):
+    def forward(self, x):
+        return my_clip(x, -0.5, 0.5) * 2
+
+
+def test_register_custom_op_symbolic_is_used_and_unregister_removes_it():
+    ort = pytest.importorskip("onnxruntime")
+    from tensorbrain.onnx.symbolic_helper import parse_args
+
+    @parse_args("v", "f", "f")
+    def clip(g, x, lo, hi):
+        assert isinstance(lo, float) and isinstance(hi, float)
+        return g.op("Clip", x, g.constant(np.float32(lo)), g.constant(np.float32(hi)))
+
+    x = tb.randn(4, 3) * 2
+    tb.onnx.register_custom_op_symbolic("test_onnx::my_clip", clip, 13)
+    try:
+        proto = tb.onnx.export(Clipper(), (x,)).model_proto
+    finally:
+        tb.onnx.unregister_custom_op_symbolic("test_onnx::my_clip", 13)
+    assert [n.op_type for n in proto.graph.node] == ["Clip", "Mul"]
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, {"x": x.numpy()})[0],
+                               np.clip(x.numpy(), -0.5, 0.5) * 2, rtol=1e-6)
+    with pytest.raises(tb.onnx.errors.UnsupportedOperatorError, match="test_onnx::my_clip"):
+        tb.onnx.export(Clipper(), (x,))
+
+
+def test_a_registered_symbolic_overrides_a_built_in_op():
+    tb.onnx.register_custom_op_symbolic("aten::relu", lambda g, x: g.op("Sigmoid", x), 9)
+    try:
+        proto = tb.onnx.export(MLP().eval(), (tb.randn(2, 4),)).model_proto
+    finally:
+        tb.onnx.unregister_custom_op_symbolic("aten::relu", 9)
+    assert "Sigmoid" in [n.op_type for n in proto.graph.node]
+    proto = tb.onnx.export(MLP().eval(), (tb.randn(2, 4),)).model_proto
+    assert "Relu" in [n.op_type for n in proto.graph.node]
+
+
+def test_symbolic_opset9_expand_and_unsqueeze_match_torch():
+    ort = pytest.importorskip("onnxruntime")
+    torch = pytest.importorskip("torch")
+    from tensorbrain.onnx import symbolic_opset9 as s9
+
+    def sym(g, x, n):     # x: (3,) -> unsqueeze(-1) -> (3, 1) -> expand(-1, n) -> (3, n)
+        return s9.expand(g, s9.unsqueeze(g, x, -1), [-1, n], False)
+
+    class Widen(nn.Module):
+        def forward(self, x):
+            return widen(x, 4) * 2
+
+    tb.onnx.register_custom_op_symbolic("test_onnx::widen", sym, 13)
+    try:
+        proto = tb.onnx.export(Widen(), (tb.randn(3),)).model_proto
+    finally:
+        tb.onnx.unregister_custom_op_symbolic("test_onnx::widen", 13)
+    assert [n.op_type for n in proto.graph.node] == ["Unsqueeze", "Expand", "Mul"]
+    x = np.arange(3, dtype=np.float32)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = (torch.tensor(x).unsqueeze(-1).expand(-1, 4) * 2).numpy()
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+
+
+def test_symbolic_helper_tables_are_torchs():
+    torch = pytest.importorskip("torch")
+    import torch.onnx.symbolic_helper as tsh
+    from tensorbrain.onnx import symbolic_helper as sh
+    assert {k: int(v) for k, v in sh.cast_pytorch_to_onnx.items()} == \
+        {k: int(v) for k, v in tsh.cast_pytorch_to_onnx.items()}
+    assert [int(v) for v in sh.scalar_type_to_onnx] == [int(v) for v in tsh.scalar_type_to_onnx]
+    assert int(sh.cast_pytorch_to_onnx["Float"]) == onnx.TensorProto.FLOAT
+
+
+def test_register_rejects_a_name_without_a_namespace():
+    with pytest.raises(ValueError, match="domain::name"):
+        tb.onnx.register_custom_op_symbolic("relu", lambda g, x: x, 13)
+
+
+def test_operators_shape_as_tensor_and_reshape_from_tensor_shape_match_torch():
+    torch = pytest.importorskip("torch")
+    from torch.onnx import operators as tops
+    from tensorbrain.onnx import operators as ops
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    s = ops.shape_as_tensor(tb.tensor(x))
+    np.testing.assert_array_equal(s.numpy(), tops.shape_as_tensor(torch.tensor(x)).numpy())
+    assert s.dtype == tb.int64
+    y = ops.reshape_from_tensor_shape(tb.tensor(x), tb.tensor([6, -1]))
+    np.testing.assert_array_equal(
+        y.numpy(), tops.reshape_from_tensor_shape(torch.tensor(x), torch.tensor([6, -1])).numpy())
+
+
+# ***** bad input *****
+class Inner(nn.Module):
+    def forward(self, x):
+        return tb.cumsum(x, 0)
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.inner = nn.Linear(3, 3), Inner()
+
+    def forward(self, x):
+        return self.inner(self.fc(x))
+
+
+def test_an_unsupported_op_names_the_op_and_the_module():
+    with pytest.raises(tb.onnx.errors.UnsupportedOperatorError) as info:
+        tb.onnx.export(Outer(), (tb.randn(2, 3),))
+    assert "aten::cumsum" in str(info.value) and "module 'inner' (Inner)" in str(info.value)
+
+
+def test_dynamic_axes_naming_an_unknown_input_is_refused():
+    with pytest.raises(ValueError, match="'batch_x'.*inputs: \\['x'\\]"):
+        tb.onnx.export(MLP(), (tb.randn(2, 4),), dynamic_axes={"batch_x": {0: "n"}})
+    with pytest.raises(ValueError, match="axis 5"):
+        tb.onnx.export(MLP(), (tb.randn(2, 4),), dynamic_axes={"x": [5]})
+
+
+def test_f_in_a_missing_folder_fails_before_tracing_and_writes_nothing(tmp_path):
+    target = tmp_path / "no" / "such" / "m.onnx"
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        tb.onnx.export(MLP(), (tb.randn(2, 4),), str(target))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_the_onnx_package_the_error_says_how_to_install_it(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(ImportError, match="pip install onnx"):
+        tb.onnx.export(MLP(), (tb.randn(2, 4),))
+
+
+def test_is_in_onnx_export_is_true_only_during_export():
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append(tb.onnx.is_in_onnx_export())
+            return x + 1
+    tb.onnx.export(Probe(), (tb.randn(2),))
+    assert seen and all(seen) and not tb.onnx.is_in_onnx_export()

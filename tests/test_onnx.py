@@ -186,6 +186,43 @@ def test_the_ops_are_the_ones_torchs_exporter_writes(name, cls, make):
     assert [n.op_type for n in mine.graph.node] == theirs
 
 
+class Mixed(nn.Module):
+    """The shape ops, indexing, reductions and the other layers of the table, with sizes read
+    from the input (``x.size(0)``) so the batch axis stays dynamic."""
+
+    def __init__(self):
+        super().__init__()
+        self.seq = nn.Sequential(nn.Conv1d(2, 4, 3, padding=1), nn.BatchNorm1d(4), nn.Tanh(),
+                                 nn.AvgPool1d(2))
+        self.ct, self.fl = nn.ConvTranspose2d(4, 2, 2, stride=2), nn.Flatten()
+        self.sig, self.norm = nn.Sigmoid(), nn.RMSNorm(1, eps=1e-3)
+
+    def forward(self, x, y):
+        a = self.seq(x)                                              # (N, 4, 4)
+        b = self.ct(a.unsqueeze(-1).expand(-1, -1, -1, 3))           # (N, 2, 8, 6)
+        c = self.fl(b).view(x.size(0), -1)
+        d = tb.cat([c[:, :5], c[:, -3:]], dim=1) ** 2 - 1
+        e, f = d.chunk(2, dim=1)
+        g = (e * f).sum(dim=1, keepdim=True) / 3 + y.permute(1, 0).squeeze(0).unsqueeze(1)
+        h = self.sig(g) + x.mean() + tb.stack([g, g], dim=0).sum(0) + self.norm(g)
+        return h, x[:, 0, 1:3].transpose(0, 1)
+
+
+def test_more_ops_and_a_dynamic_batch_against_our_forward(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    tb.manual_seed(1)
+    model = Mixed().eval()
+    model.seq[1].running_var.copy_(tb.rand(4) + 0.5)
+    path = str(tmp_path / "mixed.onnx")
+    tb.onnx.export(model, (tb.randn(3, 2, 8), tb.randn(3, 1)), path,
+                   dynamic_axes={"x": {0: "n"}, "y": {0: "n"}})
+    x, y = tb.randn(5, 2, 8), tb.randn(5, 1)
+    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+        None, {"x": x.numpy(), "y": y.numpy()})
+    for g, w in zip(got, model(x, y)):
+        np.testing.assert_allclose(g, w.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_f_may_be_a_file_object_and_dynamo_false_returns_none():
     ort = pytest.importorskip("onnxruntime")
     model, x = MLP().eval(), tb.randn(3, 4)
@@ -281,7 +318,7 @@ def test_symbolic_opset9_expand_and_unsqueeze_match_torch():
 
 
 def test_symbolic_helper_tables_are_torchs():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     import torch.onnx.symbolic_helper as tsh
     from tensorbrain.onnx import symbolic_helper as sh
     assert {k: int(v) for k, v in sh.cast_pytorch_to_onnx.items()} == \
@@ -327,6 +364,19 @@ def test_an_unsupported_op_names_the_op_and_the_module():
     with pytest.raises(tb.onnx.errors.UnsupportedOperatorError) as info:
         tb.onnx.export(Outer(), (tb.randn(2, 3),))
     assert "aten::cumsum" in str(info.value) and "module 'inner' (Inner)" in str(info.value)
+
+
+def test_a_layer_that_cannot_be_traced_is_named():
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.mha(x, x, x)[0]
+    with pytest.raises(tb.onnx.errors.UnsupportedOperatorError,
+                       match="module 'mha' \\(MultiheadAttention\\) cannot be traced"):
+        tb.onnx.export(Attn(), (tb.randn(2, 3, 8),))
 
 
 def test_dynamic_axes_naming_an_unknown_input_is_refused():

@@ -84,6 +84,7 @@ def is_in_onnx_export() -> bool:
 # ***** tracing *****
 def _tracer_class() -> type:
     from ..fx import Tracer
+    from ..fx.proxy import TraceError
     from . import operators
 
     class ExportTracer(Tracer):
@@ -103,6 +104,12 @@ def _tracer_class() -> type:
             prev, self._path = self._path, self.path_of_module(m)
             try:
                 return super().call_module(m, forward, args, kwargs)
+            except TraceError as exc:
+                raise UnsupportedOperatorError(
+                    f"tb.onnx.export: module '{self._path}' ({type(m).__name__}) cannot be "
+                    f"traced: {exc}. Its forward branches on tensor values; tb.onnx exports "
+                    f"TensorBrain's layers of the op table (docs/onnx.md) and code that only "
+                    f"calls ops") from exc
             finally:
                 self._path = prev
 
@@ -243,7 +250,7 @@ def build_model(model: Any, args: tuple, kwargs: dict, *, export_params: bool = 
     env: dict = {}
     inputs: list[tuple[str, np.ndarray]] = []
     given_in = list(input_names or [])
-    for i, n in enumerate(placeholders):
+    for n in placeholders:
         ex = _example(values[n])
         if isinstance(ex, np.ndarray):
             name = given_in[len(inputs)] if len(inputs) < len(given_in) else n.name
@@ -252,7 +259,7 @@ def build_model(model: Any, args: tuple, kwargs: dict, *, export_params: bool = 
             inputs.append((name, ex))
         else:
             env[n] = ex
-    params = set()
+    params: set[str] = set()
     output_vals: list = []
     for n in graph.nodes:
         if n.op == "placeholder":

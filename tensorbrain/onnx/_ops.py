@@ -62,8 +62,8 @@ def _binary(op: str) -> Callable:
             raise ValueError(f"{op} of two constants should not reach the exporter")
         if alpha is not None and alpha != 1:
             b = g.op("Mul", _like(g, b, a), _like(g, alpha, a))
-        if op == "Div" and all(v.dtype() is None or v.dtype().kind in "iub"
-                               for v in (a, b) if isinstance(v, Value)):
+        kinds = [getattr(v.dtype(), "kind", "?") for v in (a, b) if isinstance(v, Value)]
+        if op == "Div" and all(k in "iub" for k in kinds):
             a, b = (g.op("Cast", _like(g, v, None), to_i=1) for v in (a, b))  # true division
         return g.op(op, _like(g, a, b), _like(g, b, a))
     return fn
@@ -167,6 +167,19 @@ def _layer_norm(g: GraphContext, x: Value, normalized_shape: Any, weight: Value 
     shape = _tuple(normalized_shape, 1)
     weight = weight if weight is not None else g.constant(np.ones(shape, x.dtype()))
     return g.op("LayerNormalization", x, weight, bias, axis_i=-len(shape), epsilon_f=eps)
+
+
+def _rms_norm(g: GraphContext, x: Value, normalized_shape: Any, weight: Value | None = None,
+              eps: float | None = None) -> Value:
+    """``x / sqrt(mean(x^2 over the last dims) + eps) * weight`` (ONNX's RMSNormalization
+    needs opset 23)."""
+    n = len(_tuple(normalized_shape, 1))
+    dt = x.dtype()
+    eps = float(np.finfo(dt).eps) if eps is None else eps
+    axes = list(range(-n, 0))
+    ms = _reduce("ReduceMean")(g, g.op("Mul", x, x), axes, True)
+    y = g.op("Div", x, g.op("Sqrt", g.op("Add", ms, g.constant(np.asarray(eps, dt)))))
+    return y if weight is None else g.op("Mul", y, weight)
 
 
 def _pool_args(x: Value, kernel_size: Any, stride: Any, padding: Any) -> tuple:
@@ -394,7 +407,7 @@ OPS: dict[str, Callable] = {
     "linear": _linear,
     "conv1d": _conv, "conv2d": _conv, "conv3d": _conv,
     "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose,
-    "batch_norm": _batch_norm, "layer_norm": _layer_norm,
+    "batch_norm": _batch_norm, "layer_norm": _layer_norm, "rms_norm": _rms_norm,
     "max_pool1d": _max_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool,
     "avg_pool1d": _avg_pool, "avg_pool2d": _avg_pool, "avg_pool3d": _avg_pool,
     "adaptive_avg_pool1d": _adaptive_avg_pool, "adaptive_avg_pool2d": _adaptive_avg_pool,
@@ -451,6 +464,7 @@ MODULES: dict[str, Callable] = {
        for c in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d")},
     "LayerNorm": lambda m: ("layer_norm", (m.normalized_shape, P("weight"), P("bias"), m.eps),
                             {}),
+    "RMSNorm": lambda m: ("rms_norm", (m.normalized_shape, P("weight"), m.eps), {}),
     "ReLU": _plain("relu"), "Sigmoid": _plain("sigmoid"), "Tanh": _plain("tanh"),
     "SiLU": _plain("silu"), "GELU": _plain("gelu", "approximate"),
     "LeakyReLU": _plain("leaky_relu", "negative_slope"),

@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._config", "tensorbrain._dtype", "tensorbrain._device", "tensorbrain._logging",
         "tensorbrain._malloc", "tensorbrain._atomic", "tensorbrain._threads", "tensorbrain._yaml",
         "tensorbrain._shared_memory", "tensorbrain.return_types", "tensorbrain.cuda",
-        "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
+        "tensorbrain.accelerator", "tensorbrain.backends",
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps",
         "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
@@ -72,6 +72,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.hub", "tensorbrain.utils",
         "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
         "tensorbrain.ops", "tensorbrain._checkpoint_codec", "tensorbrain.fx",
+        "tensorbrain.onnx",  # traces with fx, exports nn layers
     ]),
     ("models", ["tensorbrain.models",  # the model zoo, built from nn
                 "tensorbrain.nn._models"]),  # tb.nn.ResNet50, loaded by nn's __getattr__

@@ -6,6 +6,7 @@ package's protobuf), then validate it with ``onnx.checker``.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import os
 import re
@@ -456,3 +457,22 @@ def check_destination(f: Any) -> None:
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"tb.onnx.export: cannot write {os.fspath(f)!r}: the folder "
                                 f"{folder!r} does not exist")
+
+
+def _dynamic_shapes_to_axes(model: Any, dynamic_shapes: Any, input_names: Any) -> dict:
+    """torch's ``dynamic_shapes`` (``{arg: {axis: Dim or name}}`` or a tuple per argument) as
+    ``dynamic_axes``."""
+    fn = getattr(model, "forward", model)
+    params = [p for p in inspect.signature(fn).parameters]
+    names = list(input_names or []) + params[len(input_names or []):]
+    if isinstance(dynamic_shapes, dict):
+        items = [(names[params.index(k)] if k in params else k, v)
+                 for k, v in dynamic_shapes.items()]
+    else:
+        items = list(zip(names, dynamic_shapes))
+    out = {}
+    for name, axes in items:
+        if axes:
+            out[name] = {int(a): getattr(d, "__name__", None) or str(d) if not isinstance(d, str)
+                         else d for a, d in dict(axes).items()}
+    return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -162,11 +163,18 @@ def test_export_runs_in_onnxruntime_like_our_forward_and_torchs(tmp_path, name, 
                                    atol=1e-5)
 
 
-@pytest.mark.parametrize("name,cls,make", CASES[:2], ids=[c[0] for c in CASES[:2]])
+#: The ops that compute (not the size plumbing, which the exporters write differently: torch's
+#: Shape/Slice/Constant against our Shape/Gather/Unsqueeze/initializers).
+COMPUTE = {"MatMul", "Gemm", "Conv", "LayerNormalization", "Softmax", "LogSoftmax", "Erf",
+           "ReduceMean", "Split", "Transpose", "Relu", "MaxPool", "GlobalAveragePool"}
+
+
+@pytest.mark.parametrize("name,cls,make", CASES, ids=[c[0] for c in CASES])
 def test_the_ops_are_the_ones_torchs_exporter_writes(name, cls, make):
-    """torch's TorchScript exporter (dynamo=False, offline) on the same model and opset: the same
-    op types in the same order (Constant nodes aside: we write constants as initializers). Both
-    fold BatchNorm into the Conv before it."""
+    """torch's TorchScript exporter (dynamo=False, offline) on the same model and opset: for the
+    MLP and the conv net the same op types in the same order (Constant nodes aside: we write
+    constants as initializers; both fold BatchNorm into the Conv before it); for the
+    transformer block the same count of each computing op."""
     tb.manual_seed(0)
     model = cls().eval()
     torch, twin = _torch_twin(name)
@@ -182,8 +190,13 @@ def test_the_ops_are_the_ones_torchs_exporter_writes(name, cls, make):
             pytest.skip(f"torch's exporter did not run here: {exc}")
     theirs = [n.op_type for n in onnx.load_from_string(buf.getvalue()).graph.node
               if n.op_type != "Constant"]
-    mine = tb.onnx.export(model, (make(2),), opset_version=18).model_proto
-    assert [n.op_type for n in mine.graph.node] == theirs
+    mine = [n.op_type for n in
+            tb.onnx.export(model, (make(2),), opset_version=18).model_proto.graph.node]
+    if name == "Block":
+        assert Counter(o for o in mine if o in COMPUTE) == \
+            Counter(o for o in theirs if o in COMPUTE)
+    else:
+        assert mine == theirs
 
 
 class Mixed(nn.Module):

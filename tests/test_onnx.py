@@ -236,6 +236,53 @@ def test_more_ops_and_a_dynamic_batch_against_our_forward(tmp_path):
         np.testing.assert_allclose(g, w.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
+class SelfAttention(nn.Module):
+    def __init__(self, batch_first):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+
+    def forward(self, x, pad):
+        return self.mha(x, x, x, key_padding_mask=pad)
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention_and_transformer_encoder_layer_match_torch(batch_first):
+    """nn.MultiheadAttention (output and head-averaged weights, a key padding mask) and
+    nn.TransformerEncoderLayer (relu and gelu, post- and pre-norm) against torch's layers with
+    the same weights, at a batch size the trace never saw."""
+    ort = pytest.importorskip("onnxruntime")
+    torch = pytest.importorskip("torch")
+    tb.manual_seed(2)
+    model = SelfAttention(batch_first).eval()
+    n_axis = 0 if batch_first else 1
+    shape = lambda n: (n, 5, 8) if batch_first else (5, n, 8)   # noqa: E731
+    pad = lambda n: tb.tensor(np.arange(5)[None, :].repeat(n, 0) >= 4 - np.arange(n)[:, None] % 3)  # noqa: E731
+    proto = tb.onnx.export(model, (tb.randn(*shape(2)), pad(2)),
+                           dynamic_axes={"x": {n_axis: "n"}, "pad": {0: "n"}}).model_proto
+    x, p = tb.randn(*shape(3)), pad(3)
+    got = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]
+                               ).run(None, {"x": x.numpy(), "pad": p.numpy()})
+    twin = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first).eval()
+    twin.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.mha.state_dict().items()})
+    tx = torch.tensor(x.numpy())
+    with torch.no_grad():
+        want = twin(tx, tx, tx, key_padding_mask=torch.tensor(p.numpy()))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+    for act, norm_first in (("relu", False), ("gelu", True)):
+        kw = dict(dim_feedforward=16, dropout=0.0, activation=act, norm_first=norm_first,
+                  batch_first=batch_first)
+        layer = nn.TransformerEncoderLayer(8, 2, **kw).eval()
+        proto = tb.onnx.export(layer, (tb.randn(*shape(2)),),
+                               dynamic_axes={"src": {n_axis: "n"}}).model_proto
+        got = ort.InferenceSession(proto.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"src": x.numpy()})
+        twin = torch.nn.TransformerEncoderLayer(8, 2, **kw).eval()
+        twin.load_state_dict({k: torch.tensor(v.numpy()) for k, v in layer.state_dict().items()})
+        with torch.no_grad():
+            np.testing.assert_allclose(got[0], twin(tx).numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_f_may_be_a_file_object_and_dynamo_false_returns_none():
     ort = pytest.importorskip("onnxruntime")
     model, x = MLP().eval(), tb.randn(3, 4)
@@ -380,16 +427,19 @@ def test_an_unsupported_op_names_the_op_and_the_module():
 
 
 def test_a_layer_that_cannot_be_traced_is_named():
-    class Attn(nn.Module):
+    class Recurrent(nn.Module):
         def __init__(self):
             super().__init__()
-            self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+            self.gru = nn.GRU(4, 4)
 
         def forward(self, x):
-            return self.mha(x, x, x)[0]
+            return self.gru(x)[0]
     with pytest.raises(tb.onnx.errors.UnsupportedOperatorError,
-                       match="module 'mha' \\(MultiheadAttention\\) cannot be traced"):
-        tb.onnx.export(Attn(), (tb.randn(2, 3, 8),))
+                       match="module 'gru' \\(GRU\\) cannot be traced"):
+        tb.onnx.export(Recurrent(), (tb.randn(3, 2, 4),))
+    with pytest.raises(tb.onnx.errors.UnsupportedOperatorError,
+                       match="forward of GRU cannot be traced"):
+        tb.onnx.export(nn.GRU(4, 4), (tb.randn(3, 2, 4),))
 
 
 def test_dynamic_axes_naming_an_unknown_input_is_refused():

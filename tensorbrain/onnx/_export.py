@@ -83,6 +83,21 @@ def is_in_onnx_export() -> bool:
 
 
 # ***** tracing *****
+@contextlib.contextmanager
+def _function_attributes_recorded(m: Any) -> Iterator[None]:
+    """A tb function kept as a module attribute (TransformerEncoderLayer's ``self.activation =
+    F.relu``) recorded like one called by name, for the length of the block."""
+    from ..fx._names import _public_table
+    from ..fx._symbolic_trace import _recording
+    table = _public_table()
+    held = {k: v for k, v in vars(m).items() if table.get(id(v), (None, None))[1] is v}
+    vars(m).update({k: _recording(v) for k, v in held.items()})
+    try:
+        yield
+    finally:
+        vars(m).update(held)
+
+
 def _tracer_class() -> type:
     from ..fx import Tracer
     from ..fx.proxy import TraceError
@@ -104,7 +119,8 @@ def _tracer_class() -> type:
         def call_module(self, m: Any, forward: Callable, args: tuple, kwargs: dict) -> Any:
             prev, self._path = self._path, self.path_of_module(m)
             try:
-                return super().call_module(m, forward, args, kwargs)
+                with _function_attributes_recorded(m):
+                    return super().call_module(m, forward, args, kwargs)
             except TraceError as exc:
                 raise UnsupportedOperatorError(
                     f"tb.onnx.export: module '{self._path}' ({type(m).__name__}) cannot be "
@@ -228,13 +244,21 @@ def build_model(model: Any, args: tuple, kwargs: dict, *, export_params: bool = 
     onnx = onnx_module()
     import tensorbrain as tb
     from ..fx import GraphModule
+    from ..fx.proxy import TraceError
     from ..nn import Module
     if not 13 <= opset_version <= onnx.defs.onnx_opset_version():
         raise ValueError(f"opset_version={opset_version}: tb.onnx.export writes opsets 13 to "
                          f"{onnx.defs.onnx_opset_version()} (the installed onnx's newest)")
     root = model if isinstance(model, Module) else None
     tracer = _tracer_class()()
-    graph = tracer.trace(model)
+    try:
+        with _function_attributes_recorded(model):
+            graph = tracer.trace(model)
+    except TraceError as exc:
+        raise UnsupportedOperatorError(
+            f"tb.onnx.export: the forward of {type(model).__name__} cannot be traced: {exc}. "
+            f"tb.onnx exports TensorBrain's layers of the op table (docs/onnx.md) and code that "
+            f"only calls ops") from exc
     gm = GraphModule(tracer.root, graph)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     call_args = list(args)
@@ -284,9 +308,11 @@ def build_model(model: Any, args: tuple, kwargs: dict, *, export_params: bool = 
             except ValueError as exc:
                 raise OnnxExporterError(f"tb.onnx.export: {where}: {exc}") from exc
             symbolic_name = f"aten::{key}"
-            a = (*a, *(_module_tensor(g, gm, f"{n.target}.{x}", export_params, params)
-                       if isinstance(x, P) else x for x in extra))
-            k = {**k, **kw}
+            def arg(x: Any) -> Any:
+                return _module_tensor(g, gm, f"{n.target}.{x}", export_params, params) \
+                    if isinstance(x, P) else x
+            a = (*a, *(arg(x) for x in extra))
+            k = {**k, **{name: arg(x) for name, x in kw.items()}}
         if n.op == "call_function" and key in ("getattr",) and a and \
                 a[1] not in ("shape", "T", "mT"):
             env[n] = values[n]

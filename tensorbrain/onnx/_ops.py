@@ -367,6 +367,55 @@ def _sdpa(g: GraphContext, q: Value, k: Value, v: Value, attn_mask: Any = None,
     return g.op("MatMul", g.op("Softmax", scores, axis_i=-1), v)
 
 
+def _rows(g: GraphContext, w: Value, n: int) -> list[Value]:
+    """``w`` split into ``n`` equal row blocks (slices of the initializer when it is one)."""
+    if w.name in g.initializers:
+        return [g.initializer(g.fresh(f"{w.name}_{i}"), a)
+                for i, a in enumerate(np.split(g.initializers[w.name], n))]
+    return list(g.op("Split", w, g.constant(np.full(n, _ex(w).shape[0] // n, np.int64)),
+                     axis_i=0, outputs=n))
+
+
+def _mha(g: GraphContext, query: Value, key: Value, value: Value, key_padding_mask: Any = None,
+         need_weights: bool = True, attn_mask: Any = None, average_attn_weights: bool = True,
+         is_causal: bool = False, *, module: Any, in_w: Value, in_b: Value | None,
+         out_w: Value, out_b: Value | None) -> tuple:
+    """``nn.MultiheadAttention`` (eval): projections, heads, masked softmax, output projection;
+    the head-averaged (or per-head) weights as the second output when asked for."""
+    if not module._qkv_same_embed_dim or module.bias_k is not None or module.add_zero_attn \
+            or _ex(query).ndim != 3:
+        raise ValueError("MultiheadAttention is exported for batched inputs with kdim = vdim = "
+                         "embed_dim, no add_bias_kv, no add_zero_attn")
+    heads, e = module.num_heads, module.embed_dim
+    if not module.batch_first:
+        query, key, value = (g.op("Transpose", t, perm_i=[1, 0, 2]) for t in (query, key, value))
+    ws, bs = _rows(g, in_w, 3), _rows(g, in_b, 3) if in_b is not None else [None] * 3
+    q, k, v = (g.op("Transpose", g.op("Reshape", _linear(g, t, w, b),
+                                      g.constant([0, 0, heads, e // heads])), perm_i=[0, 2, 1, 3])
+               for t, w, b in zip((query, key, value), ws, bs))
+    scores = g.op("Mul", g.op("MatMul", q, g.op("Transpose", k, perm_i=[0, 1, 3, 2])),
+                  g.constant(np.asarray(1 / math.sqrt(e // heads), _ex(in_w).dtype)))
+    neg = g.constant(np.asarray(-np.inf, _ex(in_w).dtype))
+    if attn_mask is not None:
+        if _ex(attn_mask).ndim != 2:
+            raise ValueError("MultiheadAttention: only a 2-D (L, S) attn_mask is exported")
+        scores = g.op("Where", attn_mask, neg, scores) if attn_mask.dtype() == np.bool_ \
+            else g.op("Add", scores, attn_mask)
+    if key_padding_mask is not None:
+        kpm = g.op("Unsqueeze", key_padding_mask, g.constant([1, 2]))
+        scores = g.op("Where", kpm, neg, scores) if key_padding_mask.dtype() == np.bool_ \
+            else g.op("Add", scores, kpm)
+    probs = g.op("Softmax", scores, axis_i=-1)
+    out = g.op("Reshape", g.op("Transpose", g.op("MatMul", probs, v), perm_i=[0, 2, 1, 3]),
+               g.constant([0, 0, e]))
+    out = _linear(g, out, out_w, out_b)
+    if not module.batch_first:
+        out = g.op("Transpose", out, perm_i=[1, 0, 2])
+    if not need_weights:
+        return out, None
+    return out, (_reduce("ReduceMean")(g, probs, 1) if average_attn_weights else probs)
+
+
 def _to(g: GraphContext, x: Value, *args: Any, dtype: Any = None, **__: Any) -> Value:
     from .symbolic_helper import onnx_dtype
     for a in args:
@@ -420,6 +469,7 @@ OPS: dict[str, Callable] = {
     "split": _split, "chunk": _chunk, "size": _size, "getattr": _getattr,
     "getitem": _index, "expand": _expand,
     "scaled_dot_product_attention": _sdpa, "embedding": _embedding,
+    "multi_head_attention": _mha,
     "to": _to, "float": functools.partial(_to, dtype="float32"),
 }
 
@@ -477,4 +527,7 @@ MODULES: dict[str, Callable] = {
     **{c: _plain("adaptive_avg_pool2d", "output_size")
        for c in ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d")},
     "Embedding": lambda m: ("embedding", (P("weight"),), {}),
+    "MultiheadAttention": lambda m: ("multi_head_attention", (), {
+        "module": m, "in_w": P("in_proj_weight"), "in_b": P("in_proj_bias"),
+        "out_w": P("out_proj.weight"), "out_b": P("out_proj.bias")}),
 }

@@ -283,6 +283,24 @@ def test_multihead_attention_and_transformer_encoder_layer_match_torch(batch_fir
             np.testing.assert_allclose(got[0], twin(tx).numpy(), rtol=1e-5, atol=1e-5)
 
 
+class SizesAndTwice(nn.Module):
+    def forward(self, x):
+        y = x * x.size(1) + x.shape[0] / 2      # a float tensor times traced integer sizes
+        return y, y, x
+
+
+def test_mixed_dtypes_and_an_output_returned_twice():
+    ort = pytest.importorskip("onnxruntime")
+    proto = tb.onnx.export(SizesAndTwice(), (tb.randn(2, 3),),
+                           dynamic_axes={"x": {0: "n", 1: "m"}}).model_proto
+    assert [o.name for o in proto.graph.output] == ["output_0", "output_1", "output_2"]
+    x = tb.randn(4, 5)
+    got = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]
+                               ).run(None, {"x": x.numpy()})
+    for g, w in zip(got, SizesAndTwice()(x)):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-6)
+
+
 def test_f_may_be_a_file_object_and_dynamo_false_returns_none():
     ort = pytest.importorskip("onnxruntime")
     model, x = MLP().eval(), tb.randn(3, 4)
@@ -326,6 +344,7 @@ def test_register_custom_op_symbolic_is_used_and_unregister_removes_it():
     @parse_args("v", "f", "f")
     def clip(g, x, lo, hi):
         assert isinstance(lo, float) and isinstance(hi, float)
+        assert x.type().sizes() == [4, 3] and x.type().scalarType() == "Float"
         return g.op("Clip", x, g.constant(np.float32(lo)), g.constant(np.float32(hi)))
 
     x = tb.randn(4, 3) * 2

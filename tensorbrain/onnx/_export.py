@@ -90,7 +90,11 @@ def _function_attributes_recorded(m: Any) -> Iterator[None]:
     from ..fx._names import _public_table
     from ..fx._symbolic_trace import _recording
     table = _public_table()
-    held = {k: v for k, v in vars(m).items() if table.get(id(v), (None, None))[1] is v}
+    held: dict[str, Callable] = {}
+    for k, v in vars(m).items():
+        hit = table.get(id(v))
+        if hit is not None and hit[1] is v:
+            held[k] = hit[1]
     vars(m).update({k: _recording(v) for k, v in held.items()})
     try:
         yield
@@ -350,9 +354,14 @@ def build_model(model: Any, args: tuple, kwargs: dict, *, export_params: bool = 
                  ("output" if len(output_vals) == 1 else f"output_{i}")
                  for i in range(len(output_vals))]
     out_examples = [np.asarray(v.example) for v in output_vals]
-    for v, name in zip(output_vals, out_names):
-        _rename(g, v, name, [i for i, _ in inputs])
     in_names = [i for i, _ in inputs]
+    named: set[str] = set()
+    for v, name in zip(output_vals, out_names):
+        if v.name in named:      # the same tensor returned twice: a copy under the new name
+            g.nodes.append(onnx.helper.make_node("Identity", [v.name], [name]))
+        else:
+            _rename(g, v, name, in_names)
+            named.add(name)
     ranks = {**{nm: ex.ndim for nm, ex in inputs},
              **{nm: ex.ndim for nm, ex in zip(out_names, out_examples)}}
     dims = _dim_params(dynamic_axes, in_names, out_names, ranks)
@@ -376,7 +385,12 @@ def build_model(model: Any, args: tuple, kwargs: dict, *, export_params: bool = 
                                    producer_version=tb.__version__)
     proto.ir_version = min(proto.ir_version, 10)   # onnxruntime reads IR <= 10
     if not g.domains:
-        onnx.checker.check_model(proto, full_check=True)
+        try:
+            onnx.checker.check_model(proto, full_check=True)
+        except Exception as exc:   # noqa: BLE001 - onnx's checker raises several types
+            raise OnnxExporterError(f"tb.onnx.export: the graph written for "
+                                    f"{type(model).__name__} does not validate (onnx.checker): "
+                                    f"{exc}") from exc
     return proto
 
 

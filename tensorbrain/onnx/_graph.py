@@ -51,8 +51,38 @@ class Value:
         """The NumPy dtype, when the example run tells it."""
         return None if self.example is None else np.asarray(self.example).dtype
 
+    def type(self) -> _ValueType:
+        """torch's ``Value.type()``: ``.sizes()``, ``.dim()``, ``.scalarType()``."""
+        return _ValueType(self)
+
     def __repr__(self) -> str:
         return f"Value({self.name!r})"
+
+
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                 "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                 "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+class _ValueType:
+    """What torch's ``Value.type()`` answers, from the example run (None where unknown)."""
+
+    def __init__(self, value: Value) -> None:
+        self._value = value
+
+    def sizes(self) -> list[int] | None:
+        """The shape."""
+        ex = self._value.example
+        return None if ex is None else [int(s) for s in np.shape(ex)]
+
+    def dim(self) -> int | None:
+        """The rank."""
+        return self._value.rank()
+
+    def scalarType(self) -> str | None:  # noqa: N802 - torch's name
+        """torch's scalar type name (``"Float"``, ``"Long"``)."""
+        dt = self._value.dtype()
+        return None if dt is None else _SCALAR_NAMES.get(dt.name)
 
 
 def _constant_array(value: Any) -> np.ndarray:

@@ -65,8 +65,29 @@ def _binary(op: str) -> Callable:
         kinds = [getattr(v.dtype(), "kind", "?") for v in (a, b) if isinstance(v, Value)]
         if op == "Div" and all(k in "iub" for k in kinds):
             a, b = (g.op("Cast", _like(g, v, None), to_i=1) for v in (a, b))  # true division
+        elif isinstance(a, Value) and isinstance(b, Value) and None not in (a.dtype(), b.dtype()) \
+                and a.dtype() != b.dtype():
+            a, b = _promote(g, a, b)
         return g.op(op, _like(g, a, b), _like(g, b, a))
     return fn
+
+
+def _promote(g: GraphContext, a: Value, b: Value) -> tuple[Value, Value]:
+    """Two tensors of different dtypes cast to one, as torch promotes (``x * x.size(1)``: the
+    float one wins; a 0-d operand of the same kind takes the other's dtype)."""
+    from .symbolic_helper import onnx_dtype
+    da, db = np.dtype(a.dtype()), np.dtype(b.dtype())
+    fa, fb = da.kind in "fc", db.kind in "fc"
+    if fa != fb:
+        to = da if fa else db
+    elif _ex(a).ndim == 0 and _ex(b).ndim:
+        to = db
+    elif _ex(b).ndim == 0 and _ex(a).ndim:
+        to = da
+    else:
+        to = np.promote_types(da, db)
+    cast = lambda v: v if v.dtype() == to else g.op("Cast", v, to_i=int(onnx_dtype(to)))  # noqa: E731
+    return cast(a), cast(b)
 
 
 def _floordiv(g: GraphContext, a: Any, b: Any) -> Value:

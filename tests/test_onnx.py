@@ -406,6 +406,21 @@ def test_symbolic_helper_tables_are_torchs():
     assert int(sh.cast_pytorch_to_onnx["Float"]) == onnx.TensorProto.FLOAT
 
 
+def test_a_custom_domain_op_and_custom_opsets():
+    tb.onnx.register_custom_op_symbolic(
+        "test_onnx::my_clip", lambda g, x, lo, hi: g.op("mydomain::SoftClip", x, lo_f=lo, hi_f=hi),
+        13)
+    try:
+        proto = tb.onnx.export(Clipper(), (tb.randn(3),), custom_opsets={"mydomain": 2}
+                               ).model_proto
+    finally:
+        tb.onnx.unregister_custom_op_symbolic("test_onnx::my_clip", 13)
+    node = proto.graph.node[0]
+    assert (node.domain, node.op_type) == ("mydomain", "SoftClip")
+    assert {a.name: a.f for a in node.attribute} == {"lo": -0.5, "hi": 0.5}
+    assert {o.domain: o.version for o in proto.opset_import}["mydomain"] == 2
+
+
 def test_register_rejects_a_name_without_a_namespace():
     with pytest.raises(ValueError, match="domain::name"):
         tb.onnx.register_custom_op_symbolic("relu", lambda g, x: x, 13)

@@ -476,6 +476,22 @@ def test_a_layer_that_cannot_be_traced_is_named():
         tb.onnx.export(nn.GRU(4, 4), (tb.randn(3, 2, 4),))
 
 
+def test_a_model_exported_in_training_mode_is_refused_where_it_would_differ():
+    """TrainingMode.PRESERVE keeps train mode: BatchNorm's batch statistics and an active
+    dropout are not what an inference graph computes, so the export says so."""
+    for model in (MLP(), ConvNet()):
+        with pytest.raises(tb.onnx.OnnxExporterError, match="eval"):
+            tb.onnx.export(model.train(), (CASES[0][2](2) if isinstance(model, MLP)
+                                           else CASES[1][2](2),),
+                           training=tb.onnx.TrainingMode.PRESERVE)
+
+    class FunctionalDropout(nn.Module):
+        def forward(self, x):
+            return F.dropout(x, 0.1)            # torch's default: training=True, even in eval
+    with pytest.raises(tb.onnx.OnnxExporterError, match="training=True is random"):
+        tb.onnx.export(FunctionalDropout(), (tb.randn(3),))
+
+
 def test_dynamic_axes_naming_an_unknown_input_is_refused():
     with pytest.raises(ValueError, match="'batch_x'.*inputs: \\['x'\\]"):
         tb.onnx.export(MLP(), (tb.randn(2, 4),), dynamic_axes={"batch_x": {0: "n"}})

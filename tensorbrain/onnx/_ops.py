@@ -56,6 +56,16 @@ def _identity(g: GraphContext, x: Any, *_: Any, **__: Any) -> Any:
     return x
 
 
+def _dropout(g: GraphContext, x: Value, p: float = 0.5, training: bool = True,
+             inplace: bool = False) -> Value:
+    """Nothing at inference; a dropout that is on (``training=True``, torch's functional
+    default) is random, which an inference graph does not reproduce."""
+    if training and p > 0:
+        raise ValueError(f"dropout(p={p}) with training=True is random and is not exported: "
+                         f"export the model in eval mode, or pass training=self.training")
+    return x
+
+
 def _binary(op: str) -> Callable:
     def fn(g: GraphContext, a: Any, b: Any, *, alpha: Any = None, **__: Any) -> Value:
         if not isinstance(a, Value) and not isinstance(b, Value):
@@ -471,9 +481,9 @@ OPS: dict[str, Callable] = {
     "rsqrt": lambda g, x: g.op("Reciprocal", g.op("Sqrt", x)),
     "gelu": _gelu, "silu": _silu, "leaky_relu": _leaky_relu,
     "softmax": _softmax("Softmax"), "log_softmax": _softmax("LogSoftmax"),
-    "dropout": _identity, "contiguous": _identity, "clone": _identity, "detach": _identity,
-    "alpha_dropout": _identity, "feature_alpha_dropout": _identity,
-    "dropout1d": _identity, "dropout2d": _identity, "dropout3d": _identity,
+    "contiguous": _identity, "clone": _identity, "detach": _identity,
+    **{k: _dropout for k in ("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d",
+                             "dropout2d", "dropout3d")},
     "linear": _linear,
     "conv1d": _conv, "conv2d": _conv, "conv3d": _conv,
     "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose,
@@ -531,7 +541,7 @@ MODULES: dict[str, Callable] = {
     **{c: _conv_row for c in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
                               "ConvTranspose2d")},
     **{c: lambda m: ("batch_norm", (P("running_mean"), P("running_var"), P("weight"),
-                                    P("bias"), False, m.momentum, m.eps), {})
+                                    P("bias"), m.training, m.momentum, m.eps), {})
        for c in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d")},
     "LayerNorm": lambda m: ("layer_norm", (m.normalized_shape, P("weight"), P("bias"), m.eps),
                             {}),
@@ -540,8 +550,9 @@ MODULES: dict[str, Callable] = {
     "SiLU": _plain("silu"), "GELU": _plain("gelu", "approximate"),
     "LeakyReLU": _plain("leaky_relu", "negative_slope"),
     "Softmax": _plain("softmax", "dim"), "LogSoftmax": _plain("log_softmax", "dim"),
-    **{c: _plain("dropout") for c in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
-                                      "AlphaDropout", "Identity")},
+    **{c: _plain("dropout", "p", "training") for c in ("Dropout", "Dropout1d", "Dropout2d",
+                                                       "Dropout3d", "AlphaDropout")},
+    "Identity": _plain("clone"),
     "Flatten": _plain("flatten", "start_dim", "end_dim"),
     **{c: _pool_row("max_pool2d") for c in ("MaxPool1d", "MaxPool2d", "MaxPool3d")},
     **{c: _pool_row("avg_pool2d") for c in ("AvgPool1d", "AvgPool2d", "AvgPool3d")},

@@ -57,13 +57,19 @@ def _identity(g: GraphContext, x: Any, *_: Any, **__: Any) -> Any:
 
 
 def _dropout(g: GraphContext, x: Value, p: float = 0.5, training: bool = True,
-             inplace: bool = False) -> Value:
+             inplace: bool = False, generator: Any = None) -> Value:
     """Nothing at inference; a dropout that is on (``training=True``, torch's functional
     default) is random, which an inference graph does not reproduce."""
     if training and p > 0:
         raise ValueError(f"dropout(p={p}) with training=True is random and is not exported: "
                          f"export the model in eval mode, or pass training=self.training")
     return x
+
+
+def _alpha_dropout(g: GraphContext, x: Value, p: float = 0.5, training: bool = False,
+                   inplace: bool = False) -> Value:
+    """As :func:`_dropout`, with torch's default for these (off)."""
+    return _dropout(g, x, p, training)
 
 
 def _binary(op: str) -> Callable:
@@ -482,8 +488,8 @@ OPS: dict[str, Callable] = {
     "gelu": _gelu, "silu": _silu, "leaky_relu": _leaky_relu,
     "softmax": _softmax("Softmax"), "log_softmax": _softmax("LogSoftmax"),
     "contiguous": _identity, "clone": _identity, "detach": _identity,
-    **{k: _dropout for k in ("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d",
-                             "dropout2d", "dropout3d")},
+    **{k: _dropout for k in ("dropout", "dropout1d", "dropout2d", "dropout3d")},
+    **{k: _alpha_dropout for k in ("alpha_dropout", "feature_alpha_dropout")},
     "linear": _linear,
     "conv1d": _conv, "conv2d": _conv, "conv3d": _conv,
     "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose,

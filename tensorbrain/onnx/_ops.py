@@ -135,7 +135,7 @@ def _softmax(op: str) -> Callable:
            dtype: Any = None) -> Value:
         if dim is None:
             raise ValueError(f"{op}: give dim (torch's implicit-dim form is not exported)")
-        return g.op(op, x, axis_i=dim)
+        return g.op(op, x if dtype is None else _to(g, x, dtype=dtype), axis_i=dim)
     return fn
 
 
@@ -261,6 +261,8 @@ def _adaptive_avg_pool(g: GraphContext, x: Value, output_size: Any) -> Value:
 def _reduce(op: str) -> Callable:
     def fn(g: GraphContext, x: Value, dim: Any = None, keepdim: bool = False, *,
            dtype: Any = None) -> Value:
+        if dtype is not None:
+            x = _to(g, x, dtype=dtype)
         if dim is None or dim == ():
             return g.op(op, x, keepdims_i=0)
         axes = np.array(_tuple(dim, 1), np.int64)

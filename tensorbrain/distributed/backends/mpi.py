@@ -117,11 +117,11 @@ class MPIBackend(InlineCheck, base.Backend):
             _mpi_exit.watch(self)
         self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
         posts = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
-                 "reduce": self._reduce, "all_gather": self._allgather,
-                 "all_gather_into_tensor": self._allgather_into, "gather": self._gather,
+                 "reduce": self._reduce, "all_gather": self._gather,
+                 "all_gather_into_tensor": self._gather, "gather": self._gather,
                  "scatter": self._scatter, "reduce_scatter": self._reduce_scatter,
                  "reduce_scatter_tensor": self._reduce_scatter, "all_to_all": self._alltoall,
-                 "all_to_all_single": self._alltoall_single, "barrier": self._barrier}
+                 "all_to_all_single": self._alltoall, "barrier": self._barrier}
         self._impls = {kind: [base.Impl("requests", None, post)] for kind, post in posts.items()}
         self._impls["all_reduce"].insert(0, base.Impl("inline", self._inline_takes,
                                                       self._allreduce_inline))
@@ -254,6 +254,16 @@ class MPIBackend(InlineCheck, base.Backend):
         return self._start("reduce", lambda: self.comm.Ireduce(send, None, mpi_op, root),
                            None, call.async_op, seq=seq)
 
+    def _apart(self, call):
+        """``(send, recv, finish)`` of a one-input, one-output call: the input as MPI can send
+        it (copied when it shares memory with the output: MPI forbids aliased buffers) and the
+        output's receive buffer."""
+        output, send = call.outputs[0], self._input(call.inputs[0])
+        if _shares_memory(send, output):
+            send = send.copy()
+        recv, finish = self._buffer(output, copy_in=False)
+        return send, recv, _then(finish, output)
+
     def _gather_buffer(self, send, outputs):
         """One (size, *send.shape) receive buffer on ``send``'s device, and the finish that
         copies its blocks into ``outputs``."""
@@ -266,37 +276,22 @@ class MPIBackend(InlineCheck, base.Backend):
             return outputs
         return gathered, finish
 
-    def _allgather(self, call, seq):
-        outputs, send = call.outputs, self._input(call.inputs[0])
-        gathered, finish = self._gather_buffer(send, outputs)
-        return self._start("all_gather", lambda: self.comm.Iallgather(_raw(send), _raw(gathered)),
-                           finish, call.async_op, seq=seq)
-
-    def _apart(self, call):
-        """``(send, recv, finish)`` of a one-input, one-output call: the input as MPI can send
-        it (copied when it shares memory with the output: MPI forbids aliased buffers) and the
-        output's receive buffer."""
-        output, send = call.outputs[0], self._input(call.inputs[0])
-        if _shares_memory(send, output):
-            send = send.copy()
-        recv, finish = self._buffer(output, copy_in=False)
-        return send, recv, finish
-
-    def _allgather_into(self, call, seq):
-        output = call.outputs[0]
-        send, recv, finish = self._apart(call)
-        return self._start("all_gather_into_tensor",
-                           lambda: self.comm.Iallgather(_raw(send), _raw(recv)),
-                           _then(finish, output), call.async_op, seq=seq)
-
     def _gather(self, call, seq):
-        outputs, root, send = call.outputs, call.root, self._input(call.inputs[0])
-        if self.rank != root:
-            return self._start("gather", lambda: self.comm.Igather(_raw(send), None, root),
-                               None, call.async_op, seq=seq)
-        gathered, finish = self._gather_buffer(send, outputs)
-        return self._start("gather", lambda: self.comm.Igather(_raw(send), _raw(gathered), root),
-                           finish, call.async_op, seq=seq)
+        """all_gather_into_tensor (into the output), all_gather and gather (into a
+        :meth:`_gather_buffer`; gather's non-roots receive nothing)."""
+        kind, root = call.kind, call.root
+        if kind == "all_gather_into_tensor":
+            send, recv, finish = self._apart(call)
+        else:
+            send, recv, finish = self._input(call.inputs[0]), None, None
+            if kind == "all_gather" or self.rank == root:
+                recv, finish = self._gather_buffer(send, call.outputs)
+
+        def post():
+            if kind == "gather":
+                return self.comm.Igather(_raw(send), None if recv is None else _raw(recv), root)
+            return self.comm.Iallgather(_raw(send), _raw(recv))
+        return self._start(kind, post, finish, call.async_op, seq=seq)
 
     def _scatter(self, call, seq):
         output, inputs, root = call.outputs[0], call.inputs, call.root
@@ -324,41 +319,32 @@ class MPIBackend(InlineCheck, base.Backend):
                            _then(finish, output), call.async_op, seq=seq)
 
     def _alltoall(self, call, seq):
-        outputs, inputs = call.outputs, call.inputs
-        sends = [_staging.stage_in(x) for x in inputs]
-        recvs = [np.empty(o.shape, o.dtype) for o in outputs]
-        send_buf = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
-        recv_buf = np.empty(sum(r.nbytes for r in recvs), np.uint8)
-        s_counts = [s.nbytes for s in sends]
-        r_counts = [r.nbytes for r in recvs]
+        """all_to_all and all_to_all_single: one Ialltoallv of bytes (all_to_all's blocks packed
+        into one buffer each way; all_to_all_single's rows as the checked splits say)."""
+        if call.kind == "all_to_all":
+            outputs = call.outputs
+            sends = [_staging.stage_in(x) for x in call.inputs]
+            recvs = [np.empty(o.shape, o.dtype) for o in outputs]
+            send = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
+            recv = np.empty(sum(r.nbytes for r in recvs), np.uint8)
+            s_counts, r_counts = [s.nbytes for s in sends], [r.nbytes for r in recvs]
 
-        def finish():
-            offset = 0
-            for out, r, n in zip(outputs, recvs, r_counts):
-                r.reshape(-1).view(np.uint8)[...] = recv_buf[offset:offset + n]
-                _copy_into(out, r)
-                offset += n
-            return outputs
+            def finish():
+                offset = 0
+                for out, r, n in zip(outputs, recvs, r_counts):
+                    r.reshape(-1).view(np.uint8)[...] = recv[offset:offset + n]
+                    _copy_into(out, r)
+                    offset += n
+                return outputs
+        else:
+            send, recv, finish = self._apart(call)
+            out_rows, in_rows = call.rows
+            s_counts = [n * _validate.row_bytes(send) for n in in_rows]
+            r_counts = [n * _validate.row_bytes(recv) for n in out_rows]
         byte = self._MPI.BYTE
-        return self._start("all_to_all", lambda: self.comm.Ialltoallv(
-            [send_buf, (s_counts, _displs(s_counts)), byte],
-            [recv_buf, (r_counts, _displs(r_counts)), byte]), finish, call.async_op, seq=seq)
-
-    def _alltoall_single(self, call, seq):
-        output = call.outputs[0]
-        send, recv, finish = self._apart(call)
-        if call.splits == (None, None):
-            return self._start("all_to_all_single", lambda: self.comm.Ialltoall(
-                _raw(send), _raw(recv)), _then(finish, output), call.async_op, seq=seq)
-        row_in, row_out = _validate.row_bytes(send), _validate.row_bytes(recv)
-        out_splits, in_splits = call.rows
-        s_counts = [n * row_in for n in in_splits]
-        r_counts = [n * row_out for n in out_splits]
-        byte = self._MPI.BYTE
-        return self._start("all_to_all_single", lambda: self.comm.Ialltoallv(
+        return self._start(call.kind, lambda: self.comm.Ialltoallv(
             [send, (s_counts, _displs(s_counts)), byte],
-            [recv, (r_counts, _displs(r_counts)), byte]), _then(finish, output), call.async_op,
-            seq=seq)
+            [recv, (r_counts, _displs(r_counts)), byte]), finish, call.async_op, seq=seq)
 
     def _barrier(self, call, seq):
         return self._start("barrier", lambda: self.comm.Ibarrier(), None, call.async_op, seq=seq)

@@ -245,7 +245,7 @@ class Requests:
     _fp_next: tuple | None = None
 
     if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (it subclasses this; declared only)
-        def _fp_message(self, words, check, control, payload) -> tuple: ...
+        def _fp_message(self, words, check) -> tuple: ...
         def _fp_mismatch(self, op, seq, words, check) -> None: ...
 
     # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
@@ -474,10 +474,9 @@ class Requests:
                 f"{verdict[1:1 + verdict[0]].tolist()} did not arrive")
 
     # ***** the fingerprint beside each collective (MPIBackend.execute attaches it) *****
-    def _fp_slot(self, words, check, control=None, payload=None):
+    def _fp_slot(self, words, check):
         """``(buffer, rows or words, request, check, slot)``: the next persistent all-gather
-        (or, in inline mode, all-reduce of a check message: then ``control`` and ``payload``, a
-        byte view of a small all_reduce's data, go in too), loaded with ``words``. The
+        (or, in inline mode, all-reduce of a check message), loaded with ``words``. The
         collective is posted right after it, both non-blocking, so the check costs no extra
         round trip; ``check(rows)`` runs, when the rows differ, before the collective's Work
         reports success (it raises on a mismatch, failing the Work and the group). MPI never
@@ -492,7 +491,7 @@ class Requests:
         running (more collectives in flight than slots) is waited for first."""
         size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
         if self._fp_inline:
-            return self._fp_message(words, check, control, payload)
+            return self._fp_message(words, check)
         slots = self._fp_slots.get(size)
         if slots is None:  # made on first use, at the same collective on every rank (the
             slots = []  # MPI_*_init calls are local in MPICH)

@@ -146,7 +146,7 @@ class InlineCheck(Requests):
     _seq: int                   # the group's collective counter
     _fp_lean: bool              # inline mode, and any thread may call MPI (THREAD_MULTIPLE)
     _inline_max: int            # the largest all_reduce (bytes) that rides in a message
-    _lean_plans: dict           # (dtype, op) -> (control word, post-scale) or ()
+    _plans: dict                # (dtype, op) -> MPIBackend._reduction's plan
     _verify: Any                # the group's fingerprint Verifier
 
     if TYPE_CHECKING:  # MPIBackend's (declared only: it comes first in the MRO)
@@ -241,7 +241,7 @@ class InlineCheck(Requests):
             failure.check("all_reduce")
         if self._level < 2:  # THREAD_SINGLE/FUNNELED (2 = SERIALIZED)
             self._check_thread()
-        plan = self._lean_plans.get((a.dtype, op)) or self._lean_plan(a.dtype, op)
+        plan = self._reduction(a.dtype, op)
         host, write_back = _staging.stage(a)
         fp, self._fp_next = self._fp_next, None
         assert fp is not None  # execute attached it: (words, check)
@@ -264,14 +264,14 @@ class InlineCheck(Requests):
         """
         if type(a) is not np.ndarray:
             return False
-        plan = self._lean_plans.get((a.dtype, op))
+        plan = self._plans.get((a.dtype, op))
         if plan is None:
-            plan = self._lean_plan(a.dtype, op)
+            plan = self._reduction(a.dtype, op)  # raises on a pair no path supports
         n = self._fp_n
         slot = n % _FP_SLOTS
         failure = self._failure
         flags = a.flags
-        if not (plan and flags.c_contiguous and flags.writeable and
+        if not (plan[3] and flags.c_contiguous and flags.writeable and
                 0 < a.nbytes <= self._inline_max and not self._fp_busy[slot] and
                 failure.first is None and not failure.closed):
             return False
@@ -282,20 +282,13 @@ class InlineCheck(Requests):
         self._post_inline(a, plan, words, self._verify, slot, seq, False, None, [a])
         return True
 
-    def _lean_plan(self, dtype, op: str):
-        """``(control word, post-scale)`` of the lean path for (dtype, op), or () for none."""
-        _, _, scale = self._reduction(dtype, op)  # raises on a pair no path supports
-        control = control_word(dtype, op)
-        plan = self._lean_plans[(dtype, op)] = (control, scale) if control else ()
-        return plan
-
     def _post_inline(self, a, plan, words, check, slot, seq, async_op, after, result):
         """An all_reduce of the contiguous host array ``a`` inside check message ``slot`` (the
         caller claimed it): the fingerprint ``words`` and ``a``'s bytes into the message, one
         persistent MPI collective, the data back out (scaled for avg, then ``after()``). One
         that finishes within a few polls returns completed; ``async_op``, or a late peer, gives
         a Work polled against the group deadline (as ``Requests._start``'s)."""
-        control, scale = plan
+        _, _, scale, control = plan
         self._collectives += 1
         buf, request, view, raw = self._fp_msgs[slot]
         view[0], view[1], view[2], view[3] = words

@@ -68,7 +68,8 @@ class MPIBackend(InlineCheck, base.Backend):
         # SERIALIZED: one MPI call at a time from any thread, reentrant (a mismatch's follow-up
         # polls under the guard its poll holds: a Lock hung it); FUNNELED/SINGLE: main thread only.
         self._guard = threading.RLock() if self._level == MPI.THREAD_SERIALIZED else None
-        self._plans: dict = {}  # (dtype, op) -> (MPI op, dtype reduced in, post-scale)
+        # (dtype, op) -> (MPI op, dtype reduced in, post-scale, inline control word or 0)
+        self._plans: dict = {}
         self._IN_PLACE = MPI.IN_PLACE
         self._seq = 0      # collectives (their fingerprints carry it)
         self._p2p_seq = 0  # point-to-point ops (named in their errors)
@@ -106,7 +107,6 @@ class MPIBackend(InlineCheck, base.Backend):
         self._inline_max = _mpi_inline.payload_bytes()
         # fingerprint_allreduce's lean path: inline mode, and any thread may call MPI
         self._fp_lean = self._fp_inline and self._level == MPI.THREAD_MULTIPLE
-        self._lean_plans: dict = {}
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "
@@ -164,15 +164,13 @@ class MPIBackend(InlineCheck, base.Backend):
         return self._buffer(array)[0]
 
     def _reduction(self, dtype, op: str):
-        """``(MPI op, dtype MPI reduces in, post-scale)`` for a reduction of ``dtype`` by ``op``
-        (cached: the latency path must not rebuild it per call)."""
-        key = (dtype, op)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._make_reduction(dtype, op)
-        return plan
-
-    def _make_reduction(self, dtype, op: str):
+        """``(MPI op, dtype MPI reduces in, post-scale, control word)`` for a reduction of
+        ``dtype`` by ``op``; the control word carries it inside a check message, 0 when the
+        check's C kernel does not reduce the pair (``_mpi_inline``). Cached: the latency path
+        must not rebuild it per call."""
+        plan = self._plans.get((dtype, op))
+        if plan is not None:
+            return plan
         MPI = self._MPI
         name = np.dtype(dtype).name
         _validate.check_reduce(op, dtype, self.capabilities.dtypes, self.name)
@@ -194,11 +192,13 @@ class MPIBackend(InlineCheck, base.Backend):
         # and a sum that fits in float16 never overflows on the way (float16's max is 65504).
         # The cost is a cast each way (float16 is rare on CPU). Tested against NumPy.
         work_dtype = np.float32 if name == "float16" else None
-        return mpi_op, work_dtype, (1.0 / self.size if op == "avg" else None)
+        plan = self._plans[(dtype, op)] = (mpi_op, work_dtype, 1.0 / self.size if op == "avg"
+                                           else None, _mpi_inline.control_word(dtype, op))
+        return plan
 
     def _reduce_buffer(self, array, op: str, copy_in: bool = True):
         """``(buffer, MPI op, finish)`` for reducing ``array`` in place."""
-        mpi_op, work_dtype, scale = self._reduction(array.dtype, op)
+        mpi_op, work_dtype, scale, _ = self._reduction(array.dtype, op)
         host, write_back = self._buffer(array, copy_in=copy_in)
         if work_dtype is None and scale is None:
             return host, mpi_op, write_back
@@ -219,7 +219,7 @@ class MPIBackend(InlineCheck, base.Backend):
         if len(arrays) == 1:
             a = arrays[0]
             if type(a) is np.ndarray and a.flags.c_contiguous:
-                mpi_op, work_dtype, scale = self._reduction(a.dtype, op)
+                mpi_op, work_dtype, scale, _ = self._reduction(a.dtype, op)
                 if work_dtype is None and scale is None:  # reduce the user's array as it is
                     return self._start("all_reduce", self.comm.Iallreduce, None, async_op,
                                        args=(self._IN_PLACE, a, mpi_op), result=arrays, seq=seq)
@@ -247,7 +247,7 @@ class MPIBackend(InlineCheck, base.Backend):
             buf, mpi_op, finish = self._reduce_buffer(array, op)
             return self._start("reduce", lambda: self.comm.Ireduce(MPI.IN_PLACE, buf, mpi_op, root),
                                _then(finish, array), call.async_op, seq=seq)
-        mpi_op, work_dtype, _ = self._reduction(array.dtype, op)
+        mpi_op, work_dtype, _, _ = self._reduction(array.dtype, op)
         send = self._input(array)
         if work_dtype is not None:
             send = send.astype(work_dtype)

@@ -40,7 +40,6 @@ from .mesh import Mesh, _iface_ip  # noqa: F401 - tcp._iface_ip (tests)
 from .p2p import PointToPoint
 
 K = W.KIND
-_FP_BYTES = 256  # one call's description under TB_DISTRIBUTED_DEBUG=DETAIL
 
 
 class TCPBackend(Backend):
@@ -337,23 +336,16 @@ class TCPBackend(Backend):
         about to run (op, dtypes, shapes, root, reduce op) and its Python call site over the
         sockets, whatever transport then runs the op; a difference in the call (not the site)
         raises on every rank, naming each rank's call and site (as torch's DETAIL mode)."""
-        n, r, E = self.size, self.rank, self._engine
-        text = f"{op} {desc} | at {site}".encode()[:_FP_BYTES]
-        mine = np.zeros(_FP_BYTES, np.uint8)
-        mine[:len(text)] = np.frombuffer(text, np.uint8)
-        rows = np.zeros((n, _FP_BYTES), np.uint8)
-        for k in range(1, n):
-            E.send(self.conns[(r + k) % n], K["check"], 0, _FP_BYTES, W.as_bytes(mine), tag=0)
-            E.recv(self.conns[(r - k) % n], K["check"], 0, _FP_BYTES,
-                   W.as_bytes(rows[(r - k) % n]), tag=0)
-        E.run()
-        rows[r] = mine
-        calls = [bytes(row).rstrip(b"\0").decode(errors="replace") for row in rows]
+        mine = FP.encode_detail(f"{op} {desc} | at {site}")  # (tag 0: no op or root in it)
+        rows = self.sockets.exchange_direct(mine, range(self.size), K["check"], tag=0)
+        rows[self.rank] = mine
+        calls = [FP.decode_detail(row) for row in rows]
         if len({c.partition(" | at ")[0] for c in calls}) > 1:
             detail = "; ".join(f"rank {j}: {c}" for j, c in enumerate(calls))
             raise DistBackendError(
-                f"{op} (seq {E.seq}) of group {self.group_name!r} on rank {r}: mismatch between "
-                f"ranks detected by TB_DISTRIBUTED_DEBUG=DETAIL: {detail}")
+                f"{op} (seq {self._engine.seq}) of group {self.group_name!r} on rank "
+                f"{self.rank}: mismatch between ranks detected by TB_DISTRIBUTED_DEBUG=DETAIL: "
+                f"{detail}")
 
     # ***** point to point (p2p.py) *****
     def send(self, array, dst, tag=0, *, async_op=True):

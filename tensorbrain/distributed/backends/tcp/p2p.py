@@ -122,7 +122,7 @@ class PointToPoint:
                 except BlockingIOError:
                     continue
                 if not head:
-                    raise E.peer_closed(conn)
+                    raise E.peer_lost(conn)
                 if len(head) < W.HEADER_SIZE:
                     time.sleep(0.0001)
                     continue

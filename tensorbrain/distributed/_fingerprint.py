@@ -157,11 +157,8 @@ def describe(words: np.ndarray) -> str:
     if dt:
         dname = DTYPES[dt] if dt < len(DTYPES) else "another dtype"
         parts.append(f"{dname} x {count}" if count != ANY_COUNT else f"{dname}, counts per peer")
-    if op:
-        parts.append(f"op={OPS[op] if op < len(OPS) else op}")
-    if root >= 0:
-        parts.append(f"root={root}")
-    return f"{kname}({', '.join(parts)})"
+    tag = describe_tag(op | (root + 1) << 8)  # op and root as a frame's tag says them
+    return f"{kname}({', '.join(parts + ([tag] if tag else []))})"
 
 
 def verify(rows: np.ndarray, rank: int, where: str,

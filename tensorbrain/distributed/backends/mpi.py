@@ -19,6 +19,7 @@ True
 """
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -459,8 +460,5 @@ def _all_cupy_direct(arrays) -> bool:
 
 
 def _displs(counts) -> list:
-    out, total = [], 0
-    for c in counts:
-        out.append(total)
-        total += c
-    return out
+    """Each block's offset: the sum of the counts before it."""
+    return [0, *itertools.accumulate(counts)][:-1]

@@ -88,18 +88,6 @@ class TCPBackend(Backend):
         (sizes) is each implementation's ``enabled``."""
         shm, n, A = self._shm, self.size, self.sockets
         whole = shm is not None and shm.whole
-        if n == 1:  # a group of one: every collective's result is in place already
-            alone = [Impl("alone", None, _nothing)]
-            return {kind: alone for kind in ("all_reduce", "broadcast", "reduce", "all_gather",
-                                             "all_gather_into_tensor", "gather", "scatter",
-                                             "reduce_scatter", "reduce_scatter_tensor",
-                                             "all_to_all", "all_to_all_single", "barrier")} | {
-                kind: [Impl("direct", None, run)] for kind, run in (
-                    ("gather", A.gather), ("scatter", A.scatter))} | {
-                kind: [Impl("direct", None, lambda o, sc, op: A.reduce_scatter(o, sc, op, True))]
-                for kind in ("reduce_scatter", "reduce_scatter_tensor")} | {
-                kind: [Impl("pairwise", None, A.alltoall)]
-                for kind in ("all_to_all", "all_to_all_single")}
 
         def here(*impls):  # shared-memory implementations: listed when every rank is here
             return list(impls) if whole else []
@@ -135,6 +123,10 @@ class TCPBackend(Backend):
             "barrier": here(Impl("shared memory", None, lambda: shm.barrier())) + [
                 Impl("dissemination", None, A.barrier)],
         }
+        if n == 1:  # a group of one: results in place are there already (all_gather's own
+            # block is copied by its staging; the others copy theirs in the algorithms)
+            impls.update({kind: [Impl("alone", None, _nothing)] for kind in (
+                "all_reduce", "broadcast", "reduce", "all_gather", "barrier")})
         for kind, family in FP.FAMILY.items():  # all_gather_into_tensor is an all_gather ...
             impls[kind] = impls[family]
         return impls

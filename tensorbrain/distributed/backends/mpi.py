@@ -352,10 +352,8 @@ class MPIBackend(InlineCheck, base.Backend):
 
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
-        """``Isend``; see ``Backend.send``."""
-        send = self._input(array)
-        self._check_tag(tag)
-        return self._start("send", lambda: self.comm.Isend(_raw(send), dst, tag), None, async_op)
+        """``Isend``: a batch of one send; see ``Backend.send``."""
+        return self.batch_p2p([("send", array, dst, tag)], async_op=async_op, op="send")
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
         """``Irecv`` (``src=None``: ``MPI.ANY_SOURCE``); see ``Backend.recv``."""
@@ -379,10 +377,11 @@ class MPIBackend(InlineCheck, base.Backend):
         return self._start("recv", lambda: self.comm.Irecv(_raw(recv), source, tag),
                            check_and_finish, async_op, status=status)
 
-    def batch_p2p(self, ops, *, async_op: bool = True):
+    def batch_p2p(self, ops, *, async_op: bool = True, op: str = "batch_isend_irecv"):
         """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list: every Isend/Irecv
-        posted at once (exchanges in both directions cannot deadlock), one Work for all, as
-        torch's coalesced batch. mpi4py keeps each request's buffer alive until it completes."""
+        posted at once (exchanges in both directions cannot deadlock), one Work for all (named
+        ``op``), as torch's coalesced batch. mpi4py keeps each request's buffer alive until it
+        completes."""
         MPI, posts, finishes = self._MPI, [], []
         for kind, array, peer, tag in ops:
             self._check_tag(tag)
@@ -398,8 +397,7 @@ class MPIBackend(InlineCheck, base.Backend):
         def finish():
             for fin in finishes:
                 fin()
-        return self._start("batch_isend_irecv", lambda: [post() for post in posts], finish,
-                           async_op)
+        return self._start(op, lambda: [post() for post in posts], finish, async_op)
 
     # ***** lifetime *****
     def shutdown(self) -> None:

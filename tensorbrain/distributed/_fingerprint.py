@@ -216,11 +216,6 @@ def call_site() -> str:
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} in {f.f_code.co_name}"
 
 
-def detail_text(arrays: Sequence[Array], site: str) -> str:
-    shapes = ",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)
-    return f"shapes {shapes or '-'} at {site}"
-
-
 def encode_detail(text: str) -> np.ndarray:
     buf = np.zeros(DETAIL_BYTES, np.uint8)
     raw = text.encode(errors="replace")[:DETAIL_BYTES]
@@ -273,8 +268,9 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
     words = pack(seq, family, arrays, op=call.op, root=call.root, count=count, detail=detail)
     if pairs is not None:
         words[3] = balance(rank, size, *pairs)
-    if detail:
-        words = np.concatenate([words, encode_detail(detail_text(arrays, call_site()))])
+    if detail:  # each rank's shapes and Python call site, for the message
+        shapes = ",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)
+        words = np.concatenate([words, encode_detail(f"shapes {shapes or '-'} at {call_site()}")])
     return words
 
 

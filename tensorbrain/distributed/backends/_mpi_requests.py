@@ -517,8 +517,15 @@ class Requests:
             owner = self._fp_owner[slot]  # it first (the peers posted it before this one)
             if owner is not None and not owner._done:
                 owner.wait()
-            if self._fp_busy[slot]:  # no Work owns it (an op that was interrupted)
-                self._fp_wait(slots[slot][1 if self._fp_inline else 2], int(words[0]), slot)
+            if self._fp_busy[slot]:  # no Work owns it (an op that was interrupted): poll it
+                seq = int(words[0])  # against the group timeout
+                if not self._poll(slots[slot][1 if self._fp_inline else 2],
+                                  time.monotonic() + self.timeout):
+                    raise self._fail("collective fingerprint", seq, DistTimeoutError(
+                        f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on "
+                        f"rank {self.rank}: an earlier collective's exchange did not finish "
+                        f"within the group timeout of {self.timeout:g} s{self._silent_peers()}; "
+                        "the group is unusable"))
         self._fp_busy[slot] = True
         self._fp_owner[slot] = None
         return slot
@@ -532,16 +539,6 @@ class Requests:
             if time.monotonic() > deadline:
                 return False
             time.sleep(_NAP_S)
-
-    def _fp_wait(self, request, seq: int, slot: int) -> None:
-        """Poll an unowned, still-running fingerprint all-gather against the group timeout."""
-        if not self._poll(request, time.monotonic() + self.timeout):
-            raise self._fail("collective fingerprint", seq, DistTimeoutError(
-                f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on rank "
-                f"{self.rank}: an earlier collective's exchange did not finish within the "
-                f"group timeout of {self.timeout:g} s{self._silent_peers()}; the group is "
-                "unusable"))
-        self._fp_busy[slot] = False
 
     def _fp_check(self, op, seq, fp) -> None:
         words, rows, _, check, slot = fp

@@ -91,7 +91,7 @@ class NCCLBackend(base.Backend):
         self.watchdog = Watchdog(self._nccl, self.comm, self._failure, rank, group_name,
                                  self.timeout)
         calls = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
-                 "reduce": self._reduce, "all_gather": self._allgather,
+                 "reduce": self._broadcast, "all_gather": self._allgather,
                  "all_gather_into_tensor": self._allgather, "gather": self._rooted,
                  "scatter": self._rooted, "reduce_scatter": self._reduce_scatter,
                  "reduce_scatter_tensor": self._reduce_scatter, "all_to_all": self._alltoall,
@@ -258,21 +258,19 @@ class NCCLBackend(base.Backend):
                             after=_each(back for _, back, _, _ in plans), seq=seq)
 
     def _broadcast(self, call, seq):
-        array, root = call.inputs[0], call.root
+        """broadcast and reduce: one NCCL call in place on the array (reduce's result is the
+        root's only)."""
+        array, root, comm = call.inputs[0], call.root, self.comm
         buf, back = self._contiguous(array)
-        comm = self.comm
-        return self._launch("broadcast", lambda s: comm.broadcast(
-            buf.data.ptr, buf.data.ptr, buf.nbytes, _INT8, root, s), (array, buf), array,
-            call.async_op, after=back, seq=seq)
-
-    def _reduce(self, call, seq):
-        array, root, op = call.inputs[0], call.root, call.op
-        dt, red = self._reduce_args(array.dtype, op)
-        buf, back = self._contiguous(array)
-        comm = self.comm
-        return self._launch("reduce", lambda s: comm.reduce(
-            buf.data.ptr, buf.data.ptr, buf.size, dt, red, root, s), (array, buf), array,
-            call.async_op, after=back if self.rank == root else None, seq=seq)
+        ptr = buf.data.ptr
+        if call.kind == "broadcast":
+            body = partial(comm.broadcast, ptr, ptr, buf.nbytes, _INT8, root)
+        else:
+            dt, red = self._reduce_args(array.dtype, call.op)
+            body = partial(comm.reduce, ptr, ptr, buf.size, dt, red, root)
+            back = back if self.rank == root else None
+        return self._launch(call.kind, body, (array, buf), array, call.async_op, after=back,
+                            seq=seq)
 
     def _allgather(self, call, seq):
         """all_gather_into_tensor: one ncclAllGather into the output; all_gather: into a scratch

@@ -157,11 +157,8 @@ def describe(words: np.ndarray) -> str:
     if dt:
         dname = DTYPES[dt] if dt < len(DTYPES) else "another dtype"
         parts.append(f"{dname} x {count}" if count != ANY_COUNT else f"{dname}, counts per peer")
-    if op:
-        parts.append(f"op={OPS[op] if op < len(OPS) else op}")
-    if root >= 0:
-        parts.append(f"root={root}")
-    return f"{kname}({', '.join(parts)})"
+    tag = describe_tag(op | (root + 1) << 8)  # op and root as a frame's tag says them
+    return f"{kname}({', '.join(parts + ([tag] if tag else []))})"
 
 
 def verify(rows: np.ndarray, rank: int, where: str,
@@ -219,11 +216,6 @@ def call_site() -> str:
     return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno} in {f.f_code.co_name}"
 
 
-def detail_text(arrays: Sequence[Array], site: str) -> str:
-    shapes = ",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)
-    return f"shapes {shapes or '-'} at {site}"
-
-
 def encode_detail(text: str) -> np.ndarray:
     buf = np.zeros(DETAIL_BYTES, np.uint8)
     raw = text.encode(errors="replace")[:DETAIL_BYTES]
@@ -276,8 +268,9 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
     words = pack(seq, family, arrays, op=call.op, root=call.root, count=count, detail=detail)
     if pairs is not None:
         words[3] = balance(rank, size, *pairs)
-    if detail:
-        words = np.concatenate([words, encode_detail(detail_text(arrays, call_site()))])
+    if detail:  # each rank's shapes and Python call site, for the message
+        shapes = ",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)
+        words = np.concatenate([words, encode_detail(f"shapes {shapes or '-'} at {call_site()}")])
     return words
 
 

@@ -133,11 +133,6 @@ def payload_bytes() -> int:
     return int(_op_cache.get("payload", 0))
 
 
-def plain_control(words) -> int:
-    """The control word of a fingerprint without payload (word 3 summed for all_to_all)."""
-    return _CONTROL_SUMMED if words[2] == -1 else 0
-
-
 _QUICK_POLLS_FP = 2 * _QUICK_POLLS  # as Requests._start polls a collective with a fingerprint
 
 
@@ -151,7 +146,7 @@ class InlineCheck(Requests):
     _seq: int                   # the group's collective counter
     _fp_lean: bool              # inline mode, and any thread may call MPI (THREAD_MULTIPLE)
     _inline_max: int            # the largest all_reduce (bytes) that rides in a message
-    _lean_plans: dict           # (dtype, op) -> (control word, post-scale) or ()
+    _plans: dict                # (dtype, op) -> MPIBackend._reduction's plan
     _verify: Any                # the group's fingerprint Verifier
 
     if TYPE_CHECKING:  # MPIBackend's (declared only: it comes first in the MRO)
@@ -186,20 +181,17 @@ class InlineCheck(Requests):
         # NaN-propagating float MIN/MAX only when every rank has them (one op per collective)
         self._minmax = minmax if self._peers[:, 4].all() else None
 
-    def _fp_message(self, words, check, control, payload):
-        """_fp_slot in inline mode: the check message's five words, and the payload."""
+    def _fp_message(self, words, check):
+        """_fp_slot in inline mode: the check message's five words (all_reduces that ride in
+        it load their own: :meth:`_post_inline`)."""
         if len(words) != 4:
             raise DistBackendError(f"internal: the inline check takes 4 fingerprint words, "
                                    f"got {len(words)} (TB_DISTRIBUTED_DEBUG=DETAIL?)")
         slots = self._fp_msgs
         slot = self._fp_take(slots, words)
-        buf, request, view, raw = slots[slot]
+        buf, request, view, _ = slots[slot]
         view[0], view[1], view[2], view[3] = words
-        if control is None:
-            view[4] = plain_control(words)
-        else:
-            view[4] = control
-            raw[HEADER_BYTES:HEADER_BYTES + len(payload)] = payload
+        view[4] = _CONTROL_SUMMED if words[2] == -1 else 0  # all_to_all: word 3 summed
         return buf, words, request, check, slot
 
     def _fp_mismatch(self, op, seq, words, check) -> None:
@@ -241,25 +233,22 @@ class InlineCheck(Requests):
             self._inline_max
 
     def _allreduce_inline(self, call, seq):
-        """all_reduce's ``inline`` implementation: the all_reduce inside its own check message
-        (``_mpi_inline``): one persistent MPI collective, no second one."""
-        arrays, op = call.inputs, call.op
-        a = arrays[0]
-        control = control_word(a.dtype, op)
-        _, _, scale = self._reduction(a.dtype, op)  # the same argument checks as the MPI path
+        """all_reduce's ``inline`` implementation: :meth:`_post_inline` on a contiguous host
+        copy of the array when it is not one (written back when the result is out)."""
+        a, op = call.inputs[0], call.op
+        failure = self._failure
+        if failure.closed:  # (a failed group raised in the executor's claim)
+            failure.check("all_reduce")
+        if self._level < 2:  # THREAD_SINGLE/FUNNELED (2 = SERIALIZED)
+            self._check_thread()
+        plan = self._reduction(a.dtype, op)
         host, write_back = _staging.stage(a)
-        data = host.reshape(-1).data.cast("B")  # (a memoryview of shape (0, 3) cannot cast)
-        msg = self._fp_msgs[self._fp_n % _FP_SLOTS][3]  # the slot _start will load
-        end = HEADER_BYTES + len(data)
-        fp = self._fp_next
-        assert fp is not None  # allreduce takes this path only with a fingerprint attached
-        self._fp_next = fp + (control, data)
-
-        def finish():
-            _unload(data, msg, end, host, scale)
-            write_back()
-            return arrays
-        return self._start("all_reduce", self._no_request, finish, call.async_op, seq=seq)
+        fp, self._fp_next = self._fp_next, None
+        assert fp is not None  # execute attached it: (words, check)
+        words, check = fp
+        slot = self._fp_take(self._fp_msgs, words)
+        return self._post_inline(host, plan, words, check, slot, seq, call.async_op, write_back,
+                                 call.inputs)
 
     def fast_all_reduce(self):
         """The pipeline's first step in inline mode with any thread allowed to call MPI
@@ -267,78 +256,78 @@ class InlineCheck(Requests):
         return self._fast_all_reduce if self._fp_lean else None
 
     def _fast_all_reduce(self, a, op: str) -> bool:
-        """A synchronous all_reduce of one small contiguous NumPy array, with the least Python
-        there is: the words and data into the next check message, one persistent MPI
-        collective, the data back out (measured: what this costs on top of the raw MPI call is
-        the check's whole cost at 8 B, docs/reliability.md). False, having done nothing, for
-        anything else: the pipeline runs it (the same checks, number and fingerprint).
+        """A synchronous all_reduce of one small contiguous NumPy array with the least Python
+        there is: the group's number and fingerprint claimed here, then :meth:`_post_inline`
+        (measured: what this costs on top of the raw MPI call is the check's whole cost at 8 B,
+        docs/reliability.md). False, having done nothing, for anything else: the pipeline runs
+        it (the same checks, number and fingerprint).
         """
         if type(a) is not np.ndarray:
             return False
-        plan = self._lean_plans.get((a.dtype, op))
+        plan = self._plans.get((a.dtype, op))
         if plan is None:
-            plan = self._lean_plan(a.dtype, op)
+            plan = self._reduction(a.dtype, op)  # raises on a pair no path supports
         n = self._fp_n
         slot = n % _FP_SLOTS
         failure = self._failure
         flags = a.flags
-        if not (plan and flags.c_contiguous and flags.writeable and
+        if not (plan[3] and flags.c_contiguous and flags.writeable and
                 0 < a.nbytes <= self._inline_max and not self._fp_busy[slot] and
                 failure.first is None and not failure.closed):
             return False
         seq = self._seq
         self._seq = seq + 1
+        self._fp_n = n + 1
         words = (seq, header_word("all_reduce", op, a.dtype), a.size, 0)
-        self._lean_allreduce([a], a, plan, words, self._verify, n, slot, seq)
+        self._post_inline(a, plan, words, self._verify, slot, seq, False, None, [a])
         return True
 
-    def _lean_plan(self, dtype, op: str):
-        """``(control word, post-scale)`` of the lean path for (dtype, op), or () for none."""
-        _, _, scale = self._reduction(dtype, op)  # raises on a pair no path supports
-        control = control_word(dtype, op)
-        plan = self._lean_plans[(dtype, op)] = (control, scale) if control else ()
-        return plan
-
-    def _lean_allreduce(self, arrays, a, plan, words, check, n, slot, seq):
-        control, scale = plan
+    def _post_inline(self, a, plan, words, check, slot, seq, async_op, after, result):
+        """An all_reduce of the contiguous host array ``a`` inside check message ``slot`` (the
+        caller claimed it): the fingerprint ``words`` and ``a``'s bytes into the message, one
+        persistent MPI collective, the data back out (scaled for avg, then ``after()``). One
+        that finishes within a few polls returns completed; ``async_op``, or a late peer, gives
+        a Work polled against the group deadline (as ``Requests._start``'s)."""
+        _, _, scale, control = plan
         self._collectives += 1
-        self._fp_n = n + 1
         buf, request, view, raw = self._fp_msgs[slot]
         view[0], view[1], view[2], view[3] = words
         view[4] = control
-        data = a.data.cast("B")
+        data = (a if a.ndim == 1 else a.reshape(-1)).data.cast("B")  # ((0, 3) cannot cast)
         end = HEADER_BYTES + len(data)
         raw[HEADER_BYTES:end] = data
-        MPI = self._MPI
+        MPI, done = self._MPI, False
         try:
-            request.Start()
-            for _ in range(_QUICK_POLLS_FP):
-                if request.Test():
-                    break
-            else:  # a peer is late: poll against the group deadline (the general path's Work)
-                self._fp_busy[slot] = True
-                return self._track("all_reduce", seq, MPI.REQUEST_NULL,
-                                   lambda: _unload(data, raw, end, a, scale, arrays), False,
-                                   fp=(buf, words, request, check, slot))
+            with self._guard or _NULL:
+                request.Start()
+                for _ in range(0 if async_op else _QUICK_POLLS_FP):
+                    if request.Test():
+                        done = True
+                        break
         except MPI.Exception as exc:
             raise self._fail("all_reduce", seq, exc) from None
         except KeyboardInterrupt:  # Ctrl-C: MPI cannot cancel the op; poison the group
             self._fp_busy[slot] = True
             self._interrupted("all_reduce", seq)
             raise
+        if not done:
+            self._fp_busy[slot] = True
+            return self._track("all_reduce", seq, MPI.REQUEST_NULL,
+                               lambda: _unload(data, raw, end, a, scale, after, result),
+                               async_op, fp=(buf, words, request, check, slot))
+        self._fp_busy[slot] = False
         if view[4] & 1:  # the reduction marked a mismatch
             self._fp_mismatch("all_reduce", seq, words, check)
-        _unload(data, raw, end, a, scale)
-        return _work.completed("all_reduce", arrays, None, seq, self.group_name)
-
-    def _no_request(self):
-        return self._MPI.REQUEST_NULL
+        _unload(data, raw, end, a, scale, after)
+        return _work.completed("all_reduce", result, None, seq, self.group_name)
 
 
-def _unload(data, msg, end: int, host, scale, result=None):
+def _unload(data, msg, end: int, host, scale, after=None, result=None):
     """An inline all_reduce's result out of its check message ``msg`` into ``data`` (a byte
-    view of ``host``), scaled for avg; returns ``result``."""
+    view of ``host``), scaled for avg, then ``after()``; returns ``result``."""
     data[:] = msg[HEADER_BYTES:end]
     if scale is not None:
         np.multiply(host, host.dtype.type(scale), out=host)
+    if after is not None:
+        after()
     return result

@@ -245,7 +245,7 @@ class Requests:
     _fp_next: tuple | None = None
 
     if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (it subclasses this; declared only)
-        def _fp_message(self, words, check, control, payload) -> tuple: ...
+        def _fp_message(self, words, check) -> tuple: ...
         def _fp_mismatch(self, op, seq, words, check) -> None: ...
 
     # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
@@ -474,10 +474,9 @@ class Requests:
                 f"{verdict[1:1 + verdict[0]].tolist()} did not arrive")
 
     # ***** the fingerprint beside each collective (MPIBackend.execute attaches it) *****
-    def _fp_slot(self, words, check, control=None, payload=None):
+    def _fp_slot(self, words, check):
         """``(buffer, rows or words, request, check, slot)``: the next persistent all-gather
-        (or, in inline mode, all-reduce of a check message: then ``control`` and ``payload``, a
-        byte view of a small all_reduce's data, go in too), loaded with ``words``. The
+        (or, in inline mode, all-reduce of a check message), loaded with ``words``. The
         collective is posted right after it, both non-blocking, so the check costs no extra
         round trip; ``check(rows)`` runs, when the rows differ, before the collective's Work
         reports success (it raises on a mismatch, failing the Work and the group). MPI never
@@ -492,7 +491,7 @@ class Requests:
         running (more collectives in flight than slots) is waited for first."""
         size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
         if self._fp_inline:
-            return self._fp_message(words, check, control, payload)
+            return self._fp_message(words, check)
         slots = self._fp_slots.get(size)
         if slots is None:  # made on first use, at the same collective on every rank (the
             slots = []  # MPI_*_init calls are local in MPICH)
@@ -518,8 +517,15 @@ class Requests:
             owner = self._fp_owner[slot]  # it first (the peers posted it before this one)
             if owner is not None and not owner._done:
                 owner.wait()
-            if self._fp_busy[slot]:  # no Work owns it (an op that was interrupted)
-                self._fp_wait(slots[slot][1 if self._fp_inline else 2], int(words[0]), slot)
+            if self._fp_busy[slot]:  # no Work owns it (an op that was interrupted): poll it
+                seq = int(words[0])  # against the group timeout
+                if not self._poll(slots[slot][1 if self._fp_inline else 2],
+                                  time.monotonic() + self.timeout):
+                    raise self._fail("collective fingerprint", seq, DistTimeoutError(
+                        f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on "
+                        f"rank {self.rank}: an earlier collective's exchange did not finish "
+                        f"within the group timeout of {self.timeout:g} s{self._silent_peers()}; "
+                        "the group is unusable"))
         self._fp_busy[slot] = True
         self._fp_owner[slot] = None
         return slot
@@ -533,16 +539,6 @@ class Requests:
             if time.monotonic() > deadline:
                 return False
             time.sleep(_NAP_S)
-
-    def _fp_wait(self, request, seq: int, slot: int) -> None:
-        """Poll an unowned, still-running fingerprint all-gather against the group timeout."""
-        if not self._poll(request, time.monotonic() + self.timeout):
-            raise self._fail("collective fingerprint", seq, DistTimeoutError(
-                f"MPI collective fingerprint (seq {seq}) of group {self.group_name!r} on rank "
-                f"{self.rank}: an earlier collective's exchange did not finish within the "
-                f"group timeout of {self.timeout:g} s{self._silent_peers()}; the group is "
-                "unusable"))
-        self._fp_busy[slot] = False
 
     def _fp_check(self, op, seq, fp) -> None:
         words, rows, _, check, slot = fp

@@ -19,6 +19,7 @@ True
 """
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -68,7 +69,8 @@ class MPIBackend(InlineCheck, base.Backend):
         # SERIALIZED: one MPI call at a time from any thread, reentrant (a mismatch's follow-up
         # polls under the guard its poll holds: a Lock hung it); FUNNELED/SINGLE: main thread only.
         self._guard = threading.RLock() if self._level == MPI.THREAD_SERIALIZED else None
-        self._plans: dict = {}  # (dtype, op) -> (MPI op, dtype reduced in, post-scale)
+        # (dtype, op) -> (MPI op, dtype reduced in, post-scale, inline control word or 0)
+        self._plans: dict = {}
         self._IN_PLACE = MPI.IN_PLACE
         self._seq = 0      # collectives (their fingerprints carry it)
         self._p2p_seq = 0  # point-to-point ops (named in their errors)
@@ -106,7 +108,6 @@ class MPIBackend(InlineCheck, base.Backend):
         self._inline_max = _mpi_inline.payload_bytes()
         # fingerprint_allreduce's lean path: inline mode, and any thread may call MPI
         self._fp_lean = self._fp_inline and self._level == MPI.THREAD_MULTIPLE
-        self._lean_plans: dict = {}
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "
@@ -117,11 +118,11 @@ class MPIBackend(InlineCheck, base.Backend):
             _mpi_exit.watch(self)
         self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
         posts = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
-                 "reduce": self._reduce, "all_gather": self._allgather,
-                 "all_gather_into_tensor": self._allgather_into, "gather": self._gather,
+                 "reduce": self._reduce, "all_gather": self._gather,
+                 "all_gather_into_tensor": self._gather, "gather": self._gather,
                  "scatter": self._scatter, "reduce_scatter": self._reduce_scatter,
                  "reduce_scatter_tensor": self._reduce_scatter, "all_to_all": self._alltoall,
-                 "all_to_all_single": self._alltoall_single, "barrier": self._barrier}
+                 "all_to_all_single": self._alltoall, "barrier": self._barrier}
         self._impls = {kind: [base.Impl("requests", None, post)] for kind, post in posts.items()}
         self._impls["all_reduce"].insert(0, base.Impl("inline", self._inline_takes,
                                                       self._allreduce_inline))
@@ -164,15 +165,13 @@ class MPIBackend(InlineCheck, base.Backend):
         return self._buffer(array)[0]
 
     def _reduction(self, dtype, op: str):
-        """``(MPI op, dtype MPI reduces in, post-scale)`` for a reduction of ``dtype`` by ``op``
-        (cached: the latency path must not rebuild it per call)."""
-        key = (dtype, op)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._make_reduction(dtype, op)
-        return plan
-
-    def _make_reduction(self, dtype, op: str):
+        """``(MPI op, dtype MPI reduces in, post-scale, control word)`` for a reduction of
+        ``dtype`` by ``op``; the control word carries it inside a check message, 0 when the
+        check's C kernel does not reduce the pair (``_mpi_inline``). Cached: the latency path
+        must not rebuild it per call."""
+        plan = self._plans.get((dtype, op))
+        if plan is not None:
+            return plan
         MPI = self._MPI
         name = np.dtype(dtype).name
         _validate.check_reduce(op, dtype, self.capabilities.dtypes, self.name)
@@ -194,11 +193,13 @@ class MPIBackend(InlineCheck, base.Backend):
         # and a sum that fits in float16 never overflows on the way (float16's max is 65504).
         # The cost is a cast each way (float16 is rare on CPU). Tested against NumPy.
         work_dtype = np.float32 if name == "float16" else None
-        return mpi_op, work_dtype, (1.0 / self.size if op == "avg" else None)
+        plan = self._plans[(dtype, op)] = (mpi_op, work_dtype, 1.0 / self.size if op == "avg"
+                                           else None, _mpi_inline.control_word(dtype, op))
+        return plan
 
     def _reduce_buffer(self, array, op: str, copy_in: bool = True):
         """``(buffer, MPI op, finish)`` for reducing ``array`` in place."""
-        mpi_op, work_dtype, scale = self._reduction(array.dtype, op)
+        mpi_op, work_dtype, scale, _ = self._reduction(array.dtype, op)
         host, write_back = self._buffer(array, copy_in=copy_in)
         if work_dtype is None and scale is None:
             return host, mpi_op, write_back
@@ -219,7 +220,7 @@ class MPIBackend(InlineCheck, base.Backend):
         if len(arrays) == 1:
             a = arrays[0]
             if type(a) is np.ndarray and a.flags.c_contiguous:
-                mpi_op, work_dtype, scale = self._reduction(a.dtype, op)
+                mpi_op, work_dtype, scale, _ = self._reduction(a.dtype, op)
                 if work_dtype is None and scale is None:  # reduce the user's array as it is
                     return self._start("all_reduce", self.comm.Iallreduce, None, async_op,
                                        args=(self._IN_PLACE, a, mpi_op), result=arrays, seq=seq)
@@ -247,12 +248,22 @@ class MPIBackend(InlineCheck, base.Backend):
             buf, mpi_op, finish = self._reduce_buffer(array, op)
             return self._start("reduce", lambda: self.comm.Ireduce(MPI.IN_PLACE, buf, mpi_op, root),
                                _then(finish, array), call.async_op, seq=seq)
-        mpi_op, work_dtype, _ = self._reduction(array.dtype, op)
+        mpi_op, work_dtype, _, _ = self._reduction(array.dtype, op)
         send = self._input(array)
         if work_dtype is not None:
             send = send.astype(work_dtype)
         return self._start("reduce", lambda: self.comm.Ireduce(send, None, mpi_op, root),
                            None, call.async_op, seq=seq)
+
+    def _apart(self, call):
+        """``(send, recv, finish)`` of a one-input, one-output call: the input as MPI can send
+        it (copied when it shares memory with the output: MPI forbids aliased buffers) and the
+        output's receive buffer."""
+        output, send = call.outputs[0], self._input(call.inputs[0])
+        if _shares_memory(send, output):
+            send = send.copy()
+        recv, finish = self._buffer(output, copy_in=False)
+        return send, recv, _then(finish, output)
 
     def _gather_buffer(self, send, outputs):
         """One (size, *send.shape) receive buffer on ``send``'s device, and the finish that
@@ -266,37 +277,22 @@ class MPIBackend(InlineCheck, base.Backend):
             return outputs
         return gathered, finish
 
-    def _allgather(self, call, seq):
-        outputs, send = call.outputs, self._input(call.inputs[0])
-        gathered, finish = self._gather_buffer(send, outputs)
-        return self._start("all_gather", lambda: self.comm.Iallgather(_raw(send), _raw(gathered)),
-                           finish, call.async_op, seq=seq)
-
-    def _apart(self, call):
-        """``(send, recv, finish)`` of a one-input, one-output call: the input as MPI can send
-        it (copied when it shares memory with the output: MPI forbids aliased buffers) and the
-        output's receive buffer."""
-        output, send = call.outputs[0], self._input(call.inputs[0])
-        if _shares_memory(send, output):
-            send = send.copy()
-        recv, finish = self._buffer(output, copy_in=False)
-        return send, recv, finish
-
-    def _allgather_into(self, call, seq):
-        output = call.outputs[0]
-        send, recv, finish = self._apart(call)
-        return self._start("all_gather_into_tensor",
-                           lambda: self.comm.Iallgather(_raw(send), _raw(recv)),
-                           _then(finish, output), call.async_op, seq=seq)
-
     def _gather(self, call, seq):
-        outputs, root, send = call.outputs, call.root, self._input(call.inputs[0])
-        if self.rank != root:
-            return self._start("gather", lambda: self.comm.Igather(_raw(send), None, root),
-                               None, call.async_op, seq=seq)
-        gathered, finish = self._gather_buffer(send, outputs)
-        return self._start("gather", lambda: self.comm.Igather(_raw(send), _raw(gathered), root),
-                           finish, call.async_op, seq=seq)
+        """all_gather_into_tensor (into the output), all_gather and gather (into a
+        :meth:`_gather_buffer`; gather's non-roots receive nothing)."""
+        kind, root = call.kind, call.root
+        if kind == "all_gather_into_tensor":
+            send, recv, finish = self._apart(call)
+        else:
+            send, recv, finish = self._input(call.inputs[0]), None, None
+            if kind == "all_gather" or self.rank == root:
+                recv, finish = self._gather_buffer(send, call.outputs)
+
+        def post():
+            if kind == "gather":
+                return self.comm.Igather(_raw(send), None if recv is None else _raw(recv), root)
+            return self.comm.Iallgather(_raw(send), _raw(recv))
+        return self._start(kind, post, finish, call.async_op, seq=seq)
 
     def _scatter(self, call, seq):
         output, inputs, root = call.outputs[0], call.inputs, call.root
@@ -324,51 +320,40 @@ class MPIBackend(InlineCheck, base.Backend):
                            _then(finish, output), call.async_op, seq=seq)
 
     def _alltoall(self, call, seq):
-        outputs, inputs = call.outputs, call.inputs
-        sends = [_staging.stage_in(x) for x in inputs]
-        recvs = [np.empty(o.shape, o.dtype) for o in outputs]
-        send_buf = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
-        recv_buf = np.empty(sum(r.nbytes for r in recvs), np.uint8)
-        s_counts = [s.nbytes for s in sends]
-        r_counts = [r.nbytes for r in recvs]
+        """all_to_all and all_to_all_single: one Ialltoallv of bytes (all_to_all's blocks packed
+        into one buffer each way; all_to_all_single's rows as the checked splits say)."""
+        if call.kind == "all_to_all":
+            outputs = call.outputs
+            sends = [_staging.stage_in(x) for x in call.inputs]
+            recvs = [np.empty(o.shape, o.dtype) for o in outputs]
+            send = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
+            recv = np.empty(sum(r.nbytes for r in recvs), np.uint8)
+            s_counts, r_counts = [s.nbytes for s in sends], [r.nbytes for r in recvs]
 
-        def finish():
-            offset = 0
-            for out, r, n in zip(outputs, recvs, r_counts):
-                r.reshape(-1).view(np.uint8)[...] = recv_buf[offset:offset + n]
-                _copy_into(out, r)
-                offset += n
-            return outputs
+            def finish():
+                offset = 0
+                for out, r, n in zip(outputs, recvs, r_counts):
+                    r.reshape(-1).view(np.uint8)[...] = recv[offset:offset + n]
+                    _copy_into(out, r)
+                    offset += n
+                return outputs
+        else:
+            send, recv, finish = self._apart(call)
+            out_rows, in_rows = call.rows
+            s_counts = [n * _validate.row_bytes(send) for n in in_rows]
+            r_counts = [n * _validate.row_bytes(recv) for n in out_rows]
         byte = self._MPI.BYTE
-        return self._start("all_to_all", lambda: self.comm.Ialltoallv(
-            [send_buf, (s_counts, _displs(s_counts)), byte],
-            [recv_buf, (r_counts, _displs(r_counts)), byte]), finish, call.async_op, seq=seq)
-
-    def _alltoall_single(self, call, seq):
-        output = call.outputs[0]
-        send, recv, finish = self._apart(call)
-        if call.splits == (None, None):
-            return self._start("all_to_all_single", lambda: self.comm.Ialltoall(
-                _raw(send), _raw(recv)), _then(finish, output), call.async_op, seq=seq)
-        row_in, row_out = _validate.row_bytes(send), _validate.row_bytes(recv)
-        out_splits, in_splits = call.rows
-        s_counts = [n * row_in for n in in_splits]
-        r_counts = [n * row_out for n in out_splits]
-        byte = self._MPI.BYTE
-        return self._start("all_to_all_single", lambda: self.comm.Ialltoallv(
+        return self._start(call.kind, lambda: self.comm.Ialltoallv(
             [send, (s_counts, _displs(s_counts)), byte],
-            [recv, (r_counts, _displs(r_counts)), byte]), _then(finish, output), call.async_op,
-            seq=seq)
+            [recv, (r_counts, _displs(r_counts)), byte]), finish, call.async_op, seq=seq)
 
     def _barrier(self, call, seq):
         return self._start("barrier", lambda: self.comm.Ibarrier(), None, call.async_op, seq=seq)
 
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
-        """``Isend``; see ``Backend.send``."""
-        send = self._input(array)
-        self._check_tag(tag)
-        return self._start("send", lambda: self.comm.Isend(_raw(send), dst, tag), None, async_op)
+        """``Isend``: a batch of one send; see ``Backend.send``."""
+        return self.batch_p2p([("send", array, dst, tag)], async_op=async_op, op="send")
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
         """``Irecv`` (``src=None``: ``MPI.ANY_SOURCE``); see ``Backend.recv``."""
@@ -392,10 +377,11 @@ class MPIBackend(InlineCheck, base.Backend):
         return self._start("recv", lambda: self.comm.Irecv(_raw(recv), source, tag),
                            check_and_finish, async_op, status=status)
 
-    def batch_p2p(self, ops, *, async_op: bool = True):
+    def batch_p2p(self, ops, *, async_op: bool = True, op: str = "batch_isend_irecv"):
         """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list: every Isend/Irecv
-        posted at once (exchanges in both directions cannot deadlock), one Work for all, as
-        torch's coalesced batch. mpi4py keeps each request's buffer alive until it completes."""
+        posted at once (exchanges in both directions cannot deadlock), one Work for all (named
+        ``op``), as torch's coalesced batch. mpi4py keeps each request's buffer alive until it
+        completes."""
         MPI, posts, finishes = self._MPI, [], []
         for kind, array, peer, tag in ops:
             self._check_tag(tag)
@@ -411,8 +397,7 @@ class MPIBackend(InlineCheck, base.Backend):
         def finish():
             for fin in finishes:
                 fin()
-        return self._start("batch_isend_irecv", lambda: [post() for post in posts], finish,
-                           async_op)
+        return self._start(op, lambda: [post() for post in posts], finish, async_op)
 
     # ***** lifetime *****
     def shutdown(self) -> None:
@@ -473,8 +458,5 @@ def _all_cupy_direct(arrays) -> bool:
 
 
 def _displs(counts) -> list:
-    out, total = [], 0
-    for c in counts:
-        out.append(total)
-        total += c
-    return out
+    """Each block's offset: the sum of the counts before it."""
+    return [0, *itertools.accumulate(counts)][:-1]

@@ -91,11 +91,11 @@ class NCCLBackend(base.Backend):
         self.watchdog = Watchdog(self._nccl, self.comm, self._failure, rank, group_name,
                                  self.timeout)
         calls = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
-                 "reduce": self._reduce, "all_gather": self._allgather,
-                 "all_gather_into_tensor": self._allgather_into, "gather": self._gather,
-                 "scatter": self._scatter, "reduce_scatter": self._reduce_scatter,
+                 "reduce": self._broadcast, "all_gather": self._allgather,
+                 "all_gather_into_tensor": self._allgather, "gather": self._rooted,
+                 "scatter": self._rooted, "reduce_scatter": self._reduce_scatter,
                  "reduce_scatter_tensor": self._reduce_scatter, "all_to_all": self._alltoall,
-                 "all_to_all_single": self._alltoall_single, "barrier": self._barrier}
+                 "all_to_all_single": self._alltoall, "barrier": self._barrier}
         self._impls = {kind: [base.Impl("group call", None, run)] for kind, run in calls.items()}
 
     # ***** the pipeline: the fingerprint exchanged first, then one group call *****
@@ -258,74 +258,62 @@ class NCCLBackend(base.Backend):
                             after=_each(back for _, back, _, _ in plans), seq=seq)
 
     def _broadcast(self, call, seq):
-        array, root = call.inputs[0], call.root
+        """broadcast and reduce: one NCCL call in place on the array (reduce's result is the
+        root's only)."""
+        array, root, comm = call.inputs[0], call.root, self.comm
         buf, back = self._contiguous(array)
-        comm = self.comm
-        return self._launch("broadcast", lambda s: comm.broadcast(
-            buf.data.ptr, buf.data.ptr, buf.nbytes, _INT8, root, s), (array, buf), array,
-            call.async_op, after=back, seq=seq)
-
-    def _reduce(self, call, seq):
-        array, root, op = call.inputs[0], call.root, call.op
-        dt, red = self._reduce_args(array.dtype, op)
-        buf, back = self._contiguous(array)
-        comm = self.comm
-        return self._launch("reduce", lambda s: comm.reduce(
-            buf.data.ptr, buf.data.ptr, buf.size, dt, red, root, s), (array, buf), array,
-            call.async_op, after=back if self.rank == root else None, seq=seq)
+        ptr = buf.data.ptr
+        if call.kind == "broadcast":
+            body = partial(comm.broadcast, ptr, ptr, buf.nbytes, _INT8, root)
+        else:
+            dt, red = self._reduce_args(array.dtype, call.op)
+            body = partial(comm.reduce, ptr, ptr, buf.size, dt, red, root)
+            back = back if self.rank == root else None
+        return self._launch(call.kind, body, (array, buf), array, call.async_op, after=back,
+                            seq=seq)
 
     def _allgather(self, call, seq):
-        outputs, input = call.outputs, call.inputs[0]
+        """all_gather_into_tensor: one ncclAllGather into the output; all_gather: into a scratch
+        buffer whose blocks are then copied into the list (on the stream)."""
+        input, outputs = call.inputs[0], call.outputs
         send, _ = self._contiguous(input)
-        cp, comm = self._cp, self.comm
-        with self.stream:
-            gathered = cp.empty((self.size,) + send.shape, send.dtype)
+        if call.kind == "all_gather":
+            with self.stream:
+                recv = self._cp.empty((self.size,) + send.shape, send.dtype)
 
-        def after():
-            for out, block in zip(outputs, gathered):
-                out[...] = block.reshape(out.shape)
-        return self._launch("all_gather", lambda s: comm.all_gather(
-            send.data.ptr, gathered.data.ptr, send.nbytes, _INT8, s),
-            (input, send, gathered, outputs), outputs, call.async_op, after=after, seq=seq)
-
-    def _allgather_into(self, call, seq):
-        output, input = call.outputs[0], call.inputs[0]
-        send, _ = self._contiguous(input)
-        recv, back = self._contiguous(output)
+            def after():
+                for out, block in zip(outputs, recv):
+                    out[...] = block.reshape(out.shape)
+            result = outputs
+        else:
+            recv, after = self._contiguous(outputs[0])
+            result = outputs[0]
         comm = self.comm
-        return self._launch("all_gather_into_tensor", lambda s: comm.all_gather(
-            send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (input, send, output, recv),
-            output, call.async_op, after=back, seq=seq)
+        return self._launch(call.kind, lambda s: comm.all_gather(
+            send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (input, send, recv, outputs),
+            result, call.async_op, after=after, seq=seq)
 
-    def _gather(self, call, seq):
-        outputs, input, root, async_op = call.outputs, call.inputs[0], call.root, call.async_op
-        send, _ = self._contiguous(input)
-        comm = self.comm
+    def _rooted(self, call, seq):
+        """gather and scatter, which NCCL lacks: the root receives every rank's block (sends each
+        rank its block) in one NCCL group, copying its own; the others send (receive) theirs."""
+        gather, root, comm = call.kind == "gather", call.root, self.comm
+        mine, back = self._contiguous(call.inputs[0] if gather else call.outputs[0])
+        blocks: list = []
         if self.rank != root:
-            calls = [partial(comm.send, send.data.ptr, send.nbytes, _INT8, root)]
-            return self._launch("gather", self._group(calls), (input, send), None, async_op,
-                                seq=seq)
-        recvs = [self._contiguous(o) for o in outputs]
-        calls = [partial(_copy, buf, send) if peer == self.rank else
-                 partial(comm.recv, buf.data.ptr, buf.nbytes, _INT8, peer)
-                 for peer, (buf, _) in enumerate(recvs)]
-        return self._launch("gather", self._group(calls), (input, send, outputs, recvs), outputs,
-                            async_op, after=_each(b for _, b in recvs), seq=seq)
-
-    def _scatter(self, call, seq):
-        output, inputs, root, async_op = call.outputs[0], call.inputs, call.root, call.async_op
-        recv, back = self._contiguous(output)
-        comm = self.comm
-        if self.rank != root:
-            calls = [partial(comm.recv, recv.data.ptr, recv.nbytes, _INT8, root)]
-            return self._launch("scatter", self._group(calls), (output, recv), output, async_op,
-                                after=back, seq=seq)
-        sends = [self._contiguous(x)[0] for x in inputs]
-        calls = [partial(_copy, recv, buf) if peer == self.rank else
-                 partial(comm.send, buf.data.ptr, buf.nbytes, _INT8, peer)
-                 for peer, buf in enumerate(sends)]
-        return self._launch("scatter", self._group(calls), (output, recv, inputs, sends), output,
-                            async_op, after=back, seq=seq)
+            calls = [partial(comm.send if gather else comm.recv, mine.data.ptr, mine.nbytes,
+                             _INT8, root)]
+        else:
+            blocks = [self._contiguous(a) for a in (call.outputs if gather else call.inputs)]
+            calls = [partial(_copy, *((buf, mine) if gather else (mine, buf))) if peer == root
+                     else partial(comm.recv if gather else comm.send, buf.data.ptr, buf.nbytes,
+                                  _INT8, peer)
+                     for peer, (buf, _) in enumerate(blocks)]
+        # gather's result is the root's list (None elsewhere), scatter's the output
+        result, after = (call.outputs or None, _each(b for _, b in blocks)) if gather else \
+            (call.outputs[0], back)
+        return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, mine,
+                                                             blocks), result, call.async_op,
+                            after=after, seq=seq)
 
     def _reduce_scatter(self, call, seq):
         output, inputs = call.outputs[0], call.inputs
@@ -342,40 +330,35 @@ class NCCLBackend(base.Backend):
             (inputs, packed, output, recv), output, call.async_op, after=back, seq=seq)
 
     def _alltoall(self, call, seq):
-        outputs, inputs = call.outputs, call.inputs
-        sends = [self._contiguous(x)[0] for x in inputs]
-        recvs = [self._contiguous(o) for o in outputs]
-        comm = self.comm
-        calls: list = []
-        for peer in range(self.size):
-            send, (recv, _) = sends[peer], recvs[peer]
-            if peer == self.rank:
-                calls.append(partial(_copy, recv, send))
-                continue
-            calls.append(partial(comm.send, send.data.ptr, send.nbytes, _INT8, peer))
-            calls.append(partial(comm.recv, recv.data.ptr, recv.nbytes, _INT8, peer))
-        return self._launch("all_to_all", self._group(calls), (inputs, sends, outputs, recvs),
-                            outputs, call.async_op, after=_each(b for _, b in recvs), seq=seq)
-
-    def _alltoall_single(self, call, seq):
-        output, input = call.outputs[0], call.inputs[0]
-        send, _ = self._contiguous(input)
-        recv, back = self._contiguous(output)
-        out_rows, in_rows = call.rows
-        in_row, out_row = _validate.row_bytes(send), _validate.row_bytes(recv)
+        """all_to_all (a block per peer, this rank's own copied) and all_to_all_single (rows of
+        one array per peer, as the checked splits say): a send and a receive per peer in one
+        NCCL group."""
+        if call.kind == "all_to_all":
+            sends = [self._contiguous(x)[0] for x in call.inputs]
+            recvs = [self._contiguous(o) for o in call.outputs]
+            blocks = [(s.data.ptr, s.nbytes, r.data.ptr, r.nbytes) for s, (r, _) in zip(sends, recvs)]
+            keep, result, after = (sends, recvs), call.outputs, _each(b for _, b in recvs)
+        else:
+            send, _ = self._contiguous(call.inputs[0])
+            recv, after = self._contiguous(call.outputs[0])
+            out_rows, in_rows = call.rows
+            s_n = [k * _validate.row_bytes(send) for k in in_rows]
+            r_n = [k * _validate.row_bytes(recv) for k in out_rows]
+            s_off, r_off = np.cumsum([0] + s_n[:-1]), np.cumsum([0] + r_n[:-1])
+            blocks = [(send.data.ptr + int(s_off[j]), s_n[j], recv.data.ptr + int(r_off[j]), r_n[j])
+                      for j in range(self.size)]
+            keep, result = (send, recv), call.outputs[0]
         comm, calls = self.comm, []
-        s_off = r_off = 0
-        for peer in range(self.size):
-            s_n, r_n = in_rows[peer] * in_row, out_rows[peer] * out_row
-            if s_n:
-                calls.append(lambda s, p=send.data.ptr + s_off, n=s_n, peer=peer: comm.send(
-                    p, n, _INT8, peer, s))
-            if r_n:
-                calls.append(lambda s, p=recv.data.ptr + r_off, n=r_n, peer=peer: comm.recv(
-                    p, n, _INT8, peer, s))
-            s_off, r_off = s_off + s_n, r_off + r_n
-        return self._launch("all_to_all_single", self._group(calls), (input, send, output, recv),
-                            output, call.async_op, after=back, seq=seq)
+        for peer, (s_ptr, s_bytes, r_ptr, r_bytes) in enumerate(blocks):
+            if peer == self.rank and call.kind == "all_to_all":
+                calls.append(partial(_copy, recvs[peer][0], sends[peer]))
+                continue
+            if s_bytes:
+                calls.append(partial(comm.send, s_ptr, s_bytes, _INT8, peer))
+            if r_bytes:
+                calls.append(partial(comm.recv, r_ptr, r_bytes, _INT8, peer))
+        return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, keep),
+                            result, call.async_op, after=after, seq=seq)
 
     def _barrier(self, call, seq):
         """An all_reduce of one int32 on the device (as torch's NCCL barrier); waiting on it
@@ -393,39 +376,36 @@ class NCCLBackend(base.Backend):
     # ***** point to point *****
     def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
         """``ncclSend``; NCCL has no tags (messages between two ranks match in issue order)."""
-        self._check("send", array)
-        buf, _ = self._contiguous(array)
-        comm = self.comm
-        return self._launch("send", lambda s: comm.send(buf.data.ptr, buf.nbytes, _INT8, dst, s),
-                            (array, buf), None, async_op)
+        return self._p2p("send", [("send", array, dst)], None, async_op)
 
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
         """``ncclRecv``; ``src=None`` is refused (NCCL has no any-source receive)."""
-        self._check("recv", array)
-        if src is None:
-            raise ValueError("NCCL cannot receive from any source: pass src (torch's NCCL "
-                             "backend refuses recv without a source too)")
-        buf, back = self._contiguous(array)
-        comm = self.comm
-        return self._launch("recv", lambda s: comm.recv(buf.data.ptr, buf.nbytes, _INT8, src, s),
-                            (array, buf), src, async_op, after=back)
+        return self._p2p("recv", [("recv", array, src)], src, async_op)
 
     def batch_p2p(self, ops, *, async_op: bool = True):
         """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list, all in one NCCL
         group so that ranks exchanging in both directions do not deadlock. One Work for all;
         NCCL has no tags (order matches)."""
+        return self._p2p("batch_isend_irecv", [op[:3] for op in ops], None, async_op)
+
+    def _p2p(self, op: str, ops, result, async_op: bool):
+        """Launch ``(kind, array, peer)`` sends and receives as point-to-point op ``op``: one
+        NCCL call, or several in one NCCL group."""
         comm, calls, keep, backs = self.comm, [], [], []
-        for kind, array, peer, _tag in ops:
-            self._check(f"batch_isend_irecv ({kind})", array)
+        single = op in ("send", "recv")
+        for kind, array, peer in ops:
+            self._check(op if single else f"{op} ({kind})", array)
+            if peer is None:
+                raise ValueError("NCCL cannot receive from any source: pass src (torch's NCCL "
+                                 "backend refuses recv without a source too)")
             buf, back = self._contiguous(array)
             keep.append((array, buf))
-            if kind == "send":
-                calls.append(lambda s, b=buf, p=peer: comm.send(b.data.ptr, b.nbytes, _INT8, p, s))
-            else:
-                calls.append(lambda s, b=buf, p=peer: comm.recv(b.data.ptr, b.nbytes, _INT8, p, s))
+            calls.append(partial(comm.send if kind == "send" else comm.recv, buf.data.ptr,
+                                 buf.nbytes, _INT8, peer))
+            if kind == "recv":
                 backs.append(back)
-        return self._launch("batch_isend_irecv", self._group(calls), keep, None, async_op,
-                            after=_each(backs))
+        return self._launch(op, calls[0] if single else self._group(calls),
+                            keep, result, async_op, after=_each(backs))
 
     # ***** lifetime *****
     def shutdown(self) -> None:

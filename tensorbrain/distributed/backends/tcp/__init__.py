@@ -40,7 +40,6 @@ from .mesh import Mesh, _iface_ip  # noqa: F401 - tcp._iface_ip (tests)
 from .p2p import PointToPoint
 
 K = W.KIND
-_FP_BYTES = 256  # one call's description under TB_DISTRIBUTED_DEBUG=DETAIL
 
 
 class TCPBackend(Backend):
@@ -89,18 +88,6 @@ class TCPBackend(Backend):
         (sizes) is each implementation's ``enabled``."""
         shm, n, A = self._shm, self.size, self.sockets
         whole = shm is not None and shm.whole
-        if n == 1:  # a group of one: every collective's result is in place already
-            alone = [Impl("alone", None, _nothing)]
-            return {kind: alone for kind in ("all_reduce", "broadcast", "reduce", "all_gather",
-                                             "all_gather_into_tensor", "gather", "scatter",
-                                             "reduce_scatter", "reduce_scatter_tensor",
-                                             "all_to_all", "all_to_all_single", "barrier")} | {
-                kind: [Impl("direct", None, run)] for kind, run in (
-                    ("gather", A.gather), ("scatter", A.scatter))} | {
-                kind: [Impl("direct", None, lambda o, sc, op: A.reduce_scatter(o, sc, op, True))]
-                for kind in ("reduce_scatter", "reduce_scatter_tensor")} | {
-                kind: [Impl("pairwise", None, A.alltoall)]
-                for kind in ("all_to_all", "all_to_all_single")}
 
         def here(*impls):  # shared-memory implementations: listed when every rank is here
             return list(impls) if whole else []
@@ -136,6 +123,10 @@ class TCPBackend(Backend):
             "barrier": here(Impl("shared memory", None, lambda: shm.barrier())) + [
                 Impl("dissemination", None, A.barrier)],
         }
+        if n == 1:  # a group of one: results in place are there already (all_gather's own
+            # block is copied by its staging; the others copy theirs in the algorithms)
+            impls.update({kind: [Impl("alone", None, _nothing)] for kind in (
+                "all_reduce", "broadcast", "reduce", "all_gather", "barrier")})
         for kind, family in FP.FAMILY.items():  # all_gather_into_tensor is an all_gather ...
             impls[kind] = impls[family]
         return impls
@@ -337,23 +328,16 @@ class TCPBackend(Backend):
         about to run (op, dtypes, shapes, root, reduce op) and its Python call site over the
         sockets, whatever transport then runs the op; a difference in the call (not the site)
         raises on every rank, naming each rank's call and site (as torch's DETAIL mode)."""
-        n, r, E = self.size, self.rank, self._engine
-        text = f"{op} {desc} | at {site}".encode()[:_FP_BYTES]
-        mine = np.zeros(_FP_BYTES, np.uint8)
-        mine[:len(text)] = np.frombuffer(text, np.uint8)
-        rows = np.zeros((n, _FP_BYTES), np.uint8)
-        for k in range(1, n):
-            E.send(self.conns[(r + k) % n], K["check"], 0, _FP_BYTES, W.as_bytes(mine), tag=0)
-            E.recv(self.conns[(r - k) % n], K["check"], 0, _FP_BYTES,
-                   W.as_bytes(rows[(r - k) % n]), tag=0)
-        E.run()
-        rows[r] = mine
-        calls = [bytes(row).rstrip(b"\0").decode(errors="replace") for row in rows]
+        mine = FP.encode_detail(f"{op} {desc} | at {site}")  # (tag 0: no op or root in it)
+        rows = self.sockets.exchange_direct(mine, range(self.size), K["check"], tag=0)
+        rows[self.rank] = mine
+        calls = [FP.decode_detail(row) for row in rows]
         if len({c.partition(" | at ")[0] for c in calls}) > 1:
             detail = "; ".join(f"rank {j}: {c}" for j, c in enumerate(calls))
             raise DistBackendError(
-                f"{op} (seq {E.seq}) of group {self.group_name!r} on rank {r}: mismatch between "
-                f"ranks detected by TB_DISTRIBUTED_DEBUG=DETAIL: {detail}")
+                f"{op} (seq {self._engine.seq}) of group {self.group_name!r} on rank "
+                f"{self.rank}: mismatch between ranks detected by TB_DISTRIBUTED_DEBUG=DETAIL: "
+                f"{detail}")
 
     # ***** point to point (p2p.py) *****
     def send(self, array, dst, tag=0, *, async_op=True):

@@ -99,16 +99,17 @@ class SocketAlgorithms:
         if post is not None:
             _kernels.scale_into(flat, post)
 
-    def exchange_direct(self, flat, ranks, kind=K["all_reduce"]):
+    def exchange_direct(self, flat, ranks, kind=K["all_reduce"], tag=None):
         """Send ``flat`` to every other rank of ``ranks`` and receive theirs, in one round.
 
         Used inside a running op (the direct all_reduce; the shared-memory transport's exchange
-        between host leaders).
+        between host leaders; the tcp backend's DETAIL check).
 
         Args:
             flat: this rank's contiguous 1-D contribution (read only).
             ranks: the group ranks taking part, this rank among them (a list or range).
             kind: the frame kind, the collective's own.
+            tag: the frames' tag (default: the op's fingerprint tag).
 
         Returns:
             numpy.ndarray: ``(len(ranks), flat.size)``; row i is ``ranks[i]``'s contribution
@@ -120,8 +121,8 @@ class SocketAlgorithms:
         payload = W.as_bytes(flat)
         for k in range(1, m):
             i = (p - k) % m
-            E.send(self.conns[ranks[(p + k) % m]], kind, dc, total, payload)
-            E.recv(self.conns[ranks[i]], kind, dc, total, W.as_bytes(bufs[i]))
+            E.send(self.conns[ranks[(p + k) % m]], kind, dc, total, payload, tag=tag)
+            E.recv(self.conns[ranks[i]], kind, dc, total, W.as_bytes(bufs[i]), tag=tag)
         E.run()
         return bufs
 

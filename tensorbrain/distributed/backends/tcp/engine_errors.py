@@ -35,44 +35,14 @@ class EngineErrors:
         b = self.mesh
         return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
 
-    def peer_closed(self, conn: Conn) -> DistBackendError:
-        """The error for a peer whose connection closed: its abort frame's story when it sent one,
-        else what its liveness says (dead, stopped, or closed).
+    def peer_lost(self, conn: Conn, exc: OSError | None = None) -> DistBackendError:
+        """The error for a peer whose connection closed (``exc`` None) or failed (a socket
+        error: EPIPE, ECONNRESET, ...): its abort frame's story when it sent one, else what its
+        liveness says (dead, stopped), else what it reported in the store.
 
         Args:
             conn: the peer.
-
-        Returns:
-            DistBackendError: the error to raise, naming the rank to blame.
-        """
-        info = conn.abort_info if conn.abort_info is not None else conn.pending_abort()
-        if info is not None:
-            return self.peer_aborted(conn, *info)
-        state = self.mesh.peer_state(conn.peer, settle=0.05)
-        if state:  # same host: /proc says it is gone or stopped (no store round trip)
-            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}; "
-                                           f"its connection ({conn.describe()}) closed"),
-                          [conn.peer])
-        reason = self.mesh.peer_abort_reason(conn.peer, self._left(1.0))
-        more = f": it reported: {reason}" if reason else " (it died or hit an error)"
-        return _blame(DistBackendError(f"{self._where()} failed: peer {conn.describe()} closed "
-                                       f"the connection{more}"), [conn.peer])
-
-    def peer_aborted(self, conn: Conn, blamed: int, text: str) -> DistBackendError:
-        """The peer sent an abort frame: name the rank it blames (the failed one)."""
-        if blamed >= 0 and blamed != conn.peer:
-            msg = f"rank {blamed} failed (reported by rank {conn.peer}: {text})"
-        else:
-            msg = f"peer {conn.describe()} failed: {text}"
-        return _blame(DistBackendError(f"{self._where()} failed: {msg}"),
-                      [blamed if blamed >= 0 else conn.peer])
-
-    def peer_error(self, conn: Conn, exc: OSError) -> DistBackendError:
-        """The error for a socket error talking to ``conn`` (EPIPE, ECONNRESET, ...).
-
-        Args:
-            conn: the peer.
-            exc: the socket error.
+            exc: the socket error, if any.
 
         Returns:
             DistBackendError: the error to raise, naming the rank to blame.
@@ -82,15 +52,30 @@ class EngineErrors:
         info = conn.abort_info if conn.abort_info is not None else conn.pending_abort()
         if info is not None:
             return self.peer_aborted(conn, *info)
-        name = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+        err = f"{errno.errorcode.get(exc.errno, '') if exc.errno else ''} {exc}" if exc else ""
         state = self.mesh.peer_state(conn.peer, settle=0.05)
-        if state:
-            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state} "
-                                           f"({conn.describe()}: {name} {exc})"), [conn.peer])
+        if state:  # same host: /proc says it is gone or stopped (no store round trip)
+            how = f" ({conn.describe()}: {err})" if exc else \
+                f"; its connection ({conn.describe()}) closed"
+            return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}"
+                                           f"{how}"), [conn.peer])
         reason = self.mesh.peer_abort_reason(conn.peer, self._left(1.0))
-        more = f"; it reported: {reason}" if reason else ""
-        return _blame(DistBackendError(f"{self._where()} failed talking to peer "
-                                       f"{conn.describe()}: {name} {exc}{more}"), [conn.peer])
+        if exc:
+            msg = f"failed talking to peer {conn.describe()}: {err}" + (
+                f"; it reported: {reason}" if reason else "")
+        else:
+            msg = f"failed: peer {conn.describe()} closed the connection" + (
+                f": it reported: {reason}" if reason else " (it died or hit an error)")
+        return _blame(DistBackendError(f"{self._where()} {msg}"), [conn.peer])
+
+    def peer_aborted(self, conn: Conn, blamed: int, text: str) -> DistBackendError:
+        """The peer sent an abort frame: name the rank it blames (the failed one)."""
+        if blamed >= 0 and blamed != conn.peer:
+            msg = f"rank {blamed} failed (reported by rank {conn.peer}: {text})"
+        else:
+            msg = f"peer {conn.describe()} failed: {text}"
+        return _blame(DistBackendError(f"{self._where()} failed: {msg}"),
+                      [blamed if blamed >= 0 else conn.peer])
 
     def protocol_error(self, conn: Conn, what: str) -> DistBackendError:
         """The error for bytes from ``conn`` that are not a valid frame.

@@ -9,13 +9,15 @@ import struct
 
 import numpy as np
 
+from ... import _fingerprint
+
 HEADER = struct.Struct("<HBBiQQQ")
 HEADER_SIZE = HEADER.size  # 32
 MAGIC = 0x7442  # "Bt"
 MAX_STASH = 1 << 30  # an early p2p frame larger than this is refused (bounded allocation)
 
-KINDS = ["none", "all_reduce", "broadcast", "reduce", "all_gather", "gather", "scatter",
-         "reduce_scatter", "all_to_all", "barrier", "p2p", "hello", "check", "abort"]
+# the collectives' codes are the fingerprint's (one list), then the tcp backend's own frames
+KINDS = [*_fingerprint.KINDS, "p2p", "hello", "check", "abort"]
 KIND = {name: i for i, name in enumerate(KINDS)}
 _P2P = KIND["p2p"]
 # "abort": a rank that fails an op tells every peer why before it closes its sockets (tag: the
@@ -24,14 +26,9 @@ _P2P = KIND["p2p"]
 _ABORT = KIND["abort"]
 MAX_ABORT_TEXT = 4096
 
-_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128"]
-_DTYPE_CODE = {np.dtype(n): i + 1 for i, n in enumerate(_DTYPES)}
-
-
-def dtype_code(dtype) -> int:
-    """Small integer naming a dtype on the wire (255 = any other dtype, compared by size only)."""
-    return _DTYPE_CODE.get(np.dtype(dtype), 255)
+#: the small integer naming a dtype on the wire: the fingerprint's code (255 = any other
+#: dtype, compared by size only)
+dtype_code = _fingerprint.dtype_code
 
 
 def dtype_name(code: int) -> str:
@@ -43,7 +40,7 @@ def dtype_name(code: int) -> str:
     Returns:
         str: e.g. ``"float32"``.
     """
-    return _DTYPES[code - 1] if 1 <= code <= len(_DTYPES) else f"dtype#{code}"
+    return _fingerprint.DTYPES[code] if 1 <= code < len(_fingerprint.DTYPES) else f"dtype#{code}"
 
 
 def as_bytes(array) -> memoryview:

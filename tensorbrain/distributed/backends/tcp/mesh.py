@@ -86,10 +86,6 @@ def _tune(sock: socket.socket, tcp: bool) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
 
 
-def _proc_state(pid: int):
-    return _liveness.proc_state(pid)
-
-
 def _swallow(fn) -> None:
     try:
         fn()
@@ -241,7 +237,9 @@ class Mesh:
                     last = exc
                     if transport == "unix" or time.monotonic() > deadline:
                         break
-                    state = self._record_state(rec, hostid)
+                    # a same-host peer that /proc says died or stopped will never answer
+                    state = rec["hostid"] == hostid and rec.get("pid") and \
+                        _liveness.proc_state(int(rec["pid"]))
                     if state:
                         raise DistBackendError(
                             f"tcp backend, group {self.group_name!r}: rank {peer} {state} "
@@ -296,23 +294,17 @@ class Mesh:
                 expected.discard(peer)
                 self.conns[peer] = W.Conn(sock, peer, self.hosts[peer], transport)
 
-    @staticmethod
-    def _record_state(rec: dict, hostid: str):
-        if rec.get("hostid") != hostid or not rec.get("pid"):
-            return None
-        return _proc_state(int(rec["pid"]))
-
     def peer_state(self, peer: int, settle: float = 0.0):
         """For a same-host peer: 'died (...)' or 'is stopped (...)' from /proc, else None (a
         running peer, or one on another host, which only its sockets can tell about).
         ``settle``: a dying process closes its sockets before /proc shows it dead, so after an
         EOF look again for up to this many seconds."""
-        pids, ids = getattr(self, "pids", None), getattr(self, "host_ids", None)
+        pids, ids = self.pids, self.host_ids
         if not pids or not ids or ids[peer] != ids[self.rank] or pids[peer] <= 0:
             return None
         end = time.monotonic() + settle
         while True:
-            state = _proc_state(pids[peer])
+            state = _liveness.proc_state(pids[peer])
             if state or time.monotonic() >= end:
                 return state
             time.sleep(0.002)

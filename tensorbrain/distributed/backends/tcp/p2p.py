@@ -35,16 +35,8 @@ class PointToPoint:
 
     def send(self, array, dst, tag=0, async_op=True):
         """``Backend.send``: a p2p frame to ``dst`` carrying ``tag`` and a per-peer counter."""
-        src = stage_in(array).reshape(-1)
         _validate.not_self("send", dst, self.rank)
-
-        def body():
-            conn = self.conns[dst]
-            conn.p2p_sent += 1
-            self._engine.send(conn, K["p2p"], W.dtype_code(src.dtype), src.nbytes,
-                              W.as_bytes(src), tag=tag, seq=conn.p2p_sent)
-            self._engine.run()
-        return self._submit("send", body, async_op, collective=False)
+        return self.batch_p2p([("send", array, dst, tag)], async_op, op="send")
 
     def recv(self, array, src, tag=0, async_op=True):
         """``Backend.recv``: the next p2p frame with ``tag`` from ``src`` (None: any rank)."""
@@ -77,9 +69,10 @@ class PointToPoint:
         E.run()
         return src
 
-    def batch_p2p(self, ops, async_op=True):
+    def batch_p2p(self, ops, async_op=True, op="batch_isend_irecv"):
         """Sends and receives ``[(kind, array, peer, tag)]`` progressed together in one run (an
-        exchange of any size cannot deadlock on full socket buffers); one Work for all."""
+        exchange of any size cannot deadlock on full socket buffers); one Work for all, named
+        ``op``."""
         prepared, staged = [], []
         for kind, arr, peer, tag in ops:
             if kind == "send":
@@ -100,8 +93,7 @@ class PointToPoint:
                 else:
                     E.recv(conn, K["p2p"], dc, -1, W.as_bytes(flat), tag=tag, seq=-1)
             E.run()
-        return self._submit("batch_isend_irecv", body, async_op, finisher(staged),
-                            collective=False)
+        return self._submit(op, body, async_op, finisher(staged), collective=False)
 
     def _wait_any_p2p(self, peers, tag):
         """recv(src=None): the first peer whose next frame is a p2p frame with ``tag``."""
@@ -122,7 +114,7 @@ class PointToPoint:
                 except BlockingIOError:
                     continue
                 if not head:
-                    raise E.peer_closed(conn)
+                    raise E.peer_lost(conn)
                 if len(head) < W.HEADER_SIZE:
                     time.sleep(0.0001)
                     continue

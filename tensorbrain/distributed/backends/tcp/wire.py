@@ -143,7 +143,7 @@ class Conn:
                     except (BlockingIOError, InterruptedError):
                         return False
                     if n == 0:
-                        raise engine.peer_closed(self)
+                        raise engine.peer_lost(self)
                     self.hdr_got += n
                 magic, kind, dtype, tag, seq, total, nbytes = HEADER.unpack(self.hdr)
                 if magic != MAGIC:
@@ -167,7 +167,7 @@ class Conn:
                 except (BlockingIOError, InterruptedError):
                     return False
                 if n == 0:
-                    raise engine.peer_closed(self)
+                    raise engine.peer_lost(self)
                 exp.got += n
             recvq.popleft()
             if exp.callback is not None:
@@ -246,7 +246,7 @@ class Conn:
                 if eof_ok:
                     buf = buf[:got]
                     break
-                raise engine.peer_closed(self)
+                raise engine.peer_lost(self)
             got += n
         self.hdr_got = 0
         return buf
@@ -465,7 +465,7 @@ class Engine(EngineErrors):
                     conn = active.get(fd)
                     if conn is not None:
                         if ev & (select.POLLERR | select.POLLNVAL) and not ev & select.POLLIN:
-                            raise self.peer_closed(conn)
+                            raise self.peer_lost(conn)
                         self._pump(conn)
                 # callbacks may have queued sends on connections with no event: push them now
                 for conn in list(active.values()):
@@ -482,7 +482,7 @@ class Engine(EngineErrors):
             if _lend.wait_read([c.fd for c in conns], self.deadline):
                 return
         except OSError as exc:
-            raise self.peer_error(conns[0], exc) from None
+            raise self.peer_lost(conns[0], exc) from None
         raise self.timed_out(unread=[c for c in conns if _lend.unread(c.fd) > 0])
 
     def _collect_sent(self) -> None:
@@ -501,7 +501,7 @@ class Engine(EngineErrors):
                 if isinstance(exc, TimeoutError):
                     raise self.timed_out()
                 if isinstance(exc, OSError):
-                    raise self.peer_error(conn, exc)
+                    raise self.peer_lost(conn, exc)
                 raise DistBackendError(f"{self._where()}: sending to {conn.describe()} failed: "
                                        f"{type(exc).__name__}: {exc}")
 
@@ -514,7 +514,7 @@ class Engine(EngineErrors):
         except DistBackendError:
             raise
         except OSError as exc:
-            raise self.peer_error(conn, exc) from None
+            raise self.peer_lost(conn, exc) from None
         if sent and done and not conn.sendq and not conn.recvq:
             self.active.pop(conn.fd, None)
 

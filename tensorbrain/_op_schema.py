@@ -2,11 +2,11 @@
 parsing, argument binding with torch's error messages, and inferring one from a Python
 function's annotations (``torch.library.infer_schema``). Used by ``tb.library``.
 
->>> s = parse_schema("mylib::scale(Tensor x, float k=1., *, bool inplace=False) -> Tensor")
+>>> s = parse_schema("mylib::scale(int[] x, float k=1., *, bool inplace=False) -> Tensor")
 >>> [a.name for a in s.arguments], s.returns
 (['x', 'k', 'inplace'], ['Tensor'])
->>> s.bind((1,), {"inplace": True})
-[1, 1.0, True]
+>>> s.bind(([1, 2], 3), {"inplace": True})
+[[1, 2], 3.0, True]
 """
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ import numpy as np
 from ._unsupported import unsupported
 
 _QUANT = ("TensorBrain has no quantized tensors", "a float tensor")
-_CSR = ("TensorBrain's sparse tensors are COO only", "to_sparse() (COO) and to_dense()")
+_CSR = ("TensorBrain has the COO, CSR and CSC sparse layouts (no BSR, BSC or sparse-sparse products)",
+        "to_sparse() / to_sparse_csr() and to_dense()")
 _DEVICE = ("TensorBrain runs on the CPU and on CUDA only", ".cpu() or .cuda()")
 
 
@@ -144,15 +145,8 @@ class MoreMethods:
     q_per_channel_zero_points = unsupported("torch.Tensor.q_per_channel_zero_points", *_QUANT)
     q_per_channel_axis = unsupported("torch.Tensor.q_per_channel_axis", *_QUANT)
     qscheme = unsupported("torch.Tensor.qscheme", *_QUANT)
-    to_sparse_csr = unsupported("torch.Tensor.to_sparse_csr", *_CSR)
-    to_sparse_csc = unsupported("torch.Tensor.to_sparse_csc", *_CSR)
     to_sparse_bsr = unsupported("torch.Tensor.to_sparse_bsr", *_CSR)
     to_sparse_bsc = unsupported("torch.Tensor.to_sparse_bsc", *_CSR)
-    crow_indices = unsupported("torch.Tensor.crow_indices", *_CSR)
-    col_indices = unsupported("torch.Tensor.col_indices", *_CSR)
-    ccol_indices = unsupported("torch.Tensor.ccol_indices", *_CSR)
-    row_indices = unsupported("torch.Tensor.row_indices", *_CSR)
-    sparse_resize_ = unsupported("torch.Tensor.sparse_resize_", *_CSR)
     sparse_resize_and_clear_ = unsupported("torch.Tensor.sparse_resize_and_clear_", *_CSR)
     resize_as_sparse_ = unsupported("torch.Tensor.resize_as_sparse_", *_CSR)
     smm = unsupported("torch.Tensor.smm", *_CSR)

@@ -57,7 +57,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain._tensor_legacy",
         "tensorbrain._tensor_hooks", "tensorbrain._tensor_sparse",
         "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain._legacy_types",
-        "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._batch_norm_parts", "tensorbrain._tensor_views_inplace",
+        "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._sparse_compressed", "tensorbrain._batch_norm_parts", "tensorbrain._tensor_views_inplace",
         "tensorbrain.linalg", "tensorbrain._linalg_legacy", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
         "tensorbrain._torch_extras", "tensorbrain._tensor_str", "tensorbrain._tensor_more", "tensorbrain.storage",
         "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal", "tensorbrain.special",

@@ -117,9 +117,14 @@ class SparseCompressedTensor(SparseTensor, made_compressed=True):
             return self.to_sparse_coo()
         return to_compressed(self, layout)
 
-    def to_sparse_coo(self) -> SparseTensor:
+    def to_sparse_coo(self, *args, **kwargs) -> SparseTensor:
         """The same entries as a COO tensor in this layout's order (coalesced from CSR; from
-        CSC column-major, so not coalesced: torch's result too)."""
+        CSC column-major, so not coalesced: torch's result too).
+
+        Args:
+            *args: accepted.
+            **kwargs: accepted.
+        """
         return SparseTensor(self._indices_arr, self._values_t, self._shape, self.is_sparse_csr)
 
     def t(self) -> SparseCompressedTensor:

@@ -136,6 +136,18 @@ class MoreMethods:
         """
         return other.detach() if assign else other
 
+    def to_padded_tensor(self, padding, output_size=None):
+        """Raises NotImplementedError: only nested tensors pad (torch's error; see
+        ``tb.nested``).
+
+        Args:
+            padding: the fill value.
+            output_size: the padded shape.
+        """
+        raise NotImplementedError("Could not run 'aten::to_padded_tensor' with arguments from "
+                                  "the 'CPU' backend: it takes a nested tensor "
+                                  "(tb.nested.nested_tensor)")
+
     # torch's methods TensorBrain refuses, each with why and what to use instead
     dequantize = unsupported("torch.Tensor.dequantize", *_QUANT)
     int_repr = unsupported("torch.Tensor.int_repr", *_QUANT)
@@ -156,8 +168,6 @@ class MoreMethods:
     mtia = unsupported("torch.Tensor.mtia", *_DEVICE)
     to_mkldnn = unsupported("torch.Tensor.to_mkldnn", "TensorBrain has no oneDNN layout",
                             "the tensor itself")
-    to_padded_tensor = unsupported("torch.Tensor.to_padded_tensor",
-                                   "TensorBrain has no nested tensors", "padded tensors and a mask")
     as_subclass = unsupported("torch.Tensor.as_subclass",
                               "TensorBrain's ops return Tensor, not subclasses (no __torch_function__)",
                               "composition: hold a Tensor in your class")

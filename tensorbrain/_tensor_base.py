@@ -91,6 +91,15 @@ class TensorBase:
         self._post_acc_hooks = None
         self._base = None
 
+    def _fresh_graph_fields(self) -> None:
+        """No graph node, hooks or view base yet: for subclasses that do not hold one array
+        (sparse, nested) and so skip ``_init_from`` (which sets the same fields inline)."""
+        self.grad_fn = None
+        self._version = [0]
+        self._hooks = None
+        self._post_acc_hooks = None
+        self._base = None
+
     @staticmethod
     def _wrap(array, requires_grad=False):
         """A tensor around ``array`` without copying (internal fast path)."""

@@ -133,11 +133,6 @@ class SparseMethods:
                                   "'CPU' backend: it resizes sparse COO tensors (make one with "
                                   ".to_sparse())")
 
-    @property
-    def is_sparse_csr(self) -> bool:
-        """False: not a CSR tensor."""
-        return False
-
     def sparse_dim(self) -> int:
         """0: a dense tensor has no sparse dimensions."""
         return 0

@@ -75,11 +75,7 @@ class NestedTensor(Tensor):
     def __init__(self, components: list, layout=None):
         self._components = list(components)
         self._layout = layout or _layout.strided
-        self.grad_fn = None
-        self._version = [0]
-        self._hooks = None
-        self._post_acc_hooks = None
-        self._base = None
+        self._fresh_graph_fields()
 
     @property
     def _data(self):

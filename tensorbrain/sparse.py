@@ -63,11 +63,7 @@ class SparseTensor(Tensor, made_sparse=True):
         self._coalesced = bool(coalesced)
         self.requires_grad = values.requires_grad
         self.grad = None
-        self.grad_fn = None
-        self._version = [0]
-        self._hooks = None
-        self._post_acc_hooks = None
-        self._base = None
+        self._fresh_graph_fields()
 
     # the dense form, for the ops that read a tensor's array (see the module docstring)
     @property

@@ -54,6 +54,7 @@ _malloc.keep_freed_memory()  # see _malloc.py: steps stop re-faulting their free
 from ._ops.functions import *  # noqa: E402,F403
 from ._ops import table as _op_table  # noqa: E402,F401  (sets docs_math.py's docstrings on the ops)
 from .sparse import sparse_coo_tensor, spmm  # noqa: E402,F401  (torch's sparse COO, sparse.py)
+from ._sparse_compressed import sparse_csc_tensor, sparse_csr_tensor  # noqa: E402,F401  (CSR, CSC)
 from ._batch_norm_parts import *  # noqa: E402,F403  (SyncBatchNorm's pieces: batch_norm_stats...)
 from ._ops.conv_tbc import conv_tbc  # noqa: E402,F401
 from ._torch_extras import (SymBool, SymFloat, SymInt, Tag, cond, scalar_tensor,  # noqa: E402,F401

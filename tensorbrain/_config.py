@@ -184,6 +184,9 @@ def _native(text: str) -> str:
     return value or "auto"
 
 
+declare("TB_HUB_GITHUB", _str, "https://github.com",
+        "Base URL tb.hub.load/list/help download GitHub repositories from "
+        "(<base>/<owner>/<name>/zipball/<ref>): a mirror, or file:// in tests")
 declare("TB_NATIVE", _native, "auto",
         "Install time (pip install): 'auto' builds tensorbrain._C and falls back to pure Python if "
         "the build fails, 'require' fails the install instead, 'skip' never builds it. Run time: "

@@ -2,7 +2,8 @@
 ``tb.channels_last``... (``torch.layout`` and ``torch.memory_format`` objects).
 
 TensorBrain's dense tensors are strided (``t.layout is tb.strided``) and its sparse ones COO
-(``tb.sparse_coo``; see ``tensorbrain/sparse.py``); the compressed layouts exist as names only.
+(``tb.sparse_coo``; see ``tensorbrain/sparse.py``) or 2-D CSR / CSC (``tb.sparse_csr``,
+``tb.sparse_csc``: ``tensorbrain/_sparse_compressed.py``); the block layouts are names only.
 Memory formats are accepted where torch takes them: ``contiguous_format`` and
 ``preserve_format`` are what every TensorBrain op gives; ``channels_last`` is refused where it
 would change a result's layout (``Module.to(memory_format=...)``), as NHWC is not supported.

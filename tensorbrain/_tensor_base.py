@@ -55,18 +55,23 @@ class TensorBase:
     #: The class sparse COO tensors are made as, for ``dense.to_sparse()``: the subclass of
     #: Tensor that declared ``made_sparse=True`` (``tensorbrain.sparse.SparseTensor``).
     _made_sparse: type
+    #: The CSR/CSC class (``declared made_compressed=True``: ``_sparse_compressed.py``'s).
+    _made_compressed: Any
 
     #: Torch's ``__torch_dispatch__`` shape: an op whose input's class sets this hands its result
     #: to it, ``handler(result, inputs, name, along)`` (``_ops.core.make``). DTensor sets it;
     #: None for every other tensor.
     __tb_dispatch__: Any = None
 
-    def __init_subclass__(cls, made: bool = False, made_sparse: bool = False, **kwargs):
+    def __init_subclass__(cls, made: bool = False, made_sparse: bool = False,
+                          made_compressed: bool = False, **kwargs):
         super().__init_subclass__(**kwargs)
         if made:
             TensorBase._made = cls
         if made_sparse:
             TensorBase._made_sparse = cls
+        if made_compressed:
+            TensorBase._made_compressed = cls
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
         self._init_from(_array_from(data._data if isinstance(data, TensorBase) else data,
@@ -80,6 +85,15 @@ class TensorBase:
         self._data = array
         self.requires_grad = bool(requires_grad)
         self.grad = None
+        self.grad_fn = None
+        self._version = [0]
+        self._hooks = None
+        self._post_acc_hooks = None
+        self._base = None
+
+    def _fresh_graph_fields(self) -> None:
+        """No graph node, hooks or view base yet: for subclasses that do not hold one array
+        (sparse, nested) and so skip ``_init_from`` (which sets the same fields inline)."""
         self.grad_fn = None
         self._version = [0]
         self._hooks = None

@@ -1,7 +1,8 @@
 """Tensor attributes that describe a tensor rather than compute with it: ``is_cpu``, ``nbytes``,
 ``itemsize``, ``layout``, ``get_device()``, ``storage_offset()``, ``is_signed()``..., and
-torch's device and kind flags that are always False here (``is_quantized``, ``is_nested``,
-``is_mkldnn``, ``is_xla``...: TensorBrain has no such tensors), from the table :data:`FALSE`.
+torch's device and kind flags that are False for a dense tensor (``is_quantized``,
+``is_mkldnn``, ``is_xla``...: TensorBrain has no such tensors; ``is_nested`` and
+``is_sparse_csr``, which the nested and CSR subclasses set), from the table :data:`FALSE`.
 A base class of ``tensorbrain.tensor.Tensor``.
 
 Requires of the class it is installed on: ``_data`` (the NumPy/CuPy array), ``is_cuda``,

@@ -14,7 +14,8 @@ import numpy as np
 from ._unsupported import unsupported
 
 _QUANT = ("TensorBrain has no quantized tensors", "a float tensor")
-_CSR = ("TensorBrain's sparse tensors are COO only", "to_sparse() (COO) and to_dense()")
+_CSR = ("TensorBrain has the COO, CSR and CSC sparse layouts (no BSR, BSC or sparse-sparse products)",
+        "to_sparse() / to_sparse_csr() and to_dense()")
 _DEVICE = ("TensorBrain runs on the CPU and on CUDA only", ".cpu() or .cuda()")
 
 
@@ -135,6 +136,18 @@ class MoreMethods:
         """
         return other.detach() if assign else other
 
+    def to_padded_tensor(self, padding, output_size=None):
+        """Raises NotImplementedError: only nested tensors pad (torch's error; see
+        ``tb.nested``).
+
+        Args:
+            padding: the fill value.
+            output_size: the padded shape.
+        """
+        raise NotImplementedError("Could not run 'aten::to_padded_tensor' with arguments from "
+                                  "the 'CPU' backend: it takes a nested tensor "
+                                  "(tb.nested.nested_tensor)")
+
     # torch's methods TensorBrain refuses, each with why and what to use instead
     dequantize = unsupported("torch.Tensor.dequantize", *_QUANT)
     int_repr = unsupported("torch.Tensor.int_repr", *_QUANT)
@@ -144,15 +157,8 @@ class MoreMethods:
     q_per_channel_zero_points = unsupported("torch.Tensor.q_per_channel_zero_points", *_QUANT)
     q_per_channel_axis = unsupported("torch.Tensor.q_per_channel_axis", *_QUANT)
     qscheme = unsupported("torch.Tensor.qscheme", *_QUANT)
-    to_sparse_csr = unsupported("torch.Tensor.to_sparse_csr", *_CSR)
-    to_sparse_csc = unsupported("torch.Tensor.to_sparse_csc", *_CSR)
     to_sparse_bsr = unsupported("torch.Tensor.to_sparse_bsr", *_CSR)
     to_sparse_bsc = unsupported("torch.Tensor.to_sparse_bsc", *_CSR)
-    crow_indices = unsupported("torch.Tensor.crow_indices", *_CSR)
-    col_indices = unsupported("torch.Tensor.col_indices", *_CSR)
-    ccol_indices = unsupported("torch.Tensor.ccol_indices", *_CSR)
-    row_indices = unsupported("torch.Tensor.row_indices", *_CSR)
-    sparse_resize_ = unsupported("torch.Tensor.sparse_resize_", *_CSR)
     sparse_resize_and_clear_ = unsupported("torch.Tensor.sparse_resize_and_clear_", *_CSR)
     resize_as_sparse_ = unsupported("torch.Tensor.resize_as_sparse_", *_CSR)
     smm = unsupported("torch.Tensor.smm", *_CSR)
@@ -162,8 +168,6 @@ class MoreMethods:
     mtia = unsupported("torch.Tensor.mtia", *_DEVICE)
     to_mkldnn = unsupported("torch.Tensor.to_mkldnn", "TensorBrain has no oneDNN layout",
                             "the tensor itself")
-    to_padded_tensor = unsupported("torch.Tensor.to_padded_tensor",
-                                   "TensorBrain has no nested tensors", "padded tensors and a mask")
     as_subclass = unsupported("torch.Tensor.as_subclass",
                               "TensorBrain's ops return Tensor, not subclasses (no __torch_function__)",
                               "composition: hold a Tensor in your class")

@@ -83,6 +83,56 @@ class SparseMethods:
         """Raises RuntimeError (torch's error for a dense tensor)."""
         self._not_sparse("is_coalesced")
 
+    def to_sparse_csr(self, dense_dim=None):
+        """This 2-D tensor in the CSR layout (``tensorbrain/_sparse_compressed.py``).
+
+        Args:
+            dense_dim: None or 0 (hybrid compressed tensors are not supported).
+        """
+        return self._to_compressed(_layout.sparse_csr, dense_dim)
+
+    def to_sparse_csc(self, dense_dim=None):
+        """This 2-D tensor in the CSC layout.
+
+        Args:
+            dense_dim: None or 0.
+        """
+        return self._to_compressed(_layout.sparse_csc, dense_dim)
+
+    def _to_compressed(self, layout, dense_dim=None):
+        if dense_dim:
+            raise NotImplementedError(f"to_sparse({layout}, dense_dim={dense_dim}): hybrid "
+                                      f"compressed tensors are not supported by TensorBrain")
+        return self._made_compressed._from(self, layout)
+
+    def crow_indices(self):
+        """Raises RuntimeError: only CSR tensors have it (torch's error)."""
+        raise RuntimeError(compressed_only_message(self, "crow_indices"))
+
+    def col_indices(self):
+        """Raises RuntimeError: only CSR tensors have it (torch's error)."""
+        raise RuntimeError(compressed_only_message(self, "col_indices"))
+
+    def ccol_indices(self):
+        """Raises RuntimeError: only CSC tensors have it (torch's error)."""
+        raise RuntimeError(compressed_only_message(self, "ccol_indices"))
+
+    def row_indices(self):
+        """Raises RuntimeError: only CSC tensors have it (torch's error)."""
+        raise RuntimeError(compressed_only_message(self, "row_indices"))
+
+    def sparse_resize_(self, size, sparse_dim, dense_dim):
+        """Raises NotImplementedError: only sparse COO tensors resize this way (torch's error).
+
+        Args:
+            size: the new shape.
+            sparse_dim: sparse dimensions.
+            dense_dim: dense dimensions.
+        """
+        raise NotImplementedError("Could not run 'aten::sparse_resize_' with arguments from the "
+                                  "'CPU' backend: it resizes sparse COO tensors (make one with "
+                                  ".to_sparse())")
+
     def sparse_dim(self) -> int:
         """0: a dense tensor has no sparse dimensions."""
         return 0
@@ -92,6 +142,18 @@ class SparseMethods:
         return self._data.ndim
 
 
+def layout_name(t) -> str:
+    """torch's name of ``t``'s layout in error messages (``Strided``, ``SparseCsr``...)."""
+    return {"strided": "Strided", "sparse_coo": "Sparse", "sparse_csr": "SparseCsr",
+            "sparse_csc": "SparseCsc"}.get(t.layout.name, t.layout.name)
+
+
+def compressed_only_message(t, name: str) -> str:
+    """torch's error for ``t.<name>()`` on a tensor without that compressed index."""
+    kind = "row" if name in ("crow_indices", "col_indices") else "column"
+    return f"{name} expected sparse {kind} compressed tensor layout but got {layout_name(t)}"
+
+
 def dense_to_sparse(a, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """``a`` as a sparse COO tensor of its nonzero entries (:func:`tensorbrain.sparse.to_sparse`
     documents it), made as ``TensorBase._made_sparse``; its values are in ``a``'s graph.
@@ -99,16 +161,19 @@ def dense_to_sparse(a, sparse_dim=None, *, layout=None, blocksize=None, dense_di
     Args:
         a: the dense tensor.
         sparse_dim: how many leading dimensions to index (default all).
-        layout: ``tb.sparse_coo`` or None.
-        blocksize: not supported (compressed layouts).
+        layout: ``tb.sparse_coo`` or None; ``tb.sparse_csr`` / ``tb.sparse_csc`` for a
+            compressed 2-D tensor.
+        blocksize: not supported (block layouts).
         dense_dim: accepted when it agrees with ``sparse_dim``.
 
     Raises:
-        NotImplementedError: a compressed layout.
+        NotImplementedError: a block layout (BSR, BSC).
     """
+    if layout in (_layout.sparse_csr, _layout.sparse_csc) and blocksize is None:
+        return a._to_compressed(layout, dense_dim)
     if layout not in (None, _layout.sparse_coo) or blocksize is not None:
-        raise NotImplementedError(f"to_sparse(layout={layout}): TensorBrain supports the COO "
-                                  f"layout only")
+        raise NotImplementedError(f"to_sparse(layout={layout}, blocksize={blocksize}): "
+                                  f"TensorBrain supports the COO, CSR and CSC layouts")
     x = a._data
     xp = _xp.get_array_module(x)
     sdim = x.ndim if sparse_dim is None else int(sparse_dim)

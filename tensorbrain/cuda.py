@@ -5,7 +5,8 @@ CuPy's memory pool (``tensorbrain/_cuda_memory.py``); streams, events and ``devi
 CuPy's (``tensorbrain/_cuda_streams.py``); ``tb.cuda.FloatTensor`` & co. are the legacy typed
 classes (``tensorbrain/_legacy_types.py``); ``get_rng_state``/``set_rng_state`` are in
 ``tensorbrain/_cuda/random.py`` and ``nvtx`` in ``tensorbrain/_cuda/nvtx.py``. CUDA graphs
-and ``cudart`` are refused (``tensorbrain/_unsupported.py``).
+are refused (``tensorbrain/_unsupported.py``); ``cudart()`` is the CUDA runtime's profiler and
+host-registration calls through CuPy.
 """
 from __future__ import annotations
 
@@ -26,8 +27,60 @@ graph = unsupported_class("torch.cuda.graph", _GRAPHS, "the eager model")
 graph_pool_handle = unsupported("torch.cuda.graph_pool_handle", _GRAPHS)
 make_graphed_callables = unsupported("torch.cuda.make_graphed_callables", _GRAPHS,
                                      "the callables themselves")
-cudart = unsupported("torch.cuda.cudart", "TensorBrain does not expose torch's CUDA runtime "
-                     "binding", "cupy.cuda.runtime")
+
+
+class _CudaRuntime:
+    """What ``torch.cuda.cudart()`` returns: the CUDA runtime calls programs make through it,
+    on CuPy's binding (each returns 0, ``cudaSuccess``, or raises CuPy's CUDARuntimeError)."""
+
+    @staticmethod
+    def cudaProfilerStart() -> int:  # noqa: N802  (CUDA's name)
+        """Start the CUDA profiler's capture (``nsys --capture-range=cudaProfilerApi``)."""
+        _xp.cupy().cuda.runtime.profilerStart()
+        return 0
+
+    @staticmethod
+    def cudaProfilerStop() -> int:  # noqa: N802
+        """Stop the CUDA profiler's capture."""
+        _xp.cupy().cuda.runtime.profilerStop()
+        return 0
+
+    @staticmethod
+    def cudaHostRegister(ptr: int, size: int, flags: int) -> int:  # noqa: N802
+        """Page-lock ``size`` bytes of host memory at ``ptr``.
+
+        Args:
+            ptr: the address.
+            size: bytes.
+            flags: ``cudaHostRegister`` flags.
+        """
+        _xp.cupy().cuda.runtime.hostRegister(ptr, size, flags)
+        return 0
+
+    @staticmethod
+    def cudaHostUnregister(ptr: int) -> int:  # noqa: N802
+        """Undo :meth:`cudaHostRegister`.
+
+        Args:
+            ptr: the address.
+        """
+        _xp.cupy().cuda.runtime.hostUnregister(ptr)
+        return 0
+
+
+def cudart() -> _CudaRuntime:
+    """The CUDA runtime binding, as ``torch.cuda.cudart()``: ``cudaProfilerStart()`` /
+    ``cudaProfilerStop()`` (and ``cudaHostRegister``/``cudaHostUnregister``), on CuPy.
+
+    Returns:
+        The runtime object.
+
+    Raises:
+        AssertionError: no usable GPU (torch's error type on a build without CUDA), saying why.
+    """
+    if not _xp.cuda_available():
+        raise AssertionError(f"torch.cuda.cudart(): CUDA is not available ({why_unavailable()})")
+    return _CudaRuntime()
 
 #: What torch raises on a GPU out of memory: CuPy's error when CuPy is there (so
 #: ``except tb.cuda.OutOfMemoryError`` catches what TensorBrain's GPU ops raise).

@@ -5,9 +5,13 @@ by :data:`ATEN` to TensorBrain's public functions with aten's argument order. Ea
 any overload name: one implementation takes every aten overload's arguments), hashable and
 identical across lookups, so ``{aten.mm: flops}`` tables work.
 
-An aten operator not in the table, and every other namespace (``torch.ops.xformers``,
-``torch.ops.higher_order``...), is a refusal: it exists, and calling it raises
-``NotSupportedError`` naming it (TensorBrain has no operator dispatcher to register kernels in).
+Every other ``tb.ops.<ns>`` is a namespace whose attributes are the operators registered in it
+with ``tb.library`` (``custom_op``, ``Library.define``); an unregistered name raises
+AttributeError naming it, as in torch (so ``hasattr`` checks for optional libraries' operators
+fall back). An aten operator not in the table, and an unknown operator of torch's own namespaces
+(:data:`TORCH_NAMESPACES`: ``higher_order``, ``symm_mem``, ``prims``...), is a refusal: it exists,
+and calling it raises ``NotSupportedError`` naming it. ``load_library`` (compiled operator
+libraries) is refused.
 
 >>> import tensorbrain as tb
 >>> aten = tb.ops.aten
@@ -21,10 +25,11 @@ True
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ._unsupported import NotSupportedError
 
-_WHY = "TensorBrain has no operator dispatcher (torch.ops.<namespace>.* are its operators)"
+_WHY = "TensorBrain has no kernel for this torch operator"
 
 
 def _tb():
@@ -144,41 +149,49 @@ ATEN = {
 
 
 class OpOverload:
-    """One overload of an aten operator (``torch.ops.aten.mm.default``): callable, hashable.
+    """One overload of an operator (``torch.ops.aten.mm.default``): callable, hashable.
 
     Args:
         packet: its :class:`OpOverloadPacket`.
         overload: the overload's name (``"default"``, ``"Tensor"``, ``"dim"``...).
+        fn: what a call runs (default: the packet's function).
+        schema: the overload's schema, where known (``tb.library``'s operators).
     """
 
-    def __init__(self, packet: OpOverloadPacket, overload: str):
+    def __init__(self, packet: OpOverloadPacket, overload: str, fn=None, schema=None):
         self.overloadpacket = self._overloadpacket = packet
         self._overloadname = overload
+        self._fn = fn if fn is not None else packet
+        self._schema = schema
         self.__name__ = f"{packet.__name__}.{overload}"
 
     def name(self) -> str:
         """``aten::mm`` (or ``aten::add.Tensor``), torch's spelling."""
-        base = f"aten::{self.overloadpacket.__name__}"
+        base = self.overloadpacket._qualified_op_name
         return base if self._overloadname == "default" else f"{base}.{self._overloadname}"
 
     def __call__(self, *args, **kwargs):
-        return self.overloadpacket(*args, **kwargs)
+        return self._fn(*args, **kwargs)
 
     def __repr__(self):
-        return f"aten.{self.__name__}"
+        return f"{self.overloadpacket._ns}.{self.__name__}"
 
 
 class OpOverloadPacket:
-    """An aten operator (``torch.ops.aten.mm``): calling it runs :data:`ATEN`'s function;
-    any attribute is an overload of it (cached, so identical across lookups).
+    """An operator (``torch.ops.aten.mm``): calling it runs its function (:data:`ATEN`'s for
+    aten); any attribute is an overload of it (cached, so identical across lookups).
 
     Args:
-        name: the operator's name (a key of :data:`ATEN`).
+        name: the operator's name (a key of :data:`ATEN` for aten).
+        fn: what a call runs (default ``ATEN[name]``).
+        ns: the namespace.
     """
 
-    def __init__(self, name: str):
-        self.__name__ = self._qualified_op_name = name
-        self._fn = ATEN[name]
+    def __init__(self, name: str, fn=None, ns: str = "aten"):
+        self.__name__ = name
+        self._ns = ns
+        self._qualified_op_name = f"{ns}::{name}"
+        self._fn = fn if fn is not None else ATEN[name]
         self._overloads: dict[str, OpOverload] = {}
 
     def overloads(self) -> list[str]:
@@ -196,7 +209,68 @@ class OpOverloadPacket:
         return self._fn(*args, **kwargs)
 
     def __repr__(self):
-        return f"aten.{self.__name__}"
+        return f"{self._ns}.{self.__name__}"
+
+
+#: ``tb.library``'s operators: ``"ns::name"`` -> {overload name: the operator (callable, with
+#: its ``schema``)}; ``tensorbrain/library.py`` writes it, :class:`_OpNamespace` reads it.
+REGISTERED: dict[str, dict[str, Any]] = {}
+_packets: dict[str, _Packet] = {}
+
+
+class _Packet(OpOverloadPacket):
+    """``tb.ops.<ns>.<name>`` for an operator registered with ``tb.library``: its overloads.
+
+    Args:
+        qualname: ``"ns::name"`` (a key of :data:`REGISTERED`).
+    """
+
+    def __init__(self, qualname: str):
+        ns, _, name = qualname.partition("::")
+        super().__init__(name, fn=self._call, ns=ns)
+        self._table = REGISTERED[qualname]
+
+    def _call(self, *args, **kwargs):
+        if len(self._table) == 1:
+            return next(iter(self._table.values()))(*args, **kwargs)
+        errors = []
+        for op in self._table.values():
+            try:
+                op.schema.bind(args, kwargs)
+            except RuntimeError as e:
+                errors.append(str(e))
+                continue
+            return op(*args, **kwargs)
+        raise RuntimeError(f"no overload of {self._qualified_op_name} takes these arguments:\n"
+                           + "\n".join(errors))
+
+    def overloads(self) -> list[str]:
+        """The overload names (``["default"]``)."""
+        return sorted(self._table)
+
+    def __getattr__(self, overload: str) -> OpOverload:
+        if overload.startswith("_") or overload not in self._table:
+            raise AttributeError(f"The underlying op of '{self._ns}.{self.__name__}' has no "
+                                 f"overload name '{overload}'")
+        if overload not in self._overloads:
+            op = self._table[overload]
+            self._overloads[overload] = OpOverload(self, overload, fn=op, schema=op.schema)
+        return self._overloads[overload]
+
+
+def packet(ns: str, name: str) -> _Packet | None:
+    """``tb.ops.<ns>.<name>`` when that operator is registered with ``tb.library``, else None.
+
+    Args:
+        ns: the namespace.
+        name: the operator's name (without overload).
+    """
+    qualname = f"{ns}::{name}"
+    if qualname not in REGISTERED:
+        return None
+    if qualname not in _packets:
+        _packets[qualname] = _Packet(qualname)
+    return _packets[qualname]
 
 
 class _RefusedOp:
@@ -221,10 +295,48 @@ class _RefusedOp:
         return f"<refused {self._path}>"
 
 
-class _Aten:
+#: torch's own operator namespaces: an operator of theirs TensorBrain lacks is refused by name
+#: (``torch.ops.higher_order.flex_attention``); in any other namespace an operator nobody
+#: registered raises AttributeError, as in torch, so ``hasattr(torch.ops.xformers, "op")``
+#: checks fall back.
+TORCH_NAMESPACES = frozenset("prims higher_order symm_mem profiler quantized _quantized c10d "
+                             "_c10d_functional _c10d_functional_autograd c10d_functional "
+                             "onednn mkldnn mkl inductor rngprims sparse quantization _dtensor "
+                             "static_runtime".split())
+
+
+class _OpNamespace:
+    """``tb.ops.<ns>`` (torch's ``_OpNamespace``): every name makes one; its attributes are
+    the operators registered with ``tb.library`` in ``ns``.
+
+    Args:
+        name: the namespace.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getattr__(self, op: str):
+        if op.startswith("__"):
+            raise AttributeError(op)
+        found = packet(self.name, op)
+        if found is not None:
+            return found
+        if self.name in TORCH_NAMESPACES:
+            return _RefusedOp(f"torch.ops.{self.name}.{op}")
+        raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute '{op}' "
+                             f"(no operator {self.name}::{op} is registered: define it with "
+                             f"tb.library.custom_op or Library.define)")
+
+    def __repr__(self):
+        return f"<module 'torch.ops.{self.name}' from 'torch.ops'>"
+
+
+class _Aten(_OpNamespace):
     """``tb.ops.aten``: :data:`ATEN`'s operators, refusals for the rest."""
 
     def __init__(self):
+        super().__init__("aten")
         self._packets: dict[str, OpOverloadPacket] = {}
 
     def __getattr__(self, name: str):
@@ -241,8 +353,7 @@ class _Aten:
 
 
 aten = _Aten()
-prims = _RefusedOp("torch.ops.prims")
-profiler = _RefusedOp("torch.ops.profiler")
+_namespaces: dict[str, _OpNamespace] = {"aten": aten}
 
 
 def load_library(path: str) -> None:
@@ -252,7 +363,8 @@ def load_library(path: str) -> None:
         path: the shared library.
     """
     raise NotSupportedError(f"torch.ops.load_library({path!r}) is not supported by TensorBrain: "
-                            f"{_WHY}; it loads no C++ operator libraries")
+                            f"{_WHY}; it loads no compiled operator libraries (TORCH_LIBRARY "
+                            f"registrations). Register Python kernels with tb.library.custom_op")
 
 
 load_library.__tb_refuses__ = _WHY  # type: ignore[attr-defined]
@@ -261,4 +373,6 @@ load_library.__tb_refuses__ = _WHY  # type: ignore[attr-defined]
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
-    return _RefusedOp(f"torch.ops.{name}")
+    if name not in _namespaces:
+        _namespaces[name] = _OpNamespace(name)
+    return _namespaces[name]

@@ -63,11 +63,7 @@ class SparseTensor(Tensor, made_sparse=True):
         self._coalesced = bool(coalesced)
         self.requires_grad = values.requires_grad
         self.grad = None
-        self.grad_fn = None
-        self._version = [0]
-        self._hooks = None
-        self._post_acc_hooks = None
-        self._base = None
+        self._fresh_graph_fields()
 
     # the dense form, for the ops that read a tensor's array (see the module docstring)
     @property
@@ -211,8 +207,54 @@ class SparseTensor(Tensor, made_sparse=True):
         out = make(self._data, (vals,), lambda g: (g[idx],), "ToDenseBackward")
         return out if dtype is None else out.to(dtype)
 
-    def to_sparse(self, *args, **kwargs) -> SparseTensor:
-        """Self (already sparse COO)."""
+    def to_sparse(self, *args, layout=None, **kwargs):
+        """Self (already sparse COO), or in the compressed ``layout`` asked for.
+
+        Args:
+            *args: ``sparse_dim`` (accepted).
+            layout: None / ``tb.sparse_coo``, or ``tb.sparse_csr`` / ``tb.sparse_csc``.
+            **kwargs: accepted.
+        """
+        if layout in (None, _layout.sparse_coo):
+            return self
+        return self._to_compressed(layout)
+
+    def sparse_resize_(self, size, sparse_dim: int, dense_dim: int) -> SparseTensor:
+        """Resize in place, as ``torch.Tensor.sparse_resize_``: with stored values, the numbers
+        of sparse and dense dimensions stay and no sparse dimension shrinks.
+
+        Args:
+            size: the new shape.
+            sparse_dim: how many leading dimensions are sparse.
+            dense_dim: how many trailing ones are dense.
+
+        Raises:
+            RuntimeError: ``len(size) != sparse_dim + dense_dim``, or a change torch refuses
+                on a non-empty tensor.
+        """
+        size = tuple(int(s) for s in size)
+        if len(size) != sparse_dim + dense_dim:
+            raise RuntimeError(f"number of dimensions must be sparse_dim ({sparse_dim}) + "
+                               f"dense_dim ({dense_dim}), but got {len(size)}")
+        if self._nnz():
+            old = self._shape
+            if sparse_dim != self.sparse_dim() or dense_dim != self.dense_dim():
+                raise RuntimeError(f"changing the number of sparse ({self.sparse_dim()} -> "
+                                   f"{sparse_dim}) or dense ({self.dense_dim()} -> {dense_dim}) "
+                                   f"dimensions on a non-empty sparse tensor is not supported.")
+            if any(n < o for n, o in zip(size[:sparse_dim], old[:sparse_dim])):
+                raise RuntimeError(f"shrinking the size of sparse dimensions (from "
+                                   f"{list(old[:sparse_dim])} to {list(size[:sparse_dim])}) on a "
+                                   f"non-empty sparse tensor is not supported.")
+            if size[sparse_dim:] != old[sparse_dim:]:
+                raise RuntimeError(f"shrinking or expanding the size of dense dimensions (from "
+                                   f"{list(old[sparse_dim:])} to {list(size[sparse_dim:])}) on a "
+                                   f"non-empty sparse tensor is not supported.")
+        else:
+            xp = _xp.get_array_module(self._indices_arr)
+            self._indices_arr = xp.zeros((sparse_dim, 0), np.int64)
+            self._values_t = self._values_t.new_zeros((0, *size[sparse_dim:]))
+        self._shape = size
         return self
 
     to_sparse_coo = to_sparse

@@ -97,3 +97,24 @@ def test_memory_figures_follow_cupys_pool():
     end.synchronize()
     assert start.elapsed_time(end) >= 0 and s.query() and y.sum().item() == 2000
     assert len(tb.cuda.get_device_capability()) == 2 and tb.cuda.get_device_name()
+
+
+@no_gpu
+def test_cudart_without_a_gpu_raises_torchs_error_type():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(AssertionError, match="CUDA is not available"):
+        tb.cuda.cudart()
+    if not torch.cuda.is_available():
+        with pytest.raises(AssertionError):
+            torch.cuda.cudart()
+
+
+@pytest.mark.skipif(not tb.cuda.is_available(), reason="needs a GPU")
+def test_cudart_profiler_and_host_register_on_a_gpu():
+    import numpy as np
+    rt = tb.cuda.cudart()
+    assert rt.cudaProfilerStart() == 0 and rt.cudaProfilerStop() == 0
+    buf = np.zeros(1 << 20, dtype=np.uint8)
+    ptr = buf.ctypes.data
+    assert rt.cudaHostRegister(ptr, buf.nbytes, 0) == 0
+    assert rt.cudaHostUnregister(ptr) == 0

@@ -47,7 +47,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.accelerator", "tensorbrain.backends",
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps",
-        "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
+        "tensorbrain.quantization",
         "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
         "tensorbrain._cuda_streams", "tensorbrain._layout", "tensorbrain._array_data",
@@ -57,7 +57,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain._tensor_legacy",
         "tensorbrain._tensor_hooks", "tensorbrain._tensor_sparse",
         "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain._legacy_types",
-        "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._batch_norm_parts", "tensorbrain._tensor_views_inplace",
+        "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._sparse_compressed", "tensorbrain.nested", "tensorbrain._batch_norm_parts", "tensorbrain._tensor_views_inplace",
         "tensorbrain.linalg", "tensorbrain._linalg_legacy", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
         "tensorbrain._torch_extras", "tensorbrain._tensor_str", "tensorbrain._tensor_more", "tensorbrain.storage",
         "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal", "tensorbrain.special",
@@ -73,6 +73,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
         "tensorbrain.ops", "tensorbrain._checkpoint_codec", "tensorbrain.fx",
         "tensorbrain.onnx",  # traces with fx, exports nn layers
+        "tensorbrain.library", "tensorbrain._op_schema",
     ]),
     ("models", ["tensorbrain.models",  # the model zoo, built from nn
                 "tensorbrain.nn._models"]),  # tb.nn.ResNet50, loaded by nn's __getattr__

@@ -224,8 +224,6 @@ def test_hub_downloads_and_caches_through_urls(tmp_path):
         tb.hub.download_url_to_file(src.as_uri(), str(tmp_path / "x"), hash_prefix="ffff")
     assert not (tmp_path / "x").exists() and not list(tmp_path.glob("x.*partial"))
     assert tb.utils.model_zoo.load_url is tb.hub.load_state_dict_from_url
-    with pytest.raises(NotImplementedError, match="hubconf.py"):
-        tb.hub.load("pytorch/vision", "resnet18")
 
 
 def test_refused_tensor_methods_and_dense_sparse_errors():

@@ -68,8 +68,8 @@ def test_futures_and_overrides():
 
 
 @pytest.mark.parametrize("name", ["torch.fx.replace_pattern",
-                                  "torch.library.custom_op", "torch.quantization.quantize_dynamic",
-                                  "torch.nested.nested_tensor",
+                                  "torch.library.wrap_triton", "torch.quantization.quantize_dynamic",
+                                  "torch.nested.narrow",
                                   "torch.utils.cpp_extension.CUDAExtension",
                                   "torch.utils.cpp_extension.load",
                                   "torch.overrides.TorchFunctionMode"])

@@ -141,6 +141,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    parallel = getattr(type(input), "__tb_cross_entropy__", None)   # DTensor: loss_parallel
+    if parallel is not None:
+        out = parallel(input, target, weight, ignore_index, reduction, label_smoothing)
+        if out is not NotImplemented:
+            return out
     _same_device("cross_entropy", input, target, weight)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")

@@ -1,3 +1,3 @@
-"""``tb.numa`` (``torch.numa``): NUMA binding of worker processes is refused by name
-(``tb.numa.binding``); pin processes with ``numactl`` or ``taskset`` in the launch command
-instead."""
+"""``tb.numa`` (``torch.numa``): ``tb.numa.binding``'s options for NUMA binding of worker
+processes (accepted by the launcher, which does not bind: pin processes with ``numactl`` or
+``taskset`` in the launch command)."""

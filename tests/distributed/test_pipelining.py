@@ -296,8 +296,6 @@ def test_get_schedule_class_by_name_trains_like_one_process():
 def test_unsupported_torch_names_say_so():
     with pytest.raises(NotImplementedError, match="ScheduleLoopedBFS is not supported"):
         from tensorbrain.distributed.pipelining import ScheduleLoopedBFS  # noqa: F401
-    with pytest.raises(NotImplementedError, match="loss_parallel is not supported"):
-        from tensorbrain.distributed.tensor.parallel import loss_parallel  # noqa: F401
 
 
 def _peer_dies(rank, world):

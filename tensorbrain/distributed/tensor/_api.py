@@ -17,6 +17,7 @@ from ...tensor import Size, Tensor
 from ..._ops.core import make
 from . import _redistribute as R
 from ._dtensor_spec import DTensorSpec, _check_mesh, _placements
+from ._loss_parallel import cross_entropy as _loss_parallel_cross_entropy
 from ._rules import _refuse, bypassed, checked, guard, on_op
 from .placement_types import Replicate, Shard
 
@@ -83,6 +84,9 @@ class DTensor(Tensor):
     def __tb_dispatch__(t, inputs, name, along=None):
         """An op with a DTensor input hands its result here (``_ops.core.make``)."""
         return on_op(t, inputs, name, along)
+
+    #: ``F.cross_entropy``'s hook: the parallel loss inside ``loss_parallel()``.
+    __tb_cross_entropy__ = staticmethod(_loss_parallel_cross_entropy)
 
     def _result(self, array, spec: DTensorSpec, like):
         """A DTensor op result (``_rules.on_op``): a DTensor, never a subclass (a parameter)."""

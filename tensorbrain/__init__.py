@@ -68,6 +68,7 @@ from ._torch_extras import FLOAT8 as _FLOAT8  # noqa: E402
 globals().update(_FLOAT8)   # float8_e4m3fn, float8_e5m2, ... (ml_dtypes')
 from .amp import clear_autocast_cache  # noqa: E402,F401
 from ._random import default_generator  # noqa: E402,F401
+from ._classes import classes  # noqa: E402,F401  (torch.classes: namespaces, nothing registered)
 from .storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
 from . import storage as _storage  # noqa: E402
 globals().update({_n: getattr(_storage, _n) for _n in _storage.LEGACY})   # ByteStorage, ...

@@ -205,3 +205,20 @@ def test_register_multi_grad_hook_matches_torch():
     assert out[0] == out[1]
     with pytest.raises(ValueError, match="Expects mode"):
         tb.autograd.graph.register_multi_grad_hook((), print, mode="some")
+
+
+def test_classes_namespaces_as_torch():
+    """torch.classes: namespaces made on use and kept; an unregistered class is torch's
+    RuntimeError (TensorBrain registers none); load_library refuses by name."""
+    torch = pytest.importorskip("torch")
+    from tensorbrain._unsupported import NotSupportedError
+    for lib in (tb, torch):
+        ns = lib.classes.NativeInterpretation
+        assert ns is lib.classes.NativeInterpretation and ns.name == "NativeInterpretation"
+        with pytest.raises(RuntimeError, match="'pyg.CPUHashMap', but it does not exist"):
+            lib.classes.pyg.CPUHashMap
+    assert tb.classes.loaded_libraries == set()
+    with pytest.raises(NotSupportedError, match="torch.classes.load_library"):
+        tb.classes.load_library("libcustom.so")
+    assert cov.status("torch.classes.pyg") == "present"
+    assert cov.status("torch.classes.load_library") == "refusing"

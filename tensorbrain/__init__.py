@@ -65,7 +65,9 @@ from ._torch_extras import (SymBool, SymFloat, SymInt, Tag, cond, scalar_tensor,
                             use_deterministic_algorithms)
 from ._tensor_str import set_printoptions  # noqa: E402,F401  (how tensors print)
 from ._torch_extras import FLOAT8 as _FLOAT8  # noqa: E402
+from ._torch_extras import SHELL_UINTS as _SHELL_UINTS  # noqa: E402
 globals().update(_FLOAT8)   # float8_e4m3fn, float8_e5m2, ... (ml_dtypes')
+globals().update(_SHELL_UINTS)   # uint1 .. uint7: torch's storage-only one-byte dtypes
 from .amp import clear_autocast_cache  # noqa: E402,F401
 from ._random import default_generator  # noqa: E402,F401
 from ._classes import classes  # noqa: E402,F401  (torch.classes: namespaces, nothing registered)

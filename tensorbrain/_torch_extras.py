@@ -167,6 +167,13 @@ FLOAT8 = {name: np.dtype(getattr(ml_dtypes, name)) for name in
           ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
            "float8_e8m0fnu") if hasattr(ml_dtypes, name)}
 
+#: torch's "shell" dtypes ``uint1`` .. ``uint7``: one byte per element, storage only (a tensor
+#: of them can be made, ``empty``/``zeros``, and carried; no arithmetic, no conversion), as
+#: torch's, which leaves their meaning to libraries such as torchao. Each is an opaque one-byte
+#: NumPy dtype of its own (a one-field record named after it), so it equals no other dtype and
+#: NumPy refuses arithmetic on it, as torch does.
+SHELL_UINTS = {f"uint{bits}": np.dtype([(f"uint{bits}", "u1")]) for bits in range(1, 8)}
+
 
 # ***** symbolic-shape types (they only exist under tracing, which TensorBrain does not do) *****
 class SymInt(int):

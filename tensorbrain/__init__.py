@@ -66,8 +66,12 @@ from ._torch_extras import (SymBool, SymFloat, SymInt, Tag, cond, scalar_tensor,
 from ._tensor_str import set_printoptions  # noqa: E402,F401  (how tensors print)
 from ._torch_extras import FLOAT8 as _FLOAT8  # noqa: E402
 from ._torch_extras import SHELL_UINTS as _SHELL_UINTS  # noqa: E402
+from ._torch_extras import QUANTIZED as _QUANTIZED, QSCHEMES as _QSCHEMES  # noqa: E402
+from ._torch_extras import qscheme  # noqa: E402,F401
 globals().update(_FLOAT8)   # float8_e4m3fn, float8_e5m2, ... (ml_dtypes')
 globals().update(_SHELL_UINTS)   # uint1 .. uint7: torch's storage-only one-byte dtypes
+globals().update(_QUANTIZED)   # qint8, quint8, qint32, ...: what observers compute for
+globals().update(_QSCHEMES)   # per_tensor_affine, per_channel_symmetric, ...
 from .amp import clear_autocast_cache  # noqa: E402,F401
 from ._random import default_generator  # noqa: E402,F401
 from ._classes import classes  # noqa: E402,F401  (torch.classes: namespaces, nothing registered)
@@ -125,7 +129,7 @@ _SUBMODULES: tuple[str, ...] = ("nn", "optim", "utils", "distributed", "models",
 _SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
                 "fx", "library", "quantization", "nested", "overrides", "futures", "sparse",
                 "hub", "storage", "__config__", "fft", "ops", "numa", "special", "types",
-                "torch_version", "__future__", "mtia", "quasirandom")
+                "torch_version", "__future__", "mtia", "quasirandom", "ao")
 
 
 def __getattr__(name):

@@ -47,7 +47,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps",
-        "tensorbrain.library", "tensorbrain.quantization", "tensorbrain.nested",
+        "tensorbrain.library", "tensorbrain.nested",
         "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
         "tensorbrain._cuda_streams", "tensorbrain._layout", "tensorbrain._array_data",
@@ -72,6 +72,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.hub", "tensorbrain.utils",
         "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
         "tensorbrain.ops", "tensorbrain._checkpoint_codec", "tensorbrain.fx",
+        "tensorbrain.quantization", "tensorbrain.ao",   # observers are modules
     ]),
     ("models", ["tensorbrain.models",  # the model zoo, built from nn
                 "tensorbrain.nn._models"]),  # tb.nn.ResNet50, loaded by nn's __getattr__

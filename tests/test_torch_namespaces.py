@@ -222,3 +222,56 @@ def test_classes_namespaces_as_torch():
         tb.classes.load_library("libcustom.so")
     assert cov.status("torch.classes.pyg") == "present"
     assert cov.status("torch.classes.load_library") == "refusing"
+
+
+@pytest.mark.parametrize("kind,kwargs", [
+    ("MinMaxObserver", {}),
+    ("MinMaxObserver", {"dtype": "qint8", "qscheme": "per_tensor_symmetric"}),
+    ("MinMaxObserver", {"dtype": "quint8", "qscheme": "per_tensor_symmetric"}),
+    ("MinMaxObserver", {"quant_min": 0, "quant_max": 15}),
+    ("MinMaxObserver", {"dtype": "qint8", "reduce_range": True}),
+    ("PerChannelMinMaxObserver", {"ch_axis": -1, "dtype": "qint8",
+                                  "qscheme": "per_channel_symmetric"}),
+    ("PerChannelMinMaxObserver", {"ch_axis": 0}),
+    ("PerChannelMinMaxObserver", {"qscheme": "per_channel_affine_float_qparams"}),
+])
+def test_observers_match_torch(kind, kwargs):
+    """Observers' running ranges and torch's scale/zero-point formulas, two batches in."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((4, 6)).astype(np.float32) * s for s in (1.0, 3.0)]
+    res = []
+    for lib, mod in ((tb, tb.quantization.observer), (torch, torch.ao.quantization.observer)):
+        kw = {k: getattr(lib, v) if isinstance(v, str) else v for k, v in kwargs.items()}
+        obs = getattr(mod, kind)(**kw)
+        for x in xs:
+            out = obs(lib.tensor(x))
+            assert np.array_equal(out.numpy(), x)
+        scale, zp = obs.calculate_qparams()
+        res.append((scale.numpy(), zp.numpy(), obs.min_val.numpy(), obs.max_val.numpy()))
+    for got, want in zip(*res):
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_qconfigs_and_refusals_as_torch():
+    torch = pytest.importorskip("torch")
+    from tensorbrain.ao.quantization import qconfig as q
+    from tensorbrain._torch_extras import dtype_name
+    from tensorbrain.quantization.observer import PlaceholderObserver
+    for name in ("default_dynamic_qconfig", "per_channel_dynamic_qconfig"):
+        ours, theirs = getattr(q, name), getattr(torch.ao.quantization.qconfig, name)
+        for field in ("activation", "weight"):
+            a, b = getattr(ours, field)(), getattr(theirs, field)()
+            assert type(a).__name__ == type(b).__name__ and a.is_dynamic == b.is_dynamic
+            assert dtype_name(a.dtype) == str(b.dtype).split(".")[-1]
+            if hasattr(b, "qscheme"):
+                assert a.qscheme.name == str(b.qscheme).split(".")[-1]
+    with pytest.raises(ValueError, match="observer instance"):
+        q.QConfig(activation=PlaceholderObserver(), weight=PlaceholderObserver)
+    with pytest.raises(Exception, match="should not be called"):
+        PlaceholderObserver().calculate_qparams()
+    assert tb.quantization.observer is tb.ao.quantization.observer
+    assert cov.status("torch.quantization.observer.HistogramObserver") == "refusing"
+    assert repr(tb.per_channel_symmetric) == "tb.per_channel_symmetric"
+    assert tb.qint8.itemsize == torch.qint8.itemsize and tb.qint32.itemsize == 4

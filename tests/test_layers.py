@@ -47,7 +47,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.accelerator", "tensorbrain.backends", "tensorbrain.onnx",
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps",
-        "tensorbrain.library", "tensorbrain.nested",
+        "tensorbrain.library", "tensorbrain.nested", "tensorbrain._classes",
         "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
         "tensorbrain._cuda_streams", "tensorbrain._layout", "tensorbrain._array_data",

@@ -216,7 +216,7 @@ def test_classes_namespaces_as_torch():
         ns = lib.classes.NativeInterpretation
         assert ns is lib.classes.NativeInterpretation and ns.name == "NativeInterpretation"
         with pytest.raises(RuntimeError, match="'pyg.CPUHashMap', but it does not exist"):
-            getattr(lib.classes.pyg, "CPUHashMap")
+            _ = lib.classes.pyg.CPUHashMap
     assert tb.classes.loaded_libraries == set()
     with pytest.raises(NotSupportedError, match="torch.classes.load_library"):
         tb.classes.load_library("libcustom.so")

@@ -275,3 +275,33 @@ def test_qconfigs_and_refusals_as_torch():
     assert cov.status("torch.quantization.observer.HistogramObserver") == "refusing"
     assert repr(tb.per_channel_symmetric) == "tb.per_channel_symmetric"
     assert tb.qint8.itemsize == torch.qint8.itemsize and tb.qint32.itemsize == 4
+
+
+def test_elastic_agent_types_match_torch():
+    """WorkerSpec/Worker/WorkerGroup/WorkerState/RunResult: torch's fields, defaults, checks and
+    strings; LocalElasticAgent refused by name."""
+    torch = pytest.importorskip("torch")
+    from torch.distributed.elastic.agent.server import api as tapi
+
+    from tensorbrain._unsupported import NotSupportedError
+    from tensorbrain.distributed.elastic.agent.server import api
+    from tensorbrain.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+    got = []
+    for mod in (api, tapi):
+        spec = mod.WorkerSpec("trainer", 3, None, entrypoint="/bin/train.py", args=("--x",))
+        group = mod.WorkerGroup(spec)
+        group.workers[2].global_rank = 5
+        res = mod.RunResult(mod.WorkerState.FAILED, {0: 1})
+        got.append((spec.get_entrypoint_name(), spec.max_restarts, spec.monitor_interval,
+                    [str(w) for w in group.workers], group.state.value, group.group_rank,
+                    res.is_failed(), res.failures, mod.WorkerState.is_running(
+                        mod.WorkerState.UNHEALTHY), [s.value for s in mod.WorkerState],
+                    mod.WorkerSpec("r", 1, None, entrypoint=len).get_entrypoint_name()))
+        for bad in ({"local_world_size": 0}, {"monitor_interval": 0}, {"entrypoint": None}):
+            kw = {"role": "r", "local_world_size": 1, "rdzv_handler": None, "entrypoint": "a"}
+            kw.update(bad)
+            with pytest.raises(AssertionError):
+                mod.WorkerSpec(**kw)
+    assert got[0] == got[1]
+    with pytest.raises(NotSupportedError, match="tbrun"):
+        LocalElasticAgent(None)

@@ -280,7 +280,7 @@ def test_qconfigs_and_refusals_as_torch():
 def test_elastic_agent_types_match_torch():
     """WorkerSpec/Worker/WorkerGroup/WorkerState/RunResult: torch's fields, defaults, checks and
     strings; LocalElasticAgent refused by name."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from torch.distributed.elastic.agent.server import api as tapi
 
     from tensorbrain._unsupported import NotSupportedError

@@ -314,3 +314,43 @@ def test_varlen_attn_paged_cache_and_flex_aux_match_torch():
     with pytest.raises(ValueError, match="Cannot specify both"):
         tflex.flex_attention(tb.tensor(x), tb.tensor(x), tb.tensor(x), return_lse=True,
                              return_aux=tflex.AuxRequest(lse=True))
+
+
+@pytest.mark.parametrize("recipe", ["TensorWise", "RowWise"])
+def test_scaled_mm_matches_torch(recipe):
+    """F.scaled_mm on float8 operands (torch's CPU kernel: float32 products of the scaled
+    operands); scaled_grouped_mm (CUDA-only in torch) against a per-group NumPy reference."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a0, b0 = rng.standard_normal((8, 16)), rng.standard_normal((16, 6))
+    sa0 = np.array(0.5) if recipe == "TensorWise" else rng.random((8, 1)) + 0.5
+    sb0 = np.array(2.0) if recipe == "TensorWise" else rng.random((1, 6)) + 0.5
+    bias0 = rng.standard_normal(6)
+    res = []
+    for lib in (tb, torch):
+        f8 = lib.float8_e4m3fn
+        a, b = lib.tensor(a0).to(f8), lib.tensor(b0).to(f8)
+        if lib is torch:
+            b = b.t().contiguous().t()   # torch's kernel wants mat_b column-major
+        kind = getattr(lib.nn.functional.ScalingType, recipe)
+        out = lib.nn.functional.scaled_mm(
+            a, b, lib.tensor(sa0, dtype=lib.float32), kind, lib.tensor(sb0, dtype=lib.float32),
+            kind, bias=lib.tensor(bias0, dtype=lib.float32), output_dtype=lib.float32)
+        res.append(out.numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-6, atol=1e-5)
+    F = tb.nn.functional
+    with pytest.raises(NotImplementedError, match="BlockWise1x32"):
+        F.scaled_mm(tb.ones(2, 2), tb.ones(2, 2), tb.ones(1), F.ScalingType.BlockWise1x32,
+                    tb.ones(1), F.ScalingType.TensorWise)
+    # grouped: rows 0:3 with expert 0, 3:8 with expert 1, row-wise scales
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    b = rng.standard_normal((2, 16, 6)).astype(np.float32)
+    sa, sb = rng.random(8).astype(np.float32) + 0.5, rng.random((2, 6)).astype(np.float32) + 0.5
+    got = F.scaled_grouped_mm(tb.tensor(a).to(tb.float8_e4m3fn), tb.tensor(b).to(tb.float8_e4m3fn),
+                              tb.tensor(sa), F.ScalingType.RowWise, tb.tensor(sb),
+                              F.ScalingType.RowWise, offs=tb.tensor([3, 8], dtype=tb.int32),
+                              output_dtype=tb.float32)
+    qa = tb.tensor(a).to(tb.float8_e4m3fn).float().numpy() * sa[:, None]
+    qb = tb.tensor(b).to(tb.float8_e4m3fn).float().numpy() * sb[:, None, :]
+    want = np.concatenate([qa[:3] @ qb[0], qa[3:] @ qb[1]])
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)

@@ -305,3 +305,42 @@ def test_elastic_agent_types_match_torch():
     assert got[0] == got[1]
     with pytest.raises(NotSupportedError, match="tbrun"):
         LocalElasticAgent(None)
+
+
+def test_rendezvous_registry_static_backend_as_torch():
+    """get_rendezvous_handler: the static TCP backend gives a working store prefixed by the run
+    id (a real TCPStore served on this node); torch's argument errors; a registered creator is
+    used; the dynamic backends refuse by name."""
+    pytest.importorskip("torch")
+    import socket
+
+    from tensorbrain._unsupported import NotSupportedError
+    from tensorbrain.distributed.elastic.rendezvous import RendezvousParameters as P
+    from tensorbrain.distributed.elastic.rendezvous import registry
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    h = registry.get_rendezvous_handler(P("static", f"127.0.0.1:{port}", "job7", 1, 1, rank=0))
+    info = h.next_rendezvous()
+    info.store.set("k", b"v")
+    assert info.store.get("k") == b"v" and (info.rank, info.world_size) == (0, 1)
+    assert (info.bootstrap_store_info.master_addr, info.bootstrap_store_info.master_port) == \
+        ("127.0.0.1", port)
+    assert h.get_backend() == "static" and h.use_agent_store and h.num_nodes_waiting() == 0
+    from torch.distributed.elastic.rendezvous import RendezvousParameters as TP
+    from torch.distributed.elastic.rendezvous.registry import get_rendezvous_handler as tget
+    for kw in ({"endpoint": "127.0.0.1:1"}, {"endpoint": "127.0.0.1", "rank": 0}):
+        for cls, get in ((P, registry.get_rendezvous_handler), (TP, tget)):
+            with pytest.raises(ValueError):
+                get(cls("static", kw["endpoint"], "job", 1, 1,
+                        **{k: v for k, v in kw.items() if k == "rank"}))
+    with pytest.raises(NotSupportedError, match="tbrun"):
+        registry.get_rendezvous_handler(P("c10d", "127.0.0.1:1", "job", 1, 2))
+    with pytest.raises(ValueError, match="not registered"):
+        registry.get_rendezvous_handler(P("mine", "x", "job", 1, 1))
+
+    class Mine(registry.RendezvousHandler):
+        def get_backend(self):
+            return "mine"
+    registry.handler_registry.register("mine", lambda params: Mine())
+    assert isinstance(registry.get_rendezvous_handler(P("mine", "x", "job", 1, 1)), Mine)

@@ -75,7 +75,6 @@ globals().update(_QSCHEMES)   # per_tensor_affine, per_channel_symmetric, ...
 from .amp import clear_autocast_cache  # noqa: E402,F401
 from ._random import default_generator  # noqa: E402,F401
 from ._classes import classes  # noqa: E402,F401  (torch.classes: namespaces, nothing registered)
-from ._torch_format import PyTorchFileReader  # noqa: E402,F401  (torch.save archives' records)
 from .storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
 from . import storage as _storage  # noqa: E402
 globals().update({_n: getattr(_storage, _n) for _n in _storage.LEGACY})   # ByteStorage, ...
@@ -151,6 +150,8 @@ def __getattr__(name):
         return importlib.import_module(".func", __name__).vmap
     if name == "ScriptModule":   # torch.ScriptModule is torch.jit.ScriptModule (an nn.Module)
         return importlib.import_module(".jit", __name__).ScriptModule
+    if name == "PyTorchFileReader":   # torch.save archives' records (_torch_format.py)
+        return importlib.import_module("._torch_format", __name__).PyTorchFileReader
     if name in ("OutOfMemoryError", "Stream", "Event"):   # torch's device-generic names: CUDA's
         return getattr(importlib.import_module(".cuda", __name__), name)
     raise AttributeError(f"module 'tensorbrain' has no attribute {name!r}")

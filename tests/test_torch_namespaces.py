@@ -72,7 +72,14 @@ def test_futures_and_overrides():
                                   "torch.nested.nested_tensor",
                                   "torch.utils.cpp_extension.CUDAExtension",
                                   "torch.utils.cpp_extension.load",
-                                  "torch.overrides.TorchFunctionMode"])
+                                  "torch.overrides.TorchFunctionMode",
+                                  "torch.utils.mobile_optimizer.optimize_for_mobile",
+                                  "torch.utils.hipify.hipify_python.hipify",
+                                  "torch.fx.passes.regional_inductor.regional_inductor",
+                                  "torch.fx.passes.runtime_assert.insert_deferred_runtime_asserts",
+                                  "torch.profiler.ExecutionTraceObserver",
+                                  "torch.distributed.checkpoint.quantized_hf_storage."
+                                  "QuantizedHuggingFaceStorageReader"])
 def test_refused_namespaces_name_themselves(name):
     assert cov.status(name) == cov.REFUSING
     import importlib

@@ -412,7 +412,7 @@ class _Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
         bytes: a stored record failing its CRC is read directly."""
         try:
             with zf.open(info) as src:
-                if src.readinto(raw.data) != info.file_size:
+                if src.readinto(raw.data) != info.file_size:  # type: ignore[attr-defined]
                     raise ValueError(f"record {info.filename!r} is truncated")
         except zipfile.BadZipFile as exc:
             if "CRC" not in str(exc) or info.compress_type != zipfile.ZIP_STORED:
@@ -428,7 +428,7 @@ class _Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
         header = fp.read(30)
         name_len, extra_len = struct.unpack("<HH", header[26:30])
         fp.seek(info.header_offset + 30 + name_len + extra_len)
-        if fp.readinto(raw.data) != info.file_size:
+        if fp.readinto(raw.data) != info.file_size:  # type: ignore[attr-defined]
             raise ValueError(f"storage {info.filename!r} is truncated")
 
     def _typed(self, raw: np.ndarray, dtype: np.dtype) -> np.ndarray:

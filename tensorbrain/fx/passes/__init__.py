@@ -2,6 +2,6 @@
 torch's compiler stack are refused by name: :mod:`.regional_inductor` (Inductor) and
 :mod:`.runtime_assert` (symbolic-shape asserts from a ``ShapeEnv``, which TensorBrain, having
 no symbolic shapes, never holds)."""
-from . import regional_inductor, runtime_assert  # noqa: F401
+from . import regional_inductor, runtime_assert, split_utils  # noqa: F401
 
-__all__ = ["regional_inductor", "runtime_assert"]
+__all__ = ["regional_inductor", "runtime_assert", "split_utils"]

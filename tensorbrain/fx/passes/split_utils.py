@@ -146,7 +146,7 @@ def split_by_tags(gm, tags: list, return_fqn_mapping: bool = False, return_tuple
                 used_in_main[x] = None
             return comp.input_placeholders[comp.orig_inputs.index(x)]
         n = comp.graph.node_copy(node, remap_func)
-        n.tag = node.tag
+        n.tag = node.tag  # type: ignore[attr-defined]
         remap[node] = n
         node_comp[n] = comp
     if output_node is None:

@@ -11,7 +11,7 @@ observer, then ``round(x / scale) + zero_point`` clamped) run as under torch.
 >>> import tensorbrain as tb
 >>> from tensorbrain.quantization.observer import MinMaxObserver
 >>> obs = MinMaxObserver(dtype=tb.qint8, qscheme=tb.per_tensor_symmetric)
->>> _ = obs(tb.tensor([-1.0, 2.54]))
+>>> _ = obs(tb.tensor([-1.0, 2.55]))
 >>> [round(v, 4) for v in obs.calculate_qparams()[0].tolist()]
 [0.02]
 """

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
-from .distribution import Distribution, as_param, check, host
+from .distribution import Distribution, as_param, broadcast_params, check, host
 from .gamma import _standard_gamma
 
 
@@ -35,10 +34,8 @@ class Beta(Distribution):
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
-        like = next((p for p in (concentration1, concentration0) if isinstance(p, Tensor)), None)
-        c1, c0 = as_param(concentration1, like), as_param(concentration0, like)
-        shape = np.broadcast_shapes(tuple(c1.shape), tuple(c0.shape))
-        self.concentration1, self.concentration0 = c1.expand(*shape), c0.expand(*shape)
+        (self.concentration1, self.concentration0), shape = broadcast_params(concentration1,
+                                                                            concentration0)
         super().__init__(shape, (), validate_args)
         if self._validate_args:
             for name in ("concentration1", "concentration0"):
@@ -79,17 +76,6 @@ class Beta(Distribution):
         y = _standard_gamma(self.concentration0.expand(*shape))
         eps = float(np.finfo(np.dtype(x.dtype)).eps)
         return (x / (x + y)).clamp(eps, 1 - eps)
-
-    def sample(self, sample_shape=()):
-        """A sample without gradient.
-
-        Args:
-            sample_shape: the leading shape of the sample.
-
-        Returns:
-            Tensor: the sample.
-        """
-        return self.rsample(sample_shape).detach()
 
     def log_prob(self, value):
         """``(a - 1) log x + (b - 1) log(1 - x) - log B(a, b)``.

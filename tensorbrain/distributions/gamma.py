@@ -16,7 +16,7 @@ from .. import _random
 from .._ops.pointwise import _digamma
 from ..autograd.function import Function
 from ..tensor import Tensor
-from .distribution import Distribution, as_param, check, host
+from .distribution import Distribution, as_param, broadcast_params, check, host
 
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(256)
 _CHUNK = 4096
@@ -96,10 +96,7 @@ class Gamma(Distribution):
     has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
-        like = next((p for p in (concentration, rate) if isinstance(p, Tensor)), None)
-        c, r = as_param(concentration, like), as_param(rate, like)
-        shape = np.broadcast_shapes(tuple(c.shape), tuple(r.shape))
-        self.concentration, self.rate = c.expand(*shape), r.expand(*shape)
+        (self.concentration, self.rate), shape = broadcast_params(concentration, rate)
         super().__init__(shape, (), validate_args)
         if self._validate_args:
             check(bool(np.all(host(self.concentration) > 0)), "Gamma", "parameter concentration")
@@ -131,17 +128,6 @@ class Gamma(Distribution):
         """
         shape = tuple(self._extended_shape(sample_shape))
         return _standard_gamma(self.concentration.expand(*shape)) / self.rate.expand(*shape)
-
-    def sample(self, sample_shape=()):
-        """A sample without gradient.
-
-        Args:
-            sample_shape: the leading shape of the sample.
-
-        Returns:
-            Tensor: the sample.
-        """
-        return self.rsample(sample_shape).detach()
 
     def log_prob(self, value):
         """``a log(b) + (a - 1) log(x) - b x - lgamma(a)``.

@@ -150,3 +150,8 @@ def test_rekey_optim_state_dict_and_mesh_dims_match_torch():
         assert d.shard_names == ("dp", "cp") and d.replicate_names == ("rep",)
         with pytest.raises(ValueError, match="At least one"):
             lib_mod.DataParallelMeshDims()
+    with pytest.raises(ValueError, match="needs mesh="):
+        fsdp.fully_shard(tb.nn.Linear(2, 2), dp_mesh_dims=fsdp.DataParallelMeshDims(shard="dp"))
+    with pytest.raises(NotImplementedError, match="flattening"):
+        fsdp.fully_shard(tb.nn.Linear(2, 2), mesh=object(),
+                         dp_mesh_dims=fsdp.DataParallelMeshDims(shard=("dp", "cp")))

@@ -66,9 +66,16 @@ from ._torch_extras import (SymBool, SymFloat, SymInt, Tag, cond, scalar_tensor,
                             use_deterministic_algorithms)
 from ._tensor_str import set_printoptions  # noqa: E402,F401  (how tensors print)
 from ._torch_extras import FLOAT8 as _FLOAT8  # noqa: E402
+from ._torch_extras import SHELL_UINTS as _SHELL_UINTS  # noqa: E402
+from ._torch_extras import QUANTIZED as _QUANTIZED, QSCHEMES as _QSCHEMES  # noqa: E402
+from ._torch_extras import qscheme  # noqa: E402,F401
 globals().update(_FLOAT8)   # float8_e4m3fn, float8_e5m2, ... (ml_dtypes')
+globals().update(_SHELL_UINTS)   # uint1 .. uint7: torch's storage-only one-byte dtypes
+globals().update(_QUANTIZED)   # qint8, quint8, qint32, ...: what observers compute for
+globals().update(_QSCHEMES)   # per_tensor_affine, per_channel_symmetric, ...
 from .amp import clear_autocast_cache  # noqa: E402,F401
 from ._random import default_generator  # noqa: E402,F401
+from ._classes import classes  # noqa: E402,F401  (torch.classes: namespaces, nothing registered)
 from .storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
 from . import storage as _storage  # noqa: E402
 globals().update({_n: getattr(_storage, _n) for _n in _storage.LEGACY})   # ByteStorage, ...
@@ -123,7 +130,7 @@ _SUBMODULES: tuple[str, ...] = ("nn", "optim", "utils", "distributed", "models",
 _SUBMODULES += ("random", "jit", "compiler", "_dynamo", "linalg", "func", "xpu", "mps", "version",
                 "fx", "library", "quantization", "nested", "overrides", "futures", "sparse",
                 "hub", "storage", "__config__", "fft", "ops", "numa", "special", "types",
-                "torch_version", "__future__", "mtia", "quasirandom")
+                "torch_version", "__future__", "mtia", "quasirandom", "ao")
 
 
 def __getattr__(name):
@@ -142,6 +149,10 @@ def __getattr__(name):
         return importlib.import_module(".nn.functional", __name__).dropout_
     if name == "vmap":   # torch.vmap is torch.func.vmap
         return importlib.import_module(".func", __name__).vmap
+    if name == "ScriptModule":   # torch.ScriptModule is torch.jit.ScriptModule (an nn.Module)
+        return importlib.import_module(".jit", __name__).ScriptModule
+    if name == "PyTorchFileReader":   # torch.save archives' records (_torch_format.py)
+        return importlib.import_module("._torch_format", __name__).PyTorchFileReader
     if name in ("OutOfMemoryError", "Stream", "Event"):   # torch's device-generic names: CUDA's
         return getattr(importlib.import_module(".cuda", __name__), name)
     raise AttributeError(f"module 'tensorbrain' has no attribute {name!r}")

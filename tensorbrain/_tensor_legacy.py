@@ -102,5 +102,31 @@ class LegacyMethods:
         """
         return self.resize_(*other.shape)
 
+    def resize_as(self, tensor):
+        """This tensor's values in ``tensor``'s shape, as torch's (deprecated) out-of-place
+        ``Tensor.resize_as``: autograd's resize, which only reshapes (same number of elements;
+        the result shares the data when this tensor is contiguous) and is differentiable.
+
+        Args:
+            tensor: the tensor whose shape is taken.
+
+        Returns:
+            Tensor: the reshaped tensor.
+
+        Raises:
+            RuntimeError: the numbers of elements differ (torch's message).
+        """
+        sizes = tuple(tensor.shape)
+        numel = 1
+        for s in sizes:
+            numel *= int(s)
+        if numel != self.numel():
+            raise RuntimeError(
+                f"requested resize to {'x'.join(map(str, sizes))} ({numel} elements in total), "
+                f"but the given tensor has a size of {'x'.join(map(str, self.shape))} "
+                f"({self.numel()} elements). autograd's resize can only change the shape of a "
+                f"given tensor, while preserving the number of elements. ")
+        return self.reshape(sizes)
+
 
 __all__ = ["LegacyMethods"]

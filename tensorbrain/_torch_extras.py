@@ -167,6 +167,54 @@ FLOAT8 = {name: np.dtype(getattr(ml_dtypes, name)) for name in
           ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
            "float8_e8m0fnu") if hasattr(ml_dtypes, name)}
 
+#: torch's "shell" dtypes ``uint1`` .. ``uint7``: one byte per element, storage only (a tensor
+#: of them can be made, ``empty``/``zeros``, and carried; no arithmetic, no conversion), as
+#: torch's, which leaves their meaning to libraries such as torchao. Each is an opaque one-byte
+#: NumPy dtype of its own (a one-field record named after it), so it equals no other dtype and
+#: NumPy refuses arithmetic on it, as torch does.
+SHELL_UINTS = {f"uint{bits}": np.dtype([(f"uint{bits}", "u1")]) for bits in range(1, 8)}
+
+#: torch's quantized dtypes, opaque record dtypes of their storage size in the same way: they
+#: name what observers and qconfigs compute parameters for (TensorBrain has no quantized
+#: tensors, so no kernel computes with them).
+QUANTIZED = {name: np.dtype([(name, code)]) for name, code in
+             (("qint8", "i1"), ("quint8", "u1"), ("qint32", "i4"), ("quint4x2", "u1"),
+              ("quint2x4", "u1"))}
+qint8, quint8, qint32 = QUANTIZED["qint8"], QUANTIZED["quint8"], QUANTIZED["qint32"]
+
+
+def dtype_name(dtype) -> str:
+    """A dtype's torch name without ``torch.``: ``"qint8"``, ``"uint4"``, ``"float32"``."""
+    dtype = np.dtype(dtype)
+    return dtype.names[0] if dtype.names else dtype.name
+
+
+class qscheme:
+    """A quantization scheme (torch's ``torch.qscheme``): ``tb.per_tensor_affine`` ..."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return f"tb.{self.name}"
+
+    def __reduce__(self):
+        return (_qscheme_named, (self.name,))
+
+
+def _qscheme_named(name: str) -> qscheme:
+    return QSCHEMES[name]
+
+
+QSCHEMES = {name: qscheme(name) for name in
+            ("per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
+             "per_channel_symmetric", "per_channel_affine_float_qparams")}
+per_tensor_affine = QSCHEMES["per_tensor_affine"]
+per_channel_affine = QSCHEMES["per_channel_affine"]
+per_tensor_symmetric = QSCHEMES["per_tensor_symmetric"]
+per_channel_symmetric = QSCHEMES["per_channel_symmetric"]
+per_channel_affine_float_qparams = QSCHEMES["per_channel_affine_float_qparams"]
+
 
 # ***** symbolic-shape types (they only exist under tracing, which TensorBrain does not do) *****
 class SymInt(int):

@@ -163,6 +163,120 @@ def _open_zip(f, where: str) -> tuple[zipfile.ZipFile, str]:
     return zf, pickles[0]
 
 
+class PyTorchFileReader:
+    """The records of a torch zip archive (``torch.save``'s format), as ``torch.PyTorchFileReader``
+    (``torch._C``'s): names relative to the archive folder (``"data.pkl"``, ``"data/0"``,
+    ``"byteorder"``...), their bytes, sizes and offsets. It reads; it unpickles nothing.
+
+    Args:
+        file_name: a path or a binary file opened for reading.
+
+    Raises:
+        ValueError: not a torch.save archive.
+
+    Example:
+        >>> import io, tensorbrain as tb
+        >>> buf = io.BytesIO()
+        >>> tb.save({"w": tb.ones(2)}, buf, format="torch")
+        >>> _ = buf.seek(0)
+        >>> tb.PyTorchFileReader(buf).get_record("byteorder")
+        b'little'
+    """
+
+    def __init__(self, file_name):
+        self._zf, pkl = _open_zip(file_name, str(getattr(file_name, "name", file_name)))
+        self._prefix = pkl[:-len("data.pkl")]
+
+    def _info(self, name: str) -> zipfile.ZipInfo:
+        try:
+            return self._zf.getinfo(self._prefix + name)
+        except KeyError:
+            raise RuntimeError(f"PytorchStreamReader failed locating file {name}: file not "
+                               f"found") from None
+
+    def get_all_records(self) -> list[str]:
+        """Every record's name, in the archive's order."""
+        n = len(self._prefix)
+        return [i.filename[n:] for i in self._zf.infolist() if i.filename.startswith(self._prefix)]
+
+    def has_record(self, name: str) -> bool:
+        """Whether the record ``name`` exists.
+
+        Args:
+            name: the record's name.
+        """
+        return (self._prefix + name) in self._zf.NameToInfo
+
+    def get_record(self, name: str) -> bytes:
+        """The record's bytes.
+
+        Args:
+            name: the record's name.
+
+        Raises:
+            RuntimeError: no such record (torch's message).
+        """
+        info = self._info(name)
+        raw = np.empty(info.file_size, np.uint8)
+        _Unpickler._read_record(self._zf, info, raw)
+        return raw.tobytes()
+
+    def get_record_size(self, name: str) -> int:
+        """The record's size in bytes.
+
+        Args:
+            name: the record's name.
+        """
+        return self._info(name).file_size
+
+    def get_record_header_offset(self, name: str) -> int:
+        """Where the record's local zip header starts in the file.
+
+        Args:
+            name: the record's name.
+        """
+        return self._info(name).header_offset
+
+    def get_record_offset(self, name: str) -> int:
+        """Where the record's bytes start in the file (past its local header).
+
+        Args:
+            name: the record's name.
+        """
+        info = self._info(name)
+        fp = self._zf.fp
+        assert fp is not None
+        fp.seek(info.header_offset)
+        name_len, extra_len = struct.unpack("<HH", fp.read(30)[26:30])
+        return info.header_offset + 30 + name_len + extra_len
+
+    get_record_offset_no_read = get_record_offset
+
+    def get_storage_from_record(self, name: str, numel: int, dtype):
+        """The record as a storage: a 0-element tensor of ``dtype`` whose
+        ``untyped_storage()`` holds ``numel`` elements' bytes, as torch's.
+
+        Args:
+            name: the record's name (``"data/0"``).
+            numel: the number of elements.
+            dtype: their dtype (a storage class reads bytes).
+        """
+        from .tensor import Tensor
+        try:
+            dt = np.dtype(dtype)
+        except TypeError:
+            dt = np.dtype(np.uint8)
+        data = np.frombuffer(bytearray(self.get_record(name)), np.uint8)
+        arr = data[:int(numel) * dt.itemsize].view(dt)
+        return Tensor._wrap(arr)[:0]
+
+    def serialization_id(self) -> str:
+        """The archive's ``.data/serialization_id`` record (empty when it has none)."""
+        if not self.has_record(".data/serialization_id"):
+            return ""
+        return self.get_record(".data/serialization_id").decode()
+
+
 def unsafe_globals(f) -> list[str]:
     """The globals ``f``'s pickle names that :func:`load` would refuse, found by reading the
     pickle's opcodes (nothing is run): torch's ``get_unsafe_globals_in_checkpoint``.
@@ -288,10 +402,34 @@ class _Unpickler(pickle._Unpickler):  # type: ignore[name-defined]
             raise ValueError(f"storage {name!r} holds {info.file_size} bytes, not {numel} x "
                              f"{dtype} ({numel * itemsize} bytes)")
         raw = np.empty(info.file_size, np.uint8)
-        with self.zf.open(info) as src:
-            if src.readinto(raw.data) != info.file_size:
-                raise ValueError(f"storage {name!r} is truncated")
+        self._read_record(self.zf, info, raw)
         return _Storage(raw if dtype is None else self._typed(raw, dtype), location, self)
+
+    @staticmethod
+    def _read_record(zf: zipfile.ZipFile, info: zipfile.ZipInfo, raw: np.ndarray) -> None:
+        """A record's bytes into ``raw``. torch's reader checks no CRCs, and
+        torch.serialization.skip_data writes records whose CRC does not match their (skipped)
+        bytes: a stored record failing its CRC is read directly."""
+        try:
+            with zf.open(info) as src:
+                if src.readinto(raw.data) != info.file_size:  # type: ignore[attr-defined]
+                    raise ValueError(f"record {info.filename!r} is truncated")
+        except zipfile.BadZipFile as exc:
+            if "CRC" not in str(exc) or info.compress_type != zipfile.ZIP_STORED:
+                raise
+            _Unpickler._read_stored(zf, info, raw)
+
+    @staticmethod
+    def _read_stored(zf: zipfile.ZipFile, info: zipfile.ZipInfo, raw: np.ndarray) -> None:
+        """The bytes of an uncompressed record, read past its local header, without a CRC."""
+        fp = zf.fp
+        assert fp is not None
+        fp.seek(info.header_offset)
+        header = fp.read(30)
+        name_len, extra_len = struct.unpack("<HH", header[26:30])
+        fp.seek(info.header_offset + 30 + name_len + extra_len)
+        if fp.readinto(raw.data) != info.file_size:  # type: ignore[attr-defined]
+            raise ValueError(f"storage {info.filename!r} is truncated")
 
     def _typed(self, raw: np.ndarray, dtype: np.dtype) -> np.ndarray:
         if self.byteorder == "big" and dtype.itemsize > 1:

@@ -6,7 +6,10 @@
   respect to its ``argnums`` arguments (one backward pass each call);
 - :func:`vmap` maps a function over a batch dimension by calling it once per slice and
   stacking the results: the same values as torch's vectorised map, at a loop's speed;
-- :func:`jacrev` computes a Jacobian one backward pass per output element.
+- :func:`jacrev` computes a Jacobian one backward pass per output element;
+- :func:`jvp` gives the exact Jacobian-vector product (forward mode in torch) from the same
+  rows, one backward pass per output element: the tangent output is detached (differentiating
+  it again would need second-order gradients), the primal output keeps its graph as torch's.
 
 Transforms of transforms (``grad(grad(f))``, ``vmap(grad(f))`` with ``create_graph``) need
 higher-order gradients, which TensorBrain does not have: the inner call raises.
@@ -223,4 +226,52 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     return wrapper
 
 
-__all__ = ["functional_call", "grad", "grad_and_value", "jacrev", "vmap"]
+def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False):
+    """``func(*primals)`` and its Jacobian-vector product with ``tangents``, as
+    ``torch.func.jvp``: exact, computed as one backward pass per output element (see the
+    module's docstring for what differs: the tangent output carries no graph).
+
+    Args:
+        func: a function of tensors returning a tensor or a tuple of tensors (with
+            ``has_aux``: a pair ``(output, aux)``).
+        primals: a tuple of tensors, ``func``'s arguments.
+        tangents: a tuple of tensors, one per primal, of the same shapes.
+        strict: raise when an output does not depend on the primals.
+        has_aux: ``func`` returns ``(output, aux)``; ``aux`` is returned as is.
+
+    Returns:
+        ``(output, jvp_out)``, or ``(output, jvp_out, aux)`` with ``has_aux``.
+
+    Raises:
+        RuntimeError: ``primals`` or ``tangents`` is not a tuple, or a tangent's shape differs
+            from its primal's.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> out, tangent = tb.func.jvp(lambda x: x.sin(), (tb.tensor([0.0]),), (tb.tensor([2.0]),))
+        >>> tangent.tolist()
+        [2.0]
+    """
+    from .autograd.functional import _check_tangents, jvp_rows
+    for what, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, tuple):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected {what} to be a tuple. E.g. "
+                               f"it should be valid to call f(*{what}).")
+    _check_tangents(primals, tangents, "jvp(f, primals, tangents)")
+    xs = tuple(p if p.requires_grad else p.detach().requires_grad_(True) for p in primals)
+    with autograd.enable_grad():
+        result = func(*xs)
+    aux = None
+    if has_aux:
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: "
+                               "(output, aux) if has_aux is True")
+        result, aux = result
+    is_tuple = isinstance(result, tuple)
+    outs = result if is_tuple else (result,)
+    rows = jvp_rows(outs, xs, tangents, strict)
+    out = (result, rows if is_tuple else rows[0])
+    return out + (aux,) if has_aux else out
+
+
+__all__ = ["functional_call", "grad", "grad_and_value", "jacrev", "jvp", "vmap"]

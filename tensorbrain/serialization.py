@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -29,6 +30,55 @@ from . import _atomic, _checkpoint_io, _torch_format
 from ._checkpoint_codec import FORMAT, _decode, _Encoder, _place, _safetensors
 from ._checkpoint_io import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
                              safe_globals)
+
+_tls = threading.local()
+
+
+class skip_data:
+    """A block in which :func:`save` writes no tensor bytes and :func:`load` reads none, as
+    ``torch.serialization.skip_data``: a save writes every tensor with its shape and dtype but
+    zeros for its values (the space is kept, to be filled in a separate pass); a load gives the
+    tensors their shapes and dtypes without the saved values (zeros here; torch leaves them
+    uninitialised). Tensors nested in dicts, lists and tuples are covered.
+
+    Args:
+        materialize_fake_tensors: accepted (TensorBrain has no fake tensors).
+
+    Example:
+        >>> import io, tensorbrain as tb
+        >>> buf = io.BytesIO()
+        >>> with tb.serialization.skip_data():
+        ...     tb.save({"w": tb.ones(2)}, buf)
+        >>> _ = buf.seek(0)
+        >>> tb.load(buf)["w"].tolist()
+        [0.0, 0.0]
+    """
+
+    def __init__(self, materialize_fake_tensors: bool = False):
+        self.materialize_fake_tensors = materialize_fake_tensors
+
+    def __enter__(self):
+        self._before = getattr(_tls, "skip_data", False)
+        _tls.skip_data = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _tls.skip_data = self._before
+
+
+def _without_data(obj):
+    """``obj`` with each tensor/array replaced by zeros of its shape and dtype (skip_data)."""
+    if isinstance(obj, Tensor):
+        out = Tensor._wrap(np.zeros(tuple(obj.shape), dtype=np.dtype(obj.dtype))).to(obj.device)
+        return out.requires_grad_(obj.requires_grad) if obj.is_floating_point() else out
+    if isinstance(obj, np.ndarray):
+        return np.zeros_like(obj)
+    if isinstance(obj, dict):
+        return type(obj)((k, _without_data(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)) and type(obj) in (list, tuple):
+        return type(obj)(_without_data(v) for v in obj)
+    return obj
+
 
 def save(obj, f, format: str = "safetensors") -> None:
     """Save ``obj`` (nested dicts/lists of tensors, arrays, numbers, strings) to ``f`` atomically.
@@ -48,6 +98,8 @@ def save(obj, f, format: str = "safetensors") -> None:
         ValueError: an unknown ``format``.
         TypeError: ``obj`` holds something the format cannot store (named with its path).
     """
+    if getattr(_tls, "skip_data", False):
+        obj = _without_data(obj)
     if format != "safetensors":
         if format != "torch":
             raise ValueError(f"tb.save: format={format!r} is unknown; use 'safetensors' (the "
@@ -99,6 +151,11 @@ def load(f, map_location=None, weights_only=True):
         >>> tb.load(buf, map_location="cpu")["w"].tolist()
         [1.0, 1.0]
     """
+    out = _load(f, map_location, weights_only)
+    return _without_data(out) if getattr(_tls, "skip_data", False) else out
+
+
+def _load(f, map_location, weights_only):
     if _torch_format.is_torch_file(f):  # torch.save's zip (.pt/.bin): never runs its pickle
         return _torch_format.load(f, map_location)
     if hasattr(f, "read") or _checkpoint_io.is_pickled(f):

@@ -33,7 +33,7 @@ from ._tensor_sparse import dense_to_sparse
 from .tensor import Tensor
 
 __all__ = ["SparseTensor", "addmm", "mm", "softmax", "log_softmax", "sum", "FloatTensor",
-           "DoubleTensor", "LongTensor", "spmm", "sparse_coo_tensor", "to_sparse"]
+           "DoubleTensor", "LongTensor", "spdiags", "spmm", "sparse_coo_tensor", "to_sparse"]
 
 
 def _by_number(op):
@@ -444,6 +444,53 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     if requires_grad:
         vals.requires_grad_(True)
     return SparseTensor(idx, vals, size, bool(is_coalesced))
+
+
+def spdiags(diagonals, offsets, shape, layout=None):
+    """A sparse 2-D tensor with the rows of ``diagonals`` on the diagonals ``offsets``, as
+    ``torch.sparse.spdiags`` (SciPy's rule: the element in column ``j`` of a diagonal is
+    ``diagonals[d, j]``; explicit zeros are kept).
+
+    Args:
+        diagonals: ``(len(offsets), n)`` values, one row per diagonal.
+        offsets: the diagonals, 0 the main one, > 0 above it, < 0 below (no repeats).
+        shape: ``(rows, cols)`` of the result.
+        layout: ``tb.sparse_coo`` (the default; the compressed layouts are not here).
+
+    Returns:
+        SparseTensor: the COO tensor, entries diagonal by diagonal, columns ascending; the
+        values keep ``diagonals``' graph.
+
+    Raises:
+        ValueError: the shapes do not match, or an offset repeats.
+        NotImplementedError: a compressed layout.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> tb.sparse.spdiags(tb.tensor([[1.0, 2.0], [3.0, 4.0]]), tb.tensor([0, -1]),
+        ...                   (2, 2)).to_dense().tolist()
+        [[1.0, 0.0], [3.0, 2.0]]
+    """
+    from ._layout import sparse_coo
+    if layout is not None and layout is not sparse_coo:
+        raise NotImplementedError(f"torch.sparse.spdiags(layout={layout}): TensorBrain builds "
+                                  f"sparse_coo only; convert the result where needed")
+    offs = [int(o) for o in (offsets.tolist() if hasattr(offsets, "tolist") else offsets)]
+    rows, cols = (int(n) for n in shape)
+    if diagonals.dim() != 2 or diagonals.shape[0] != len(offs):
+        raise ValueError(f"spdiags: diagonals must be 2-D with one row per offset: shape "
+                         f"{tuple(diagonals.shape)}, {len(offs)} offsets")
+    if len(set(offs)) != len(offs):
+        raise ValueError(f"spdiags: offset tensor contains duplicate values: {offs}")
+    rr, cc, dd = [], [], []
+    for d, k in enumerate(offs):
+        j = np.arange(max(0, k), min(cols, rows + k, diagonals.shape[1]))
+        rr.append(j - k)
+        cc.append(j)
+        dd.append(d * diagonals.shape[1] + j)
+    idx = np.stack([np.concatenate(rr), np.concatenate(cc)]).astype(np.int64)
+    values = diagonals.reshape(-1)[Tensor._wrap(np.concatenate(dd).astype(np.int64))]
+    return sparse_coo_tensor(idx, values, (rows, cols))
 
 
 def to_sparse(a, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):

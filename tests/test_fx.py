@@ -198,3 +198,50 @@ def test_symbolic_shape_helpers_match_torch_on_concrete_values():
         bs.ShapeEnv()
     with pytest.raises(NotImplementedError, match="make_fx is not supported"):
         tb.fx.experimental.proxy_tensor.make_fx(lambda x: x)
+
+
+def test_split_by_tags_matches_torch():
+    """split_by_tags on the same traced module under both libraries: the same parts, the
+    same top graph (ops and targets), the same values and gradients; a part using a later
+    part's value is torch's AssertionError."""
+    torch = pytest.importorskip("torch")
+    from torch.fx.passes.split_utils import split_by_tags as t_split
+
+    from tensorbrain.fx.passes.split_utils import split_by_tags
+
+    def build(lib):
+        class Net(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = lib.nn.Linear(4, 4)
+                self.b = lib.nn.Linear(4, 4)
+                self.scale = lib.nn.Parameter(lib.ones(4) * 0.5)
+
+            def forward(self, x):
+                h = self.a(x).relu()
+                y = self.b(h) * self.scale
+                return y + h, h.sum()
+        lib.manual_seed(0)
+        return Net()
+    tnet, net = build(torch), build(tb)
+    net.load_state_dict({k: tb.tensor(v.detach().numpy()) for k, v in tnet.state_dict().items()})
+    x0 = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    res = []
+    for lib, trace, split, model in ((tb, tb.fx.symbolic_trace, split_by_tags, net),
+                                     (torch, torch.fx.symbolic_trace, t_split, tnet)):
+        gm = trace(model)
+        for node in gm.graph.nodes:
+            node.tag = "first" if node.name in ("a", "relu") else "second"
+        out, mapping = split(gm, ["first", "second"], return_fqn_mapping=True)
+        x = lib.tensor(x0, requires_grad=True)
+        y, s = out(x)
+        (y.sum() + s).backward()
+        top = [(n.op, str(n.target)) for n in out.graph.nodes]
+        res.append((top, sorted(mapping.items()), [c for c, _ in out.named_children()],
+                    y.detach().numpy(), s.item(), x.grad.numpy()))
+        with pytest.raises(AssertionError, match="order must be"):
+            split(gm, ["second", "first"])
+    got, want = res
+    assert got[:3] == want[:3]
+    for a, b in zip(got[3:], want[3:]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -47,7 +47,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.accelerator", "tensorbrain.backends",
         "tensorbrain._real_torch", "tensorbrain._unsupported", "tensorbrain._cuda_memory",
         "tensorbrain._absent_device", "tensorbrain.xpu", "tensorbrain.mps",
-        "tensorbrain.quantization",
+        "tensorbrain._classes",
         "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
         "tensorbrain._cuda_streams", "tensorbrain._layout", "tensorbrain._array_data",
@@ -74,6 +74,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.ops", "tensorbrain._checkpoint_codec", "tensorbrain.fx",
         "tensorbrain.onnx",  # traces with fx, exports nn layers
         "tensorbrain.library", "tensorbrain._op_schema",
+        "tensorbrain.quantization", "tensorbrain.ao",   # observers are modules
     ]),
     ("models", ["tensorbrain.models",  # the model zoo, built from nn
                 "tensorbrain.nn._models"]),  # tb.nn.ResNet50, loaded by nn's __getattr__

@@ -75,3 +75,23 @@ def test_cuda_classes_make_cuda_tensors():
     assert x.is_cuda and x.dtype == tb.int64 and isinstance(x, tb.cuda.LongTensor)
     assert x.type() == "torch.cuda.LongTensor" and not isinstance(x, tb.LongTensor)
     assert tb.ones(2).type(tb.cuda.FloatTensor).is_cuda
+
+
+def test_resize_as_out_of_place_matches_torch():
+    """Tensor.resize_as (autograd's resize): a reshape to the other's shape, gradient back in
+    the old shape; a different number of elements is torch's error."""
+    torch = pytest.importorskip("torch")
+    x0 = np.arange(6.0)
+    res = []
+    for lib in (tb, torch):
+        x = lib.tensor(x0, requires_grad=True)
+        y = x.resize_as(lib.zeros(3, 2))
+        (y * lib.tensor([[1.0, 2.0]] * 3)).sum().backward()
+        res.append((y.detach().numpy(), tuple(y.shape), x.grad.numpy(), tuple(x.shape)))
+        with pytest.raises(RuntimeError, match="can only change the shape"):
+            x.resize_as(lib.zeros(2, 2))
+    for a, b in zip(*res):
+        np.testing.assert_array_equal(a, b)
+    a = tb.arange(6.0)
+    a.resize_as(tb.zeros(2, 3))[0, 0] = 100.0   # shares the data, as torch's
+    assert a[0].item() == 100.0

@@ -47,3 +47,31 @@ def test_unsafe_globals_match_torch(tmp_path):
     with pytest.raises(ValueError, match="not a readable torch checkpoint"):
         (tmp_path / "x.pt").write_bytes(b"PK\x03\x04garbage")
         S.get_unsafe_globals_in_checkpoint(str(tmp_path / "x.pt"))
+
+
+def test_skip_data_as_torch(tmp_path):
+    """skip_data: a save keeps shapes and dtypes and writes zeros (torch reads our .pt so, we
+    read torch's so); a load gives shapes and dtypes; nested blocks nest."""
+    torch = pytest.importorskip("torch")
+    state = {"w": tb.ones(2, 3), "ids": [tb.arange(4)], "step": 7}
+    with S.skip_data():
+        tb.save(state, tmp_path / "a.pt", format="torch")
+        tb.save(state, tmp_path / "a.safetensors")
+    got = torch.load(tmp_path / "a.pt", weights_only=True)
+    assert got["step"] == 7 and got["w"].dtype == torch.float32 and got["ids"][0].dtype == torch.int64
+    assert not got["w"].any() and tuple(got["w"].shape) == (2, 3) and not got["ids"][0].any()
+    ours = tb.load(tmp_path / "a.safetensors")
+    assert ours["step"] == 7 and tuple(ours["w"].shape) == (2, 3) and not ours["w"].numpy().any()
+    with torch.serialization.skip_data():
+        torch.save({"w": torch.ones(3)}, tmp_path / "t.pt")
+    assert tb.load(tmp_path / "t.pt")["w"].tolist() == [0.0, 0.0, 0.0]
+    tb.save({"w": tb.ones(3)}, tmp_path / "full.safetensors")
+    with S.skip_data():
+        loaded = tb.load(tmp_path / "full.safetensors")
+    assert tuple(loaded["w"].shape) == (3,) and loaded["w"].dtype == tb.float32
+    assert tb.load(tmp_path / "full.safetensors")["w"].tolist() == [1.0, 1.0, 1.0]
+    with S.skip_data():
+        with S.skip_data():
+            pass
+        assert not tb.load(tmp_path / "full.safetensors")["w"].numpy().any()
+    assert tb.load(tmp_path / "full.safetensors")["w"].tolist() == [1.0, 1.0, 1.0]

@@ -93,3 +93,28 @@ def test_dense_fallback_and_scalar_ops():
     np.testing.assert_array_equal((s + tb.ones(3, 4)).numpy(), dense + 1)   # dense result
     np.testing.assert_array_equal(tb.sum(s, 1).numpy(), dense.sum(1))
     assert s.float().dtype == tb.float32 and s.clone()._nnz() == 5
+
+
+@pytest.mark.parametrize("offsets,shape", [([0, -1, -2], (3, 3)), ([1, -2, 0], (3, 4)),
+                                           ([2, -1, 3], (4, 3)), ([0, 1, -1], (5, 5))])
+def test_spdiags_matches_torch(offsets, shape):
+    """sparse.spdiags: the same COO entries (order, explicit zeros) as torch's; the values keep
+    their graph (a gradient torch does not have)."""
+    torch = pytest.importorskip("torch")
+    d0 = np.arange(12.0).reshape(3, 4)
+    d = tb.tensor(d0, requires_grad=True)
+    got = tb.sparse.spdiags(d, tb.tensor(offsets), shape)
+    want = torch.sparse.spdiags(torch.tensor(d0), torch.tensor(offsets), shape)
+    assert got.is_coalesced() == want.is_coalesced()
+    np.testing.assert_array_equal(got._indices().numpy(), want._indices().numpy())
+    np.testing.assert_array_equal(got._values().detach().numpy(), want._values().numpy())
+    np.testing.assert_array_equal(got.to_dense().detach().numpy(), want.to_dense().numpy())
+    got.to_dense().sum().backward()
+    used = np.zeros_like(d0)
+    rows, cols = shape
+    for i, k in enumerate(offsets):
+        for j in range(max(0, k), min(cols, rows + k, 4)):
+            used[i, j] = 1
+    np.testing.assert_array_equal(d.grad.numpy(), used)
+    with pytest.raises(ValueError, match="duplicate"):
+        tb.sparse.spdiags(d, tb.tensor([0, 0, 1]), shape)

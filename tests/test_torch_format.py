@@ -244,3 +244,29 @@ def test_real_malicious_torch_file_is_refused(tmp_path):
     with pytest.raises(pickle.UnpicklingError):
         torch.load(path, weights_only=True)
     assert not marker.exists()
+
+
+def test_pytorch_file_reader_matches_torch(tmp_path):
+    """tb.PyTorchFileReader: the records, bytes, sizes, offsets and storages of a torch.save
+    archive, as torch.PyTorchFileReader gives them (path or open file)."""
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "a.pt"
+    torch.save({"w": torch.arange(4.0), "b": torch.ones(2, 3, dtype=torch.int64)}, path)
+    theirs = torch.PyTorchFileReader(str(path))
+    with open(path, "rb") as fh:
+        for ours in (tb.PyTorchFileReader(str(path)), tb.PyTorchFileReader(fh)):
+            names = ours.get_all_records()
+            assert names == theirs.get_all_records() and ours.has_record("data.pkl")
+            assert not ours.has_record("nope")
+            for name in names:
+                assert ours.get_record(name) == theirs.get_record(name)
+                assert ours.get_record_size(name) == theirs.get_record_size(name)
+                assert ours.get_record_offset(name) == theirs.get_record_offset(name)
+            assert ours.serialization_id() == theirs.serialization_id()
+            s = ours.get_storage_from_record("data/1", 6, tb.int64)
+            t = theirs.get_storage_from_record("data/1", 6, torch.int64)
+            assert tuple(s.shape) == tuple(t.shape) == (0,)
+            assert s.untyped_storage().nbytes() == t.untyped_storage().nbytes() == 48
+            with pytest.raises(RuntimeError, match="failed locating file nope"):
+                ours.get_record("nope")
+    assert tb.ScriptModule is tb.jit.ScriptModule

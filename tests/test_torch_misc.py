@@ -327,3 +327,20 @@ def test_tag_flop_formulas_nccl_and_syncbatchnorm_path():
     assert tb.nn.modules.batchnorm.SyncBatchNorm is tb.nn.SyncBatchNorm
     with pytest.raises(AttributeError):
         _ = tb.nn.modules.batchnorm.NoSuchNorm
+
+
+def test_shell_uint_dtypes_as_torch():
+    """uint1 .. uint7: one-byte storage-only dtypes, each its own (equal to no other), tensors
+    of them made and sliced as torch's; arithmetic refused as torch refuses it."""
+    torch = pytest.importorskip("torch")
+    names = [f"uint{b}" for b in range(1, 8)]
+    for lib in (tb, torch):
+        dts = [getattr(lib, n) for n in names]
+        assert [d.itemsize for d in dts] == [1] * 7
+        assert len({str(d) for d in dts}) == 7 and all(d != lib.uint8 for d in dts)
+        for d in dts:
+            t = lib.zeros(2, 3, dtype=d)
+            assert tuple(t.shape) == (2, 3) and t.dtype == d and t.element_size() == 1
+            assert tuple(lib.empty(4, dtype=d)[1:].shape) == (3,)
+        with pytest.raises((TypeError, RuntimeError, NotImplementedError)):
+            lib.zeros(3, dtype=lib.uint4) + 1

@@ -72,7 +72,14 @@ def test_futures_and_overrides():
                                   "torch.nested.narrow",
                                   "torch.utils.cpp_extension.CUDAExtension",
                                   "torch.utils.cpp_extension.load",
-                                  "torch.overrides.TorchFunctionMode"])
+                                  "torch.overrides.TorchFunctionMode",
+                                  "torch.utils.mobile_optimizer.optimize_for_mobile",
+                                  "torch.utils.hipify.hipify_python.hipify",
+                                  "torch.fx.passes.regional_inductor.regional_inductor",
+                                  "torch.fx.passes.runtime_assert.insert_deferred_runtime_asserts",
+                                  "torch.profiler.ExecutionTraceObserver",
+                                  "torch.distributed.checkpoint.quantized_hf_storage."
+                                  "QuantizedHuggingFaceStorageReader"])
 def test_refused_namespaces_name_themselves(name):
     assert cov.status(name) == cov.REFUSING
     import importlib
@@ -205,3 +212,142 @@ def test_register_multi_grad_hook_matches_torch():
     assert out[0] == out[1]
     with pytest.raises(ValueError, match="Expects mode"):
         tb.autograd.graph.register_multi_grad_hook((), print, mode="some")
+
+
+def test_classes_namespaces_as_torch():
+    """torch.classes: namespaces made on use and kept; an unregistered class is torch's
+    RuntimeError (TensorBrain registers none); load_library refuses by name."""
+    torch = pytest.importorskip("torch")
+    from tensorbrain._unsupported import NotSupportedError
+    for lib in (tb, torch):
+        ns = lib.classes.NativeInterpretation
+        assert ns is lib.classes.NativeInterpretation and ns.name == "NativeInterpretation"
+        with pytest.raises(RuntimeError, match="'pyg.CPUHashMap', but it does not exist"):
+            _ = lib.classes.pyg.CPUHashMap
+    assert tb.classes.loaded_libraries == set()
+    with pytest.raises(NotSupportedError, match="torch.classes.load_library"):
+        tb.classes.load_library("libcustom.so")
+    assert cov.status("torch.classes.pyg") == "present"
+    assert cov.status("torch.classes.load_library") == "refusing"
+
+
+@pytest.mark.parametrize("kind,kwargs", [
+    ("MinMaxObserver", {}),
+    ("MinMaxObserver", {"dtype": "qint8", "qscheme": "per_tensor_symmetric"}),
+    ("MinMaxObserver", {"dtype": "quint8", "qscheme": "per_tensor_symmetric"}),
+    ("MinMaxObserver", {"quant_min": 0, "quant_max": 15}),
+    ("MinMaxObserver", {"dtype": "qint8", "reduce_range": True}),
+    ("PerChannelMinMaxObserver", {"ch_axis": -1, "dtype": "qint8",
+                                  "qscheme": "per_channel_symmetric"}),
+    ("PerChannelMinMaxObserver", {"ch_axis": 0}),
+    ("PerChannelMinMaxObserver", {"qscheme": "per_channel_affine_float_qparams"}),
+])
+def test_observers_match_torch(kind, kwargs):
+    """Observers' running ranges and torch's scale/zero-point formulas, two batches in."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((4, 6)).astype(np.float32) * s for s in (1.0, 3.0)]
+    res = []
+    for lib, mod in ((tb, tb.quantization.observer), (torch, torch.ao.quantization.observer)):
+        kw = {k: getattr(lib, v) if isinstance(v, str) else v for k, v in kwargs.items()}
+        obs = getattr(mod, kind)(**kw)
+        for x in xs:
+            out = obs(lib.tensor(x))
+            assert np.array_equal(out.numpy(), x)
+        scale, zp = obs.calculate_qparams()
+        res.append((scale.numpy(), zp.numpy(), obs.min_val.numpy(), obs.max_val.numpy()))
+    for got, want in zip(*res):
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_qconfigs_and_refusals_as_torch():
+    torch = pytest.importorskip("torch")
+    from tensorbrain.ao.quantization import qconfig as q
+    from tensorbrain._torch_extras import dtype_name
+    from tensorbrain.quantization.observer import PlaceholderObserver
+    for name in ("default_dynamic_qconfig", "per_channel_dynamic_qconfig"):
+        ours, theirs = getattr(q, name), getattr(torch.ao.quantization.qconfig, name)
+        for field in ("activation", "weight"):
+            a, b = getattr(ours, field)(), getattr(theirs, field)()
+            assert type(a).__name__ == type(b).__name__ and a.is_dynamic == b.is_dynamic
+            assert dtype_name(a.dtype) == str(b.dtype).split(".")[-1]
+            if hasattr(b, "qscheme"):
+                assert a.qscheme.name == str(b.qscheme).split(".")[-1]
+    with pytest.raises(ValueError, match="observer instance"):
+        q.QConfig(activation=PlaceholderObserver(), weight=PlaceholderObserver)
+    with pytest.raises(Exception, match="should not be called"):
+        PlaceholderObserver().calculate_qparams()
+    assert tb.quantization.observer is tb.ao.quantization.observer
+    assert cov.status("torch.quantization.observer.HistogramObserver") == "refusing"
+    assert repr(tb.per_channel_symmetric) == "tb.per_channel_symmetric"
+    assert tb.qint8.itemsize == torch.qint8.itemsize and tb.qint32.itemsize == 4
+
+
+def test_elastic_agent_types_match_torch():
+    """WorkerSpec/Worker/WorkerGroup/WorkerState/RunResult: torch's fields, defaults, checks and
+    strings; LocalElasticAgent refused by name."""
+    pytest.importorskip("torch")
+    from torch.distributed.elastic.agent.server import api as tapi
+
+    from tensorbrain._unsupported import NotSupportedError
+    from tensorbrain.distributed.elastic.agent.server import api
+    from tensorbrain.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+    got = []
+    for mod in (api, tapi):
+        spec = mod.WorkerSpec("trainer", 3, None, entrypoint="/bin/train.py", args=("--x",))
+        group = mod.WorkerGroup(spec)
+        group.workers[2].global_rank = 5
+        res = mod.RunResult(mod.WorkerState.FAILED, {0: 1})
+        got.append((spec.get_entrypoint_name(), spec.max_restarts, spec.monitor_interval,
+                    [str(w) for w in group.workers], group.state.value, group.group_rank,
+                    res.is_failed(), res.failures, mod.WorkerState.is_running(
+                        mod.WorkerState.UNHEALTHY), [s.value for s in mod.WorkerState],
+                    mod.WorkerSpec("r", 1, None, entrypoint=len).get_entrypoint_name()))
+        for bad in ({"local_world_size": 0}, {"monitor_interval": 0}, {"entrypoint": None}):
+            kw = {"role": "r", "local_world_size": 1, "rdzv_handler": None, "entrypoint": "a"}
+            kw.update(bad)
+            with pytest.raises(AssertionError):
+                mod.WorkerSpec(**kw)
+    assert got[0] == got[1]
+    with pytest.raises(NotSupportedError, match="tbrun"):
+        LocalElasticAgent(None)
+
+
+def test_rendezvous_registry_static_backend_as_torch():
+    """get_rendezvous_handler: the static TCP backend gives a working store prefixed by the run
+    id (a real TCPStore served on this node); torch's argument errors; a registered creator is
+    used; the dynamic backends refuse by name."""
+    pytest.importorskip("torch")
+    import socket
+
+    from tensorbrain._unsupported import NotSupportedError
+    from tensorbrain.distributed.elastic.rendezvous import RendezvousParameters as P
+    from tensorbrain.distributed.elastic.rendezvous import registry
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    h = registry.get_rendezvous_handler(P("static", f"127.0.0.1:{port}", "job7", 1, 1, rank=0))
+    info = h.next_rendezvous()
+    info.store.set("k", b"v")
+    assert info.store.get("k") == b"v" and (info.rank, info.world_size) == (0, 1)
+    assert (info.bootstrap_store_info.master_addr, info.bootstrap_store_info.master_port) == \
+        ("127.0.0.1", port)
+    assert h.get_backend() == "static" and h.use_agent_store and h.num_nodes_waiting() == 0
+    from torch.distributed.elastic.rendezvous import RendezvousParameters as TP
+    from torch.distributed.elastic.rendezvous.registry import get_rendezvous_handler as tget
+    for kw in ({"endpoint": "127.0.0.1:1"}, {"endpoint": "127.0.0.1", "rank": 0}):
+        for cls, get in ((P, registry.get_rendezvous_handler), (TP, tget)):
+            with pytest.raises(ValueError):
+                get(cls("static", kw["endpoint"], "job", 1, 1,
+                        **{k: v for k, v in kw.items() if k == "rank"}))
+    with pytest.raises(NotSupportedError, match="tbrun"):
+        registry.get_rendezvous_handler(P("c10d", "127.0.0.1:1", "job", 1, 2))
+    with pytest.raises(ValueError, match="not registered"):
+        registry.get_rendezvous_handler(P("mine", "x", "job", 1, 1))
+
+    class Mine(registry.RendezvousHandler):
+        def get_backend(self):
+            return "mine"
+    registry.handler_registry.register("mine", lambda params: Mine())
+    assert isinstance(registry.get_rendezvous_handler(P("mine", "x", "job", 1, 1)), Mine)

@@ -152,11 +152,66 @@ def test_autograd_functional_matches_torch():
         F.jacobian(lambda x: x, [1.0])
     with pytest.raises(ValueError, match="strategy"):
         F.jacobian(lambda x: x, tb.tensor(a), strategy="sideways")
-    for name in ("hessian", "hvp", "vhp", "jvp"):
+    for name in ("hessian", "hvp", "vhp"):
         with pytest.raises(NotSupportedError, match=name):
             getattr(F, name)(lambda x: x, tb.tensor(a))
     with pytest.raises(NotImplementedError, match="create_graph"):
         F.jacobian(lambda x: x, tb.tensor(a), create_graph=True)
+
+
+def test_jvp_matches_torch():
+    """autograd.functional.jvp and func.jvp: exact Jacobian-vector products (one backward pass
+    per output element) against torch's forward mode; func.jvp's primal output keeps its graph
+    to the closure's parameters as torch's does."""
+    torch = pytest.importorskip("torch")
+    from torch.autograd import functional as TF
+
+    from tensorbrain.autograd import functional as F
+    a, b, v, u = (R.standard_normal(3) for _ in range(4))
+    w0 = R.standard_normal((4, 3))
+
+    def two(x, y):
+        return x * y.sin(), (x.exp() * y).sum()
+    got = F.jvp(two, (tb.tensor(a), tb.tensor(b)), (tb.tensor(v), tb.tensor(u)))
+    want = TF.jvp(two, (torch.tensor(a), torch.tensor(b)), (torch.tensor(v), torch.tensor(u)))
+    for g, t in zip(got[0] + got[1], want[0] + want[1]):
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-12, atol=1e-14)
+    one = F.jvp(lambda x: x ** 3, tb.tensor(a), tb.tensor(v))[1]
+    np.testing.assert_allclose(one.numpy(), 3 * a ** 2 * v, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="v can only be None"):
+        F.jvp(lambda x: x * 2, tb.tensor(a))
+    with pytest.raises(RuntimeError, match="different size"):
+        F.jvp(lambda x: x * 2, tb.tensor(a), tb.tensor(v[:2]))
+    res = []
+    for lib in (tb, torch):
+        W = lib.tensor(w0, requires_grad=True)
+        out, tan, aux = lib.func.jvp(lambda x, y: ((W @ x).tanh() * y.sum(), y * 2),
+                                     (lib.tensor(a), lib.tensor(b)),
+                                     (lib.tensor(v), lib.tensor(u)), has_aux=True)
+        assert np.allclose(aux.detach().numpy(), 2 * b)
+        (out ** 2).sum().backward()
+        res.append((out.detach().numpy(), tan.detach().numpy(), W.grad.numpy()))
+    for g, t in zip(*res):
+        np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-14)
+    with pytest.raises(RuntimeError, match="Expected primals to be a tuple"):
+        tb.func.jvp(lambda x: x, tb.tensor(a), (tb.tensor(v),))
+
+
+def test_autograd_graph_stream_switches_as_torch():
+    torch = pytest.importorskip("torch")
+    for name in ("set_override_stale_capture_stream",
+                 "set_warn_on_accumulate_grad_stream_mismatch"):
+        for value in (True, False, 1, None):
+            errors = []
+            for lib in (tb, torch):
+                try:
+                    getattr(lib.autograd.graph, name)(value)
+                    errors.append(None)
+                except RuntimeError as e:
+                    errors.append(str(e))
+            assert errors[0] == errors[1], (name, value)
+    tb.autograd.graph.set_warn_on_accumulate_grad_stream_mismatch(True)
+    assert tb.autograd.graph.stream_switches["override_stale_capture_stream"] is False
 
 
 def test_autograd_graph_and_multithreading_switch():

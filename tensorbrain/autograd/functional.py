@@ -2,9 +2,12 @@
 vector-Jacobian product of a function of tensors, by reverse-mode passes on TensorBrain's
 tape (the Jacobian: one backward pass per output element).
 
-The transforms that need higher-order or forward-mode gradients (``hessian``, ``hvp``, ``vhp``,
-``jvp``, and ``create_graph=True``) are refused by name: TensorBrain's autograd records no
-backward pass of a backward pass.
+The Jacobian-vector product :func:`jvp` (forward mode in torch) is exact here too: each output
+element's row of the Jacobian comes from one backward pass and is contracted with ``v``, so it
+costs one backward pass per output element (fine for the small outputs it is used on; slow for
+large ones). The transforms that need higher-order gradients (``hessian``, ``hvp``, ``vhp``, and
+``create_graph=True``) are refused by name: TensorBrain's autograd records no backward pass of a
+backward pass.
 
 >>> import tensorbrain as tb
 >>> from tensorbrain.autograd.functional import jacobian
@@ -174,6 +177,98 @@ hvp = unsupported("torch.autograd.functional.hvp", _HIGHER,
                   "finite differences of vjp: (vjp(f', x + eps*v) - vjp(f', x)) / eps")
 vhp = unsupported("torch.autograd.functional.vhp", _HIGHER,
                   "finite differences of vjp: (vjp(f', x + eps*v) - vjp(f', x)) / eps")
-jvp = unsupported("torch.autograd.functional.jvp", _HIGHER, "jacobian(f, x) @ v")
+
+
+def jvp_rows(outs, xs, vs, strict: bool = False) -> tuple:
+    """``J v`` for each of ``outs`` (tensors on the tape) with respect to ``xs`` (tensors that
+    require grad), the tangents ``vs`` shaped as ``xs``: exact, one backward pass per output
+    element (the row ``d out[k] / d xs``, contracted with ``vs``). The graph is retained, so
+    the outputs can still be differentiated afterwards.
+
+    Args:
+        outs: the output tensors.
+        xs: the inputs.
+        vs: the tangents, one per input, of the same shapes.
+        strict: raise when an output does not depend on any input (else zeros).
+
+    Returns:
+        One detached tensor per output, shaped as it.
+    """
+    from .._ops import shape as S
+    res = []
+    for i, o in enumerate(outs):
+        flat = S.reshape(o, -1)
+        vals = []
+        for k in range(flat.shape[0]):
+            gs = (_grad(flat[k], xs, retain_graph=True, allow_unused=True) if o.requires_grad
+                  else (None,) * len(xs))
+            if strict and all(g is None for g in gs):
+                raise RuntimeError(f"The output {i} of the user-provided function is independent "
+                                   f"of the inputs. This is not allowed in strict mode.")
+            acc = None
+            for g, w in zip(gs, vs):
+                if g is not None:
+                    term = (g.detach() * w.detach()).sum()
+                    acc = term if acc is None else acc + term
+            vals.append(acc if acc is not None else o.detach().new_zeros(()))
+        res.append(S.reshape(S.stack(vals), *o.shape).to(o.dtype) if vals
+                   else o.detach().new_zeros(tuple(o.shape)))
+    return tuple(res)
+
+
+def _check_tangents(xs, vs, caller: str) -> None:
+    if len(vs) != len(xs):
+        raise RuntimeError(f"{caller}: Expected primals and tangents to have the same length "
+                           f"(got {len(xs)} primals and {len(vs)} tangents)")
+    for x, w in zip(xs, vs):
+        if tuple(x.shape) != tuple(w.shape):
+            raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
+                               f"that of the original Tensor, this is not supported. Tensor is of "
+                               f"size {list(x.shape)} while the given forward gradient is of size "
+                               f"{list(w.shape)}.")
+
+
+def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """``func(inputs)`` and the product ``J v`` of its Jacobian with ``v``, as
+    ``torch.autograd.functional.jvp`` (exact: one backward pass per output element).
+
+    Args:
+        func: a function of tensors returning a tensor or a tuple of tensors.
+        inputs: a tensor or a tuple of tensors.
+        v: the tangent(s), shaped as ``inputs`` (may be None for a one-element input).
+        create_graph: only False.
+        strict: raise when an output does not depend on the inputs (else zeros).
+
+    Returns:
+        ``(outputs, jvp)``, both detached, each a tensor or a tuple following ``func``'s form.
+
+    Raises:
+        RuntimeError: ``v`` is None and the input has more than one element, or a tangent's
+            shape differs from its input's.
+
+    Example:
+        >>> import tensorbrain as tb
+        >>> from tensorbrain.autograd.functional import jvp
+        >>> jvp(lambda x: x ** 2, tb.tensor([1.0, 2.0]), tb.tensor([1.0, 1.0]))[1].tolist()
+        [2.0, 4.0]
+    """
+    _refuse_create_graph("jvp", create_graph)
+    _CALLER[0] = "jvp"
+    _, xs = _as_tuple(inputs, "inputs")
+    xs = _prepare(xs)
+    if v is None:
+        if len(xs) != 1 or xs[0].numel() != 1:
+            raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                               "function is a single Tensor with a single element.")
+        vs: tuple = (xs[0].detach() * 0 + 1,)
+    else:
+        vs = _as_tuple(v, "v")[1]
+    _check_tangents(xs, vs, "jvp")
+    with enable_grad():
+        out = func(*xs)
+    out_tuple, outs = _as_tuple(out, "outputs of the user-provided function")
+    rows = jvp_rows(outs, xs, vs, strict)
+    outs_d = tuple(o.detach() for o in outs)
+    return (outs_d, rows) if out_tuple else (outs_d[0], rows[0])
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]

@@ -134,6 +134,46 @@ def increment_version(tensor) -> None:
         t._version[0] += 1
 
 
+#: The stream switches of torch's autograd (process-wide, as torch's): TensorBrain's backward
+#: pass runs on one stream, so neither changes what it does; the values are kept and readable.
+stream_switches = {"override_stale_capture_stream": False,
+                   "warn_on_accumulate_grad_stream_mismatch": True}
+
+
+def _set_switch(name: str, enabled: bool) -> None:
+    if not isinstance(enabled, bool):
+        raise RuntimeError(f"enabled must be a bool, but got {type(enabled).__name__}")
+    stream_switches[name] = enabled
+
+
+def set_override_stale_capture_stream(enabled: bool) -> None:
+    """Whether autograd replaces a stale non-capturing stream by the capturing one during CUDA
+    graph capture, as ``torch.autograd.graph.set_override_stale_capture_stream``
+    (process-wide). TensorBrain captures no CUDA graphs, so nothing else changes.
+
+    Args:
+        enabled: the switch (a bool).
+
+    Raises:
+        RuntimeError: ``enabled`` is not a bool (torch's error).
+    """
+    _set_switch("override_stale_capture_stream", enabled)
+
+
+def set_warn_on_accumulate_grad_stream_mismatch(enabled: bool) -> None:
+    """Whether to warn when a gradient arrives on another stream than its AccumulateGrad
+    node's, as ``torch.autograd.graph.set_warn_on_accumulate_grad_stream_mismatch``
+    (process-wide). TensorBrain's backward runs on one stream, so it never warns.
+
+    Args:
+        enabled: the switch (a bool).
+
+    Raises:
+        RuntimeError: ``enabled`` is not a bool (torch's error).
+    """
+    _set_switch("warn_on_accumulate_grad_stream_mismatch", enabled)
+
+
 class _MultiHandle:
     """Removes the per-tensor hooks of :func:`register_multi_grad_hook`."""
 

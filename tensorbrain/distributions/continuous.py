@@ -48,17 +48,6 @@ class _Reparam(Distribution):
         """
         return self.icdf(self._uniform(sample_shape))
 
-    def sample(self, sample_shape=()):
-        """A sample without gradient.
-
-        Args:
-            sample_shape: the leading shape of the sample.
-
-        Returns:
-            Tensor: the sample.
-        """
-        return self.rsample(sample_shape).detach()
-
 
 class Uniform(_Reparam):
     """The uniform distribution on ``[low, high)``.

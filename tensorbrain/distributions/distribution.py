@@ -65,7 +65,8 @@ class Distribution:
         return self.variance.sqrt()
 
     def sample(self, sample_shape=()):
-        """Draw a sample of shape ``sample_shape + batch_shape + event_shape``, without gradient.
+        """Draw a sample of shape ``sample_shape + batch_shape + event_shape``, without gradient
+        (a reparameterised family's ``rsample``, detached).
 
         Args:
             sample_shape: the leading shape of the sample.
@@ -73,6 +74,8 @@ class Distribution:
         Returns:
             Tensor: the sample.
         """
+        if self.has_rsample:
+            return self.rsample(sample_shape).detach()
         raise NotImplementedError(f"{type(self).__name__}.sample")
 
     def rsample(self, sample_shape=()):
@@ -146,6 +149,19 @@ def as_param(value, like=None) -> Tensor:
     if like is not None:
         return as_tensor(np.asarray(value, dtype=np.dtype(like.dtype))).to(like.device)
     return as_tensor(np.asarray(value, dtype=np.float32))
+
+
+def broadcast_params(*values) -> tuple[list, tuple]:
+    """Parameters as floating-point tensors broadcast to one shape (numbers take the first
+    tensor's dtype and device), and that shape: torch's ``broadcast_all``.
+
+    Args:
+        *values: tensors or numbers.
+    """
+    like = next((v for v in values if isinstance(v, Tensor)), None)
+    params = [as_param(v, like) for v in values]
+    shape = tuple(np.broadcast_shapes(*(tuple(p.shape) for p in params)))
+    return [p.expand(*shape) for p in params], shape
 
 
 def clamp_probs(probs: Tensor) -> Tensor:

@@ -50,6 +50,8 @@ from .._ops.activations import (celu, celu_, elu_, glu, gumbel_softmax, hardtanh
                                 threshold, threshold_)
 from .._ops.nn_more import (affine_grid, fold, gaussian_nll_loss, grid_sample,  # noqa: F401
                             grouped_mm, instance_norm, poisson_nll_loss, unfold)
+from .._ops.scaled_mm import (ScalingType, SwizzleType, scaled_grouped_mm,  # noqa: E402,F401
+                              scaled_mm)
 from .._ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F401
                             adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
                             avg_pool1d, avg_pool3d, max_pool1d, max_pool3d)

@@ -166,3 +166,46 @@ def test_dedup_save_to_lowest_rank_moves_shared_chunks_to_rank_0():
         entries, _ = _plan(plans, lowest)
         owner[lowest] = entries["x"]["chunks"][0]["rank"]
     assert owner == {False: 1, True: 0}   # least loaded rank, or the lowest holder
+
+
+def test_planner_helpers_match_torch():
+    """planner_helpers: write items of a tensor and of a value, and the read boxes of a local
+    chunk over saved chunks, field by field against torch's."""
+    torch = pytest.importorskip("torch")
+    from torch.distributed.checkpoint import metadata as TM
+    from torch.distributed.checkpoint import planner_helpers as TP
+
+    from tensorbrain.distributed.checkpoint import metadata as M
+    from tensorbrain.distributed.checkpoint import planner_helpers as P
+
+    def flat(items):
+        out = []
+        for it in items:
+            row = [it.type.name]
+            for f in ("index", "dest_index", "storage_index"):
+                idx = getattr(it, f, None)
+                if idx is not None:
+                    row += [idx.fqn, None if idx.offset is None else list(idx.offset), idx.index]
+            for f in ("dest_offsets", "storage_offsets", "lengths"):
+                if hasattr(it, f):
+                    row.append(list(getattr(it, f)))
+            td = getattr(it, "tensor_data", None)
+            if td is not None:
+                row += [list(td.chunk.offsets), list(td.chunk.sizes), list(td.size)]
+            out.append(row)
+        return out
+    for name, ours, theirs in (("w", tb.ones(2, 3), torch.ones(2, 3)), ("s", 3, 3)):
+        assert flat(P._create_write_items(name, ours)) == flat(TP._create_write_items(name, theirs))
+    saved = [((0, 0), (2, 4)), ((2, 0), (2, 4))]
+    local = [((1, 1), (2, 2)), ((3, 0), (1, 4))]
+    got = P.create_read_items_for_chunk_list(
+        "w", M.TensorStorageMetadata(M.TensorProperties(tb.float32), tb.Size([4, 4]),
+                                     [M.ChunkStorageMetadata(tb.Size(o), tb.Size(s))
+                                      for o, s in saved]),
+        [M.ChunkStorageMetadata(tb.Size(o), tb.Size(s)) for o, s in local])
+    want = TP.create_read_items_for_chunk_list(
+        "w", TM.TensorStorageMetadata(TM.TensorProperties(torch.float32), torch.Size([4, 4]),
+                                      [TM.ChunkStorageMetadata(torch.Size(o), torch.Size(s))
+                                       for o, s in saved]),
+        [TM.ChunkStorageMetadata(torch.Size(o), torch.Size(s)) for o, s in local])
+    assert flat(got) == flat(want) and len(got) == 3

@@ -113,3 +113,45 @@ def test_torch_import_paths_and_checkpoint_wrapper_in_one_process():
             set_model_state_dict(m, {}, options=StateDictOptions(broadcast_from_rank0=True))
     finally:
         dist.destroy_process_group()
+
+
+def test_rekey_optim_state_dict_and_mesh_dims_match_torch():
+    """FSDP.rekey_optim_state_dict on a plain model's Adam state, both ways, against torch's
+    (no process group needed); DataParallelMeshDims' names and check."""
+    torch = pytest.importorskip("torch")
+    from torch.distributed import fsdp as tfsdp
+
+    from tensorbrain.distributed import fsdp as fsdp
+    got = []
+    for lib, mod in ((tb, fsdp), (torch, tfsdp)):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.ReLU(), lib.nn.Linear(4, 2))
+        opt = lib.optim.Adam([{"params": [model[2].weight]},
+                              {"params": [model[0].weight, model[0].bias], "lr": 0.1}])
+        model(lib.ones(2, 3)).sum().backward()
+        opt.step()
+        osd = opt.state_dict()
+        FSDP = mod.FullyShardedDataParallel
+        named = FSDP.rekey_optim_state_dict(osd, mod.OptimStateKeyType.PARAM_NAME, model,
+                                            optim=opt)
+        back = FSDP.rekey_optim_state_dict(named, mod.OptimStateKeyType.PARAM_ID, model,
+                                           optim=opt)
+        assert FSDP.rekey_optim_state_dict(back, mod.OptimStateKeyType.PARAM_ID, model,
+                                           optim=opt) is back
+        got.append((sorted(named["state"]), [g["params"] for g in named["param_groups"]],
+                    sorted(back["state"]), [g["params"] for g in back["param_groups"]],
+                    {k: float(v["step"]) for k, v in named["state"].items()}))
+        with pytest.raises(ValueError, match="Invalid parameter keys"):
+            FSDP.rekey_optim_state_dict({"state": {0: {}, "a": {}}, "param_groups": []},
+                                        mod.OptimStateKeyType.PARAM_ID, model, optim=opt)
+    assert got[0] == got[1]
+    for lib_mod in (fsdp, tfsdp):
+        d = lib_mod.DataParallelMeshDims(shard=("dp", "cp"), replicate="rep")
+        assert d.shard_names == ("dp", "cp") and d.replicate_names == ("rep",)
+        with pytest.raises(ValueError, match="At least one"):
+            lib_mod.DataParallelMeshDims()
+    with pytest.raises(ValueError, match="needs mesh="):
+        fsdp.fully_shard(tb.nn.Linear(2, 2), dp_mesh_dims=fsdp.DataParallelMeshDims(shard="dp"))
+    with pytest.raises(NotImplementedError, match="flattening"):
+        fsdp.fully_shard(tb.nn.Linear(2, 2), mesh=object(),
+                         dp_mesh_dims=fsdp.DataParallelMeshDims(shard=("dp", "cp")))

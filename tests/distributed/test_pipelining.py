@@ -296,6 +296,9 @@ def test_get_schedule_class_by_name_trains_like_one_process():
 def test_unsupported_torch_names_say_so():
     with pytest.raises(NotImplementedError, match="ScheduleLoopedBFS is not supported"):
         from tensorbrain.distributed.pipelining import ScheduleLoopedBFS  # noqa: F401
+    for name in ("ScheduleDualPipeV", "ScheduleZBVZeroBubble"):
+        with pytest.raises(NotImplementedError, match=f"schedules.{name} is not supported"):
+            getattr(tb.distributed.pipelining.schedules, name)
 
 
 def _peer_dies(rank, world):
@@ -394,3 +397,36 @@ def test_torch_tutorial_manual_split_transformer_matches_one_process():
     for n, p in ref.named_parameters():
         np.testing.assert_allclose(np.asarray(got[n]), p.detach().numpy(), rtol=1e-5,
                                    atol=1e-6, err_msg=n)
+
+
+def test_microbatch_split_and_merge_match_torch():
+    """microbatch.split_args_kwargs_into_chunks / merge_chunks against torch's: default and
+    explicit specs, replicated non-tensors, nested arguments, too-short tensors, reducers."""
+    torch = pytest.importorskip("torch")
+    from torch.distributed.pipelining import microbatch as tm
+
+    from tensorbrain.distributed.pipelining import microbatch as m
+    x0, y0 = np.arange(24.0).reshape(6, 4), np.arange(10.0).reshape(2, 5)
+    res = []
+    for lib, mod in ((tb, m), (torch, tm)):
+        x, y = lib.tensor(x0), lib.tensor(y0)
+        a, k = mod.split_args_kwargs_into_chunks((x, 3), {"mask": [y, {"z": x}]}, 4,
+                                                 kwargs_chunk_spec={"mask": [
+                                                     mod.TensorChunkSpec(1),
+                                                     {"z": mod.TensorChunkSpec(0)}]})
+        a2, _ = mod.split_args_kwargs_into_chunks((x,), None, 4,
+                                                  mod.TensorChunkSpec.from_tuple((1,)))
+        merged = mod.merge_chunks([c[0] for c in a2], (mod.TensorChunkSpec(1),)[0])
+        reduced = mod.merge_chunks([c[0].sum() for c in a], mod.sum_reducer)
+        res.append(([[c[0].numpy() for c in a], [c[1] for c in a],
+                     [c["mask"][0].numpy() for c in k], [c["mask"][1]["z"].numpy() for c in k]],
+                    merged.numpy(), float(reduced), str(mod.TensorChunkSpec(2))))
+    (ga, gm, gr, gs), (ta, tm_, tr, ts) = res
+    for g_list, t_list in zip(ga, ta):
+        assert len(g_list) == len(t_list)
+        for g, t in zip(g_list, t_list):
+            np.testing.assert_array_equal(g, t)
+    np.testing.assert_array_equal(gm, tm_)
+    assert gr == tr and gs == ts
+    with pytest.raises(ValueError, match="Unsupported chunk spec"):
+        m.split_args_kwargs_into_chunks((3,), None, 2, (m.TensorChunkSpec(0),))

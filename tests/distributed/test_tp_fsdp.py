@@ -96,6 +96,13 @@ def _two_d(rank, world, kind, clip):
         for b in model.blocks:
             fully_shard(b, mesh=mesh["dp"])
         fully_shard(model, mesh=mesh["dp"])
+    elif kind == "dp_mesh_dims":   # torch's newer form: the whole mesh, its dp dimension named
+        from tensorbrain.distributed.fsdp import DataParallelMeshDims
+        dims = DataParallelMeshDims(shard="dp")
+        for b in model.blocks:
+            fully_shard(b, mesh=mesh, dp_mesh_dims=dims)
+        fully_shard(model, mesh=mesh, dp_mesh_dims=dims)
+        kind = "fully_shard"
     else:
         model = FSDP(model, device_mesh=mesh["dp"], auto_wrap_policy=ModuleWrapPolicy({Block}),
                      use_orig_params=kind == "fsdp_orig")
@@ -130,7 +137,8 @@ def _compare(got, ref):
         np.testing.assert_allclose(np.asarray(got[k]), v, rtol=2e-5, atol=2e-6, err_msg=k)
 
 
-CASES = [("tp", "nn"), ("fully_shard", None), ("fully_shard", "nn"), ("fsdp", "method"), ("fsdp_orig", "nn")]
+CASES = [("tp", "nn"), ("fully_shard", None), ("fully_shard", "nn"), ("dp_mesh_dims", "nn"),
+         ("fsdp", "method"), ("fsdp_orig", "nn")]
 
 
 @pytest.mark.parametrize("kind, clip", CASES)
@@ -144,7 +152,7 @@ def test_tp_inside_fsdp_matches_one_process(kind, clip):
         np.testing.assert_allclose(r["norms"], ref_norms, rtol=1e-5)
     if kind == "tp":
         return
-    if kind == "fully_shard":
+    if kind in ("fully_shard", "dp_mesh_dims"):
         lay = res[0]["layout"]
         assert lay["blocks.0.w1.weight"] == ["_StridedShard(dim=0, sf=2)", "Shard(dim=0)"]
         assert lay["blocks.0.w2.weight"] == ["Shard(dim=0)", "Shard(dim=1)"]

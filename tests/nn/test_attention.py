@@ -233,3 +233,124 @@ def test_attention_weights_changed_in_place_are_refused_in_backward():
     w.mul_(0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+def _varlen_reference(torch, q0, k0, v0, cq, ck, window, rep):
+    """Per-sequence torch SDPA with the window as a boolean mask (torch's varlen kernel is
+    CUDA-only): the reference for varlen_attn's values, lse and gradients."""
+    q, k, v = (torch.tensor(a, requires_grad=True) for a in (q0, k0, v0))
+    outs, lses = [], []
+    for i in range(len(cq) - 1):
+        qi = q[cq[i]:cq[i + 1]].transpose(0, 1)
+        ki, vi = (t[ck[i]:ck[i + 1]].repeat_interleave(rep, 1).transpose(0, 1) for t in (k, v))
+        lq, lk = qi.shape[1], ki.shape[1]
+        rel = torch.arange(lk)[None, :] - torch.arange(lq)[:, None] - (lk - lq)
+        keep = torch.ones(lq, lk, dtype=torch.bool)
+        if window[0] >= 0:
+            keep &= rel >= -window[0]
+        if window[1] >= 0:
+            keep &= rel <= window[1]
+        s = (qi @ ki.transpose(-1, -2) / np.sqrt(q0.shape[-1])).masked_fill(~keep, float("-inf"))
+        lses.append(torch.logsumexp(s, -1).transpose(0, 1))
+        outs.append(torch.nn.functional.scaled_dot_product_attention(
+            qi, ki, vi, attn_mask=keep).transpose(0, 1))
+    o = torch.cat(outs)
+    (o.sum() + (o ** 2).sum()).backward()
+    return [o, torch.cat(lses), q.grad, k.grad, v.grad]
+
+
+@pytest.mark.parametrize("window", [(-1, -1), (-1, 0), (1, 0), (2, 1)])
+def test_varlen_attn_matches_torch_per_sequence(window):
+    torch = pytest.importorskip("torch")
+    from tensorbrain.nn.attention.varlen import AuxRequest, varlen_attn, varlen_attn_out
+    rng = np.random.default_rng(0)
+    lens_q, lens_k = [3, 1, 4], [5, 2, 4]
+    q0 = rng.standard_normal((8, 4, 8))
+    k0, v0 = rng.standard_normal((11, 2, 8)), rng.standard_normal((11, 2, 8))
+    cq, ck = np.cumsum([0] + lens_q), np.cumsum([0] + lens_k)
+    q, k, v = (tb.tensor(a, requires_grad=True) for a in (q0, k0, v0))
+    cu_q, cu_k = tb.tensor(cq, dtype=tb.int32), tb.tensor(ck, dtype=tb.int32)
+    o, lse = varlen_attn(q, k, v, cu_q, cu_k, 4, 5, return_aux=AuxRequest(lse=True),
+                         window_size=window, enable_gqa=True)
+    (o.sum() + (o ** 2).sum()).backward()
+    want = _varlen_reference(torch, q0, k0, v0, cq, ck, window, 2)
+    for got, ref in zip([o, lse, q.grad, k.grad, v.grad], want):
+        np.testing.assert_allclose(got.detach().numpy(), ref.detach().numpy(), atol=1e-12)
+    out = tb.zeros(8, 4, 8, dtype=tb.float64)
+    assert varlen_attn_out(out, q.detach(), k.detach(), v.detach(), cu_q, cu_k, 4, 5,
+                           window_size=window, enable_gqa=True) is out
+    np.testing.assert_allclose(out.numpy(), want[0].detach().numpy(), atol=1e-12)
+    with pytest.raises(ValueError, match="enable_gqa"):
+        varlen_attn(q, k, v, cu_q, cu_k, 4, 5)
+
+
+def test_varlen_attn_paged_cache_and_flex_aux_match_torch():
+    """block_table + seqused_k read the same keys as the packed layout; flex_attention's
+    return_aux=AuxRequest(lse=True) gives torch's (out, AuxOutput)."""
+    torch = pytest.importorskip("torch")
+    from tensorbrain.nn.attention import flex_attention as tflex
+    from tensorbrain.nn.attention.varlen import varlen_attn
+    rng = np.random.default_rng(1)
+    pages = rng.standard_normal((6, 2, 2, 4))            # 6 pages of 2 tokens
+    table = tb.tensor([[4, 1], [0, 5]], dtype=tb.int32)  # sequence 0: pages 4, 1; 1: 0, 5
+    used = tb.tensor([3, 4], dtype=tb.int32)
+    q = tb.tensor(rng.standard_normal((3, 2, 4)))
+    cu_q = tb.tensor([0, 1, 3], dtype=tb.int32)
+    got = varlen_attn(q, tb.tensor(pages), tb.tensor(pages), cu_q, None, 2, 4,
+                      seqused_k=used, block_table=table)
+    packed = np.concatenate([pages[[4, 1]].reshape(4, 2, 4)[:3], pages[[0, 5]].reshape(4, 2, 4)])
+    cu_k = tb.tensor([0, 3, 7], dtype=tb.int32)
+    want = varlen_attn(q, tb.tensor(packed), tb.tensor(packed), cu_q, cu_k, 2, 4)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-12)
+    x = rng.standard_normal((1, 2, 4, 8))
+    out, aux = tflex.flex_attention(tb.tensor(x), tb.tensor(x), tb.tensor(x),
+                                    return_aux=tflex.AuxRequest(lse=True))
+    from torch.nn.attention import flex_attention as ref
+    t_out, t_aux = ref.flex_attention(torch.tensor(x), torch.tensor(x), torch.tensor(x),
+                                      return_aux=ref.AuxRequest(lse=True))
+    np.testing.assert_allclose(out.numpy(), t_out.numpy(), atol=1e-12)
+    np.testing.assert_allclose(aux.lse.numpy(), t_aux.lse.numpy(), atol=1e-12)
+    assert aux.max_scores is None and t_aux.max_scores is None
+    with pytest.raises(ValueError, match="Cannot specify both"):
+        tflex.flex_attention(tb.tensor(x), tb.tensor(x), tb.tensor(x), return_lse=True,
+                             return_aux=tflex.AuxRequest(lse=True))
+
+
+@pytest.mark.parametrize("recipe", ["TensorWise", "RowWise"])
+def test_scaled_mm_matches_torch(recipe):
+    """F.scaled_mm on float8 operands (torch's CPU kernel: float32 products of the scaled
+    operands); scaled_grouped_mm (CUDA-only in torch) against a per-group NumPy reference."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a0, b0 = rng.standard_normal((8, 16)), rng.standard_normal((16, 6))
+    sa0 = np.array(0.5) if recipe == "TensorWise" else rng.random((8, 1)) + 0.5
+    sb0 = np.array(2.0) if recipe == "TensorWise" else rng.random((1, 6)) + 0.5
+    bias0 = rng.standard_normal(6)
+    res = []
+    for lib in (tb, torch):
+        f8 = lib.float8_e4m3fn
+        a, b = lib.tensor(a0).to(f8), lib.tensor(b0).to(f8)
+        if lib is torch:
+            b = b.t().contiguous().t()   # torch's kernel wants mat_b column-major
+        kind = getattr(lib.nn.functional.ScalingType, recipe)
+        out = lib.nn.functional.scaled_mm(
+            a, b, lib.tensor(sa0, dtype=lib.float32), kind, lib.tensor(sb0, dtype=lib.float32),
+            kind, bias=lib.tensor(bias0, dtype=lib.float32), output_dtype=lib.float32)
+        res.append(out.numpy())
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-6, atol=1e-5)
+    F = tb.nn.functional
+    with pytest.raises(NotImplementedError, match="BlockWise1x32"):
+        F.scaled_mm(tb.ones(2, 2), tb.ones(2, 2), tb.ones(1), F.ScalingType.BlockWise1x32,
+                    tb.ones(1), F.ScalingType.TensorWise)
+    # grouped: rows 0:3 with expert 0, 3:8 with expert 1, row-wise scales
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    b = rng.standard_normal((2, 16, 6)).astype(np.float32)
+    sa, sb = rng.random(8).astype(np.float32) + 0.5, rng.random((2, 6)).astype(np.float32) + 0.5
+    got = F.scaled_grouped_mm(tb.tensor(a).to(tb.float8_e4m3fn), tb.tensor(b).to(tb.float8_e4m3fn),
+                              tb.tensor(sa), F.ScalingType.RowWise, tb.tensor(sb),
+                              F.ScalingType.RowWise, offs=tb.tensor([3, 8], dtype=tb.int32),
+                              output_dtype=tb.float32)
+    qa = tb.tensor(a).to(tb.float8_e4m3fn).float().numpy() * sa[:, None]
+    qb = tb.tensor(b).to(tb.float8_e4m3fn).float().numpy() * sb[:, None, :]
+    want = np.concatenate([qa[:3] @ qb[0], qa[3:] @ qb[1]])
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)

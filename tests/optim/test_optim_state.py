@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import tensorbrain as tb
 
@@ -101,3 +102,41 @@ def test_shared_adam_across_processes():
     # be lost, as in torch, so not necessarily all 80; one worker alone would give 40)
     assert 60 < steps <= 80
     assert loss1 < 0.2 * loss0
+
+
+def test_swap_in_optimizer_params_and_state_matches_torch():
+    """Adam stepped on swapped-in parameters and state: the same updates as torch's, the
+    state tensors updated in the caller's dict, the live optimizer untouched afterwards."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    w0, b0 = rng.standard_normal((3, 2)), rng.standard_normal(3)
+    res = []
+    for lib in (tb, torch):
+        lin = lib.nn.Linear(2, 3).double()
+        with lib.no_grad():
+            lin.weight.copy_(lib.tensor(w0))
+            lin.bias.copy_(lib.tensor(b0))
+        opt = lib.optim.Adam(lin.parameters(), lr=0.1)
+        lin(lib.ones(4, 2, dtype=lib.float64)).pow(2).sum().backward()
+        opt.step()
+        live = [p.detach().clone() for p in lin.parameters()]
+        osd = opt.state_dict()
+        osd = {"state": {k: {n: (v.clone() if hasattr(v, "clone") else v) for n, v in s.items()}
+                         for k, s in osd["state"].items()},
+               "param_groups": [dict(g, lr=0.5) for g in osd["param_groups"]]}
+        swap = {n: p.detach().clone() * 2 for n, p in lin.named_parameters()}
+        for p in swap.values():
+            p.grad = lib.ones_like(p)
+        with lib.optim.swap_in_optimizer_params_and_state(opt, swap, osd):
+            assert opt.param_groups[0]["lr"] == 0.5
+            opt.step()
+        assert opt.param_groups[0]["lr"] == 0.1
+        for p, q in zip(lin.parameters(), live):
+            assert np.array_equal(p.detach().numpy(), q.numpy())
+        res.append([swap["weight"].numpy(), swap["bias"].numpy(),
+                    np.asarray(osd["state"][0]["exp_avg"]), np.asarray(osd["state"][1]["exp_avg_sq"])])
+        with pytest.raises(RuntimeError, match="swap_in_optimizer_params_and_state requires"):
+            with lib.optim.swap_in_optimizer_params_and_state(opt, swap, {"state": 1}):
+                pass
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -281,9 +281,24 @@ def _np_dtype(d):
     return None if d is None else np.dtype(d)
 
 
+def _data_parallel_mesh(mesh, dims):
+    """The sub-mesh ``DataParallelMeshDims`` names: ``(replicate, shard)`` or ``(shard,)``."""
+    if mesh is None:
+        raise ValueError("fully_shard(dp_mesh_dims=...) needs mesh=, the whole SPMD mesh")
+    shard, replicate = dims.shard_names, dims.replicate_names
+    if len(shard) > 1 or len(replicate) > 1:
+        raise NotImplementedError(f"fully_shard(dp_mesh_dims={dims}): flattening several mesh "
+                                  f"dimensions into one is not supported; name one per role")
+    if not shard:
+        raise NotImplementedError(f"fully_shard(dp_mesh_dims={dims}): replicate-only (DDP) "
+                                  f"dimensions are not supported; name a shard dimension")
+    names = replicate + shard
+    return mesh[names if len(names) > 1 else names[0]]
+
+
 def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placement_fn=None,
                 mp_policy=None, offload_policy=None,
-                ignored_params=None):
+                ignored_params=None, dp_mesh_dims=None):
     """Shard ``module``'s parameters over ``mesh`` (FSDP2).
 
     Args:
@@ -299,6 +314,10 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
         offload_policy (OffloadPolicy | None): :class:`OffloadPolicy` (default) or
             :class:`CPUOffloadPolicy`.
         ignored_params (set[Parameter] | None): parameters left alone.
+        dp_mesh_dims (DataParallelMeshDims | None): with ``mesh`` the whole SPMD mesh (the
+            parameters already DTensors on its other dimensions, as tensor parallelism makes
+            them), the named dimensions FSDP shards over (and replicates over): the same as
+            passing ``mesh[names]``. One name per role (flattening several is not supported).
 
     Returns:
         Module: ``module``, now an instance of ``FSDP<Class>`` and :class:`FSDPModule`.
@@ -307,6 +326,8 @@ def fully_shard(module, *, mesh=None, reshard_after_forward=None, shard_placemen
         NotImplementedError: ``shard_placement_fn`` or an int ``reshard_after_forward``.
         ValueError: a mesh of more than 2 dimensions; parameters of mixed dtypes.
     """
+    if dp_mesh_dims is not None:
+        mesh = _data_parallel_mesh(mesh, dp_mesh_dims)
     if shard_placement_fn is not None:
         raise NotImplementedError("fully_shard(shard_placement_fn=...) is not supported: "
                                   "parameters are sharded on dim 0")

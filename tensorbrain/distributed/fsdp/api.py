@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["BackwardPrefetch", "CPUOffload", "FullOptimStateDictConfig", "FullStateDictConfig",
+__all__ = ["BackwardPrefetch", "CPUOffload", "DataParallelMeshDims", "OptimStateKeyType", "FullOptimStateDictConfig", "FullStateDictConfig",
            "LocalOptimStateDictConfig", "LocalStateDictConfig", "MixedPrecision",
            "OptimStateDictConfig", "ShardedOptimStateDictConfig", "ShardedStateDictConfig",
            "ShardingStrategy", "StateDictConfig", "StateDictSettings", "StateDictType"]
@@ -116,3 +116,46 @@ class StateDictSettings:
     state_dict_type: StateDictType
     state_dict_config: StateDictConfig
     optim_state_dict_config: OptimStateDictConfig
+
+
+class OptimStateKeyType(enum.Enum):
+    """How an optimizer state dict keys its parameters: by name or by position (torch's, for
+    :meth:`FullyShardedDataParallel.rekey_optim_state_dict`)."""
+    PARAM_NAME = enum.auto()
+    PARAM_ID = enum.auto()
+
+
+@dataclass
+class DataParallelMeshDims:
+    """Which named dimensions of a whole SPMD mesh are data parallel, as torch's
+    ``DataParallelMeshDims``: ``shard`` (FSDP) and/or ``replicate`` (HSDP/DDP), each a name or
+    a tuple of names.
+
+    Args:
+        shard: the dimension name(s) parameters shard over.
+        replicate: the dimension name(s) parameters are replicated over.
+
+    Raises:
+        ValueError: neither is set.
+    """
+    shard: str | tuple[str, ...] | None = None
+    replicate: str | tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        if self.shard is None and self.replicate is None:
+            raise ValueError("At least one of shard or replicate must be set in "
+                             "DataParallelMeshDims")
+
+    @staticmethod
+    def _names(value) -> tuple[str, ...]:
+        return () if value is None else (value,) if isinstance(value, str) else tuple(value)
+
+    @property
+    def shard_names(self) -> tuple[str, ...]:
+        """``shard`` as a tuple of names (empty when None)."""
+        return self._names(self.shard)
+
+    @property
+    def replicate_names(self) -> tuple[str, ...]:
+        """``replicate`` as a tuple of names (empty when None)."""
+        return self._names(self.replicate)

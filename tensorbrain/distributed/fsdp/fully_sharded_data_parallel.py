@@ -433,6 +433,62 @@ class FullyShardedDataParallel(Module):
         return out
 
     @staticmethod
+    def rekey_optim_state_dict(optim_state_dict, optim_state_key_type, model, optim_input=None,
+                               optim=None):
+        """Re-key an optimizer state dict between parameter names and parameter IDs, as torch's:
+        a :meth:`full_optim_state_dict` made loadable by a plain optimizer over the unwrapped
+        model (``PARAM_ID``), or a plain optimizer's state dict keyed by names (``PARAM_NAME``).
+
+        IDs are the parameters' positions in ``optim.param_groups`` (or in ``optim_input``, or
+        in ``model.parameters()`` when neither is given); names are ``model``'s
+        ``named_parameters()`` names. A state dict already keyed as asked is returned as is.
+
+        Args:
+            optim_state_dict: ``{"state": {...}, "param_groups": [...]}``.
+            optim_state_key_type: an :class:`OptimStateKeyType`.
+            model: the module whose parameters the state belongs to.
+            optim_input: the optimizer's parameters or parameter groups (torch's deprecated
+                argument), used when ``optim`` is None.
+            optim: the optimizer whose parameter order gives the IDs.
+
+        Returns:
+            A new state dict (the per-parameter states are shared, not copied).
+
+        Raises:
+            ValueError: the state's keys mix names and IDs.
+            AssertionError: ``optim_state_key_type`` is not an :class:`OptimStateKeyType`.
+        """
+        import copy
+
+        from .api import OptimStateKeyType
+        if optim_state_key_type not in (OptimStateKeyType.PARAM_NAME, OptimStateKeyType.PARAM_ID):
+            raise AssertionError(f"Expected optim_state_key_type to be PARAM_NAME or PARAM_ID, "
+                                 f"got {optim_state_key_type}")
+        osd = optim_state_dict
+        kinds = {type(k) for k in osd["state"]}
+        if len(kinds) > 1 or kinds - {str, int}:
+            raise ValueError(f"Invalid parameter keys: {osd['state'].keys()}")
+        want = str if optim_state_key_type == OptimStateKeyType.PARAM_NAME else int
+        if kinds == {want}:
+            return osd
+        if optim is not None:
+            order = [p for g in optim.param_groups for p in g["params"]]
+        elif optim_input is not None:
+            items = list(optim_input)
+            order = ([p for g in items for p in g["params"]] if items and isinstance(items[0], dict)
+                     else items)
+        else:
+            order = list(model.parameters())
+        pid = {id(p): i for i, p in enumerate(order)}
+        name_to_id = {n: pid[id(p)] for n, p in model.named_parameters() if id(p) in pid}
+        key = (name_to_id if want is int else {i: n for n, i in name_to_id.items()})
+        new = {"state": {key[k]: v for k, v in osd["state"].items()},
+               "param_groups": copy.deepcopy(osd["param_groups"])}
+        for group in new["param_groups"]:
+            group["params"] = sorted(key[k] for k in group["params"])
+        return new
+
+    @staticmethod
     def full_optim_state_dict(model, optim, optim_input=None, rank0_only=True, group=None):
         """The whole optimizer state keyed by parameter IDs (torch's deprecated FSDP1 API).
 

@@ -15,18 +15,15 @@ from .schedules import (PipelineScheduleMulti, PipelineScheduleSingle, Schedule1
 from .stage import (Pipe, PipelineStage, PipeliningShapeError, SplitPoint, pipeline,
                     split_sequential)
 
-_NOT_SUPPORTED = ("ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble",
-                  "ScheduleDualPipeV", "_ScheduleForwardOnly")
+from . import microbatch  # noqa: F401  (torch's module path)
+from .microbatch import TensorChunkSpec
 
 
 def __getattr__(name):
-    if name in _NOT_SUPPORTED:
-        raise NotImplementedError(
-            f"tensorbrain.distributed.pipelining.{name} is not supported by TensorBrain; the "
-            f"schedules are ScheduleGPipe, Schedule1F1B and ScheduleInterleaved1F1B")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import schedules
+    return schedules.__getattr__(name)   # the refused schedules name themselves
 
 
 __all__ = ["Pipe", "PipelineScheduleMulti", "PipelineScheduleSingle", "PipelineStage",
            "PipeliningShapeError", "Schedule1F1B", "ScheduleGPipe", "ScheduleInterleaved1F1B",
-           "SplitPoint", "get_schedule_class", "pipeline", "split_sequential"]
+           "SplitPoint", "TensorChunkSpec", "get_schedule_class", "pipeline", "split_sequential"]

@@ -28,6 +28,22 @@ __all__ = ["PipelineScheduleSingle", "PipelineScheduleMulti", "ScheduleGPipe", "
 
 F, B = 0, 1
 
+#: torch's schedules TensorBrain does not run: the zero-bubble ones split each backward into
+#: input and weight halves (a backward pass TensorBrain's autograd does not divide), and
+#: DualPipeV also overlaps a forward with a backward of another micro-batch.
+NOT_SUPPORTED = ("ScheduleLoopedBFS", "ScheduleInterleavedZeroBubble", "ScheduleZBVZeroBubble",
+                 "ScheduleDualPipeV", "_ScheduleForwardOnly")
+
+
+def __getattr__(name):
+    if name in NOT_SUPPORTED:
+        raise NotImplementedError(
+            f"torch.distributed.pipelining.schedules.{name} is not supported by TensorBrain: "
+            f"zero-bubble schedules need the backward split into input and weight gradients, "
+            f"which TensorBrain's autograd does not do; use ScheduleGPipe, Schedule1F1B or "
+            f"ScheduleInterleaved1F1B instead")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 class _ComputationType(str, enum.Enum):
     """The action kinds of torch's schedule IR, with torch's string values (``"F"``, ``"B"``,

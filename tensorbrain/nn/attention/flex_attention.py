@@ -17,6 +17,7 @@ tb.Size([1, 1, 4, 8])
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from ... import _xp
 from ..._factories import arange
@@ -137,6 +138,23 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device="cuda", BLOCK_SIZE=1
     return BlockMask(mask_mod, (B or 1, H or 1, Q_LEN, KV_LEN), mask, BLOCK_SIZE)
 
 
+class AuxRequest(NamedTuple):
+    """Which auxiliary outputs :func:`flex_attention` returns (``return_aux=``), as torch's.
+
+    Args:
+        lse: the log-sum-exp of each query's scores.
+        max_scores: the largest score of each query.
+    """
+    lse: bool = False
+    max_scores: bool = False
+
+
+class AuxOutput(NamedTuple):
+    """The auxiliary outputs of :func:`flex_attention`: None where not requested."""
+    lse: object = None
+    max_scores: object = None
+
+
 def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=None,
                    enable_gqa=False, return_lse=False, kernel_options=None, *,
                    return_aux=None):
@@ -153,14 +171,20 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
         enable_gqa: share each key/value head among ``Hq / Hkv`` query heads.
         return_lse: also return the log-sum-exp of the scores per query.
         kernel_options: accepted.
-        return_aux: accepted.
+        return_aux: an :class:`AuxRequest`: then ``(out, AuxOutput(lse, max_scores))`` is
+            returned, each ``(B, Hq, L)`` or None where not requested.
 
     Returns:
-        Tensor ``(B, Hq, L, Ev)``, or ``(out, lse)`` with ``return_lse``.
+        Tensor ``(B, Hq, L, Ev)``, or ``(out, lse)`` with ``return_lse``, or ``(out,
+        AuxOutput)`` with ``return_aux``.
 
     Raises:
-        ValueError: head counts that do not match without ``enable_gqa``.
+        ValueError: head counts that do not match without ``enable_gqa``; both ``return_lse``
+            and ``return_aux`` (torch's error).
     """
+    if return_lse and return_aux is not None:
+        raise ValueError("Cannot specify both return_lse and return_aux. return_lse is "
+                         "deprecated, please use return_aux=AuxRequest(lse=True) instead.")
     B, Hq, L, E_ = query.shape
     Hkv, Sk = key.shape[1], key.shape[2]
     if Hkv != Hq:
@@ -185,8 +209,11 @@ def flex_attention(query, key, value, score_mod=None, block_mask=None, scale=Non
         any_kept = R.any(keep, -1, True)
         probs = E.where(any_kept, probs, 0.0)
     out = S.matmul(probs, value)
+    if return_aux is not None:
+        return out, AuxOutput(lse if return_aux.lse else None,
+                              R.amax(scores, -1) if return_aux.max_scores else None)
     return (out, lse) if return_lse else out
 
 
-__all__ = ["BlockMask", "and_masks", "create_block_mask", "create_mask", "flex_attention",
+__all__ = ["AuxOutput", "AuxRequest", "BlockMask", "and_masks", "create_block_mask", "create_mask", "flex_attention",
            "noop_mask", "or_masks"]

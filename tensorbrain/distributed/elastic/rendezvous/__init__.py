@@ -1,7 +1,7 @@
 """``tb.distributed.elastic.rendezvous`` (``torch.distributed.elastic.rendezvous``):
 :class:`RendezvousParameters`, the options of a rendezvous as torch's agents pass them around.
 TensorBrain's launcher does its own rendezvous (``tbrun --rdzv-backend c10d``); torch's
-handler registry (``registry.get_rendezvous_handler``) is missing."""
+handler registry (:mod:`.registry`: ``get_rendezvous_handler``) has the static TCP backend."""
 from __future__ import annotations
 
 from typing import Any

@@ -62,7 +62,7 @@ MODULES = (
 
 #: The weighted coverage (public names) that CI keeps from going down: raise it when a change
 #: raises the figure (``python -m tensorbrain.testing.api_coverage`` prints it).
-RATCHET = 0.977
+RATCHET = 0.990
 
 PRESENT, MISSING, REFUSING = "present", "missing", "refusing"
 

@@ -204,6 +204,12 @@ def _import(ref: str):
 
 def _worker_main() -> None:
     """Entry point of one worker process (see run_workers)."""
+    # A worker stands for a rank started at a terminal, with Python's KeyboardInterrupt handler.
+    # A test run that is a background job of a non-interactive shell (`bash .ci/run &`) starts
+    # with SIGINT ignored, inherited across exec, and Python then installs no handler: restore
+    # it before the group is made (tb's Ctrl-C watcher installs only over Python's handler).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     from ..distributed._codec import decode, encode
     env = os.environ
     rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])

@@ -21,14 +21,6 @@ import tensorbrain.distributed as dist
 
 HERE = "tests.distributed.faults.test_interrupt"
 
-# A rank started at a terminal has Python's KeyboardInterrupt handler. Started by a test run that
-# is a background job of a non-interactive shell (`bash .ci/run &`), SIGINT arrives ignored
-# (inherited across exec), Python installs no handler and Ctrl-C does nothing, by design. The
-# workers import this module before they join the group (run_workers), so restore the terminal's
-# case, the one these tests are about, here.
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-
 
 def interrupt_worker(rank, size, how="sync"):
     t = tb.tensor(np.ones(8, np.float32))

@@ -236,15 +236,8 @@ FAMILY = {"all_gather_into_tensor": "all_gather", "reduce_scatter_tensor": "redu
 
 def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
     """The fingerprint words of ``call`` as collective ``seq`` of this rank's group: a tuple for
-    the latency path (all_reduce of one array without DETAIL), else an int64 array.
-
-    Args:
-        call: the collective.
-        seq: its sequence number.
-        rank: this rank.
-        size: the group size.
-        detail: TB_DISTRIBUTED_DEBUG=DETAIL (shapes hashed, the call site appended).
-    """
+    the latency path (all_reduce of one array without DETAIL), else an int64 array (``detail``:
+    shapes hashed, the call site appended)."""
     kind = call.kind
     if kind == "all_reduce" and len(call.inputs) == 1 and not detail:
         a = call.inputs[0]
@@ -276,15 +269,8 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
 
 class Verifier:
     """``check(rows)`` for one group: every rank's words against this rank's, the failure
-    worded only on a mismatch and recorded in the group's failure state (it is unusable then).
-
-    Args:
-        group_name: the group's name.
-        rank: this rank.
-        size: the group size.
-        failure: the group's failure state.
-        detail: TB_DISTRIBUTED_DEBUG=DETAIL (the rows carry each rank's call site).
-    """
+    worded only on a mismatch and recorded in the group's failure state (it is unusable then);
+    with ``detail`` the rows carry each rank's call site."""
 
     __slots__ = ("group_name", "rank", "size", "failure", "detail")
 

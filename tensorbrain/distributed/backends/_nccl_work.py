@@ -63,16 +63,8 @@ class _NCCLWork(_work.Work):
 
 
 class Watchdog:
-    """Completion and failure of one group's pending ops, and the thread that watches them.
-
-    Args:
-        nccl: the NCCL binding (its errors, ``IN_PROGRESS``).
-        comm: the group's communicator (aborted on a failure).
-        failure: the group's ``FailureState``.
-        rank: this rank, for messages.
-        group_name: the group's name, for messages.
-        timeout: the group timeout in seconds.
-    """
+    """Completion and failure of one group's pending ops, and the thread that watches them
+    (``comm``: the group's communicator, aborted on a failure)."""
 
     def __init__(self, nccl: Any, comm: Any, failure: Any, rank: int, group_name: str,
                  timeout: float) -> None:

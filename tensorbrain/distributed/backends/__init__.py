@@ -168,22 +168,13 @@ def launcher_world(name: str):
 
 def create_backend(name: str, store, rank: int, size: int, timeout: float, group_name: str,
                    global_ranks=None, deadline=None):
-    """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter.
-
-    The call is collective: every rank of the group makes it.
+    """Build backend ``name`` (collective: every rank of the group calls it).
 
     Args:
         name: a backend name or alias.
-        store: a store private to the group.
-        rank: this process's rank in the group.
-        size: the number of ranks in the group.
-        timeout: the group timeout in seconds.
-        group_name: the group's name, used in error messages.
-        global_ranks: the group's ranks in the world, for backends that use them (mpi).
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
+        global_ranks: the group's ranks in the world, for factories that take them (mpi).
         deadline: a monotonic deadline bounding the set-up, for factories that take one.
-
-    Returns:
-        Backend: the backend.
     """
     import inspect
     factory = get_factory(name)

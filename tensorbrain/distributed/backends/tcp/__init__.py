@@ -3,23 +3,12 @@
 ``TCPBackend`` is made of components: the ``Mesh`` of connections (``mesh.py``), the progress
 engine (``wire.py``), the ``SocketAlgorithms`` over them (``algorithms.py``), ``PointToPoint``
 (``p2p.py``), the same-host shared-memory transport (``_shm/transport.py``) and the group's op
-queue (``_executor.OpQueue``: sequence numbers, one op at a time, the failure state). Every
-collective comes through the pipeline (``backends/base.py``): checked once, then the first
-enabled implementation of its kind's list runs on the op queue: ``[shared memory, sockets
-direct, sockets ring]`` for all_reduce, all_gather and reduce_scatter, ``[shared memory, tree,
-chain]`` for broadcast, and so on (:meth:`TCPBackend.implementations`). Every rank takes the same
-decision, from sizes, dtypes and the group's shape.
-
-The fingerprint travels in band: every frame carries the collective's kind, op, root, dtype,
-byte count and sequence number, compared by the receiver before it reads a byte (the shared-
-memory transport's control blocks carry the same), so a mismatched collective raises on the ranks
-involved; ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call sites. A failed op
-poisons the group: peers get an abort frame naming the failed rank, and every later op raises at
-once. Integer AVG is refused (as torch's Gloo does).
-
-The pipeline's first step for ``dist.all_reduce`` (:meth:`TCPBackend.fast_all_reduce`) is one
-native shared-memory call run by the op queue (``OpQueue.run_inline``), when every rank of the
-group shares this host; ``TB_FASTPATH=0`` turns it off (figures: docs/architecture.md).
+queue (``_executor.OpQueue``). Its implementation lists are :meth:`TCPBackend._declare`; its
+fingerprint travels in band, in every frame (``wire.py``) and shared-memory control block
+(``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call sites). A failed op poisons
+the group: peers get an abort frame naming the failed rank. The pipeline's first step for
+``dist.all_reduce`` is one native shared-memory call (:meth:`TCPBackend.fast_all_reduce`;
+``TB_FASTPATH=0`` turns it off; figures: docs/architecture.md).
 """
 from __future__ import annotations
 

@@ -100,16 +100,9 @@ class SocketAlgorithms:
             _kernels.scale_into(flat, post)
 
     def exchange_direct(self, flat, ranks, kind=K["all_reduce"], tag=None):
-        """Send ``flat`` to every other rank of ``ranks`` and receive theirs, in one round.
-
-        Used inside a running op (the direct all_reduce; the shared-memory transport's exchange
-        between host leaders; the tcp backend's DETAIL check).
-
-        Args:
-            flat: this rank's contiguous 1-D contribution (read only).
-            ranks: the group ranks taking part, this rank among them (a list or range).
-            kind: the frame kind, the collective's own.
-            tag: the frames' tag (default: the op's fingerprint tag).
+        """Send ``flat`` (read only) to every other rank of ``ranks`` and receive theirs, in one
+        round, inside a running op (the direct all_reduce, shared memory's exchange between host
+        leaders, the DETAIL check), in frames of ``kind`` and ``tag`` (default: the op's).
 
         Returns:
             numpy.ndarray: ``(len(ranks), flat.size)``; row i is ``ranks[i]``'s contribution

@@ -9,9 +9,7 @@ MASTER_ADDR's network is used across machines). Same-host peers use Unix sockets
 (``TB_TCP_UNIX=0`` forces TCP): several times the bandwidth of TCP loopback (docs/distributed.md).
 
 The mesh also answers what became of a peer: ``peer_state`` (same host: /proc says it died or is
-stopped) and ``peer_abort_reason`` (the reason a failed peer left in the store). It is a
-component of ``TCPBackend``; the progress engine, the socket algorithms and point-to-point take it
-as a constructor argument.
+stopped) and ``peer_abort_reason`` (the reason a failed peer left in the store).
 """
 from __future__ import annotations
 
@@ -98,11 +96,7 @@ class Mesh:
     and what is known of each peer (host, host id, pid, same-host ranks).
 
     Args:
-        store: the group's store.
-        rank: this rank.
-        size: the group size.
-        timeout: the group timeout in seconds.
-        group_name: the group's name, for messages.
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
         deadline: a monotonic deadline for the set-up; None for ``timeout`` from now.
     """
 

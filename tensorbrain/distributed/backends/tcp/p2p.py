@@ -19,14 +19,8 @@ K = W.KIND
 
 
 class PointToPoint:
-    """send / recv / batch_p2p over the mesh's connections.
-
-    Args:
-        mesh: the group's connections.
-        engine: the progress engine.
-        submit: ``submit(op, body, async_op, finish=None, collective=False)``: the backend's op
-            queue (ordering, the Work, failures).
-    """
+    """send / recv / batch_p2p over the ``mesh``'s connections, through the progress ``engine``
+    and the backend's op queue (``submit``: ordering, the Work, failures)."""
 
     def __init__(self, mesh, engine, submit) -> None:
         self.mesh, self._engine, self._submit = mesh, engine, submit

@@ -65,11 +65,7 @@ class Conn:
         self.abort_info: tuple | None = None  # (blamed rank, text) from the peer's abort frame
 
     def describe(self) -> str:
-        """``rank 1 (host, tcp)``: the peer as error messages name it.
-
-        Returns:
-            str: rank, host and transport.
-        """
+        """``rank 1 (host, tcp)``: the peer as error messages name it."""
         return f"rank {self.peer} ({self.host}, {self.transport})"
 
     # ***** sending *****
@@ -81,8 +77,7 @@ class Conn:
             header: the packed frame header.
             payload: the bytes that follow it (may be empty).
             callback: called once the whole frame has been written.
-            lend: splice the payload's pages to the socket instead of copying them
-                (tcp/lend.py; Unix sockets, C-contiguous payloads).
+            lend: splice the payload's pages to the socket instead of copying them (lend.py).
         """
         bufs = [memoryview(header)]
         lent = None
@@ -350,15 +345,8 @@ class Engine(EngineErrors):
         self.lent_bytes = 0          # payload bytes lent so far (all ops; tests, benchmarks)
 
     def begin(self, op: str, seq: int, timeout: float, ftag: int = 0) -> None:
-        """Start one operation: the name, sequence number, fingerprint tag and deadline that its
-        frames carry and its errors name.
-
-        Args:
-            op: the collective's name.
-            seq: its sequence number in the group.
-            timeout: seconds until it times out.
-            ftag: the fingerprint tag (op and root) of its collective frames.
-        """
+        """Start one operation: the name ``op``, number ``seq`` and fingerprint tag ``ftag`` (op
+        and root) that its frames carry and its errors name, and its deadline (``timeout`` s)."""
         self.op, self.seq, self.ftag = op, seq, ftag
         self.deadline = time.monotonic() + timeout
         self.threaded = False
@@ -366,14 +354,7 @@ class Engine(EngineErrors):
         self.lent.clear()
 
     def lends_to(self, conn: Conn) -> bool:
-        """Whether ``send(..., lend=True)`` to ``conn`` lends pages (a Unix socket, lending on).
-
-        Args:
-            conn: the peer.
-
-        Returns:
-            bool: True for a same-host peer over a Unix socket with ``TB_TCP_SPLICE`` on.
-        """
+        """Whether ``send(..., lend=True)`` to ``conn`` lends pages (a Unix socket, lending on)."""
         return self.lend and conn.transport == "unix"
 
     def use_sender(self) -> None:
@@ -388,19 +369,17 @@ class Engine(EngineErrors):
              lend: bool = False) -> None:
         """Queue a frame of this operation to ``conn``.
 
+        ``kind``, ``dtype``, ``total`` (the whole message's bytes), ``tag`` (default: the
+        op's fingerprint tag) and ``seq`` (default: the op's) go in the header; ``callback``
+        runs once it is written.
+
         Args:
             conn: the peer.
-            kind: the frame kind (the collective, or p2p).
-            dtype: the dtype code.
-            total: the whole message's byte count (the receiver checks it).
             payload: this frame's bytes.
-            callback: called once it is written.
-            tag: the tag field (default: the operation's fingerprint tag).
-            seq: the sequence number (default: the operation's).
             lend: the caller writes into ``payload`` only after ``conn`` has read it (or after
                 the op), so a large frame to a Unix-socket peer may lend its pages instead of
-                being copied (tcp/lend.py); ``run()`` then waits for the peer to read them.
-                Not with the sender thread: a lending op sends from the engine.
+                being copied (lend.py); ``run()`` then waits for the peer to read them. Not
+                with the sender thread: a lending op sends from the engine.
         """
         header = HEADER.pack(MAGIC, kind, dtype, self.ftag if tag is None else tag,
                              self.seq if seq is None else seq, total, len(payload))
@@ -421,18 +400,8 @@ class Engine(EngineErrors):
 
     def recv(self, conn: Conn, kind: int, dtype: int, total: int, dest: memoryview,
              callback=None, tag: int | None = None, seq: int | None = None) -> None:
-        """Expect a frame from ``conn`` into ``dest``; its header must match every field given.
-
-        Args:
-            conn: the peer.
-            kind: the expected frame kind.
-            dtype: the expected dtype code.
-            total: the expected whole-message byte count.
-            dest: where the payload goes (its length is the frame's).
-            callback: called once it has arrived.
-            tag: the expected tag (default: the operation's fingerprint tag).
-            seq: the expected sequence number (default: the operation's).
-        """
+        """Expect a frame from ``conn`` into ``dest`` (its length is the frame's), then run
+        ``callback``; its header must match every field given, as :meth:`send` writes them."""
         conn.recvq.append(Recv(kind, dtype, self.ftag if tag is None else tag,
                                self.seq if seq is None else seq, total, len(dest), dest, callback))
         self.active[conn.fd] = conn
@@ -546,14 +515,7 @@ class Engine(EngineErrors):
         self.active.clear()
 
     def wait_readable(self, conn: Conn) -> None:
-        """Block until ``conn`` has data, up to the operation's deadline.
-
-        Args:
-            conn: the peer.
-
-        Raises:
-            DistTimeoutError: the deadline passed (the message names the silent ranks).
-        """
+        """Block until ``conn`` has data; `DistTimeoutError` at the operation's deadline."""
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise self.timed_out()

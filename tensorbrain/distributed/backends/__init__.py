@@ -51,13 +51,7 @@ def canonical_name(name: str) -> str:
     """The registry name of a backend: ``'gloo'`` -> ``'tcp'``, lower-cased.
 
     Args:
-        name: a backend name or alias.
-
-    Returns:
-        str: the registered name.
-
-    Raises:
-        ValueError: the name is unknown; the message lists the known ones.
+        name: a backend name or alias; ValueError, listing the known ones, when it is unknown.
     """
     key = str(name).lower()
     key = ALIASES.get(key, key)
@@ -80,10 +74,7 @@ def get_factory(name: str) -> Callable:
     """The factory registered for backend ``name`` (its module imported if needed).
 
     Args:
-        name: a backend name or alias.
-
-    Raises:
-        ValueError: the name is unknown.
+        name: a backend name or alias (ValueError when unknown).
     """
     return _resolve(_REGISTRY[canonical_name(name)].factory)
 
@@ -127,9 +118,6 @@ def default_backend(device_type: str = "cpu") -> str:
 
     Args:
         device_type: ``"cpu"`` or ``"cuda"``.
-
-    Returns:
-        str: the backend's registry name.
     """
     if device_type == "cuda" and "nccl" in _REGISTRY and is_backend_available("nccl"):
         return "nccl"

@@ -1,17 +1,6 @@
-"""The ``mpi`` backend: every collective is one non-blocking mpi4py buffer call.
-
-Run under an MPI launcher; rank and size come from MPI, so no store or master address is needed::
-
-    mpiexec -n 4 python train.py        # train.py: tb.distributed.init_process_group("mpi")
-
-``pip install tensorbrain[mpi]`` installs mpi4py and the ``mpich`` wheel, which brings its own
-``mpiexec``. mpi4py is imported here only, when a group first uses this backend, never at
-``import tensorbrain``.
-
-Every collective is one non-blocking MPI call polled against the group deadline
-(``_mpi_requests``); which call each op is, how reduce ops and dtypes map, and what a failure does
-(an uncaught exception calls ``MPI_Abort``, ``TB_MPI_ABORT_ON_ERROR=0`` turns that off; MPI cannot
-cancel a started collective, so after a timeout the group is unusable) are in docs/mpi.md.
+"""The ``mpi`` backend: every collective is one non-blocking mpi4py buffer call, polled against
+the group deadline (``_mpi_requests``). Use, the op mapping and failures: docs/mpi.md. mpi4py is
+imported only when a group first uses this backend, never at ``import tensorbrain``.
 
 >>> from tensorbrain.distributed.backends import mpi
 >>> mpi.is_available() == (mpi.why_unavailable() is None)   # does not start MPI
@@ -41,11 +30,8 @@ _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64",
 
 class MPIBackend(InlineCheck, base.Backend):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
-    ``Create_group`` for ``new_group``). See the module docstring for the op mapping.
-
-    Each collective's fingerprint is attached (``fingerprint = "attached"``): all-gathered, or
-    in inline mode all-reduced as one check message, beside the collective itself
-    (``Requests._start``); all_reduce's implementations are ``[inline, requests]``.
+    ``Create_group`` for ``new_group``). The fingerprint is attached: all-gathered, or in inline
+    mode all-reduced as one check message, beside the collective (``Requests._start``).
 
     Args:
         store, rank, size, timeout, group_name: as for ``base.Backend``.
@@ -401,7 +387,6 @@ class MPIBackend(InlineCheck, base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
-        """Finish queued ops, then release connections and threads."""
         for work in list(self._pending):
             try:
                 work.wait()

@@ -1,18 +1,7 @@
-"""The ``nccl`` backend: CuPy arrays reduced by NCCL on a communication stream.
-
-Use it with one GPU per process, chosen before the group is made::
-
-    tb.cuda.set_device(local_rank)
-    tb.distributed.init_process_group("nccl")      # under tbrun / torchrun-style env vars
-
-NCCL itself is opened at run time by ``tensorbrain._C.nccl`` (``csrc/nccl/nccl.cpp``), from
-``TB_NCCL_LIBRARY``, the ``nvidia-nccl-cu12`` wheel or the system path (see ``_nccl_lib``).
-
-How it works (set-up through the store, stream order as torch's ProcessGroupNCCL, which ops are
-single NCCL calls and which ncclSend/ncclRecv groups, the watchdog) is in docs/nccl.md.
-
-Without a GPU, ``is_available()`` is False and ``why_unavailable()`` says which part is missing
-(the binding, the NCCL library, CuPy or a GPU); creating the backend raises that reason.
+"""The ``nccl`` backend: CuPy arrays reduced by NCCL on a communication stream, one GPU per
+process. NCCL is opened at run time by ``tensorbrain._C.nccl`` (``_nccl_lib`` says which file);
+use, stream order, the watchdog and which ops are NCCL groups: docs/nccl.md. Without a GPU,
+``why_unavailable()`` says which part is missing, and creating the backend raises it.
 
 >>> from tensorbrain.distributed.backends import nccl
 >>> nccl.is_available() == (nccl.why_unavailable() is None)
@@ -48,11 +37,9 @@ def is_available() -> bool:
 
 
 class NCCLBackend(base.Backend):
-    """One NCCL communicator on the current CUDA device (see the module docstring).
-
-    Each collective's fingerprint is exchanged (``fingerprint = "exchanged"``): all-gathered
+    """One NCCL communicator on the current CUDA device. The fingerprint is exchanged: all-gathered
     through NCCL and compared before the collective is launched (NCCL may hang on mismatched
-    counts); every kind has one implementation, the NCCL group call.
+    counts).
 
     Args:
         store, rank, size, timeout, group_name: as for ``base.Backend``.
@@ -409,7 +396,6 @@ class NCCLBackend(base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
-        """Finish queued ops, then release connections and threads."""
         watchdog = self.watchdog
         deadline = time.monotonic() + self.timeout
         while watchdog.pending and self._failure.first is None and time.monotonic() < deadline:
@@ -425,7 +411,6 @@ class NCCLBackend(base.Backend):
         self._failure.shut_down()
 
     def abort(self) -> None:
-        """Fail pending ops at once and close everything."""
         self.watchdog.fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self.watchdog.stop(join=False)
 

@@ -344,7 +344,6 @@ class TCPBackend(Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
-        """Finish queued ops, then release connections and threads."""
         if self._failure.closed:
             return
         self._failure.shut_down()
@@ -356,7 +355,6 @@ class TCPBackend(Backend):
         self.mesh.close()
 
     def abort(self) -> None:
-        """Fail pending ops at once and close everything."""
         self._failure.abort()
         self._unwatch()
         if self._shm is not None:
@@ -419,12 +417,7 @@ def _describe(call: Call) -> str:
         return f"{call.inputs[0].dtype} single"
     if kind == "barrier":
         return ""
-    if kind in ("scatter", "reduce_scatter", "reduce_scatter_tensor"):
-        arrays = call.outputs
-    elif kind == "all_reduce":
-        arrays = call.inputs
-    else:
-        arrays = call.inputs[:1]
+    arrays = FP.arrays_of(call)
     if kind == "gather":
         arrays = [a.reshape(-1) for a in arrays]
     parts = [",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)]

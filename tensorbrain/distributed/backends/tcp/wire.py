@@ -5,24 +5,17 @@ of raw payload (C-order array bytes)::
 
     magic u16 | kind u8 | dtype u8 | tag i32 | seq u64 | total u64 | nbytes u64
 
-``kind`` is the operation (all_reduce, broadcast, ... p2p), ``seq`` the group's collective
-sequence number, ``total`` the byte size of the whole operation on the sender (so that a size
-mismatch between ranks is caught on the first frame even when chunk sizes happen to agree),
-``nbytes`` this frame's payload; for collective frames ``tag`` holds the op and root
-(``_fingerprint.wire_tag``), so kind, op, dtype, count, root and sequence number, the collective
-fingerprint, travel in every frame at no extra cost. The receiver always knows what it expects and compares every
-field before it reads a byte of payload: a mismatch raises, naming both sides, instead of
-corrupting memory or waiting for bytes that never come. No length is trusted beyond what the
-receiver itself expects (p2p frames that arrive early are the one exception; they are bounded by
-``MAX_STASH``).
+``total`` is the whole operation's byte size on the sender (a size mismatch shows on the first
+frame even when chunk sizes agree); a collective frame's ``tag`` holds its op and root
+(``_fingerprint.wire_tag``), so the whole fingerprint travels in every frame at no extra cost.
+The receiver compares every field with what it expects before it reads a byte of payload, and
+trusts no length beyond that (early p2p frames are bounded by ``MAX_STASH``).
 
 The engine drives all connections of one operation from one thread with non-blocking sockets and
 ``poll``: sends and receives progress together, so a ring step never deadlocks on full socket
-buffers, and a received segment is reduced while the kernel keeps moving the next ones. Sends
-use ``sendmsg([header, payload])`` (one syscall, no copy) and receives ``recv_into`` straight into
-the destination array; both release the GIL. The rings' frames to a same-host peer over a Unix
-socket lend their pages to the kernel instead of being copied into it (``lend.py``). The frame
-format is in ``frames.py``, the engine's error reports in ``engine_errors.py``.
+buffers, and a received segment is reduced while the kernel moves the next ones. Sends use
+``sendmsg([header, payload])`` (one syscall, no copy), receives ``recv_into`` the destination;
+both release the GIL. Ring frames to a Unix-socket peer lend their pages (``lend.py``).
 """
 from __future__ import annotations
 

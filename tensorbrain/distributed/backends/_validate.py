@@ -1,11 +1,8 @@
 """The pipeline's argument check (:func:`check`), and the checks it is made of.
 
-One place for every check of a collective's arrays, so the wording of an error does not depend
-on the backend that raises it nor on the layer that calls: the process-group layer only turns
-Tensors into arrays (and checks that they are Tensors, and how many), the fingerprint compares
-ranks, the backends check nothing else. What a backend supports comes from its
-:class:`~.base.Capabilities`; checks of (op, dtype) pairs are cached because the 8-byte latency
-path runs them on every call.
+One place for every check of a collective's arrays, so an error's wording depends neither on
+the backend nor on the layer (docs/architecture.md, "Check once"); checks of (op, dtype) pairs
+are cached because the 8-byte latency path runs them on every call.
 
 >>> import numpy as np
 >>> check_reduce("sum", np.dtype("float32"))

@@ -53,16 +53,12 @@ class Capabilities(NamedTuple):
     Attributes:
         ops: the reduce ops it supports (a subset of ``REDUCE_OPS``).
         dtypes: the dtype names it reduces (data movement takes any dtype).
-        batched_p2p: ``batch_p2p`` posts a list of sends and receives as one operation.
-        devices: the device types it takes (``"cpu"``, ``"cuda"``).
         refused: the error for a reduce op outside ``ops`` (``{OP}``: its name).
     """
 
     ops: tuple = REDUCE_OPS
     dtypes: tuple = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
                      "float64")
-    batched_p2p: bool = False
-    devices: tuple = ("cpu",)
     refused: str = "ReduceOp.{OP} is not supported by this backend"
 
 

@@ -16,11 +16,10 @@ import numpy as np
 from ... import _xp
 from .. import _fingerprint as FP
 from ..errors import DistBackendError
-from . import _mpi_inline, _staging, _validate, base
-from . import _mpi_exit
+from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
 from ._executor import FailureState
-from ._mpi_requests import (_FP_SLOTS, _NAP_S, _install_abort_hook, _mpi,  # noqa: F401
+from ._mpi_requests import (_FP_SLOTS, _install_abort_hook, _mpi,  # noqa: F401
                             cuda_aware, is_available, why_unavailable, world_rank_size)
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
@@ -40,8 +39,7 @@ class MPIBackend(InlineCheck, base.Backend):
 
     name = "mpi"
     fingerprint = "attached"
-    capabilities = base.Capabilities(dtypes=("float16",) + tuple(sorted(_REDUCIBLE)),
-                                     batched_p2p=True, devices=("cpu",))
+    capabilities = base.Capabilities(dtypes=("float16",) + tuple(sorted(_REDUCIBLE)))
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):

@@ -52,7 +52,6 @@ class NCCLBackend(base.Backend):
         ops=tuple(o for o in _validate.REDUCE_OPS if o not in _validate.BITWISE),
         dtypes=("bool", "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
                 "bfloat16", "float32", "float64"),
-        batched_p2p=True, devices=("cuda",),
         refused="NCCL has no bitwise reductions: ReduceOp.{OP} is not supported on the nccl "
                 "backend (torch's NCCL refuses it too)")
 

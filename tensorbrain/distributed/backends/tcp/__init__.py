@@ -12,11 +12,12 @@ the group: peers get an abort frame naming the failed rank. The pipeline's first
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .... import _config
+from .... import _kernels
 from ... import _fingerprint as FP
 from ...errors import DistBackendError
 from .._executor import FailureState, OpQueue
@@ -41,9 +42,7 @@ class TCPBackend(Backend):
 
     name = "tcp"
     fingerprint = "in band"
-    capabilities = Capabilities(dtypes=tuple(__import__("tensorbrain._kernels",
-                                                        fromlist=["DTYPES"]).DTYPES),
-                                batched_p2p=True, devices=("cpu", "cuda"))
+    capabilities = Capabilities(dtypes=tuple(_kernels.DTYPES))
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  deadline: float | None = None):
@@ -99,8 +98,8 @@ class TCPBackend(Backend):
                 Impl("sockets direct", lambda c: c.inputs[0].nbytes * n <= SMALL_ALLGATHER,
                      lambda b, s: A.allgather(b, s, False)),
                 Impl("sockets ring", None, lambda b, s: A.allgather(b, s, True))],
-            "gather": [Impl("direct", None, A.gather)],
-            "scatter": [Impl("direct", None, A.scatter)],
+            "gather": [Impl("direct", None, partial(A.rooted, gather=True))],
+            "scatter": [Impl("direct", None, partial(A.rooted, gather=False))],
             "reduce_scatter": here(Impl("shared memory", None,
                                         lambda o, sc, op: shm.reduce_scatter(o, sc, op))) + [
                 Impl("sockets direct", lambda c: c.outputs[0].nbytes * n <= SMALL_ALLGATHER,
@@ -187,7 +186,7 @@ class TCPBackend(Backend):
         src = stage_in(call.inputs[0]).reshape(-1)
         staged = [stage(o, copy_in=False) for o in call.outputs] if self.rank == call.root else []
         outs = [h for h, _ in staged]
-        return (lambda: (outs, src, call.root)), finisher(staged), call.outputs or None
+        return (lambda: (src, outs, call.root)), finisher(staged), call.outputs or None
 
     def _prepare_scatter(self, call):
         host, finish = stage(call.outputs[0], copy_in=False)

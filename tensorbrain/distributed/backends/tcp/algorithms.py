@@ -3,10 +3,8 @@ component of ``TCPBackend``).
 
 Each method runs one collective on contiguous host arrays through the progress engine
 (``wire.Engine``): it posts the sends and receives of every round, then ``run()`` progresses them
-together. Which algorithm a size takes, and why, and how float16 is summed are in
-docs/distributed.md ("Algorithms by size", "float16"); the thresholds are the constants below,
-and the backend's implementation lists (``sockets direct`` / ``sockets ring``, ``tree`` /
-``chain``) choose by them.
+together. Which algorithm a size takes (the thresholds below), and why, and how float16 is summed:
+docs/distributed.md ("Algorithms by size", "float16").
 """
 from __future__ import annotations
 
@@ -322,30 +320,24 @@ class SocketAlgorithms:
                    W.as_bytes(dsts[frm]))
         E.run()
 
-    def gather(self, outs, src, root) -> None:
-        """gather: every rank sends its block straight to the root (``outs``: the root's)."""
+    def rooted(self, mine, blocks, root, gather: bool) -> None:
+        """gather (every rank sends its block ``mine`` straight to the root, into ``blocks``)
+        and scatter (the root sends each rank its block of ``blocks``, into ``mine``);
+        ``blocks`` is the root's."""
         n, r, E = self.size, self.rank, self._engine
-        kind, dc, total = K["gather"], W.dtype_code(src.dtype), src.nbytes
+        kind = K["gather"] if gather else K["scatter"]
+        dc, total = W.dtype_code(mine.dtype), mine.nbytes
         if r == root:
-            outs[r].reshape(-1)[...] = src
+            if gather:
+                blocks[r].reshape(-1)[...] = mine
+            else:
+                mine.reshape(-1)[...] = blocks[r]
             for j in range(n):
                 if j != r:
-                    E.recv(self.conns[j], kind, dc, total, W.as_bytes(outs[j]))
+                    (E.recv if gather else E.send)(self.conns[j], kind, dc, total,
+                                                   W.as_bytes(blocks[j]))
         else:
-            E.send(self.conns[root], kind, dc, total, W.as_bytes(src))
-        E.run()
-
-    def scatter(self, host, srcs, root) -> None:
-        """scatter: the root sends each rank its block (``srcs``: the root's)."""
-        n, r, E = self.size, self.rank, self._engine
-        kind, dc, total = K["scatter"], W.dtype_code(host.dtype), host.nbytes
-        if r == root:
-            host.reshape(-1)[...] = srcs[r]
-            for j in range(n):
-                if j != r:
-                    E.send(self.conns[j], kind, dc, total, W.as_bytes(srcs[j]))
-        else:
-            E.recv(self.conns[root], kind, dc, total, W.as_bytes(host))
+            (E.send if gather else E.recv)(self.conns[root], kind, dc, total, W.as_bytes(mine))
         E.run()
 
     def barrier(self) -> None:

@@ -127,16 +127,12 @@ def default_backend(device_type: str = "cpu") -> str:
     return canonical_name(chosen) if chosen else "tcp"
 
 
-# ***** built-in backends (lazy) *****
+# ***** built-in backends, imported lazily: `is_mpi_available()` answers without mpi4py *****
 register_backend("tcp", "tensorbrain.distributed.backends.tcp:TCPBackend", devices=("cpu", "cuda"))
-# mpi and nccl are added by their own modules' changes; they register here lazily so that
-# `is_mpi_available()` can answer without importing mpi4py at `import tensorbrain`.
-for _name, _mod in (("mpi", "tensorbrain.distributed.backends.mpi"),
-                    ("nccl", "tensorbrain.distributed.backends.nccl")):
-    register_backend(_name, f"{_mod}:{_name.upper()}Backend",
-                     devices=("cpu",) if _name == "mpi" else ("cuda",),
-                     available=f"{_mod}:is_available")
-del _name, _mod
+register_backend("mpi", "tensorbrain.distributed.backends.mpi:MPIBackend",
+                 available="tensorbrain.distributed.backends.mpi:is_available")
+register_backend("nccl", "tensorbrain.distributed.backends.nccl:NCCLBackend", devices=("cuda",),
+                 available="tensorbrain.distributed.backends.nccl:is_available")
 
 
 # ***** hooks for backends that bring their own launcher (mpi: rank and size from mpiexec, no

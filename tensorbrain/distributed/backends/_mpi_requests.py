@@ -8,6 +8,7 @@ polling cost is measured in docs/mpi.md (no cost against the blocking call).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -133,11 +134,9 @@ def unlink_mpich_segments() -> list:
     for path in sorted(paths):
         if path.endswith(" (deleted)"):
             continue
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
             removed.append(path)
-        except OSError:
-            pass
     return removed
 
 

@@ -4,6 +4,7 @@ asynchronous errors and timeouts, aborts the communicator and fails every pendin
 ProcessGroupNCCL watchdog)."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -100,10 +101,8 @@ class Watchdog:
                 return
             work._done_event = None
             work._keep = None
-            try:
+            with contextlib.suppress(ValueError):
                 self.pending.remove(work)
-            except ValueError:
-                pass
         work._complete(work._result, exc)
 
     def fail(self, err: BaseException) -> None:
@@ -115,10 +114,8 @@ class Watchdog:
         if first:
             sys.stderr.write(f"[tensorbrain nccl] rank {self.rank}: {err}; aborting the NCCL "
                              f"communicator of group {self.group_name!r}\n")
-            try:
+            with contextlib.suppress(self.nccl.NcclError):
                 self.comm.abort()
-            except self.nccl.NcclError:
-                pass
         for work in pending:
             work._done_event = None
             work._keep = None

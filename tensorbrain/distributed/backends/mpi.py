@@ -8,6 +8,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 
@@ -386,10 +387,8 @@ class MPIBackend(InlineCheck, base.Backend):
     # ***** lifetime *****
     def shutdown(self) -> None:
         for work in list(self._pending):
-            try:
+            with contextlib.suppress(Exception):  # already reported to whoever waits on it
                 work.wait()
-            except Exception:  # noqa: BLE001 - already reported to whoever waits on it
-                pass
         comm, self.comm = getattr(self, "comm", None), None
         if comm is not None and self._failure.first is None and not self._failure.closed:
             self._failure.shut_down()

@@ -90,7 +90,7 @@ class NCCLBackend(base.Backend):
         the arrays' device (:meth:`_check`), then run ``impl``."""
         seq, words = self._claim(call)
         if words is not None:
-            self._verify(self._exchange(words, seq))
+            self._verify(self._exchange(words, seq, FP.FAMILY.get(call.kind, call.kind)))
         kind, ins, outs = call.kind, call.inputs, call.outputs
         self._check(kind, *(ins if kind in ("all_reduce", "broadcast", "reduce") else
                             [*ins, *outs] if kind in ("all_gather", "all_gather_into_tensor",
@@ -170,18 +170,16 @@ class NCCLBackend(base.Backend):
             work.wait()
         return work
 
-    def _exchange(self, words, seq: int):
+    def _exchange(self, words, seq: int, op: str):
         """All-gather this rank's fingerprint ``words`` through NCCL on the communication stream,
         wait for it (bounded by the group timeout) and return every rank's words, one row per
         rank. NCCL hangs or corrupts memory on mismatched counts, so the check must finish
-        before the collective is launched. (Not measured here: no multi-GPU machine.)"""
+        before the collective is launched. (Not measured here: no multi-GPU machine.) It runs
+        under the name ``op`` and number ``seq`` of the collective it guards, so a failure here
+        reads as that collective's ("all_reduce (seq 1)")."""
         self._failure.check("collective")
         cp = self._cp
         words = np.ascontiguousarray(words, np.int64)
-        # launched under the name and sequence number of the collective it guards, so a
-        # failure here reads as that collective's ("all_reduce (seq 1)")
-        code = int(words[1]) & 0xFF if words.size > 1 else 0
-        op = FP.KINDS[code] if code < len(FP.KINDS) else "collective"
         with self.device:
             send = cp.asarray(words)
             recv = cp.empty((self.size, words.size), cp.int64)

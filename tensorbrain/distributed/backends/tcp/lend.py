@@ -10,6 +10,7 @@ TCP sockets never lend, and the figures: docs/distributed.md, "Zero-copy sends o
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -100,10 +101,9 @@ class Lender:
 
     def __init__(self):
         self.rfd, self.wfd = os.pipe()
-        try:
+        # pipe-max-size below 1 MiB: the default 64 KiB pipe still works
+        with contextlib.suppress(OSError):
             fcntl.fcntl(self.wfd, _F_SETPIPE_SZ, _PIPE_BYTES)
-        except OSError:  # pipe-max-size below 1 MiB: the default 64 KiB pipe still works
-            pass
         self.capacity = fcntl.fcntl(self.wfd, _F_GETPIPE_SZ)
         self.inpipe = 0  # bytes mapped into the pipe and not yet spliced to the socket
         self.iov = _Iovec()
@@ -139,7 +139,5 @@ class Lender:
     def close(self) -> None:
         """Close the pipe (pages still in it are released)."""
         for fd in (self.rfd, self.wfd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass

@@ -13,6 +13,7 @@ stopped) and ``peer_abort_reason`` (the reason a failed peer left in the store).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -85,10 +86,8 @@ def _tune(sock: socket.socket, tcp: bool) -> None:
 
 
 def _swallow(fn) -> None:
-    try:
+    with contextlib.suppress(Exception):  # best effort (the store may be gone)
         fn()
-    except Exception:  # noqa: BLE001 - best effort (the store may be gone)
-        pass
 
 
 class Mesh:
@@ -184,10 +183,9 @@ class Mesh:
             for lst in listeners:
                 lst.close()
             if uds_path and not uds_path.startswith("\0"):
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(uds_path)
-                except OSError:
-                    pass
+
     def _gather_records(self, deadline: float) -> list:
         keys = [f"tcp/addr/{j}" for j in range(self.size)]
         try:

@@ -20,6 +20,7 @@ both release the GIL. Ring frames to a Unix-socket peer lend their pages (``lend
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import select
@@ -206,10 +207,8 @@ class Conn:
         if self.closed or self.mid_frame or self.sendq:
             return
         payload = text.encode(errors="replace")[:MAX_ABORT_TEXT]
-        try:
+        with contextlib.suppress(OSError):
             self.sock.send(HEADER.pack(MAGIC, _ABORT, 0, blamed, 0, 0, len(payload)) + payload)
-        except OSError:
-            pass
 
     def _read_stray(self, engine, dtype, tag, nbytes) -> None:
         """Read an early p2p frame completely (blocking up to the deadline) into the stash."""
@@ -244,10 +243,8 @@ class Conn:
         if self.closed:
             return
         self.closed = True
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.sock.close()
         if self.lender is not None:
             self.lender.close()
@@ -312,10 +309,8 @@ class Sender:
         """Stop the sender thread and close its wake-up pipe."""
         self.queue.put(None)
         for fd in (self.rfd, self.wfd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 class Engine(EngineErrors):

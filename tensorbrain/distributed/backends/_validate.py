@@ -161,11 +161,3 @@ def rows_of(array: Array) -> int:
 def row_bytes(array: Array) -> int:
     """Bytes in one row (:func:`per_row` elements) of ``array``."""
     return per_row(array) * int(array.itemsize)
-
-
-def not_self(what: str, peer: int | None, rank: int) -> None:
-    """Raise ValueError when the ``peer`` of a ``"send"`` or ``"recv"`` is this ``rank``."""
-    if peer == rank:
-        side = "dst" if what == "send" else "src"
-        verb = "send to" if what == "send" else "receive from"
-        raise ValueError(f"{what}: {side} {peer} is this rank; a rank cannot {verb} itself")

@@ -17,6 +17,7 @@ import numpy as np
 from ... import _xp
 from .. import _fingerprint as FP
 from .. import _nccl_lib
+from .._nccl_lib import is_available, why_unavailable  # noqa: F401 - nccl.X (the registry)
 from ..errors import DistBackendError, DistStoreError
 from . import _validate, base
 from ._executor import FailureState
@@ -24,16 +25,6 @@ from ._nccl_work import Watchdog, _NCCLWork
 
 _UID_KEY = "nccl/uid"
 _INT8 = 0  # ncclInt8: data movement in bytes
-
-
-def why_unavailable() -> str | None:
-    """Why the nccl backend cannot run here (None when it can)."""
-    return _nccl_lib.why_unavailable()
-
-
-def is_available() -> bool:
-    """True when the binding, the NCCL library and a CUDA GPU with CuPy are all usable."""
-    return _nccl_lib.is_available()
 
 
 class NCCLBackend(base.Backend):

@@ -11,7 +11,6 @@ import socket
 import time
 
 from ...errors import DistBackendError, DistTimeoutError
-from .. import _validate
 from .._staging import finisher, stage, stage_in
 from . import wire as W
 
@@ -29,14 +28,12 @@ class PointToPoint:
 
     def send(self, array, dst, tag=0, async_op=True):
         """``Backend.send``: a p2p frame to ``dst`` carrying ``tag`` and a per-peer counter."""
-        _validate.not_self("send", dst, self.rank)
         return self.batch_p2p([("send", array, dst, tag)], async_op, op="send")
 
     def recv(self, array, src, tag=0, async_op=True):
         """``Backend.recv``: the next p2p frame with ``tag`` from ``src`` (None: any rank)."""
         host, finish = stage(array, copy_in=False)
         flat = host.reshape(-1)
-        _validate.not_self("recv", src, self.rank)
         # the Work's result is the source rank (within the group)
         return self._submit("recv", lambda: self._recv(flat, src, tag), async_op, finish,
                             collective=False)

@@ -216,21 +216,14 @@ class SocketAlgorithms:
         v = (r - root) % n
         real = lambda vv: (vv + root) % n  # noqa: E731
         if not chain:
-            kids = _children(v, n)
-            f32 = acc.dtype == np.float16 and op == "sum"
-            acc_r = acc.astype(np.float32) if f32 else acc
-            tmps = {}
-            for c in kids:
-                t = tmps[c] = np.empty_like(acc)
-                E.recv(self.conns[real(c)], kind, dc, total, W.as_bytes(t))
+            # kids in a fixed order: the same result whatever the arrival order
+            kids = sorted(_children(v, n))
+            rows = np.empty((len(kids) + 1, acc.size), acc.dtype)
+            rows[0] = acc
+            for i, c in enumerate(kids, 1):
+                E.recv(self.conns[real(c)], kind, dc, total, W.as_bytes(rows[i]))
             E.run()
-            for c in sorted(kids):  # fixed order: the same result whatever the arrival order
-                if f32:
-                    acc_r += tmps[c]
-                else:
-                    _kernels.reduce_into(acc_r, tmps[c], op)
-            if f32:
-                acc[...] = acc_r
+            _reduce_rows(acc, rows, op)
             if v > 0:
                 E.send(self.conns[real(_parent(v))], kind, dc, total, W.as_bytes(acc))
                 E.run()

@@ -97,18 +97,19 @@ class SocketAlgorithms:
         if post is not None:
             _kernels.scale_into(flat, post)
 
-    def exchange_direct(self, flat, ranks, kind=K["all_reduce"], tag=None):
+    def exchange_direct(self, flat, ranks, kind=K["all_reduce"], tag=None, into=None):
         """Send ``flat`` (read only) to every other rank of ``ranks`` and receive theirs, in one
-        round, inside a running op (the direct all_reduce, shared memory's exchange between host
-        leaders, the DETAIL check), in frames of ``kind`` and ``tag`` (default: the op's).
+        round, inside a running op (the direct all_reduce and all_gather, shared memory's
+        exchange between host leaders, the DETAIL check), in frames of ``kind`` and ``tag``
+        (default: the op's).
 
         Returns:
-            numpy.ndarray: ``(len(ranks), flat.size)``; row i is ``ranks[i]``'s contribution
-            (this rank's own row is left unset).
+            ``into`` (one array per rank of ``ranks``), else a new ``(len(ranks), flat.size)``
+            array: row i is ``ranks[i]``'s contribution (this rank's own row is left unset).
         """
         m, p, E = len(ranks), ranks.index(self.rank), self._engine
         dc, total = W.dtype_code(flat.dtype), flat.nbytes
-        bufs = np.empty((m, flat.size), flat.dtype)
+        bufs = np.empty((m, flat.size), flat.dtype) if into is None else into
         payload = W.as_bytes(flat)
         for k in range(1, m):
             i = (p - k) % m
@@ -255,11 +256,7 @@ class SocketAlgorithms:
         n, r, E = self.size, self.rank, self._engine
         kind, dc, total = K["all_gather"], W.dtype_code(src.dtype), src.nbytes
         if not ring:
-            payload = W.as_bytes(src)
-            for k in range(1, n):
-                E.send(self.conns[(r + k) % n], kind, dc, total, payload)
-                E.recv(self.conns[(r - k) % n], kind, dc, total, W.as_bytes(blocks[(r - k) % n]))
-            E.run()
+            self.exchange_direct(src, range(n), kind, into=blocks)
             return
         right, left = self.conns[(r + 1) % n], self.conns[(r - 1) % n]
         seg = max(1, SEGMENT // src.itemsize)

@@ -58,10 +58,6 @@ class _NCCLWork(_work.Work):
             self._watchdog.poll(self)
         return self._done
 
-    def result(self):
-        self.wait()
-        return self._result
-
 
 class Watchdog:
     """Completion and failure of one group's pending ops, and the thread that watches them

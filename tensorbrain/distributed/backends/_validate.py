@@ -5,7 +5,7 @@ the backend nor on the layer (docs/architecture.md, "Check once"); checks of (op
 are cached because the 8-byte latency path runs them on every call.
 
 >>> import numpy as np
->>> check_reduce("sum", np.dtype("float32"))
+>>> check_reduce("sum", np.dtype("float32"), ("float32",), "tcp")
 >>> splits(None, 6, 3, "input_split_sizes")
 [2, 2, 2]
 """
@@ -110,25 +110,21 @@ def each_like(arrays: Sequence[Array], ref: Array, what: str, name: str, role: s
 
 
 # (op, dtype, dtypes) triples already accepted
-_CHECKED: set[tuple[str, np.dtype, tuple[str, ...] | None]] = set()
+_CHECKED: set[tuple[str, np.dtype, tuple[str, ...]]] = set()
 
 
-def check_reduce(op: str, dtype: np.dtype, dtypes: tuple[str, ...] | None = None,
-                 backend: str = "") -> None:
-    """Raise unless ``op`` can reduce ``dtype`` on ``backend``, which reduces ``dtypes`` (None:
-    the NumPy kernels' list); cached per (op, dtype, dtypes)."""
+def check_reduce(op: str, dtype: np.dtype, dtypes: tuple[str, ...], backend: str) -> None:
+    """Raise unless ``op`` can reduce ``dtype`` on ``backend``, which reduces ``dtypes``; cached
+    per (op, dtype, dtypes)."""
     key = (op, dtype, dtypes)
     if key in _CHECKED:
         return
     name = np.dtype(dtype).name
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduce op {op!r}; expected one of {REDUCE_OPS}")
-    if dtypes is None:
-        from ... import _kernels
-        dtypes = tuple(_kernels.DTYPES)
     if name not in dtypes:
-        where = f"the {backend} backend" if backend else "reductions"
-        raise TypeError(f"{where} cannot reduce {name} arrays; supported: {', '.join(dtypes)}")
+        raise TypeError(f"the {backend} backend cannot reduce {name} arrays; supported: "
+                        f"{', '.join(dtypes)}")
     if op == "avg" and name not in FLOATING:
         raise TypeError(f"ReduceOp.AVG needs a floating dtype, got {name} (integer averages are "
                         "not defined, as in torch's Gloo): reduce with SUM and divide")

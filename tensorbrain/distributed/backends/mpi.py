@@ -210,10 +210,9 @@ class MPIBackend(InlineCheck, base.Backend):
                     return self._start("all_reduce", self.comm.Iallreduce, None, async_op,
                                        args=(self._IN_PLACE, a, mpi_op), result=arrays, seq=seq)
         plans = [self._reduce_buffer(a, op) for a in arrays]
-        IN_PLACE = self._MPI.IN_PLACE
 
         def start():
-            return [self.comm.Iallreduce(IN_PLACE, buf, mpi_op) for buf, mpi_op, _ in plans]
+            return [self.comm.Iallreduce(self._IN_PLACE, buf, mpi_op) for buf, mpi_op, _ in plans]
 
         def finish():
             for _, _, fin in plans:

@@ -53,7 +53,6 @@ class Conn:
         self.hdr_got = 0
         self.stash: dict = {}           # tag -> deque of (dtype, bytes) early p2p frames
         self.p2p_sent = 0
-        self.stray = None               # (bufferred header, payload) of a frame read but not ours
         self.closed = False
         self.mid_frame = False          # part of a frame is on the wire (no abort frame now)
         self.abort_info: tuple | None = None  # (blamed rank, text) from the peer's abort frame

@@ -234,30 +234,27 @@ FAMILY = {"all_gather_into_tensor": "all_gather", "reduce_scatter_tensor": "redu
           "all_to_all_single": "all_to_all"}
 
 
+def arrays_of(call: Call) -> Sequence[Array]:
+    """The arrays a collective's fingerprint (and the DETAIL check) describes: all_reduce's
+    inputs, the one output of scatter and the reduce_scatters, else the first input."""
+    if call.kind in ("scatter", "reduce_scatter", "reduce_scatter_tensor"):
+        return call.outputs
+    return call.inputs if call.kind == "all_reduce" else call.inputs[:1]
+
+
 def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
     """The fingerprint words of ``call`` as collective ``seq`` of this rank's group: a tuple for
-    the latency path (all_reduce of one array without DETAIL), else an int64 array.
-
-    Args:
-        call: the collective.
-        seq: its sequence number.
-        rank: this rank.
-        size: the group size.
-        detail: TB_DISTRIBUTED_DEBUG=DETAIL (shapes hashed, the call site appended).
-    """
+    the latency path (all_reduce of one array without DETAIL), else an int64 array (``detail``:
+    shapes hashed, the call site appended)."""
     kind = call.kind
     if kind == "all_reduce" and len(call.inputs) == 1 and not detail:
         a = call.inputs[0]
         return (seq, header_word("all_reduce", call.op, a.dtype), a.size, 0)
     family = FAMILY.get(kind, kind)
-    arrays: Sequence[Array] = call.inputs
+    arrays = arrays_of(call)
     count = pairs = None
-    if kind in ("scatter", "reduce_scatter", "reduce_scatter_tensor"):
-        arrays = call.outputs
-    elif kind in ("broadcast", "reduce", "gather", "all_gather", "all_gather_into_tensor"):
-        arrays = call.inputs[:1]
-    elif kind == "all_to_all":  # per-pair sizes (shapes legitimately differ)
-        arrays, count = call.inputs[:1], ANY_COUNT
+    if kind == "all_to_all":  # per-pair sizes (shapes legitimately differ)
+        count = ANY_COUNT
         pairs = ([int(x.size) for x in call.inputs], [int(o.size) for o in call.outputs])
     elif kind == "all_to_all_single":
         assert call.rows is not None  # set by the check
@@ -276,15 +273,8 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
 
 class Verifier:
     """``check(rows)`` for one group: every rank's words against this rank's, the failure
-    worded only on a mismatch and recorded in the group's failure state (it is unusable then).
-
-    Args:
-        group_name: the group's name.
-        rank: this rank.
-        size: the group size.
-        failure: the group's failure state.
-        detail: TB_DISTRIBUTED_DEBUG=DETAIL (the rows carry each rank's call site).
-    """
+    worded only on a mismatch and recorded in the group's failure state (it is unusable then);
+    with ``detail`` the rows carry each rank's call site."""
 
     __slots__ = ("group_name", "rank", "size", "failure", "detail")
 

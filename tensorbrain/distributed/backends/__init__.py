@@ -51,13 +51,7 @@ def canonical_name(name: str) -> str:
     """The registry name of a backend: ``'gloo'`` -> ``'tcp'``, lower-cased.
 
     Args:
-        name: a backend name or alias.
-
-    Returns:
-        str: the registered name.
-
-    Raises:
-        ValueError: the name is unknown; the message lists the known ones.
+        name: a backend name or alias; ValueError, listing the known ones, when it is unknown.
     """
     key = str(name).lower()
     key = ALIASES.get(key, key)
@@ -80,10 +74,7 @@ def get_factory(name: str) -> Callable:
     """The factory registered for backend ``name`` (its module imported if needed).
 
     Args:
-        name: a backend name or alias.
-
-    Raises:
-        ValueError: the name is unknown.
+        name: a backend name or alias (ValueError when unknown).
     """
     return _resolve(_REGISTRY[canonical_name(name)].factory)
 
@@ -127,9 +118,6 @@ def default_backend(device_type: str = "cpu") -> str:
 
     Args:
         device_type: ``"cpu"`` or ``"cuda"``.
-
-    Returns:
-        str: the backend's registry name.
     """
     if device_type == "cuda" and "nccl" in _REGISTRY and is_backend_available("nccl"):
         return "nccl"
@@ -139,16 +127,12 @@ def default_backend(device_type: str = "cpu") -> str:
     return canonical_name(chosen) if chosen else "tcp"
 
 
-# ***** built-in backends (lazy) *****
+# ***** built-in backends, imported lazily: `is_mpi_available()` answers without mpi4py *****
 register_backend("tcp", "tensorbrain.distributed.backends.tcp:TCPBackend", devices=("cpu", "cuda"))
-# mpi and nccl are added by their own modules' changes; they register here lazily so that
-# `is_mpi_available()` can answer without importing mpi4py at `import tensorbrain`.
-for _name, _mod in (("mpi", "tensorbrain.distributed.backends.mpi"),
-                    ("nccl", "tensorbrain.distributed.backends.nccl")):
-    register_backend(_name, f"{_mod}:{_name.upper()}Backend",
-                     devices=("cpu",) if _name == "mpi" else ("cuda",),
-                     available=f"{_mod}:is_available")
-del _name, _mod
+register_backend("mpi", "tensorbrain.distributed.backends.mpi:MPIBackend",
+                 available="tensorbrain.distributed.backends.mpi:is_available")
+register_backend("nccl", "tensorbrain.distributed.backends.nccl:NCCLBackend", devices=("cuda",),
+                 available="tensorbrain.distributed.backends.nccl:is_available")
 
 
 # ***** hooks for backends that bring their own launcher (mpi: rank and size from mpiexec, no
@@ -168,22 +152,13 @@ def launcher_world(name: str):
 
 def create_backend(name: str, store, rank: int, size: int, timeout: float, group_name: str,
                    global_ranks=None, deadline=None):
-    """Build a backend; ``global_ranks`` reaches factories with a ``global_ranks`` parameter.
-
-    The call is collective: every rank of the group makes it.
+    """Build backend ``name`` (collective: every rank of the group calls it).
 
     Args:
         name: a backend name or alias.
-        store: a store private to the group.
-        rank: this process's rank in the group.
-        size: the number of ranks in the group.
-        timeout: the group timeout in seconds.
-        group_name: the group's name, used in error messages.
-        global_ranks: the group's ranks in the world, for backends that use them (mpi).
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
+        global_ranks: the group's ranks in the world, for factories that take them (mpi).
         deadline: a monotonic deadline bounding the set-up, for factories that take one.
-
-    Returns:
-        Backend: the backend.
     """
     import inspect
     factory = get_factory(name)

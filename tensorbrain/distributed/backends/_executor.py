@@ -22,12 +22,8 @@ from ..errors import DistBackendError
 
 
 class FailureState:
-    """The first failure of one group; later operations raise :meth:`unusable`.
-
-    Args:
-        group_name: the group's name, for messages.
-        rank: this rank in the group.
-    """
+    """The first failure of one group (``group_name``, this ``rank``); later operations raise
+    :meth:`unusable`."""
 
     __slots__ = ("group_name", "rank", "first", "closed")
 
@@ -37,11 +33,7 @@ class FailureState:
         self.closed = False
 
     def record(self, exc: BaseException) -> BaseException:
-        """Remember ``exc`` if it is the group's first failure; return it.
-
-        Args:
-            exc: the failure.
-        """
+        """Remember ``exc`` if it is the group's first failure; return it."""
         if self.first is None:
             self.first = exc
         return exc
@@ -58,11 +50,7 @@ class FailureState:
         return err
 
     def check(self, op: str) -> None:
-        """Raise when the group failed (:meth:`unusable`) or was shut down.
-
-        Args:
-            op: the operation about to start.
-        """
+        """Raise before ``op`` starts when the group failed (:meth:`unusable`) or was shut down."""
         if self.first is not None:
             raise self.unusable(op)
         if self.closed:
@@ -70,25 +58,16 @@ class FailureState:
                                    "(destroy_process_group); create a new group to go on")
 
     def unusable(self, op: str, seq: int | None = None) -> DistBackendError:
-        """The error every operation after the first failure raises.
-
-        Args:
-            op: the refused operation.
-            seq: its sequence number, when it has one.
-        """
+        """The error every operation ``op`` (number ``seq``, if any) after the first failure
+        raises."""
         what = op if seq is None else f"{op} (seq {seq})"
         return DistBackendError(
             f"{what} on group {self.group_name!r} (rank {self.rank}): the group failed earlier "
             f"and is unusable ({self.first}); create a new group to go on")
 
     def interrupted(self, op: str, seq: int, why: str = "") -> DistBackendError:
-        """The failure a Ctrl-C during ``op`` leaves behind (the caller records it).
-
-        Args:
-            op: the interrupted operation.
-            seq: its sequence number.
-            why: what else to say (e.g. that MPI cannot cancel it).
-        """
+        """The failure a Ctrl-C during ``op`` leaves behind (the caller records it); ``why``:
+        what else to say (e.g. that MPI cannot cancel it)."""
         return DistBackendError(
             f"{op} (seq {seq}) of group {self.group_name!r} on rank {self.rank} was interrupted "
             f"by KeyboardInterrupt (Ctrl-C){why}; the group is unusable: create a new one")
@@ -97,15 +76,10 @@ class FailureState:
 class OpQueue:
     """Runs one group's operations one at a time, in issue order (see the module docstring).
 
-    Args:
-        name: the worker thread's name.
-        failure: the group's :class:`FailureState`.
-        begin: ``begin(op, seq, timeout, tag)`` called just before an op's body runs (arms
-            its deadline).
-        timeout: the group timeout in seconds, passed to ``begin``.
-        on_failure: ``on_failure(work, exc) -> exc`` called once per failed op (poisons the
-            group); it returns the error the Work completes with. A KeyboardInterrupt is passed
-            too, and stays a KeyboardInterrupt for the caller.
+    ``begin(op, seq, timeout, tag)`` runs just before an op's body (it arms the deadline);
+    ``on_failure(work, exc) -> exc`` runs once per failed op, KeyboardInterrupt included (it
+    poisons the group and returns the error the Work completes with; a KeyboardInterrupt stays
+    one for the caller).
     """
 
     def __init__(self, name: str, failure: FailureState,
@@ -124,24 +98,10 @@ class OpQueue:
     def submit(self, op: str, body: Callable[[], Any], async_op: bool,
                finish: Callable[[], None] | None = None, result: Any = None,
                collective: bool = True, tag: int = 0) -> _work.Work:
-        """Run ``body()`` as operation ``op``; ``finish()`` runs after it, before completion.
-
-        Args:
-            op: the operation's name (``"all_reduce"``).
-            body: the work itself; its return value is the result unless ``result`` is given.
-            async_op: return at once (the body runs on the worker thread).
-            finish: copies staged results back; part of the op.
-            result: the Work's result.
-            collective: takes a sequence number (point-to-point ops do not).
-            tag: passed to ``begin`` (the tcp backend's in-band fingerprint tag).
-
-        Returns:
-            _work.Work: complete unless ``async_op``.
-
-        Raises:
-            DistBackendError: the group failed earlier or was closed; a synchronous op's error.
-            KeyboardInterrupt: Ctrl-C during a synchronous op (the group is then poisoned).
-        """
+        """Run ``body()`` as operation ``op``, then ``finish()`` (copies staged results back),
+        and complete its Work with ``result`` (default: what ``body`` returned). ``collective``
+        ops take a sequence number; ``tag`` goes to ``begin`` (tcp's in-band fingerprint tag).
+        A synchronous op's error, or Ctrl-C (the group is then poisoned), is raised here."""
         with self._submit_lock:
             failure = self.failure
             if failure.first is not None or failure.closed:
@@ -171,26 +131,13 @@ class OpQueue:
         return work
 
     def run_inline(self, op: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """The latency path without a `Work`: ``fn(*args)`` in this thread as collective ``op``.
+        """The latency path without a `Work` (``TCPBackend.fast_all_reduce``): ``fn(*args)`` in
+        this thread as collective ``op``, returning what it returns.
 
-        Taken only when the group is usable and nothing is queued (ops stay in issue order);
-        it claims the sequence number :meth:`submit` would. ``fn`` returns a false value to
-        decline before doing anything (the number is then given back and the caller uses
-        :meth:`submit`); its failures go through ``on_failure`` exactly as a submitted op's.
-        Used by the pipeline's first step for all_reduce (``TCPBackend.fast_all_reduce``).
-
-        Args:
-            op: the operation's name, for errors.
-            fn: the op; its return value is returned.
-            *args: its arguments.
-
-        Returns:
-            What ``fn`` returned; False without calling it when the queue is busy or the group
-            unusable (then :meth:`submit` raises the group's error).
-
-        Raises:
-            DistBackendError: ``fn``'s failure, worded by ``on_failure`` (the group is poisoned).
-            KeyboardInterrupt: Ctrl-C during ``fn`` (the group is poisoned).
+        Taken only when the group is usable and nothing is queued (False without calling
+        ``fn``: :meth:`submit` then runs it or raises the group's error); it claims the number
+        :meth:`submit` would. ``fn`` returns a false value to decline before doing anything
+        (the number is given back); its failures go through ``on_failure`` as a submitted op's.
         """
         with self._submit_lock:
             failure = self.failure
@@ -214,12 +161,7 @@ class OpQueue:
             return done
 
     def wait(self, work: _work.Work, timeout: float | timedelta | None = None) -> bool:
-        """``work.wait(timeout)``; a Ctrl-C while waiting poisons the group, then re-raises.
-
-        Args:
-            work: a Work this queue returned.
-            timeout: seconds (or a timedelta) to wait; None for the op's own deadline.
-        """
+        """``work.wait(timeout)``; a Ctrl-C while waiting poisons the group, then re-raises."""
         try:
             return _work.Work.wait(work, timeout)
         except KeyboardInterrupt:  # Ctrl-C while queued or running on the worker: stop all
@@ -257,14 +199,8 @@ class OpQueue:
                 self._pending -= 1
 
     def close(self, timeout: float) -> bool:
-        """Stop taking ops, let the queued ones finish (up to ``timeout`` s).
-
-        Args:
-            timeout: seconds to wait for the worker.
-
-        Returns:
-            bool: True when no op can still be running.
-        """
+        """Stop taking ops, let the queued ones finish (up to ``timeout`` s); True when no op
+        can still be running."""
         with self._submit_lock:
             worker = self._worker
         if worker is not None and worker.is_alive():

@@ -45,11 +45,7 @@ def _send_notices() -> None:
 
 
 def watch(backend) -> None:
-    """Register ``backend`` for the exit notice (the atexit hook is installed once).
-
-    Args:
-        backend: an ``MPIBackend`` of more than one process.
-    """
+    """Register ``backend`` (an ``MPIBackend`` of several processes) for the exit notice."""
     if not _groups:
         import atexit
         atexit.register(_send_notices)  # runs before mpi4py's MPI_Finalize
@@ -57,14 +53,8 @@ def watch(backend) -> None:
 
 
 def exited_peer(be, op: str, seq: int) -> DistBackendError | None:
-    """The error for a peer of ``be`` (an ``MPIBackend``) that exited before posting every
-    collective this rank has posted on the group (its notice), else None.
-
-    Args:
-        be: the backend.
-        op: the collective this rank waits in.
-        seq: its sequence number.
-    """
+    """The error for a peer of ``be`` (an ``MPIBackend``, waiting in collective ``op`` number
+    ``seq``) that exited before posting every collective this rank has posted there, else None."""
     MPI = be._MPI
     status = MPI.Status()
     while be._fpc.Iprobe(MPI.ANY_SOURCE, TAG, status):

@@ -8,6 +8,7 @@ polling cost is measured in docs/mpi.md (no cost against the blocking call).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -118,11 +119,7 @@ def unlink_mpich_segments() -> list:
     """Remove the names of the MPICH shared-memory segments this process has mapped
     (``/dev/shm/mpich_shm_*``), just before ``MPI_Abort``: MPICH unlinks them when a job ends
     normally but not on abort, so every aborted job left 2 MiB in /dev/shm. Every rank mapped
-    them at ``MPI_Init``; removing a name does not unmap anything.
-
-    Returns:
-        The paths removed.
-    """
+    them at ``MPI_Init``; removing a name does not unmap anything. Returns the paths removed."""
     removed: list[str] = []
     try:
         with open("/proc/self/maps") as maps:
@@ -133,11 +130,9 @@ def unlink_mpich_segments() -> list:
     for path in sorted(paths):
         if path.endswith(" (deleted)"):
             continue
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
             removed.append(path)
-        except OSError:
-            pass
     return removed
 
 

@@ -4,6 +4,7 @@ asynchronous errors and timeouts, aborts the communicator and fails every pendin
 ProcessGroupNCCL watchdog)."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -57,22 +58,10 @@ class _NCCLWork(_work.Work):
             self._watchdog.poll(self)
         return self._done
 
-    def result(self):
-        self.wait()
-        return self._result
-
 
 class Watchdog:
-    """Completion and failure of one group's pending ops, and the thread that watches them.
-
-    Args:
-        nccl: the NCCL binding (its errors, ``IN_PROGRESS``).
-        comm: the group's communicator (aborted on a failure).
-        failure: the group's ``FailureState``.
-        rank: this rank, for messages.
-        group_name: the group's name, for messages.
-        timeout: the group timeout in seconds.
-    """
+    """Completion and failure of one group's pending ops, and the thread that watches them
+    (``comm``: the group's communicator, aborted on a failure)."""
 
     def __init__(self, nccl: Any, comm: Any, failure: Any, rank: int, group_name: str,
                  timeout: float) -> None:
@@ -108,10 +97,8 @@ class Watchdog:
                 return
             work._done_event = None
             work._keep = None
-            try:
+            with contextlib.suppress(ValueError):
                 self.pending.remove(work)
-            except ValueError:
-                pass
         work._complete(work._result, exc)
 
     def fail(self, err: BaseException) -> None:
@@ -123,10 +110,8 @@ class Watchdog:
         if first:
             sys.stderr.write(f"[tensorbrain nccl] rank {self.rank}: {err}; aborting the NCCL "
                              f"communicator of group {self.group_name!r}\n")
-            try:
+            with contextlib.suppress(self.nccl.NcclError):
                 self.comm.abort()
-            except self.nccl.NcclError:
-                pass
         for work in pending:
             work._done_event = None
             work._keep = None

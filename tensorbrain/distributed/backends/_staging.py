@@ -19,19 +19,13 @@ Finish = Callable[[], None]
 
 
 def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
-    """A C-contiguous host array to communicate through, and ``finish()`` copying it back.
+    """``(host, finish)``: a C-contiguous host array to communicate through, and ``finish()``
+    copying it back into ``array``.
 
     ``host`` is ``array`` itself when it already is a contiguous NumPy array (``finish`` then
     does nothing); otherwise a host copy (CuPy arrays are copied device-to-host after the device
-    is synchronised, since CPU transports cannot read device memory), and ``finish()`` writes the
-    result back into ``array``.
-
-    Args:
-        array: a NumPy or CuPy array, contiguous or not.
-        copy_in: copy ``array``'s values into the host buffer (False for outputs only written).
-
-    Returns:
-        tuple: ``(host, finish)``.
+    is synchronised, since CPU transports cannot read device memory), holding ``array``'s values
+    when ``copy_in`` (False for outputs only written).
     """
     if type(array) is np.ndarray and array.flags.c_contiguous:
         return array, _noop
@@ -50,8 +44,6 @@ def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
             cp.cuda.get_current_stream().synchronize()
         return host, to_device
     host = np.ascontiguousarray(array) if copy_in else np.empty(array.shape, array.dtype)
-    if host is array:  # pragma: no cover - ascontiguousarray returned the input
-        return host, _noop
 
     def finish() -> None:
         np.copyto(array, host)
@@ -59,24 +51,14 @@ def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
 
 
 def stage_in(array: Array) -> np.ndarray:
-    """A contiguous host view or copy of an input that is only read.
-
-    Args:
-        array: a NumPy or CuPy array.
-
-    Returns:
-        numpy.ndarray: ``array`` itself when it already is contiguous on the host, else a copy
-        (:func:`stage`'s host buffer).
-    """
+    """:func:`stage`'s host buffer of an input that is only read (``array`` itself when it
+    already is contiguous on the host)."""
     return stage(array)[0]
 
 
 def finisher(staged: Iterable[tuple[np.ndarray, Finish]]) -> Finish | None:
-    """One ``finish()`` for a list of ``(host, finish)`` pairs, or None when none copies back.
-
-    Args:
-        staged: pairs from :func:`stage`.
-    """
+    """One ``finish()`` for :func:`stage`'s ``(host, finish)`` pairs, or None when none copies
+    back."""
     fins = [f for _, f in staged if f is not _noop]
     if not fins:
         return None

@@ -14,16 +14,7 @@ if TYPE_CHECKING:
 
 
 def monitored_barrier(backend: Backend, timeout: float, wait_all_ranks: bool = False) -> None:
-    """A barrier that names the ranks that did not arrive (rank 0 reports them all).
-
-    Args:
-        backend: the group's backend (its ``store``, ``rank``, ``size``, ``group_name``).
-        timeout: seconds to wait for the other ranks.
-        wait_all_ranks: report every missing rank rather than the first.
-
-    Raises:
-        DistTimeoutError: some rank did not arrive within ``timeout``; the message names it.
-    """
+    """``dist.monitored_barrier`` on ``backend``'s store (see the module docstring)."""
     seq = backend._mb_seq
     backend._mb_seq = seq + 1
     key = f"mb/{seq}"

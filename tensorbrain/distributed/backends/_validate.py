@@ -1,14 +1,11 @@
 """The pipeline's argument check (:func:`check`), and the checks it is made of.
 
-One place for every check of a collective's arrays, so the wording of an error does not depend
-on the backend that raises it nor on the layer that calls: the process-group layer only turns
-Tensors into arrays (and checks that they are Tensors, and how many), the fingerprint compares
-ranks, the backends check nothing else. What a backend supports comes from its
-:class:`~.base.Capabilities`; checks of (op, dtype) pairs are cached because the 8-byte latency
-path runs them on every call.
+One place for every check of a collective's arrays, so an error's wording depends neither on
+the backend nor on the layer (docs/architecture.md, "Check once"); checks of (op, dtype) pairs
+are cached because the 8-byte latency path runs them on every call.
 
 >>> import numpy as np
->>> check_reduce("sum", np.dtype("float32"))
+>>> check_reduce("sum", np.dtype("float32"), ("float32",), "tcp")
 >>> splits(None, 6, 3, "input_split_sizes")
 [2, 2, 2]
 """
@@ -33,19 +30,9 @@ _REDUCING = {"all_reduce": "in", "reduce": "in", "reduce_scatter": "out",
 
 
 def check(call: Call, backend: Backend) -> None:
-    """Raise unless ``call`` is a valid collective for ``backend`` (see the module docstring).
-
-    Sets ``call.rows`` for all_to_all_single: the rows received from and sent to each rank.
-
-    Args:
-        call: the collective.
-        backend: the group's backend (its size and capabilities).
-
-    Raises:
-        ValueError: sizes that do not fit the collective or the group, a refused reduce op,
-            splits that do not add up.
-        TypeError: mismatched dtypes, a dtype or op the backend cannot reduce.
-    """
+    """Raise unless ``call`` is a valid collective for ``backend`` (its size and capabilities):
+    ValueError for sizes, a refused op or splits, TypeError for dtypes. Sets ``call.rows`` for
+    all_to_all_single: the rows received from and sent to each rank."""
     kind, ins, outs, n = call.kind, call.inputs, call.outputs, backend.size
     op = call.op
     if op is not None:
@@ -100,40 +87,21 @@ def _own_block(sent: int, slot: int) -> None:
 
 
 def per_row(array: Array) -> int:
-    """Elements in one row (dim 0 entry) of ``array`` (a 0-d array counts as one row).
-
-    Args:
-        array: a NumPy or CuPy array.
-    """
+    """Elements in one row (dim 0 entry) of ``array`` (a 0-d array counts as one row)."""
     rows = rows_of(array)
     return int(array.size) // rows if rows else 0
 
 
 def same_dtype(a: Array, b: Array, what: str) -> None:
-    """Raise TypeError unless ``a`` and ``b`` have one dtype.
-
-    Args:
-        a: an array.
-        b: another.
-        what: the collective, for the message.
-    """
+    """Raise TypeError unless ``a`` and ``b`` have one dtype (``what``: the collective)."""
     if a.dtype != b.dtype:
         raise TypeError(f"{what}: dtype mismatch ({a.dtype} vs {b.dtype})")
 
 
 def each_like(arrays: Sequence[Array], ref: Array, what: str, name: str, role: str,
               hint: str = "") -> None:
-    """Each array of the list ``name`` must have the size and dtype of the collective's single
-    ``role`` array ``ref``.
-
-    Args:
-        arrays: the list's arrays.
-        ref: the collective's one array of the other side.
-        what: the collective, for the message.
-        name: the list's argument name (``"tensor_list"``).
-        role: ``ref``'s role (``"input"``, ``"output"``).
-        hint: appended to the size message.
-    """
+    """Each array of the list argument ``name`` (``"tensor_list"``) of collective ``what`` must
+    have the size and dtype of its single ``role`` array ``ref`` (``hint`` ends the message)."""
     for i, a in enumerate(arrays):
         if a.size != ref.size:
             raise ValueError(f"{what}: {name}[{i}] has shape {a.shape}, the {role} "
@@ -142,36 +110,21 @@ def each_like(arrays: Sequence[Array], ref: Array, what: str, name: str, role: s
 
 
 # (op, dtype, dtypes) triples already accepted
-_CHECKED: set[tuple[str, np.dtype, tuple[str, ...] | None]] = set()
+_CHECKED: set[tuple[str, np.dtype, tuple[str, ...]]] = set()
 
 
-def check_reduce(op: str, dtype: np.dtype, dtypes: tuple[str, ...] | None = None,
-                 backend: str = "") -> None:
-    """Raise unless ``op`` can reduce ``dtype`` (cached per (op, dtype, dtypes)).
-
-    Args:
-        op: the reduce op name.
-        dtype: the array's dtype.
-        dtypes: the dtype names the backend reduces (None: the NumPy kernels' list).
-        backend: the backend's name, for the message.
-
-    Raises:
-        ValueError: an unknown op.
-        TypeError: the backend cannot reduce this dtype, AVG on a non-floating dtype, or a
-            bitwise op on a floating dtype.
-    """
+def check_reduce(op: str, dtype: np.dtype, dtypes: tuple[str, ...], backend: str) -> None:
+    """Raise unless ``op`` can reduce ``dtype`` on ``backend``, which reduces ``dtypes``; cached
+    per (op, dtype, dtypes)."""
     key = (op, dtype, dtypes)
     if key in _CHECKED:
         return
     name = np.dtype(dtype).name
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduce op {op!r}; expected one of {REDUCE_OPS}")
-    if dtypes is None:
-        from ... import _kernels
-        dtypes = tuple(_kernels.DTYPES)
     if name not in dtypes:
-        where = f"the {backend} backend" if backend else "reductions"
-        raise TypeError(f"{where} cannot reduce {name} arrays; supported: {', '.join(dtypes)}")
+        raise TypeError(f"the {backend} backend cannot reduce {name} arrays; supported: "
+                        f"{', '.join(dtypes)}")
     if op == "avg" and name not in FLOATING:
         raise TypeError(f"ReduceOp.AVG needs a floating dtype, got {name} (integer averages are "
                         "not defined, as in torch's Gloo): reduce with SUM and divide")
@@ -181,21 +134,9 @@ def check_reduce(op: str, dtype: np.dtype, dtypes: tuple[str, ...] | None = None
 
 
 def splits(given: Sequence[int] | None, rows: int, size: int, what: str) -> list[int]:
-    """all_to_all_single's rows per rank: ``given`` checked against ``rows``, or an even split.
-
-    Args:
-        given: rows per rank; None or empty for an equal split.
-        rows: dim 0 of the array being split.
-        size: the number of ranks.
-        what: the argument's name for the message (``"input_split_sizes"``).
-
-    Returns:
-        list[int]: ``size`` non-negative row counts summing to ``rows``.
-
-    Raises:
-        ValueError: the split is not ``size`` non-negative entries summing to ``rows``, or
-            ``rows`` does not divide evenly when no split is given.
-    """
+    """all_to_all_single's rows per rank: ``given`` (the argument ``what``) checked to be
+    ``size`` non-negative counts summing to ``rows`` (dim 0), or an even split when it is None
+    or empty."""
     if given is None or len(given) == 0:
         if rows % size:
             raise ValueError(f"all_to_all_single: dim 0 ({rows} rows) is not divisible by the "
@@ -214,23 +155,5 @@ def rows_of(array: Array) -> int:
 
 
 def row_bytes(array: Array) -> int:
-    """Bytes in one row (:func:`per_row` elements) of ``array``.
-
-    Args:
-        array: a NumPy or CuPy array.
-    """
+    """Bytes in one row (:func:`per_row` elements) of ``array``."""
     return per_row(array) * int(array.itemsize)
-
-
-def not_self(what: str, peer: int | None, rank: int) -> None:
-    """Raise ValueError when a point-to-point ``peer`` is this rank itself.
-
-    Args:
-        what: ``"send"`` or ``"recv"``.
-        peer: the peer's group rank.
-        rank: this rank.
-    """
-    if peer == rank:
-        side = "dst" if what == "send" else "src"
-        verb = "send to" if what == "send" else "receive from"
-        raise ValueError(f"{what}: {side} {peer} is this rank; a rank cannot {verb} itself")

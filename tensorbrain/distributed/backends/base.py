@@ -1,17 +1,11 @@
 """The backend contract and the collective pipeline, on raw arrays.
 
-A backend moves bytes for ONE process group. The process-group layer
-(``tensorbrain/distributed/_collectives.py``) unwraps Tensors to their arrays (``numpy`` or
-``cupy``) and calls the methods below, named after the MPI operations; backends never see a
-Tensor. Every collective goes through one pipeline: described once (a :class:`Call`), checked
-once (``_validate.check`` against :class:`Capabilities`), numbered and fingerprinted once by the
-backend's executor as :attr:`Backend.fingerprint` declares (``"in band"``, ``"attached"``,
-``"exchanged"``), then run by the first enabled implementation of its kind
-(:meth:`Backend.implementations`); docs/architecture.md draws it, file by file.
-
-What each collective does, its arguments and ``async_op`` are documented once, on the public
-function in ``tensorbrain.distributed`` (``dist.all_reduce`` ...); the methods here take the same
-arguments as arrays.
+A backend moves bytes for ONE process group; the process-group layer (``_collectives.py``)
+unwraps Tensors to their arrays (``numpy`` or ``cupy``) and calls the methods below, named after
+the MPI operations. The pipeline (a :class:`Call`, checked once, numbered and fingerprinted once,
+run by the first enabled :class:`Impl`) is drawn file by file in docs/architecture.md. What each
+collective does, its arguments and ``async_op`` are documented once, on the public function in
+``tensorbrain.distributed`` (``dist.all_reduce`` ...); the methods here take them as arrays.
 
 Contract
 --------
@@ -59,16 +53,12 @@ class Capabilities(NamedTuple):
     Attributes:
         ops: the reduce ops it supports (a subset of ``REDUCE_OPS``).
         dtypes: the dtype names it reduces (data movement takes any dtype).
-        batched_p2p: ``batch_p2p`` posts a list of sends and receives as one operation.
-        devices: the device types it takes (``"cpu"``, ``"cuda"``).
         refused: the error for a reduce op outside ``ops`` (``{OP}``: its name).
     """
 
     ops: tuple = REDUCE_OPS
     dtypes: tuple = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
                      "float64")
-    batched_p2p: bool = False
-    devices: tuple = ("cpu",)
     refused: str = "ReduceOp.{OP} is not supported by this backend"
 
 
@@ -117,16 +107,9 @@ class Impl(NamedTuple):
 
 
 def first_enabled(impls: Sequence[Impl], call: Call) -> Impl:
-    """The first implementation of ``impls`` that takes ``call`` (every rank decides the same,
-    from sizes, dtypes and the group's shape).
-
-    Args:
-        impls: the backend's list for the call's kind.
-        call: the collective.
-
-    Raises:
-        ValueError: none takes it.
-    """
+    """The first implementation of ``impls`` (the backend's list for the call's kind) that takes
+    ``call``; every rank decides the same, from sizes, dtypes and the group's shape. ValueError
+    when none does."""
     for impl in impls:
         if impl.enabled is None or impl.enabled(call):
             return impl
@@ -177,14 +160,7 @@ class Backend(abc.ABC):
     # ***** the pipeline *****
     def run(self, call: Call) -> _work.Work:
         """Check ``call``, then hand it and the first implementation that takes it to the
-        backend's executor (see the module docstring).
-
-        Args:
-            call: the collective.
-
-        Returns:
-            _work.Work: complete unless ``call.async_op``.
-        """
+        backend's executor; the Work is complete unless ``call.async_op``."""
         _validate.check(call, self)
         return self.execute(call, first_enabled(self.implementations()[call.kind], call))
 

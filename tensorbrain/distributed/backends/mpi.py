@@ -1,17 +1,6 @@
-"""The ``mpi`` backend: every collective is one non-blocking mpi4py buffer call.
-
-Run under an MPI launcher; rank and size come from MPI, so no store or master address is needed::
-
-    mpiexec -n 4 python train.py        # train.py: tb.distributed.init_process_group("mpi")
-
-``pip install tensorbrain[mpi]`` installs mpi4py and the ``mpich`` wheel, which brings its own
-``mpiexec``. mpi4py is imported here only, when a group first uses this backend, never at
-``import tensorbrain``.
-
-Every collective is one non-blocking MPI call polled against the group deadline
-(``_mpi_requests``); which call each op is, how reduce ops and dtypes map, and what a failure does
-(an uncaught exception calls ``MPI_Abort``, ``TB_MPI_ABORT_ON_ERROR=0`` turns that off; MPI cannot
-cancel a started collective, so after a timeout the group is unusable) are in docs/mpi.md.
+"""The ``mpi`` backend: every collective is one non-blocking mpi4py buffer call, polled against
+the group deadline (``_mpi_requests``). Use, the op mapping and failures: docs/mpi.md. mpi4py is
+imported only when a group first uses this backend, never at ``import tensorbrain``.
 
 >>> from tensorbrain.distributed.backends import mpi
 >>> mpi.is_available() == (mpi.why_unavailable() is None)   # does not start MPI
@@ -19,6 +8,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 
@@ -27,11 +17,10 @@ import numpy as np
 from ... import _xp
 from .. import _fingerprint as FP
 from ..errors import DistBackendError
-from . import _mpi_inline, _staging, _validate, base
-from . import _mpi_exit
+from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
 from ._executor import FailureState
-from ._mpi_requests import (_FP_SLOTS, _NAP_S, _install_abort_hook, _mpi,  # noqa: F401
+from ._mpi_requests import (_FP_SLOTS, _install_abort_hook, _mpi,  # noqa: F401
                             cuda_aware, is_available, why_unavailable, world_rank_size)
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
@@ -41,11 +30,8 @@ _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64",
 
 class MPIBackend(InlineCheck, base.Backend):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
-    ``Create_group`` for ``new_group``). See the module docstring for the op mapping.
-
-    Each collective's fingerprint is attached (``fingerprint = "attached"``): all-gathered, or
-    in inline mode all-reduced as one check message, beside the collective itself
-    (``Requests._start``); all_reduce's implementations are ``[inline, requests]``.
+    ``Create_group`` for ``new_group``). The fingerprint is attached: all-gathered, or in inline
+    mode all-reduced as one check message, beside the collective (``Requests._start``).
 
     Args:
         store, rank, size, timeout, group_name: as for ``base.Backend``.
@@ -54,8 +40,7 @@ class MPIBackend(InlineCheck, base.Backend):
 
     name = "mpi"
     fingerprint = "attached"
-    capabilities = base.Capabilities(dtypes=("float16",) + tuple(sorted(_REDUCIBLE)),
-                                     batched_p2p=True, devices=("cpu",))
+    capabilities = base.Capabilities(dtypes=("float16",) + tuple(sorted(_REDUCIBLE)))
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):
@@ -225,10 +210,9 @@ class MPIBackend(InlineCheck, base.Backend):
                     return self._start("all_reduce", self.comm.Iallreduce, None, async_op,
                                        args=(self._IN_PLACE, a, mpi_op), result=arrays, seq=seq)
         plans = [self._reduce_buffer(a, op) for a in arrays]
-        IN_PLACE = self._MPI.IN_PLACE
 
         def start():
-            return [self.comm.Iallreduce(IN_PLACE, buf, mpi_op) for buf, mpi_op, _ in plans]
+            return [self.comm.Iallreduce(self._IN_PLACE, buf, mpi_op) for buf, mpi_op, _ in plans]
 
         def finish():
             for _, _, fin in plans:
@@ -401,12 +385,9 @@ class MPIBackend(InlineCheck, base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
-        """Finish queued ops, then release connections and threads."""
         for work in list(self._pending):
-            try:
+            with contextlib.suppress(Exception):  # already reported to whoever waits on it
                 work.wait()
-            except Exception:  # noqa: BLE001 - already reported to whoever waits on it
-                pass
         comm, self.comm = getattr(self, "comm", None), None
         if comm is not None and self._failure.first is None and not self._failure.closed:
             self._failure.shut_down()

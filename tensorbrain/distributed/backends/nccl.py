@@ -1,18 +1,7 @@
-"""The ``nccl`` backend: CuPy arrays reduced by NCCL on a communication stream.
-
-Use it with one GPU per process, chosen before the group is made::
-
-    tb.cuda.set_device(local_rank)
-    tb.distributed.init_process_group("nccl")      # under tbrun / torchrun-style env vars
-
-NCCL itself is opened at run time by ``tensorbrain._C.nccl`` (``csrc/nccl/nccl.cpp``), from
-``TB_NCCL_LIBRARY``, the ``nvidia-nccl-cu12`` wheel or the system path (see ``_nccl_lib``).
-
-How it works (set-up through the store, stream order as torch's ProcessGroupNCCL, which ops are
-single NCCL calls and which ncclSend/ncclRecv groups, the watchdog) is in docs/nccl.md.
-
-Without a GPU, ``is_available()`` is False and ``why_unavailable()`` says which part is missing
-(the binding, the NCCL library, CuPy or a GPU); creating the backend raises that reason.
+"""The ``nccl`` backend: CuPy arrays reduced by NCCL on a communication stream, one GPU per
+process. NCCL is opened at run time by ``tensorbrain._C.nccl`` (``_nccl_lib`` says which file);
+use, stream order, the watchdog and which ops are NCCL groups: docs/nccl.md. Without a GPU,
+``why_unavailable()`` says which part is missing, and creating the backend raises it.
 
 >>> from tensorbrain.distributed.backends import nccl
 >>> nccl.is_available() == (nccl.why_unavailable() is None)
@@ -28,6 +17,7 @@ import numpy as np
 from ... import _xp
 from .. import _fingerprint as FP
 from .. import _nccl_lib
+from .._nccl_lib import is_available, why_unavailable  # noqa: F401 - nccl.X (the registry)
 from ..errors import DistBackendError, DistStoreError
 from . import _validate, base
 from ._executor import FailureState
@@ -37,22 +27,10 @@ _UID_KEY = "nccl/uid"
 _INT8 = 0  # ncclInt8: data movement in bytes
 
 
-def why_unavailable() -> str | None:
-    """Why the nccl backend cannot run here (None when it can)."""
-    return _nccl_lib.why_unavailable()
-
-
-def is_available() -> bool:
-    """True when the binding, the NCCL library and a CUDA GPU with CuPy are all usable."""
-    return _nccl_lib.is_available()
-
-
 class NCCLBackend(base.Backend):
-    """One NCCL communicator on the current CUDA device (see the module docstring).
-
-    Each collective's fingerprint is exchanged (``fingerprint = "exchanged"``): all-gathered
+    """One NCCL communicator on the current CUDA device. The fingerprint is exchanged: all-gathered
     through NCCL and compared before the collective is launched (NCCL may hang on mismatched
-    counts); every kind has one implementation, the NCCL group call.
+    counts).
 
     Args:
         store, rank, size, timeout, group_name: as for ``base.Backend``.
@@ -65,7 +43,6 @@ class NCCLBackend(base.Backend):
         ops=tuple(o for o in _validate.REDUCE_OPS if o not in _validate.BITWISE),
         dtypes=("bool", "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
                 "bfloat16", "float32", "float64"),
-        batched_p2p=True, devices=("cuda",),
         refused="NCCL has no bitwise reductions: ReduceOp.{OP} is not supported on the nccl "
                 "backend (torch's NCCL refuses it too)")
 
@@ -104,7 +81,7 @@ class NCCLBackend(base.Backend):
         the arrays' device (:meth:`_check`), then run ``impl``."""
         seq, words = self._claim(call)
         if words is not None:
-            self._verify(self._exchange(words, seq))
+            self._verify(self._exchange(words, seq, FP.FAMILY.get(call.kind, call.kind)))
         kind, ins, outs = call.kind, call.inputs, call.outputs
         self._check(kind, *(ins if kind in ("all_reduce", "broadcast", "reduce") else
                             [*ins, *outs] if kind in ("all_gather", "all_gather_into_tensor",
@@ -184,18 +161,16 @@ class NCCLBackend(base.Backend):
             work.wait()
         return work
 
-    def _exchange(self, words, seq: int):
+    def _exchange(self, words, seq: int, op: str):
         """All-gather this rank's fingerprint ``words`` through NCCL on the communication stream,
         wait for it (bounded by the group timeout) and return every rank's words, one row per
         rank. NCCL hangs or corrupts memory on mismatched counts, so the check must finish
-        before the collective is launched. (Not measured here: no multi-GPU machine.)"""
+        before the collective is launched. (Not measured here: no multi-GPU machine.) It runs
+        under the name ``op`` and number ``seq`` of the collective it guards, so a failure here
+        reads as that collective's ("all_reduce (seq 1)")."""
         self._failure.check("collective")
         cp = self._cp
         words = np.ascontiguousarray(words, np.int64)
-        # launched under the name and sequence number of the collective it guards, so a
-        # failure here reads as that collective's ("all_reduce (seq 1)")
-        code = int(words[1]) & 0xFF if words.size > 1 else 0
-        op = FP.KINDS[code] if code < len(FP.KINDS) else "collective"
         with self.device:
             send = cp.asarray(words)
             recv = cp.empty((self.size, words.size), cp.int64)
@@ -409,7 +384,6 @@ class NCCLBackend(base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
-        """Finish queued ops, then release connections and threads."""
         watchdog = self.watchdog
         deadline = time.monotonic() + self.timeout
         while watchdog.pending and self._failure.first is None and time.monotonic() < deadline:
@@ -425,7 +399,6 @@ class NCCLBackend(base.Backend):
         self._failure.shut_down()
 
     def abort(self) -> None:
-        """Fail pending ops at once and close everything."""
         self.watchdog.fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self.watchdog.stop(join=False)
 

@@ -3,31 +3,21 @@
 ``TCPBackend`` is made of components: the ``Mesh`` of connections (``mesh.py``), the progress
 engine (``wire.py``), the ``SocketAlgorithms`` over them (``algorithms.py``), ``PointToPoint``
 (``p2p.py``), the same-host shared-memory transport (``_shm/transport.py``) and the group's op
-queue (``_executor.OpQueue``: sequence numbers, one op at a time, the failure state). Every
-collective comes through the pipeline (``backends/base.py``): checked once, then the first
-enabled implementation of its kind's list runs on the op queue: ``[shared memory, sockets
-direct, sockets ring]`` for all_reduce, all_gather and reduce_scatter, ``[shared memory, tree,
-chain]`` for broadcast, and so on (:meth:`TCPBackend.implementations`). Every rank takes the same
-decision, from sizes, dtypes and the group's shape.
-
-The fingerprint travels in band: every frame carries the collective's kind, op, root, dtype,
-byte count and sequence number, compared by the receiver before it reads a byte (the shared-
-memory transport's control blocks carry the same), so a mismatched collective raises on the ranks
-involved; ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call sites. A failed op
-poisons the group: peers get an abort frame naming the failed rank, and every later op raises at
-once. Integer AVG is refused (as torch's Gloo does).
-
-The pipeline's first step for ``dist.all_reduce`` (:meth:`TCPBackend.fast_all_reduce`) is one
-native shared-memory call run by the op queue (``OpQueue.run_inline``), when every rank of the
-group shares this host; ``TB_FASTPATH=0`` turns it off (figures: docs/architecture.md).
+queue (``_executor.OpQueue``). Its implementation lists are :meth:`TCPBackend._declare`; its
+fingerprint travels in band, in every frame (``wire.py``) and shared-memory control block
+(``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call sites). A failed op poisons
+the group: peers get an abort frame naming the failed rank. The pipeline's first step for
+``dist.all_reduce`` is one native shared-memory call (:meth:`TCPBackend.fast_all_reduce`;
+``TB_FASTPATH=0`` turns it off; figures: docs/architecture.md).
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .... import _config
+from .... import _kernels
 from ... import _fingerprint as FP
 from ...errors import DistBackendError
 from .._executor import FailureState, OpQueue
@@ -52,9 +42,7 @@ class TCPBackend(Backend):
 
     name = "tcp"
     fingerprint = "in band"
-    capabilities = Capabilities(dtypes=tuple(__import__("tensorbrain._kernels",
-                                                        fromlist=["DTYPES"]).DTYPES),
-                                batched_p2p=True, devices=("cpu", "cuda"))
+    capabilities = Capabilities(dtypes=tuple(_kernels.DTYPES))
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  deadline: float | None = None):
@@ -110,8 +98,8 @@ class TCPBackend(Backend):
                 Impl("sockets direct", lambda c: c.inputs[0].nbytes * n <= SMALL_ALLGATHER,
                      lambda b, s: A.allgather(b, s, False)),
                 Impl("sockets ring", None, lambda b, s: A.allgather(b, s, True))],
-            "gather": [Impl("direct", None, A.gather)],
-            "scatter": [Impl("direct", None, A.scatter)],
+            "gather": [Impl("direct", None, partial(A.rooted, gather=True))],
+            "scatter": [Impl("direct", None, partial(A.rooted, gather=False))],
             "reduce_scatter": here(Impl("shared memory", None,
                                         lambda o, sc, op: shm.reduce_scatter(o, sc, op))) + [
                 Impl("sockets direct", lambda c: c.outputs[0].nbytes * n <= SMALL_ALLGATHER,
@@ -198,7 +186,7 @@ class TCPBackend(Backend):
         src = stage_in(call.inputs[0]).reshape(-1)
         staged = [stage(o, copy_in=False) for o in call.outputs] if self.rank == call.root else []
         outs = [h for h, _ in staged]
-        return (lambda: (outs, src, call.root)), finisher(staged), call.outputs or None
+        return (lambda: (src, outs, call.root)), finisher(staged), call.outputs or None
 
     def _prepare_scatter(self, call):
         host, finish = stage(call.outputs[0], copy_in=False)
@@ -355,7 +343,6 @@ class TCPBackend(Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
-        """Finish queued ops, then release connections and threads."""
         if self._failure.closed:
             return
         self._failure.shut_down()
@@ -367,7 +354,6 @@ class TCPBackend(Backend):
         self.mesh.close()
 
     def abort(self) -> None:
-        """Fail pending ops at once and close everything."""
         self._failure.abort()
         self._unwatch()
         if self._shm is not None:
@@ -430,12 +416,7 @@ def _describe(call: Call) -> str:
         return f"{call.inputs[0].dtype} single"
     if kind == "barrier":
         return ""
-    if kind in ("scatter", "reduce_scatter", "reduce_scatter_tensor"):
-        arrays = call.outputs
-    elif kind == "all_reduce":
-        arrays = call.inputs
-    else:
-        arrays = call.inputs[:1]
+    arrays = FP.arrays_of(call)
     if kind == "gather":
         arrays = [a.reshape(-1) for a in arrays]
     parts = [",".join(f"{a.dtype}{list(a.shape)}" for a in arrays)]

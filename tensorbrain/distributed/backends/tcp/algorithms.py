@@ -3,10 +3,8 @@ component of ``TCPBackend``).
 
 Each method runs one collective on contiguous host arrays through the progress engine
 (``wire.Engine``): it posts the sends and receives of every round, then ``run()`` progresses them
-together. Which algorithm a size takes, and why, and how float16 is summed are in
-docs/distributed.md ("Algorithms by size", "float16"); the thresholds are the constants below,
-and the backend's implementation lists (``sockets direct`` / ``sockets ring``, ``tree`` /
-``chain``) choose by them.
+together. Which algorithm a size takes (the thresholds below), and why, and how float16 is summed:
+docs/distributed.md ("Algorithms by size", "float16").
 """
 from __future__ import annotations
 
@@ -99,25 +97,19 @@ class SocketAlgorithms:
         if post is not None:
             _kernels.scale_into(flat, post)
 
-    def exchange_direct(self, flat, ranks, kind=K["all_reduce"], tag=None):
-        """Send ``flat`` to every other rank of ``ranks`` and receive theirs, in one round.
-
-        Used inside a running op (the direct all_reduce; the shared-memory transport's exchange
-        between host leaders; the tcp backend's DETAIL check).
-
-        Args:
-            flat: this rank's contiguous 1-D contribution (read only).
-            ranks: the group ranks taking part, this rank among them (a list or range).
-            kind: the frame kind, the collective's own.
-            tag: the frames' tag (default: the op's fingerprint tag).
+    def exchange_direct(self, flat, ranks, kind=K["all_reduce"], tag=None, into=None):
+        """Send ``flat`` (read only) to every other rank of ``ranks`` and receive theirs, in one
+        round, inside a running op (the direct all_reduce and all_gather, shared memory's
+        exchange between host leaders, the DETAIL check), in frames of ``kind`` and ``tag``
+        (default: the op's).
 
         Returns:
-            numpy.ndarray: ``(len(ranks), flat.size)``; row i is ``ranks[i]``'s contribution
-            (this rank's own row is left unset).
+            ``into`` (one array per rank of ``ranks``), else a new ``(len(ranks), flat.size)``
+            array: row i is ``ranks[i]``'s contribution (this rank's own row is left unset).
         """
         m, p, E = len(ranks), ranks.index(self.rank), self._engine
         dc, total = W.dtype_code(flat.dtype), flat.nbytes
-        bufs = np.empty((m, flat.size), flat.dtype)
+        bufs = np.empty((m, flat.size), flat.dtype) if into is None else into
         payload = W.as_bytes(flat)
         for k in range(1, m):
             i = (p - k) % m
@@ -225,21 +217,14 @@ class SocketAlgorithms:
         v = (r - root) % n
         real = lambda vv: (vv + root) % n  # noqa: E731
         if not chain:
-            kids = _children(v, n)
-            f32 = acc.dtype == np.float16 and op == "sum"
-            acc_r = acc.astype(np.float32) if f32 else acc
-            tmps = {}
-            for c in kids:
-                t = tmps[c] = np.empty_like(acc)
-                E.recv(self.conns[real(c)], kind, dc, total, W.as_bytes(t))
+            # kids in a fixed order: the same result whatever the arrival order
+            kids = sorted(_children(v, n))
+            rows = np.empty((len(kids) + 1, acc.size), acc.dtype)
+            rows[0] = acc
+            for i, c in enumerate(kids, 1):
+                E.recv(self.conns[real(c)], kind, dc, total, W.as_bytes(rows[i]))
             E.run()
-            for c in sorted(kids):  # fixed order: the same result whatever the arrival order
-                if f32:
-                    acc_r += tmps[c]
-                else:
-                    _kernels.reduce_into(acc_r, tmps[c], op)
-            if f32:
-                acc[...] = acc_r
+            _reduce_rows(acc, rows, op)
             if v > 0:
                 E.send(self.conns[real(_parent(v))], kind, dc, total, W.as_bytes(acc))
                 E.run()
@@ -271,11 +256,7 @@ class SocketAlgorithms:
         n, r, E = self.size, self.rank, self._engine
         kind, dc, total = K["all_gather"], W.dtype_code(src.dtype), src.nbytes
         if not ring:
-            payload = W.as_bytes(src)
-            for k in range(1, n):
-                E.send(self.conns[(r + k) % n], kind, dc, total, payload)
-                E.recv(self.conns[(r - k) % n], kind, dc, total, W.as_bytes(blocks[(r - k) % n]))
-            E.run()
+            self.exchange_direct(src, range(n), kind, into=blocks)
             return
         right, left = self.conns[(r + 1) % n], self.conns[(r - 1) % n]
         seg = max(1, SEGMENT // src.itemsize)
@@ -329,30 +310,24 @@ class SocketAlgorithms:
                    W.as_bytes(dsts[frm]))
         E.run()
 
-    def gather(self, outs, src, root) -> None:
-        """gather: every rank sends its block straight to the root (``outs``: the root's)."""
+    def rooted(self, mine, blocks, root, gather: bool) -> None:
+        """gather (every rank sends its block ``mine`` straight to the root, into ``blocks``)
+        and scatter (the root sends each rank its block of ``blocks``, into ``mine``);
+        ``blocks`` is the root's."""
         n, r, E = self.size, self.rank, self._engine
-        kind, dc, total = K["gather"], W.dtype_code(src.dtype), src.nbytes
+        kind = K["gather"] if gather else K["scatter"]
+        dc, total = W.dtype_code(mine.dtype), mine.nbytes
         if r == root:
-            outs[r].reshape(-1)[...] = src
+            if gather:
+                blocks[r].reshape(-1)[...] = mine
+            else:
+                mine.reshape(-1)[...] = blocks[r]
             for j in range(n):
                 if j != r:
-                    E.recv(self.conns[j], kind, dc, total, W.as_bytes(outs[j]))
+                    (E.recv if gather else E.send)(self.conns[j], kind, dc, total,
+                                                   W.as_bytes(blocks[j]))
         else:
-            E.send(self.conns[root], kind, dc, total, W.as_bytes(src))
-        E.run()
-
-    def scatter(self, host, srcs, root) -> None:
-        """scatter: the root sends each rank its block (``srcs``: the root's)."""
-        n, r, E = self.size, self.rank, self._engine
-        kind, dc, total = K["scatter"], W.dtype_code(host.dtype), host.nbytes
-        if r == root:
-            host.reshape(-1)[...] = srcs[r]
-            for j in range(n):
-                if j != r:
-                    E.send(self.conns[j], kind, dc, total, W.as_bytes(srcs[j]))
-        else:
-            E.recv(self.conns[root], kind, dc, total, W.as_bytes(host))
+            (E.send if gather else E.recv)(self.conns[root], kind, dc, total, W.as_bytes(mine))
         E.run()
 
     def barrier(self) -> None:

@@ -36,17 +36,10 @@ class EngineErrors:
         return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
 
     def peer_lost(self, conn: Conn, exc: OSError | None = None) -> DistBackendError:
-        """The error for a peer whose connection closed (``exc`` None) or failed (a socket
-        error: EPIPE, ECONNRESET, ...): its abort frame's story when it sent one, else what its
-        liveness says (dead, stopped), else what it reported in the store.
-
-        Args:
-            conn: the peer.
-            exc: the socket error, if any.
-
-        Returns:
-            DistBackendError: the error to raise, naming the rank to blame.
-        """
+        """The error, naming the rank to blame, for a peer whose connection closed (``exc``
+        None) or failed (a socket error: EPIPE, ECONNRESET, ...): its abort frame's story when
+        it sent one, else what its liveness says (dead, stopped), else what it reported in the
+        store."""
         # A send to a peer that already failed breaks (EPIPE, ECONNRESET) while its abort frame,
         # naming the rank that really failed, still waits unread in our receive buffer.
         info = conn.abort_info if conn.abort_info is not None else conn.pending_abort()
@@ -78,30 +71,13 @@ class EngineErrors:
                       [blamed if blamed >= 0 else conn.peer])
 
     def protocol_error(self, conn: Conn, what: str) -> DistBackendError:
-        """The error for bytes from ``conn`` that are not a valid frame.
-
-        Args:
-            conn: the peer.
-            what: what was wrong.
-
-        Returns:
-            DistBackendError: the error to raise.
-        """
+        """The error for bytes from ``conn`` that are not a valid frame (``what`` was wrong)."""
         return DistBackendError(f"{self._where()}: protocol error from peer {conn.describe()}: "
                                 f"{what} (is another program connected to this port?)")
 
     def mismatch(self, conn, exp, kind, dtype, seq, total, nbytes, tag) -> DistBackendError:
-        """The error for a frame whose header differs from the one expected (a collective
-        mismatch): both sides' calls in words.
-
-        Args:
-            conn: the peer that sent it.
-            exp: the expected receive.
-            kind, dtype, seq, total, nbytes, tag: the frame's header fields (``wire.py``).
-
-        Returns:
-            DistBackendError: the error to raise.
-        """
+        """The error for a frame from ``conn`` whose header fields differ from the expected
+        receive ``exp`` (a collective mismatch): both sides' calls in words."""
         from ..._fingerprint import describe_tag
 
         def desc(k, d, s, t, n, g):
@@ -120,15 +96,9 @@ class EngineErrors:
             f"in the same order with the same op, root, dtype and element count.")
 
     def timed_out(self, unread=None) -> DistTimeoutError:
-        """The error for an operation past its deadline, naming the ranks it waits for (and a
-        frozen or dead rank anywhere in the group, which is the cause).
-
-        Args:
-            unread: peers that have not read the pages this op lent them (see ``_wait_lent``).
-
-        Returns:
-            DistTimeoutError: the error to raise.
-        """
+        """The error for an operation past its deadline, naming the ranks it waits for (or that
+        have not read the pages it lent them, ``unread``), and a frozen or dead rank anywhere in
+        the group, which is the cause."""
         waiting = [c for c in self.active.values() if c.recvq]
         sending = unread or [c for c in self.active.values() if c.sendq and not c.recvq]
         # A frozen (SIGSTOP) or dead rank anywhere in the group is the cause, even when this rank

@@ -32,14 +32,8 @@ dtype_code = _fingerprint.dtype_code
 
 
 def dtype_name(code: int) -> str:
-    """The dtype name a frame header's dtype code stands for (``dtype#N`` for an unknown code).
-
-    Args:
-        code: the header's dtype field (1-based; 0 is "no dtype").
-
-    Returns:
-        str: e.g. ``"float32"``.
-    """
+    """The dtype name (``"float32"``) a header's dtype ``code`` stands for (``dtype#N`` for an
+    unknown code; 0 is "no dtype")."""
     return _fingerprint.DTYPES[code] if 1 <= code < len(_fingerprint.DTYPES) else f"dtype#{code}"
 
 
@@ -62,7 +56,6 @@ class Recv:
         self.total, self.nbytes, self.dest, self.callback = total, nbytes, dest, callback
         self.got = 0
         self.header_ok = False
-
 
 
 def _consume(bufs: list, n: int) -> None:

@@ -10,6 +10,7 @@ TCP sockets never lend, and the figures: docs/distributed.md, "Zero-copy sends o
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -53,23 +54,14 @@ def _libc_vmsplice():
 
 
 def enabled() -> bool:
-    """Whether this process lends pages on Unix sockets.
-
-    Returns:
-        bool: ``TB_TCP_SPLICE`` is on and the platform has ``vmsplice`` and ``os.splice``.
-    """
+    """Whether this process lends pages on Unix sockets: ``TB_TCP_SPLICE`` is on and the
+    platform has ``vmsplice`` and ``os.splice``."""
     return bool(_config.get("TB_TCP_SPLICE")) and bool(_libc_vmsplice())
 
 
 def unread(fd: int) -> int:
-    """Bytes sent on the Unix socket ``fd`` that its peer has not consumed yet (``SIOCOUTQ``).
-
-    Args:
-        fd: the socket's file descriptor.
-
-    Returns:
-        int: the count; 0 once every lent page is free again.
-    """
+    """Bytes sent on the Unix socket ``fd`` that its peer has not consumed yet (``SIOCOUTQ``;
+    0 once every lent page is free again)."""
     buf = bytearray(4)
     fcntl.ioctl(fd, termios.TIOCOUTQ, buf)
     return int.from_bytes(buf, sys.byteorder, signed=True)
@@ -82,12 +74,8 @@ def wait_read(fds, deadline: float) -> bool:
     the ranks: it spins (yielding the core) for up to ``SPIN`` seconds, then sleeps in steps
     growing to 1 ms. Nothing wakes a thread when a peer reads, so there is no event to poll.
 
-    Args:
-        fds: Unix socket file descriptors.
-        deadline: ``time.monotonic()`` value to give up at.
-
     Returns:
-        bool: True when every count reached zero, False at the deadline.
+        bool: True when every count reached zero, False at ``deadline`` (``time.monotonic()``).
     """
     spin_until, pause = time.monotonic() + SPIN, 0.0
     for fd in fds:
@@ -113,10 +101,9 @@ class Lender:
 
     def __init__(self):
         self.rfd, self.wfd = os.pipe()
-        try:
+        # pipe-max-size below 1 MiB: the default 64 KiB pipe still works
+        with contextlib.suppress(OSError):
             fcntl.fcntl(self.wfd, _F_SETPIPE_SZ, _PIPE_BYTES)
-        except OSError:  # pipe-max-size below 1 MiB: the default 64 KiB pipe still works
-            pass
         self.capacity = fcntl.fcntl(self.wfd, _F_GETPIPE_SZ)
         self.inpipe = 0  # bytes mapped into the pipe and not yet spliced to the socket
         self.iov = _Iovec()
@@ -125,16 +112,10 @@ class Lender:
     def pump(self, fd: int, lent: list) -> bool:
         """Move lent bytes to the socket ``fd`` until it is full or the payload is through.
 
-        Args:
-            fd: a non-blocking Unix stream socket.
-            lent: ``[address, length, mapped, ...]`` of the payload (kept alive by the caller);
-                ``mapped``, the bytes already mapped into the pipe, is advanced in place.
-
-        Returns:
-            bool: True when every byte has gone to the socket, False when it is full.
-
-        Raises:
-            OSError: vmsplice or splice failed (EPIPE, ECONNRESET: the peer closed).
+        ``lent`` is ``[address, length, mapped, ...]`` of the payload (kept alive by the
+        caller); ``mapped``, the bytes already mapped into the pipe, is advanced in place.
+        Returns True when every byte has gone to ``fd`` (a non-blocking Unix stream socket),
+        False when it is full; OSError when vmsplice or splice failed (the peer closed).
         """
         address, length, mapped = lent[0], lent[1], lent[2]
         iov = self.iov
@@ -158,7 +139,5 @@ class Lender:
     def close(self) -> None:
         """Close the pipe (pages still in it are released)."""
         for fd in (self.rfd, self.wfd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass

@@ -9,12 +9,11 @@ MASTER_ADDR's network is used across machines). Same-host peers use Unix sockets
 (``TB_TCP_UNIX=0`` forces TCP): several times the bandwidth of TCP loopback (docs/distributed.md).
 
 The mesh also answers what became of a peer: ``peer_state`` (same host: /proc says it died or is
-stopped) and ``peer_abort_reason`` (the reason a failed peer left in the store). It is a
-component of ``TCPBackend``; the progress engine, the socket algorithms and point-to-point take it
-as a constructor argument.
+stopped) and ``peer_abort_reason`` (the reason a failed peer left in the store).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -87,10 +86,8 @@ def _tune(sock: socket.socket, tcp: bool) -> None:
 
 
 def _swallow(fn) -> None:
-    try:
+    with contextlib.suppress(Exception):  # best effort (the store may be gone)
         fn()
-    except Exception:  # noqa: BLE001 - best effort (the store may be gone)
-        pass
 
 
 class Mesh:
@@ -98,11 +95,7 @@ class Mesh:
     and what is known of each peer (host, host id, pid, same-host ranks).
 
     Args:
-        store: the group's store.
-        rank: this rank.
-        size: the group size.
-        timeout: the group timeout in seconds.
-        group_name: the group's name, for messages.
+        store, rank, size, timeout, group_name: as for ``base.Backend``.
         deadline: a monotonic deadline for the set-up; None for ``timeout`` from now.
     """
 
@@ -190,10 +183,9 @@ class Mesh:
             for lst in listeners:
                 lst.close()
             if uds_path and not uds_path.startswith("\0"):
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(uds_path)
-                except OSError:
-                    pass
+
     def _gather_records(self, deadline: float) -> list:
         keys = [f"tcp/addr/{j}" for j in range(self.size)]
         try:

@@ -11,7 +11,6 @@ import socket
 import time
 
 from ...errors import DistBackendError, DistTimeoutError
-from .. import _validate
 from .._staging import finisher, stage, stage_in
 from . import wire as W
 
@@ -19,14 +18,8 @@ K = W.KIND
 
 
 class PointToPoint:
-    """send / recv / batch_p2p over the mesh's connections.
-
-    Args:
-        mesh: the group's connections.
-        engine: the progress engine.
-        submit: ``submit(op, body, async_op, finish=None, collective=False)``: the backend's op
-            queue (ordering, the Work, failures).
-    """
+    """send / recv / batch_p2p over the ``mesh``'s connections, through the progress ``engine``
+    and the backend's op queue (``submit``: ordering, the Work, failures)."""
 
     def __init__(self, mesh, engine, submit) -> None:
         self.mesh, self._engine, self._submit = mesh, engine, submit
@@ -35,14 +28,12 @@ class PointToPoint:
 
     def send(self, array, dst, tag=0, async_op=True):
         """``Backend.send``: a p2p frame to ``dst`` carrying ``tag`` and a per-peer counter."""
-        _validate.not_self("send", dst, self.rank)
         return self.batch_p2p([("send", array, dst, tag)], async_op, op="send")
 
     def recv(self, array, src, tag=0, async_op=True):
         """``Backend.recv``: the next p2p frame with ``tag`` from ``src`` (None: any rank)."""
         host, finish = stage(array, copy_in=False)
         flat = host.reshape(-1)
-        _validate.not_self("recv", src, self.rank)
         # the Work's result is the source rank (within the group)
         return self._submit("recv", lambda: self._recv(flat, src, tag), async_op, finish,
                             collective=False)

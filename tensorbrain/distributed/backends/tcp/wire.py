@@ -5,28 +5,22 @@ of raw payload (C-order array bytes)::
 
     magic u16 | kind u8 | dtype u8 | tag i32 | seq u64 | total u64 | nbytes u64
 
-``kind`` is the operation (all_reduce, broadcast, ... p2p), ``seq`` the group's collective
-sequence number, ``total`` the byte size of the whole operation on the sender (so that a size
-mismatch between ranks is caught on the first frame even when chunk sizes happen to agree),
-``nbytes`` this frame's payload; for collective frames ``tag`` holds the op and root
-(``_fingerprint.wire_tag``), so kind, op, dtype, count, root and sequence number, the collective
-fingerprint, travel in every frame at no extra cost. The receiver always knows what it expects and compares every
-field before it reads a byte of payload: a mismatch raises, naming both sides, instead of
-corrupting memory or waiting for bytes that never come. No length is trusted beyond what the
-receiver itself expects (p2p frames that arrive early are the one exception; they are bounded by
-``MAX_STASH``).
+``total`` is the whole operation's byte size on the sender (a size mismatch shows on the first
+frame even when chunk sizes agree); a collective frame's ``tag`` holds its op and root
+(``_fingerprint.wire_tag``), so the whole fingerprint travels in every frame at no extra cost.
+The receiver compares every field with what it expects before it reads a byte of payload, and
+trusts no length beyond that (early p2p frames are bounded by ``MAX_STASH``).
 
 The engine drives all connections of one operation from one thread with non-blocking sockets and
 ``poll``: sends and receives progress together, so a ring step never deadlocks on full socket
-buffers, and a received segment is reduced while the kernel keeps moving the next ones. Sends
-use ``sendmsg([header, payload])`` (one syscall, no copy) and receives ``recv_into`` straight into
-the destination array; both release the GIL. The rings' frames to a same-host peer over a Unix
-socket lend their pages to the kernel instead of being copied into it (``lend.py``). The frame
-format is in ``frames.py``, the engine's error reports in ``engine_errors.py``.
+buffers, and a received segment is reduced while the kernel moves the next ones. Sends use
+``sendmsg([header, payload])`` (one syscall, no copy), receives ``recv_into`` the destination;
+both release the GIL. Ring frames to a Unix-socket peer lend their pages (``lend.py``).
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import select
@@ -59,17 +53,12 @@ class Conn:
         self.hdr_got = 0
         self.stash: dict = {}           # tag -> deque of (dtype, bytes) early p2p frames
         self.p2p_sent = 0
-        self.stray = None               # (bufferred header, payload) of a frame read but not ours
         self.closed = False
         self.mid_frame = False          # part of a frame is on the wire (no abort frame now)
         self.abort_info: tuple | None = None  # (blamed rank, text) from the peer's abort frame
 
     def describe(self) -> str:
-        """``rank 1 (host, tcp)``: the peer as error messages name it.
-
-        Returns:
-            str: rank, host and transport.
-        """
+        """``rank 1 (host, tcp)``: the peer as error messages name it."""
         return f"rank {self.peer} ({self.host}, {self.transport})"
 
     # ***** sending *****
@@ -81,8 +70,7 @@ class Conn:
             header: the packed frame header.
             payload: the bytes that follow it (may be empty).
             callback: called once the whole frame has been written.
-            lend: splice the payload's pages to the socket instead of copying them
-                (tcp/lend.py; Unix sockets, C-contiguous payloads).
+            lend: splice the payload's pages to the socket instead of copying them (lend.py).
         """
         bufs = [memoryview(header)]
         lent = None
@@ -218,10 +206,8 @@ class Conn:
         if self.closed or self.mid_frame or self.sendq:
             return
         payload = text.encode(errors="replace")[:MAX_ABORT_TEXT]
-        try:
+        with contextlib.suppress(OSError):
             self.sock.send(HEADER.pack(MAGIC, _ABORT, 0, blamed, 0, 0, len(payload)) + payload)
-        except OSError:
-            pass
 
     def _read_stray(self, engine, dtype, tag, nbytes) -> None:
         """Read an early p2p frame completely (blocking up to the deadline) into the stash."""
@@ -256,10 +242,8 @@ class Conn:
         if self.closed:
             return
         self.closed = True
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.sock.close()
         if self.lender is not None:
             self.lender.close()
@@ -324,10 +308,8 @@ class Sender:
         """Stop the sender thread and close its wake-up pipe."""
         self.queue.put(None)
         for fd in (self.rfd, self.wfd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 class Engine(EngineErrors):
@@ -350,15 +332,8 @@ class Engine(EngineErrors):
         self.lent_bytes = 0          # payload bytes lent so far (all ops; tests, benchmarks)
 
     def begin(self, op: str, seq: int, timeout: float, ftag: int = 0) -> None:
-        """Start one operation: the name, sequence number, fingerprint tag and deadline that its
-        frames carry and its errors name.
-
-        Args:
-            op: the collective's name.
-            seq: its sequence number in the group.
-            timeout: seconds until it times out.
-            ftag: the fingerprint tag (op and root) of its collective frames.
-        """
+        """Start one operation: the name ``op``, number ``seq`` and fingerprint tag ``ftag`` (op
+        and root) that its frames carry and its errors name, and its deadline (``timeout`` s)."""
         self.op, self.seq, self.ftag = op, seq, ftag
         self.deadline = time.monotonic() + timeout
         self.threaded = False
@@ -366,14 +341,7 @@ class Engine(EngineErrors):
         self.lent.clear()
 
     def lends_to(self, conn: Conn) -> bool:
-        """Whether ``send(..., lend=True)`` to ``conn`` lends pages (a Unix socket, lending on).
-
-        Args:
-            conn: the peer.
-
-        Returns:
-            bool: True for a same-host peer over a Unix socket with ``TB_TCP_SPLICE`` on.
-        """
+        """Whether ``send(..., lend=True)`` to ``conn`` lends pages (a Unix socket, lending on)."""
         return self.lend and conn.transport == "unix"
 
     def use_sender(self) -> None:
@@ -388,19 +356,17 @@ class Engine(EngineErrors):
              lend: bool = False) -> None:
         """Queue a frame of this operation to ``conn``.
 
+        ``kind``, ``dtype``, ``total`` (the whole message's bytes), ``tag`` (default: the
+        op's fingerprint tag) and ``seq`` (default: the op's) go in the header; ``callback``
+        runs once it is written.
+
         Args:
             conn: the peer.
-            kind: the frame kind (the collective, or p2p).
-            dtype: the dtype code.
-            total: the whole message's byte count (the receiver checks it).
             payload: this frame's bytes.
-            callback: called once it is written.
-            tag: the tag field (default: the operation's fingerprint tag).
-            seq: the sequence number (default: the operation's).
             lend: the caller writes into ``payload`` only after ``conn`` has read it (or after
                 the op), so a large frame to a Unix-socket peer may lend its pages instead of
-                being copied (tcp/lend.py); ``run()`` then waits for the peer to read them.
-                Not with the sender thread: a lending op sends from the engine.
+                being copied (lend.py); ``run()`` then waits for the peer to read them. Not
+                with the sender thread: a lending op sends from the engine.
         """
         header = HEADER.pack(MAGIC, kind, dtype, self.ftag if tag is None else tag,
                              self.seq if seq is None else seq, total, len(payload))
@@ -421,18 +387,8 @@ class Engine(EngineErrors):
 
     def recv(self, conn: Conn, kind: int, dtype: int, total: int, dest: memoryview,
              callback=None, tag: int | None = None, seq: int | None = None) -> None:
-        """Expect a frame from ``conn`` into ``dest``; its header must match every field given.
-
-        Args:
-            conn: the peer.
-            kind: the expected frame kind.
-            dtype: the expected dtype code.
-            total: the expected whole-message byte count.
-            dest: where the payload goes (its length is the frame's).
-            callback: called once it has arrived.
-            tag: the expected tag (default: the operation's fingerprint tag).
-            seq: the expected sequence number (default: the operation's).
-        """
+        """Expect a frame from ``conn`` into ``dest`` (its length is the frame's), then run
+        ``callback``; its header must match every field given, as :meth:`send` writes them."""
         conn.recvq.append(Recv(kind, dtype, self.ftag if tag is None else tag,
                                self.seq if seq is None else seq, total, len(dest), dest, callback))
         self.active[conn.fd] = conn
@@ -546,14 +502,7 @@ class Engine(EngineErrors):
         self.active.clear()
 
     def wait_readable(self, conn: Conn) -> None:
-        """Block until ``conn`` has data, up to the operation's deadline.
-
-        Args:
-            conn: the peer.
-
-        Raises:
-            DistTimeoutError: the deadline passed (the message names the silent ranks).
-        """
+        """Block until ``conn`` has data; `DistTimeoutError` at the operation's deadline."""
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise self.timed_out()

@@ -3,6 +3,8 @@ by a veth pair): 2 ranks per host under two `tbrun --nnodes 2` invocations run t
 suite; ranks on different hosts must talk TCP over the veth link (advertised address = the one
 that routes to MASTER_ADDR), ranks on one host their local transport. Skips without root/netns.
 """
+import pytest
+
 from tests.distributed._netns import run_tbrun_nodes, two_hosts  # noqa: F401  (fixture)
 
 WORKER = """
@@ -20,8 +22,13 @@ dist.destroy_process_group()
 """
 
 
-def test_collectives_across_network_namespaces(two_hosts, tmp_path):  # noqa: F811
-    results = run_tbrun_nodes(two_hosts, tmp_path, WORKER, port=29575, timeout=100)
+@pytest.mark.parametrize("shm", ["1", "0"], ids=["shm", "sockets-only"])
+def test_collectives_across_network_namespaces(two_hosts, tmp_path, monkeypatch, shm):  # noqa: F811
+    # TB_SHM=0: the ranks of one host talk over Unix sockets, across hosts over TCP, so one
+    # ring mixes both kinds of link (every rank must still cut the ring's pieces alike)
+    monkeypatch.setenv("TB_SHM", shm)
+    results = run_tbrun_nodes(two_hosts, tmp_path, WORKER, port=29575 if shm == "1" else 29585,
+                              timeout=100)
     lines = []
     for rc, out, err in results:
         assert rc == 0, out + err

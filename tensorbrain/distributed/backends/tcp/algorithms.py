@@ -88,8 +88,11 @@ class SocketAlgorithms:
             # Lending (tcp/lend.py): one ring per PIECE bytes, so a chunk reduced in the
             # reduce-scatter is still in cache when the peer reads its pages in the all-gather
             # (64 MiB: 3.3 -> 4.3 GB/s busbw). Copying sends over TCP gained nothing from it.
-            right = self.conns[(self.rank + 1) % n]
-            piece = max(n, PIECE // flat.itemsize) if self._engine.lends_to(right) else flat.size
+            # Every rank must cut the same pieces, so this is decided from what all ranks know
+            # alike (every rank on one host), not from this rank's own link to the right: with
+            # hosts of two ranks each, some links are Unix sockets and others TCP.
+            one_host = len(set(self.mesh.host_ids)) <= 1
+            piece = max(n, PIECE // flat.itemsize) if one_host else flat.size
             for s0 in range(0, flat.size, piece):
                 part = flat[s0:s0 + piece]
                 self._ring(part, _chunks(part.size, n), op, K["all_reduce"], allgather=True,

@@ -458,35 +458,8 @@ class FullyShardedDataParallel(Module):
             ValueError: the state's keys mix names and IDs.
             AssertionError: ``optim_state_key_type`` is not an :class:`OptimStateKeyType`.
         """
-        import copy
-
-        from .api import OptimStateKeyType
-        if optim_state_key_type not in (OptimStateKeyType.PARAM_NAME, OptimStateKeyType.PARAM_ID):
-            raise AssertionError(f"Expected optim_state_key_type to be PARAM_NAME or PARAM_ID, "
-                                 f"got {optim_state_key_type}")
-        osd = optim_state_dict
-        kinds = {type(k) for k in osd["state"]}
-        if len(kinds) > 1 or kinds - {str, int}:
-            raise ValueError(f"Invalid parameter keys: {osd['state'].keys()}")
-        want = str if optim_state_key_type == OptimStateKeyType.PARAM_NAME else int
-        if kinds == {want}:
-            return osd
-        if optim is not None:
-            order = [p for g in optim.param_groups for p in g["params"]]
-        elif optim_input is not None:
-            items = list(optim_input)
-            order = ([p for g in items for p in g["params"]] if items and isinstance(items[0], dict)
-                     else items)
-        else:
-            order = list(model.parameters())
-        pid = {id(p): i for i, p in enumerate(order)}
-        name_to_id = {n: pid[id(p)] for n, p in model.named_parameters() if id(p) in pid}
-        key = (name_to_id if want is int else {i: n for n, i in name_to_id.items()})
-        new = {"state": {key[k]: v for k, v in osd["state"].items()},
-               "param_groups": copy.deepcopy(osd["param_groups"])}
-        for group in new["param_groups"]:
-            group["params"] = sorted(key[k] for k in group["params"])
-        return new
+        return _state_dict.rekey_optim_state_dict(optim_state_dict, optim_state_key_type, model,
+                                                  optim_input, optim)
 
     @staticmethod
     def full_optim_state_dict(model, optim, optim_input=None, rank0_only=True, group=None):

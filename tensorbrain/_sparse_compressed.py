@@ -27,7 +27,7 @@ import numpy as np
 from . import _layout, _xp
 from ._factories import tensor as _tensor
 from ._tensor_sparse import compressed_only_message, layout_name
-from .sparse import SparseTensor
+from ._sparse_coo import SparseTensor
 from .tensor import Tensor
 
 __all__ = ["SparseCompressedTensor", "sparse_csc_tensor", "sparse_csr_tensor"]

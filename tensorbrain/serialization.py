@@ -26,7 +26,7 @@ import threading
 import numpy as np
 
 from .tensor import Tensor
-from . import _atomic, _checkpoint_io, _torch_format
+from . import _atomic, _checkpoint_io, _torch_format, _torch_save
 from ._checkpoint_codec import FORMAT, _decode, _Encoder, _place, _safetensors
 from ._checkpoint_io import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
                              safe_globals)
@@ -104,7 +104,7 @@ def save(obj, f, format: str = "safetensors") -> None:
         if format != "torch":
             raise ValueError(f"tb.save: format={format!r} is unknown; use 'safetensors' (the "
                              f"default) or 'torch' (a .pt that torch.load reads)")
-        return _torch_format.save(obj, f)
+        return _torch_save.save(obj, f)
     if hasattr(f, "write") or not _checkpoint_io.is_plain(obj):
         return _checkpoint_io.save(obj, f)
     stn, _ = _safetensors()

@@ -57,7 +57,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain._factories", "tensorbrain._sampling", "tensorbrain._tensor_legacy",
         "tensorbrain._tensor_hooks", "tensorbrain._tensor_sparse",
         "tensorbrain._tensor_adapters", "tensorbrain._tensor_random", "tensorbrain._legacy_types",
-        "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._sparse_compressed", "tensorbrain.nested", "tensorbrain._batch_norm_parts", "tensorbrain._tensor_views_inplace",
+        "tensorbrain._tensor_info", "tensorbrain.sparse", "tensorbrain._sparse_coo", "tensorbrain._sparse_compressed", "tensorbrain.nested", "tensorbrain._batch_norm_parts", "tensorbrain._tensor_views_inplace",
         "tensorbrain.linalg", "tensorbrain._linalg_legacy", "tensorbrain.func", "tensorbrain.overrides", "tensorbrain.version",
         "tensorbrain._torch_extras", "tensorbrain._tensor_str", "tensorbrain._tensor_more", "tensorbrain.storage",
         "tensorbrain.__config__", "tensorbrain.fft", "tensorbrain._signal", "tensorbrain.special",
@@ -71,6 +71,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.nn", "tensorbrain.optim", "tensorbrain.distributions", "tensorbrain.jit",
         "tensorbrain.compiler", "tensorbrain._dynamo", "tensorbrain.hub", "tensorbrain.utils",
         "tensorbrain.serialization", "tensorbrain._checkpoint_io", "tensorbrain._torch_format",
+        "tensorbrain._torch_save",
         "tensorbrain.ops", "tensorbrain._checkpoint_codec", "tensorbrain.fx",
         "tensorbrain.onnx",  # traces with fx, exports nn layers
         "tensorbrain.library", "tensorbrain._op_schema",
@@ -479,6 +480,14 @@ def _cited_files():
         yield from sorted((ROOT / top).rglob("*.py"))
     yield from sorted((ROOT / "docs").rglob("*.md"))
     yield ROOT / "README.md"
+
+
+def test_no_module_over_600_lines():
+    """Issue 28: a module is split by job before it passes 600 lines (the report, ``main``,
+    prints the same list)."""
+    long = {name: n for name, (path, _) in _modules().items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600}
+    assert not long, f"modules over 600 lines (split them by job): {long}"
 
 
 def test_no_document_outside_the_repo_is_cited():

@@ -47,6 +47,46 @@ def _take(grad, owned):
     return grad.dense() if type(grad) is SliceGrad else grad
 
 
+# ***** a place offered for a leaf's gradient (DDP's resident arena) *****
+def offer_grad_dest(leaf, array) -> None:
+    """Offer ``array`` as where the next backward may write ``leaf``'s whole gradient, once.
+
+    DDP's reducer offers each parameter without a ``.grad`` its slot of the shared-memory
+    gradient arena for one synchronised backward, so the weight-gradient GEMM writes straight
+    there and the reducer's hook has nothing to copy (docs/ddp.md). An op that makes a leaf's
+    gradient in one array takes the offer with :func:`take_grad_dest`; other ops ignore it and
+    the hook copies, as before.
+
+    Args:
+        leaf: a tensor that requires grad and has no ``grad_fn``.
+        array: a contiguous array of the leaf's shape and dtype.
+    """
+    leaf.__dict__["_grad_dest"] = array
+
+
+def take_grad_dest(leaf, shape, dtype):
+    """The array offered for ``leaf``'s gradient when it fits and will become ``.grad`` as is
+    (``leaf.grad`` is None), else None. An offer is taken once: a weight used twice gets it for
+    one contribution, and the engine sums the two into a new array (``_sum_into``).
+
+    Args:
+        leaf: the tensor whose gradient the caller is about to compute.
+        shape: the gradient's shape.
+        dtype: the gradient's dtype.
+    """
+    d = leaf.__dict__.pop("_grad_dest", None)
+    if d is None or leaf.grad is not None or d.shape != shape or d.dtype != dtype:
+        return None
+    return d
+
+
+def withdraw_grad_dests(leaves) -> None:
+    """Take back every offer to ``leaves`` (a backward that returns gradients instead of
+    accumulating them, or the end of the backward the offers were for)."""
+    for leaf in leaves:
+        leaf.__dict__.pop("_grad_dest", None)
+
+
 def _check_saved(node):
     for tensor, version in node.saved:
         if tensor._version[0] != version:
@@ -127,6 +167,8 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                 leaves[k] = e
 
     inputs_filter = None if inputs is None else {id(t) for t in inputs}
+    if inputs is not None:  # autograd.grad hands the arrays out: none may be an arena slot
+        withdraw_grad_dests(leaves.values())
     nonleaf_inputs = {} if inputs is None else {
         t.grad_fn: id(t) for t in inputs if t.grad_fn is not None}
     results: dict[int, object] = {}

@@ -58,6 +58,7 @@ from .._ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F
 from .._ops.pointwise import hardshrink  # noqa: F401
 from .._xp import get_array_module
 from ..tensor import Tensor
+from ..autograd.engine import take_grad_dest
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 __all__ = [
@@ -117,7 +118,8 @@ def linear(input, weight, bias=None):
             if x.ndim != 2:
                 gx = gx.reshape(x.shape)
         if weight.requires_grad:
-            gw = g2.T @ x2
+            dest = take_grad_dest(weight, w.shape, g2.dtype) if g2.dtype == x2.dtype else None
+            gw = g2.T @ x2 if dest is None else xp.matmul(g2.T, x2, out=dest)
         if bias is not None and bias.requires_grad:
             gb = g2.sum(axis=0)
         return gx, gw, gb

@@ -142,3 +142,64 @@ def test_a_rank_killed_in_backward_is_named_by_the_survivor():
     assert "rank 1" in obs["msg"] and "all_reduce" in obs["msg"], obs
     assert obs["secs"] < 5, obs
     assert not results[1].ok and results[1].exitcode == -signal.SIGKILL, results[1].describe()
+
+
+class _Tied(tb.nn.Module):
+    """Three linear layers; the first layer's weight is used twice (two gradient
+    contributions that the engine sums)."""
+
+    def __init__(self):
+        super().__init__()
+        tb.manual_seed(1)
+        self.a, self.b = tb.nn.Linear(64, 64), tb.nn.Linear(64, 10)
+
+    def forward(self, x):
+        h = tb.relu(self.a(x))
+        return self.b(tb.relu(tb.nn.functional.linear(h, self.a.weight)))
+
+
+def offers_worker(rank, world, as_view):
+    import tensorbrain.nn.functional as F
+    taken, take = [0], F.take_grad_dest
+
+    def counting(*args):  # how often a GEMM wrote straight into the arena
+        d = take(*args)
+        taken[0] += d is not None
+        return d
+    F.take_grad_dest = counting
+
+    def make(resident):
+        ddp = tb.nn.parallel.DistributedDataParallel(_Tied(), gradient_as_bucket_view=as_view)
+        ddp.reducer.size_limits = [16 << 10, 16 << 10]
+        ddp.reducer.resident = resident
+        return ddp
+    res, ref = make(True), make(False)
+    same, held, no_alias = [], None, None
+    for step in range(5):
+        a, b = _grads(res, rank, step), _grads(ref, rank, step)
+        same.append(all(np.array_equal(u, v) for u, v in zip(a, b)))
+        if step == 2:
+            held = [(p.grad, p.grad.numpy().copy()) for p in res.parameters()]
+        if step == 3:  # autograd.grad after a DDP forward: its arrays are the caller's own
+            x, y = _batch(rank, step)
+            for p in res.parameters():
+                p.grad = None
+            gs = tb.autograd.grad(tb.nn.functional.cross_entropy(res(x), y),
+                                  list(res.parameters()))
+            arena = res.reducer._resident.array
+            no_alias = not any(np.shares_memory(g.numpy(), arena) for g in gs)
+    # torch's default: last step's .grad is the rank's own array, untouched by later steps
+    unchanged = as_view or all(np.array_equal(t.numpy(), v) for t, v in held)
+    return {"same": same, "taken": taken[0], "unchanged": unchanged, "no_alias": no_alias,
+            "resident": res.reducer._resident is not None}
+
+
+@needs_native
+@pytest.mark.parametrize("as_view", [False, True])
+def test_gradients_written_straight_into_the_arena(as_view):
+    """The weight-gradient GEMM writes into the arena slot (``offer_grad_dest``): the same bits
+    as the reference, a weight used twice still sums both contributions, an earlier step's
+    ``.grad`` keeps its values, and ``autograd.grad`` never returns an arena slot."""
+    for r in run_workers(f"{HERE}:offers_worker", 2, as_view, timeout=90):
+        assert r["resident"] and all(r["same"]) and r["unchanged"] and r["no_alias"], r
+        assert r["taken"] >= 3, r  # steps 1-4, less the tied weight's second contribution

@@ -206,6 +206,12 @@ class Reducer:
         self._trace_later = {}  # TB_TIMELINE: comm-hook buckets, recorded when waited for
         for b in self.buckets:
             b.pending = len(b.indices)
+        if self._fused and self._resident is not None:
+            # the weight-gradient GEMMs may write straight into the slot (no copy in the hook)
+            for b in self.buckets:
+                for k, i in enumerate(b.indices):
+                    if self.params[i].grad is None:
+                        _engine.offer_grad_dest(self.params[i], b.views[k])
         if self.find_unused or (self.static_graph and self._static_unused is None):
             reach = {id(t) for t in reachable_leaves(_tensors_in(outputs))}
             self._unused = [i for i, p in enumerate(self.params) if id(p) not in reach]
@@ -251,9 +257,11 @@ class Reducer:
         div = 1.0 if (self.comm_hook is not None or self._fused) else self._div
         if g is None:
             view.fill(0)  # no gradient here: contribute zeros (PyTorch does the same)
-        elif self.as_view and g is bucket.view_tensors[k]:
+        elif (self.as_view and g is bucket.view_tensors[k]) or g._data is view:
             if div != 1.0:
                 view *= div                       # already in the bucket: scale in place
+            if self.as_view and g is not bucket.view_tensors[k]:
+                p.grad = bucket.view_tensors[k]   # written there by backward (offer_grad_dest)
         else:
             xp = _xp.get_array_module(view)
             if g._data.shape != view.shape:
@@ -319,6 +327,7 @@ class Reducer:
     def _finalize(self):
         """End of backward: launch the rest, wait for every bucket, write the averages back."""
         self.expect_hooks = False
+        _engine.withdraw_grad_dests(self.params)  # offers nobody took (unused parameters)
         t_end = time.perf_counter() if self.timings is not None else None
         missing = [i for i, r in enumerate(self._ready) if not r]
         if self.world_size == 1 and self.comm_hook is None:
@@ -400,6 +409,10 @@ class Reducer:
                         if g is None or (self.as_view and g is b.view_tensors[k]):
                             continue
                         a = g._data
+                        if a is b.views[k]:
+                            # backward wrote it into the slot (offer_grad_dest): .grad gets an
+                            # array of its own, as torch's default (no bucket view) has
+                            a = g._data = np.empty_like(a)
                         if (type(a) is np.ndarray and a.dtype == b.views[k].dtype
                                 and a.shape == b.views[k].shape and a.flags.c_contiguous
                                 and a.flags.writeable):

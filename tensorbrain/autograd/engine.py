@@ -82,7 +82,11 @@ def take_grad_dest(leaf, shape, dtype):
 
 def withdraw_grad_dests(leaves) -> None:
     """Take back every offer to ``leaves`` (a backward that returns gradients instead of
-    accumulating them, or the end of the backward the offers were for)."""
+    accumulating them, or the end of the backward the offers were for).
+
+    Args:
+        leaves: the tensors offered to (any that were not are skipped).
+    """
     for leaf in leaves:
         leaf.__dict__.pop("_grad_dest", None)
 

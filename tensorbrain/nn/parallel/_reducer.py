@@ -8,8 +8,9 @@ How one iteration goes (as in PyTorch's ``reducer.cpp``):
 2. A post-accumulate-grad hook per parameter fires once its ``.grad`` is complete. The first one
    queues ``_finalize`` for the end of backward and marks the unused parameters ready (zeros).
    Each hook copies the gradient into its slot of the bucket's flat buffer, multiplying by
-   ``1/world_size`` in the same pass (no comm hook), or, with ``gradient_as_bucket_view``, finds
-   it already there. When the bucket's last gradient arrives, the bucket and every ready bucket
+   ``1/world_size`` in the same pass (no comm hook), or finds it already there: with
+   ``gradient_as_bucket_view``, or because backward wrote it there (the resident arena offers
+   each slot to the weight-gradient GEMM, ``autograd.engine.offer_grad_dest``). When the bucket's last gradient arrives, the bucket and every ready bucket
    after it are launched -- strictly in bucket-index order on every rank, whatever order the
    hooks fire in, because a different order across ranks would pair up different buckets.
 3. ``_finalize``: launch whatever is left (a parameter that got no gradient is reduced as zeros

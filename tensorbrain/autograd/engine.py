@@ -48,6 +48,11 @@ def _take(grad, owned):
 
 
 # ***** a place offered for a leaf's gradient (DDP's resident arena) *****
+# Set by the first offer: until a program makes one, linear's backward and autograd.grad skip
+# the lookups below.
+_offered = False
+
+
 def offer_grad_dest(leaf, array) -> None:
     """Offer ``array`` as where the next backward may write ``leaf``'s whole gradient, once.
 
@@ -61,6 +66,8 @@ def offer_grad_dest(leaf, array) -> None:
         leaf: a tensor that requires grad and has no ``grad_fn``.
         array: a contiguous array of the leaf's shape and dtype.
     """
+    global _offered
+    _offered = True
     leaf.__dict__["_grad_dest"] = array
 
 
@@ -74,6 +81,8 @@ def take_grad_dest(leaf, shape, dtype):
         shape: the gradient's shape.
         dtype: the gradient's dtype.
     """
+    if not _offered:
+        return None
     d = leaf.__dict__.pop("_grad_dest", None)
     if d is None or leaf.grad is not None or d.shape != shape or d.dtype != dtype:
         return None
@@ -171,7 +180,7 @@ def run_backward(roots, grads, retain_graph=False, inputs=None):
                 leaves[k] = e
 
     inputs_filter = None if inputs is None else {id(t) for t in inputs}
-    if inputs is not None:  # autograd.grad hands the arrays out: none may be an arena slot
+    if inputs is not None and _offered:  # autograd.grad hands the arrays out: never a slot
         withdraw_grad_dests(leaves.values())
     nonleaf_inputs = {} if inputs is None else {
         t.grad_fn: id(t) for t in inputs if t.grad_fn is not None}

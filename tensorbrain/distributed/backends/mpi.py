@@ -385,6 +385,7 @@ class MPIBackend(InlineCheck, base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
+        """Wait for pending requests, then free the communicator unless the group failed."""
         for work in list(self._pending):
             with contextlib.suppress(Exception):  # already reported to whoever waits on it
                 work.wait()

@@ -384,6 +384,7 @@ class NCCLBackend(base.Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
+        """Let the watchdog finish pending work (up to the timeout); destroy, or abort, the comm."""
         watchdog = self.watchdog
         deadline = time.monotonic() + self.timeout
         while watchdog.pending and self._failure.first is None and time.monotonic() < deadline:
@@ -399,6 +400,7 @@ class NCCLBackend(base.Backend):
         self._failure.shut_down()
 
     def abort(self) -> None:
+        """Fail every pending Work at once and stop the watchdog without joining it."""
         self.watchdog.fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self.watchdog.stop(join=False)
 

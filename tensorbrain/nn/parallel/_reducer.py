@@ -100,6 +100,7 @@ class Reducer:
         self.fuse = True                # allow the fused end of backward (benchmarks turn it off)
         # This iteration reduces each arena in one all_reduce with AVG (see prepare_for_backward).
         self._fused = False
+        self._offered = False           # this backward's slots are offered to the GEMMs
         me = weakref.ref(self)
         self._handles = [p.register_post_accumulate_grad_hook(
             lambda _p, i=i: (r := me()) is not None and r._on_grad(i))
@@ -207,7 +208,8 @@ class Reducer:
         self._trace_later = {}  # TB_TIMELINE: comm-hook buckets, recorded when waited for
         for b in self.buckets:
             b.pending = len(b.indices)
-        if self._fused and self._resident is not None:
+        self._offered = self._fused and self._resident is not None
+        if self._offered:
             # the weight-gradient GEMMs may write straight into the slot (no copy in the hook)
             for b in self.buckets:
                 for k, i in enumerate(b.indices):
@@ -328,7 +330,9 @@ class Reducer:
     def _finalize(self):
         """End of backward: launch the rest, wait for every bucket, write the averages back."""
         self.expect_hooks = False
-        _engine.withdraw_grad_dests(self.params)  # offers nobody took (unused parameters)
+        if self._offered:  # offers nobody took (unused parameters)
+            _engine.withdraw_grad_dests(self.params)
+            self._offered = False
         t_end = time.perf_counter() if self.timings is not None else None
         missing = [i for i, r in enumerate(self._ready) if not r]
         if self.world_size == 1 and self.comm_hook is None:

@@ -343,6 +343,7 @@ class TCPBackend(Backend):
 
     # ***** lifetime *****
     def shutdown(self) -> None:
+        """Drain the op queue, then close the engine, shared memory (if idle) and the mesh."""
         if self._failure.closed:
             return
         self._failure.shut_down()
@@ -354,6 +355,7 @@ class TCPBackend(Backend):
         self.mesh.close()
 
     def abort(self) -> None:
+        """Fail the group and wake same-host peers waiting in shared memory."""
         self._failure.abort()
         self._unwatch()
         if self._shm is not None:

@@ -91,7 +91,7 @@ class SocketAlgorithms:
             # Every rank must cut the same pieces, so this is decided from what all ranks know
             # alike (every rank on one host), not from this rank's own link to the right: with
             # hosts of two ranks each, some links are Unix sockets and others TCP.
-            one_host = len(set(self.mesh.host_ids)) <= 1
+            one_host = len(self.mesh.local_ranks) == n
             piece = max(n, PIECE // flat.itemsize) if one_host else flat.size
             for s0 in range(0, flat.size, piece):
                 part = flat[s0:s0 + piece]

@@ -468,7 +468,22 @@ void Group::all_reduce(const void *in_, void *out_, std::size_t count, DType d, 
 // base is ticket base + k of the claim word, and is final on rank q once q's ready word passed
 // base + k. Wrap-around is handled by comparing differences (reached()).
 constexpr std::size_t kArenaClaim = 64, kArenaDone = 96, kArenaDoneWaiters = 100;
-constexpr std::size_t kCtlReady = 64, kCtlReadyWaiters = 68;
+constexpr std::size_t kCtlReady = 64, kCtlReadyWaiters = 68, kCtlTarget = 72;
+
+void Group::arena_target(bool region, std::size_t bytes) {
+    if (region && bytes > buf_bytes_)
+        throw std::invalid_argument("shm: the arena's output region holds " +
+                                    std::to_string(buf_bytes_) + " bytes, not " +
+                                    std::to_string(bytes));
+    word(kCtlStride * (rank_ + 1) + kCtlTarget).store(region ? 1 : 0, std::memory_order_seq_cst);
+}
+
+// Where rank q wants the result: its output region (the second buffer of its slot) or the slot.
+// Read after q's ready word was seen past the chunk, so after q's arena_target of this reduction.
+char *Group::arena_out(int q) const {
+    return word(kCtlStride * (q + 1) + kCtlTarget).load(std::memory_order_acquire) ? buf(q, 1)
+                                                                                    : slot(q);
+}
 
 void Group::arena_publish(std::size_t elems, std::size_t count, std::size_t chunk) {
     uint32_t k = static_cast<uint32_t>(elems >= count ? (count + chunk - 1) / chunk : elems / chunk);
@@ -521,13 +536,13 @@ uint32_t Group::arena_reduce(std::size_t count, DType d, double scale, std::size
             }
             srcs_[q] = slot(q) + off * esz;
         }
-        char *dst = slot(rank_) + off * esz;
+        char *dst = arena_out(rank_) + off * esz;
         reduce_ranks(d, Op::Sum, dst, srcs_.data(), n_, len);
         scale_slice(dst, len, d, scale);
         for (int q = 0; q < n_; ++q)
-            if (q != rank_) std::memcpy(slot(q) + off * esz, dst, len * esz);
+            if (q != rank_) std::memcpy(arena_out(q) + off * esz, dst, len * esz);
         if (!mine.empty()) {
-            copy_out(outs, slot(rank_), off, off + len, esz);
+            copy_out(outs, arena_out(rank_), off, off + len, esz);
             mine[c - base] = 1;
         }
         ++reduced;
@@ -539,7 +554,8 @@ uint32_t Group::arena_reduce(std::size_t count, DType d, double scale, std::size
     a_base_ = end;
     a_published_ = 0;
     for (std::size_t k = 0; k < mine.size(); ++k)
-        if (!mine[k]) copy_out(outs, slot(rank_), k * chunk, std::min(count, (k + 1) * chunk), esz);
+        if (!mine[k])
+            copy_out(outs, arena_out(rank_), k * chunk, std::min(count, (k + 1) * chunk), esz);
     return reduced;
 }
 

@@ -203,3 +203,50 @@ def test_gradients_written_straight_into_the_arena(as_view):
     for r in run_workers(f"{HERE}:offers_worker", 2, as_view, timeout=90):
         assert r["resident"] and all(r["same"]) and r["unchanged"] and r["no_alias"], r
         assert r["taken"] >= 3, r  # steps 1-4, less the tied weight's second contribution
+
+
+def lend_worker(rank, world):
+    """torch's default (no bucket view): the average is written into the arena's output region
+    and lent to ``.grad`` while nothing holds an earlier one; held, the step falls back to a
+    copy into ``.grad``'s own array."""
+    res, ref = _ddp(True), _ddp(False)
+    lent, same, kept = [], [], []
+
+    def step(i, keep_grads=False):
+        x, y = _batch(rank, i)
+        for ddp in (res, ref):
+            if not keep_grads:
+                for p in ddp.parameters():
+                    p.grad = None
+            tb.nn.functional.cross_entropy(ddp(x), y).backward()
+        region = res.reducer._resident.region if res.reducer._resident is not None else None
+        lent.append(region is not None and all(  # the weights: the GEMMs wrote their slots
+            np.shares_memory(p.grad.numpy(), region) for p in res.parameters() if p.dim() == 2))
+        same.append(all(np.array_equal(a.grad.numpy(), b.grad.numpy())
+                        for a, b in zip(res.parameters(), ref.parameters())))
+
+    for i in range(3):                  # 0: before the rebuild; 1, 2: lent
+        step(i)
+    held = [p.grad.numpy()[1:] for p in res.parameters()]   # NumPy views of lent gradients
+    values = [h.copy() for h in held]
+    step(3)                             # held: not lent, the held views keep their values
+    step(4)
+    kept.append(all(np.array_equal(h, v) for h, v in zip(held, values)))
+    del held
+    step(5)                             # nothing held: lent again
+    old = [p.grad for p in res.parameters()]                  # the tensors themselves
+    values = [t.numpy().copy() for t in old]
+    step(6)
+    kept.append(all(np.array_equal(t.numpy(), v) for t, v in zip(old, values)))
+    del old, values
+    step(7)
+    step(8, keep_grads=True)            # accumulated in place into the lent .grad, as torch
+    step(9, keep_grads=True)
+    return {"lent": lent, "same": same, "kept": kept}
+
+
+@needs_native
+def test_the_average_is_lent_to_grad_while_nothing_holds_the_last_one():
+    for r in run_workers(f"{HERE}:lend_worker", 2, timeout=90):
+        assert all(r["same"]) and all(r["kept"]), r
+        assert r["lent"] == [False, True, True, False, False, True, False, True, True, True], r

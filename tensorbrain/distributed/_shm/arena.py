@@ -40,12 +40,23 @@ class ResidentArena:
         self.chunk = max(1, CHUNK_BYTES // self.dtype.itemsize)
         #: chunks of the last reduction this rank reduced itself (of ``ceil(count / chunk)``)
         self.reduced = 0
+        nbytes = self.count * self.dtype.itemsize
+        whole = group.arena_array()
         #: this rank's slot: the reducer's flat arena
-        self.array = group.arena_array()[:self.count * self.dtype.itemsize].view(self.dtype)
+        self.array = whole[:nbytes].view(self.dtype)
+        #: this rank's output region (the segment was made with room for one), or None: what
+        #: a reduction writes instead of the slot after :meth:`target` (True)
+        buf = group.buf_bytes
+        self.region = whole[buf:buf + nbytes].view(self.dtype) if buf >= nbytes else None
 
     def publish(self, elems: int) -> None:
         """Tell the peers that the first ``elems`` elements of this rank's slot are final."""
         self.group.arena_publish(elems, self.count, self.chunk)
+
+    def target(self, region: bool) -> None:
+        """Where the next reduction writes this rank's result: its output region (True) or
+        its slot. Before the first :meth:`publish` of that reduction."""
+        self.group.arena_target(region, self.count * self.dtype.itemsize)
 
     def all_reduce(self, avg: bool = True, offsets=(), outputs=()) -> None:
         """Collective: every slot gets the sum (``avg``: the average) of all slots.

@@ -155,7 +155,7 @@ class IntraHost:
             self._run(f"{what} (do the ranks agree on the root?)", self.group.broadcast,
                       _NO_BYTES, root)
 
-    def resident_arena(self, dtype, count: int, want: bool, submit):
+    def resident_arena(self, dtype, count: int, want: bool, submit, region: bool = False):
         """Collective: a gradient arena of ``count`` elements of ``dtype`` resident in a
         segment of its own (arena.py), or None on every rank unless every rank of the group is
         on this host, has the native transport and ``want`` s it.
@@ -165,6 +165,8 @@ class IntraHost:
             count: elements per rank (the same on every rank, else ValueError everywhere).
             want: this rank's wish (the reducer's conditions).
             submit: ``submit(op, fn)`` runs ``fn`` as collective ``op`` on the op queue.
+            region: room for an output region per rank (``ResidentArena.region``), as rank
+                0's reducer asks (every rank of a DDP has the same options).
         """
         g = self.group
         if not self.whole:
@@ -181,11 +183,12 @@ class IntraHost:
                              f"elements; every rank must have the same parameters")
         from ..store import PrefixStore
         from .arena import ResidentArena
-        half = -(-count * np.dtype(dtype).itemsize // 2)
+        # a slot is two buffers: the arena, or the arena and then its output region
+        buf = -(-count * np.dtype(dtype).itemsize // (1 if region else 2))
         key = f"shm/{self.local_ranks[0]}/arena{len(self._arenas)}"
         arena_group = connect(PrefixStore(key, self.mesh.store),
                               self.local_ranks.index(self.mesh.rank), len(self.local_ranks),
-                              self.mesh.timeout, buf_bytes=max(4096, -(-half // 4096) * 4096),
+                              self.mesh.timeout, buf_bytes=max(4096, -(-buf // 4096) * 4096),
                               native=True)
         arena = ResidentArena(self, arena_group, dtype, count, submit)
         self._arenas.append(arena)

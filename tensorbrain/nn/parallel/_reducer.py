@@ -21,6 +21,7 @@ How one iteration goes (as in PyTorch's ``reducer.cpp``):
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 import time
 import weakref
@@ -35,6 +36,25 @@ from ._buckets import GradBucket, _Arena, _arenas, _Bucket, compute_bucket_assig
 from ._future import Future
 
 __all__ = ["GradBucket", "Reducer", "compute_bucket_assignment_by_size"]
+
+
+def _refs(arrays, i) -> int:
+    """``sys.getrefcount`` of ``arrays[i]`` read through one local name."""
+    a = arrays[i]
+    return sys.getrefcount(a)
+
+
+#: what :func:`_refs` reads for an array nothing else refers to (measured: the count differs
+#: between Python versions)
+_UNHELD = _refs([np.empty(1)], 0)
+
+
+def _data_only_in(t) -> bool:
+    """Nothing but tensor ``t`` refers to its array, which owns its memory (so no view of it
+    hides behind another base)."""
+    a = t._data
+    return type(a) is np.ndarray and a.base is None and sys.getrefcount(a) == _UNHELD
+
 
 MiB = 1 << 20
 
@@ -101,6 +121,8 @@ class Reducer:
         # This iteration reduces each arena in one all_reduce with AVG (see prepare_for_backward).
         self._fused = False
         self._offered = False           # this backward's slots are offered to the GEMMs
+        self._lent = None               # per parameter, its part of the arena's output region
+        self._lending = False           # this backward's average goes there, lent to .grad
         me = weakref.ref(self)
         self._handles = [p.register_post_accumulate_grad_hook(
             lambda _p, i=i: (r := me()) is not None and r._on_grad(i))
@@ -173,10 +195,34 @@ class Reducer:
         want = (self.resident and self.fuse and self.inline_last and not self.overlap
                 and self.comm_hook is None and type(a) is np.ndarray)
         arena = make(a.dtype if a is not None else np.float32, a.size if a is not None else 0,
-                     bool(want))
+                     bool(want), region=not self.as_view)
         if arena is not None:
             self._resident = arena
             self._build(order, arena.array)
+            if arena.region is not None and not self.as_view:
+                self._lent = [None] * len(self.params)
+                for b in self.buckets:
+                    start = self._ends[b.index] - b.buffer._data.size
+                    for k, i in enumerate(b.indices):
+                        lo = start + b.offsets[k]
+                        v = b.views[k]
+                        # an array whose base is not an array (a ctypes view that keeps the
+                        # region alive): NumPy then makes every view of it point at it, so its
+                        # reference count says whether anything still holds a gradient lent
+                        # from here (_lendable)
+                        part = arena.region[lo:lo + v.size]
+                        self._lent[i] = np.ndarray(v.shape, v.dtype, (
+                            ctypes.c_char * part.nbytes).from_buffer(part))
+
+    def _lendable(self):
+        """Nothing but ``.grad`` itself refers to the output region: no earlier gradient lent
+        from it is still held (as ``old = p.grad``, ``.numpy()`` or a view), so this backward's
+        average may be written there."""
+        for i, p in enumerate(self.params):
+            g = p.grad
+            if _refs(self._lent, i) > _UNHELD + (g is not None and g._data is self._lent[i]):
+                return False
+        return True
 
     # ***** per iteration *****
     def prepare_for_backward(self, outputs, div_factor=None):
@@ -209,6 +255,9 @@ class Reducer:
         for b in self.buckets:
             b.pending = len(b.indices)
         self._offered = self._fused and self._resident is not None
+        self._lending = self._offered and self._lent is not None and self._lendable()
+        if self._lent is not None and self._offered:
+            self._resident.target(self._lending)
         if self._offered:
             # the weight-gradient GEMMs may write straight into the slot (no copy in the hook)
             for b in self.buckets:
@@ -391,9 +440,11 @@ class Reducer:
                 # average; unused everywhere: leave .grad None, as PyTorch does.
                 if used is not None and used[i] > 0:
                     p.grad = (bucket.view_tensors[k] if self.as_view
+                              else Tensor._wrap(self._lent[i]) if self._lending
                               else Tensor._wrap(bucket.views[k].copy()))
             elif not (self.as_view and g is bucket.view_tensors[k]) and i not in written:
-                _xp.get_array_module(g._data).copyto(g._data, bucket.views[k])
+                _xp.get_array_module(g._data).copyto(
+                    g._data, self._lent[i] if self._lending else bucket.views[k])
         self._done_iteration()
 
     def _reduce_arenas(self):
@@ -414,6 +465,16 @@ class Reducer:
                         if g is None or (self.as_view and g is b.view_tensors[k]):
                             continue
                         a = g._data
+                        if self._lending and (
+                                a is b.views[k] or a is self._lent[i]
+                                or (a.dtype == b.views[k].dtype and _data_only_in(g))):
+                            # .grad is lent the average's place in the output region (written
+                            # by the reduction, no copy): it was in the slot (offer_grad_dest),
+                            # is there already (accumulated in place), or is an array nothing
+                            # else refers to (so nothing could see the copy into it)
+                            g._data = self._lent[i]
+                            written.add(i)
+                            continue
                         if a is b.views[k]:
                             # backward wrote it into the slot (offer_grad_dest): .grad gets an
                             # array of its own, as torch's default (no bucket view) has

@@ -261,14 +261,14 @@ class TCPBackend(Backend):
             return avg is not None and run_inline("all_reduce", call, arr, avg)
         return fast
 
-    def resident_arena(self, dtype, count: int, want: bool):
+    def resident_arena(self, dtype, count: int, want: bool, region: bool = False):
         """Collective: DDP's gradient arena resident in shared memory
         (``IntraHost.resident_arena``; its reductions run on the op queue), or None."""
         if self._shm is None:
             return None
         return self._shm.resident_arena(
             dtype, count, want and not self._debug,
-            lambda op, fn: self._ops.submit(op, fn, async_op=False))
+            lambda op, fn: self._ops.submit(op, fn, async_op=False), region)
 
     # ***** failures *****
     def _on_failure(self, work, exc: BaseException) -> BaseException:

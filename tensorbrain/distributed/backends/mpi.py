@@ -35,7 +35,7 @@ class MPIBackend(InlineCheck, base.Backend):
 
     Args:
         store, rank, size, timeout, group_name: as for ``base.Backend``.
-        global_ranks: the group's ranks in COMM_WORLD; None for the world group.
+        global_ranks: the group's ranks in COMM_WORLD; None for 0 .. size-1 (the world group).
     """
 
     name = "mpi"
@@ -47,9 +47,7 @@ class MPIBackend(InlineCheck, base.Backend):
         MPI = self._MPI = _mpi()
         super().__init__(store, rank, size, timeout, group_name)
         world = MPI.COMM_WORLD
-        if global_ranks is None:
-            global_ranks = self._members_through_store(store, world, size)
-        self.global_ranks = list(global_ranks)
+        self.global_ranks = list(range(size) if global_ranks is None else global_ranks)
         self._level = MPI.Query_thread()
         # SERIALIZED: one MPI call at a time from any thread, reentrant (a mismatch's follow-up
         # polls under the guard its poll holds: a Lock hung it); FUNNELED/SINGLE: main thread only.
@@ -124,18 +122,6 @@ class MPIBackend(InlineCheck, base.Backend):
         except BaseException:
             self._fp_next = None  # not consumed: it raised before posting
             raise
-
-    def _members_through_store(self, store, world, size: int) -> list:
-        """The MPI world ranks of this group's members, when the process-group layer did not
-        pass them: each member publishes its own under the group's (private) store."""
-        if size == world.Get_size():
-            return list(range(size))
-        if store is None:
-            raise DistBackendError(
-                f"group {self.group_name!r} has {size} of the {world.Get_size()} MPI ranks but "
-                "neither its global ranks nor a store were given; create it with new_group()")
-        store.set(f"mpi/member/{self.rank}", str(world.Get_rank()).encode())
-        return [int(store.get(f"mpi/member/{r}")) for r in range(size)]
 
     def _buffer(self, array, copy_in: bool = True):
         """``(buffer MPI can use, finish)``: CuPy arrays directly when MPI is CUDA-aware (after a

@@ -33,6 +33,7 @@ _NAP_S = 2e-5
 # Synchronous ops poll this many times before building a polling Work (an 8-byte all_reduce on 2
 # ranks completes within a few polls when both ranks arrive together).
 _QUICK_POLLS = 64
+_QUICK_POLLS_FP = 2 * _QUICK_POLLS  # with a fingerprint to check beside it
 _NULL = nullcontext()  # reusable: ``with self._guard or _NULL`` costs no allocation per call
 # Persistent fingerprint all-gathers per group, used in turn (see Requests.fingerprint_attach).
 _FP_SLOTS = 16
@@ -221,27 +222,30 @@ class Requests:
     _failure: FailureState       # the group's first failure
     _level: int                  # the thread level MPI granted
     _guard: Any                  # an RLock under THREAD_SERIALIZED, else None
-    _pending: set                # async Works not completed yet
-    _settle_lock: threading.Lock
-    _check_lock: threading.Lock
-    _p2p_seq: int                # point-to-point ops' counter (collectives: MPIBackend.execute)
     _mb_seq: int                 # monitored_barriers so far (Backend)
-    _collectives: int            # collectives posted (a peer's exit notice is compared to it)
-    _exit_check_at: float        # when to look for peers' exit notices next (_mpi_exit)
-    _fp_slots: dict              # words length -> persistent all-gathers (_fp_slot)
-    _fp_busy: list               # per slot: started and not yet checked
-    _fp_owner: list              # per slot: the Work that checks it
-    _fp_n: int                   # fingerprints posted so far (the next slot: n % _FP_SLOTS)
+    # ... and by InlineCheck._learn_peers
     _fp_inline: bool             # the group checks collectives inline (_mpi_inline)
     _fp_msgs: list               # inline mode: the check messages' persistent all-reduces
     _peers: np.ndarray           # (pid, host key, detail, inline, minmax) per rank
-    _minmax: dict | None         # NaN-propagating float MIN/MAX ops, agreed by every rank
     #: the fingerprint ``(words, check)`` the next posted collective carries (MPIBackend.execute)
     _fp_next: tuple | None = None
 
     if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (it subclasses this; declared only)
         def _fp_message(self, words, check) -> tuple: ...
         def _fp_mismatch(self, op, seq, words, check) -> None: ...
+
+    def _init_requests(self) -> None:
+        """This mixin's own state (MPIBackend.__init__ calls it before any MPI call)."""
+        self._pending: set = set()  # async Works not completed yet
+        self._settle_lock, self._check_lock = threading.Lock(), threading.Lock()
+        self._p2p_seq = 0  # point-to-point ops (collectives: MPIBackend.execute)
+        self._collectives = 0  # posted on this group (a peer's exit notice is compared to it)
+        self._exited: dict = {}  # rank -> (collectives it posted, pid): peers that exited
+        self._exit_check_at = 0.0  # when to look for peers' exit notices next (_mpi_exit)
+        self._fp_slots: dict = {}  # words length -> persistent all-gathers (_fp_slot)
+        self._fp_busy = [False] * _FP_SLOTS  # per slot: started and not yet checked
+        self._fp_owner: list = [None] * _FP_SLOTS  # per slot: the Work that checks it
+        self._fp_n = 0  # fingerprints posted so far (the next slot: n % _FP_SLOTS)
 
     # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
     # ***** who is who: a timeout names a same-host rank that is stopped or dead *****
@@ -306,7 +310,7 @@ class Requests:
                 # The latency path: a small op usually completes within a few polls; finishing it
                 # here skips the polling object (measured ~2 us of the ~3 us a call costs us).
                 single = type(requests) is not list
-                for _ in range(_QUICK_POLLS if fp is None else 2 * _QUICK_POLLS):
+                for _ in range(_QUICK_POLLS if fp is None else _QUICK_POLLS_FP):
                     with guard:
                         if fp is not None and fp[2].Test():
                             self._fp_check(op, seq, fp)  # raises on a mismatch

@@ -20,8 +20,8 @@ from ..errors import DistBackendError
 from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
 from ._executor import FailureState
-from ._mpi_requests import (_FP_SLOTS, _install_abort_hook, _mpi,  # noqa: F401
-                            cuda_aware, is_available, why_unavailable, world_rank_size)
+from ._mpi_requests import (_install_abort_hook, _mpi, cuda_aware,  # noqa: F401
+                            is_available, why_unavailable, world_rank_size)
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
 _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8",
@@ -56,13 +56,8 @@ class MPIBackend(InlineCheck, base.Backend):
         self._plans: dict = {}
         self._IN_PLACE = MPI.IN_PLACE
         self._seq = 0      # collectives (their fingerprints carry it)
-        self._p2p_seq = 0  # point-to-point ops (named in their errors)
-        self._collectives = 0  # posted on this group (a peer's exit notice is compared to it)
-        self._exited: dict = {}  # rank -> (collectives it posted, pid): peers that exited
-        self._exit_check_at = 0.0
         self._failure = FailureState(group_name, rank)
-        self._pending: set = set()
-        self._settle_lock, self._check_lock = threading.Lock(), threading.Lock()
+        self._init_requests()
         try:
             if self.global_ranks == list(range(world.Get_size())):
                 # Our own copy of COMM_WORLD, so our messages never match the user's own MPI calls.
@@ -77,20 +72,8 @@ class MPIBackend(InlineCheck, base.Backend):
         self._ctl = self.comm.Dup()
         # ... and one for the collective fingerprints' persistent all-gathers (_fp_slot)
         self._fpc = self.comm.Dup()
-        self._fp_slots: dict = {}
-        self._fp_busy = [False] * _FP_SLOTS  # started and not yet checked
-        self._fp_owner: list = [None] * _FP_SLOTS  # the Work that checks it
-        self._fp_n = 0
-        self._fp_inline = False
-        self._minmax = None
         self._learn_peers()  # pid and host of every rank (a timeout names a stopped/dead one),
         # and whether every rank can check collectives inline (_mpi_inline)
-        self._fp_inline = self._fp_inline and size > 1
-        self._fp_msgs = _mpi_inline.message_slots(MPI, self._fpc, _FP_SLOTS) \
-            if self._fp_inline else []
-        self._inline_max = _mpi_inline.payload_bytes()
-        # fingerprint_allreduce's lean path: inline mode, and any thread may call MPI
-        self._fp_lean = self._fp_inline and self._level == MPI.THREAD_MULTIPLE
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "

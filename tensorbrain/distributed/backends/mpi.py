@@ -304,10 +304,6 @@ class MPIBackend(InlineCheck, base.Backend):
         return self._start("barrier", lambda: self.comm.Ibarrier(), None, call.async_op, seq=seq)
 
     # ***** point to point *****
-    def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
-        """``Isend``: a batch of one send; see ``Backend.send``."""
-        return self.batch_p2p([("send", array, dst, tag)], async_op=async_op, op="send")
-
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
         """``Irecv`` (``src=None``: ``MPI.ANY_SOURCE``); see ``Backend.recv``."""
         MPI = self._MPI
@@ -331,11 +327,9 @@ class MPIBackend(InlineCheck, base.Backend):
                            check_and_finish, async_op, status=status)
 
     def batch_p2p(self, ops, *, async_op: bool = True, op: str = "batch_isend_irecv"):
-        """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list: every Isend/Irecv
-        posted at once (exchanges in both directions cannot deadlock), one Work for all (named
-        ``op``), as torch's coalesced batch. mpi4py keeps each request's buffer alive until it
-        completes."""
-        MPI, posts, finishes = self._MPI, [], []
+        """Every Isend/Irecv posted at once, one Work for all (as torch's coalesced batch); mpi4py
+        keeps each request's buffer alive until it completes."""
+        MPI, posts, staged = self._MPI, [], []
         for kind, array, peer, tag in ops:
             self._check_tag(tag)
             if kind == "send":
@@ -343,14 +337,11 @@ class MPIBackend(InlineCheck, base.Backend):
                 posts.append(lambda b=buf, p=peer, t=tag: self.comm.Isend(_raw(b), p, t))
             else:
                 buf, fin = self._buffer(array, copy_in=False)
-                finishes.append(fin)
+                staged.append((buf, fin))
                 src = MPI.ANY_SOURCE if peer is None else peer
                 posts.append(lambda b=buf, p=src, t=tag: self.comm.Irecv(_raw(b), p, t))
-
-        def finish():
-            for fin in finishes:
-                fin()
-        return self._start(op, lambda: [post() for post in posts], finish, async_op)
+        return self._start(op, lambda: [post() for post in posts], _staging.finisher(staged),
+                            async_op)
 
     # ***** lifetime *****
     def shutdown(self) -> None:

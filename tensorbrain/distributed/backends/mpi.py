@@ -16,12 +16,13 @@ import numpy as np
 
 from ... import _xp
 from .. import _fingerprint as FP
+from .. import _mpi_lib
+from .._mpi_lib import cuda_aware, is_available, why_unavailable  # noqa: F401 - mpi.X (registry)
 from ..errors import DistBackendError
 from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
 from ._executor import FailureState
-from ._mpi_requests import (_install_abort_hook, _mpi, cuda_aware,  # noqa: F401
-                            is_available, why_unavailable, world_rank_size)
+from ._mpi_requests import _install_abort_hook, world_rank_size  # noqa: F401 - the registry
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
 _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8",
@@ -44,7 +45,7 @@ class MPIBackend(InlineCheck, base.Backend):
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):
-        MPI = self._MPI = _mpi()
+        MPI = self._MPI = _mpi_lib.load()
         super().__init__(store, rank, size, timeout, group_name)
         world = MPI.COMM_WORLD
         self.global_ranks = list(range(size) if global_ranks is None else global_ranks)
@@ -373,7 +374,7 @@ class MPIBackend(InlineCheck, base.Backend):
 def _raw(array):
     """A byte-typed buffer spec: data movement needs no MPI datatype for the dtype (float16 and
     bool go too). No count: mpi4py derives it, per rank for gather/scatter-style buffers."""
-    return [array, _mpi().BYTE]
+    return [array, _mpi_lib.load().BYTE]
 
 
 def _then(finish, result):

@@ -79,15 +79,6 @@ def get_factory(name: str) -> Callable:
     return _resolve(_REGISTRY[canonical_name(name)].factory)
 
 
-def devices(name: str) -> tuple:
-    """The device types (``"cpu"``, ``"cuda"``) backend ``name`` takes.
-
-    Args:
-        name: a backend name or alias.
-    """
-    return _REGISTRY[canonical_name(name)].devices
-
-
 def is_backend_available(name: str) -> bool:
     """Whether ``name`` can be used here (its optional dependencies import).
 

@@ -127,7 +127,7 @@ class OpQueue:
                 raise work._exc
             return work
         if not async_op:
-            self.wait(work)
+            work.wait()
         return work
 
     def run_inline(self, op: str, fn: Callable[..., Any], *args: Any) -> Any:
@@ -159,14 +159,6 @@ class OpQueue:
             if not done:
                 self.seq = seq
             return done
-
-    def wait(self, work: _work.Work, timeout: float | timedelta | None = None) -> bool:
-        """``work.wait(timeout)``; a Ctrl-C while waiting poisons the group, then re-raises."""
-        try:
-            return _work.Work.wait(work, timeout)
-        except KeyboardInterrupt:  # Ctrl-C while queued or running on the worker: stop all
-            self._on_failure(work, KeyboardInterrupt())
-            raise
 
     def _execute(self, work: _work.Work, body: Callable[[], Any],
                  finish: Callable[[], None] | None, result: Any, tag: int) -> None:
@@ -229,7 +221,11 @@ class _QueuedWork(_work.Work):
     _queue: OpQueue
 
     def wait(self, timeout: float | timedelta | None = None) -> bool:
-        """``Work.wait``; a Ctrl-C while waiting leaves the group unusable (``OpQueue.wait``)."""
+        """``Work.wait``; a Ctrl-C while waiting leaves the group unusable."""
         if self._done:
             return _work.Work.wait(self)
-        return self._queue.wait(self, timeout)
+        try:
+            return _work.Work.wait(self, timeout)
+        except KeyboardInterrupt:  # Ctrl-C while queued or running on the worker: stop all
+            self._queue._on_failure(self, KeyboardInterrupt())
+            raise

@@ -24,10 +24,11 @@ import numpy as np
 from ... import _config, _native
 from .. import _work
 from .._fingerprint import header_word
+from .._mpi_lib import loaded_libmpi
 from ..errors import DistBackendError
 from . import _staging
-from ._mpi_requests import (_FOLLOW_UP_S, _FP_SLOTS, _NULL, _QUICK_POLLS, Requests,
-                            loaded_libmpi)
+from ._mpi_requests import _FOLLOW_UP_S, _FP_SLOTS, _NULL, _QUICK_POLLS_FP, Requests
+from ._validate import BITWISE
 
 #: payload dtypes and ops in the C kernel's order (tb::kernels::DType / Op); float16 is left to
 #: the regular path, which rounds once at the end instead of after every partial sum
@@ -106,34 +107,16 @@ def message_request(MPI, comm, buf: np.ndarray):
     return comm.Allreduce_init(MPI.IN_PLACE, [buf, 1, state["type"]], state["op"])
 
 
-_controls: dict = {}  # (dtype, op) -> control word of an inline all_reduce, or 0: not inline
-
-
 def control_word(dtype: np.dtype, op: str) -> int:
     """The control word that carries an all_reduce of ``dtype`` by ``op`` inside the message
-    (payload dtype and op codes), or 0 when the C kernel does not reduce that pair."""
-    key = (dtype, op)
-    word = _controls.get(key)
-    if word is None:
-        state = _op_cache
-        dt = state.get("dtypes", {}).get(np.dtype(dtype).name, 0)
-        name = "sum" if op == "avg" else op
-        code = state.get("ops", {}).get(name)
-        floating = np.dtype(dtype).kind in "fc"
-        if not dt or code is None or (floating and name in ("band", "bor", "bxor")):
-            word = 0
-        else:
-            word = dt << 8 | code << 16
-        _controls[key] = word
-    return word
-
-
-def payload_bytes() -> int:
-    """The largest all_reduce (in bytes) that travels inside the check message."""
-    return int(_op_cache.get("payload", 0))
-
-
-_QUICK_POLLS_FP = 2 * _QUICK_POLLS  # as Requests._start polls a collective with a fingerprint
+    (payload dtype and op codes), or 0 when the C kernel does not reduce that pair (cached in
+    ``MPIBackend._reduction``'s plan)."""
+    dt = _op_cache.get("dtypes", {}).get(np.dtype(dtype).name, 0)
+    name = "sum" if op == "avg" else op
+    code = _op_cache.get("ops", {}).get(name)
+    if not dt or code is None or (np.dtype(dtype).kind in "fc" and name in BITWISE):
+        return 0
+    return dt << 8 | code << 16
 
 
 class InlineCheck(Requests):
@@ -144,8 +127,6 @@ class InlineCheck(Requests):
 
     # ***** required: MPIBackend's state (Requests declares the rest) *****
     _seq: int                   # the group's collective counter
-    _fp_lean: bool              # inline mode, and any thread may call MPI (THREAD_MULTIPLE)
-    _inline_max: int            # the largest all_reduce (bytes) that rides in a message
     _plans: dict                # (dtype, op) -> MPIBackend._reduction's plan
     _verify: Any                # the group's fingerprint Verifier
 
@@ -155,9 +136,9 @@ class InlineCheck(Requests):
     # ***** what it gives *****
     def _learn_peers(self) -> None:
         """All-gather (pid, host key, the check mode) once, on the control communicator
-        (collective, like the Dup before it). MPI itself cannot say which rank a collective
-        waits for; /proc can say that a same-host rank is stopped (SIGSTOP, a debugger) or
-        gone, as on tcp."""
+        (collective, like the Dup before it), and set up the group's check mode. MPI itself
+        cannot say which rank a collective waits for; /proc can say that a same-host rank is
+        stopped (SIGSTOP, a debugger) or gone, as on tcp."""
         import hashlib
 
         from .._liveness import host_id
@@ -168,7 +149,8 @@ class InlineCheck(Requests):
         from .._fingerprint import detail_enabled
         detail = detail_enabled()
         inline = not detail and why_unavailable(self._MPI) is None
-        minmax = _setup(self._MPI).get("minmax")
+        state = _setup(self._MPI)
+        minmax = state.get("minmax")
         self._peers = np.empty((self.size, 5), np.int64)
         self._ctl.Allgather(np.array([os.getpid(), key, detail, inline, minmax is not None],
                                      np.int64), self._peers)
@@ -177,9 +159,13 @@ class InlineCheck(Requests):
             raise DistBackendError(
                 f"group {self.group_name!r}: TB_DISTRIBUTED_DEBUG=DETAIL is set on rank(s) {on} "
                 f"but not on the others; set it the same on every rank")
-        self._fp_inline = bool(self._peers[:, 3].all())
+        self._fp_inline = bool(self._peers[:, 3].all()) and self.size > 1
+        self._fp_msgs = message_slots(self._MPI, self._fpc, _FP_SLOTS) if self._fp_inline else []
+        self._inline_max = int(state.get("payload", 0))  # the largest all_reduce in a message
+        # the pipeline's fast step (fast_all_reduce): inline mode, and any thread may call MPI
+        self._fp_lean = self._fp_inline and self._level == self._MPI.THREAD_MULTIPLE
         # NaN-propagating float MIN/MAX only when every rank has them (one op per collective)
-        self._minmax = minmax if self._peers[:, 4].all() else None
+        self._minmax: dict | None = minmax if self._peers[:, 4].all() else None
 
     def _fp_message(self, words, check):
         """_fp_slot in inline mode: the check message's five words (all_reduces that ride in
@@ -229,8 +215,7 @@ class InlineCheck(Requests):
         if not self._fp_inline or len(call.inputs) != 1:
             return False
         a = call.inputs[0]
-        return bool(control_word(a.dtype, call.op)) and a.size * a.dtype.itemsize <= \
-            self._inline_max
+        return bool(self._reduction(a.dtype, call.op)[3]) and a.nbytes <= self._inline_max
 
     def _allreduce_inline(self, call, seq):
         """all_reduce's ``inline`` implementation: :meth:`_post_inline` on a contiguous host

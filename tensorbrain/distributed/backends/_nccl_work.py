@@ -113,9 +113,7 @@ class Watchdog:
             with contextlib.suppress(self.nccl.NcclError):
                 self.comm.abort()
         for work in pending:
-            work._done_event = None
-            work._keep = None
-            work._complete(None, err)
+            self._finish(work, err)
 
     def _watch(self) -> None:
         IN_PROGRESS = self.nccl.IN_PROGRESS

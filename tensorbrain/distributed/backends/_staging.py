@@ -56,10 +56,10 @@ def stage_in(array: Array) -> np.ndarray:
     return stage(array)[0]
 
 
-def finisher(staged: Iterable[tuple[np.ndarray, Finish]]) -> Finish | None:
-    """One ``finish()`` for :func:`stage`'s ``(host, finish)`` pairs, or None when none copies
-    back."""
-    fins = [f for _, f in staged if f is not _noop]
+def finisher(staged: Iterable[tuple[Array, Finish | None]]) -> Finish | None:
+    """One ``finish()`` for :func:`stage`'s ``(host, finish)`` pairs (or a backend's own, with
+    None for no copy-back), or None when none copies back."""
+    fins = [f for _, f in staged if f is not None and f is not _noop]
     if not fins:
         return None
 

@@ -252,15 +252,21 @@ class Backend(abc.ABC):
         return self.run(Call("barrier", [], [], async_op=async_op))
 
     # ***** point to point *****
-    @abc.abstractmethod
     def send(self, array: Array, dst: int, tag: int = 0, *, async_op: bool = True) -> _work.Work:
-        """``dist.send``/``isend`` on an array (``dst``: a group rank)."""
+        """``dist.send``/``isend`` on an array (``dst``: a group rank): a batch of one send."""
+        return self.batch_p2p([("send", array, dst, tag)], async_op=async_op, op="send")
 
     @abc.abstractmethod
     def recv(self, array: Array, src: int | None, tag: int = 0, *,
              async_op: bool = True) -> _work.Work:
         """``dist.recv``/``irecv`` on an array (``src`` None: any rank); the result is the
         source."""
+
+    @abc.abstractmethod
+    def batch_p2p(self, ops: Sequence[tuple], *, async_op: bool = True,
+                  op: str = "batch_isend_irecv") -> _work.Work:
+        """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list as one Work (named
+        ``op``), posted together so that exchanges in both directions cannot deadlock."""
 
     # ***** lifetime *****
     @abc.abstractmethod

@@ -16,12 +16,13 @@ import numpy as np
 
 from ... import _xp
 from .. import _fingerprint as FP
+from .. import _mpi_lib
+from .._mpi_lib import cuda_aware, is_available, why_unavailable  # noqa: F401 - mpi.X (registry)
 from ..errors import DistBackendError
 from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
 from ._executor import FailureState
-from ._mpi_requests import (_FP_SLOTS, _install_abort_hook, _mpi,  # noqa: F401
-                            cuda_aware, is_available, why_unavailable, world_rank_size)
+from ._mpi_requests import _install_abort_hook, world_rank_size  # noqa: F401 - the registry
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
 _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8",
@@ -35,7 +36,7 @@ class MPIBackend(InlineCheck, base.Backend):
 
     Args:
         store, rank, size, timeout, group_name: as for ``base.Backend``.
-        global_ranks: the group's ranks in COMM_WORLD; None for the world group.
+        global_ranks: the group's ranks in COMM_WORLD; None for 0 .. size-1 (the world group).
     """
 
     name = "mpi"
@@ -44,12 +45,10 @@ class MPIBackend(InlineCheck, base.Backend):
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):
-        MPI = self._MPI = _mpi()
+        MPI = self._MPI = _mpi_lib.load()
         super().__init__(store, rank, size, timeout, group_name)
         world = MPI.COMM_WORLD
-        if global_ranks is None:
-            global_ranks = self._members_through_store(store, world, size)
-        self.global_ranks = list(global_ranks)
+        self.global_ranks = list(range(size) if global_ranks is None else global_ranks)
         self._level = MPI.Query_thread()
         # SERIALIZED: one MPI call at a time from any thread, reentrant (a mismatch's follow-up
         # polls under the guard its poll holds: a Lock hung it); FUNNELED/SINGLE: main thread only.
@@ -58,13 +57,8 @@ class MPIBackend(InlineCheck, base.Backend):
         self._plans: dict = {}
         self._IN_PLACE = MPI.IN_PLACE
         self._seq = 0      # collectives (their fingerprints carry it)
-        self._p2p_seq = 0  # point-to-point ops (named in their errors)
-        self._collectives = 0  # posted on this group (a peer's exit notice is compared to it)
-        self._exited: dict = {}  # rank -> (collectives it posted, pid): peers that exited
-        self._exit_check_at = 0.0
         self._failure = FailureState(group_name, rank)
-        self._pending: set = set()
-        self._settle_lock, self._check_lock = threading.Lock(), threading.Lock()
+        self._init_requests()
         try:
             if self.global_ranks == list(range(world.Get_size())):
                 # Our own copy of COMM_WORLD, so our messages never match the user's own MPI calls.
@@ -79,20 +73,8 @@ class MPIBackend(InlineCheck, base.Backend):
         self._ctl = self.comm.Dup()
         # ... and one for the collective fingerprints' persistent all-gathers (_fp_slot)
         self._fpc = self.comm.Dup()
-        self._fp_slots: dict = {}
-        self._fp_busy = [False] * _FP_SLOTS  # started and not yet checked
-        self._fp_owner: list = [None] * _FP_SLOTS  # the Work that checks it
-        self._fp_n = 0
-        self._fp_inline = False
-        self._minmax = None
         self._learn_peers()  # pid and host of every rank (a timeout names a stopped/dead one),
         # and whether every rank can check collectives inline (_mpi_inline)
-        self._fp_inline = self._fp_inline and size > 1
-        self._fp_msgs = _mpi_inline.message_slots(MPI, self._fpc, _FP_SLOTS) \
-            if self._fp_inline else []
-        self._inline_max = _mpi_inline.payload_bytes()
-        # fingerprint_allreduce's lean path: inline mode, and any thread may call MPI
-        self._fp_lean = self._fp_inline and self._level == MPI.THREAD_MULTIPLE
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "
@@ -124,18 +106,6 @@ class MPIBackend(InlineCheck, base.Backend):
         except BaseException:
             self._fp_next = None  # not consumed: it raised before posting
             raise
-
-    def _members_through_store(self, store, world, size: int) -> list:
-        """The MPI world ranks of this group's members, when the process-group layer did not
-        pass them: each member publishes its own under the group's (private) store."""
-        if size == world.Get_size():
-            return list(range(size))
-        if store is None:
-            raise DistBackendError(
-                f"group {self.group_name!r} has {size} of the {world.Get_size()} MPI ranks but "
-                "neither its global ranks nor a store were given; create it with new_group()")
-        store.set(f"mpi/member/{self.rank}", str(world.Get_rank()).encode())
-        return [int(store.get(f"mpi/member/{r}")) for r in range(size)]
 
     def _buffer(self, array, copy_in: bool = True):
         """``(buffer MPI can use, finish)``: CuPy arrays directly when MPI is CUDA-aware (after a
@@ -335,10 +305,6 @@ class MPIBackend(InlineCheck, base.Backend):
         return self._start("barrier", lambda: self.comm.Ibarrier(), None, call.async_op, seq=seq)
 
     # ***** point to point *****
-    def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
-        """``Isend``: a batch of one send; see ``Backend.send``."""
-        return self.batch_p2p([("send", array, dst, tag)], async_op=async_op, op="send")
-
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
         """``Irecv`` (``src=None``: ``MPI.ANY_SOURCE``); see ``Backend.recv``."""
         MPI = self._MPI
@@ -362,11 +328,9 @@ class MPIBackend(InlineCheck, base.Backend):
                            check_and_finish, async_op, status=status)
 
     def batch_p2p(self, ops, *, async_op: bool = True, op: str = "batch_isend_irecv"):
-        """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list: every Isend/Irecv
-        posted at once (exchanges in both directions cannot deadlock), one Work for all (named
-        ``op``), as torch's coalesced batch. mpi4py keeps each request's buffer alive until it
-        completes."""
-        MPI, posts, finishes = self._MPI, [], []
+        """Every Isend/Irecv posted at once, one Work for all (as torch's coalesced batch); mpi4py
+        keeps each request's buffer alive until it completes."""
+        MPI, posts, staged = self._MPI, [], []
         for kind, array, peer, tag in ops:
             self._check_tag(tag)
             if kind == "send":
@@ -374,14 +338,11 @@ class MPIBackend(InlineCheck, base.Backend):
                 posts.append(lambda b=buf, p=peer, t=tag: self.comm.Isend(_raw(b), p, t))
             else:
                 buf, fin = self._buffer(array, copy_in=False)
-                finishes.append(fin)
+                staged.append((buf, fin))
                 src = MPI.ANY_SOURCE if peer is None else peer
                 posts.append(lambda b=buf, p=src, t=tag: self.comm.Irecv(_raw(b), p, t))
-
-        def finish():
-            for fin in finishes:
-                fin()
-        return self._start(op, lambda: [post() for post in posts], finish, async_op)
+        return self._start(op, lambda: [post() for post in posts], _staging.finisher(staged),
+                            async_op)
 
     # ***** lifetime *****
     def shutdown(self) -> None:
@@ -413,7 +374,7 @@ class MPIBackend(InlineCheck, base.Backend):
 def _raw(array):
     """A byte-typed buffer spec: data movement needs no MPI datatype for the dtype (float16 and
     bool go too). No count: mpi4py derives it, per rank for gather/scatter-style buffers."""
-    return [array, _mpi().BYTE]
+    return [array, _mpi_lib.load().BYTE]
 
 
 def _then(finish, result):

@@ -22,6 +22,7 @@ from ..errors import DistBackendError, DistStoreError
 from . import _validate, base
 from ._executor import FailureState
 from ._nccl_work import Watchdog, _NCCLWork
+from ._staging import finisher
 
 _UID_KEY = "nccl/uid"
 _INT8 = 0  # ncclInt8: data movement in bytes
@@ -218,19 +219,13 @@ class NCCLBackend(base.Backend):
 
     # ***** collectives: one group call each (the "group call" implementations) *****
     def _allreduce(self, call, seq):
-        arrays, op = call.inputs, call.op
-        plans = []
-        for a in arrays:
-            dt, red = self._reduce_args(a.dtype, op)
-            buf, back = self._contiguous(a)
-            plans.append((buf, back, dt, red))
-        comm = self.comm
-        calls = [lambda s, b=b, dt=dt, red=red: comm.all_reduce(b.data.ptr, b.data.ptr, b.size,
-                                                                 dt, red, s)
-                 for b, _, dt, red in plans]
+        arrays, comm = call.inputs, self.comm
+        staged = [self._contiguous(a) for a in arrays]
+        calls = [partial(comm.all_reduce, b.data.ptr, b.data.ptr, b.size,
+                         *self._reduce_args(b.dtype, call.op)) for b, _ in staged]
         body = calls[0] if len(calls) == 1 else self._group(calls)
-        return self._launch("all_reduce", body, (arrays, plans), arrays, call.async_op,
-                            after=_each(back for _, back, _, _ in plans), seq=seq)
+        return self._launch("all_reduce", body, (arrays, staged), arrays, call.async_op,
+                            after=finisher(staged), seq=seq)
 
     def _broadcast(self, call, seq):
         """broadcast and reduce: one NCCL call in place on the array (reduce's result is the
@@ -284,7 +279,7 @@ class NCCLBackend(base.Backend):
                                   _INT8, peer)
                      for peer, (buf, _) in enumerate(blocks)]
         # gather's result is the root's list (None elsewhere), scatter's the output
-        result, after = (call.outputs or None, _each(b for _, b in blocks)) if gather else \
+        result, after = (call.outputs or None, finisher(blocks)) if gather else \
             (call.outputs[0], back)
         return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, mine,
                                                              blocks), result, call.async_op,
@@ -312,7 +307,7 @@ class NCCLBackend(base.Backend):
             sends = [self._contiguous(x)[0] for x in call.inputs]
             recvs = [self._contiguous(o) for o in call.outputs]
             blocks = [(s.data.ptr, s.nbytes, r.data.ptr, r.nbytes) for s, (r, _) in zip(sends, recvs)]
-            keep, result, after = (sends, recvs), call.outputs, _each(b for _, b in recvs)
+            keep, result, after = (sends, recvs), call.outputs, finisher(recvs)
         else:
             send, _ = self._contiguous(call.inputs[0])
             recv, after = self._contiguous(call.outputs[0])
@@ -349,19 +344,14 @@ class NCCLBackend(base.Backend):
         return work
 
     # ***** point to point *****
-    def send(self, array, dst: int, tag: int = 0, *, async_op: bool = True):
-        """``ncclSend``; NCCL has no tags (messages between two ranks match in issue order)."""
-        return self._p2p("send", [("send", array, dst)], None, async_op)
-
     def recv(self, array, src: int | None, tag: int = 0, *, async_op: bool = True):
         """``ncclRecv``; ``src=None`` is refused (NCCL has no any-source receive)."""
         return self._p2p("recv", [("recv", array, src)], src, async_op)
 
-    def batch_p2p(self, ops, *, async_op: bool = True):
-        """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list, all in one NCCL
-        group so that ranks exchanging in both directions do not deadlock. One Work for all;
-        NCCL has no tags (order matches)."""
-        return self._p2p("batch_isend_irecv", [op[:3] for op in ops], None, async_op)
+    def batch_p2p(self, ops, *, async_op: bool = True, op: str = "batch_isend_irecv"):
+        """``ncclSend``/``ncclRecv`` in one NCCL group (one call for a single send); NCCL has no
+        tags (messages between two ranks match in issue order)."""
+        return self._p2p(op, [p[:3] for p in ops], None, async_op)
 
     def _p2p(self, op: str, ops, result, async_op: bool):
         """Launch ``(kind, array, peer)`` sends and receives as point-to-point op ``op``: one
@@ -378,9 +368,9 @@ class NCCLBackend(base.Backend):
             calls.append(partial(comm.send if kind == "send" else comm.recv, buf.data.ptr,
                                  buf.nbytes, _INT8, peer))
             if kind == "recv":
-                backs.append(back)
+                backs.append((buf, back))
         return self._launch(op, calls[0] if single else self._group(calls),
-                            keep, result, async_op, after=_each(backs))
+                            keep, result, async_op, after=finisher(backs))
 
     # ***** lifetime *****
     def shutdown(self) -> None:
@@ -403,12 +393,6 @@ class NCCLBackend(base.Backend):
         """Fail every pending Work at once and stop the watchdog without joining it."""
         self.watchdog.fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self.watchdog.stop(join=False)
-
-
-def _each(finishes):
-    """One ``after`` running every copy-back of ``finishes`` that is not None (None: none)."""
-    backs = [f for f in finishes if f is not None]
-    return (lambda: [f() for f in backs]) if backs else None
 
 
 def _copy(dst, src, stream=None) -> None:

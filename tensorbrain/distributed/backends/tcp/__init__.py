@@ -328,18 +328,13 @@ class TCPBackend(Backend):
                 f"{detail}")
 
     # ***** point to point (p2p.py) *****
-    def send(self, array, dst, tag=0, *, async_op=True):
-        """A p2p frame to ``dst``; see ``Backend.send``."""
-        return self.p2p.send(array, dst, tag, async_op)
-
     def recv(self, array, src, tag=0, *, async_op=True):
         """The next p2p frame with ``tag`` from ``src`` (None: any rank); see ``Backend.recv``."""
         return self.p2p.recv(array, src, tag, async_op)
 
-    def batch_p2p(self, ops, *, async_op=True):
-        """``dist.batch_isend_irecv``'s ``(kind, array, peer, tag)`` list, progressed together;
-        one Work for all."""
-        return self.p2p.batch_p2p(ops, async_op)
+    def batch_p2p(self, ops, *, async_op=True, op="batch_isend_irecv"):
+        """p2p frames progressed together in one run; see ``Backend.batch_p2p``."""
+        return self.p2p.batch_p2p(ops, async_op, op)
 
     # ***** lifetime *****
     def shutdown(self) -> None:

@@ -100,25 +100,27 @@ class SocketAlgorithms:
         if post is not None:
             _kernels.scale_into(flat, post)
 
-    def exchange_direct(self, flat, ranks, kind=K["all_reduce"], tag=None, into=None):
-        """Send ``flat`` (read only) to every other rank of ``ranks`` and receive theirs, in one
-        round, inside a running op (the direct all_reduce and all_gather, shared memory's
-        exchange between host leaders, the DETAIL check), in frames of ``kind`` and ``tag``
-        (default: the op's).
-
-        Returns:
-            ``into`` (one array per rank of ``ranks``), else a new ``(len(ranks), flat.size)``
-            array: row i is ``ranks[i]``'s contribution (this rank's own row is left unset).
-        """
+    def exchange(self, dsts, srcs, ranks, kind, totals=(0, -1), tag=None) -> None:
+        """Send ``srcs[i]`` to ``ranks[i]`` and receive ``dsts[i]`` from it, for every other rank
+        of ``ranks``, in one round inside a running op (every rank posts all its sends and
+        receives, then progresses them together), in frames of ``kind`` and ``tag`` (default:
+        the op's) whose totals are ``totals`` (sent, expected; -1: any)."""
         m, p, E = len(ranks), ranks.index(self.rank), self._engine
-        dc, total = W.dtype_code(flat.dtype), flat.nbytes
-        bufs = np.empty((m, flat.size), flat.dtype) if into is None else into
-        payload = W.as_bytes(flat)
         for k in range(1, m):
-            i = (p - k) % m
-            E.send(self.conns[ranks[(p + k) % m]], kind, dc, total, payload, tag=tag)
-            E.recv(self.conns[ranks[i]], kind, dc, total, W.as_bytes(bufs[i]), tag=tag)
+            to, frm = (p + k) % m, (p - k) % m
+            E.send(self.conns[ranks[to]], kind, W.dtype_code(srcs[to].dtype), totals[0],
+                   W.as_bytes(srcs[to]), tag=tag)
+            E.recv(self.conns[ranks[frm]], kind, W.dtype_code(dsts[frm].dtype), totals[1],
+                   W.as_bytes(dsts[frm]), tag=tag)
         E.run()
+
+    def exchange_direct(self, flat, ranks, kind=K["all_reduce"], tag=None, into=None):
+        """:meth:`exchange` of ``flat`` (read only) with every other rank of ``ranks`` (the
+        direct all_reduce and all_gather, shared memory's exchange between host leaders, the
+        DETAIL check); returns ``into`` (one array per rank of ``ranks``), else a new
+        ``(len(ranks), flat.size)`` array: row i is ``ranks[i]``'s (this rank's row unset)."""
+        bufs = np.empty((len(ranks), flat.size), flat.dtype) if into is None else into
+        self.exchange(bufs, [flat] * len(ranks), ranks, kind, (flat.nbytes,) * 2, tag)
         return bufs
 
     def _direct_allreduce(self, flat, op) -> None:
@@ -279,17 +281,12 @@ class SocketAlgorithms:
     def reduce_scatter(self, out, scratch, op, ring: bool) -> None:
         """``scratch`` (n x m, ours to modify) -> out = reduction of block ``rank``: direct up to
         ``SMALL_ALLGATHER``, else the ring."""
-        n, r, E, m = self.size, self.rank, self._engine, out.size
+        n, r, m = self.size, self.rank, out.size
         op, post = _kernels.avg_plan(scratch, op, n)
         kind = K["reduce_scatter"]
         if n > 1 and not ring:
-            dc, total = W.dtype_code(out.dtype), scratch.nbytes
             bufs = np.empty((n, m), out.dtype)
-            for k in range(1, n):
-                to, frm = (r + k) % n, (r - k) % n
-                E.send(self.conns[to], kind, dc, total, W.as_bytes(scratch[to * m:(to + 1) * m]))
-                E.recv(self.conns[frm], kind, dc, total, W.as_bytes(bufs[frm]))
-            E.run()
+            self.exchange(bufs, scratch.reshape(n, m), range(n), kind, (scratch.nbytes,) * 2)
             bufs[r] = scratch[r * m:(r + 1) * m]
             _reduce_rows(out, bufs, op)
         else:
@@ -304,14 +301,7 @@ class SocketAlgorithms:
         """all_to_all (this rank's own block already in place): pairwise exchanges. Blocks may
         differ in size per peer (as in torch); every frame's size is compared with what its
         receiver expects, so there is no whole-op total to check."""
-        n, r, E = self.size, self.rank, self._engine
-        kind = K["all_to_all"]
-        for k in range(1, n):
-            to, frm = (r + k) % n, (r - k) % n
-            E.send(self.conns[to], kind, W.dtype_code(srcs[to].dtype), 0, W.as_bytes(srcs[to]))
-            E.recv(self.conns[frm], kind, W.dtype_code(dsts[frm].dtype), -1,
-                   W.as_bytes(dsts[frm]))
-        E.run()
+        self.exchange(dsts, srcs, range(self.size), K["all_to_all"])
 
     def rooted(self, mine, blocks, root, gather: bool) -> None:
         """gather (every rank sends its block ``mine`` straight to the root, into ``blocks``)

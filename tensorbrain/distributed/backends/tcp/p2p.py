@@ -18,17 +18,14 @@ K = W.KIND
 
 
 class PointToPoint:
-    """send / recv / batch_p2p over the ``mesh``'s connections, through the progress ``engine``
-    and the backend's op queue (``submit``: ordering, the Work, failures)."""
+    """recv and batch_p2p (``Backend.send`` is a batch of one) over the ``mesh``'s connections,
+    through the progress ``engine`` and the backend's op queue (``submit``: ordering, the Work,
+    failures)."""
 
     def __init__(self, mesh, engine, submit) -> None:
         self.mesh, self._engine, self._submit = mesh, engine, submit
         self.rank, self.size, self.conns = mesh.rank, mesh.size, mesh.conns
         self.group_name, self.timeout = mesh.group_name, mesh.timeout
-
-    def send(self, array, dst, tag=0, async_op=True):
-        """``Backend.send``: a p2p frame to ``dst`` carrying ``tag`` and a per-peer counter."""
-        return self.batch_p2p([("send", array, dst, tag)], async_op, op="send")
 
     def recv(self, array, src, tag=0, async_op=True):
         """``Backend.recv``: the next p2p frame with ``tag`` from ``src`` (None: any rank)."""

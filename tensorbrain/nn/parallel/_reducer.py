@@ -97,6 +97,7 @@ class Reducer:
         self._loc: list[tuple[int, int]] = []
         self._ends: list[int] = []      # per bucket: where it ends in its arena (elements)
         self._resident = None           # the arena resident in shared memory, once made
+        self._at: list[int] = []        # resident: per parameter, its offset in the arena
         self.resident = True            # allow it (benchmarks turn it off)
         self._build(list(reversed(range(len(self.params)))))
         # per-iteration state
@@ -199,20 +200,20 @@ class Reducer:
         if arena is not None:
             self._resident = arena
             self._build(order, arena.array)
+            self._at = [0] * len(self.params)
+            for b in self.buckets:
+                for k, i in enumerate(b.indices):
+                    self._at[i] = self._ends[b.index] - b.buffer._data.size + b.offsets[k]
             if arena.region is not None and not self.as_view:
                 self._lent = [None] * len(self.params)
-                for b in self.buckets:
-                    start = self._ends[b.index] - b.buffer._data.size
-                    for k, i in enumerate(b.indices):
-                        lo = start + b.offsets[k]
-                        v = b.views[k]
-                        # an array whose base is not an array (a ctypes view that keeps the
-                        # region alive): NumPy then makes every view of it point at it, so its
-                        # reference count says whether anything still holds a gradient lent
-                        # from here (_lendable)
-                        part = arena.region[lo:lo + v.size]
-                        self._lent[i] = np.ndarray(v.shape, v.dtype, (
-                            ctypes.c_char * part.nbytes).from_buffer(part))
+                for i, p in enumerate(self.params):
+                    # an array whose base is not an array (a ctypes view that keeps the region
+                    # alive): NumPy then makes every view of it point at it, so its reference
+                    # count says whether anything still holds a gradient lent from here
+                    # (_lendable)
+                    part = arena.region[self._at[i]:self._at[i] + p._data.size]
+                    self._lent[i] = np.ndarray(p._data.shape, part.dtype, (
+                        ctypes.c_char * part.nbytes).from_buffer(part))
 
     def _lendable(self):
         """Nothing but ``.grad`` itself refers to the output region: no earlier gradient lent
@@ -459,7 +460,6 @@ class Reducer:
                 # chunks this rank reduces while they are still in cache
                 offs, outs = [], []
                 for b in self.buckets:
-                    start = self._ends[b.index] - b.buffer._data.size
                     for k, i in enumerate(b.indices):
                         g = self.params[i].grad
                         if g is None or (self.as_view and g is b.view_tensors[k]):
@@ -482,7 +482,7 @@ class Reducer:
                         if (type(a) is np.ndarray and a.dtype == b.views[k].dtype
                                 and a.shape == b.views[k].shape and a.flags.c_contiguous
                                 and a.flags.writeable):
-                            offs.append(start + b.offsets[k])
+                            offs.append(self._at[i])
                             outs.append(a)
                             written.add(i)
                 self._resident.all_reduce(offsets=offs, outputs=outs)

@@ -231,3 +231,34 @@ def test_a_torch_rpc_program_runs_unchanged_under_as_torch():
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     losses = [float(v) for v in re.findall(r"loss ([0-9.]+)", out.stdout)]
     assert len(losses) == 3 and all(0 < v < 5 for v in losses)
+
+
+def test_a_request_that_arrives_before_init_rpc_returns_waits_for_it():
+    # A peer may call as soon as it has read this worker's address from the store, while this
+    # worker's init_rpc has not yet made its agent the running one (CI saw RemoteModule fail so).
+    # Two agents in one process over a HashStore; the handler needs the running agent, as
+    # rpc's own handler does through RRef.local_value.
+    import threading
+
+    from tensorbrain.distributed.rpc import _agent
+    from tensorbrain.distributed.store import HashStore
+    store, agents = HashStore(), {}
+
+    def handler(msg):
+        return _agent.agent_or_raise().name
+
+    makers = [threading.Thread(target=lambda r=r: agents.__setitem__(
+        r, _agent.Agent(f"w{r}", r, 2, store, 20.0, 2, handler))) for r in range(2)]
+    for t in makers:
+        t.start()
+    for t in makers:
+        t.join(30)
+    try:
+        fut = agents[0].send(1, {"ask": 1}, "probe")
+        assert not fut._event.wait(0.5), "w1 answered before init_rpc made its agent running"
+        _agent.set_running(agents[1])
+        assert fut.wait() == "w1"
+    finally:
+        _agent.set_running(None)
+        for a in agents.values():
+            a.close()

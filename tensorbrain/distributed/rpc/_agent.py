@@ -189,6 +189,9 @@ class Agent:
         self.out: dict = {}            # peer rank -> (socket, lock)
         self.out_lock = threading.Lock()
         self.incoming: list = []
+        # A peer may call as soon as it has read this worker's address, before init_rpc has made
+        # this agent the running one; its handler needs that, so requests wait for it.
+        self.serving = threading.Event()
         threading.Thread(target=self._accept, daemon=True, name=f"rpc-accept-{name}").start()
         host = _advertised_host()
         store.set(f"rpc/worker/{rank}", json.dumps({"name": name, "host": host,
@@ -228,6 +231,7 @@ class Agent:
             self.pool.submit(self._answer, conn, lock, msg)
 
     def _answer(self, conn, lock, msg):
+        self.serving.wait(self.timeout if self.timeout and self.timeout > 0 else None)
         try:
             reply = {"id": msg["id"], "value": self.handler(msg)}
         except BaseException as exc:  # noqa: BLE001  (sent back to the caller)
@@ -357,6 +361,8 @@ def set_running(agent: Agent | None) -> None:
     """Make ``agent`` the running one (None: RPC stopped)."""
     global _running
     _running = agent
+    if agent is not None:
+        agent.serving.set()
 
 
 def agent_or_raise() -> Agent:

@@ -478,9 +478,10 @@ void Group::arena_target(bool region, std::size_t bytes) {
     word(kCtlStride * (rank_ + 1) + kCtlTarget).store(region ? 1 : 0, std::memory_order_seq_cst);
 }
 
-// Where rank q wants the result: its output region (the second buffer of its slot) or the slot.
-// Read after q's ready word was seen past the chunk, so after q's arena_target of this reduction.
-char *Group::arena_out(int q) const {
+// Where rank q's inputs are and its result goes: its region (the second buffer of its slot) or
+// the slot. Read after q's ready word was seen past the chunk, so after q's arena_target of this
+// reduction.
+char *Group::arena_buf(int q) const {
     return word(kCtlStride * (q + 1) + kCtlTarget).load(std::memory_order_acquire) ? buf(q, 1)
                                                                                     : slot(q);
 }
@@ -534,15 +535,15 @@ uint32_t Group::arena_reduce(std::size_t count, DType d, double scale, std::size
                 const std::size_t cq = kCtlStride * (q + 1);
                 wait_on(word(cq + kCtlReady), word(cq + kCtlReadyWaiters), c + 1, q);
             }
-            srcs_[q] = slot(q) + off * esz;
+            srcs_[q] = arena_buf(q) + off * esz;
         }
-        char *dst = arena_out(rank_) + off * esz;
+        char *dst = arena_buf(rank_) + off * esz;
         reduce_ranks(d, Op::Sum, dst, srcs_.data(), n_, len);
         scale_slice(dst, len, d, scale);
         for (int q = 0; q < n_; ++q)
-            if (q != rank_) std::memcpy(arena_out(q) + off * esz, dst, len * esz);
+            if (q != rank_) std::memcpy(arena_buf(q) + off * esz, dst, len * esz);
         if (!mine.empty()) {
-            copy_out(outs, arena_out(rank_), off, off + len, esz);
+            copy_out(outs, arena_buf(rank_), off, off + len, esz);
             mine[c - base] = 1;
         }
         ++reduced;
@@ -555,7 +556,7 @@ uint32_t Group::arena_reduce(std::size_t count, DType d, double scale, std::size
     a_published_ = 0;
     for (std::size_t k = 0; k < mine.size(); ++k)
         if (!mine[k])
-            copy_out(outs, arena_out(rank_), k * chunk, std::min(count, (k + 1) * chunk), esz);
+            copy_out(outs, arena_buf(rank_), k * chunk, std::min(count, (k + 1) * chunk), esz);
     return reduced;
 }
 

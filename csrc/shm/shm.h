@@ -95,18 +95,20 @@ class Group {
     // from every slot in rank order (the bits of all_reduce's sum, then the scale) and writes
     // the result into every slot; it returns once every chunk is done. A rank that finishes
     // backward first reduces what the others have published while they are still computing.
-    // The result goes into every rank's slot, or, for a rank that asked for it before its
-    // first publish (arena_target), into its output region instead: the second of its two
-    // buffers, when the segment was made with buffers as large as the arena (DDP lends the
-    // region to .grad, so torch's default needs no copy out; the slot keeps the inputs).
+    // A chunk is reduced in place: each rank's inputs are read from, and its result written
+    // into, its slot, or, for a rank that asked for it before its first publish
+    // (arena_target), its region: the second of its two buffers, when the segment was made
+    // with buffers as large as the arena. DDP lends the region to .grad, so torch's default
+    // needs no copy out; while .grad still holds last step's average there, that rank uses
+    // its slot and copies out.
     // Header words of an arena segment: claim u32 @64, done u32 @96, done waiters u32 @100;
     // control block: ready u32 @+64 (chunks published), ready waiters u32 @+68, target u32 @+72
-    // (1: the output region).
+    // (1: the region).
     char *slot(int r) const { return buf(r, 0); }
     std::size_t slot_bytes() const { return 2 * buf_bytes_; }
     void arena_publish(std::size_t elems, std::size_t count, std::size_t chunk);
     void arena_target(bool region, std::size_t bytes);
-    char *arena_out(int q) const;
+    char *arena_buf(int q) const;
     // outs: where this rank wants the result besides its slot (DDP's private .grad arrays):
     // [off, off + len) of the arena goes to ptr. A chunk this rank reduced is copied there at
     // once, still in cache; the others after the last chunk is done.

@@ -197,8 +197,9 @@ void init_shm(py::module_ &m) {
         .def("arena_publish", &Group::arena_publish, py::arg("elems"), py::arg("count"),
              py::arg("chunk"), "Publish that the first elems of this rank's slot are final.")
         .def("arena_target", &Group::arena_target, py::arg("region"), py::arg("bytes"),
-             "Before this rank's first publish of a reduction: its result goes into its output "
-             "region (the second buffer of its slot; bytes must fit it) instead of its slot.")
+             "Before this rank's first publish of a reduction: its inputs are in, and its "
+             "result goes into, its region (the second buffer of its slot; bytes must fit it) "
+             "instead of its slot.")
         .def("arena_reduce",
              [](Group &g, std::size_t count, const std::string &dtype, bool avg,
                 std::size_t chunk, const std::vector<std::size_t> &offs,

@@ -206,9 +206,9 @@ def test_gradients_written_straight_into_the_arena(as_view):
 
 
 def lend_worker(rank, world):
-    """torch's default (no bucket view): the average is written into the arena's output region
-    and lent to ``.grad`` while nothing holds an earlier one; held, the step falls back to a
-    copy into ``.grad``'s own array."""
+    """torch's default (no bucket view): the gradients are reduced in place in the arena's
+    region and the average lent to ``.grad`` while nothing holds an earlier one; held, the step
+    reduces in the slot and copies into ``.grad``'s own array."""
     res, ref = _ddp(True), _ddp(False)
     lent, same, kept = [], [], []
 
@@ -242,11 +242,18 @@ def lend_worker(rank, world):
     step(7)
     step(8, keep_grads=True)            # accumulated in place into the lent .grad, as torch
     step(9, keep_grads=True)
+    # one rank holds, the other does not: in one reduction rank 0's inputs and result are in
+    # its region, rank 1's in its slot
+    old = [p.grad for p in res.parameters()] if rank == 1 else []
+    values = [t.numpy().copy() for t in old]
+    step(10)
+    kept.append(all(np.array_equal(t.numpy(), v) for t, v in zip(old, values)))
     return {"lent": lent, "same": same, "kept": kept}
 
 
 @needs_native
 def test_the_average_is_lent_to_grad_while_nothing_holds_the_last_one():
-    for r in run_workers(f"{HERE}:lend_worker", 2, timeout=90):
+    for rank, r in enumerate(run_workers(f"{HERE}:lend_worker", 2, timeout=90)):
         assert all(r["same"]) and all(r["kept"]), r
-        assert r["lent"] == [False, True, True, False, False, True, False, True, True, True], r
+        assert r["lent"] == [False, True, True, False, False, True, False, True, True, True,
+                             rank == 0], r

@@ -44,8 +44,8 @@ class ResidentArena:
         whole = group.arena_array()
         #: this rank's slot: the reducer's flat arena
         self.array = whole[:nbytes].view(self.dtype)
-        #: this rank's output region (the segment was made with room for one), or None: what
-        #: a reduction writes instead of the slot after :meth:`target` (True)
+        #: this rank's region (the segment was made with room for one), or None: where a
+        #: reduction reads this rank's inputs and writes its result after :meth:`target` (True)
         buf = group.buf_bytes
         self.region = whole[buf:buf + nbytes].view(self.dtype) if buf >= nbytes else None
 
@@ -54,8 +54,8 @@ class ResidentArena:
         self.group.arena_publish(elems, self.count, self.chunk)
 
     def target(self, region: bool) -> None:
-        """Where the next reduction writes this rank's result: its output region (True) or
-        its slot. Before the first :meth:`publish` of that reduction."""
+        """Where the next reduction reads this rank's inputs and writes its result, in place:
+        its region (True) or its slot. Before the first :meth:`publish` of that reduction."""
         self.group.arena_target(region, self.count * self.dtype.itemsize)
 
     def all_reduce(self, avg: bool = True, offsets=(), outputs=()) -> None:

@@ -122,7 +122,8 @@ class Reducer:
         # This iteration reduces each arena in one all_reduce with AVG (see prepare_for_backward).
         self._fused = False
         self._offered = False           # this backward's slots are offered to the GEMMs
-        self._lent = None               # per parameter, its part of the arena's output region
+        self._lent = None               # per parameter, its part of the arena's region
+        self._sets = ()                 # with _lent: (slot's buckets, arenas), (region's ...)
         self._lending = False           # this backward's average goes there, lent to .grad
         me = weakref.ref(self)
         self._handles = [p.register_post_accumulate_grad_hook(
@@ -214,6 +215,16 @@ class Reducer:
                     part = arena.region[self._at[i]:self._at[i] + p._data.size]
                     self._lent[i] = np.ndarray(p._data.shape, part.dtype, (
                         ctypes.c_char * part.nbytes).from_buffer(part))
+                # A step that lends reduces in place in the region (the GEMMs and the hooks
+                # write the gradients there, as the bucket view writes them into the slot):
+                # the same buckets over the region, each parameter's view its lent array.
+                flats, arenas = _arenas(self.bucket_indices(), self.params, arena.region)
+                region = [_Bucket(k, b.indices, self.params, flats[k])
+                          for k, b in enumerate(self.buckets)]
+                for b in region:
+                    b.views = [self._lent[i] for i in b.indices]
+                    b.view_tensors = []   # only the bucket view (as_view) uses them
+                self._sets = ((self.buckets, self._arenas), (region, arenas))
 
     def _lendable(self):
         """Nothing but ``.grad`` itself refers to the output region: no earlier gradient lent
@@ -221,7 +232,8 @@ class Reducer:
         average may be written there."""
         for i, p in enumerate(self.params):
             g = p.grad
-            if _refs(self._lent, i) > _UNHELD + (g is not None and g._data is self._lent[i]):
+            # held by self._lent and its bucket's views, and maybe by .grad
+            if _refs(self._lent, i) > _UNHELD + 1 + (g is not None and g._data is self._lent[i]):
                 return False
         return True
 
@@ -257,8 +269,12 @@ class Reducer:
             b.pending = len(b.indices)
         self._offered = self._fused and self._resident is not None
         self._lending = self._offered and self._lent is not None and self._lendable()
-        if self._lent is not None and self._offered:
-            self._resident.target(self._lending)
+        if self._lent is not None:
+            # lending: the region's buckets, reduced in place there; else the slot's (a step
+            # that is not fused must not write into a region something may still hold)
+            self.buckets, self._arenas = self._sets[self._lending]
+            if self._offered:
+                self._resident.target(self._lending)
         if self._offered:
             # the weight-gradient GEMMs may write straight into the slot (no copy in the hook)
             for b in self.buckets:
@@ -466,12 +482,12 @@ class Reducer:
                             continue
                         a = g._data
                         if self._lending and (
-                                a is b.views[k] or a is self._lent[i]
+                                a is self._lent[i]
                                 or (a.dtype == b.views[k].dtype and _data_only_in(g))):
-                            # .grad is lent the average's place in the output region (written
-                            # by the reduction, no copy): it was in the slot (offer_grad_dest),
-                            # is there already (accumulated in place), or is an array nothing
-                            # else refers to (so nothing could see the copy into it)
+                            # .grad is lent the average's place in the region (reduced there in
+                            # place, no copy): backward wrote it there (offer_grad_dest) or
+                            # accumulated into it, or .grad is an array nothing else refers to
+                            # (so nothing could see the copy into it)
                             g._data = self._lent[i]
                             written.add(i)
                             continue

@@ -89,7 +89,10 @@ def check_equivalence(rank, world, opt_name, as_view, steps=STEPS, overlap=None)
         opt.zero_grad()
         F.cross_entropy(ddp(x), y).backward()
         opt.step()
-    views = [any(np.shares_memory(p.grad._data, b.buffer._data) for b in ddp.reducer.buckets)
+    # the buckets the gradients are reduced in (with torch's default and shared memory, a step
+    # that lends .grad the region's array reduces in the region's buckets, not these)
+    slot = ddp.reducer._sets[0][0] if ddp.reducer._sets else ddp.reducer.buckets
+    views = [any(np.shares_memory(p.grad._data, b.buffer._data) for b in slot)
              for p in model.parameters()]
     return {"params": params_of(model), "buckets": len(ddp.reducer.buckets), "views": views,
             "fused": ddp.reducer._fused}

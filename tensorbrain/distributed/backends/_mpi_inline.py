@@ -298,8 +298,8 @@ class InlineCheck(Requests):
         if not done:
             self._fp_busy[slot] = True
             return self._track("all_reduce", seq, MPI.REQUEST_NULL,
-                               lambda: _unload(data, raw, end, a, scale, after, result),
-                               async_op, fp=(buf, words, request, check, slot))
+                               lambda: _unload(data, raw, end, a, scale, after), async_op,
+                               fp=(buf, words, request, check, slot), result=result)
         self._fp_busy[slot] = False
         if view[4] & 1:  # the reduction marked a mismatch
             self._fp_mismatch("all_reduce", seq, words, check)
@@ -307,12 +307,11 @@ class InlineCheck(Requests):
         return _work.completed("all_reduce", result, None, seq, self.group_name)
 
 
-def _unload(data, msg, end: int, host, scale, after=None, result=None):
+def _unload(data, msg, end: int, host, scale, after=None) -> None:
     """An inline all_reduce's result out of its check message ``msg`` into ``data`` (a byte
-    view of ``host``), scaled for avg, then ``after()``; returns ``result``."""
+    view of ``host``), scaled for avg, then ``after()``."""
     data[:] = msg[HEADER_BYTES:end]
     if scale is not None:
         np.multiply(host, host.dtype.type(scale), out=host)
     if after is not None:
         after()
-    return result

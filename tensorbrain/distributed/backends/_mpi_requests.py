@@ -224,9 +224,9 @@ class Requests:
 
     def _start(self, op: str, start, finish=None, async_op: bool = True, status=None,
                args=(), result=None, seq: int | None = None):
-        """Post the requests ``start(*args)`` returns; ``finish()`` runs once they complete and
-        its return value (else ``result``) is the Work's result. ``seq``: the collective's
-        number (``MPIBackend.execute``); None for a point-to-point op (its own counter)."""
+        """Post the requests ``start(*args)`` returns; ``finish()`` (copies back) runs once they
+        complete, then the Work completes with ``result``. ``seq``: the collective's number
+        (``MPIBackend.execute``); None for a point-to-point op (its own counter)."""
         failure = self._failure
         if failure.first is not None or failure.closed:
             failure.check(op)
@@ -259,8 +259,9 @@ class Requests:
                         done = fp is None and (requests.Test() if single
                                                else MPI.Request.Testall(requests))
                     if done:
-                        return _work.completed(op, finish() if finish is not None else result,
-                                               None, seq, self.group_name)
+                        if finish is not None:
+                            finish()
+                        return _work.completed(op, result, None, seq, self.group_name)
         except MPI.Exception as exc:
             raise self._fail(op, seq, exc) from None
         except KeyboardInterrupt:
@@ -368,7 +369,7 @@ class Requests:
         result = work._result
         if exc is None and work._finish is not None:
             try:
-                result = work._finish()
+                work._finish()
             except BaseException as err:  # noqa: BLE001 - a failed copy-back is the op's error
                 exc = err
         if exc is None and work._status is not None:

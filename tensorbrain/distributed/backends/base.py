@@ -88,6 +88,16 @@ class Call:
         self.op, self.root, self.splits, self.async_op = op, root, splits, async_op
         self.rows: tuple[list[int], list[int]] | None = None
 
+    @property
+    def result(self) -> Any:
+        """What the Work's ``result()`` gives: the arrays written by the list collectives (None
+        off gather's root), else the one array written (None for barrier)."""
+        if self.kind == "gather":
+            return self.outputs or None
+        if self.kind in ("all_reduce", "all_gather", "all_to_all"):
+            return self.outputs
+        return self.outputs[0] if self.outputs else None
+
     def __repr__(self) -> str:
         return f"Call({self.kind}, op={self.op}, root={self.root})"
 

@@ -183,25 +183,21 @@ class MPIBackend(InlineCheck, base.Backend):
 
         def start():
             return [self.comm.Iallreduce(self._IN_PLACE, buf, mpi_op) for buf, mpi_op, _ in plans]
-
-        def finish():
-            for _, _, fin in plans:
-                fin()
-            return arrays
-        return self._start("all_reduce", start, finish, async_op, seq=seq)
+        return self._start("all_reduce", start, _staging.finisher((b, f) for b, _, f in plans),
+                           async_op, result=arrays, seq=seq)
 
     def _broadcast(self, call, seq):
         array, root = call.inputs[0], call.root
         host, finish = self._buffer(array, copy_in=self.rank == root)
-        return self._start("broadcast", lambda: self.comm.Ibcast(_raw(host), root),
-                           _then(finish, array), call.async_op, seq=seq)
+        return self._start("broadcast", lambda: self.comm.Ibcast(_raw(host), root), finish,
+                           call.async_op, result=call.result, seq=seq)
 
     def _reduce(self, call, seq):
         array, root, op, MPI = call.inputs[0], call.root, call.op, self._MPI
         if self.rank == root:
             buf, mpi_op, finish = self._reduce_buffer(array, op)
             return self._start("reduce", lambda: self.comm.Ireduce(MPI.IN_PLACE, buf, mpi_op, root),
-                               _then(finish, array), call.async_op, seq=seq)
+                               finish, call.async_op, result=call.result, seq=seq)
         mpi_op, work_dtype, _, _ = self._reduction(array.dtype, op)
         send = self._input(array)
         if work_dtype is not None:
@@ -216,8 +212,7 @@ class MPIBackend(InlineCheck, base.Backend):
         output, send = call.outputs[0], self._input(call.inputs[0])
         if _shares_memory(send, output):
             send = send.copy()
-        recv, finish = self._buffer(output, copy_in=False)
-        return send, recv, _then(finish, output)
+        return (send, *self._buffer(output, copy_in=False))
 
     def _gather_buffer(self, send, outputs):
         """One (size, *send.shape) receive buffer on ``send``'s device, and the finish that
@@ -228,7 +223,6 @@ class MPIBackend(InlineCheck, base.Backend):
         def finish():
             for out, block in zip(outputs, gathered):
                 _copy_into(out, block)
-            return outputs
         return gathered, finish
 
     def _gather(self, call, seq):
@@ -246,7 +240,7 @@ class MPIBackend(InlineCheck, base.Backend):
             if kind == "gather":
                 return self.comm.Igather(_raw(send), None if recv is None else _raw(recv), root)
             return self.comm.Iallgather(_raw(send), _raw(recv))
-        return self._start(kind, post, finish, call.async_op, seq=seq)
+        return self._start(kind, post, finish, call.async_op, result=call.result, seq=seq)
 
     def _scatter(self, call, seq):
         output, inputs, root = call.outputs[0], call.inputs, call.root
@@ -256,8 +250,8 @@ class MPIBackend(InlineCheck, base.Backend):
             packed = np.stack([_staging.stage_in(x) for x in inputs]) if not _all_cupy_direct(inputs) \
                 else _xp.cupy().stack(list(inputs))
         return self._start("scatter", lambda: self.comm.Iscatter(
-            None if packed is None else _raw(packed), _raw(recv), root), _then(finish, output),
-            call.async_op, seq=seq)
+            None if packed is None else _raw(packed), _raw(recv), root), finish, call.async_op,
+            result=call.result, seq=seq)
 
     def _reduce_scatter(self, call, seq):
         output = call.outputs[0]
@@ -271,7 +265,7 @@ class MPIBackend(InlineCheck, base.Backend):
         if recv.dtype != packed.dtype:  # float16, reduced in float32
             packed = packed.astype(recv.dtype)
         return self._start(call.kind, lambda: self.comm.Ireduce_scatter_block(packed, recv, mpi_op),
-                           _then(finish, output), call.async_op, seq=seq)
+                           finish, call.async_op, result=call.result, seq=seq)
 
     def _alltoall(self, call, seq):
         """all_to_all and all_to_all_single: one Ialltoallv of bytes (all_to_all's blocks packed
@@ -290,7 +284,6 @@ class MPIBackend(InlineCheck, base.Backend):
                     r.reshape(-1).view(np.uint8)[...] = recv[offset:offset + n]
                     _copy_into(out, r)
                     offset += n
-                return outputs
         else:
             send, recv, finish = self._apart(call)
             out_rows, in_rows = call.rows
@@ -299,7 +292,8 @@ class MPIBackend(InlineCheck, base.Backend):
         byte = self._MPI.BYTE
         return self._start(call.kind, lambda: self.comm.Ialltoallv(
             [send, (s_counts, _displs(s_counts)), byte],
-            [recv, (r_counts, _displs(r_counts)), byte]), finish, call.async_op, seq=seq)
+            [recv, (r_counts, _displs(r_counts)), byte]), finish, call.async_op,
+            result=call.result, seq=seq)
 
     def _barrier(self, call, seq):
         return self._start("barrier", lambda: self.comm.Ibarrier(), None, call.async_op, seq=seq)
@@ -323,7 +317,7 @@ class MPIBackend(InlineCheck, base.Backend):
                     f"{status.Get_source()} sent {got} bytes (tag {tag}) but the receive buffer "
                     f"holds {recv.nbytes} ({recv.dtype} x {recv.size}); send and recv must use "
                     "the same shape and dtype")
-            return finish()
+            finish()
         return self._start("recv", lambda: self.comm.Irecv(_raw(recv), source, tag),
                            check_and_finish, async_op, status=status)
 
@@ -375,13 +369,6 @@ def _raw(array):
     """A byte-typed buffer spec: data movement needs no MPI datatype for the dtype (float16 and
     bool go too). No count: mpi4py derives it, per rank for gather/scatter-style buffers."""
     return [array, _mpi_lib.load().BYTE]
-
-
-def _then(finish, result):
-    def done():
-        finish()
-        return result
-    return done
 
 
 def _copy_into(out, block) -> None:

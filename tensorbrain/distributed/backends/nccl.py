@@ -224,7 +224,7 @@ class NCCLBackend(base.Backend):
         calls = [partial(comm.all_reduce, b.data.ptr, b.data.ptr, b.size,
                          *self._reduce_args(b.dtype, call.op)) for b, _ in staged]
         body = calls[0] if len(calls) == 1 else self._group(calls)
-        return self._launch("all_reduce", body, (arrays, staged), arrays, call.async_op,
+        return self._launch("all_reduce", body, (arrays, staged), call.result, call.async_op,
                             after=finisher(staged), seq=seq)
 
     def _broadcast(self, call, seq):
@@ -239,7 +239,7 @@ class NCCLBackend(base.Backend):
             dt, red = self._reduce_args(array.dtype, call.op)
             body = partial(comm.reduce, ptr, ptr, buf.size, dt, red, root)
             back = back if self.rank == root else None
-        return self._launch(call.kind, body, (array, buf), array, call.async_op, after=back,
+        return self._launch(call.kind, body, (array, buf), call.result, call.async_op, after=back,
                             seq=seq)
 
     def _allgather(self, call, seq):
@@ -254,14 +254,12 @@ class NCCLBackend(base.Backend):
             def after():
                 for out, block in zip(outputs, recv):
                     out[...] = block.reshape(out.shape)
-            result = outputs
         else:
             recv, after = self._contiguous(outputs[0])
-            result = outputs[0]
         comm = self.comm
         return self._launch(call.kind, lambda s: comm.all_gather(
             send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (input, send, recv, outputs),
-            result, call.async_op, after=after, seq=seq)
+            call.result, call.async_op, after=after, seq=seq)
 
     def _rooted(self, call, seq):
         """gather and scatter, which NCCL lacks: the root receives every rank's block (sends each
@@ -278,12 +276,9 @@ class NCCLBackend(base.Backend):
                      else partial(comm.recv if gather else comm.send, buf.data.ptr, buf.nbytes,
                                   _INT8, peer)
                      for peer, (buf, _) in enumerate(blocks)]
-        # gather's result is the root's list (None elsewhere), scatter's the output
-        result, after = (call.outputs or None, finisher(blocks)) if gather else \
-            (call.outputs[0], back)
         return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, mine,
-                                                             blocks), result, call.async_op,
-                            after=after, seq=seq)
+                                                             blocks), call.result, call.async_op,
+                            after=finisher(blocks) if gather else back, seq=seq)
 
     def _reduce_scatter(self, call, seq):
         output, inputs = call.outputs[0], call.inputs
@@ -297,7 +292,7 @@ class NCCLBackend(base.Backend):
         comm = self.comm
         return self._launch(call.kind, lambda s: comm.reduce_scatter(
             packed.data.ptr, recv.data.ptr, recv.size, dt, red, s),
-            (inputs, packed, output, recv), output, call.async_op, after=back, seq=seq)
+            (inputs, packed, output, recv), call.result, call.async_op, after=back, seq=seq)
 
     def _alltoall(self, call, seq):
         """all_to_all (a block per peer, this rank's own copied) and all_to_all_single (rows of
@@ -307,7 +302,7 @@ class NCCLBackend(base.Backend):
             sends = [self._contiguous(x)[0] for x in call.inputs]
             recvs = [self._contiguous(o) for o in call.outputs]
             blocks = [(s.data.ptr, s.nbytes, r.data.ptr, r.nbytes) for s, (r, _) in zip(sends, recvs)]
-            keep, result, after = (sends, recvs), call.outputs, finisher(recvs)
+            keep, after = (sends, recvs), finisher(recvs)
         else:
             send, _ = self._contiguous(call.inputs[0])
             recv, after = self._contiguous(call.outputs[0])
@@ -317,7 +312,7 @@ class NCCLBackend(base.Backend):
             s_off, r_off = np.cumsum([0] + s_n[:-1]), np.cumsum([0] + r_n[:-1])
             blocks = [(send.data.ptr + int(s_off[j]), s_n[j], recv.data.ptr + int(r_off[j]), r_n[j])
                       for j in range(self.size)]
-            keep, result = (send, recv), call.outputs[0]
+            keep = (send, recv)
         comm, calls = self.comm, []
         for peer, (s_ptr, s_bytes, r_ptr, r_bytes) in enumerate(blocks):
             if peer == self.rank and call.kind == "all_to_all":
@@ -328,7 +323,7 @@ class NCCLBackend(base.Backend):
             if r_bytes:
                 calls.append(partial(comm.recv, r_ptr, r_bytes, _INT8, peer))
         return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, keep),
-                            result, call.async_op, after=after, seq=seq)
+                            call.result, call.async_op, after=after, seq=seq)
 
     def _barrier(self, call, seq):
         """An all_reduce of one int32 on the device (as torch's NCCL barrier); waiting on it

@@ -35,13 +35,14 @@ import abc
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .. import _fingerprint as FP
 from .. import _work
 from . import _validate
+from ._executor import FailureState
 from ._validate import REDUCE_OPS
 
 if TYPE_CHECKING:
     from ..store import Store
-    from ._executor import FailureState
 
 #: a NumPy or CuPy array (CuPy ships no type information, so to mypy this is Any)
 Array = Any
@@ -152,13 +153,8 @@ class Backend(abc.ABC):
 
     #: how many store-based monitored_barriers ran (``_store_barrier``)
     _mb_seq = 0
-    # set by the backends: the group's failure state, its implementation lists, and for those
-    # that attach or exchange their fingerprint (:meth:`_claim`) the collective counter and the
-    # fingerprint Verifier
-    _failure: FailureState
+    #: set by the backends: kind -> its implementations (:meth:`implementations`)
     _impls: dict[str, list[Impl]]
-    _seq: int
-    _verify: Any
 
     def __init__(self, store: Store, rank: int, size: int, timeout: float,
                  group_name: str) -> None:
@@ -166,6 +162,10 @@ class Backend(abc.ABC):
             raise ValueError(f"rank {rank} is out of range for a group of size {size}")
         self.store, self.rank, self.size = store, rank, size
         self.timeout, self.group_name = float(timeout), group_name
+        self._failure = FailureState(group_name, rank)  # the group's first failure
+        if self.fingerprint != "in band":  # what :meth:`_claim` numbers and fingerprints with
+            self._seq = 0
+            self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
 
     # ***** the pipeline *****
     def run(self, call: Call) -> _work.Work:
@@ -187,7 +187,6 @@ class Backend(abc.ABC):
         """For an executor that attaches or exchanges fingerprints: raise if the group failed
         earlier, claim the next collective number (``self._seq``) and return it with the call's
         words (``_fingerprint.of_call``; None in a group of one)."""
-        from .. import _fingerprint as FP
         failure = self._failure
         if failure.first is not None:
             raise failure.unusable(FP.FAMILY.get(call.kind, call.kind))

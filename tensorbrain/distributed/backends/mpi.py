@@ -15,13 +15,11 @@ import threading
 import numpy as np
 
 from ... import _xp
-from .. import _fingerprint as FP
 from .. import _mpi_lib
 from .._mpi_lib import cuda_aware, is_available, why_unavailable  # noqa: F401 - mpi.X (registry)
 from ..errors import DistBackendError
 from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
-from ._executor import FailureState
 from ._mpi_requests import _install_abort_hook, world_rank_size  # noqa: F401 - the registry
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
@@ -56,8 +54,6 @@ class MPIBackend(InlineCheck, base.Backend):
         # (dtype, op) -> (MPI op, dtype reduced in, post-scale, inline control word or 0)
         self._plans: dict = {}
         self._IN_PLACE = MPI.IN_PLACE
-        self._seq = 0      # collectives (their fingerprints carry it)
-        self._failure = FailureState(group_name, rank)
         self._init_requests()
         try:
             if self.global_ranks == list(range(world.Get_size())):
@@ -83,7 +79,6 @@ class MPIBackend(InlineCheck, base.Backend):
         if world.Get_size() > 1:
             _install_abort_hook(MPI)
             _mpi_exit.watch(self)
-        self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
         posts = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
                  "reduce": self._reduce, "all_gather": self._gather,
                  "all_gather_into_tensor": self._gather, "gather": self._gather,
@@ -346,7 +341,7 @@ class MPIBackend(InlineCheck, base.Backend):
                 work.wait()
         comm, self.comm = getattr(self, "comm", None), None
         if comm is not None and self._failure.first is None and not self._failure.closed:
-            self._failure.shut_down()
+            self._failure.closed = True
             for slots in self._fp_slots.values():
                 for _, _, request, _ in slots:
                     request.Free()  # idle: every collective above has finished

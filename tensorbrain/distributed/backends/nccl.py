@@ -20,7 +20,6 @@ from .. import _nccl_lib
 from .._nccl_lib import is_available, why_unavailable  # noqa: F401 - nccl.X (the registry)
 from ..errors import DistBackendError, DistStoreError
 from . import _validate, base
-from ._executor import FailureState
 from ._nccl_work import Watchdog, _NCCLWork
 from ._staging import finisher
 
@@ -53,10 +52,7 @@ class NCCLBackend(base.Backend):
         self._nccl, self._cp = self._runtime(store)
         cp = self._cp
         self.device = cp.cuda.Device()
-        self._seq = 0      # collectives (their fingerprints carry it)
         self._p2p_seq = 0  # point-to-point ops (named in their errors)
-        self._failure = FailureState(group_name, rank)
-        self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
         uid = self._exchange_unique_id(store)
         with self.device:
             self.stream = cp.cuda.Stream(non_blocking=True)
@@ -382,7 +378,7 @@ class NCCLBackend(base.Backend):
                 self.comm.destroy()
             else:
                 self.comm.abort()
-        self._failure.shut_down()
+        self._failure.closed = True
 
     def abort(self) -> None:
         """Fail every pending Work at once and stop the watchdog without joining it."""

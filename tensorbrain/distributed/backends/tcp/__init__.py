@@ -20,7 +20,7 @@ import numpy as np
 from .... import _kernels
 from ... import _fingerprint as FP
 from ...errors import DistBackendError
-from .._executor import FailureState, OpQueue
+from .._executor import OpQueue
 from .._staging import finisher, stage, stage_in
 from .._validate import per_row, row_bytes
 from ..base import Backend, Call, Capabilities, Impl, first_enabled
@@ -47,7 +47,6 @@ class TCPBackend(Backend):
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  deadline: float | None = None):
         super().__init__(store, rank, size, timeout, group_name)
-        self._failure = FailureState(group_name, rank)
         self.mesh = Mesh(store, rank, size, self.timeout, group_name, deadline)
         self.conns = self.mesh.conns
         self._engine = W.Engine(self.mesh)
@@ -338,7 +337,7 @@ class TCPBackend(Backend):
         """Drain the op queue, then close the engine, shared memory (if idle) and the mesh."""
         if self._failure.closed:
             return
-        self._failure.shut_down()
+        self._failure.closed = True
         idle = self._ops.close(self.timeout + 1.0)
         self._engine.close()
         self._unwatch()

@@ -221,11 +221,7 @@ class InlineCheck(Requests):
         """all_reduce's ``inline`` implementation: :meth:`_post_inline` on a contiguous host
         copy of the array when it is not one (written back when the result is out)."""
         a, op = call.inputs[0], call.op
-        failure = self._failure
-        if failure.closed:  # (a failed group raised in the executor's claim)
-            failure.check("all_reduce")
-        if self._level < 2:  # THREAD_SINGLE/FUNNELED (2 = SERIALIZED)
-            self._check_thread()
+        self._may_post("all_reduce")
         plan = self._reduction(a.dtype, op)
         host, write_back = _staging.stage(a)
         fp, self._fp_next = self._fp_next, None

@@ -202,8 +202,13 @@ class Requests:
         return "".join(f"; {f}" for f in found)
 
     # ***** plumbing *****
-    def _check_thread(self) -> None:
-        if self._level < self._MPI.THREAD_SERIALIZED and not self._MPI.Is_thread_main():
+    def _may_post(self, op: str) -> None:
+        """Raise unless ``op`` may be posted now: the group is usable, and this thread may call
+        MPI at the thread level MPI granted."""
+        failure = self._failure
+        if failure.first is not None or failure.closed:
+            failure.check(op)
+        if self._level < 2 and not self._MPI.Is_thread_main():  # 2: THREAD_SERIALIZED
             names = {0: "THREAD_SINGLE", 1: "THREAD_FUNNELED"}
             raise DistBackendError(
                 f"MPI granted {names.get(self._level, self._level)}, so only the main thread may "
@@ -227,11 +232,7 @@ class Requests:
         """Post the requests ``start(*args)`` returns; ``finish()`` (copies back) runs once they
         complete, then the Work completes with ``result``. ``seq``: the collective's number
         (``MPIBackend.execute``); None for a point-to-point op (its own counter)."""
-        failure = self._failure
-        if failure.first is not None or failure.closed:
-            failure.check(op)
-        if self._level < 2:  # THREAD_SINGLE/FUNNELED (2 = SERIALIZED)
-            self._check_thread()
+        self._may_post(op)
         if seq is None:
             seq = self._p2p_seq
             self._p2p_seq = seq + 1

@@ -125,7 +125,7 @@ class _MPIWork(_work.Work):
         self._backend, self._requests, self._finish = backend, requests, finish
         self._deadline = time.monotonic() + backend.timeout
         self._status = status
-        self._fp = fp  # (words, rows, request, check) of the fingerprint, until it is checked
+        self._fp = fp  # (buffer, rows, request, slot) of the fingerprint, until it is checked
 
     def wait(self, timeout: Any = None) -> bool:
         """Poll until the op finishes (its error is raised here), the group timeout passes
@@ -168,12 +168,13 @@ class Requests:
     _fp_inline: bool             # the group checks collectives inline (_mpi_inline)
     _fp_msgs: list               # inline mode: the check messages' persistent all-reduces
     _peers: np.ndarray           # (pid, host key, detail, inline, minmax) per rank
-    #: the fingerprint ``(words, check)`` the next posted collective carries (MPIBackend.execute)
-    _fp_next: tuple | None = None
+    _verify: Any                 # the group's fingerprint Verifier (Backend)
+    #: the fingerprint words the next posted collective carries (MPIBackend.execute)
+    _fp_next: Any = None
 
     if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (it subclasses this; declared only)
-        def _fp_message(self, words, check) -> tuple: ...
-        def _fp_mismatch(self, op, seq, words, check) -> None: ...
+        def _fp_message(self, words) -> tuple: ...
+        def _fp_mismatch(self, op, seq, words) -> None: ...
 
     def _init_requests(self) -> None:
         """This mixin's own state (MPIBackend.__init__ calls it before any MPI call)."""
@@ -241,7 +242,7 @@ class Requests:
         MPI = self._MPI
         fp, self._fp_next = self._fp_next, None
         if fp is not None:  # the fingerprint travels beside the collective (a persistent
-            fp = self._fp_slot(*fp)  # all-gather on its own communicator)
+            fp = self._fp_slot(fp)  # all-gather on its own communicator)
         guard = self._guard or _NULL
         try:
             with guard:
@@ -276,7 +277,7 @@ class Requests:
         work = _MPIWork(self, op, seq, requests if type(requests) is list else [requests],
                         finish, status, fp)
         if fp is not None:
-            self._fp_owner[fp[4]] = work
+            self._fp_owner[fp[3]] = work
         work._result = result
         if async_op:
             self._pending.add(work)
@@ -416,11 +417,11 @@ class Requests:
                 f"{verdict[1:1 + verdict[0]].tolist()} did not arrive")
 
     # ***** the fingerprint beside each collective (MPIBackend.execute attaches it) *****
-    def _fp_slot(self, words, check):
-        """``(buffer, rows or words, request, check, slot)``: the next persistent all-gather
-        (or, in inline mode, all-reduce of a check message), loaded with ``words``. The
-        collective is posted right after it, both non-blocking, so the check costs no extra
-        round trip; ``check(rows)`` runs, when the rows differ, before the collective's Work
+    def _fp_slot(self, words):
+        """``(buffer, rows or words, request, slot)``: the next persistent all-gather (or, in
+        inline mode, all-reduce of a check message), loaded with ``words``. The collective is
+        posted right after it, both non-blocking, so the check costs no extra round trip; the
+        group's Verifier checks the rows, when they differ, before the collective's Work
         reports success (it raises on a mismatch, failing the Work and the group). MPI never
         writes past a receive buffer (a longer message is a truncation error), so posting a
         mismatched collective before the check is safe; it is left pending in the unusable
@@ -433,7 +434,7 @@ class Requests:
         running (more collectives in flight than slots) is waited for first."""
         size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
         if self._fp_inline:
-            return self._fp_message(words, check)
+            return self._fp_message(words)
         slots = self._fp_slots.get(size)
         if slots is None:  # made on first use, at the same collective on every rank (the
             slots = []  # MPI_*_init calls are local in MPICH)
@@ -448,7 +449,7 @@ class Requests:
             view[0], view[1], view[2], view[3] = words
         else:
             buf[:] = words
-        return buf, rows, request, check, slot
+        return buf, rows, request, slot
 
     def _fp_take(self, slots, words) -> int:
         """The index of the next slot, free to load (see _fp_slot)."""
@@ -483,14 +484,14 @@ class Requests:
             time.sleep(_NAP_S)
 
     def _fp_check(self, op, seq, fp) -> None:
-        words, rows, _, check, slot = fp
+        words, rows, _, slot = fp
         # the slot is freed only once its buffer has been read: freed first, another thread
         # posting a collective could reload and restart it under this check
         if self._fp_inline:  # words: the reduced message, rows: this rank's fingerprint
             control, balance = int(words[4]), int(words[3])
             self._fp_busy[slot] = False
             if control & 1 or (control & 2 and balance):
-                self._fp_mismatch(op, seq, rows, check)
+                self._fp_mismatch(op, seq, rows)
             return
         same = rows.tobytes() == words.tobytes() * self.size
         gathered = None if same else rows.copy()
@@ -498,7 +499,7 @@ class Requests:
         if same:
             return  # the common case: every rank's words equal this rank's
         try:
-            check(gathered)  # a copy: the slot's buffer is reused
+            self._verify(gathered)  # a copy: the slot's buffer is reused
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
 

@@ -95,7 +95,7 @@ class MPIBackend(InlineCheck, base.Backend):
         posted, ``Requests._start``) and run ``impl``."""
         seq, words = self._claim(call)
         if words is not None:
-            self._fp_next = (words, self._verify)
+            self._fp_next = words
         try:
             return impl.run(call, seq)
         except BaseException:

@@ -268,17 +268,13 @@ class MPIBackend(InlineCheck, base.Backend):
         if call.kind == "all_to_all":
             outputs = call.outputs
             sends = [_staging.stage_in(x) for x in call.inputs]
-            recvs = [np.empty(o.shape, o.dtype) for o in outputs]
             send = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
-            recv = np.empty(sum(r.nbytes for r in recvs), np.uint8)
-            s_counts, r_counts = [s.nbytes for s in sends], [r.nbytes for r in recvs]
+            s_counts, r_counts = [s.nbytes for s in sends], [o.nbytes for o in outputs]
+            recv = np.empty(sum(r_counts), np.uint8)
 
             def finish():
-                offset = 0
-                for out, r, n in zip(outputs, recvs, r_counts):
-                    r.reshape(-1).view(np.uint8)[...] = recv[offset:offset + n]
-                    _copy_into(out, r)
-                    offset += n
+                for out, offset, n in zip(outputs, _displs(r_counts), r_counts):
+                    _copy_into(out, recv[offset:offset + n].view(out.dtype))
         else:
             send, recv, finish = self._apart(call)
             out_rows, in_rows = call.rows

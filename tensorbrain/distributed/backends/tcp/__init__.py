@@ -61,12 +61,8 @@ class TCPBackend(Backend):
             self._shm = IntraHost.create(self.mesh, self.sockets)
         self._guard: _SigintGuard | None = None   # the fast path's Ctrl-C guard, once made
         self._impls = self._declare()
-        self._prepare = {"all_reduce": self._prepare_all_reduce,
-                         "broadcast": self._prepare_broadcast, "reduce": self._prepare_reduce,
-                         "all_gather": self._prepare_all_gather, "gather": self._prepare_gather,
-                         "scatter": self._prepare_scatter,
-                         "reduce_scatter": self._prepare_reduce_scatter,
-                         "all_to_all": self._prepare_all_to_all, "barrier": self._prepare_barrier}
+        # each family's staging: _prepare_all_reduce ... _prepare_barrier
+        self._prepare = {kind: getattr(self, f"_prepare_{kind}") for kind in FP.KINDS[1:]}
 
     # ***** the pipeline: kind -> implementations, run on the op queue *****
     def _declare(self) -> dict:

@@ -25,14 +25,11 @@ K = W.KIND
 
 
 def _chunks(count: int, n: int) -> list:
-    """n contiguous [start, end) element ranges covering count (np.array_split's split)."""
+    """n contiguous [start, end) element ranges covering count (np.array_split's split: the
+    first ``count % n`` ranges are one element longer)."""
     base, rem = divmod(count, n)
-    out, start = [], 0
-    for i in range(n):
-        end = start + base + (1 if i < rem else 0)
-        out.append((start, end))
-        start = end
-    return out
+    starts = [i * base + min(i, rem) for i in range(n + 1)]
+    return list(zip(starts[:-1], starts[1:]))
 
 
 def _segments(start: int, end: int, seg: int) -> list:

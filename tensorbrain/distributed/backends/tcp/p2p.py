@@ -58,9 +58,8 @@ class PointToPoint:
         return src
 
     def batch_p2p(self, ops, async_op=True, op="batch_isend_irecv"):
-        """Sends and receives ``[(kind, array, peer, tag)]`` progressed together in one run (an
-        exchange of any size cannot deadlock on full socket buffers); one Work for all, named
-        ``op``."""
+        """``Backend.batch_p2p``: the frames progressed together in one engine run (no deadlock
+        on full socket buffers, whatever the sizes)."""
         prepared, staged = [], []
         for kind, arr, peer, tag in ops:
             if kind == "send":

@@ -64,14 +64,8 @@ class Conn:
     # ***** sending *****
     def queue_send(self, header: bytes, payload: memoryview, callback=None,
                    lend: bool = False) -> None:
-        """Queue one frame (header, then payload) for sending, without copying the payload.
-
-        Args:
-            header: the packed frame header.
-            payload: the bytes that follow it (may be empty).
-            callback: called once the whole frame has been written.
-            lend: splice the payload's pages to the socket instead of copying them (lend.py).
-        """
+        """Queue one frame of :meth:`Engine.send`: ``header``, then ``payload`` (not copied; with
+        ``lend`` its pages are spliced to the socket, lend.py); ``callback()`` once all is out."""
         bufs = [memoryview(header)]
         lent = None
         if lend:
@@ -120,10 +114,7 @@ class Conn:
                     raise engine.mismatch(self, exp, _P2P, dtype, exp.seq, exp.total, len(data),
                                           exp.tag)
                 exp.dest[:] = data
-                recvq.popleft()
-                if exp.callback is not None:
-                    exp.callback()
-                continue
+                exp.header_ok, exp.got = True, exp.nbytes  # complete: on to the callback below
             if not exp.header_ok:
                 while self.hdr_got < HEADER_SIZE:
                     try:
@@ -371,9 +362,7 @@ class Engine(EngineErrors):
         header = HEADER.pack(MAGIC, kind, dtype, self.ftag if tag is None else tag,
                              self.seq if seq is None else seq, total, len(payload))
         if self.threaded and callback is None:
-            bufs = [memoryview(header)]
-            if len(payload):
-                bufs.append(payload)
+            bufs = [memoryview(header)] + ([payload] if len(payload) else [])
             self.inflight += 1
             assert self.sender is not None   # use_sender() made it
             self.sender.queue.put((conn, bufs, self.deadline))
@@ -445,10 +434,8 @@ class Engine(EngineErrors):
         sender = self.sender
         if sender is None or not self.inflight:
             return
-        try:
+        with contextlib.suppress(BlockingIOError, InterruptedError):
             os.read(sender.rfd, 65536)
-        except (BlockingIOError, InterruptedError):
-            pass
         while sender.done:
             err = sender.done.popleft()
             self.inflight -= 1

@@ -189,14 +189,11 @@ class Requests:
         self._fp_owner: list = [None] * _FP_SLOTS  # per slot: the Work that checks it
         self._fp_n = 0  # fingerprints posted so far (the next slot: n % _FP_SLOTS)
 
-    # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
     # ***** who is who: a timeout names a same-host rank that is stopped or dead *****
     def _silent_peers(self) -> str:
         """'; rank 2 is stopped (...)' for the same-host ranks /proc says are not running."""
         from .._liveness import proc_state
-        peers = getattr(self, "_peers", None)
-        if peers is None:
-            return ""
+        peers = self._peers
         found = [f"rank {j} {state}" for j in range(self.size)
                  if j != self.rank and peers[j, 1] == peers[self.rank, 1]
                  for state in [proc_state(int(peers[j, 0]))] if state]

@@ -34,8 +34,7 @@ def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
         cp = _xp.cupy()
         if copy_in:
             cp.cuda.get_current_stream().synchronize()
-            host = cp.asnumpy(array)
-            host = np.ascontiguousarray(host)
+            host = np.ascontiguousarray(cp.asnumpy(array))
         else:
             host = np.empty(array.shape, dtype=array.dtype)
 

@@ -115,8 +115,6 @@ class NCCLBackend(base.Backend):
         the staging copies below and NCCL itself read inputs only once they are produced)."""
         self._failure.check(op)
         for a in arrays:
-            if a is None:
-                continue
             if not isinstance(a, self._cp.ndarray):
                 raise ValueError(f"the nccl backend takes CUDA tensors; {op} got a "
                                  f"{type(a).__name__} on the CPU. Move it with .cuda() or use "

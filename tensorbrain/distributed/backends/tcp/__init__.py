@@ -119,27 +119,21 @@ class TCPBackend(Backend):
         whose number the frames carry with the fingerprint tag (op and root)."""
         family = FP.FAMILY.get(call.kind, call.kind)
         args, finish = self._prepare[family](call)
-        run = impl.run
-        if call.kind == "all_reduce" and len(call.inputs) > 1:  # coalesced: each its own way
-            impls, op = self._impls["all_reduce"], call.op
+        run, op, impls = impl.run, call.op, self._impls["all_reduce"]
+        coalesced = call.kind == "all_reduce" and len(call.inputs) > 1  # each its own way
+        agree = call.root is not None and call.kind != "broadcast" and self._shm is not None
+        # DETAIL: the call and the caller's line, taken before any thread hop
+        detail = (_describe(call), FP.call_site()) if self._debug and self.size > 1 else None
 
-            def body():
-                for a in args()[0]:
-                    first_enabled(impls, Call("all_reduce", [a], [a], op)).run(a, op)
-        else:
-            body = lambda: run(*args())  # noqa: E731
-        if call.root is not None and call.kind != "broadcast" and self._shm is not None:
-            inner = body
-
-            def body():
+        def body():
+            if detail is not None:
+                self._check_fingerprint(family, *detail)
+            if agree:  # same-host ranks agree on the root first
                 self._shm.agree_root(call.kind, call.root)
-                inner()
-        if self._debug and self.size > 1:
-            inner2, site, desc = body, FP.call_site(), _describe(call)
-
-            def body():  # the caller's line, taken before any thread hop
-                self._check_fingerprint(family, desc, site)
-                inner2()
+            if not coalesced:
+                return run(*args())
+            for a in args()[0]:
+                first_enabled(impls, Call("all_reduce", [a], [a], op)).run(a, op)
         return self._ops.submit(family, body, call.async_op, finish, call.result, True,
                                 FP.wire_tag(call.op, call.root))
 

@@ -143,10 +143,9 @@ class InlineCheck(Requests):
         from .._liveness import host_id
         key = int.from_bytes(hashlib.blake2b(host_id().encode(), digest_size=8).digest(),
                              "little", signed=True)
-        # ... and how the group checks collectives (_mpi_inline): DETAIL must be the same on
-        # every rank, the inline check is used when every rank can use it
-        from .._fingerprint import detail_enabled
-        detail = detail_enabled()
+        # ... and how the group checks collectives (_mpi_inline): DETAIL (read once, by the
+        # Verifier) must be the same on every rank, the inline check is used when every rank can
+        detail = self._verify.detail
         inline = not detail and why_unavailable(self._MPI) is None
         state = _setup(self._MPI)
         minmax = state.get("minmax")
@@ -168,10 +167,8 @@ class InlineCheck(Requests):
 
     def _fp_message(self, words):
         """_fp_slot in inline mode: the check message's five words (all_reduces that ride in
-        it load their own: :meth:`_post_inline`)."""
-        if len(words) != 4:
-            raise DistBackendError(f"internal: the inline check takes 4 fingerprint words, "
-                                   f"got {len(words)} (TB_DISTRIBUTED_DEBUG=DETAIL?)")
+        it load their own: :meth:`_post_inline`); four fingerprint words, as inline mode is
+        never on with DETAIL (:meth:`_learn_peers`)."""
         slots = self._fp_msgs
         slot = self._fp_take(slots, words)
         buf, request, view, _ = slots[slot]

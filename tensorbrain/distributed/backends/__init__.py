@@ -103,15 +103,14 @@ def available_backends() -> list:
 
 def default_backend(device_type: str = "cpu") -> str:
     """The backend used for ``backend=None``: nccl for CUDA tensors (when available), tcp
-    for CPU (or the backend named by ``TB_DEFAULT_BACKEND``, e.g. ``mpi`` for jobs started with
-    mpiexec).
+    for CPU (or the backend named by ``TB_DEFAULT_BACKEND``, e.g. ``mpi``, which lets jobs
+    started with mpiexec leave the backend out: docs/mpi.md).
 
     Args:
         device_type: ``"cpu"`` or ``"cuda"``.
     """
     if device_type == "cuda" and "nccl" in _REGISTRY and is_backend_available("nccl"):
         return "nccl"
-    # TB_DEFAULT_BACKEND=mpi lets jobs started with mpiexec leave the backend out (docs/mpi.md).
     from ... import _config
     chosen = _config.get("TB_DEFAULT_BACKEND")
     return canonical_name(chosen) if chosen else "tcp"

@@ -12,17 +12,14 @@ Contract
 * Construction: ``Backend(store, rank, size, timeout, group_name)``, collective: every rank of
   the group calls it, and it returns once the group can communicate (or raises
   `DistBackendError`/`DistTimeoutError` naming the ranks that did not show up).
-* Every operation returns a `Work` (``tensorbrain.distributed._work``); with ``async_op=False``
-  it is complete when returned, with ``async_op=True`` the call returns without waiting for peers.
+* Every operation returns a `Work` (``distributed._work``), complete unless ``async_op``.
 * In place where torch is: ``allreduce`` and ``broadcast`` overwrite their arrays; ``reduce``
   writes the root's array only; outputs are written, inputs are not.
 * Ordering: each group numbers its collectives 0, 1, 2, ... in issue order and runs them one at a
   time in that order; every rank must issue the same collectives in the same order. Point-to-point
   ops never take a collective sequence number. Groups are independent.
-* Errors: a collective that cannot finish raises `DistBackendError` within the group timeout
-  (`DistTimeoutError` for the timeout), naming the op, the group, the sequence number and, where
-  known, the peer. Mismatched collectives raise on every rank. After a failure the group is
-  poisoned: every later op raises at once, naming the first failure.
+* Errors: as the public functions' ``Raises`` say (and naming the group); after a failure the
+  group is poisoned: every later op raises at once, naming the first failure.
 * ``op`` is one of ``_validate.REDUCE_OPS``; float16 reductions do not overflow on the way when
   the result fits. Arrays may be non-contiguous or on a CUDA device (staged through host buffers
   with ``_staging.stage`` where the transport needs it).

@@ -345,19 +345,16 @@ class Engine(EngineErrors):
     def send(self, conn: Conn, kind: int, dtype: int, total: int, payload: memoryview,
              callback=None, tag: int | None = None, seq: int | None = None,
              lend: bool = False) -> None:
-        """Queue a frame of this operation to ``conn``.
-
-        ``kind``, ``dtype``, ``total`` (the whole message's bytes), ``tag`` (default: the
-        op's fingerprint tag) and ``seq`` (default: the op's) go in the header; ``callback``
-        runs once it is written.
+        """Queue a frame of this operation to ``conn``; ``callback()`` runs once it is written.
 
         Args:
             conn: the peer.
+            kind, dtype, total, tag, seq: the header (``total``: the whole message's bytes;
+                ``tag``, ``seq``: by default the op's fingerprint tag and number).
             payload: this frame's bytes.
             lend: the caller writes into ``payload`` only after ``conn`` has read it (or after
-                the op), so a large frame to a Unix-socket peer may lend its pages instead of
-                being copied (lend.py); ``run()`` then waits for the peer to read them. Not
-                with the sender thread: a lending op sends from the engine.
+                the op), so a large frame to a Unix-socket peer may lend its pages (lend.py);
+                ``run()`` then waits for the peer to read them. Not with the sender thread.
         """
         header = HEADER.pack(MAGIC, kind, dtype, self.ftag if tag is None else tag,
                              self.seq if seq is None else seq, total, len(payload))

@@ -188,17 +188,14 @@ class MPIBackend(InlineCheck, base.Backend):
                            call.async_op, result=call.result, seq=seq)
 
     def _reduce(self, call, seq):
-        array, root, op, MPI = call.inputs[0], call.root, call.op, self._MPI
-        if self.rank == root:
-            buf, mpi_op, finish = self._reduce_buffer(array, op)
-            return self._start("reduce", lambda: self.comm.Ireduce(MPI.IN_PLACE, buf, mpi_op, root),
-                               finish, call.async_op, result=call.result, seq=seq)
-        mpi_op, work_dtype, _, _ = self._reduction(array.dtype, op)
-        send = self._input(array)
-        if work_dtype is not None:
-            send = send.astype(work_dtype)
-        return self._start("reduce", lambda: self.comm.Ireduce(send, None, mpi_op, root),
-                           None, call.async_op, seq=seq)
+        """The root reduces into its array; the others send theirs and leave it as it is."""
+        root, MPI = call.root, self._MPI
+        buf, mpi_op, finish = self._reduce_buffer(call.inputs[0], call.op)
+        if self.rank != root:
+            return self._start("reduce", lambda: self.comm.Ireduce(buf, None, mpi_op, root),
+                               None, call.async_op, seq=seq)
+        return self._start("reduce", lambda: self.comm.Ireduce(MPI.IN_PLACE, buf, mpi_op, root),
+                           finish, call.async_op, result=call.result, seq=seq)
 
     def _apart(self, call):
         """``(send, recv, finish)`` of a one-input, one-output call: the input as MPI can send

@@ -186,14 +186,14 @@ class SocketAlgorithms:
         if not chain:
             kids = [self.conns[real(c)] for c in _children(v, n)]
             payload = W.as_bytes(flat)
-            if v == 0:
+
+            def forward():  # to the children
                 for c in kids:
                     E.send(c, kind, dc, total, payload)
+            if v == 0:
+                forward()
             else:
-                def got():
-                    for c in kids:
-                        E.send(c, kind, dc, total, payload)
-                E.recv(self.conns[real(_parent(v))], kind, dc, total, payload, got)
+                E.recv(self.conns[real(_parent(v))], kind, dc, total, payload, forward)
             E.run()
             return
         # pipelined chain root -> root+1 -> ... ; each segment is forwarded as soon as it lands

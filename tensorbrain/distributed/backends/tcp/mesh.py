@@ -215,8 +215,7 @@ class Mesh:
                 try:
                     _tune(sock, transport == "tcp", deadline)
                     sock.connect(addr)
-                    hello = W.HEADER.pack(W.MAGIC, K["hello"], 0, self.rank, 0, self.size, 0)
-                    sock.sendall(hello)
+                    sock.sendall(W.HEADER.pack(W.MAGIC, K["hello"], 0, self.rank, 0, self.size, 0))
                     return W.Conn(sock, peer, rec["host"], transport)
                 except OSError as exc:
                     sock.close()
@@ -231,11 +230,10 @@ class Mesh:
                             f"tcp backend, group {self.group_name!r}: rank {peer} {state} "
                             f"during set-up (rank {self.rank} was connecting to it)") from None
                     time.sleep(0.05)
-        where = f"{rec['ip']}:{rec['port']}"
         raise DistNetworkError(
             f"tcp backend, group {self.group_name!r}: rank {self.rank} cannot connect to rank "
-            f"{peer} at {where} ({rec['host']}): {last}. Check that the address is reachable "
-            f"from this host (firewall, TB_IFNAME to pick the interface).")
+            f"{peer} at {rec['ip']}:{rec['port']} ({rec['host']}): {last}. Check that the address "
+            f"is reachable from this host (firewall, TB_IFNAME to pick the interface).")
 
     def _accept_from(self, listeners: list, deadline: float) -> None:
         import select

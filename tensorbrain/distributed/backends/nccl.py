@@ -62,8 +62,7 @@ class NCCLBackend(base.Backend):
                 raise DistBackendError(f"creating the NCCL communicator of group {group_name!r} "
                                        f"(rank {rank} of {size}, device {self.device.id}) "
                                        f"failed: {exc}") from None
-        self.watchdog = Watchdog(self._nccl, self.comm, self._failure, rank, group_name,
-                                 self.timeout)
+        self.watchdog = Watchdog(self._nccl, self.comm, self._failure, self.timeout)
         calls = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
                  "reduce": self._broadcast, "all_gather": self._allgather,
                  "all_gather_into_tensor": self._allgather, "gather": self._rooted,

@@ -34,7 +34,7 @@ _NAP_S = 2e-5
 _QUICK_POLLS = 64
 _QUICK_POLLS_FP = 2 * _QUICK_POLLS  # with a fingerprint to check beside it
 _NULL = nullcontext()  # reusable: ``with self._guard or _NULL`` costs no allocation per call
-# Persistent fingerprint all-gathers per group, used in turn (see Requests.fingerprint_attach).
+# Persistent fingerprint all-gathers per group, used in turn (see Requests._fp_slot).
 _FP_SLOTS = 16
 # After a mismatch in inline mode, how long the ranks wait for each other's calls (the error is
 # raised either way; this only decides how much it can say).

@@ -18,7 +18,7 @@ collective's *fingerprint* is and how a mismatch is reported; backends only move
 'all_reduce(seq 3, float32 x 4, op=max)'
 >>> diff = [pack(3, "all_reduce", [np.zeros(4, np.float32)], op="sum"), a]
 >>> try:
-...     verify(diff, 0, "all_reduce (seq 3) of group 'default' on rank 0")
+...     verify(diff, 0, "default")
 ... except Exception as exc:
 ...     print(type(exc).__name__)
 DistBackendError
@@ -161,15 +161,19 @@ def describe(words: np.ndarray) -> str:
     return f"{kname}({', '.join(parts + ([tag] if tag else []))})"
 
 
-def verify(rows: np.ndarray, rank: int, where: str,
+def verify(rows: np.ndarray, rank: int, group: str,
            details: Sequence[str] | None = None) -> None:
-    """Raise `DistBackendError` unless every rank's fingerprint (``rows[j]``) equals this rank's;
-    the message lists each rank's call (and with ``details``, its shapes and call site)."""
+    """Raise `DistBackendError` unless every rank's fingerprint (``rows[j]``) equals this rank's
+    (in the group named ``group``); the message lists each rank's call (and with ``details``,
+    its shapes and call site)."""
     rows = np.asarray(rows, dtype=np.int64).reshape(len(rows), -1)
     mine = rows[rank]
-    pairwise = mine[2] == ANY_COUNT or bool((rows[:, 2] == ANY_COUNT).any())
-    if rows.tobytes() == mine.tobytes() * len(rows) and not (pairwise and mine[3]):
+    if rows.tobytes() == mine.tobytes() * len(rows) and not (mine[2] == ANY_COUNT and mine[3]):
         return  # the fast path: one comparison
+    code = int(mine[1]) & 0xFF
+    kind = KINDS[code] if code < len(KINDS) else f"op#{code}"
+    where = f"{kind} (seq {int(mine[0])}) of group {group!r} on rank {rank}"
+    pairwise = mine[2] == ANY_COUNT or bool((rows[:, 2] == ANY_COUNT).any())
     same = (rows == mine).all(axis=1)
     if pairwise:  # all_to_all: word 3 is each rank's balance, they must sum to 0
         same = (rows[:, [0, 1]] == mine[[0, 1]]).all(axis=1)
@@ -285,17 +289,9 @@ class Verifier:
 
     def __call__(self, rows: np.ndarray) -> None:
         rows = np.asarray(rows, np.int64).reshape(self.size, -1)
-        mine = rows[self.rank]
-        detail = self.detail
-        if not detail and rows.tobytes() == mine.tobytes() * self.size and \
-                not (mine[2] == ANY_COUNT and mine[3]):
-            return
-        details = [decode_detail(r[WORDS:]) for r in rows] if detail else None
-        code = int(mine[1]) & 0xFF
-        kind = KINDS[code] if code < len(KINDS) else f"op#{code}"
-        where = f"{kind} (seq {int(mine[0])}) of group {self.group_name!r} on rank {self.rank}"
+        details = [decode_detail(r[WORDS:]) for r in rows] if self.detail else None
         try:
-            verify(rows[:, :WORDS], self.rank, where, details)
+            verify(rows[:, :WORDS], self.rank, self.group_name, details)
         except DistBackendError as exc:
             self.failure.record(exc)
             raise

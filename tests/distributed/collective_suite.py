@@ -306,6 +306,15 @@ def check_send_recv(rank, size, backend_name):
     else:
         dist.isend(T(np.array([1000 + rank], np.int64)), dst=0, tag=3).wait()
     n += 1
+    # recv from any source that meets another tag's message first: that one waits for its recv
+    if rank == 1:
+        dist.send(T(np.array([5], np.int64)), dst=0, tag=5)
+        dist.send(T(np.array([6], np.int64)), dst=0, tag=6)
+    elif rank == 0:
+        five, six = T(np.zeros(1, np.int64)), T(np.zeros(1, np.int64))
+        assert dist.recv(six, tag=6) == 1 and int(six._data[0]) == 6, six._data
+        assert dist.recv(five, src=1, tag=5) == 1 and int(five._data[0]) == 5, five._data
+    n += 1
     dist.barrier()
     return n
 

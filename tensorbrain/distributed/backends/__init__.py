@@ -19,9 +19,7 @@ ALIASES = {"gloo": "tcp"}
 
 @dataclass
 class _Entry:
-    name: str
     factory: object            # a callable, or "module:attr" imported on first use
-    devices: tuple
     available: object = None   # None (always), a callable, or "module:attr" -> bool
 
 
@@ -35,7 +33,8 @@ def register_backend(name: str, factory, devices=("cpu",), available=None) -> No
         name: the backend's name (lower-cased); it may not be an alias such as ``"gloo"``.
         factory: the callable, or a string ``"module:attr"`` so the module is imported only
             when a group uses it.
-        devices: the device types the backend takes (``"cpu"``, ``"cuda"``).
+        devices: the device types the backend takes (``"cpu"``, ``"cuda"``), as torch's
+            ``register_backend`` has it; not used (a group names its backend).
         available: None (always available), or a callable / ``"module:attr"`` returning bool.
 
     Raises:
@@ -44,7 +43,7 @@ def register_backend(name: str, factory, devices=("cpu",), available=None) -> No
     name = name.lower()
     if name in ALIASES:
         raise ValueError(f"{name!r} is an alias of {ALIASES[name]!r}; register another name")
-    _REGISTRY[name] = _Entry(name, factory, tuple(devices), available)
+    _REGISTRY[name] = _Entry(factory, available)
 
 
 def canonical_name(name: str) -> str:
@@ -104,15 +103,14 @@ def available_backends() -> list:
 
 def default_backend(device_type: str = "cpu") -> str:
     """The backend used for ``backend=None``: nccl for CUDA tensors (when available), tcp
-    for CPU (or the backend named by ``TB_DEFAULT_BACKEND``, e.g. ``mpi`` for jobs started with
-    mpiexec).
+    for CPU (or the backend named by ``TB_DEFAULT_BACKEND``, e.g. ``mpi``, which lets jobs
+    started with mpiexec leave the backend out: docs/mpi.md).
 
     Args:
         device_type: ``"cpu"`` or ``"cuda"``.
     """
     if device_type == "cuda" and "nccl" in _REGISTRY and is_backend_available("nccl"):
         return "nccl"
-    # TB_DEFAULT_BACKEND=mpi lets jobs started with mpiexec leave the backend out (docs/mpi.md).
     from ... import _config
     chosen = _config.get("TB_DEFAULT_BACKEND")
     return canonical_name(chosen) if chosen else "tcp"

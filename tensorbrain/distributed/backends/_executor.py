@@ -30,17 +30,13 @@ class FailureState:
     def __init__(self, group_name: str, rank: int):
         self.group_name, self.rank = group_name, rank
         self.first: BaseException | None = None
-        self.closed = False
+        self.closed = False  # shut down: new operations are refused, queued ones still run
 
     def record(self, exc: BaseException) -> BaseException:
         """Remember ``exc`` if it is the group's first failure; return it."""
         if self.first is None:
             self.first = exc
         return exc
-
-    def shut_down(self) -> None:
-        """Refuse new operations (``shutdown``); queued ones still run."""
-        self.closed = True
 
     def abort(self) -> DistBackendError:
         """Refuse new operations and fail the pending ones (``abort``); returns the failure."""

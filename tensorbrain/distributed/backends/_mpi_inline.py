@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -128,7 +128,6 @@ class InlineCheck(Requests):
     # ***** required: MPIBackend's state (Requests declares the rest) *****
     _seq: int                   # the group's collective counter
     _plans: dict                # (dtype, op) -> MPIBackend._reduction's plan
-    _verify: Any                # the group's fingerprint Verifier
 
     if TYPE_CHECKING:  # MPIBackend's (declared only: it comes first in the MRO)
         def _reduction(self, dtype, op: str) -> tuple: ...
@@ -144,10 +143,9 @@ class InlineCheck(Requests):
         from .._liveness import host_id
         key = int.from_bytes(hashlib.blake2b(host_id().encode(), digest_size=8).digest(),
                              "little", signed=True)
-        # ... and how the group checks collectives (_mpi_inline): DETAIL must be the same on
-        # every rank, the inline check is used when every rank can use it
-        from .._fingerprint import detail_enabled
-        detail = detail_enabled()
+        # ... and how the group checks collectives (_mpi_inline): DETAIL (read once, by the
+        # Verifier) must be the same on every rank, the inline check is used when every rank can
+        detail = self._verify.detail
         inline = not detail and why_unavailable(self._MPI) is None
         state = _setup(self._MPI)
         minmax = state.get("minmax")
@@ -167,20 +165,18 @@ class InlineCheck(Requests):
         # NaN-propagating float MIN/MAX only when every rank has them (one op per collective)
         self._minmax: dict | None = minmax if self._peers[:, 4].all() else None
 
-    def _fp_message(self, words, check):
+    def _fp_message(self, words):
         """_fp_slot in inline mode: the check message's five words (all_reduces that ride in
-        it load their own: :meth:`_post_inline`)."""
-        if len(words) != 4:
-            raise DistBackendError(f"internal: the inline check takes 4 fingerprint words, "
-                                   f"got {len(words)} (TB_DISTRIBUTED_DEBUG=DETAIL?)")
+        it load their own: :meth:`_post_inline`); four fingerprint words, as inline mode is
+        never on with DETAIL (:meth:`_learn_peers`)."""
         slots = self._fp_msgs
         slot = self._fp_take(slots, words)
         buf, request, view, _ = slots[slot]
         view[0], view[1], view[2], view[3] = words
         view[4] = _CONTROL_SUMMED if words[2] == -1 else 0  # all_to_all: word 3 summed
-        return buf, words, request, check, slot
+        return buf, words, request, slot
 
-    def _fp_mismatch(self, op, seq, words, check) -> None:
+    def _fp_mismatch(self, op, seq, words) -> None:
         """Inline mode, after a marked result (the same on every rank): all-gather every rank's
         fingerprint once, on the control communicator, so the error names each rank's call;
         raise it (a peer that does not join within the follow-up limit leaves a shorter one)."""
@@ -194,7 +190,7 @@ class InlineCheck(Requests):
                 req = self._ctl.Iallgather(mine, rows)
             gathered = self._poll(req, deadline)
             if gathered:
-                check(rows)  # raises, naming every rank's call
+                self._verify(rows)  # raises, naming every rank's call
             raise DistBackendError(
                 f"MPI {op} (seq {seq}) of group {self.group_name!r} on rank {self.rank}: "
                 "collective mismatch between ranks (some rank called another collective, op, "
@@ -221,18 +217,13 @@ class InlineCheck(Requests):
         """all_reduce's ``inline`` implementation: :meth:`_post_inline` on a contiguous host
         copy of the array when it is not one (written back when the result is out)."""
         a, op = call.inputs[0], call.op
-        failure = self._failure
-        if failure.closed:  # (a failed group raised in the executor's claim)
-            failure.check("all_reduce")
-        if self._level < 2:  # THREAD_SINGLE/FUNNELED (2 = SERIALIZED)
-            self._check_thread()
+        self._may_post("all_reduce")
         plan = self._reduction(a.dtype, op)
         host, write_back = _staging.stage(a)
-        fp, self._fp_next = self._fp_next, None
-        assert fp is not None  # execute attached it: (words, check)
-        words, check = fp
+        words, self._fp_next = self._fp_next, None
+        assert words is not None  # execute attached it
         slot = self._fp_take(self._fp_msgs, words)
-        return self._post_inline(host, plan, words, check, slot, seq, call.async_op, write_back,
+        return self._post_inline(host, plan, words, slot, seq, call.async_op, write_back,
                                  call.inputs)
 
     def fast_all_reduce(self):
@@ -264,10 +255,10 @@ class InlineCheck(Requests):
         self._seq = seq + 1
         self._fp_n = n + 1
         words = (seq, header_word("all_reduce", op, a.dtype), a.size, 0)
-        self._post_inline(a, plan, words, self._verify, slot, seq, False, None, [a])
+        self._post_inline(a, plan, words, slot, seq, False, None, [a])
         return True
 
-    def _post_inline(self, a, plan, words, check, slot, seq, async_op, after, result):
+    def _post_inline(self, a, plan, words, slot, seq, async_op, after, result):
         """An all_reduce of the contiguous host array ``a`` inside check message ``slot`` (the
         caller claimed it): the fingerprint ``words`` and ``a``'s bytes into the message, one
         persistent MPI collective, the data back out (scaled for avg, then ``after()``). One
@@ -298,21 +289,20 @@ class InlineCheck(Requests):
         if not done:
             self._fp_busy[slot] = True
             return self._track("all_reduce", seq, MPI.REQUEST_NULL,
-                               lambda: _unload(data, raw, end, a, scale, after, result),
-                               async_op, fp=(buf, words, request, check, slot))
+                               lambda: _unload(data, raw, end, a, scale, after), async_op,
+                               fp=(buf, words, request, slot), result=result)
         self._fp_busy[slot] = False
         if view[4] & 1:  # the reduction marked a mismatch
-            self._fp_mismatch("all_reduce", seq, words, check)
+            self._fp_mismatch("all_reduce", seq, words)
         _unload(data, raw, end, a, scale, after)
         return _work.completed("all_reduce", result, None, seq, self.group_name)
 
 
-def _unload(data, msg, end: int, host, scale, after=None, result=None):
+def _unload(data, msg, end: int, host, scale, after=None) -> None:
     """An inline all_reduce's result out of its check message ``msg`` into ``data`` (a byte
-    view of ``host``), scaled for avg, then ``after()``; returns ``result``."""
+    view of ``host``), scaled for avg, then ``after()``."""
     data[:] = msg[HEADER_BYTES:end]
     if scale is not None:
         np.multiply(host, host.dtype.type(scale), out=host)
     if after is not None:
         after()
-    return result

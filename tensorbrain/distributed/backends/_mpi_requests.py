@@ -34,7 +34,7 @@ _NAP_S = 2e-5
 _QUICK_POLLS = 64
 _QUICK_POLLS_FP = 2 * _QUICK_POLLS  # with a fingerprint to check beside it
 _NULL = nullcontext()  # reusable: ``with self._guard or _NULL`` costs no allocation per call
-# Persistent fingerprint all-gathers per group, used in turn (see Requests.fingerprint_attach).
+# Persistent fingerprint all-gathers per group, used in turn (see Requests._fp_slot).
 _FP_SLOTS = 16
 # After a mismatch in inline mode, how long the ranks wait for each other's calls (the error is
 # raised either way; this only decides how much it can say).
@@ -125,7 +125,7 @@ class _MPIWork(_work.Work):
         self._backend, self._requests, self._finish = backend, requests, finish
         self._deadline = time.monotonic() + backend.timeout
         self._status = status
-        self._fp = fp  # (words, rows, request, check) of the fingerprint, until it is checked
+        self._fp = fp  # (buffer, rows, request, slot) of the fingerprint, until it is checked
 
     def wait(self, timeout: Any = None) -> bool:
         """Poll until the op finishes (its error is raised here), the group timeout passes
@@ -168,12 +168,13 @@ class Requests:
     _fp_inline: bool             # the group checks collectives inline (_mpi_inline)
     _fp_msgs: list               # inline mode: the check messages' persistent all-reduces
     _peers: np.ndarray           # (pid, host key, detail, inline, minmax) per rank
-    #: the fingerprint ``(words, check)`` the next posted collective carries (MPIBackend.execute)
-    _fp_next: tuple | None = None
+    _verify: Any                 # the group's fingerprint Verifier (Backend)
+    #: the fingerprint words the next posted collective carries (MPIBackend.execute)
+    _fp_next: Any = None
 
     if TYPE_CHECKING:  # _mpi_inline.InlineCheck's methods (it subclasses this; declared only)
-        def _fp_message(self, words, check) -> tuple: ...
-        def _fp_mismatch(self, op, seq, words, check) -> None: ...
+        def _fp_message(self, words) -> tuple: ...
+        def _fp_mismatch(self, op, seq, words) -> None: ...
 
     def _init_requests(self) -> None:
         """This mixin's own state (MPIBackend.__init__ calls it before any MPI call)."""
@@ -188,22 +189,24 @@ class Requests:
         self._fp_owner: list = [None] * _FP_SLOTS  # per slot: the Work that checks it
         self._fp_n = 0  # fingerprints posted so far (the next slot: n % _FP_SLOTS)
 
-    # ***** what it gives: _start (post + poll), monitored_barrier, the fingerprint slots *****
     # ***** who is who: a timeout names a same-host rank that is stopped or dead *****
     def _silent_peers(self) -> str:
         """'; rank 2 is stopped (...)' for the same-host ranks /proc says are not running."""
         from .._liveness import proc_state
-        peers = getattr(self, "_peers", None)
-        if peers is None:
-            return ""
+        peers = self._peers
         found = [f"rank {j} {state}" for j in range(self.size)
                  if j != self.rank and peers[j, 1] == peers[self.rank, 1]
                  for state in [proc_state(int(peers[j, 0]))] if state]
         return "".join(f"; {f}" for f in found)
 
     # ***** plumbing *****
-    def _check_thread(self) -> None:
-        if self._level < self._MPI.THREAD_SERIALIZED and not self._MPI.Is_thread_main():
+    def _may_post(self, op: str) -> None:
+        """Raise unless ``op`` may be posted now: the group is usable, and this thread may call
+        MPI at the thread level MPI granted."""
+        failure = self._failure
+        if failure.first is not None or failure.closed:
+            failure.check(op)
+        if self._level < 2 and not self._MPI.Is_thread_main():  # 2: THREAD_SERIALIZED
             names = {0: "THREAD_SINGLE", 1: "THREAD_FUNNELED"}
             raise DistBackendError(
                 f"MPI granted {names.get(self._level, self._level)}, so only the main thread may "
@@ -224,14 +227,10 @@ class Requests:
 
     def _start(self, op: str, start, finish=None, async_op: bool = True, status=None,
                args=(), result=None, seq: int | None = None):
-        """Post the requests ``start(*args)`` returns; ``finish()`` runs once they complete and
-        its return value (else ``result``) is the Work's result. ``seq``: the collective's
-        number (``MPIBackend.execute``); None for a point-to-point op (its own counter)."""
-        failure = self._failure
-        if failure.first is not None or failure.closed:
-            failure.check(op)
-        if self._level < 2:  # THREAD_SINGLE/FUNNELED (2 = SERIALIZED)
-            self._check_thread()
+        """Post the requests ``start(*args)`` returns; ``finish()`` (copies back) runs once they
+        complete, then the Work completes with ``result``. ``seq``: the collective's number
+        (``MPIBackend.execute``); None for a point-to-point op (its own counter)."""
+        self._may_post(op)
         if seq is None:
             seq = self._p2p_seq
             self._p2p_seq = seq + 1
@@ -240,7 +239,7 @@ class Requests:
         MPI = self._MPI
         fp, self._fp_next = self._fp_next, None
         if fp is not None:  # the fingerprint travels beside the collective (a persistent
-            fp = self._fp_slot(*fp)  # all-gather on its own communicator)
+            fp = self._fp_slot(fp)  # all-gather on its own communicator)
         guard = self._guard or _NULL
         try:
             with guard:
@@ -259,8 +258,9 @@ class Requests:
                         done = fp is None and (requests.Test() if single
                                                else MPI.Request.Testall(requests))
                     if done:
-                        return _work.completed(op, finish() if finish is not None else result,
-                                               None, seq, self.group_name)
+                        if finish is not None:
+                            finish()
+                        return _work.completed(op, result, None, seq, self.group_name)
         except MPI.Exception as exc:
             raise self._fail(op, seq, exc) from None
         except KeyboardInterrupt:
@@ -274,7 +274,7 @@ class Requests:
         work = _MPIWork(self, op, seq, requests if type(requests) is list else [requests],
                         finish, status, fp)
         if fp is not None:
-            self._fp_owner[fp[4]] = work
+            self._fp_owner[fp[3]] = work
         work._result = result
         if async_op:
             self._pending.add(work)
@@ -368,7 +368,7 @@ class Requests:
         result = work._result
         if exc is None and work._finish is not None:
             try:
-                result = work._finish()
+                work._finish()
             except BaseException as err:  # noqa: BLE001 - a failed copy-back is the op's error
                 exc = err
         if exc is None and work._status is not None:
@@ -414,11 +414,11 @@ class Requests:
                 f"{verdict[1:1 + verdict[0]].tolist()} did not arrive")
 
     # ***** the fingerprint beside each collective (MPIBackend.execute attaches it) *****
-    def _fp_slot(self, words, check):
-        """``(buffer, rows or words, request, check, slot)``: the next persistent all-gather
-        (or, in inline mode, all-reduce of a check message), loaded with ``words``. The
-        collective is posted right after it, both non-blocking, so the check costs no extra
-        round trip; ``check(rows)`` runs, when the rows differ, before the collective's Work
+    def _fp_slot(self, words):
+        """``(buffer, rows or words, request, slot)``: the next persistent all-gather (or, in
+        inline mode, all-reduce of a check message), loaded with ``words``. The collective is
+        posted right after it, both non-blocking, so the check costs no extra round trip; the
+        group's Verifier checks the rows, when they differ, before the collective's Work
         reports success (it raises on a mismatch, failing the Work and the group). MPI never
         writes past a receive buffer (a longer message is a truncation error), so posting a
         mismatched collective before the check is safe; it is left pending in the unusable
@@ -431,7 +431,7 @@ class Requests:
         running (more collectives in flight than slots) is waited for first."""
         size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
         if self._fp_inline:
-            return self._fp_message(words, check)
+            return self._fp_message(words)
         slots = self._fp_slots.get(size)
         if slots is None:  # made on first use, at the same collective on every rank (the
             slots = []  # MPI_*_init calls are local in MPICH)
@@ -446,7 +446,7 @@ class Requests:
             view[0], view[1], view[2], view[3] = words
         else:
             buf[:] = words
-        return buf, rows, request, check, slot
+        return buf, rows, request, slot
 
     def _fp_take(self, slots, words) -> int:
         """The index of the next slot, free to load (see _fp_slot)."""
@@ -481,14 +481,14 @@ class Requests:
             time.sleep(_NAP_S)
 
     def _fp_check(self, op, seq, fp) -> None:
-        words, rows, _, check, slot = fp
+        words, rows, _, slot = fp
         # the slot is freed only once its buffer has been read: freed first, another thread
         # posting a collective could reload and restart it under this check
         if self._fp_inline:  # words: the reduced message, rows: this rank's fingerprint
             control, balance = int(words[4]), int(words[3])
             self._fp_busy[slot] = False
             if control & 1 or (control & 2 and balance):
-                self._fp_mismatch(op, seq, rows, check)
+                self._fp_mismatch(op, seq, rows)
             return
         same = rows.tobytes() == words.tobytes() * self.size
         gathered = None if same else rows.copy()
@@ -496,7 +496,7 @@ class Requests:
         if same:
             return  # the common case: every rank's words equal this rank's
         try:
-            check(gathered)  # a copy: the slot's buffer is reused
+            self._verify(gathered)  # a copy: the slot's buffer is reused
         except BaseException as exc:
             raise self._fail(op, seq, exc) from None
 

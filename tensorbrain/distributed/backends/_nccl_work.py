@@ -61,17 +61,16 @@ class _NCCLWork(_work.Work):
 
 class Watchdog:
     """Completion and failure of one group's pending ops, and the thread that watches them
-    (``comm``: the group's communicator, aborted on a failure)."""
+    (``comm``: the group's communicator, aborted on a failure; ``failure``: its FailureState)."""
 
-    def __init__(self, nccl: Any, comm: Any, failure: Any, rank: int, group_name: str,
-                 timeout: float) -> None:
-        self.nccl, self.comm, self.failure = nccl, comm, failure
-        self.rank, self.group_name, self.timeout = rank, group_name, timeout
+    def __init__(self, nccl: Any, comm: Any, failure: Any, timeout: float) -> None:
+        self.nccl, self.comm, self.failure, self.timeout = nccl, comm, failure, timeout
+        self.rank, self.group_name = failure.rank, failure.group_name
         self.pending: list[_NCCLWork] = []
         self.lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True,
-                                        name=f"tb-nccl-watchdog-{group_name}")
+                                        name=f"tb-nccl-watchdog-{self.group_name}")
         self._thread.start()
 
     def add(self, work: _NCCLWork) -> None:

@@ -1,9 +1,5 @@
-"""Staging: the contiguous host buffers a CPU transport communicates through.
-
-A backend that cannot use an array directly (non-contiguous, or on a CUDA device for a CPU
-transport) stages it: :func:`stage` gives a contiguous host array and a ``finish()`` that copies
-the result back (run before the op's Work completes); :func:`stage_in` is the read-only form.
-"""
+"""Staging: the contiguous host buffers a CPU transport communicates through, for arrays it
+cannot use directly (:func:`stage`; :func:`stage_in`, the read-only form; :func:`finisher`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -20,7 +16,7 @@ Finish = Callable[[], None]
 
 def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
     """``(host, finish)``: a C-contiguous host array to communicate through, and ``finish()``
-    copying it back into ``array``.
+    copying it back into ``array`` (the backend runs it before the op's Work completes).
 
     ``host`` is ``array`` itself when it already is a contiguous NumPy array (``finish`` then
     does nothing); otherwise a host copy (CuPy arrays are copied device-to-host after the device
@@ -34,8 +30,7 @@ def stage(array: Array, copy_in: bool = True) -> tuple[np.ndarray, Finish]:
         cp = _xp.cupy()
         if copy_in:
             cp.cuda.get_current_stream().synchronize()
-            host = cp.asnumpy(array)
-            host = np.ascontiguousarray(host)
+            host = np.ascontiguousarray(cp.asnumpy(array))
         else:
             host = np.empty(array.shape, dtype=array.dtype)
 

@@ -12,17 +12,14 @@ Contract
 * Construction: ``Backend(store, rank, size, timeout, group_name)``, collective: every rank of
   the group calls it, and it returns once the group can communicate (or raises
   `DistBackendError`/`DistTimeoutError` naming the ranks that did not show up).
-* Every operation returns a `Work` (``tensorbrain.distributed._work``); with ``async_op=False``
-  it is complete when returned, with ``async_op=True`` the call returns without waiting for peers.
+* Every operation returns a `Work` (``distributed._work``), complete unless ``async_op``.
 * In place where torch is: ``allreduce`` and ``broadcast`` overwrite their arrays; ``reduce``
   writes the root's array only; outputs are written, inputs are not.
 * Ordering: each group numbers its collectives 0, 1, 2, ... in issue order and runs them one at a
   time in that order; every rank must issue the same collectives in the same order. Point-to-point
   ops never take a collective sequence number. Groups are independent.
-* Errors: a collective that cannot finish raises `DistBackendError` within the group timeout
-  (`DistTimeoutError` for the timeout), naming the op, the group, the sequence number and, where
-  known, the peer. Mismatched collectives raise on every rank. After a failure the group is
-  poisoned: every later op raises at once, naming the first failure.
+* Errors: as the public functions' ``Raises`` say (and naming the group); after a failure the
+  group is poisoned: every later op raises at once, naming the first failure.
 * ``op`` is one of ``_validate.REDUCE_OPS``; float16 reductions do not overflow on the way when
   the result fits. Arrays may be non-contiguous or on a CUDA device (staged through host buffers
   with ``_staging.stage`` where the transport needs it).
@@ -35,13 +32,14 @@ import abc
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .. import _fingerprint as FP
 from .. import _work
 from . import _validate
+from ._executor import FailureState
 from ._validate import REDUCE_OPS
 
 if TYPE_CHECKING:
     from ..store import Store
-    from ._executor import FailureState
 
 #: a NumPy or CuPy array (CuPy ships no type information, so to mypy this is Any)
 Array = Any
@@ -87,6 +85,16 @@ class Call:
         self.kind, self.inputs, self.outputs = kind, inputs, outputs
         self.op, self.root, self.splits, self.async_op = op, root, splits, async_op
         self.rows: tuple[list[int], list[int]] | None = None
+
+    @property
+    def result(self) -> Any:
+        """What the Work's ``result()`` gives: the arrays written by the list collectives (None
+        off gather's root), else the one array written (None for barrier)."""
+        if self.kind == "gather":
+            return self.outputs or None
+        if self.kind in ("all_reduce", "all_gather", "all_to_all"):
+            return self.outputs
+        return self.outputs[0] if self.outputs else None
 
     def __repr__(self) -> str:
         return f"Call({self.kind}, op={self.op}, root={self.root})"
@@ -142,13 +150,8 @@ class Backend(abc.ABC):
 
     #: how many store-based monitored_barriers ran (``_store_barrier``)
     _mb_seq = 0
-    # set by the backends: the group's failure state, its implementation lists, and for those
-    # that attach or exchange their fingerprint (:meth:`_claim`) the collective counter and the
-    # fingerprint Verifier
-    _failure: FailureState
+    #: set by the backends: kind -> its implementations (:meth:`implementations`)
     _impls: dict[str, list[Impl]]
-    _seq: int
-    _verify: Any
 
     def __init__(self, store: Store, rank: int, size: int, timeout: float,
                  group_name: str) -> None:
@@ -156,6 +159,10 @@ class Backend(abc.ABC):
             raise ValueError(f"rank {rank} is out of range for a group of size {size}")
         self.store, self.rank, self.size = store, rank, size
         self.timeout, self.group_name = float(timeout), group_name
+        self._failure = FailureState(group_name, rank)  # the group's first failure
+        if self.fingerprint != "in band":  # what :meth:`_claim` numbers and fingerprints with
+            self._seq = 0
+            self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
 
     # ***** the pipeline *****
     def run(self, call: Call) -> _work.Work:
@@ -177,7 +184,6 @@ class Backend(abc.ABC):
         """For an executor that attaches or exchanges fingerprints: raise if the group failed
         earlier, claim the next collective number (``self._seq``) and return it with the call's
         words (``_fingerprint.of_call``; None in a group of one)."""
-        from .. import _fingerprint as FP
         failure = self._failure
         if failure.first is not None:
             raise failure.unusable(FP.FAMILY.get(call.kind, call.kind))

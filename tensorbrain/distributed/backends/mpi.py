@@ -15,13 +15,11 @@ import threading
 import numpy as np
 
 from ... import _xp
-from .. import _fingerprint as FP
 from .. import _mpi_lib
 from .._mpi_lib import cuda_aware, is_available, why_unavailable  # noqa: F401 - mpi.X (registry)
 from ..errors import DistBackendError
 from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
-from ._executor import FailureState
 from ._mpi_requests import _install_abort_hook, world_rank_size  # noqa: F401 - the registry
 
 #: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
@@ -56,8 +54,6 @@ class MPIBackend(InlineCheck, base.Backend):
         # (dtype, op) -> (MPI op, dtype reduced in, post-scale, inline control word or 0)
         self._plans: dict = {}
         self._IN_PLACE = MPI.IN_PLACE
-        self._seq = 0      # collectives (their fingerprints carry it)
-        self._failure = FailureState(group_name, rank)
         self._init_requests()
         try:
             if self.global_ranks == list(range(world.Get_size())):
@@ -83,7 +79,6 @@ class MPIBackend(InlineCheck, base.Backend):
         if world.Get_size() > 1:
             _install_abort_hook(MPI)
             _mpi_exit.watch(self)
-        self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
         posts = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
                  "reduce": self._reduce, "all_gather": self._gather,
                  "all_gather_into_tensor": self._gather, "gather": self._gather,
@@ -100,7 +95,7 @@ class MPIBackend(InlineCheck, base.Backend):
         posted, ``Requests._start``) and run ``impl``."""
         seq, words = self._claim(call)
         if words is not None:
-            self._fp_next = (words, self._verify)
+            self._fp_next = words
         try:
             return impl.run(call, seq)
         except BaseException:
@@ -183,31 +178,24 @@ class MPIBackend(InlineCheck, base.Backend):
 
         def start():
             return [self.comm.Iallreduce(self._IN_PLACE, buf, mpi_op) for buf, mpi_op, _ in plans]
-
-        def finish():
-            for _, _, fin in plans:
-                fin()
-            return arrays
-        return self._start("all_reduce", start, finish, async_op, seq=seq)
+        return self._start("all_reduce", start, _staging.finisher((b, f) for b, _, f in plans),
+                           async_op, result=arrays, seq=seq)
 
     def _broadcast(self, call, seq):
         array, root = call.inputs[0], call.root
         host, finish = self._buffer(array, copy_in=self.rank == root)
-        return self._start("broadcast", lambda: self.comm.Ibcast(_raw(host), root),
-                           _then(finish, array), call.async_op, seq=seq)
+        return self._start("broadcast", lambda: self.comm.Ibcast(_raw(host), root), finish,
+                           call.async_op, result=call.result, seq=seq)
 
     def _reduce(self, call, seq):
-        array, root, op, MPI = call.inputs[0], call.root, call.op, self._MPI
-        if self.rank == root:
-            buf, mpi_op, finish = self._reduce_buffer(array, op)
-            return self._start("reduce", lambda: self.comm.Ireduce(MPI.IN_PLACE, buf, mpi_op, root),
-                               _then(finish, array), call.async_op, seq=seq)
-        mpi_op, work_dtype, _, _ = self._reduction(array.dtype, op)
-        send = self._input(array)
-        if work_dtype is not None:
-            send = send.astype(work_dtype)
-        return self._start("reduce", lambda: self.comm.Ireduce(send, None, mpi_op, root),
-                           None, call.async_op, seq=seq)
+        """The root reduces into its array; the others send theirs and leave it as it is."""
+        root, MPI = call.root, self._MPI
+        buf, mpi_op, finish = self._reduce_buffer(call.inputs[0], call.op)
+        if self.rank != root:
+            return self._start("reduce", lambda: self.comm.Ireduce(buf, None, mpi_op, root),
+                               None, call.async_op, seq=seq)
+        return self._start("reduce", lambda: self.comm.Ireduce(MPI.IN_PLACE, buf, mpi_op, root),
+                           finish, call.async_op, result=call.result, seq=seq)
 
     def _apart(self, call):
         """``(send, recv, finish)`` of a one-input, one-output call: the input as MPI can send
@@ -216,8 +204,7 @@ class MPIBackend(InlineCheck, base.Backend):
         output, send = call.outputs[0], self._input(call.inputs[0])
         if _shares_memory(send, output):
             send = send.copy()
-        recv, finish = self._buffer(output, copy_in=False)
-        return send, recv, _then(finish, output)
+        return (send, *self._buffer(output, copy_in=False))
 
     def _gather_buffer(self, send, outputs):
         """One (size, *send.shape) receive buffer on ``send``'s device, and the finish that
@@ -228,7 +215,6 @@ class MPIBackend(InlineCheck, base.Backend):
         def finish():
             for out, block in zip(outputs, gathered):
                 _copy_into(out, block)
-            return outputs
         return gathered, finish
 
     def _gather(self, call, seq):
@@ -246,7 +232,7 @@ class MPIBackend(InlineCheck, base.Backend):
             if kind == "gather":
                 return self.comm.Igather(_raw(send), None if recv is None else _raw(recv), root)
             return self.comm.Iallgather(_raw(send), _raw(recv))
-        return self._start(kind, post, finish, call.async_op, seq=seq)
+        return self._start(kind, post, finish, call.async_op, result=call.result, seq=seq)
 
     def _scatter(self, call, seq):
         output, inputs, root = call.outputs[0], call.inputs, call.root
@@ -256,8 +242,8 @@ class MPIBackend(InlineCheck, base.Backend):
             packed = np.stack([_staging.stage_in(x) for x in inputs]) if not _all_cupy_direct(inputs) \
                 else _xp.cupy().stack(list(inputs))
         return self._start("scatter", lambda: self.comm.Iscatter(
-            None if packed is None else _raw(packed), _raw(recv), root), _then(finish, output),
-            call.async_op, seq=seq)
+            None if packed is None else _raw(packed), _raw(recv), root), finish, call.async_op,
+            result=call.result, seq=seq)
 
     def _reduce_scatter(self, call, seq):
         output = call.outputs[0]
@@ -271,7 +257,7 @@ class MPIBackend(InlineCheck, base.Backend):
         if recv.dtype != packed.dtype:  # float16, reduced in float32
             packed = packed.astype(recv.dtype)
         return self._start(call.kind, lambda: self.comm.Ireduce_scatter_block(packed, recv, mpi_op),
-                           _then(finish, output), call.async_op, seq=seq)
+                           finish, call.async_op, result=call.result, seq=seq)
 
     def _alltoall(self, call, seq):
         """all_to_all and all_to_all_single: one Ialltoallv of bytes (all_to_all's blocks packed
@@ -279,18 +265,13 @@ class MPIBackend(InlineCheck, base.Backend):
         if call.kind == "all_to_all":
             outputs = call.outputs
             sends = [_staging.stage_in(x) for x in call.inputs]
-            recvs = [np.empty(o.shape, o.dtype) for o in outputs]
             send = np.concatenate([s.reshape(-1).view(np.uint8) for s in sends])
-            recv = np.empty(sum(r.nbytes for r in recvs), np.uint8)
-            s_counts, r_counts = [s.nbytes for s in sends], [r.nbytes for r in recvs]
+            s_counts, r_counts = [s.nbytes for s in sends], [o.nbytes for o in outputs]
+            recv = np.empty(sum(r_counts), np.uint8)
 
             def finish():
-                offset = 0
-                for out, r, n in zip(outputs, recvs, r_counts):
-                    r.reshape(-1).view(np.uint8)[...] = recv[offset:offset + n]
-                    _copy_into(out, r)
-                    offset += n
-                return outputs
+                for out, offset, n in zip(outputs, _displs(r_counts), r_counts):
+                    _copy_into(out, recv[offset:offset + n].view(out.dtype))
         else:
             send, recv, finish = self._apart(call)
             out_rows, in_rows = call.rows
@@ -299,7 +280,8 @@ class MPIBackend(InlineCheck, base.Backend):
         byte = self._MPI.BYTE
         return self._start(call.kind, lambda: self.comm.Ialltoallv(
             [send, (s_counts, _displs(s_counts)), byte],
-            [recv, (r_counts, _displs(r_counts)), byte]), finish, call.async_op, seq=seq)
+            [recv, (r_counts, _displs(r_counts)), byte]), finish, call.async_op,
+            result=call.result, seq=seq)
 
     def _barrier(self, call, seq):
         return self._start("barrier", lambda: self.comm.Ibarrier(), None, call.async_op, seq=seq)
@@ -323,7 +305,7 @@ class MPIBackend(InlineCheck, base.Backend):
                     f"{status.Get_source()} sent {got} bytes (tag {tag}) but the receive buffer "
                     f"holds {recv.nbytes} ({recv.dtype} x {recv.size}); send and recv must use "
                     "the same shape and dtype")
-            return finish()
+            finish()
         return self._start("recv", lambda: self.comm.Irecv(_raw(recv), source, tag),
                            check_and_finish, async_op, status=status)
 
@@ -352,7 +334,7 @@ class MPIBackend(InlineCheck, base.Backend):
                 work.wait()
         comm, self.comm = getattr(self, "comm", None), None
         if comm is not None and self._failure.first is None and not self._failure.closed:
-            self._failure.shut_down()
+            self._failure.closed = True
             for slots in self._fp_slots.values():
                 for _, _, request, _ in slots:
                     request.Free()  # idle: every collective above has finished
@@ -375,13 +357,6 @@ def _raw(array):
     """A byte-typed buffer spec: data movement needs no MPI datatype for the dtype (float16 and
     bool go too). No count: mpi4py derives it, per rank for gather/scatter-style buffers."""
     return [array, _mpi_lib.load().BYTE]
-
-
-def _then(finish, result):
-    def done():
-        finish()
-        return result
-    return done
 
 
 def _copy_into(out, block) -> None:

@@ -20,7 +20,6 @@ from .. import _nccl_lib
 from .._nccl_lib import is_available, why_unavailable  # noqa: F401 - nccl.X (the registry)
 from ..errors import DistBackendError, DistStoreError
 from . import _validate, base
-from ._executor import FailureState
 from ._nccl_work import Watchdog, _NCCLWork
 from ._staging import finisher
 
@@ -53,10 +52,7 @@ class NCCLBackend(base.Backend):
         self._nccl, self._cp = self._runtime(store)
         cp = self._cp
         self.device = cp.cuda.Device()
-        self._seq = 0      # collectives (their fingerprints carry it)
         self._p2p_seq = 0  # point-to-point ops (named in their errors)
-        self._failure = FailureState(group_name, rank)
-        self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
         uid = self._exchange_unique_id(store)
         with self.device:
             self.stream = cp.cuda.Stream(non_blocking=True)
@@ -66,8 +62,7 @@ class NCCLBackend(base.Backend):
                 raise DistBackendError(f"creating the NCCL communicator of group {group_name!r} "
                                        f"(rank {rank} of {size}, device {self.device.id}) "
                                        f"failed: {exc}") from None
-        self.watchdog = Watchdog(self._nccl, self.comm, self._failure, rank, group_name,
-                                 self.timeout)
+        self.watchdog = Watchdog(self._nccl, self.comm, self._failure, self.timeout)
         calls = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
                  "reduce": self._broadcast, "all_gather": self._allgather,
                  "all_gather_into_tensor": self._allgather, "gather": self._rooted,
@@ -119,8 +114,6 @@ class NCCLBackend(base.Backend):
         the staging copies below and NCCL itself read inputs only once they are produced)."""
         self._failure.check(op)
         for a in arrays:
-            if a is None:
-                continue
             if not isinstance(a, self._cp.ndarray):
                 raise ValueError(f"the nccl backend takes CUDA tensors; {op} got a "
                                  f"{type(a).__name__} on the CPU. Move it with .cuda() or use "
@@ -224,7 +217,7 @@ class NCCLBackend(base.Backend):
         calls = [partial(comm.all_reduce, b.data.ptr, b.data.ptr, b.size,
                          *self._reduce_args(b.dtype, call.op)) for b, _ in staged]
         body = calls[0] if len(calls) == 1 else self._group(calls)
-        return self._launch("all_reduce", body, (arrays, staged), arrays, call.async_op,
+        return self._launch("all_reduce", body, (arrays, staged), call.result, call.async_op,
                             after=finisher(staged), seq=seq)
 
     def _broadcast(self, call, seq):
@@ -239,7 +232,7 @@ class NCCLBackend(base.Backend):
             dt, red = self._reduce_args(array.dtype, call.op)
             body = partial(comm.reduce, ptr, ptr, buf.size, dt, red, root)
             back = back if self.rank == root else None
-        return self._launch(call.kind, body, (array, buf), array, call.async_op, after=back,
+        return self._launch(call.kind, body, (array, buf), call.result, call.async_op, after=back,
                             seq=seq)
 
     def _allgather(self, call, seq):
@@ -254,14 +247,12 @@ class NCCLBackend(base.Backend):
             def after():
                 for out, block in zip(outputs, recv):
                     out[...] = block.reshape(out.shape)
-            result = outputs
         else:
             recv, after = self._contiguous(outputs[0])
-            result = outputs[0]
         comm = self.comm
         return self._launch(call.kind, lambda s: comm.all_gather(
             send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (input, send, recv, outputs),
-            result, call.async_op, after=after, seq=seq)
+            call.result, call.async_op, after=after, seq=seq)
 
     def _rooted(self, call, seq):
         """gather and scatter, which NCCL lacks: the root receives every rank's block (sends each
@@ -278,12 +269,9 @@ class NCCLBackend(base.Backend):
                      else partial(comm.recv if gather else comm.send, buf.data.ptr, buf.nbytes,
                                   _INT8, peer)
                      for peer, (buf, _) in enumerate(blocks)]
-        # gather's result is the root's list (None elsewhere), scatter's the output
-        result, after = (call.outputs or None, finisher(blocks)) if gather else \
-            (call.outputs[0], back)
         return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, mine,
-                                                             blocks), result, call.async_op,
-                            after=after, seq=seq)
+                                                             blocks), call.result, call.async_op,
+                            after=finisher(blocks) if gather else back, seq=seq)
 
     def _reduce_scatter(self, call, seq):
         output, inputs = call.outputs[0], call.inputs
@@ -297,7 +285,7 @@ class NCCLBackend(base.Backend):
         comm = self.comm
         return self._launch(call.kind, lambda s: comm.reduce_scatter(
             packed.data.ptr, recv.data.ptr, recv.size, dt, red, s),
-            (inputs, packed, output, recv), output, call.async_op, after=back, seq=seq)
+            (inputs, packed, output, recv), call.result, call.async_op, after=back, seq=seq)
 
     def _alltoall(self, call, seq):
         """all_to_all (a block per peer, this rank's own copied) and all_to_all_single (rows of
@@ -307,7 +295,7 @@ class NCCLBackend(base.Backend):
             sends = [self._contiguous(x)[0] for x in call.inputs]
             recvs = [self._contiguous(o) for o in call.outputs]
             blocks = [(s.data.ptr, s.nbytes, r.data.ptr, r.nbytes) for s, (r, _) in zip(sends, recvs)]
-            keep, result, after = (sends, recvs), call.outputs, finisher(recvs)
+            keep, after = (sends, recvs), finisher(recvs)
         else:
             send, _ = self._contiguous(call.inputs[0])
             recv, after = self._contiguous(call.outputs[0])
@@ -317,7 +305,7 @@ class NCCLBackend(base.Backend):
             s_off, r_off = np.cumsum([0] + s_n[:-1]), np.cumsum([0] + r_n[:-1])
             blocks = [(send.data.ptr + int(s_off[j]), s_n[j], recv.data.ptr + int(r_off[j]), r_n[j])
                       for j in range(self.size)]
-            keep, result = (send, recv), call.outputs[0]
+            keep = (send, recv)
         comm, calls = self.comm, []
         for peer, (s_ptr, s_bytes, r_ptr, r_bytes) in enumerate(blocks):
             if peer == self.rank and call.kind == "all_to_all":
@@ -328,7 +316,7 @@ class NCCLBackend(base.Backend):
             if r_bytes:
                 calls.append(partial(comm.recv, r_ptr, r_bytes, _INT8, peer))
         return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, keep),
-                            result, call.async_op, after=after, seq=seq)
+                            call.result, call.async_op, after=after, seq=seq)
 
     def _barrier(self, call, seq):
         """An all_reduce of one int32 on the device (as torch's NCCL barrier); waiting on it
@@ -387,7 +375,7 @@ class NCCLBackend(base.Backend):
                 self.comm.destroy()
             else:
                 self.comm.abort()
-        self._failure.shut_down()
+        self._failure.closed = True
 
     def abort(self) -> None:
         """Fail every pending Work at once and stop the watchdog without joining it."""

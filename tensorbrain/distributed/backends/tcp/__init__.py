@@ -20,7 +20,7 @@ import numpy as np
 from .... import _kernels
 from ... import _fingerprint as FP
 from ...errors import DistBackendError
-from .._executor import FailureState, OpQueue
+from .._executor import OpQueue
 from .._staging import finisher, stage, stage_in
 from .._validate import per_row, row_bytes
 from ..base import Backend, Call, Capabilities, Impl, first_enabled
@@ -47,7 +47,6 @@ class TCPBackend(Backend):
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  deadline: float | None = None):
         super().__init__(store, rank, size, timeout, group_name)
-        self._failure = FailureState(group_name, rank)
         self.mesh = Mesh(store, rank, size, self.timeout, group_name, deadline)
         self.conns = self.mesh.conns
         self._engine = W.Engine(self.mesh)
@@ -62,12 +61,8 @@ class TCPBackend(Backend):
             self._shm = IntraHost.create(self.mesh, self.sockets)
         self._guard: _SigintGuard | None = None   # the fast path's Ctrl-C guard, once made
         self._impls = self._declare()
-        self._prepare = {"all_reduce": self._prepare_all_reduce,
-                         "broadcast": self._prepare_broadcast, "reduce": self._prepare_reduce,
-                         "all_gather": self._prepare_all_gather, "gather": self._prepare_gather,
-                         "scatter": self._prepare_scatter,
-                         "reduce_scatter": self._prepare_reduce_scatter,
-                         "all_to_all": self._prepare_all_to_all, "barrier": self._prepare_barrier}
+        # each family's staging: _prepare_all_reduce ... _prepare_barrier
+        self._prepare = {kind: getattr(self, f"_prepare_{kind}") for kind in FP.KINDS[1:]}
 
     # ***** the pipeline: kind -> implementations, run on the op queue *****
     def _declare(self) -> dict:
@@ -123,75 +118,67 @@ class TCPBackend(Backend):
         """Stage the call's arrays (contiguous host buffers) and run ``impl`` on the op queue,
         whose number the frames carry with the fingerprint tag (op and root)."""
         family = FP.FAMILY.get(call.kind, call.kind)
-        args, finish, result = self._prepare[family](call)
-        run = impl.run
-        if call.kind == "all_reduce" and len(call.inputs) > 1:  # coalesced: each its own way
-            impls, op = self._impls["all_reduce"], call.op
+        args, finish = self._prepare[family](call)
+        run, op, impls = impl.run, call.op, self._impls["all_reduce"]
+        coalesced = call.kind == "all_reduce" and len(call.inputs) > 1  # each its own way
+        agree = call.root is not None and call.kind != "broadcast" and self._shm is not None
+        # DETAIL: the call and the caller's line, taken before any thread hop
+        detail = (_describe(call), FP.call_site()) if self._debug and self.size > 1 else None
 
-            def body():
-                for a in args()[0]:
-                    first_enabled(impls, Call("all_reduce", [a], [a], op)).run(a, op)
-        else:
-            body = lambda: run(*args())  # noqa: E731
-        if call.root is not None and call.kind != "broadcast" and self._shm is not None:
-            inner = body
-
-            def body():
+        def body():
+            if detail is not None:
+                self._check_fingerprint(family, *detail)
+            if agree:  # same-host ranks agree on the root first
                 self._shm.agree_root(call.kind, call.root)
-                inner()
-        if self._debug and self.size > 1:
-            inner2, site, desc = body, FP.call_site(), _describe(call)
-
-            def body():  # the caller's line, taken before any thread hop
-                self._check_fingerprint(family, desc, site)
-                inner2()
-        return self._ops.submit(family, body, call.async_op, finish, result, True,
+            if not coalesced:
+                return run(*args())
+            for a in args()[0]:
+                first_enabled(impls, Call("all_reduce", [a], [a], op)).run(a, op)
+        return self._ops.submit(family, body, call.async_op, finish, call.result, True,
                                 FP.wire_tag(call.op, call.root))
 
-    # staging (issue time, in the caller's thread): (arguments(), finish, result) per kind; the
+    # staging (issue time, in the caller's thread): (arguments(), finish) per family; the
     # arguments are made when the op runs (local copies, scratch space)
     def _prepare_all_reduce(self, call):
         staged = [stage(a) for a in call.inputs]
         flats = [h.reshape(-1) for h, _ in staged]
-        return (lambda: (flats[0], call.op) if len(flats) == 1 else (flats,)), \
-            finisher(staged), list(call.inputs)
+        return (lambda: (flats[0], call.op) if len(flats) == 1 else (flats,)), finisher(staged)
 
     def _prepare_broadcast(self, call):
         host, finish = stage(call.inputs[0], copy_in=(self.rank == call.root))
-        return (lambda: (host.reshape(-1), call.root)), finish, call.inputs[0]
+        return (lambda: (host.reshape(-1), call.root)), finish
 
     def _prepare_reduce(self, call):
         host, copy_back = stage(call.inputs[0])
         finish = copy_back if self.rank == call.root else None  # non-roots keep their input
-        return (lambda: (host.reshape(-1), call.root, call.op)), finish, call.inputs[0]
+        return (lambda: (host.reshape(-1), call.root, call.op)), finish
 
     def _prepare_all_gather(self, call):
         src = stage_in(call.inputs[0]).reshape(-1)
         if call.kind == "all_gather":
             staged = [stage(o, copy_in=False) for o in call.outputs]
             blocks = [h.reshape(-1) for h, _ in staged]
-            finish, result = finisher(staged), list(call.outputs)
+            finish = finisher(staged)
         else:  # all_gather_into_tensor: blocks of one flat output
             host, finish = stage(call.outputs[0], copy_in=False)
             flat, m = host.reshape(-1), src.size
             blocks = [flat[j * m:(j + 1) * m] for j in range(self.size)]
-            result = call.outputs[0]
 
         def args():
             blocks[self.rank][...] = src
             return blocks, src
-        return args, finish, result
+        return args, finish
 
     def _prepare_gather(self, call):
         src = stage_in(call.inputs[0]).reshape(-1)
         staged = [stage(o, copy_in=False) for o in call.outputs] if self.rank == call.root else []
         outs = [h for h, _ in staged]
-        return (lambda: (src, outs, call.root)), finisher(staged), call.outputs or None
+        return (lambda: (src, outs, call.root)), finisher(staged)
 
     def _prepare_scatter(self, call):
         host, finish = stage(call.outputs[0], copy_in=False)
         srcs = [stage_in(x).reshape(-1) for x in call.inputs] if self.rank == call.root else []
-        return (lambda: (host, srcs, call.root)), finish, call.outputs[0]
+        return (lambda: (host, srcs, call.root)), finish
 
     def _prepare_reduce_scatter(self, call):
         host, finish = stage(call.outputs[0], copy_in=False)
@@ -201,7 +188,7 @@ class TCPBackend(Backend):
         else:  # reduce_scatter_tensor: one flat input, copied (the algorithms reduce in it)
             src = stage_in(call.inputs[0]).reshape(-1)
             scratch = src.copy
-        return (lambda: (host.reshape(-1), scratch(), call.op)), finish, call.outputs[0]
+        return (lambda: (host.reshape(-1), scratch(), call.op)), finish
 
     def _prepare_all_to_all(self, call):
         n, r = self.size, self.rank
@@ -209,7 +196,7 @@ class TCPBackend(Backend):
             srcs = [stage_in(x).reshape(-1) for x in call.inputs]
             staged = [stage(o, copy_in=False) for o in call.outputs]
             dsts = [h.reshape(-1) for h, _ in staged]
-            finish, result = finisher(staged), list(call.outputs)
+            finish = finisher(staged)
         else:  # all_to_all_single: blocks of rows along dim 0
             src, (host, finish) = stage_in(call.inputs[0]), stage(call.outputs[0], copy_in=False)
             out_rows, in_rows = call.rows
@@ -219,15 +206,14 @@ class TCPBackend(Backend):
             oo = np.concatenate([[0], np.cumsum(out_rows)]) * row_out
             srcs = [fs[oi[j]:oi[j + 1]] for j in range(n)]
             dsts = [fd[oo[j]:oo[j + 1]] for j in range(n)]
-            result = call.outputs[0]
 
         def args():
             dsts[r][...] = srcs[r]
             return dsts, srcs
-        return args, finish, result
+        return args, finish
 
     def _prepare_barrier(self, call):
-        return tuple, None, None
+        return tuple, None
 
     # ***** the pipeline's first step for dist.all_reduce (see the module docstring) *****
     def fast_all_reduce(self):
@@ -341,7 +327,7 @@ class TCPBackend(Backend):
         """Drain the op queue, then close the engine, shared memory (if idle) and the mesh."""
         if self._failure.closed:
             return
-        self._failure.shut_down()
+        self._failure.closed = True
         idle = self._ops.close(self.timeout + 1.0)
         self._engine.close()
         self._unwatch()

@@ -25,14 +25,11 @@ K = W.KIND
 
 
 def _chunks(count: int, n: int) -> list:
-    """n contiguous [start, end) element ranges covering count (np.array_split's split)."""
+    """n contiguous [start, end) element ranges covering count (np.array_split's split: the
+    first ``count % n`` ranges are one element longer)."""
     base, rem = divmod(count, n)
-    out, start = [], 0
-    for i in range(n):
-        end = start + base + (1 if i < rem else 0)
-        out.append((start, end))
-        start = end
-    return out
+    starts = [i * base + min(i, rem) for i in range(n + 1)]
+    return list(zip(starts[:-1], starts[1:]))
 
 
 def _segments(start: int, end: int, seg: int) -> list:
@@ -189,14 +186,14 @@ class SocketAlgorithms:
         if not chain:
             kids = [self.conns[real(c)] for c in _children(v, n)]
             payload = W.as_bytes(flat)
-            if v == 0:
+
+            def forward():  # to the children
                 for c in kids:
                     E.send(c, kind, dc, total, payload)
+            if v == 0:
+                forward()
             else:
-                def got():
-                    for c in kids:
-                        E.send(c, kind, dc, total, payload)
-                E.recv(self.conns[real(_parent(v))], kind, dc, total, payload, got)
+                E.recv(self.conns[real(_parent(v))], kind, dc, total, payload, forward)
             E.run()
             return
         # pipelined chain root -> root+1 -> ... ; each segment is forwarded as soon as it lands

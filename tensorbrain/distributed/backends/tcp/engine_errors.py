@@ -26,11 +26,6 @@ class EngineErrors:
     deadline: float
     active: dict
 
-    def _left(self, most: float) -> float:
-        """Seconds a store look-up may take while reporting an error: at most ``most``, and
-        not (much) past the op's deadline, since the store may hang with its frozen host."""
-        return max(0.05, min(most, self.deadline - time.monotonic()))
-
     def _where(self) -> str:
         b = self.mesh
         return f"{self.op} (seq {self.seq}) of group {b.group_name!r} on rank {b.rank}"
@@ -52,7 +47,9 @@ class EngineErrors:
                 f"; its connection ({conn.describe()}) closed"
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}"
                                            f"{how}"), [conn.peer])
-        reason = self.mesh.peer_abort_reason(conn.peer, self._left(1.0))
+        # the store look-up: at most 1 s, not (much) past the deadline (a frozen host's store hangs)
+        left = max(0.05, min(1.0, self.deadline - time.monotonic()))
+        reason = self.mesh.peer_abort_reason(conn.peer, left)
         if exc:
             msg = f"failed talking to peer {conn.describe()}: {err}" + (
                 f"; it reported: {reason}" if reason else "")

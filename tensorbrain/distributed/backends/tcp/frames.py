@@ -1,8 +1,5 @@
-"""The tcp backend's wire format: the frame header, frame kinds and dtype codes.
-
-Every message is one frame, a 32-byte little-endian header followed by ``nbytes`` of raw payload
-(C-order array bytes); ``wire.py`` has the whole story and the engine that moves frames.
-"""
+"""The tcp backend's wire format: the frame header, frame kinds and dtype codes (what a frame
+is, and the engine that moves frames: ``wire.py``)."""
 from __future__ import annotations
 
 import struct

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import functools
 import os
 import sys
 import termios
@@ -33,24 +34,18 @@ class _Iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
 
-_vmsplice: Any = None  # the libc function, or False when missing (set on first use)
-
-
-def _libc_vmsplice():
-    global _vmsplice
-    if _vmsplice is None:
-        _vmsplice = False
-        if sys.platform.startswith("linux") and hasattr(os, "splice"):
-            try:
-                fn = ctypes.CDLL(None, use_errno=True).vmsplice
-            except (OSError, AttributeError):
-                fn = None
-            if fn is not None:
-                fn.argtypes = [ctypes.c_int, ctypes.POINTER(_Iovec), ctypes.c_size_t,
-                               ctypes.c_uint]
-                fn.restype = ctypes.c_ssize_t
-                _vmsplice = fn
-    return _vmsplice
+@functools.cache
+def _libc_vmsplice() -> Any:
+    """libc's ``vmsplice``, or None where it (or ``os.splice``) is missing."""
+    if not (sys.platform.startswith("linux") and hasattr(os, "splice")):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).vmsplice
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.POINTER(_Iovec), ctypes.c_size_t, ctypes.c_uint]
+    fn.restype = ctypes.c_ssize_t
+    return fn
 
 
 def enabled() -> bool:

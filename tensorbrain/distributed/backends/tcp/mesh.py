@@ -53,31 +53,28 @@ def _store_host(store):
 def _iface_ip(ifname: str) -> str:
     import fcntl
     import struct
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", ifname.encode()[:15]))
-        return socket.inet_ntoa(packed[20:24])  # SIOCGIFADDR
-    except OSError as exc:
-        raise DistNetworkError(f"TB_IFNAME={ifname!r}: cannot read the interface's IPv4 address "
-                               f"({exc}); list interfaces with `ip addr`") from None
-    finally:
-        s.close()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            packed = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", ifname.encode()[:15]))
+            return socket.inet_ntoa(packed[20:24])  # SIOCGIFADDR
+        except OSError as exc:
+            raise DistNetworkError(f"TB_IFNAME={ifname!r}: cannot read the interface's IPv4 "
+                                   f"address ({exc}); list interfaces with `ip addr`") from None
 
 
 def _route_ip(host: str) -> str:
     """The local address the kernel would use to reach ``host`` (no packet is sent)."""
     try:
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect((host, 9))
             return s.getsockname()[0]
-        finally:
-            s.close()
     except OSError:
         return "127.0.0.1"
 
 
-def _tune(sock: socket.socket, tcp: bool) -> None:
+def _tune(sock: socket.socket, tcp: bool, deadline: float) -> None:
+    """Buffers, keep-alive and no Nagle for a mesh socket; a set-up timeout until ``deadline``."""
+    sock.settimeout(max(0.05, min(5.0, deadline - time.monotonic())))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKBUF)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _SOCKBUF)
     if tcp:
@@ -175,9 +172,7 @@ class Mesh:
                 self.conns[j] = self._connect_to(j, records[j], hostid, deadline)
             self._accept_from(listeners, deadline)
         except BaseException:
-            for c in self.conns:
-                if c is not None:
-                    c.close()
+            self.close()
             raise
         finally:
             for lst in listeners:
@@ -218,11 +213,9 @@ class Mesh:
             while True:
                 sock = socket.socket(family, socket.SOCK_STREAM)
                 try:
-                    _tune(sock, transport == "tcp")
-                    sock.settimeout(max(0.05, min(5.0, deadline - time.monotonic())))
+                    _tune(sock, transport == "tcp", deadline)
                     sock.connect(addr)
-                    hello = W.HEADER.pack(W.MAGIC, K["hello"], 0, self.rank, 0, self.size, 0)
-                    sock.sendall(hello)
+                    sock.sendall(W.HEADER.pack(W.MAGIC, K["hello"], 0, self.rank, 0, self.size, 0))
                     return W.Conn(sock, peer, rec["host"], transport)
                 except OSError as exc:
                     sock.close()
@@ -237,11 +230,10 @@ class Mesh:
                             f"tcp backend, group {self.group_name!r}: rank {peer} {state} "
                             f"during set-up (rank {self.rank} was connecting to it)") from None
                     time.sleep(0.05)
-        where = f"{rec['ip']}:{rec['port']}"
         raise DistNetworkError(
             f"tcp backend, group {self.group_name!r}: rank {self.rank} cannot connect to rank "
-            f"{peer} at {where} ({rec['host']}): {last}. Check that the address is reachable "
-            f"from this host (firewall, TB_IFNAME to pick the interface).")
+            f"{peer} at {rec['ip']}:{rec['port']} ({rec['host']}): {last}. Check that the address "
+            f"is reachable from this host (firewall, TB_IFNAME to pick the interface).")
 
     def _accept_from(self, listeners: list, deadline: float) -> None:
         import select
@@ -266,8 +258,7 @@ class Mesh:
                 sock, _ = lst.accept()
                 transport = "unix" if lst.family == socket.AF_UNIX else "tcp"
                 try:
-                    _tune(sock, transport == "tcp")
-                    sock.settimeout(max(0.05, min(5.0, deadline - time.monotonic())))
+                    _tune(sock, transport == "tcp", deadline)
                     buf = bytearray(W.HEADER_SIZE)
                     got = 0
                     while got < W.HEADER_SIZE:

@@ -51,16 +51,13 @@ class PointToPoint:
                 return j
         if src is None:
             src = self._wait_any_p2p(peers, tag)
-            if src is None:
-                return self._recv(flat, None, tag)  # a stashed frame with our tag arrived
         E.recv(self.conns[src], K["p2p"], dc, -1, W.as_bytes(flat), tag=tag, seq=-1)
         E.run()
         return src
 
     def batch_p2p(self, ops, async_op=True, op="batch_isend_irecv"):
-        """Sends and receives ``[(kind, array, peer, tag)]`` progressed together in one run (an
-        exchange of any size cannot deadlock on full socket buffers); one Work for all, named
-        ``op``."""
+        """``Backend.batch_p2p``: the frames progressed together in one engine run (no deadlock
+        on full socket buffers, whatever the sizes)."""
         prepared, staged = [], []
         for kind, arr, peer, tag in ops:
             if kind == "send":
@@ -117,8 +114,7 @@ class PointToPoint:
                     continue
                 if ftag == tag:
                     return conn.peer
-                conn.sock.recv_into(conn.hdr_view)  # consume the header, stash the payload
-                conn._read_stray(E, dtype, ftag, nbytes)
-                return None if conn.stash.get(tag) else self._wait_any_p2p(peers, tag)
+                conn.sock.recv_into(conn.hdr_view)  # another tag's: consume the header, stash
+                conn._read_stray(E, dtype, ftag, nbytes)  # the payload, and look on
         raise DistBackendError(f"recv from any source (tag {tag}) on group {self.group_name!r}, "
                                f"rank {self.rank}: every peer's next message is a collective")

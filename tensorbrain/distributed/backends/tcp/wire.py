@@ -64,14 +64,8 @@ class Conn:
     # ***** sending *****
     def queue_send(self, header: bytes, payload: memoryview, callback=None,
                    lend: bool = False) -> None:
-        """Queue one frame (header, then payload) for sending, without copying the payload.
-
-        Args:
-            header: the packed frame header.
-            payload: the bytes that follow it (may be empty).
-            callback: called once the whole frame has been written.
-            lend: splice the payload's pages to the socket instead of copying them (lend.py).
-        """
+        """Queue one frame of :meth:`Engine.send`: ``header``, then ``payload`` (not copied; with
+        ``lend`` its pages are spliced to the socket, lend.py); ``callback()`` once all is out."""
         bufs = [memoryview(header)]
         lent = None
         if lend:
@@ -120,10 +114,7 @@ class Conn:
                     raise engine.mismatch(self, exp, _P2P, dtype, exp.seq, exp.total, len(data),
                                           exp.tag)
                 exp.dest[:] = data
-                recvq.popleft()
-                if exp.callback is not None:
-                    exp.callback()
-                continue
+                exp.header_ok, exp.got = True, exp.nbytes  # complete: on to the callback below
             if not exp.header_ok:
                 while self.hdr_got < HEADER_SIZE:
                     try:
@@ -354,26 +345,21 @@ class Engine(EngineErrors):
     def send(self, conn: Conn, kind: int, dtype: int, total: int, payload: memoryview,
              callback=None, tag: int | None = None, seq: int | None = None,
              lend: bool = False) -> None:
-        """Queue a frame of this operation to ``conn``.
-
-        ``kind``, ``dtype``, ``total`` (the whole message's bytes), ``tag`` (default: the
-        op's fingerprint tag) and ``seq`` (default: the op's) go in the header; ``callback``
-        runs once it is written.
+        """Queue a frame of this operation to ``conn``; ``callback()`` runs once it is written.
 
         Args:
             conn: the peer.
+            kind, dtype, total, tag, seq: the header (``total``: the whole message's bytes;
+                ``tag``, ``seq``: by default the op's fingerprint tag and number).
             payload: this frame's bytes.
             lend: the caller writes into ``payload`` only after ``conn`` has read it (or after
-                the op), so a large frame to a Unix-socket peer may lend its pages instead of
-                being copied (lend.py); ``run()`` then waits for the peer to read them. Not
-                with the sender thread: a lending op sends from the engine.
+                the op), so a large frame to a Unix-socket peer may lend its pages (lend.py);
+                ``run()`` then waits for the peer to read them. Not with the sender thread.
         """
         header = HEADER.pack(MAGIC, kind, dtype, self.ftag if tag is None else tag,
                              self.seq if seq is None else seq, total, len(payload))
         if self.threaded and callback is None:
-            bufs = [memoryview(header)]
-            if len(payload):
-                bufs.append(payload)
+            bufs = [memoryview(header)] + ([payload] if len(payload) else [])
             self.inflight += 1
             assert self.sender is not None   # use_sender() made it
             self.sender.queue.put((conn, bufs, self.deadline))
@@ -445,10 +431,8 @@ class Engine(EngineErrors):
         sender = self.sender
         if sender is None or not self.inflight:
             return
-        try:
+        with contextlib.suppress(BlockingIOError, InterruptedError):
             os.read(sender.rfd, 65536)
-        except (BlockingIOError, InterruptedError):
-            pass
         while sender.done:
             err = sender.done.popleft()
             self.inflight -= 1

@@ -164,7 +164,8 @@ UNARY = {
     "log2": (lambda xp, x: xp.log2(x), lambda xp, x, o: 1 / (x * _LN2),
              ("tb.log2(tb.tensor([8.0])).tolist()", "[3.0]")),
     "log10": (lambda xp, x: xp.log10(x), lambda xp, x, o: 1 / (x * _LN10),
-              ("tb.log10(tb.tensor([100.0])).tolist()", "[2.0]")),
+              # rounded: float32 log10 of 100 is 2.0000002 with NumPy's AVX2 loops
+              ("tb.log10(tb.tensor([100.0])).round(decimals=4).tolist()", "[2.0]")),
     "exp2": (lambda xp, x: xp.exp2(x), lambda xp, x, o: o * _LN2,
              ("tb.exp2(tb.tensor([3.0])).tolist()", "[8.0]")),
     "sinc": (_sinc, _dsinc, ("tb.sinc(tb.tensor([0.0, 1.0])).abs().tolist()[0]", "1.0")),

@@ -1,16 +1,9 @@
-"""The mpi backend's collective check as one MPI reduction, with small all_reduces inside it.
-
-Every collective of an mpi group starts with one MPI reduction of a fixed-size check message
-(``csrc/kernels/fingerprint.cpp`` has the layout and the C function MPI calls) that marks the
-result when two ranks' fingerprints differ; an all_reduce whose data fits the message's payload
-travels *in* it, so that all_reduce is one persistent MPI collective, check included. Why this
-is safe (every collective meets in the same MPI call; the path depends only on the fingerprint;
-the mode is agreed when the group is made) and what it costs: docs/reliability.md, "Collective
-mismatches: the fingerprint".
-
-MPI_Op_create is called through ctypes on the MPI library mpi4py loaded (mpi4py can only wrap a
-Python function as an op, which would cost a Python call per reduction step); the C function's
-address comes from ``tensorbrain._C``.
+"""The mpi backend's collective check as one MPI reduction of a fixed-size check message
+(``csrc/kernels/fingerprint.cpp`` has its layout and the C op) that marks the result when two
+ranks' fingerprints differ, with an all_reduce whose data fits its payload inside it. Why this is
+safe and what it costs: docs/reliability.md, "Collective mismatches: the fingerprint". The op is
+made by MPI_Op_create through ctypes (mpi4py can only wrap a Python function as an op, which
+would cost a Python call per reduction step) from the C function's address in ``tensorbrain._C``.
 """
 from __future__ import annotations
 

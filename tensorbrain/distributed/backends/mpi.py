@@ -239,8 +239,10 @@ class MPIBackend(InlineCheck, base.Backend):
         recv, finish = self._buffer(output, copy_in=False)
         packed = None
         if self.rank == root:
-            packed = np.stack([_staging.stage_in(x) for x in inputs]) if not _all_cupy_direct(inputs) \
-                else _xp.cupy().stack(list(inputs))
+            direct = all(_xp.is_cupy_array(a) and a.flags.c_contiguous for a in inputs) \
+                and cuda_aware()
+            packed = _xp.cupy().stack(list(inputs)) if direct else \
+                np.stack([_staging.stage_in(x) for x in inputs])
         return self._start("scatter", lambda: self.comm.Iscatter(
             None if packed is None else _raw(packed), _raw(recv), root), finish, call.async_op,
             result=call.result, seq=seq)
@@ -369,10 +371,6 @@ def _copy_into(out, block) -> None:
 
 def _shares_memory(a, b) -> bool:
     return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
-
-
-def _all_cupy_direct(arrays) -> bool:
-    return all(_xp.is_cupy_array(a) and a.flags.c_contiguous for a in arrays) and cuda_aware()
 
 
 def _displs(counts) -> list:

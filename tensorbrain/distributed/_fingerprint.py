@@ -1,16 +1,11 @@
 """Collective fingerprints: every rank checks that its peers run the same collective.
 
-A mismatched collective (one rank calls ``all_reduce(op=MAX)`` while another calls ``SUM``; a
-float32 tensor against a float64 one; 4 elements against 2; another root) must be an error on
-the ranks involved, never a silent wrong result. This module is the one place that knows what a
-collective's *fingerprint* is and how a mismatch is reported; backends only move it:
-
-* ``(seq, kind, op, dtype, count, root)`` packed into :data:`WORDS` int64 words (:func:`pack`).
-* How it travels is each backend's declaration (``Backend.fingerprint``): **in band** in the tcp
-  frames (:func:`wire_tag`) and shared-memory control blocks, **attached** (mpi) or
-  **exchanged** (nccl), both from :func:`of_call` and checked by a :class:`Verifier`
-  (docs/reliability.md, "Collective mismatches: the fingerprint", backend by backend).
-* ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds each rank's shapes and Python call site.
+The one place that knows what a collective's *fingerprint* is (``(seq, kind, op, dtype, count,
+root)`` packed into :data:`WORDS` int64 words, :func:`pack`; ``TB_DISTRIBUTED_DEBUG=DETAIL``
+adds each rank's shapes and Python call site) and how a mismatch is worded. Backends only move
+it, as each declares (``Backend.fingerprint``): in band (:func:`wire_tag`), or attached or
+exchanged (:func:`of_call`, checked by a :class:`Verifier`); backend by backend, and why:
+docs/reliability.md, "Collective mismatches: the fingerprint".
 
 >>> import numpy as np
 >>> a = pack(3, "all_reduce", [np.zeros(4, np.float32)], op="max")

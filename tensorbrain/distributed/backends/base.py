@@ -23,8 +23,6 @@ Contract
 * ``op`` is one of ``_validate.REDUCE_OPS``; float16 reductions do not overflow on the way when
   the result fits. Arrays may be non-contiguous or on a CUDA device (staged through host buffers
   with ``_staging.stage`` where the transport needs it).
-* ``shutdown()`` waits for queued ops and releases resources; ``abort()`` fails pending ops at
-  once and closes everything.
 """
 from __future__ import annotations
 

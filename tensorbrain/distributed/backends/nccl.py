@@ -158,10 +158,9 @@ class NCCLBackend(base.Backend):
     def _exchange(self, words, seq: int, op: str):
         """All-gather this rank's fingerprint ``words`` through NCCL on the communication stream,
         wait for it (bounded by the group timeout) and return every rank's words, one row per
-        rank. NCCL hangs or corrupts memory on mismatched counts, so the check must finish
-        before the collective is launched. (Not measured here: no multi-GPU machine.) It runs
-        under the name ``op`` and number ``seq`` of the collective it guards, so a failure here
-        reads as that collective's ("all_reduce (seq 1)")."""
+        rank, before the collective is launched (why: docs/reliability.md). It runs under the name
+        ``op`` and number ``seq`` of the collective it guards, so a failure here reads as that
+        collective's ("all_reduce (seq 1)")."""
         self._failure.check("collective")
         cp = self._cp
         words = np.ascontiguousarray(words, np.int64)

@@ -113,13 +113,12 @@ def control_word(dtype: np.dtype, op: str) -> int:
 
 
 class InlineCheck(Requests):
-    """The inline check's half of ``MPIBackend`` (a mixin on ``Requests``): agreeing on the
+    """The inline check's half of ``MPIBackend`` (a layer on ``Requests``): agreeing on the
     check's mode, loading check messages, the all_reduces that ride in them (all_reduce's
     ``inline`` implementation and the pipeline's fast step), and the follow-up after a
     mismatch."""
 
     # ***** required: MPIBackend's state (Requests declares the rest) *****
-    _seq: int                   # the group's collective counter
     _plans: dict                # (dtype, op) -> MPIBackend._reduction's plan
 
     if TYPE_CHECKING:  # MPIBackend's (declared only: it comes first in the MRO)

@@ -27,7 +27,7 @@ _REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64",
                         "uint16", "uint32", "uint64", "bool"})
 
 
-class MPIBackend(InlineCheck, base.Backend):
+class MPIBackend(InlineCheck):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
     ``Create_group`` for ``new_group``). The fingerprint is attached: all-gathered, or in inline
     mode all-reduced as one check message, beside the collective (``Requests._start``).
@@ -135,13 +135,8 @@ class MPIBackend(InlineCheck, base.Backend):
             reduced = "float32" if name == "float16" else name
             if self._minmax is not None and (reduced, op) in self._minmax:
                 mpi_op = self._minmax[(reduced, op)]
-        # float16: MPI has no portable float16 sum (MPIX_C_FLOAT16 is an extension, and it would
-        # round after every partial sum in an order that depends on the algorithm). We reduce a
-        # float32 copy and round to float16 once. float32 carries 13 more mantissa bits, so the
-        # sum of a few float16 values is exact in it unless their magnitudes differ by more than
-        # about 2^13: the result is then the correctly rounded float16 sum whatever MPI's order,
-        # and a sum that fits in float16 never overflows on the way (float16's max is 65504).
-        # The cost is a cast each way (float16 is rare on CPU). Tested against NumPy.
+        # float16: MPI has no portable float16 sum; a float32 copy is reduced and rounded once,
+        # correctly whatever MPI's order and without overflow on the way (docs/mpi.md, "float16")
         work_dtype = np.float32 if name == "float16" else None
         plan = self._plans[(dtype, op)] = (mpi_op, work_dtype, 1.0 / self.size if op == "avg"
                                            else None, _mpi_inline.control_word(dtype, op))

@@ -271,22 +271,20 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
 
 
 class Verifier:
-    """``check(rows)`` for one group: every rank's words against this rank's, the failure
-    worded only on a mismatch and recorded in the group's failure state (it is unusable then);
-    with ``detail`` the rows carry each rank's call site."""
+    """``check(rows)`` for the group of ``failure`` (its name, this rank): every rank's words
+    against this rank's, the failure worded only on a mismatch and recorded in the group's
+    failure state (it is unusable then); with ``detail`` the rows carry each rank's call site."""
 
-    __slots__ = ("group_name", "rank", "size", "failure", "detail")
+    __slots__ = ("size", "failure", "detail")
 
-    def __init__(self, group_name: str, rank: int, size: int, failure: FailureState,
-                 detail: bool) -> None:
-        self.group_name, self.rank, self.size = group_name, rank, size
-        self.failure, self.detail = failure, detail
+    def __init__(self, size: int, failure: FailureState, detail: bool) -> None:
+        self.size, self.failure, self.detail = size, failure, detail
 
     def __call__(self, rows: np.ndarray) -> None:
         rows = np.asarray(rows, np.int64).reshape(self.size, -1)
         details = [decode_detail(r[WORDS:]) for r in rows] if self.detail else None
         try:
-            verify(rows[:, :WORDS], self.rank, self.group_name, details)
+            verify(rows[:, :WORDS], self.failure.rank, self.failure.group_name, details)
         except DistBackendError as exc:
             self.failure.record(exc)
             raise

@@ -160,7 +160,7 @@ class Backend(abc.ABC):
         self._failure = FailureState(group_name, rank)  # the group's first failure
         if self.fingerprint != "in band":  # what :meth:`_claim` numbers and fingerprints with
             self._seq = 0
-            self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
+            self._verify = FP.Verifier(size, self._failure, FP.detail_enabled())
 
     # ***** the pipeline *****
     def run(self, call: Call) -> _work.Work:

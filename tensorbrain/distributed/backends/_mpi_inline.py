@@ -32,13 +32,6 @@ HEADER_BYTES = 40  # five int64 words before the payload
 _op_cache: dict = {}  # per process: {"op": MPI.Op, "type": MPI.Datatype} or {"why": str}
 
 
-def why_unavailable(MPI) -> str | None:
-    """Why this process cannot use the inline check (None when it can)."""
-    if not _config.get("TB_MPI_INLINE_CHECK"):
-        return "TB_MPI_INLINE_CHECK=0"
-    return _setup(MPI).get("why")
-
-
 def _setup(MPI) -> dict:
     if _op_cache:
         return _op_cache
@@ -138,8 +131,8 @@ class InlineCheck(Requests):
         # ... and how the group checks collectives (_mpi_inline): DETAIL (read once, by the
         # Verifier) must be the same on every rank, the inline check is used when every rank can
         detail = self._verify.detail
-        inline = not detail and why_unavailable(self._MPI) is None
-        state = _setup(self._MPI)
+        state = _setup(self._MPI)  # with "why" when this process cannot make the check's op
+        inline = bool(not detail and _config.get("TB_MPI_INLINE_CHECK") and "why" not in state)
         minmax = state.get("minmax")
         self._peers = np.empty((self.size, 5), np.int64)
         self._ctl.Allgather(np.array([os.getpid(), key, detail, inline, minmax is not None],

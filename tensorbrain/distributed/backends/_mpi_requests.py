@@ -417,8 +417,7 @@ class Requests(Backend):
         The all-gathers are persistent requests (MPI 4 ``MPI_Allgather_init``) on a private
         communicator, :data:`_FP_SLOTS` of them used in turn, the same on every rank (the n-th
         fingerprint of a group uses slot n % _FP_SLOTS): starting one costs MPICH about a
-        quarter of what posting an ``Iallgather`` does (benchmarks/fingerprint.py). One still
-        running (more collectives in flight than slots) is waited for first."""
+        quarter of what posting an ``Iallgather`` does (benchmarks/fingerprint.py)."""
         size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
         if self._fp_inline:
             return self._fp_message(words)

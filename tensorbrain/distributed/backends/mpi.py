@@ -22,10 +22,6 @@ from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
 from ._mpi_requests import _install_abort_hook, world_rank_size  # noqa: F401 - the registry
 
-#: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
-_REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-                        "uint16", "uint32", "uint64", "bool"})
-
 
 class MPIBackend(InlineCheck):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
@@ -39,7 +35,10 @@ class MPIBackend(InlineCheck):
 
     name = "mpi"
     fingerprint = "attached"
-    capabilities = base.Capabilities(dtypes=("float16",) + tuple(sorted(_REDUCIBLE)))
+    #: float16 is reduced in float32; the others natively, through mpi4py's NumPy mapping
+    capabilities = base.Capabilities(dtypes=(
+        "float16", "bool", "float32", "float64", "int16", "int32", "int64", "int8", "uint16",
+        "uint32", "uint64", "uint8"))
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):
@@ -69,8 +68,7 @@ class MPIBackend(InlineCheck):
         self._ctl = self.comm.Dup()
         # ... and one for the collective fingerprints' persistent all-gathers (_fp_slot)
         self._fpc = self.comm.Dup()
-        self._learn_peers()  # pid and host of every rank (a timeout names a stopped/dead one),
-        # and whether every rank can check collectives inline (_mpi_inline)
+        self._learn_peers()  # every rank's pid and host, and the group's check mode (_mpi_inline)
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "

@@ -1,16 +1,11 @@
 """Collective fingerprints: every rank checks that its peers run the same collective.
 
-A mismatched collective (one rank calls ``all_reduce(op=MAX)`` while another calls ``SUM``; a
-float32 tensor against a float64 one; 4 elements against 2; another root) must be an error on
-the ranks involved, never a silent wrong result. This module is the one place that knows what a
-collective's *fingerprint* is and how a mismatch is reported; backends only move it:
-
-* ``(seq, kind, op, dtype, count, root)`` packed into :data:`WORDS` int64 words (:func:`pack`).
-* How it travels is each backend's declaration (``Backend.fingerprint``): **in band** in the tcp
-  frames (:func:`wire_tag`) and shared-memory control blocks, **attached** (mpi) or
-  **exchanged** (nccl), both from :func:`of_call` and checked by a :class:`Verifier`
-  (docs/reliability.md, "Collective mismatches: the fingerprint", backend by backend).
-* ``TB_DISTRIBUTED_DEBUG=DETAIL`` adds each rank's shapes and Python call site.
+The one place that knows what a collective's *fingerprint* is (``(seq, kind, op, dtype, count,
+root)`` packed into :data:`WORDS` int64 words, :func:`pack`; ``TB_DISTRIBUTED_DEBUG=DETAIL``
+adds each rank's shapes and Python call site) and how a mismatch is worded. Backends only move
+it, as each declares (``Backend.fingerprint``): in band (:func:`wire_tag`), or attached or
+exchanged (:func:`of_call`, checked by a :class:`Verifier`); backend by backend, and why:
+docs/reliability.md, "Collective mismatches: the fingerprint".
 
 >>> import numpy as np
 >>> a = pack(3, "all_reduce", [np.zeros(4, np.float32)], op="max")
@@ -276,22 +271,20 @@ def of_call(call: Call, seq: int, rank: int, size: int, detail: bool) -> Any:
 
 
 class Verifier:
-    """``check(rows)`` for one group: every rank's words against this rank's, the failure
-    worded only on a mismatch and recorded in the group's failure state (it is unusable then);
-    with ``detail`` the rows carry each rank's call site."""
+    """``check(rows)`` for the group of ``failure`` (its name, this rank): every rank's words
+    against this rank's, the failure worded only on a mismatch and recorded in the group's
+    failure state (it is unusable then); with ``detail`` the rows carry each rank's call site."""
 
-    __slots__ = ("group_name", "rank", "size", "failure", "detail")
+    __slots__ = ("size", "failure", "detail")
 
-    def __init__(self, group_name: str, rank: int, size: int, failure: FailureState,
-                 detail: bool) -> None:
-        self.group_name, self.rank, self.size = group_name, rank, size
-        self.failure, self.detail = failure, detail
+    def __init__(self, size: int, failure: FailureState, detail: bool) -> None:
+        self.size, self.failure, self.detail = size, failure, detail
 
     def __call__(self, rows: np.ndarray) -> None:
         rows = np.asarray(rows, np.int64).reshape(self.size, -1)
         details = [decode_detail(r[WORDS:]) for r in rows] if self.detail else None
         try:
-            verify(rows[:, :WORDS], self.rank, self.group_name, details)
+            verify(rows[:, :WORDS], self.failure.rank, self.failure.group_name, details)
         except DistBackendError as exc:
             self.failure.record(exc)
             raise

@@ -1,13 +1,6 @@
-"""What every backend does around an operation: numbering, one failure state, running in order.
-
-* :class:`FailureState`: a group's first failure, and the one wording of "this group is
-  unusable" that every backend raises afterwards (tcp, mpi, nccl and the fingerprint layer).
-* :class:`OpQueue`: the executor of a backend whose operations are Python bodies (tcp): it
-  numbers collectives 0, 1, 2, ... in issue order, runs a synchronous op in the calling thread
-  when nothing is queued (the latency path) and everything else in issue order on one worker
-  thread, completes each op's `Work` exactly once, and hands any failure to the backend's
-  ``on_failure`` (which poisons the group). Backends whose library queues the op (mpi requests,
-  nccl streams) use :class:`FailureState` and their own completion.
+"""What every backend does around an operation: one failure state (:class:`FailureState`, for
+tcp, mpi, nccl and the fingerprint layer), and, for a backend whose operations are Python bodies
+(tcp), running them in order (:class:`OpQueue`); mpi and nccl queue theirs in their library.
 """
 from __future__ import annotations
 
@@ -23,7 +16,7 @@ from ..errors import DistBackendError
 
 class FailureState:
     """The first failure of one group (``group_name``, this ``rank``); later operations raise
-    :meth:`unusable`."""
+    :meth:`unusable`, the one wording of "this group is unusable" of every backend."""
 
     __slots__ = ("group_name", "rank", "first", "closed")
 
@@ -70,7 +63,9 @@ class FailureState:
 
 
 class OpQueue:
-    """Runs one group's operations one at a time, in issue order (see the module docstring).
+    """Runs one group's operations one at a time, in issue order: it numbers collectives 0, 1,
+    2, ..., runs a synchronous op in the calling thread when nothing is queued (the latency path)
+    and everything else on one worker thread, and completes each op's `Work` exactly once.
 
     ``begin(op, seq, timeout, tag)`` runs just before an op's body (it arms the deadline);
     ``on_failure(work, exc) -> exc`` runs once per failed op, KeyboardInterrupt included (it
@@ -112,7 +107,9 @@ class OpQueue:
                 self._exec_lock.acquire()
             else:
                 self._pending += 1
-                self._ensure_worker()
+                if self._worker is None or not self._worker.is_alive():
+                    self._worker = threading.Thread(target=self._loop, daemon=True, name=self.name)
+                    self._worker.start()
                 self._queue.put((work, body, finish, result, tag))
         if inline:
             try:
@@ -170,11 +167,6 @@ class OpQueue:
         except BaseException as exc:  # noqa: BLE001 - every failure poisons the group
             err = self._on_failure(work, exc)
             work._complete(exc=exc if isinstance(exc, KeyboardInterrupt) else err)
-
-    def _ensure_worker(self) -> None:
-        if self._worker is None or not self._worker.is_alive():
-            self._worker = threading.Thread(target=self._loop, daemon=True, name=self.name)
-            self._worker.start()
 
     def _loop(self) -> None:
         while True:

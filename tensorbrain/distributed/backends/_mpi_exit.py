@@ -1,10 +1,6 @@
-"""The mpi backend's exit notice: a rank that exits without ``destroy_process_group`` tells each
-peer of every group it still holds how many collectives it posted there (an ``atexit`` hook,
-16 bytes point to point on the group's fingerprint communicator). A peer waiting in a
-collective the exited rank never posted then fails at once, naming it; a peer whose collectives
-the exited rank all posted is not disturbed. The poll looks for notices only once it naps,
-every ``CHECK_S`` (one ``MPI_Iprobe``). Second fault run: such a rank left the others with "a
-peer never joined it" at the group timeout, naming nobody (tcp sees the closed connection).
+"""The mpi backend's exit notice: an ``atexit`` hook tells each peer of every group this rank
+still holds how many collectives it posted there, so a peer waiting in one it never posted fails
+at once, naming it (why, and what it replaced: docs/mpi.md, "Failures").
 """
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
-"""The mpi backend's collective check as one MPI reduction, with small all_reduces inside it.
-
-Every collective of an mpi group starts with one MPI reduction of a fixed-size check message
-(``csrc/kernels/fingerprint.cpp`` has the layout and the C function MPI calls) that marks the
-result when two ranks' fingerprints differ; an all_reduce whose data fits the message's payload
-travels *in* it, so that all_reduce is one persistent MPI collective, check included. Why this
-is safe (every collective meets in the same MPI call; the path depends only on the fingerprint;
-the mode is agreed when the group is made) and what it costs: docs/reliability.md, "Collective
-mismatches: the fingerprint".
-
-MPI_Op_create is called through ctypes on the MPI library mpi4py loaded (mpi4py can only wrap a
-Python function as an op, which would cost a Python call per reduction step); the C function's
-address comes from ``tensorbrain._C``.
+"""The mpi backend's collective check as one MPI reduction of a fixed-size check message
+(``csrc/kernels/fingerprint.cpp`` has its layout and the C op) that marks the result when two
+ranks' fingerprints differ, with an all_reduce whose data fits its payload inside it. Why this is
+safe and what it costs: docs/reliability.md, "Collective mismatches: the fingerprint". The op is
+made by MPI_Op_create through ctypes (mpi4py can only wrap a Python function as an op, which
+would cost a Python call per reduction step) from the C function's address in ``tensorbrain._C``.
 """
 from __future__ import annotations
 
@@ -37,13 +30,6 @@ _CONTROL_SUMMED = 2
 HEADER_BYTES = 40  # five int64 words before the payload
 
 _op_cache: dict = {}  # per process: {"op": MPI.Op, "type": MPI.Datatype} or {"why": str}
-
-
-def why_unavailable(MPI) -> str | None:
-    """Why this process cannot use the inline check (None when it can)."""
-    if not _config.get("TB_MPI_INLINE_CHECK"):
-        return "TB_MPI_INLINE_CHECK=0"
-    return _setup(MPI).get("why")
 
 
 def _setup(MPI) -> dict:
@@ -120,13 +106,12 @@ def control_word(dtype: np.dtype, op: str) -> int:
 
 
 class InlineCheck(Requests):
-    """The inline check's half of ``MPIBackend`` (a mixin on ``Requests``): agreeing on the
+    """The inline check's half of ``MPIBackend`` (a layer on ``Requests``): agreeing on the
     check's mode, loading check messages, the all_reduces that ride in them (all_reduce's
     ``inline`` implementation and the pipeline's fast step), and the follow-up after a
     mismatch."""
 
     # ***** required: MPIBackend's state (Requests declares the rest) *****
-    _seq: int                   # the group's collective counter
     _plans: dict                # (dtype, op) -> MPIBackend._reduction's plan
 
     if TYPE_CHECKING:  # MPIBackend's (declared only: it comes first in the MRO)
@@ -146,8 +131,8 @@ class InlineCheck(Requests):
         # ... and how the group checks collectives (_mpi_inline): DETAIL (read once, by the
         # Verifier) must be the same on every rank, the inline check is used when every rank can
         detail = self._verify.detail
-        inline = not detail and why_unavailable(self._MPI) is None
-        state = _setup(self._MPI)
+        state = _setup(self._MPI)  # with "why" when this process cannot make the check's op
+        inline = bool(not detail and _config.get("TB_MPI_INLINE_CHECK") and "why" not in state)
         minmax = state.get("minmax")
         self._peers = np.empty((self.size, 5), np.int64)
         self._ctl.Allgather(np.array([os.getpid(), key, detail, inline, minmax is not None],

@@ -1,10 +1,7 @@
 """The mpi backend's runtime and request machinery (finding MPI: ``_mpi_lib``): non-blocking
-requests polled against the group's deadline, the fingerprint exchange, and the control channel.
-
-Why non-blocking calls for everything, synchronous ops included: a request can be polled
-against the group's deadline, so a peer that never arrives gives `DistTimeoutError` instead of a
-hang, and ``async_op=True`` needs no thread at all (so any thread level MPI granted works). The
-polling cost is measured in docs/mpi.md (no cost against the blocking call).
+requests polled against the group's deadline, so every op honours the group timeout and
+``async_op=True`` needs no thread (any thread level MPI granted works; what polling costs:
+docs/mpi.md, "Performance"), the fingerprint exchange, and the control channel.
 """
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ from ... import _config
 from .. import _mpi_lib, _work
 from . import _mpi_exit
 from ..errors import DistBackendError, DistTimeoutError
-from ._executor import FailureState
+from .base import Backend
 
 # Polling: spin on Test for the first _SPINS polls, then nap between polls (a pure spin was up
 # to 2x slower with 4 ranks on 2 cores: ranks steal the cores of the peers they wait for).
@@ -147,28 +144,21 @@ class _MPIWork(_work.Work):
         return self._done
 
 
-class Requests:
-    """Posting and completing MPI requests, and the fingerprints that travel beside them; a
-    mixin of ``MPIBackend``."""
+class Requests(Backend):
+    """Posting and completing MPI requests, and the fingerprints that travel beside them: the
+    layer of ``MPIBackend`` on ``Backend`` (whose rank, size, failure state and Verifier it uses)."""
 
     # ***** required: set by MPIBackend.__init__ *****
     _MPI: Any                    # mpi4py's MPI module
     comm: Any                    # the group's communicator; _ctl, _fpc: private duplicates
     _ctl: Any
     _fpc: Any
-    rank: int
-    size: int
-    timeout: float
-    group_name: str
-    _failure: FailureState       # the group's first failure
     _level: int                  # the thread level MPI granted
     _guard: Any                  # an RLock under THREAD_SERIALIZED, else None
-    _mb_seq: int                 # monitored_barriers so far (Backend)
     # ... and by InlineCheck._learn_peers
     _fp_inline: bool             # the group checks collectives inline (_mpi_inline)
     _fp_msgs: list               # inline mode: the check messages' persistent all-reduces
     _peers: np.ndarray           # (pid, host key, detail, inline, minmax) per rank
-    _verify: Any                 # the group's fingerprint Verifier (Backend)
     #: the fingerprint words the next posted collective carries (MPIBackend.execute)
     _fp_next: Any = None
 
@@ -177,7 +167,7 @@ class Requests:
         def _fp_mismatch(self, op, seq, words) -> None: ...
 
     def _init_requests(self) -> None:
-        """This mixin's own state (MPIBackend.__init__ calls it before any MPI call)."""
+        """This layer's own state (MPIBackend.__init__ calls it before any MPI call)."""
         self._pending: set = set()  # async Works not completed yet
         self._settle_lock, self._check_lock = threading.Lock(), threading.Lock()
         self._p2p_seq = 0  # point-to-point ops (collectives: MPIBackend.execute)
@@ -427,8 +417,7 @@ class Requests:
         The all-gathers are persistent requests (MPI 4 ``MPI_Allgather_init``) on a private
         communicator, :data:`_FP_SLOTS` of them used in turn, the same on every rank (the n-th
         fingerprint of a group uses slot n % _FP_SLOTS): starting one costs MPICH about a
-        quarter of what posting an ``Iallgather`` does (benchmarks/fingerprint.py). One still
-        running (more collectives in flight than slots) is waited for first."""
+        quarter of what posting an ``Iallgather`` does (benchmarks/fingerprint.py)."""
         size = len(words)  # words: a sequence of ints (an int64 array or a tuple)
         if self._fp_inline:
             return self._fp_message(words)
@@ -491,7 +480,7 @@ class Requests:
                 self._fp_mismatch(op, seq, rows)
             return
         same = rows.tobytes() == words.tobytes() * self.size
-        gathered = None if same else rows.copy()
+        gathered = rows if same else rows.copy()
         self._fp_busy[slot] = False
         if same:
             return  # the common case: every rank's words equal this rank's

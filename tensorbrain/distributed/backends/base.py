@@ -23,8 +23,6 @@ Contract
 * ``op`` is one of ``_validate.REDUCE_OPS``; float16 reductions do not overflow on the way when
   the result fits. Arrays may be non-contiguous or on a CUDA device (staged through host buffers
   with ``_staging.stage`` where the transport needs it).
-* ``shutdown()`` waits for queued ops and releases resources; ``abort()`` fails pending ops at
-  once and closes everything.
 """
 from __future__ import annotations
 
@@ -162,7 +160,7 @@ class Backend(abc.ABC):
         self._failure = FailureState(group_name, rank)  # the group's first failure
         if self.fingerprint != "in band":  # what :meth:`_claim` numbers and fingerprints with
             self._seq = 0
-            self._verify = FP.Verifier(group_name, rank, size, self._failure, FP.detail_enabled())
+            self._verify = FP.Verifier(size, self._failure, FP.detail_enabled())
 
     # ***** the pipeline *****
     def run(self, call: Call) -> _work.Work:

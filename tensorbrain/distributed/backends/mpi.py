@@ -22,12 +22,8 @@ from . import _mpi_exit, _mpi_inline, _staging, _validate, base
 from ._mpi_inline import InlineCheck
 from ._mpi_requests import _install_abort_hook, world_rank_size  # noqa: F401 - the registry
 
-#: dtypes MPI reduces natively through mpi4py's NumPy mapping (float16 goes through float32)
-_REDUCIBLE = frozenset({"float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-                        "uint16", "uint32", "uint64", "bool"})
 
-
-class MPIBackend(InlineCheck, base.Backend):
+class MPIBackend(InlineCheck):
     """One MPI communicator per process group (a ``Dup`` of ``COMM_WORLD`` for the world group,
     ``Create_group`` for ``new_group``). The fingerprint is attached: all-gathered, or in inline
     mode all-reduced as one check message, beside the collective (``Requests._start``).
@@ -39,7 +35,10 @@ class MPIBackend(InlineCheck, base.Backend):
 
     name = "mpi"
     fingerprint = "attached"
-    capabilities = base.Capabilities(dtypes=("float16",) + tuple(sorted(_REDUCIBLE)))
+    #: float16 is reduced in float32; the others natively, through mpi4py's NumPy mapping
+    capabilities = base.Capabilities(dtypes=(
+        "float16", "bool", "float32", "float64", "int16", "int32", "int64", "int8", "uint16",
+        "uint32", "uint64", "uint8"))
 
     def __init__(self, store, rank: int, size: int, timeout: float, group_name: str,
                  global_ranks=None):
@@ -69,8 +68,7 @@ class MPIBackend(InlineCheck, base.Backend):
         self._ctl = self.comm.Dup()
         # ... and one for the collective fingerprints' persistent all-gathers (_fp_slot)
         self._fpc = self.comm.Dup()
-        self._learn_peers()  # pid and host of every rank (a timeout names a stopped/dead one),
-        # and whether every rank can check collectives inline (_mpi_inline)
+        self._learn_peers()  # every rank's pid and host, and the group's check mode (_mpi_inline)
         if (self.comm.Get_rank(), self.comm.Get_size()) != (rank, size):
             raise DistBackendError(
                 f"group {group_name!r}: MPI says this process is rank {self.comm.Get_rank()} of "
@@ -135,13 +133,8 @@ class MPIBackend(InlineCheck, base.Backend):
             reduced = "float32" if name == "float16" else name
             if self._minmax is not None and (reduced, op) in self._minmax:
                 mpi_op = self._minmax[(reduced, op)]
-        # float16: MPI has no portable float16 sum (MPIX_C_FLOAT16 is an extension, and it would
-        # round after every partial sum in an order that depends on the algorithm). We reduce a
-        # float32 copy and round to float16 once. float32 carries 13 more mantissa bits, so the
-        # sum of a few float16 values is exact in it unless their magnitudes differ by more than
-        # about 2^13: the result is then the correctly rounded float16 sum whatever MPI's order,
-        # and a sum that fits in float16 never overflows on the way (float16's max is 65504).
-        # The cost is a cast each way (float16 is rare on CPU). Tested against NumPy.
+        # float16: MPI has no portable float16 sum; a float32 copy is reduced and rounded once,
+        # correctly whatever MPI's order and without overflow on the way (docs/mpi.md, "float16")
         work_dtype = np.float32 if name == "float16" else None
         plan = self._plans[(dtype, op)] = (mpi_op, work_dtype, 1.0 / self.size if op == "avg"
                                            else None, _mpi_inline.control_word(dtype, op))
@@ -239,8 +232,10 @@ class MPIBackend(InlineCheck, base.Backend):
         recv, finish = self._buffer(output, copy_in=False)
         packed = None
         if self.rank == root:
-            packed = np.stack([_staging.stage_in(x) for x in inputs]) if not _all_cupy_direct(inputs) \
-                else _xp.cupy().stack(list(inputs))
+            direct = all(_xp.is_cupy_array(a) and a.flags.c_contiguous for a in inputs) \
+                and cuda_aware()
+            packed = _xp.cupy().stack(list(inputs)) if direct else \
+                np.stack([_staging.stage_in(x) for x in inputs])
         return self._start("scatter", lambda: self.comm.Iscatter(
             None if packed is None else _raw(packed), _raw(recv), root), finish, call.async_op,
             result=call.result, seq=seq)
@@ -369,10 +364,6 @@ def _copy_into(out, block) -> None:
 
 def _shares_memory(a, b) -> bool:
     return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
-
-
-def _all_cupy_direct(arrays) -> bool:
-    return all(_xp.is_cupy_array(a) and a.flags.c_contiguous for a in arrays) and cuda_aware()
 
 
 def _displs(counts) -> list:

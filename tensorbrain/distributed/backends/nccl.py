@@ -158,18 +158,16 @@ class NCCLBackend(base.Backend):
     def _exchange(self, words, seq: int, op: str):
         """All-gather this rank's fingerprint ``words`` through NCCL on the communication stream,
         wait for it (bounded by the group timeout) and return every rank's words, one row per
-        rank. NCCL hangs or corrupts memory on mismatched counts, so the check must finish
-        before the collective is launched. (Not measured here: no multi-GPU machine.) It runs
-        under the name ``op`` and number ``seq`` of the collective it guards, so a failure here
-        reads as that collective's ("all_reduce (seq 1)")."""
+        rank, before the collective is launched (why: docs/reliability.md). It runs under the name
+        ``op`` and number ``seq`` of the collective it guards, so a failure here reads as that
+        collective's ("all_reduce (seq 1)")."""
         self._failure.check("collective")
         cp = self._cp
         words = np.ascontiguousarray(words, np.int64)
         with self.device:
             send = cp.asarray(words)
             recv = cp.empty((self.size, words.size), cp.int64)
-            comm = self.comm
-            self._launch(op, lambda s: comm.all_gather(
+            self._launch(op, lambda s: self.comm.all_gather(
                 send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (send, recv), None,
                 async_op=False, seq=seq)
             return cp.asnumpy(recv)
@@ -249,8 +247,7 @@ class NCCLBackend(base.Backend):
                     out[...] = block.reshape(out.shape)
         else:
             recv, after = self._contiguous(outputs[0])
-        comm = self.comm
-        return self._launch(call.kind, lambda s: comm.all_gather(
+        return self._launch(call.kind, lambda s: self.comm.all_gather(
             send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (input, send, recv, outputs),
             call.result, call.async_op, after=after, seq=seq)
 
@@ -282,8 +279,7 @@ class NCCLBackend(base.Backend):
             packed, _ = self._contiguous(inputs[0])
         dt, red = self._reduce_args(output.dtype, call.op)
         recv, back = self._contiguous(output)
-        comm = self.comm
-        return self._launch(call.kind, lambda s: comm.reduce_scatter(
+        return self._launch(call.kind, lambda s: self.comm.reduce_scatter(
             packed.data.ptr, recv.data.ptr, recv.size, dt, red, s),
             (inputs, packed, output, recv), call.result, call.async_op, after=back, seq=seq)
 
@@ -323,8 +319,7 @@ class NCCLBackend(base.Backend):
         blocks the host until every rank's barrier finished."""
         with self.device:
             token = self._cp.zeros(1, self._cp.int32)
-        comm = self.comm
-        work = self._launch("barrier", lambda s: comm.all_reduce(
+        work = self._launch("barrier", lambda s: self.comm.all_reduce(
             token.data.ptr, token.data.ptr, 1, self._nccl.DTYPES["int32"],
             self._nccl.RED_OPS["sum"], s), token, None, True, seq=seq)
         if not call.async_op:

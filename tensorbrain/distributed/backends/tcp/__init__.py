@@ -1,14 +1,9 @@
 """The ``tcp`` backend (alias ``gloo``): a full mesh of stream sockets and size-aware algorithms.
 
-``TCPBackend`` is made of components: the ``Mesh`` of connections (``mesh.py``), the progress
-engine (``wire.py``), the ``SocketAlgorithms`` over them (``algorithms.py``), ``PointToPoint``
-(``p2p.py``), the same-host shared-memory transport (``_shm/transport.py``) and the group's op
-queue (``_executor.OpQueue``). Its implementation lists are :meth:`TCPBackend._declare`; its
-fingerprint travels in band, in every frame (``wire.py``) and shared-memory control block
-(``TB_DISTRIBUTED_DEBUG=DETAIL`` adds an exchange of shapes and call sites). A failed op poisons
-the group: peers get an abort frame naming the failed rank. The pipeline's first step for
-``dist.all_reduce`` is one native shared-memory call (:meth:`TCPBackend.fast_all_reduce`;
-``TB_FASTPATH=0`` turns it off; figures: docs/architecture.md).
+Its components (``Mesh``, the progress ``Engine``, ``SocketAlgorithms``, ``PointToPoint``, shared
+memory's ``IntraHost``, the ``OpQueue``) and its pipeline: docs/architecture.md. The fingerprint
+travels in band, in every frame (``wire.py``) and shared-memory control block. A failed op
+poisons the group: peers get an abort frame naming the failed rank.
 """
 from __future__ import annotations
 
@@ -215,7 +210,7 @@ class TCPBackend(Backend):
     def _prepare_barrier(self, call):
         return tuple, None
 
-    # ***** the pipeline's first step for dist.all_reduce (see the module docstring) *****
+    # ***** the pipeline's first step for dist.all_reduce *****
     def fast_all_reduce(self):
         """``fast(array, op) -> bool`` on the native shared-memory all_reduce, when every rank of
         the group shares this host and the native module is there (not under

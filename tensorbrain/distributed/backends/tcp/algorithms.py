@@ -1,10 +1,8 @@
 """The tcp backend's collective algorithms over the socket mesh (``SocketAlgorithms``, a
-component of ``TCPBackend``).
-
-Each method runs one collective on contiguous host arrays through the progress engine
-(``wire.Engine``): it posts the sends and receives of every round, then ``run()`` progresses them
-together. Which algorithm a size takes (the thresholds below), and why, and how float16 is summed:
-docs/distributed.md ("Algorithms by size", "float16").
+component of ``TCPBackend``): each posts the sends and receives of its rounds to the progress
+engine (``wire.Engine``), whose ``run()`` progresses them together. Which algorithm a size takes
+(the thresholds below), and why, and how float16 is summed: docs/distributed.md ("Algorithms by
+size", "float16").
 """
 from __future__ import annotations
 

@@ -17,8 +17,7 @@ _E = TypeVar("_E", bound=BaseException)
 
 
 class EngineErrors:
-    """Builds the engine's errors; ``self`` is the ``wire.Engine`` (mesh, op, seq, deadline,
-    active connections)."""
+    """Builds the engine's errors; ``self`` is the ``wire.Engine`` (what it uses: below)."""
 
     mesh: Any
     op: str

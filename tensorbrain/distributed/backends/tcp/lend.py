@@ -1,12 +1,9 @@
-"""Sends that lend the array's pages to the kernel instead of copying them (Unix sockets).
-
-``vmsplice`` maps the payload's pages into a pipe and ``splice`` hands them on to the Unix
-socket without copying, so only the receiver's copy is left. The kernel points at the sender's
-pages until the peer has read them, so only the ring lends (its order means a rank never writes
-into a range its peer has not read), and ``Engine.run`` waits for the socket's unread count
-(``SIOCOUTQ``, :func:`unread`) to reach zero before the op returns. Why, when it is safe, why
-TCP sockets never lend, and the figures: docs/distributed.md, "Zero-copy sends on Unix sockets".
-``TB_TCP_SPLICE=0`` turns lending off; without Linux's ``vmsplice`` it is off.
+"""Sends that lend the array's pages to the kernel instead of copying them (Unix sockets):
+``vmsplice`` into a pipe, ``splice`` on to the socket. Only the ring lends, and ``Engine.run``
+waits for the socket's unread count (:func:`unread`) to reach zero before the op returns. Why,
+when it is safe, why TCP sockets never lend, and the figures: docs/distributed.md, "Zero-copy
+sends on Unix sockets". ``TB_TCP_SPLICE=0`` turns lending off; without Linux's ``vmsplice`` it
+is off.
 """
 from __future__ import annotations
 

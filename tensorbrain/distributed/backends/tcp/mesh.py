@@ -1,15 +1,8 @@
-"""The tcp backend's connection mesh: one stream socket between every pair of ranks.
-
-Set-up (collective, through the group's store): every rank opens a TCP listener (bound to the
-address of ``TB_IFNAME`` when set, else all interfaces) and, for peers on the same host, a Unix
-stream socket; it publishes ``{host, host id, ip, port, unix path, pid}`` under
+"""The tcp backend's connection mesh: one stream socket between every pair of ranks, set up
+through the group's store (which address, Unix sockets for same-host peers, ``TB_IFNAME``:
+docs/distributed.md, "The tcp backend"). Every rank publishes its record under
 ``tcp/addr/<rank>``; the higher rank of each pair connects and sends a hello frame, the lower one
-accepts. The advertised IP is the local address that routes to the store's host (so
-MASTER_ADDR's network is used across machines). Same-host peers use Unix sockets
-(``TB_TCP_UNIX=0`` forces TCP): several times the bandwidth of TCP loopback (docs/distributed.md).
-
-The mesh also answers what became of a peer: ``peer_state`` (same host: /proc says it died or is
-stopped) and ``peer_abort_reason`` (the reason a failed peer left in the store).
+accepts. ``peer_state`` and ``peer_abort_reason`` say what became of a peer.
 """
 from __future__ import annotations
 
@@ -80,11 +73,6 @@ def _tune(sock: socket.socket, tcp: bool, deadline: float) -> None:
     if tcp:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-
-
-def _swallow(fn) -> None:
-    with contextlib.suppress(Exception):  # best effort (the store may be gone)
-        fn()
 
 
 class Mesh:
@@ -310,6 +298,9 @@ class Mesh:
 
     @staticmethod
     def _bounded(fn, seconds: float) -> None:
-        t = threading.Thread(target=lambda: _swallow(fn), daemon=True)
+        def swallow():
+            with contextlib.suppress(Exception):  # best effort (the store may be gone)
+                fn()
+        t = threading.Thread(target=swallow, daemon=True)
         t.start()
         t.join(seconds)

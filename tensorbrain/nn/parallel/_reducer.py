@@ -227,7 +227,7 @@ class Reducer:
                 self._sets = ((self.buckets, self._arenas), (region, arenas))
 
     def _lendable(self):
-        """Nothing but ``.grad`` itself refers to the output region: no earlier gradient lent
+        """Nothing but ``.grad`` itself refers to the region: no earlier gradient lent
         from it is still held (as ``old = p.grad``, ``.numpy()`` or a view), so this backward's
         average may be written there."""
         for i, p in enumerate(self.params):
@@ -276,7 +276,8 @@ class Reducer:
             if self._offered:
                 self._resident.target(self._lending)
         if self._offered:
-            # the weight-gradient GEMMs may write straight into the slot (no copy in the hook)
+            # the weight-gradient GEMMs may write straight into the bucket, in the slot or the
+            # region (no copy in the hook)
             for b in self.buckets:
                 for k, i in enumerate(b.indices):
                     if self.params[i].grad is None:

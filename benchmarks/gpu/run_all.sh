@@ -22,14 +22,15 @@
 # 15 s reserve); a step that would get under 20 s is skipped and says so. Resumable: a step that
 # finished leaves a marker in $TB_GPU_STATE (default /tmp/tb-gpu-state) and its files there, so a
 # second call on the same (still warm) machine skips it and only copies its results to $OUT again.
-# TB_GPU_FORCE=1 reruns everything; TB_GPU_ONLY="tests train" runs only the named steps.
+# TB_GPU_FORCE=1 reruns everything; TB_GPU_ONLY="tests train" runs only the named steps;
+# TB_GPU_PACK=1 leaves only summary.md and gpu-results.tgz (all the rest) in $OUT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 QUICK=0
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=1 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "run_all.sh: unknown argument '$a' (only --quick)" >&2; exit 2 ;;
   esac
 done
@@ -113,7 +114,9 @@ export PY
 export -f env_facts install
 step env 60 env_facts
 step install 180 install
-step tests 200 "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider --timeout 60 \
+# pytest-xdist (in the GPU image) spreads the tests over 8 workers: one GPU holds their 8 contexts
+XDIST=$("$PY" -c 'import xdist' 2>/dev/null && echo "-n 8")
+step tests 240 "$PY" -m pytest -m gpu -q -rs -p no:cacheprovider --timeout 60 $XDIST \
   --junitxml="$STATE/tests-gpu.xml" tests
 if [ "$QUICK" = 1 ]; then
   step train 90 "$PY" benchmarks/gpu/train_step.py --workloads mlp --amp fp32,bf16 --rounds 3 \
@@ -127,4 +130,10 @@ else
 fi
 "$PY" benchmarks/gpu/summarize.py "$OUT" >"$OUT/summary.md" 2>&1
 cat "$OUT/summary.md"
+# TB_GPU_PACK=1: the device tool brings back at most 8 files, so everything but summary.md goes
+# into one gpu-results.tgz
+if [ "${TB_GPU_PACK:-0}" = 1 ]; then
+  tar -czf "$STATE/gpu-results.tgz" -C "$OUT" . &&
+    find "$OUT" -mindepth 1 ! -name summary.md -delete && mv "$STATE/gpu-results.tgz" "$OUT"/
+fi
 say "all steps: $(cd "$STATE" && for f in *.rc; do printf '%s=%s ' "${f%.rc}" "$(head -c 40 "$f")"; done)"

@@ -57,6 +57,36 @@ def to_numpy(array) -> np.ndarray:
     return np.asarray(array)
 
 
+def matmul(a, b, out=None):
+    """``a @ b`` (``out=`` as ``matmul``'s), also for CuPy bfloat16 stacks.
+
+    CuPy 14 multiplies bfloat16 matrices (cuBLAS) but sends stacks (ndim > 2) to its integer
+    kernel, which fails with "data type 'E' not understood". Such a product runs here as one 2-D
+    GEMM when the right operand is a matrix (``(..., K) @ (K, N)``: the leading dims fold into
+    the rows), else in float32 and is rounded once to bfloat16 (cuBLAS accumulates bfloat16
+    products in float32 too). Every other product is plain ``matmul``.
+
+    Args:
+        a (ndarray): NumPy or CuPy array.
+        b (ndarray): an array of the same module.
+        out (ndarray | None): where to write the product.
+
+    Example:
+        >>> matmul(np.ones((2, 2, 3)), np.ones((3, 4))).shape
+        (2, 2, 4)
+    """
+    if (a.ndim > 2 or b.ndim > 2) and a.dtype.char == "E" and is_cupy_array(a):
+        if b.ndim == 2 and a.ndim > 2:
+            r = (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
+        else:
+            r = _cupy.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+    return a @ b if out is None else get_array_module(a).matmul(a, b, out=out)
+
+
 _BF16_REASON: list = []   # filled on first use: [None] when CuPy computes in bfloat16, else [why]
 
 

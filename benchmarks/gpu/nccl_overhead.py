@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     ap.add_argument("-w", "--warmup_iters", type=int, default=5)
     ap.add_argument("-r", "--rounds", type=int, default=3)
     ap.add_argument("--json")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="instead of the table: cProfile N calls of our all_reduce at 8 B")
     args = ap.parse_args(argv)
 
     import tensorbrain as tb
@@ -72,6 +74,20 @@ def main(argv=None) -> int:
     binding, comm = backend._nccl, backend.comm
     f32, red_sum = binding.DTYPES["float32"], binding.RED_OPS["sum"]
 
+    if args.profile:
+        import cProfile
+        import pstats
+        t = tb.Tensor._wrap(cp.ones(2, cp.float32))
+        for _ in range(100):
+            dist.all_reduce(t)
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(args.profile):
+            dist.all_reduce(t)
+        cp.cuda.get_current_stream().synchronize()
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+        return 0
     paths = {}
     try:
         from cupyx import distributed as cupyx_dist

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .. import _random
-from .._xp import get_array_module
+from .._xp import get_array_module, matmul
 from .._tensor_base import TensorBase as Tensor
 from .core import make, unbroadcast
 from .elementwise import _fused_module
@@ -96,7 +96,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
         rep = hq // hk
         k, v = xp.repeat(k, rep, axis=-3), xp.repeat(v, rep, axis=-3)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    s = q @ _swap(k)
+    s = matmul(q, _swap(k))
     mask_t = None
     if attn_mask is not None and not is_causal:
         s *= dt.type(scale)
@@ -124,15 +124,15 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
         pd = p * drop
     else:
         pd = p
-    out = pd @ v
+    out = matmul(pd, v)
     cell: dict = {}
     shapes = (query._data.shape, key._data.shape, value._data.shape)
 
     def backward(g):
         check_outputs(cell)
         gw = cell.pop("w", None)
-        gv = _swap(pd) @ g
-        gp = g @ _swap(v)
+        gv = matmul(_swap(pd), g)
+        gp = matmul(g, _swap(v))
         if gw is not None:
             gp += gw
         if drop is not None:
@@ -146,8 +146,8 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
             gp *= dt.type(scale)
         else:
             grad_fn(gp, p, scale)                         # dS * scale
-        gq = gp @ k
-        gk = _swap(gp) @ q
+        gq = matmul(gp, k)
+        gk = matmul(_swap(gp), q)
         if rep > 1:
             gk = gk.reshape(gk.shape[:-3] + (-1, rep) + gk.shape[-2:]).sum(axis=-3)
             gv = gv.reshape(gv.shape[:-3] + (-1, rep) + gv.shape[-2:]).sum(axis=-3)

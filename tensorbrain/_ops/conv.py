@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import _native
-from .._xp import get_array_module
+from .._xp import get_array_module, matmul
 from . import convnd as _convnd
 from .._tensor_base import TensorBase as Tensor
 from .core import make
@@ -357,5 +357,5 @@ def adaptive_avg_pool2d(input, output_size):
     # Separable: out = A_h @ x @ A_w^T with averaging matrices, two small GEMMs.
     ah = _adaptive_matrix(xp, h, oh, x.dtype)
     aw = _adaptive_matrix(xp, w, ow, x.dtype)
-    out = ah @ (x @ aw.T)
-    return make(out, (input,), lambda g: (ah.T @ (g @ aw),), "AdaptiveAvgPool2DBackward")
+    out = matmul(ah, matmul(x, aw.T))
+    return make(out, (input,), lambda g: (matmul(ah.T, matmul(g, aw)),), "AdaptiveAvgPool2DBackward")

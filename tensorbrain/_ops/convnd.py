@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .. import _native
-from .._xp import get_array_module
+from .._xp import get_array_module, matmul
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 from .core import make
 from .windows import _col2im, _im2col, _out_size, _pad, _padding, _windows, ntuple
@@ -57,9 +57,9 @@ def _flat_input_grad(xp, g, w3, padded_shape, ks, ds, outs, groups):
             for pos in itertools.product(*(range(k) for k in ks))]
     total = math.prod(sp)
     img = xp.zeros((n, groups, cg, total + offs[-1]), dtype=g.dtype)
-    chunk = max(1, _FLAT_CHUNK_BYTES // (P * c * lx * g.dtype.itemsize))
+    chunk = max(1, _limit(xp, _FLAT_CHUNK_BYTES) // (P * c * lx * g.dtype.itemsize))
     for i in range(0, n, chunk):
-        gc = xp.matmul(wp, g_ext[i:i + chunk]).reshape(-1, groups, P, cg, lx)
+        gc = matmul(wp, g_ext[i:i + chunk]).reshape(-1, groups, P, cg, lx)
         im = img[i:i + chunk]
         for p, off in enumerate(offs):
             im[..., off:off + lx] += gc[:, :, p]
@@ -241,6 +241,15 @@ _ONE_GEMM_MAX = 64      # see one_gemm in conv()
 _FLAT_MAX_EXTRA = 1.25  # see flat_ok in conv()
 _KEEP_COLS_BYTES = 64 << 20   # forward keeps its columns for the weight gradient up to this size
 _FLAT_CHUNK_BYTES = 1 << 20    # the flat input gradient's columns per GEMM (see _flat_input_grad)
+# On a GPU the chunks and the cache-sized limits above only multiply kernel launches (a ResNet-18
+# step on an H200 made ~30,000 of them and took 8.4x torch's time): there every batched GEMM is
+# one GEMM, and the columns are kept up to this many bytes.
+_GPU_BYTES = 4 << 30
+
+
+def _limit(xp, cpu_bytes: int) -> int:
+    """``cpu_bytes`` for NumPy arrays, ``_GPU_BYTES`` for CuPy's."""
+    return cpu_bytes if xp is np else _GPU_BYTES
 
 
 def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, name="conv"):
@@ -283,7 +292,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
     # per-image GEMMs are too thin for BLAS; one (OC x K)@(K x N*L) GEMM is then faster (0.71x
     # the time at L=16; at L=64 a conv step took 16.1 ms against 17.0 ms; 1.5x slower at
     # L=1024), the transpose folded into the im2col copy.
-    one_gemm = groups == 1 and L <= _ONE_GEMM_MAX
+    one_gemm = groups == 1 and (L <= _ONE_GEMM_MAX or xp is not np)   # a GPU: always one GEMM
 
     # Stride-1 convolutions take their input gradient on the flattened padded grid (see
     # _flat_input_grad) when its extra columns cost at most a quarter more GEMM work.
@@ -301,7 +310,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
         out = xp.ascontiguousarray((w3[0] @ cols).reshape(oc, n, L).transpose(1, 0, 2))
     elif pointwise:
         cols = columns()
-        out = xp.matmul(w3, cols)   # a GEMM per image and group
+        out = matmul(w3, cols)   # a GEMM per image and group
     else:
         # A GEMM per image and group, each few images' columns copied just before their GEMM
         # reads them (about 1 MiB at a time, still in cache): 4.4 against 5.0 ms for im2col and
@@ -309,15 +318,15 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
         cols = xp.empty((n, groups, kg, L), dtype=x.dtype)
         out = xp.empty((n, groups, ocg, L), dtype=x.dtype)
         win = _windows(xp, xpad, ks, ss, ds, outs)
-        chunk = max(1, _FLAT_CHUNK_BYTES // (c * math.prod(ks) * L * x.dtype.itemsize))
+        chunk = max(1, _limit(xp, _FLAT_CHUNK_BYTES) // (c * math.prod(ks) * L * x.dtype.itemsize))
         for i in range(0, n, chunk):
             part = cols[i:i + chunk]
             part.reshape(win[i:i + chunk].shape)[...] = win[i:i + chunk]
-            xp.matmul(w3, part, out=out[i:i + chunk])
+            matmul(w3, part, out=out[i:i + chunk])
     # The weight gradient needs the columns again: keep them when they are small enough (a
     # ResNet-18 3x3 conv at batch 32 has 231 MB of them; then backward rebuilds them, a copy
     # that costs about a tenth of the GEMM that follows).
-    kept = cols if weight.requires_grad and cols.nbytes <= _KEEP_COLS_BYTES else None
+    kept = cols if weight.requires_grad and cols.nbytes <= _limit(xp, _KEEP_COLS_BYTES) else None
     del cols
     out = out.reshape((n, oc) + outs)
     if bias is not None:
@@ -349,7 +358,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
                 # this orientation faster than (OC/G, L) @ (L, K) (15.6 against 18.4 ms for a
                 # 32x32x32x32 input and 64 3x3 filters; 4.6 against 5.5 ms at 16x16), and as
                 # fast as one GEMM over the batch without its two transposing copies.
-                gw = xp.matmul(cols, g4.swapaxes(-1, -2)).sum(axis=0)     # (G, K, OC/G)
+                gw = matmul(cols, g4.swapaxes(-1, -2)).sum(axis=0)     # (G, K, OC/G)
                 gw = xp.ascontiguousarray(gw.swapaxes(-1, -2)).reshape(w.shape)
         if input.requires_grad and flat_ok:
             gx = _flat_input_grad(xp, g, w3, xpad.shape, ks, ds, outs, groups)
@@ -360,7 +369,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
             if one_gemm:
                 gc = (w3[0].T @ g4).reshape(kg, n, L).transpose(1, 0, 2)
             else:
-                gc = xp.matmul(w3.swapaxes(-1, -2), g4)
+                gc = matmul(w3.swapaxes(-1, -2), g4)
             if pointwise:
                 gx = gc.reshape(x.shape)
             else:
@@ -430,7 +439,7 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
         cols = cols.transpose((nd + 1,) + tuple(range(nd + 1)) + tuple(range(nd + 2, 2 * nd + 2)))
     else:
         x4 = xp.ascontiguousarray(x).reshape(n, groups, cg, L)
-        cols = xp.matmul(w3.swapaxes(-1, -2), x4)      # (N, G, Cout/G * K, L): a GEMM per image
+        cols = matmul(w3.swapaxes(-1, -2), x4)      # (N, G, Cout/G * K, L): a GEMM per image
         cols = cols.reshape((n, oc) + tuple(ks) + size)
     img = _col2im(xp, cols, (n, oc) + full, ks, ss, ds, size)
     # A cropped result is copied once (with the bias, when there is one) so that the ops after
@@ -467,9 +476,9 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
             else:
                 gcols = gcols.reshape(n, groups, kg, L)
                 if input.requires_grad:
-                    gx = xp.matmul(w3, gcols).reshape(x.shape)     # (N, G, Cin/G, L)
+                    gx = matmul(w3, gcols).reshape(x.shape)     # (N, G, Cin/G, L)
                 if weight.requires_grad:
-                    gw = xp.matmul(x4, gcols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
+                    gw = matmul(x4, gcols.swapaxes(-1, -2)).sum(axis=0).reshape(w.shape)
             if gx is not None and unbatched:
                 gx = gx[0]
         return gx, gw, gb

@@ -8,7 +8,7 @@ import numpy as np
 from .._dtype import bfloat16 as _BF16
 from .._dtype import get_default_dtype, promote_types
 from .. import _native
-from .._xp import get_array_module
+from .._xp import get_array_module, is_cupy_array
 from ..autograd.grad_mode import _state as _grad_state
 from .._tensor_base import TensorBase as Tensor
 from .core import as_operand, make, shape_error, unbroadcast
@@ -331,7 +331,7 @@ def gelu(a, approximate="none"):
             out = C.gelu_erf_forward(x)
 
             def backward(g):
-                return (C.gelu_erf_backward(x, np.ascontiguousarray(g, dtype=np.float32)),)
+                return (C.gelu_erf_backward(x, xp.ascontiguousarray(g, dtype=np.float32)),)
         else:
             cdf = _gelu_cdf(x)
             out = (x * cdf).astype(x.dtype, copy=False)
@@ -376,12 +376,17 @@ _NATIVE_FUSED = True   # tests switch the native fused kernels off to run the tw
 
 
 def _fused_module(x):
-    """The C++ module for the fused float32 kernels (csrc/kernels/fused.cpp), or None for the
-    NumPy/CuPy twins: C-contiguous float32 NumPy arrays only."""
-    if not _NATIVE_FUSED or type(x) is not np.ndarray or x.dtype != np.float32 or \
-            not x.flags.c_contiguous:
+    """The module of fused float32 kernels for ``x``, or None for the NumPy/CuPy twins: the C++
+    one (csrc/kernels/fused.cpp) for C-contiguous float32 NumPy arrays, its CuPy counterpart
+    (``_ops/cuda_fused.py``, the same names) for C-contiguous float32 CuPy arrays."""
+    if not _NATIVE_FUSED or x.dtype != np.float32 or not x.flags.c_contiguous:
         return None
-    return _native.loaded()
+    if type(x) is np.ndarray:
+        return _native.loaded()
+    if is_cupy_array(x):
+        from . import cuda_fused
+        return cuda_fused
+    return None
 
 
 def _erf(x):

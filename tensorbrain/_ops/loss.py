@@ -11,7 +11,7 @@ from . import core as _core
 from . import elementwise as _E
 from . import reduce as _R
 from .core import make, unbroadcast
-from .._xp import get_array_module
+from .._xp import get_array_module, to_numpy
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
@@ -176,12 +176,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         _check_targets("cross_entropy", input, target)
         t = target._data.reshape(-1)
         valid = t != ignore_index
-        if valid.all():
+        ts = xp.where(valid, t, 0)
+        # One read of three numbers: each int() of a CuPy array waits for the GPU.
+        nvalid, lo, hi = (int(v) for v in to_numpy(xp.stack(
+            (valid.sum(), ts.min(), ts.max())))) if t.size else (0, 0, 0)
+        if nvalid == t.size:
             valid, ts = None, t
-        else:
-            ts = xp.where(valid, t, 0)
-        if ts.size and (int(ts.min()) < 0 or int(ts.max()) >= c):
-            bad = int(ts.max()) if int(ts.max()) >= c else int(ts.min())
+        if t.size and (lo < 0 or hi >= c):
+            bad = hi if hi >= c else lo
             raise IndexError(f"cross_entropy: target {bad} is out of bounds for {c} classes "
                              f"(input shape {tuple(shape)})")
         rows = xp.arange(m)
@@ -220,8 +222,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                 getattr(r, "ndim", 0) == 0:
             # The common case: grad = (softmax - onehot) * r, one pass natively.
             C = _E._fused_module(logp)
+            # r stays on the GPU (float() would wait for it); the NumPy paths take a float
             gx = (cross_entropy_rows_backward if C is None else C.cross_entropy_rows_backward)(
-                logp, xp.ascontiguousarray(ts, dtype=np.int64), float(r))
+                logp, xp.ascontiguousarray(ts, dtype=np.int64),
+                r if C is not None and xp is not np else float(r))
         else:
             p = xp.exp(logp)
             if target._data.dtype.kind == "f":

@@ -11,7 +11,7 @@ import numpy as np
 
 from .core import make
 from .elementwise import _fused_module
-from .._xp import get_array_module
+from .._xp import get_array_module, matmul
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 
@@ -36,7 +36,7 @@ def _channel_sum(xp, a, b, axes):
     full-size product: per image a batched (C, L) row-wise dot, summed over images."""
     n, c = a.shape[:2]
     a3, b3 = a.reshape(n, c, 1, -1), b.reshape(n, c, -1, 1)
-    return xp.matmul(a3, b3).sum(axis=0).reshape((1, c) + (1,) * (a.ndim - 2))
+    return matmul(a3, b3).sum(axis=0).reshape((1, c) + (1,) * (a.ndim - 2))
 
 
 def _affine_grads(g, xhat, weight, bias, axes):
@@ -82,7 +82,7 @@ def _layer_norm_native(C, input, weight, bias, x, wd, bd, normalized_shape, eps)
     out, mean, rstd = C.layer_norm_rows_forward(x2, w2, b2, float(eps))
 
     def backward(g):
-        g2 = np.ascontiguousarray(g, dtype=x.dtype).reshape(-1, d)
+        g2 = get_array_module(g).ascontiguousarray(g, dtype=x.dtype).reshape(-1, d)
         gx, gw, gb = C.layer_norm_rows_backward(
             x2, mean, rstd, w2, g2, input.requires_grad,
             weight is not None and weight.requires_grad, bias is not None and bias.requires_grad)
@@ -110,9 +110,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         return _layer_norm_native(C, input, weight, bias, x, wd, bd, normalized_shape, eps)
     xp = get_array_module(x)
     axes = tuple(range(x.ndim - k, x.ndim))
-    mu = x.mean(axis=axes, keepdims=True)
+    # astype: CuPy's mean of bfloat16 is float32 (NumPy's keeps the dtype)
+    mu = x.mean(axis=axes, keepdims=True).astype(x.dtype, copy=False)
     xc = x - mu
-    rstd = 1 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
+    rstd = (1 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)).astype(x.dtype, copy=False)
     xhat = xc * rstd
     out = _scale_shift(xhat, None if weight is None else weight._data,
                        None if bias is None else bias._data)
@@ -187,10 +188,11 @@ def _batch_norm_train_native(C, input, running_mean, running_var, weight, bias, 
     c = x.shape[1]
     out, mu, var = C.batch_norm_train_forward(x, wd, bd, float(eps))
     _update_running(running_mean, running_var, mu, var, x.size // c, momentum)
-    rstd = (1 / np.sqrt(var.astype(np.float64) + eps)).astype(np.float32)
+    xp = get_array_module(x)
+    rstd = (1 / xp.sqrt(var.astype(np.float64) + eps)).astype(np.float32)
 
     def backward(g):
-        g = np.ascontiguousarray(g, dtype=x.dtype)
+        g = xp.ascontiguousarray(g, dtype=x.dtype)
         return C.batch_norm_train_backward(
             g, x, mu, rstd, wd, input.requires_grad,
             weight is not None and weight.requires_grad, bias is not None and bias.requires_grad)

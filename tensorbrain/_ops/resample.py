@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .._xp import get_array_module
+from .._xp import get_array_module, matmul
 from . import shape as _S
 from .core import make
 
@@ -78,11 +78,11 @@ def _apply(xp, x, mats, transpose=False):
             m = m.T
         j = nd - k   # position from the end
         if j == 1:
-            x = x @ m.T
+            x = matmul(x, m.T)
         else:
             shp = x.shape
             rest = math.prod(shp[len(shp) - j + 1:])
-            x = (m @ x.reshape(shp[:len(shp) - j] + (shp[-j], rest))).reshape(
+            x = matmul(m, x.reshape(shp[:len(shp) - j] + (shp[-j], rest))).reshape(
                 shp[:len(shp) - j] + (m.shape[0],) + shp[len(shp) - j + 1:])
     return x
 

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import _dtype
 from .._xp import get_array_module
+from .._xp import matmul as array_matmul
 from .._tensor_base import TensorBase as Tensor
 from .core import make, make_view, unbroadcast
 from ..autograd.graph import SliceGrad
@@ -273,7 +274,7 @@ def matmul(a, b):
         raise RuntimeError(f"matmul: expected both tensors on the same device, got {a.device} "
                            f"and {b.device}")
     try:
-        out = x @ y
+        out = array_matmul(x, y)
     except ValueError:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_fmt(x.shape)} and "
                            f"{_fmt(y.shape)})") from None
@@ -292,10 +293,10 @@ def matmul(a, b):
         if y.ndim == 1:
             gg = xp.expand_dims(gg, -1)
         if a.requires_grad:
-            ga = gg @ xp.swapaxes(yy, -1, -2)
+            ga = array_matmul(gg, xp.swapaxes(yy, -1, -2))
             ga = unbroadcast(ga, xx.shape).reshape(x.shape)
         if b.requires_grad:
-            gb = xp.swapaxes(xx, -1, -2) @ gg
+            gb = array_matmul(xp.swapaxes(xx, -1, -2), gg)
             gb = unbroadcast(gb, yy.shape).reshape(y.shape)
         return ga, gb
     return make(out, (a, b), backward, "MmBackward", (a, b))

@@ -182,7 +182,7 @@ def _embedding_rows_add(target, idx, rows):
     per row (``tensorbrain._C.embedding_rows_add``) for float32, else :func:`embedding_rows_add`."""
     C = _E._fused_module(rows)
     if C is not None and _E._fused_module(target) is not None:
-        C.embedding_rows_add(target, np.ascontiguousarray(idx, dtype=np.int64), rows)
+        C.embedding_rows_add(target, get_array_module(idx).ascontiguousarray(idx, dtype=np.int64), rows)
     else:
         embedding_rows_add(target, idx, rows)
 

@@ -1,7 +1,10 @@
 """SGD with momentum, dampening, Nesterov and weight decay (PyTorch's formulas)."""
 from __future__ import annotations
 
-from .._xp import get_array_module
+import numpy as np
+
+from .._ops import cuda_fused
+from .._xp import get_array_module, is_cupy_array
 from ._checks import check_flags
 from .optimizer import Optimizer, required
 
@@ -33,6 +36,13 @@ class SGD(Optimizer):
 
     def _update(self, p, g, state, group):
         lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
+        if is_cupy_array(p) and p.dtype == g.dtype == np.float32 and isinstance(lr, (int, float)):
+            # on the GPU one launch per parameter (_ops/cuda_fused.py), not four to six
+            buf = cuda_fused.sgd_step(p, g, state.get("momentum_buffer"), lr, mu,
+                                      group["dampening"], wd, group["nesterov"], group["maximize"])
+            if mu != 0:
+                state["momentum_buffer"] = buf
+            return
         tmp = self._scratch(p)
         if group["maximize"]:
             g = -g

@@ -54,8 +54,12 @@ class NCCLBackend(base.Backend):
         self.device = cp.cuda.Device()
         self._p2p_seq = 0  # point-to-point ops (named in their errors)
         uid = self._exchange_unique_id(store)
+        self._args: dict = {}   # (dtype, op) -> NCCL's codes (np.dtype(...).name costs us a call)
         with self.device:
             self.stream = cp.cuda.Stream(non_blocking=True)
+            # One event orders the stream after the caller's: a wait takes the event's state at
+            # the call, so the next record may reuse it (saves creating one per collective).
+            self._ready = cp.cuda.Event(disable_timing=True)
             try:
                 self.comm = self._nccl.Communicator(size, uid, rank)
             except self._nccl.NcclError as exc:
@@ -122,11 +126,9 @@ class NCCLBackend(base.Backend):
                 raise ValueError(f"{op}: array is on cuda:{a.device.id} but group "
                                  f"{self.group_name!r} communicates on cuda:{self.device.id}; "
                                  "call tb.cuda.set_device(local_rank) before init_process_group")
-        cp = self._cp
         with self.device:
-            ready = cp.cuda.Event(disable_timing=True)
-            ready.record(cp.cuda.get_current_stream())
-            self.stream.wait_event(ready)
+            self._ready.record(self._cp.cuda.get_current_stream())
+            self.stream.wait_event(self._ready)
 
     def _launch(self, op: str, body, keep, result, async_op: bool, after=None, seq=None):
         """Run ``body(stream_ptr)`` (NCCL calls) on the communication stream (already ordered after
@@ -188,6 +190,12 @@ class NCCLBackend(base.Backend):
 
     def _reduce_args(self, dtype, op: str):
         """NCCL's (dtype, reduce op) codes (the pipeline's check accepted the pair)."""
+        args = self._args.get((dtype, op))
+        if args is None:
+            args = self._args[(dtype, op)] = self._nccl_args(dtype, op)
+        return args
+
+    def _nccl_args(self, dtype, op: str):
         name = np.dtype(dtype).name
         if name == "bool":
             # bool bytes are 0/1: max is "or", min is "and" (torch reduces bool the same way).

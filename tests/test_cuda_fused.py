@@ -172,3 +172,38 @@ def _run_ops(monkeypatch, fused):
 def test_ops_on_fused_kernels_match_the_twins(monkeypatch):
     for a, b in zip(_run_ops(monkeypatch, True), _run_ops(monkeypatch, False)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fold", [True, False])
+@pytest.mark.parametrize("k,s,p,d", [(3, 1, 1, 1), (3, 2, 1, 1), (5, 2, 2, 2), (1, 1, 0, 1)])
+def test_im2col_kernels_match_twins(cf, fold, k, s, p, d):
+    from tensorbrain._ops import convnd
+    x = rng.standard_normal((3, 4, 9, 8)).astype(np.float32)
+    n, c, h, w = x.shape
+    oh, ow = ((h + 2 * p - d * (k - 1) - 1) // s + 1, (w + 2 * p - d * (k - 1) - 1) // s + 1)
+    geom = (k, k, s, s, p, p, d, d, oh, ow)
+    want = convnd.im2col2d(x, *geom, fold)
+    assert np.array_equal(_np(cf.im2col2d(_cp(x), *geom, fold)), want)
+    cols = rng.standard_normal(want.shape).astype(np.float32)
+    np.testing.assert_allclose(_np(cf.col2im2d(_cp(cols), n, c, h, w, *geom, fold)),
+                               convnd.col2im2d(cols, n, c, h, w, *geom, fold), **TOL)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("kw", [dict(stride=1, padding=1), dict(stride=2, padding=1),
+                                dict(stride=1, padding=2, dilation=2), dict(stride=2, padding=0)])
+def test_conv2d_on_the_gpu_matches_the_cpu(transposed, kw):
+    r = np.random.default_rng(5)
+    x = r.standard_normal((4, 3, 10, 9)).astype(np.float32)
+    wshape = (3, 5, 3, 3) if transposed else (5, 3, 3, 3)
+    w = r.standard_normal(wshape).astype(np.float32)
+    b = r.standard_normal(5).astype(np.float32)
+    fn = tb.nn.functional.conv_transpose2d if transposed else tb.nn.functional.conv2d
+    res = []
+    for dev in ("cpu", "cuda"):
+        ts = [tb.tensor(a).to(dev).requires_grad_() for a in (x, w, b)]
+        out = fn(*ts, **kw)
+        out.backward(tb.tensor(np.cos(np.arange(out.numel())).reshape(out.shape).astype(np.float32)).to(dev))
+        res.append([out.detach().cpu().numpy()] + [t.grad.cpu().numpy() for t in ts])
+    for a, c in zip(*res):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-4)

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .. import _native
-from .._xp import get_array_module, matmul
+from .._xp import get_array_module, is_cupy_array, matmul
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 from .core import make
 from .windows import _col2im, _im2col, _out_size, _pad, _padding, _windows, ntuple
@@ -122,11 +122,17 @@ _FOLD_CONV_MAX = 256   # see _conv2d_columns
 
 
 def _columns_module(x):
-    """Where :func:`im2col2d`/:func:`col2im2d` run for ``x``: the C++ module, or None for the
-    NumPy paths (CuPy arrays, other dtypes, no ``tensorbrain._C``)."""
-    if not _NATIVE_2D or type(x) is not np.ndarray or x.dtype not in _NATIVE_DTYPES:
+    """Where :func:`im2col2d`/:func:`col2im2d` run for ``x``: the C++ module (float32/64 NumPy
+    arrays), their CuPy kernels (float32 CuPy arrays, ``_ops/cuda_fused.py``), or None for the
+    NumPy/CuPy paths."""
+    if not _NATIVE_2D or x.dtype not in _NATIVE_DTYPES:
         return None
-    return _native.loaded()
+    if type(x) is np.ndarray:
+        return _native.loaded()
+    if x.dtype == np.float32 and is_cupy_array(x):
+        from . import cuda_fused
+        return cuda_fused
+    return None
 
 
 def _to_channel_major(xp, a):
@@ -163,15 +169,16 @@ def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
     w = weight._data
     oc = w.shape[0]
     w2 = w.reshape(oc, -1)
-    fold = oh * ow <= _FOLD_CONV_MAX
+    xp = get_array_module(x)
+    fold = oh * ow <= _FOLD_CONV_MAX or xp is not np   # a GPU: always one GEMM
     cols = C.im2col2d(x, *geom, fold)
     if fold:
-        out = _from_channel_major(np, w2 @ cols, n, (oh, ow), None if bias is None else bias._data)
+        out = _from_channel_major(xp, w2 @ cols, n, (oh, ow), None if bias is None else bias._data)
     else:
-        out = np.matmul(w2, cols).reshape(n, oc, oh, ow)
+        out = xp.matmul(w2, cols).reshape(n, oc, oh, ow)
         if bias is not None:
             out += bias._data.reshape(1, oc, 1, 1)
-    kept = cols if weight.requires_grad and cols.nbytes <= _KEEP_COLS_BYTES else None
+    kept = cols if weight.requires_grad and cols.nbytes <= _limit(xp, _KEEP_COLS_BYTES) else None
     del cols
     if unbatched:
         out = out[0]
@@ -180,7 +187,7 @@ def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
         if unbatched:
             g = g[None]
         # channel-major for one GEMM; else contiguous (a stride-0 g makes matmul skip BLAS)
-        gf = _to_channel_major(np, g) if fold else np.ascontiguousarray(g).reshape(n, oc, -1)
+        gf = _to_channel_major(xp, g) if fold else xp.ascontiguousarray(g).reshape(n, oc, -1)
         gx = gw = gb = None
         if bias is not None and bias.requires_grad:
             gb = gf.sum(axis=1) if fold else gf.sum(axis=(0, 2))
@@ -189,10 +196,10 @@ def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
             if fold:
                 gw = (gf @ cols.T).reshape(w.shape)
             else:   # (K, L) @ (L, OC) per image: the faster orientation (see conv())
-                gw = np.ascontiguousarray(np.matmul(cols, gf.swapaxes(-1, -2)).sum(axis=0).T)
+                gw = xp.ascontiguousarray(xp.matmul(cols, gf.swapaxes(-1, -2)).sum(axis=0).T)
                 gw = gw.reshape(w.shape)
         if input.requires_grad:
-            gx = C.col2im2d(np.matmul(w2.T, gf), n, c, h, wd, *geom, fold)
+            gx = C.col2im2d(xp.matmul(w2.T, gf), n, c, h, wd, *geom, fold)
             if unbatched:
                 gx = gx[0]
         return gx, gw, gb
@@ -205,10 +212,11 @@ def _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs):
     and ``gW = x @ gcols.T`` (the native kernels crop and pad, no padded image is made)."""
     kh, kw, sh, sw, ph, pw, dh, dw, ih, iw = geom
     n, c = x.shape[:2]
+    xp = get_array_module(x)
     w = weight._data
     oc = w.shape[1]
     w2 = w.reshape(c, -1)                                  # (Cin, Cout*K)
-    x4 = _to_channel_major(np, x)                          # (Cin, N*L)
+    x4 = _to_channel_major(xp, x)                          # (Cin, N*L)
     cols = w2.T @ x4                                       # (Cout*K, N*L)
     out = C.col2im2d(cols, n, oc, outs[0], outs[1], *geom, True)
     del cols
@@ -220,14 +228,14 @@ def _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs):
     def backward(g):
         if unbatched:
             g = g[None]
-        g = np.ascontiguousarray(g, dtype=x.dtype)
+        g = xp.ascontiguousarray(g, dtype=x.dtype)
         gx = gw = gb = None
         if bias is not None and bias.requires_grad:
             gb = g.sum(axis=(0, 2, 3))
         if input.requires_grad or weight.requires_grad:
             gcols = C.im2col2d(g, *geom, True)             # (Cout*K, N*L)
             if input.requires_grad:
-                gx = _from_channel_major(np, w2 @ gcols, n, (ih, iw))
+                gx = _from_channel_major(xp, w2 @ gcols, n, (ih, iw))
                 if unbatched:
                     gx = gx[0]
             if weight.requires_grad:

@@ -194,6 +194,39 @@ extern "C" __global__ void log_softmax_fwd(const float* __restrict__ x, float* _
 """
 
 
+# One output element per thread. The column array is (C*KH*KW, N*OH*OW) with ``fold`` (one GEMM
+# over the batch reads it), else (N, C*KH*KW, OH*OW); row r = (c*KH + ky)*KW + kx, column
+# l = oy*OW + ox of image n. Pixels in the padding read as 0 (im2col) or are dropped (col2im).
+# tests/test_cuda_kernels_cpu.py compiles these two bodies with g++ and checks them against the
+# NumPy twins on the CPU; tests/test_cuda_fused.py runs them on a GPU.
+_IM2COL = r"""
+long long nl = oh * ow, nk = nc * kh * kw, b, r, l;
+if (fold) { r = i / (nb * nl); long long j = i - r * (nb * nl); b = j / nl; l = j - b * nl; }
+else { b = i / (nk * nl); r = (i / nl) % nk; l = i % nl; }
+long long ch = r / (kh * kw), ky = (r / kw) % kh, kx = r % kw, oy = l / ow, ox = l % ow;
+long long y = oy * sh - ph + ky * dh, xc = ox * sw - pw + kx * dw;
+col = (y >= 0 && y < ih && xc >= 0 && xc < iw) ? x[((b * nc + ch) * ih + y) * iw + xc] : 0.f;
+"""
+_COL2IM = r"""
+long long nl = oh * ow, nk = nc * kh * kw;
+long long xc = i % iw, y = (i / iw) % ih, ch = (i / (iw * ih)) % nc, b = i / (iw * ih * nc);
+float acc = 0.f;
+for (long long ky = 0; ky < kh; ++ky) {
+    long long ty = y + ph - ky * dh;
+    if (ty < 0 || ty % sh != 0 || ty / sh >= oh) continue;
+    for (long long kx = 0; kx < kw; ++kx) {
+        long long tx = xc + pw - kx * dw;
+        if (tx < 0 || tx % sw != 0 || tx / sw >= ow) continue;
+        long long r = (ch * kh + ky) * kw + kx, l = (ty / sh) * ow + tx / sw;
+        acc += cols[fold ? r * (nb * nl) + b * nl + l : (b * nk + r) * nl + l];
+    }
+}
+img = acc;
+"""
+_GEOMETRY = ("int64 nb, int64 nc, int64 ih, int64 iw, int64 kh, int64 kw, int64 sh, int64 sw, "
+             "int64 ph, int64 pw, int64 dh, int64 dw, int64 oh, int64 ow, int32 fold")
+
+
 @functools.cache
 def _module():
     return _cupy().RawModule(code=_SOURCE, options=("--std=c++17",))
@@ -239,6 +272,10 @@ def _elementwise(name: str):
             "if (mu != 0.f) { float v = first ? d : buf * mu + damp * d; buf = v;"
             "                 d = nesterov ? d + mu * v : v; }"
             "p -= lr * d", "tb_sgd"),
+        "im2col2d": lambda: cp.ElementwiseKernel(
+            "raw float32 x, " + _GEOMETRY, "float32 col", _IM2COL, "tb_im2col2d"),
+        "col2im2d": lambda: cp.ElementwiseKernel(
+            "raw float32 cols, " + _GEOMETRY, "float32 img", _COL2IM, "tb_col2im2d"),
         "sgd_plain": lambda: cp.ElementwiseKernel(
             "float32 g, float32 lr, float32 wd, int32 maximize", "float32 p",
             "float d = maximize ? -g : g; if (wd != 0.f) d += wd * p; p -= lr * d",
@@ -368,6 +405,31 @@ def embedding_rows_add(target, idx, rows):
     import cupyx  # type: ignore
 
     cupyx.scatter_add(target, idx, rows)
+
+
+def _geometry(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fold):
+    return tuple(np.int64(v) for v in (n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)) + \
+        (np.int32(bool(fold)),)
+
+
+def im2col2d(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fold):
+    """The columns of ``x`` (N, C, H, W) with zero padding: ``(C*KH*KW, N*OH*OW)`` with
+    ``fold``, else ``(N, C*KH*KW, OH*OW)``; one launch, no padded copy."""
+    x = _cupy().ascontiguousarray(x)
+    n, c, h, w = x.shape
+    k, L = c * kh * kw, oh * ow
+    cols = _cupy().empty((k, n * L) if fold else (n, k, L), np.float32)
+    return _elementwise("im2col2d")(
+        x, *_geometry(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fold), cols)
+
+
+def col2im2d(cols, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fold):
+    """The adjoint of :func:`im2col2d`: the (N, C, H, W) sums of the columns at their pixels,
+    gathered (one launch, no atomics: each pixel adds its kernel positions in order)."""
+    cols = _cupy().ascontiguousarray(cols)
+    img = _cupy().empty((n, c, h, w), np.float32)
+    return _elementwise("col2im2d")(
+        cols, *_geometry(n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fold), img)
 
 
 def sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov, maximize):

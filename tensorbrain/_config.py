@@ -200,6 +200,10 @@ declare("TB_SHM", _bool, True,
 declare("TB_FASTPATH", _bool, True,
         "all_reduce of one contiguous tensor (SUM/AVG, default group, synchronous, every rank on "
         "this host) in one native call (the collective pipeline's first step, TCPBackend.fast_all_reduce). 0: the general path.")
+declare("TB_CUDA_CONV", _bool, False,
+        "GPU: float32 2-D convolutions on TensorBrain's CuPy im2col/col2im kernels (one GEMM per "
+        "convolution; about 280 fewer launches per ResNet-18 step). Off until they have run on a "
+        "GPU: their index arithmetic is checked on the CPU only (issue 34).")
 declare("TB_FSDP_PAGE_CACHE", int, 2,
         "FSDP on the CPU: how many released units' pages to keep and move (mremap) into the next "
         "unit of the same size that all-gathers, instead of returning them to the OS and faulting "

@@ -189,10 +189,12 @@ def test_im2col_kernels_match_twins(cf, fold, k, s, p, d):
                                convnd.col2im2d(cols, n, c, h, w, *geom, fold), **TOL)
 
 
+@pytest.mark.parametrize("kernels", ["0", "1"])
 @pytest.mark.parametrize("transposed", [False, True])
 @pytest.mark.parametrize("kw", [dict(stride=1, padding=1), dict(stride=2, padding=1),
                                 dict(stride=1, padding=2, dilation=2), dict(stride=2, padding=0)])
-def test_conv2d_on_the_gpu_matches_the_cpu(transposed, kw):
+def test_conv2d_on_the_gpu_matches_the_cpu(monkeypatch, kernels, transposed, kw):
+    monkeypatch.setenv("TB_CUDA_CONV", kernels)
     r = np.random.default_rng(5)
     x = r.standard_normal((4, 3, 10, 9)).astype(np.float32)
     wshape = (3, 5, 3, 3) if transposed else (5, 3, 3, 3)

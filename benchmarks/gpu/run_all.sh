@@ -124,6 +124,9 @@ if [ "$QUICK" = 1 ]; then
 else
   step train 150 "$PY" benchmarks/gpu/train_step.py --amp fp32,bf16 --rounds 3 --steps 10 \
     --json "$STATE/train-step.json"
+  # the CuPy conv kernels (TB_CUDA_CONV, off by default until a GPU run shows them right)
+  step conv 60 env TB_CUDA_CONV=1 "$PY" benchmarks/gpu/train_step.py --workloads resnet18 \
+    --amp fp32 --rounds 3 --steps 10 --json "$STATE/conv-train.json"
   step nccl 60 "$PY" benchmarks/gpu/nccl_overhead.py -n 30 -r 3 --json "$STATE/nccl-overhead.json"
   step copy 40 "$PY" benchmarks/gpu/copy_bandwidth.py --rounds 5 --json "$STATE/copy-bandwidth.json"
   step allreduce 40 "$PY" benchmarks/nccl_allreduce.py -b 8 -e 256M -f 8 -n 10 -r 2

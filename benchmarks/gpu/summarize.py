@@ -22,6 +22,25 @@ def _fmt(v, spec=".2f"):
     return "-" if v is None else format(v, spec)
 
 
+def _train_table(train, title=""):
+    """The training-step table of one ``train_step.py --json`` file (nothing when absent)."""
+    if not train:
+        return
+    print(title, end="")
+    print("| workload | precision | tb ms/step | torch ms/step | tb/torch | throughput vs torch | tb peak MiB "
+          "| torch peak MiB |\n|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in train["rows"]:
+        if "error" in r:
+            print(f"| {r['workload']} | {r.get('amp', 'fp32')} | error: {r['error'][:120]} "
+                  "| | | | | |")
+            continue
+        mib = lambda k: None if r.get(k) is None else r[k] / 2**20  # noqa: E731
+        print(f"| {r['workload']} | {r.get('amp', 'fp32')} | {_fmt(r.get('tb_ms'))} | {_fmt(r.get('torch_ms'))} | "
+              f"{_fmt(r.get('ratio'))} | {_fmt(r.get('throughput_vs_torch'))} | "
+              f"{_fmt(mib('tb_peak_bytes'), '.0f')} | {_fmt(mib('torch_peak_bytes'), '.0f')} |")
+    print()
+
+
 def main(folder: str) -> None:
     print("# GPU run summary\n")
     steps = sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".rc"))
@@ -40,20 +59,8 @@ def main(folder: str) -> None:
                 print(f"- FAILED {case.get('classname')}::{case.get('name')}: "
                       f"{(bad.get('message') or '')[:300]}")
         print()
-    train = _load(folder, "train-step.json")
-    if train:
-        print("| workload | precision | tb ms/step | torch ms/step | tb/torch | throughput vs torch | tb peak MiB "
-              "| torch peak MiB |\n|---|---|---:|---:|---:|---:|---:|---:|")
-        for r in train["rows"]:
-            if "error" in r:
-                print(f"| {r['workload']} | {r.get('amp', 'fp32')} | error: {r['error'][:120]} "
-                      "| | | | | |")
-                continue
-            mib = lambda k: None if r.get(k) is None else r[k] / 2**20  # noqa: E731
-            print(f"| {r['workload']} | {r.get('amp', 'fp32')} | {_fmt(r.get('tb_ms'))} | {_fmt(r.get('torch_ms'))} | "
-                  f"{_fmt(r.get('ratio'))} | {_fmt(r.get('throughput_vs_torch'))} | "
-                  f"{_fmt(mib('tb_peak_bytes'), '.0f')} | {_fmt(mib('torch_peak_bytes'), '.0f')} |")
-        print()
+    _train_table(_load(folder, "train-step.json"))
+    _train_table(_load(folder, "conv-train.json"), "With TB_CUDA_CONV=1 (the CuPy conv kernels):\n\n")
     nccl = _load(folder, "nccl-overhead.json")
     if nccl:
         print(f"NCCL all_reduce at world size 1 on {nccl.get('device')} (us per call)\n")

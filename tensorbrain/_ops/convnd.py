@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .. import _native
+from .. import _config, _native
 from .._xp import get_array_module, is_cupy_array, matmul
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 from .core import make
@@ -129,7 +129,7 @@ def _columns_module(x):
         return None
     if type(x) is np.ndarray:
         return _native.loaded()
-    if x.dtype == np.float32 and is_cupy_array(x):
+    if x.dtype == np.float32 and is_cupy_array(x) and _config.get("TB_CUDA_CONV"):
         from . import cuda_fused
         return cuda_fused
     return None

@@ -177,16 +177,16 @@ def test_ops_on_fused_kernels_match_the_twins(monkeypatch):
 @pytest.mark.parametrize("fold", [True, False])
 @pytest.mark.parametrize("k,s,p,d", [(3, 1, 1, 1), (3, 2, 1, 1), (5, 2, 2, 2), (1, 1, 0, 1)])
 def test_im2col_kernels_match_twins(cf, fold, k, s, p, d):
-    from tensorbrain._ops import convnd
+    from tensorbrain._ops import conv_columns
     x = rng.standard_normal((3, 4, 9, 8)).astype(np.float32)
     n, c, h, w = x.shape
     oh, ow = ((h + 2 * p - d * (k - 1) - 1) // s + 1, (w + 2 * p - d * (k - 1) - 1) // s + 1)
     geom = (k, k, s, s, p, p, d, d, oh, ow)
-    want = convnd.im2col2d(x, *geom, fold)
+    want = conv_columns.im2col2d(x, *geom, fold)
     assert np.array_equal(_np(cf.im2col2d(_cp(x), *geom, fold)), want)
     cols = rng.standard_normal(want.shape).astype(np.float32)
     np.testing.assert_allclose(_np(cf.col2im2d(_cp(cols), n, c, h, w, *geom, fold)),
-                               convnd.col2im2d(cols, n, c, h, w, *geom, fold), **TOL)
+                               conv_columns.col2im2d(cols, n, c, h, w, *geom, fold), **TOL)
 
 
 @pytest.mark.parametrize("kernels", ["0", "1"])

@@ -1,7 +1,7 @@
 """The index arithmetic of the GPU's im2col/col2im kernels (tensorbrain/_ops/cuda_fused.py), run
 on the CPU: each kernel body is compiled with the C++ compiler inside a loop over the output
 elements (what CuPy's ElementwiseKernel does with one thread per element) and compared with the
-NumPy twins ``convnd.im2col2d``/``col2im2d``. The GPU runs the same bodies in
+NumPy twins ``conv_columns.im2col2d``/``col2im2d``. The GPU runs the same bodies in
 tests/test_cuda_fused.py; this test is what a machine without one can check of them."""
 import ctypes
 import shutil
@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from tensorbrain._ops import convnd, cuda_fused
+from tensorbrain._ops import conv_columns, cuda_fused
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
@@ -53,10 +53,10 @@ def test_kernel_bodies_match_the_numpy_twins(lib, fold, k, s, p, d, size):
     oh, ow = ((h + 2 * p - d * (k - 1) - 1) // s + 1, (w + 2 * p - d * (k - 1) - 1) // s + 1)
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     geom = (k, k, s, s, p, p, d, d, oh, ow)
-    want = convnd.im2col2d(x, *geom, fold)
+    want = conv_columns.im2col2d(x, *geom, fold)
     got = _call(lib.im2col, x, np.empty(want.shape, np.float32), (n, c, h, w) + geom, fold)
     assert np.array_equal(got, want)
     cols = rng.standard_normal(want.shape).astype(np.float32)
-    want = convnd.col2im2d(cols, n, c, h, w, *geom, fold)
+    want = conv_columns.col2im2d(cols, n, c, h, w, *geom, fold)
     got = _call(lib.col2im, cols, np.empty((n, c, h, w), np.float32), (n, c, h, w) + geom, fold)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)   # the same adds, the same order

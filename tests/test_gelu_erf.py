@@ -7,7 +7,7 @@ import pytest
 
 import tensorbrain as tb
 import tensorbrain.nn.functional as F
-from tensorbrain._ops.elementwise import _erf, _erf_f32
+from tensorbrain._ops.erf import _erf, _erf_f32
 
 
 def test_float32_erf_within_5e_7_of_float64_everywhere():

@@ -1,5 +1,5 @@
 // im2col / col2im for 2-D convolutions over NCHW float32/float64 images: tensorbrain._C.im2col2d /
-// col2im2d. The NumPy twins are tensorbrain/_ops/convnd.py's im2col2d / col2im2d (a strided
+// col2im2d. The NumPy twins are tensorbrain/_ops/conv_columns.py's im2col2d / col2im2d (a strided
 // window view copied once; a scattered add per kernel position), and tests/nn/test_conv_native.py
 // holds the two together.
 //

@@ -101,9 +101,11 @@ PATHS = {"per-image": {**_PER, **_STRIDED}, "flat-col2im": {**_PER, **_FLAT},
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("nd,kw", CONV, ids=[f"{nd}d-{kw}" for nd, kw in CONV])
 def test_conv_nd(nd, kw, path, monkeypatch):
-    from tensorbrain._ops import convnd
-    for name, value in PATHS[path].items():
-        monkeypatch.setattr(convnd, name, value)
+    from tensorbrain._ops import conv_columns, convnd
+    for name, value in PATHS[path].items():   # the generic path's knobs, the 2-D columns' knobs
+        for module in (convnd, conv_columns):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, value)
     sizes = {1: (9,), 2: (6, 7), 3: (5, 4, 5)}[nd]
     ks = {1: (4,), 2: (3, 2), 3: (3, 2, 3)}[nd]   # even kernels too: 'same' pads asymmetrically
     g = kw.get("groups", 1)
@@ -119,12 +121,12 @@ def test_conv_nd(nd, kw, path, monkeypatch):
 def test_conv_batch_in_chunks_with_a_remainder(monkeypatch):
     """Forward's im2col + GEMM and the flat input gradient run 2 images at a time over a batch
     of 3 (a last chunk of 1)."""
-    from tensorbrain._ops import convnd
+    from tensorbrain._ops import conv_columns, convnd
     x, w, b = rng.standard_normal((3, 4, 6, 7)), rng.standard_normal((6, 4, 3, 3)), rng.standard_normal(6)
     per_image = 9 * 4 * (6 * 9) * 8      # kernel positions * channels * flat grid * float64
     monkeypatch.setattr(convnd, "_FLAT_CHUNK_BYTES", 2 * per_image)
     monkeypatch.setattr(convnd, "_ONE_GEMM_MAX", 0)
-    monkeypatch.setattr(convnd, "_NATIVE_2D", False)
+    monkeypatch.setattr(conv_columns, "_NATIVE_2D", False)
     assert 2 * per_image // (4 * 9 * 42 * 8) == 2      # forward's chunk is 2 images too
     gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1), [x, w, b],
               numpy_fn=lambda x, w, b: np_conv(x, w, b, padding=1),
@@ -168,10 +170,10 @@ def test_conv_transpose_nd(nd, kw, batch):
 def test_conv_transpose_large_input_takes_the_per_image_path(monkeypatch):
     """Inputs larger than the batch-folding threshold use a GEMM per image (on the NumPy path;
     the native 2-D path always folds): check that path."""
-    from tensorbrain._ops import convnd
+    from tensorbrain._ops import conv_columns, convnd
     x = rng.standard_normal((2, 3, 17, 16))
     assert 17 * 16 > convnd._FOLD_MAX
-    monkeypatch.setattr(convnd, "_NATIVE_2D", False)
+    monkeypatch.setattr(conv_columns, "_NATIVE_2D", False)
     w = rng.standard_normal((3, 2, 2, 2))
     want = np_conv_transpose(x, w, None, stride=2)
     np.testing.assert_allclose(F.conv_transpose2d(tb.tensor(x), tb.tensor(w), stride=2)._data,

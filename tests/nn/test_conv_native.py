@@ -1,12 +1,12 @@
 """im2col2d / col2im2d's C++ kernels (csrc/kernels/im2col.cpp) against their NumPy twins
-(tensorbrain/_ops/convnd.py), and the 2-D convolutions that run on them against the NumPy
+(tensorbrain/_ops/conv_columns.py), and the 2-D convolutions that run on them against the NumPy
 paths. (Both paths are checked against NumPy references and torch in test_conv.py.)"""
 import numpy as np
 import pytest
 
 import tensorbrain as tb
 from tensorbrain import _native
-from tensorbrain._ops import convnd
+from tensorbrain._ops import conv_columns, convnd
 
 pytestmark = pytest.mark.skipif(not _native.is_available(), reason="tensorbrain._C not built")
 F = tb.nn.functional
@@ -57,7 +57,7 @@ def test_native_errors_name_the_problem():
 
 
 def _grads(fn, x, w, b, native, monkeypatch):
-    monkeypatch.setattr(convnd, "_NATIVE_2D", native)
+    monkeypatch.setattr(conv_columns, "_NATIVE_2D", native)
     xt, wt, bt = (tb.tensor(a, requires_grad=True) for a in (x, w, b))
     out = fn(xt, wt, bt)
     out.backward(tb.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape).astype(x.dtype)))
@@ -69,7 +69,7 @@ def _grads(fn, x, w, b, native, monkeypatch):
                                 dict(padding="same")], ids=str)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_conv2d_native_path_matches_numpy_path(kw, dtype, fold_max, monkeypatch):
-    monkeypatch.setattr(convnd, "_FOLD_CONV_MAX", fold_max)
+    monkeypatch.setattr(conv_columns, "_FOLD_CONV_MAX", fold_max)
     x = rng.standard_normal((3, 4, 9, 8)).astype(dtype)
     w, b = rng.standard_normal((5, 4, 3, 3)).astype(dtype), rng.standard_normal(5).astype(dtype)
     fn = lambda x, w, b: F.conv2d(x, w, b, **kw)   # noqa: E731

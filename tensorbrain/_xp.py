@@ -64,7 +64,8 @@ def matmul(a, b, out=None):
     kernel, which fails with "data type 'E' not understood". Such a product runs here as one 2-D
     GEMM when the right operand is a matrix (``(..., K) @ (K, N)``: the leading dims fold into
     the rows), else in float32 and is rounded once to bfloat16 (cuBLAS accumulates bfloat16
-    products in float32 too). Every other product is plain ``matmul``.
+    products in float32 too). Every other product (mixed dtypes promote as CuPy's do) is plain
+    ``matmul``.
 
     Args:
         a (ndarray): NumPy or CuPy array.
@@ -75,7 +76,7 @@ def matmul(a, b, out=None):
         >>> matmul(np.ones((2, 2, 3)), np.ones((3, 4))).shape
         (2, 2, 4)
     """
-    if (a.ndim > 2 or b.ndim > 2) and a.dtype.char == "E" and is_cupy_array(a):
+    if (a.ndim > 2 or b.ndim > 2) and a.dtype.char == b.dtype.char == "E" and is_cupy_array(a):
         if b.ndim == 2 and a.ndim > 2:
             r = (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + (b.shape[-1],))
         else:

@@ -47,7 +47,8 @@ def test_train_step_rejects_an_unknown_precision():
 
 
 @pytest.mark.skipif(tb.cuda.is_available(), reason="checks the no-GPU exit")
-@pytest.mark.parametrize("script", ["nccl_overhead.py", "copy_bandwidth.py", "train_step.py"])
+@pytest.mark.parametrize("script", ["nccl_overhead.py", "copy_bandwidth.py", "train_step.py",
+                                    "host_cost.py"])
 def test_gpu_benchmarks_say_why_they_cannot_run(script):
     proc = _run(GPU / script, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -62,8 +63,12 @@ def test_summary_reads_what_the_benchmarks_write(tmp_path):
         {"workload": "gpt", "error": "ValueError: boom"}]}))
     (tmp_path / "nccl-overhead.json").write_text(json.dumps({"device": "H100", "rows": [
         {"bytes": 8, "tb_us": 12.5, "bare_us": 4.0, "wrong": 0}]}))
+    (tmp_path / "conv-train.json").write_text(json.dumps({"rows": [
+        {"workload": "resnet18", "amp": "fp32", "tb_ms": 3.0, "torch_ms": 1.5, "ratio": 2.0,
+         "throughput_vs_torch": 0.5, "tb_peak_bytes": None, "torch_peak_bytes": None}]}))
     proc = _run(GPU / "summarize.py", tmp_path)
     assert proc.returncode == 0, proc.stderr
+    assert "With TB_CUDA_CONV=1" in proc.stdout and "| resnet18 | fp32 | 3.00 | 1.50 |" in proc.stdout
     assert "| mlp | fp32 | 2.00 | 1.00 | 2.00 | 0.50 | 3 | - |" in proc.stdout
     assert "| gpt | fp32 | error: ValueError: boom" in proc.stdout
     assert "| 8 | 12.50 | 4.00 | - | - | 0 |" in proc.stdout
@@ -95,6 +100,22 @@ def test_run_all_runs_a_step_once_and_resumes(tmp_path):
     again = _run_all(tmp_path, TB_GPU_ONLY="env")
     assert "env: done in an earlier call, skipped" in again.stdout
     assert (tmp_path / "out" / "env.log").exists()   # copied to $OUT again
+
+
+def test_run_all_packs_its_results_into_one_file(tmp_path):
+    import tarfile
+    proc = _run_all(tmp_path, TB_GPU_ONLY="env", TB_GPU_PACK="1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["gpu-results.tgz", "summary.md"]
+    with tarfile.open(tmp_path / "out" / "gpu-results.tgz") as tar:
+        assert "./env.log" in tar.getnames()
+
+
+def test_profile_step_runs_its_cpu_path():
+    proc = _run(GPU / "profile_step.py", "--device", "cpu", "--workloads", "mlp", "--top", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "## mlp fp32 on cpu:" in proc.stdout and "ms/step synchronised" in proc.stdout
+    assert "Ordered by: internal time" in proc.stdout
 
 
 def test_run_all_refuses_an_unknown_argument(tmp_path):

@@ -10,9 +10,13 @@ allocation, views; then the same few ops in torch.
 """
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def per_call(cp, fn, n=2000):
@@ -28,6 +32,10 @@ def per_call(cp, fn, n=2000):
 
 
 def main() -> int:
+    from tensorbrain import _xp
+    if not _xp.cuda_available():
+        print(f"# host_cost: cannot run here: {_xp._CUPY_ERROR}")
+        return 2
     import cupy as cp
     from cupy_backends.cuda.libs import cublas
 

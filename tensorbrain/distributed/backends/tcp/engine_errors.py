@@ -46,6 +46,14 @@ class EngineErrors:
                 f"; its connection ({conn.describe()}) closed"
             return _blame(DistBackendError(f"{self._where()} failed: rank {conn.peer} {state}"
                                            f"{how}"), [conn.peer])
+        # A live peer that closed without an abort frame (it was mid-frame to us) closed because
+        # of a failure elsewhere: name that one when our other sockets or /proc can tell.
+        cause = self._cause_elsewhere(conn)
+        if cause is not None:
+            rank, what = cause
+            return _blame(DistBackendError(
+                f"{self._where()} failed: rank {rank} {what}; peer {conn.describe()} then "
+                f"closed its connection"), [rank])
         # the store look-up: at most 1 s, not (much) past the deadline (a frozen host's store hangs)
         left = max(0.05, min(1.0, self.deadline - time.monotonic()))
         reason = self.mesh.peer_abort_reason(conn.peer, left)
@@ -56,6 +64,25 @@ class EngineErrors:
             msg = f"failed: peer {conn.describe()} closed the connection" + (
                 f": it reported: {reason}" if reason else " (it died or hit an error)")
         return _blame(DistBackendError(f"{self._where()} {msg}"), [conn.peer])
+
+    def _cause_elsewhere(self, conn: Conn) -> tuple[int, str] | None:
+        """``(rank, what happened)`` for a failure at a rank other than ``conn.peer``, or None:
+        an abort frame another peer sent us (it names the rank it blames), a dead or stopped
+        same-host rank (/proc), or another peer that hung up on us with no abort frame (a
+        peer that aborts sends one unless it is mid-frame, so that one most likely died)."""
+        others = [c for c in self.mesh.conns if c is not None and c is not conn and not c.closed]
+        for c in others:
+            info = c.abort_info if c.abort_info is not None else c.pending_abort()
+            if info is not None and info[0] >= 0 and info[0] != conn.peer:
+                return info[0], f"failed (reported by rank {c.peer}: {info[1]})"
+        for j in range(self.mesh.size):
+            state = self.mesh.peer_state(j) if j not in (self.mesh.rank, conn.peer) else None
+            if state:
+                return j, state
+        for c in others:
+            if c.hung_up():
+                return c.peer, f"closed its connection ({c.describe()}) without a word (it died?)"
+        return None
 
     def peer_aborted(self, conn: Conn, blamed: int, text: str) -> DistBackendError:
         """The peer sent an abort frame: name the rank it blames (the failed one)."""

@@ -192,6 +192,15 @@ class Conn:
             pos += HEADER_SIZE + nbytes
         return None
 
+    def hung_up(self) -> bool:
+        """True when the peer has closed its end (seen without reading: POLLRDHUP)."""
+        poller = select.poll()
+        poller.register(self.fd, select.POLLRDHUP)
+        try:
+            return any(ev & (select.POLLRDHUP | select.POLLHUP) for _, ev in poller.poll(0))
+        except OSError:
+            return False
+
     def send_abort(self, blamed: int, text: str) -> None:
         """Best effort, never blocks: tell the peer why we stop (skipped mid-frame)."""
         if self.closed or self.mid_frame or self.sendq:

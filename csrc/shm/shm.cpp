@@ -167,6 +167,7 @@ Group::Group(const std::string &name, int rank, int nranks, bool create, std::si
     }
     data_off_ = header_bytes(nranks);
     srcs_.resize(nranks);
+    blk_.resize(nranks);
     long ncpu = ::sysconf(_SC_NPROCESSORS_ONLN);
     spin_iters_ = nranks > ncpu ? 0 : kSpinPauses;  // oversubscribed: PAUSE only delays the peer
     yield_us = kYieldUs;
@@ -468,6 +469,7 @@ void Group::all_reduce(const void *in_, void *out_, std::size_t count, DType d, 
 // base is ticket base + k of the claim word, and is final on rank q once q's ready word passed
 // base + k. Wrap-around is handled by comparing differences (reached()).
 constexpr std::size_t kArenaClaim = 64, kArenaDone = 96, kArenaDoneWaiters = 100;
+constexpr std::size_t kArenaBlock = 4096;  // elements reduced, scaled and copied out together
 constexpr std::size_t kCtlReady = 64, kCtlReadyWaiters = 68, kCtlTarget = 72;
 
 void Group::arena_target(bool region, std::size_t bytes) {
@@ -537,11 +539,17 @@ uint32_t Group::arena_reduce(std::size_t count, DType d, double scale, std::size
             }
             srcs_[q] = arena_buf(q) + off * esz;
         }
+        // Sum, scale and copy to the peers block by block, each block while it is in L1 (one
+        // pass per step over the whole 128 KiB chunk cost ~20 us more per 2.7 MB on 2 ranks).
         char *dst = arena_buf(rank_) + off * esz;
-        reduce_ranks(d, Op::Sum, dst, srcs_.data(), n_, len);
-        scale_slice(dst, len, d, scale);
-        for (int q = 0; q < n_; ++q)
-            if (q != rank_) std::memcpy(arena_buf(q) + off * esz, dst, len * esz);
+        for (std::size_t b = 0; b < len; b += kArenaBlock) {
+            const std::size_t m = len - b < kArenaBlock ? len - b : kArenaBlock;
+            for (int q = 0; q < n_; ++q) blk_[q] = static_cast<const char *>(srcs_[q]) + b * esz;
+            reduce_ranks(d, Op::Sum, dst + b * esz, blk_.data(), n_, m);
+            scale_slice(dst + b * esz, m, d, scale);
+            for (int q = 0; q < n_; ++q)
+                if (q != rank_) std::memcpy(arena_buf(q) + (off + b) * esz, dst + b * esz, m * esz);
+        }
         if (!mine.empty()) {
             copy_out(outs, arena_buf(rank_), off, off + len, esz);
             mine[c - base] = 1;

@@ -185,6 +185,7 @@ class Group {
     uint32_t coll_ = 0;        // collectives begun, identical on all ranks
     bool fp_pending_ = false;  // begin() published a fingerprint the next sync must check
     std::vector<const void *> srcs_;  // reduction sources, reused by every call
+    std::vector<const void *> blk_;   // the same, advanced to one block (arena_reduce)
     uint32_t a_base_ = 0;       // resident arena: chunks of the finished reductions (all ranks)
     uint32_t a_published_ = 0;  // chunks of this reduction this rank has published
 };

@@ -1,8 +1,12 @@
 """DDP's bucket layout: which parameters share a bucket, the flat arrays that hold them (one
 arena per run of buckets of one dtype and device), and ``GradBucket``, what a communication hook
-receives. The reducer (``_reducer.py``) fills and reduces them.
+receives; and putting a bucket's reduction on the TB_TIMELINE timeline. The reducer
+(``_reducer.py``, ``_resident.py``) fills and reduces them.
 """
 from __future__ import annotations
+
+import sys
+import time
 
 import numpy as np
 
@@ -153,3 +157,23 @@ class GradBucket:
     def __repr__(self):
         return (f"GradBucket(index={self.index()}, numel={self._bucket.buffer._data.size}, "
                 f"dtype={self._bucket.buffer.dtype}, params={len(self._bucket.indices)})")
+
+
+def _timeline():
+    """TB_TIMELINE's recorder when one is running (tensorbrain/distributed/_observe.py), else None."""
+    observe = sys.modules.get("tensorbrain.distributed._observe")
+    return None if observe is None or observe.timeline() is None else observe
+
+
+def _trace_bucket(observe, bucket, start, work=None):
+    """Put the bucket's reduction (start to completion) on the timeline. A comm hook's Future
+    completes when ``_finalize`` waits for it: it gets a ``_tb_trace`` callable run then."""
+    def done(_w=None):
+        observe.bucket_event(bucket.index, bucket.nbytes, len(bucket.indices), start, time.time())
+    if work is None:
+        done()
+    elif hasattr(work, "_on_done"):
+        work._on_done(done)
+    else:
+        return done
+    return None

@@ -21,8 +21,6 @@ How one iteration goes (as in PyTorch's ``reducer.cpp``):
 """
 from __future__ import annotations
 
-import ctypes
-import sys
 import time
 import weakref
 
@@ -32,55 +30,20 @@ from ... import _xp
 from ...autograd import engine as _engine
 from ...autograd.graph import reachable_leaves
 from ...tensor import Tensor
-from ._buckets import GradBucket, _Arena, _arenas, _Bucket, compute_bucket_assignment_by_size
+from ._buckets import (GradBucket, _Arena, _arenas, _Bucket, _timeline, _trace_bucket,
+                       compute_bucket_assignment_by_size)
 from ._future import Future
+from ._resident import ResidentArenaMixin
 
 __all__ = ["GradBucket", "Reducer", "compute_bucket_assignment_by_size"]
-
-
-def _refs(arrays, i) -> int:
-    """``sys.getrefcount`` of ``arrays[i]`` read through one local name."""
-    a = arrays[i]
-    return sys.getrefcount(a)
-
-
-#: what :func:`_refs` reads for an array nothing else refers to (measured: the count differs
-#: between Python versions)
-_UNHELD = _refs([np.empty(1)], 0)
-
-
-def _data_only_in(t) -> bool:
-    """Nothing but tensor ``t`` refers to its array, which owns its memory (so no view of it
-    hides behind another base)."""
-    a = t._data
-    return type(a) is np.ndarray and a.base is None and sys.getrefcount(a) == _UNHELD
 
 
 MiB = 1 << 20
 
 
-def _timeline():
-    """TB_TIMELINE's recorder when one is running (tensorbrain/distributed/_observe.py), else None."""
-    observe = sys.modules.get("tensorbrain.distributed._observe")
-    return None if observe is None or observe.timeline() is None else observe
-
-
-def _trace_bucket(observe, bucket, start, work=None):
-    """Put the bucket's reduction (start to completion) on the timeline. A comm hook's Future
-    completes when ``_finalize`` waits for it: it gets a ``_tb_trace`` callable run then."""
-    def done(_w=None):
-        observe.bucket_event(bucket.index, bucket.nbytes, len(bucket.indices), start, time.time())
-    if work is None:
-        done()
-    elif hasattr(work, "_on_done"):
-        work._on_done(done)
-    else:
-        return done
-    return None
-
-
-class Reducer:
-    """Bucketed, overlapped gradient averaging for one DDP module (see the module docstring)."""
+class Reducer(ResidentArenaMixin):
+    """Bucketed, overlapped gradient averaging for one DDP module (see the module docstring;
+    the shared-memory arena's part: ``_resident.py``)."""
 
     def __init__(self, params, names, dist, group, bucket_cap_bytes, first_bucket_bytes=MiB,
                  find_unused_parameters=False, gradient_as_bucket_view=False, static_graph=False):
@@ -98,6 +61,7 @@ class Reducer:
         self._ends: list[int] = []      # per bucket: where it ends in its arena (elements)
         self._resident = None           # the arena resident in shared memory, once made
         self._at: list[int] = []        # resident: per parameter, its offset in the arena
+        self._progress: list = [None] * len(self.params)  # resident: _publish_part per param
         self.resident = True            # allow it (benchmarks turn it off)
         self._build(list(reversed(range(len(self.params)))))
         # per-iteration state
@@ -184,59 +148,6 @@ class Reducer:
             self._build(order)
         self._make_resident(order)
 
-    def _make_resident(self, order):
-        """Collective, after the rebuild: move the gradient arena into shared memory where
-        every rank can (``ResidentArena``: the fused all_reduce then needs no copy in or out,
-        and the first rank done with backward reduces what the others have published)."""
-        from ...distributed._groups import _pg
-        make = getattr(_pg(self.group, "DistributedDataParallel"), "backend", None)
-        make = getattr(make, "resident_arena", None)
-        if make is None or self.world_size == 1:
-            return
-        a = self._arenas[0].buffer._data if len(self._arenas) == 1 else None
-        want = (self.resident and self.fuse and self.inline_last and not self.overlap
-                and self.comm_hook is None and type(a) is np.ndarray)
-        arena = make(a.dtype if a is not None else np.float32, a.size if a is not None else 0,
-                     bool(want), region=not self.as_view)
-        if arena is not None:
-            self._resident = arena
-            self._build(order, arena.array)
-            self._at = [0] * len(self.params)
-            for b in self.buckets:
-                for k, i in enumerate(b.indices):
-                    self._at[i] = self._ends[b.index] - b.buffer._data.size + b.offsets[k]
-            if arena.region is not None and not self.as_view:
-                self._lent = [None] * len(self.params)
-                for i, p in enumerate(self.params):
-                    # an array whose base is not an array (a ctypes view that keeps the region
-                    # alive): NumPy then makes every view of it point at it, so its reference
-                    # count says whether anything still holds a gradient lent from here
-                    # (_lendable)
-                    part = arena.region[self._at[i]:self._at[i] + p._data.size]
-                    self._lent[i] = np.ndarray(p._data.shape, part.dtype, (
-                        ctypes.c_char * part.nbytes).from_buffer(part))
-                # A step that lends reduces in place in the region (the GEMMs and the hooks
-                # write the gradients there, as the bucket view writes them into the slot):
-                # the same buckets over the region, each parameter's view its lent array.
-                flats, arenas = _arenas(self.bucket_indices(), self.params, arena.region)
-                region = [_Bucket(k, b.indices, self.params, flats[k])
-                          for k, b in enumerate(self.buckets)]
-                for b in region:
-                    b.views = [self._lent[i] for i in b.indices]
-                    b.view_tensors = []   # only the bucket view (as_view) uses them
-                self._sets = ((self.buckets, self._arenas), (region, arenas))
-
-    def _lendable(self):
-        """Nothing but ``.grad`` itself refers to the region: no earlier gradient lent
-        from it is still held (as ``old = p.grad``, ``.numpy()`` or a view), so this backward's
-        average may be written there."""
-        for i, p in enumerate(self.params):
-            g = p.grad
-            # held by self._lent and its bucket's views, and maybe by .grad
-            if _refs(self._lent, i) > _UNHELD + 1 + (g is not None and g._data is self._lent[i]):
-                return False
-        return True
-
     # ***** per iteration *****
     def prepare_for_backward(self, outputs, div_factor=None):
         """Called by DDP's forward when a synchronised backward will follow."""
@@ -281,7 +192,7 @@ class Reducer:
             for b in self.buckets:
                 for k, i in enumerate(b.indices):
                     if self.params[i].grad is None:
-                        _engine.offer_grad_dest(self.params[i], b.views[k])
+                        _engine.offer_grad_dest(self.params[i], b.views[k], self._progress[i])
         if self.find_unused or (self.static_graph and self._static_unused is None):
             reach = {id(t) for t in reachable_leaves(_tensors_in(outputs))}
             self._unused = [i for i, p in enumerate(self.params) if id(p) not in reach]
@@ -368,8 +279,9 @@ class Reducer:
             else:
                 self._works[self._next] = self._launch(b)
             self._next += 1
-        if self._fused and self._resident is not None and self._next > first:
-            self._resident.publish(self._ends[self._next - 1])  # peers may reduce it now
+        if (self._fused and self._resident is not None and first < self._next < len(buckets)):
+            # peers may reduce it now (the last bucket: _finalize's reduction publishes it)
+            self._resident.publish(self._ends[self._next - 1])
 
     def _launch(self, bucket):
         t0 = time.perf_counter() if self.timings is not None else None
@@ -464,54 +376,6 @@ class Reducer:
                 _xp.get_array_module(g._data).copyto(
                     g._data, self._lent[i] if self._lending else bucket.views[k])
         self._done_iteration()
-
-    def _reduce_arenas(self):
-        """The fused end of backward: one all_reduce (AVG) per arena, in bucket order. Returns
-        the parameters whose ``.grad`` the resident arena wrote the average into."""
-        avg = self.dist.ReduceOp.AVG
-        written: set = set()
-        for arena in self._arenas:
-            t0, t_wall = time.perf_counter(), time.time()
-            if self._resident is not None:
-                # in the shared-memory slots, no copies; the private .grad arrays get the
-                # chunks this rank reduces while they are still in cache
-                offs, outs = [], []
-                for b in self.buckets:
-                    for k, i in enumerate(b.indices):
-                        g = self.params[i].grad
-                        if g is None or (self.as_view and g is b.view_tensors[k]):
-                            continue
-                        a = g._data
-                        if self._lending and (
-                                a is self._lent[i]
-                                or (a.dtype == b.views[k].dtype and _data_only_in(g))):
-                            # .grad is lent the average's place in the region (reduced there in
-                            # place, no copy): backward wrote it there (offer_grad_dest) or
-                            # accumulated into it, or .grad is an array nothing else refers to
-                            # (so nothing could see the copy into it)
-                            g._data = self._lent[i]
-                            written.add(i)
-                            continue
-                        if a is b.views[k]:
-                            # backward wrote it into the slot (offer_grad_dest): .grad gets an
-                            # array of its own, as torch's default (no bucket view) has
-                            a = g._data = np.empty_like(a)
-                        if (type(a) is np.ndarray and a.dtype == b.views[k].dtype
-                                and a.shape == b.views[k].shape and a.flags.c_contiguous
-                                and a.flags.writeable):
-                            offs.append(self._at[i])
-                            outs.append(a)
-                            written.add(i)
-                self._resident.all_reduce(offsets=offs, outputs=outs)
-            else:
-                self.dist.all_reduce(arena.buffer, op=avg, group=self.group)
-            observe = _timeline()
-            if observe is not None:
-                for b in self.buckets[arena.first:arena.last + 1]:
-                    _trace_bucket(observe, b, t_wall)
-            if self.timings is not None:
-                self.timings.append([t0, time.perf_counter()])
-        return written
 
     def _check_missing(self, missing):
         if missing and not (self.find_unused or self.static_graph):

@@ -53,7 +53,7 @@ def _take(grad, owned):
 _offered = False
 
 
-def offer_grad_dest(leaf, array, progress=None) -> None:
+def offer_grad_dest(leaf, array) -> None:
     """Offer ``array`` as where the next backward may write ``leaf``'s whole gradient, once.
 
     DDP's reducer offers each parameter without a ``.grad`` its slot of the shared-memory
@@ -65,15 +65,10 @@ def offer_grad_dest(leaf, array, progress=None) -> None:
     Args:
         leaf: a tensor that requires grad and has no ``grad_fn``.
         array: a contiguous array of the leaf's shape and dtype.
-        progress: ``progress(n)``, called by an op that writes ``array`` in pieces once its
-            first ``n`` elements are final (linear's weight gradient, by rows: DDP's reducer
-            then publishes them to its peers before the whole GEMM is done), or None.
     """
     global _offered
     _offered = True
     leaf.__dict__["_grad_dest"] = array
-    if progress is not None:
-        leaf.__dict__["_grad_progress"] = progress
 
 
 def take_grad_dest(leaf, shape, dtype):
@@ -94,16 +89,6 @@ def take_grad_dest(leaf, shape, dtype):
     return d
 
 
-def take_grad_progress(leaf):
-    """The ``progress`` callback offered with ``leaf``'s place (:func:`offer_grad_dest`), once,
-    or None. Call it after :func:`take_grad_dest` returned the place.
-
-    Args:
-        leaf: the tensor whose gradient the caller writes into the offered place.
-    """
-    return leaf.__dict__.pop("_grad_progress", None) if _offered else None
-
-
 def withdraw_grad_dests(leaves) -> None:
     """Take back every offer to ``leaves`` (a backward that returns gradients instead of
     accumulating them, or the end of the backward the offers were for).
@@ -113,7 +98,6 @@ def withdraw_grad_dests(leaves) -> None:
     """
     for leaf in leaves:
         leaf.__dict__.pop("_grad_dest", None)
-        leaf.__dict__.pop("_grad_progress", None)
 
 
 def _check_saved(node):

@@ -58,7 +58,7 @@ from .._ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool3d,  # noqa: F
 from .._ops.pointwise import hardshrink  # noqa: F401
 from .._xp import get_array_module
 from ..tensor import Tensor
-from ..autograd.engine import take_grad_dest, take_grad_progress
+from ..autograd.engine import take_grad_dest
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 
 __all__ = [
@@ -82,28 +82,6 @@ __all__ += [n for m in (_activations, _nn_more, _pooling) for n in dir(m)
 __all__ += ["hardshrink"]
 
 # ***** linear layers *****
-#: linear's weight gradient written into an offered place that has a progress callback (DDP's
-#: resident arena, last bucket): in up to this many row pieces of at least this many bytes, so
-#: a peer that ended backward first reduces the first pieces while this rank computes the rest
-_PIECES, _PIECE_BYTES = 4, 256 << 10
-
-
-def _weight_grad_into(xp, gT, x2, dest, progress):
-    """``dest[...] = gT @ x2``; with ``progress``, by row pieces, calling ``progress(n)`` once the
-    first ``n`` elements of ``dest`` are final (every piece but the last)."""
-    pieces = min(_PIECES, dest.nbytes // _PIECE_BYTES) if progress is not None else 1
-    if pieces <= 1:
-        return xp.matmul(gT, x2, out=dest)
-    rows, cols = dest.shape
-    step = -(-rows // pieces)
-    for r0 in range(0, rows, step):
-        r1 = min(rows, r0 + step)
-        xp.matmul(gT[r0:r1], x2, out=dest[r0:r1])
-        if r1 < rows:
-            progress(r1 * cols)
-    return dest
-
-
 @autocast_op("linear")
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` as one op (one GEMM forward, two backward).
@@ -141,8 +119,7 @@ def linear(input, weight, bias=None):
                 gx = gx.reshape(x.shape)
         if weight.requires_grad:
             dest = take_grad_dest(weight, w.shape, g2.dtype) if g2.dtype == x2.dtype else None
-            gw = g2.T @ x2 if dest is None else _weight_grad_into(
-                xp, g2.T, x2, dest, take_grad_progress(weight))
+            gw = g2.T @ x2 if dest is None else xp.matmul(g2.T, x2, out=dest)
         if bias is not None and bias.requires_grad:
             gb = g2.sum(axis=0)
         return gx, gw, gb

@@ -103,47 +103,6 @@ def test_resident_arena_gives_the_bits_of_the_fused_all_reduce(world, as_view, n
         assert any(r == 0 for r in results[nap_rank]["reduced"][1:]), results
 
 
-def pieces_worker(rank, world, late_rank):
-    def ddp(resident):
-        tb.manual_seed(0)  # a 1 MiB first-layer weight, alone with its bias in the last bucket
-        m = tb.nn.Sequential(tb.nn.Linear(256, 1024), tb.nn.ReLU(), tb.nn.Linear(1024, 10))
-        d = tb.nn.parallel.DistributedDataParallel(m)
-        d.reducer.resident = resident
-        return d
-    res, ref = ddp(True), ddp(False)
-    same, reduced = [], []
-    for step in range(4):
-        rng = np.random.default_rng(100 * step + rank)
-        x = tb.from_numpy(rng.standard_normal((32, 256)).astype(np.float32))
-        y = tb.from_numpy(rng.integers(0, 10, 32))
-        r = res.reducer
-        if step == 2 and rank == late_rank:  # slow between the pieces of its last GEMM
-            r._progress = [f and (lambda n, f=f: (f(n), time.sleep(0.1))) for f in r._progress]
-        grads = []
-        for d in (res, ref):
-            for p in d.parameters():
-                p.grad = None
-            tb.nn.functional.cross_entropy(d(x), y).backward()
-            grads.append([p.grad.numpy().copy() for p in d.parameters()])
-        same.append(all(np.array_equal(u, v) for u, v in zip(*grads)))
-        reduced.append(r._resident.reduced if r._resident is not None else 0)
-    arena = res.reducer._resident
-    return {"same": same, "reduced": reduced, "chunks": -(-arena.count // arena.chunk)}
-
-
-# The last bucket's weight gradient is written in row pieces (linear's backward, with the
-# progress callback the reducer offers) and each piece is published as it is done: a rank that
-# ends backward first reduces them while the late rank still computes the rest of that GEMM.
-@needs_native
-def test_last_weight_is_published_piece_by_piece():
-    early, late = run_workers(f"{HERE}:pieces_worker", 2, 1, timeout=90)
-    assert all(early["same"]) and all(late["same"]), (early, late)
-    # 9 chunks of 32768 elements: bucket 0 (10,250) is under one, the weight's first three
-    # pieces end at chunk 2, 4 and 6; the early rank reduces those 6 while the late one sleeps
-    assert early["chunks"] == 9 and early["reduced"][2] >= 6 and late["reduced"][2] <= 3, \
-        (early, late)
-
-
 def fallback_worker(rank, world):
     ddp = _ddp(True)
     for step in range(3):

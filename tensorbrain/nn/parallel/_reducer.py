@@ -61,7 +61,6 @@ class Reducer(ResidentArenaMixin):
         self._ends: list[int] = []      # per bucket: where it ends in its arena (elements)
         self._resident = None           # the arena resident in shared memory, once made
         self._at: list[int] = []        # resident: per parameter, its offset in the arena
-        self._progress: list = [None] * len(self.params)  # resident: _publish_part per param
         self.resident = True            # allow it (benchmarks turn it off)
         self._build(list(reversed(range(len(self.params)))))
         # per-iteration state
@@ -192,7 +191,7 @@ class Reducer(ResidentArenaMixin):
             for b in self.buckets:
                 for k, i in enumerate(b.indices):
                     if self.params[i].grad is None:
-                        _engine.offer_grad_dest(self.params[i], b.views[k], self._progress[i])
+                        _engine.offer_grad_dest(self.params[i], b.views[k])
         if self.find_unused or (self.static_graph and self._static_unused is None):
             reach = {id(t) for t in reachable_leaves(_tensors_in(outputs))}
             self._unused = [i for i, p in enumerate(self.params) if id(p) not in reach]

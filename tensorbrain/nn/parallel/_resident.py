@@ -6,19 +6,17 @@ A mixin of :class:`tensorbrain.nn.parallel._reducer.Reducer`, split from it by j
 sets the reducer's bucket state: ``params``, ``buckets``, ``_arenas``, ``_loc``, ``_ready``,
 ``_next``, ``_ends`` and ``_build()``; its options ``as_view``, ``resident``, ``fuse``,
 ``inline_last``, ``overlap``, ``comm_hook``, ``world_size``, ``group``; and owns ``_resident``,
-``_at``, ``_lent``, ``_sets``, ``_lending`` and ``_progress`` (set to their empty values by the
-reducer's ``__init__``).
+``_at``, ``_lent``, ``_sets`` and ``_lending`` (set to their empty values by the reducer's
+``__init__``).
 """
 from __future__ import annotations
 
 import ctypes
-import functools
 import sys
 import time
 
 import numpy as np
 
-from ..functional import _PIECE_BYTES
 from ._buckets import _arenas, _Bucket, _timeline, _trace_bucket
 
 
@@ -64,15 +62,6 @@ class ResidentArenaMixin:
             for b in self.buckets:
                 for k, i in enumerate(b.indices):
                     self._at[i] = self._ends[b.index] - b.buffer._data.size + b.offsets[k]
-            # The last large gradient of backward (in arena order) may be published piece by
-            # piece as linear's backward writes it (engine.offer_grad_dest's progress): a
-            # peer done first reduces the pieces while this rank computes the rest. Earlier
-            # ones are not offered one: no peer waits then, and a publish costs a few us.
-            self._progress = [None] * len(self.params)
-            big = [i for b in self.buckets for i in b.indices
-                   if self.params[i]._data.nbytes >= 2 * _PIECE_BYTES]
-            if big:
-                self._progress[big[-1]] = functools.partial(self._publish_part, big[-1])
             if arena.region is not None and not self.as_view:
                 self._lent = [None] * len(self.params)
                 for i, p in enumerate(self.params):
@@ -104,14 +93,6 @@ class ResidentArenaMixin:
             if _refs(self._lent, i) > _UNHELD + 1 + (g is not None and g._data is self._lent[i]):
                 return False
         return True
-
-    def _publish_part(self, i, elems):
-        """The first ``elems`` elements of parameter ``i``'s gradient are final (offered with
-        it, called by linear's backward): publish them when everything before them in the
-        arena is final too."""
-        b_idx, k = self._loc[i]
-        if b_idx == self._next and all(self._ready[j] for j in self.buckets[b_idx].indices[:k]):
-            self._resident.publish(self._at[i] + elems)
 
     def _reduce_arenas(self):
         """The fused end of backward: one all_reduce (AVG) per arena, in bucket order. Returns

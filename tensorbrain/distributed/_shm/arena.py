@@ -22,6 +22,15 @@ import numpy as np
 #: counter is touched a few dozen times per 2.7 MB
 CHUNK_BYTES = 128 << 10
 
+#: how long a rank that waits here for a peer's gradients yields its core (sched_yield) before
+#: it sleeps on a futex (``wait_on`` in csrc/shm/shm.cpp). The transport's default, 500 us, was
+#: tuned for small collectives under load; here the wait is for the other rank's backward, late
+#: by a median 0.2-0.6 ms and a p90 of up to 5 ms on the 2-core VM, and waking from the futex
+#: cost more than yielding: DDP went from 0.955 to 0.969 of the no-DDP ceiling (medians of 5
+#: and 7 interleaved runs of benchmarks/ddp.py; 50 ms gained nothing more). On a busy machine a
+#: yield hands the core to whoever is waiting for it, so this costs only an idle core's time.
+WAIT_YIELD_US = 5000.0
+
 
 class ResidentArena:
     """One rank's view of a resident gradient arena.
@@ -38,6 +47,7 @@ class ResidentArena:
         self.host, self.group, self._submit = host, group, submit
         self.dtype, self.count = np.dtype(dtype), int(count)
         self.chunk = max(1, CHUNK_BYTES // self.dtype.itemsize)
+        group.yield_us = WAIT_YIELD_US
         #: chunks of the last reduction this rank reduced itself (of ``ceil(count / chunk)``)
         self.reduced = 0
         nbytes = self.count * self.dtype.itemsize

@@ -75,14 +75,20 @@ class EngineErrors:
             info = c.abort_info if c.abort_info is not None else c.pending_abort()
             if info is not None and info[0] >= 0 and info[0] != conn.peer:
                 return info[0], f"failed (reported by rank {c.peer}: {info[1]})"
-        for j in range(self.mesh.size):
-            state = self.mesh.peer_state(j) if j not in (self.mesh.rank, conn.peer) else None
-            if state:
-                return j, state
+        silent = self._silent_ranks(skip=conn.peer)
+        if silent:
+            return next(iter(silent.items()))
         for c in others:
             if c.hung_up():
                 return c.peer, f"closed its connection ({c.describe()}) without a word (it died?)"
         return None
+
+    def _silent_ranks(self, skip: int = -1) -> dict:
+        """``{rank: 'died (...)' or 'is stopped (...)'}`` for the other same-host ranks that
+        /proc shows dead or stopped (not this rank, nor ``skip``)."""
+        b = self.mesh
+        return {j: st for j in range(b.size) if j not in (b.rank, skip)
+                for st in [b.peer_state(j)] if st}
 
     def peer_aborted(self, conn: Conn, blamed: int, text: str) -> DistBackendError:
         """The peer sent an abort frame: name the rank it blames (the failed one)."""
@@ -127,8 +133,7 @@ class EngineErrors:
         # A frozen (SIGSTOP) or dead rank anywhere in the group is the cause, even when this rank
         # waits for a healthy peer that itself waits for it: same-host ranks are checked in /proc.
         b = self.mesh
-        silent = {j: st for j in range(b.size) if j != b.rank
-                  for st in [b.peer_state(j)] if st}
+        silent = self._silent_ranks()
         if silent:
             who = "; " + "; ".join(f"rank {j} {st}" for j, st in silent.items())
             culprits = sorted(silent)

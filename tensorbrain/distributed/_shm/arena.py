@@ -25,10 +25,12 @@ CHUNK_BYTES = 128 << 10
 #: how long a rank that waits here for a peer's gradients yields its core (sched_yield) before
 #: it sleeps on a futex (``wait_on`` in csrc/shm/shm.cpp). The transport's default, 500 us, was
 #: tuned for small collectives under load; here the wait is for the other rank's backward, late
-#: by a median 0.2-0.6 ms and a p90 of up to 5 ms on the 2-core VM, and waking from the futex
-#: cost more than yielding: DDP went from 0.955 to 0.969 of the no-DDP ceiling (medians of 5
-#: and 7 interleaved runs of benchmarks/ddp.py; 50 ms gained nothing more). On a busy machine a
-#: yield hands the core to whoever is waiting for it, so this costs only an idle core's time.
+#: by a median 0.2-0.6 ms and a p90 of up to 5 ms on the 2-core VM, so with 500 us many waits
+#: ended in a futex sleep and paid the wake-up. Measured, the gain is within the VM's noise:
+#: interleaved runs of benchmarks/ddp.py put DDP at a median 0.967 of the no-DDP ceiling with
+#: 5 ms (11 runs) and 0.957 with 500 us (9 runs), but one of the two sets reversed the order
+#: (docs/ddp.md). On a busy machine a yield hands the core to whoever is waiting for it, so
+#: this costs only an idle core's time.
 WAIT_YIELD_US = 5000.0
 
 

@@ -39,6 +39,8 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks.ddp import _stepper, build, free_port  # noqa: E402 - after the BLAS variables
+
 
 def worker(rank: int, port: int, steps: int, batch: int, out: str) -> None:
     """One rank: warm up, then ``steps`` timed steps; writes its records to ``out``."""
@@ -59,14 +61,7 @@ def worker(rank: int, port: int, steps: int, batch: int, out: str) -> None:
         rec.append((t0, time.monotonic(), self.reduced, -(-self.count // self.chunk)))
     A.ResidentArena.all_reduce = timed
     net, x, y = _model_and_data(tb, np, batch, rank)
-    model = tb.nn.parallel.DistributedDataParallel(net)
-    opt = tb.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    lossf = tb.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        lossf(model(x), y).backward()
-        opt.step()
+    step = _stepper(tb, tb.nn.parallel.DistributedDataParallel(net), x, y)
     for _ in range(20):
         step()
     dist.barrier()
@@ -80,12 +75,11 @@ def worker(rank: int, port: int, steps: int, batch: int, out: str) -> None:
 
 
 def _model_and_data(tb, np, batch, seed):
-    nn = tb.nn
+    """benchmarks/ddp.py's MLP and a batch of random data drawn with ``seed``."""
     tb.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 10))
+    model, shape = build(tb.nn, "mlp")
     rng = np.random.default_rng(seed)
-    x = tb.from_numpy(rng.standard_normal((batch, 784)).astype(np.float32))
+    x = tb.from_numpy(rng.standard_normal((batch, *shape)).astype(np.float32))
     return model, x, tb.from_numpy(rng.integers(0, 10, batch))
 
 
@@ -95,15 +89,11 @@ def solo(steps: int, batch: int) -> None:
 
     import tensorbrain as tb
     from benchmarks._common import cpu_model
-    model, x, y = _model_and_data(tb, np, batch, 0)
-    opt = tb.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    lossf = tb.nn.CrossEntropyLoss()
+    step = _stepper(tb, *_model_and_data(tb, np, batch, 0))
     times = []
     for _ in range(20 + steps):
         t0 = time.perf_counter()
-        opt.zero_grad()
-        lossf(model(x), y).backward()
-        opt.step()
+        step()
         times.append(time.perf_counter() - t0)
     ms = np.array(times[20:]) * 1e3
     print(f"# {cpu_model()}; load {os.getloadavg()[0]:.2f}; MLP 784-512-512-10, B={batch}, "
@@ -128,7 +118,6 @@ def main(argv=None) -> None:
     import numpy as np
 
     from benchmarks._common import cpu_model
-    from benchmarks.ddp import free_port
     load0 = os.getloadavg()[0]
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from tensorbrain.distributed._shm import native_available
+from tensorbrain.distributed._shm.arena import CHUNK_BYTES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -26,7 +27,7 @@ def test_reports_the_exposed_reduction():
                  "chunks by rank 0 median"):
         assert what in line, line
     chunks = int(line.rsplit(" of ", 1)[1])
-    assert chunks == -(-669_706 * 4 // (128 << 10)), line  # the MLP's arena in 128 KiB chunks
+    assert chunks == -(-669_706 * 4 // CHUNK_BYTES), line  # the MLP's arena in 128 KiB chunks
 
 
 def test_without_the_native_module_it_says_so():

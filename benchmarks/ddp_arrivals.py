@@ -3,6 +3,7 @@
     python benchmarks/ddp_arrivals.py                 # MLP 784-512-512-10, B=512 per rank, 300 steps
     python benchmarks/ddp_arrivals.py --steps 100 --batch 64
     python benchmarks/ddp_arrivals.py --solo          # one process, no DDP: the VM's step jitter
+    python benchmarks/ddp_arrivals.py --nodes         # each backward node's time, DDP against none
 
 Two ranks (1 BLAS thread each) train the MLP of ``benchmarks/ddp.py`` with DDP over ``tcp``
 (the resident shared-memory arena). Every step records, on each rank, when it entered and left
@@ -19,6 +20,15 @@ the fused reduction (``ResidentArena.all_reduce``) on the shared monotonic clock
 
 ``--solo`` instead steps the same model in this one process, without DDP, and prints the
 percentiles of its step time: the jitter that makes the ranks arrive apart.
+
+``--nodes`` times backward node by node instead (the engine's profiling slot), in the same two
+ranks for three copies of the model stepped in turn, each backward after a barrier: under DDP;
+bare; and bare with every weight's gradient written by its GEMM into the same private array
+every step (``engine.offer_grad_dest``, as DDP's resident arena offers its own place), not into
+a fresh one. Per node of rank 0: the median time of its backward function and of the gap
+before it (where the previous node's gradients were accumulated and DDP's hooks ran). What DDP
+adds inside backward, node by node, and how much of it a persistent gradient array alone adds;
+the end-of-backward reduction is not in it.
 
 Run it with nothing else on the machine; compare versions in interleaved runs (the VM's step
 time drifts by 10-30% over minutes).
@@ -74,6 +84,79 @@ def worker(rank: int, port: int, steps: int, batch: int, out: str) -> None:
     dist.destroy_process_group()
 
 
+def nodes_worker(rank: int, port: int, steps: int, batch: int, out: str) -> None:
+    """``--nodes``, one rank: per backward node, its time and the gap before it, DDP and bare."""
+    import numpy as np
+
+    import tensorbrain as tb
+    import tensorbrain.distributed as dist
+    from tensorbrain.autograd import engine
+
+    dist.init_process_group("tcp", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=2)
+    net, x, y = _model_and_data(tb, np, batch, rank)
+    models = {"DDP": tb.nn.parallel.DistributedDataParallel(net),
+              "bare": _model_and_data(tb, np, batch, rank)[0],
+              "kept": _model_and_data(tb, np, batch, rank)[0]}
+    kept = [(p, np.empty_like(p._data)) for p in models["kept"].parameters() if p.ndim == 2]
+    opts = {k: tb.optim.SGD(m.parameters(), lr=0.01, momentum=0.9) for k, m in models.items()}
+    lossf = tb.nn.CrossEntropyLoss()
+    rec: dict = {k: [] for k in models}
+    cur: list = []    # this backward's [name, gap before, time] per node
+
+    def timed(node, grad):
+        t0 = time.perf_counter()
+        r = node.backward(grad)
+        t1 = time.perf_counter()
+        cur.append([node.name, t0 - last[0], t1 - t0])
+        last[0] = t1
+        return r
+    last = [0.0]
+    for k in range(20 + steps):
+        for name, model in models.items():
+            opts[name].zero_grad()
+            loss = lossf(model(x), y)
+            for p, dest in kept if name == "kept" else ():
+                engine.offer_grad_dest(p, dest)
+            dist.barrier()
+            cur.clear()
+            engine.PROFILE_HOOK[0] = timed if k >= 20 else None
+            last[0] = time.perf_counter()
+            loss.backward()
+            engine.PROFILE_HOOK[0] = None
+            opts[name].step()
+            if k >= 20:
+                rec[name].append(list(cur))
+    with open(out, "w") as f:
+        json.dump(rec, f)
+    dist.destroy_process_group()
+
+
+def _print_nodes(rec, steps, batch, load0):
+    import numpy as np
+
+    from benchmarks._common import cpu_model
+    print(f"# {cpu_model()}; {os.cpu_count()} cores; load {load0:.2f} -> "
+          f"{os.getloadavg()[0]:.2f}; MLP 784-512-512-10, B={batch} per rank, 2 ranks, "
+          f"{steps} backward passes each, rank 0, medians in us")
+    print("| node | bare | persistent gradient array - bare | DDP - bare | gap before: bare "
+          "| DDP |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    # per contender: [step, node, (gap before, time)]; the gap before node 1 is the forward's end
+    t = {k: np.array([[n[1:] for n in s] for s in rec[k]]) * 1e6 for k in rec}
+    med = {k: np.median(v, axis=0) for k, v in t.items()}
+    for i, n in enumerate(rec["bare"][0]):
+        b, k, d = med["bare"][i], med["kept"][i], med["DDP"][i]
+        gaps = f"{b[0]:.0f} | {d[0]:.0f}" if i else "- | -"
+        print(f"| {i + 1} {n[0]} | {b[1]:.0f} | {k[1] - b[1]:+.0f} | {d[1] - b[1]:+.0f} | "
+              f"{gaps} |")
+    tot = {k: np.median(v[:, :, 1].sum(axis=1)) for k, v in t.items()}
+    gap = {k: np.median(v[:, 1:, 0].sum(axis=1)) for k, v in t.items()}
+    print(f"| every node (median of the sums) | {tot['bare']:.0f} | "
+          f"{tot['kept'] - tot['bare']:+.0f} | {tot['DDP'] - tot['bare']:+.0f} | "
+          f"{gap['bare']:.0f} | {gap['DDP']:.0f} |")
+
+
 def _model_and_data(tb, np, batch, seed):
     """benchmarks/ddp.py's MLP and a batch of random data drawn with ``seed``."""
     tb.manual_seed(0)
@@ -107,13 +190,16 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--solo", action="store_true", help="one process, no DDP: step jitter")
+    ap.add_argument("--nodes", action="store_true",
+                    help="each backward node's time and the gap before it, DDP and bare")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)  # rank port out
     a = ap.parse_args(argv)
     if a.solo:
         solo(a.steps, a.batch)
         return
     if a.worker:
-        worker(int(a.worker[0]), int(a.worker[1]), a.steps, a.batch, a.worker[2])
+        (nodes_worker if a.nodes else worker)(int(a.worker[0]), int(a.worker[1]), a.steps,
+                                              a.batch, a.worker[2])
         return
     import numpy as np
 
@@ -123,12 +209,16 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         outs = [os.path.join(tmp, f"r{r}.json") for r in (0, 1)]
         procs = [subprocess.Popen([sys.executable, __file__, "--steps", str(a.steps), "--batch",
-                                   str(a.batch), "--worker", str(r), str(port), outs[r]])
+                                   str(a.batch), *(["--nodes"] if a.nodes else []), "--worker",
+                                   str(r), str(port), outs[r]])
                  for r in (0, 1)]
         for p in procs:
             if p.wait(timeout=600) != 0:
                 sys.exit(f"ddp_arrivals: a rank exited with {p.returncode}")
         res = [json.load(open(o)) for o in outs]
+    if a.nodes:
+        _print_nodes(res[0], a.steps, a.batch, load0)
+        return
     r0, r1 = (np.array(r["rec"]) for r in res)
     if len(r0) != a.steps or len(r1) != a.steps:
         sys.exit("ddp_arrivals: no resident arena (needs the native module and shared memory)")

@@ -42,3 +42,16 @@ def test_solo_prints_the_step_percentiles():
     assert r.returncode == 0, r.stderr
     ms = [float(v) for v in r.stdout.splitlines()[-1].split()[2].split("/")]
     assert len(ms) == 4 and 0 < ms[0] <= ms[1] <= ms[2] <= ms[3], r.stdout
+
+
+@pytest.mark.skipif(not native_available(), reason="needs the native module")
+def test_nodes_tables_every_backward_node():
+    r = _run("--nodes")
+    assert r.returncode == 0, r.stderr
+    rows = [ln for ln in r.stdout.splitlines() if ln.startswith("| ") and "---" not in ln]
+    names = [ln.split("|")[1].split()[1] for ln in rows[1:-1]]
+    # the MLP's backward, newest node first: the loss, then Linear, ReLU, Linear, ReLU, Linear
+    assert names == ["CrossEntropyLossBackward", "AddmmBackward", "ReluBackward",
+                     "AddmmBackward", "ReluBackward", "AddmmBackward"], r.stdout
+    total = rows[-1].split("|")
+    assert rows[-1].startswith("| every node") and float(total[2]) > 0, r.stdout

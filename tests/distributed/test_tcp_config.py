@@ -43,3 +43,20 @@ def test_bad_ifname_fails_init(workers):
                       raise_on_error=False)
     for r in results:
         assert r.error_type == "DistNetworkError" and "no-such-if0" in r.message, r.describe()
+
+
+def test_a_failed_bind_closes_its_listener(monkeypatch):
+    """An address this host cannot listen on is a named error, and the socket made for it is
+    closed at once (no ResourceWarning when it is collected)."""
+    import gc
+    import warnings
+
+    from tensorbrain.distributed.backends.tcp import mesh
+    monkeypatch.setattr(mesh.Mesh, "_advertised_ip", lambda self: ("192.0.2.1", "192.0.2.1"))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(dist.DistNetworkError, match="rank 0: cannot listen on 192.0.2.1"):
+            mesh.Mesh(dist.HashStore(), 0, 2, 5.0, "bind-test")
+        gc.collect()
+    leaked = [str(w.message) for w in seen if issubclass(w.category, ResourceWarning)]
+    assert not leaked, leaked

@@ -128,6 +128,7 @@ class Mesh:
         try:
             tcp_l.bind((bind, 0))
         except OSError as exc:
+            tcp_l.close()
             raise DistNetworkError(f"tcp backend, group {self.group_name!r}, rank {self.rank}: "
                                    f"cannot listen on {bind}: {exc}") from None
         tcp_l.listen(self.size)

@@ -3,7 +3,7 @@
     python benchmarks/ddp_arrivals.py                 # MLP 784-512-512-10, B=512 per rank, 300 steps
     python benchmarks/ddp_arrivals.py --steps 100 --batch 64
     python benchmarks/ddp_arrivals.py --solo          # one process, no DDP: the VM's step jitter
-    python benchmarks/ddp_arrivals.py --nodes         # each backward node's time, DDP against none
+    python benchmarks/ddp_arrivals.py --nodes         # each backward node's time, DDP against bare
 
 Two ranks (1 BLAS thread each) train the MLP of ``benchmarks/ddp.py`` with DDP over ``tcp``
 (the resident shared-memory arena). Every step records, on each rank, when it entered and left
@@ -103,6 +103,7 @@ def nodes_worker(rank: int, port: int, steps: int, batch: int, out: str) -> None
     lossf = tb.nn.CrossEntropyLoss()
     rec: dict = {k: [] for k in models}
     cur: list = []    # this backward's [name, gap before, time] per node
+    last = [0.0]      # when the previous node (or the backward call) ended
 
     def timed(node, grad):
         t0 = time.perf_counter()
@@ -111,7 +112,6 @@ def nodes_worker(rank: int, port: int, steps: int, batch: int, out: str) -> None
         cur.append([node.name, t0 - last[0], t1 - t0])
         last[0] = t1
         return r
-    last = [0.0]
     for k in range(20 + steps):
         for name, model in models.items():
             opts[name].zero_grad()
@@ -133,14 +133,14 @@ def nodes_worker(rank: int, port: int, steps: int, batch: int, out: str) -> None
 
 
 def _print_nodes(rec, steps, batch, load0):
+    """``--nodes``' table from rank 0's records (``nodes_worker``)."""
     import numpy as np
 
     from benchmarks._common import cpu_model
     print(f"# {cpu_model()}; {os.cpu_count()} cores; load {load0:.2f} -> "
           f"{os.getloadavg()[0]:.2f}; MLP 784-512-512-10, B={batch} per rank, 2 ranks, "
           f"{steps} backward passes each, rank 0, medians in us")
-    print("| node | bare | persistent gradient array - bare | DDP - bare | gap before: bare "
-          "| DDP |")
+    print("| node | bare | same array every step - bare | DDP - bare | gap before: bare | DDP |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     # per contender: [step, node, (gap before, time)]; the gap before node 1 is the forward's end
     t = {k: np.array([[n[1:] for n in s] for s in rec[k]]) * 1e6 for k in rec}
@@ -191,7 +191,8 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--solo", action="store_true", help="one process, no DDP: step jitter")
     ap.add_argument("--nodes", action="store_true",
-                    help="each backward node's time and the gap before it, DDP and bare")
+                    help="each backward node's time and the gap before it: DDP, bare, and "
+                         "bare with the same gradient arrays every step")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)  # rank port out
     a = ap.parse_args(argv)
     if a.solo:

@@ -164,7 +164,7 @@ class IntraHost:
             dtype: float32 or float64.
             count: elements per rank (the same on every rank, else ValueError everywhere).
             want: this rank's wish (the reducer's conditions).
-            submit: ``submit(op, fn)`` runs ``fn`` as collective ``op`` on the op queue.
+            submit: ``submit(op, fn)`` runs ``fn`` as the backend's collective ``op``.
             region: room for an output region per rank (``ResidentArena.region``), as rank
                 0's reducer asks (every rank of a DDP has the same options).
         """

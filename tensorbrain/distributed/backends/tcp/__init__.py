@@ -244,12 +244,17 @@ class TCPBackend(Backend):
 
     def resident_arena(self, dtype, count: int, want: bool, region: bool = False):
         """Collective: DDP's gradient arena resident in shared memory
-        (``IntraHost.resident_arena``; its reductions run on the op queue), or None."""
+        (``IntraHost.resident_arena``), or None. Its reductions take the latency path
+        (``OpQueue.run_inline``: in this thread, no ``Work``) when nothing is queued, else
+        they queue behind what is."""
         if self._shm is None:
             return None
-        return self._shm.resident_arena(
-            dtype, count, want and not self._debug,
-            lambda op, fn: self._ops.submit(op, fn, async_op=False), region)
+        ops = self._ops
+
+        def run(op, fn):
+            if not ops.run_inline(op, lambda: fn() or True):
+                ops.submit(op, fn, async_op=False)
+        return self._shm.resident_arena(dtype, count, want and not self._debug, run, region)
 
     # ***** failures *****
     def _on_failure(self, work, exc: BaseException) -> BaseException:

@@ -4,8 +4,10 @@ Against references computed in the same processes: the resident arena's gradient
 those of the fused all_reduce through the transport's buffers (``resident=False``), which the
 DDP suite holds to one process on the whole batch; a rank that is late in backward (asleep after
 publishing its first bucket) gets the same bits while the early rank reduces what it published;
-a rank killed during backward is named by the survivor within seconds; and without shared
-memory or the native module the reducer keeps its private arena (the fallback).
+a rank killed during backward is named by the survivor within seconds; without shared
+memory or the native module the reducer keeps its private arena (the fallback); and the
+reduction runs on the op queue's latency path, or through the queue when that path declines,
+with the same bits either way.
 """
 import os
 import signal
@@ -257,3 +259,35 @@ def test_the_average_is_lent_to_grad_while_nothing_holds_the_last_one():
         assert all(r["same"]) and all(r["kept"]), r
         assert r["lent"] == [False, True, True, False, False, True, False, True, True, True,
                              rank == 0], r
+
+
+def latency_path_worker(rank, world):
+    import tensorbrain.distributed as dist
+    ops = dist.distributed_c10d._default("test").backend._ops
+    inline = ops.run_inline
+    took: list = []
+
+    def counting(op, fn, *args):
+        done = inline(op, fn, *args)
+        took.append(bool(done))
+        return done
+
+    def declining(op, fn, *args):  # as when an op is queued: the caller must queue behind it
+        return False
+    res, ref = _ddp(True), _ddp(False)
+    same = []
+    # step 1 makes the resident arena (its set-up all_reduce takes the latency path too);
+    # step 2 reduces in it through the latency path; steps 3 and 4 through the queue
+    for step, run_inline in enumerate((inline, inline, counting, declining, declining)):
+        ops.run_inline = run_inline
+        a = _grads(res, rank, step)
+        ops.run_inline = inline
+        same.append(all(np.array_equal(u, v) for u, v in zip(a, _grads(ref, rank, step))))
+    return {"same": same, "took": took, "resident": res.reducer._resident is not None}
+
+
+@needs_native
+def test_the_arena_reduction_takes_the_latency_path_and_queues_when_it_declines():
+    for r in run_workers(f"{HERE}:latency_path_worker", 2, timeout=90):
+        assert r["resident"] and r["took"] == [True], r   # one reduction, in this thread
+        assert r["same"] == [True] * 5, r

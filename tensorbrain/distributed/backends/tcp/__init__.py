@@ -252,6 +252,7 @@ class TCPBackend(Backend):
         ops = self._ops
 
         def run(op, fn):
+            # True once fn ran: run_inline takes a false result for "declined, not run"
             if not ops.run_inline(op, lambda: fn() or True):
                 ops.submit(op, fn, async_op=False)
         return self._shm.resident_arena(dtype, count, want and not self._debug, run, region)

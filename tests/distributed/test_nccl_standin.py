@@ -135,10 +135,19 @@ def test_every_collective_against_numpy(world_size):
 
 def _peer_dies(rank, world):
     import os
+    import time
+
+    from tensorbrain.testing.nccl_standin import Stream
     _init()
     t = tb.ones(1 << 16)
     dist.all_reduce(t)            # the group works
     if rank == 1:
+        # The ranks' calls agree, but this rank's NCCL op waits behind slow work on its stream
+        # when it dies: the survivor learns of it from NCCL (the watchdog), not from the check.
+        stream = Stream()
+        stream.enqueue(lambda: time.sleep(2))
+        with stream:
+            dist.all_reduce(t, async_op=True)
         os._exit(3)               # dies without a word, as a killed process does
     try:
         dist.all_reduce(t, async_op=True).wait(timeout=60)
@@ -156,6 +165,71 @@ def test_a_dead_peer_fails_the_op_through_the_watchdog_and_poisons_the_group():
     assert "NCCL reported an asynchronous error" in first and "all_reduce (seq 1)" in first, first
     assert "failed earlier" in later, later
     assert results[1].exitcode == 3
+
+
+def _peer_gone_before_the_call(rank, world):
+    import os
+    _init()
+    t = tb.ones(1000)
+    dist.all_reduce(t)
+    if rank == 1:
+        os._exit(3)
+    try:
+        dist.all_reduce(t)
+    except dist.DistError as exc:
+        try:
+            dist.broadcast(t, src=0)
+        except dist.DistBackendError as later:
+            return [type(exc).__name__, str(exc), str(later)]
+    return ["no error", "", ""]
+
+
+def test_a_peer_gone_before_a_collective_is_named_by_the_check_before_nccl_runs():
+    """The fingerprints meet on the host before NCCL is called: a rank that is gone fails the
+    survivor's next collective there, naming it, and the group is failed as after an NCCL error."""
+    results = run_workers(f"{HERE}:_peer_gone_before_the_call", 2, init=None, timeout=90,
+                          raise_on_error=False)
+    kind, first, later = results[0].value
+    assert kind != "no error", results[0].value
+    assert first.startswith("all_reduce (seq 1) of group 'default' on rank 0: comparing the "
+                            "ranks' calls before NCCL runs failed"), first
+    assert "rank 1" in first.split("failed:", 1)[1], first
+    assert "failed earlier" in later, later
+    assert results[1].exitcode == 3
+
+
+def _calls_compared(rank, world):
+    import time
+
+    from tensorbrain.testing.nccl_standin import Stream
+    _init()
+    # The host does not wait for the stream: two seconds of work queued on the current stream
+    # before a synchronous all_reduce, which returns at once and is ordered after that work.
+    stream = Stream()
+    stream.enqueue(lambda: time.sleep(2))
+    t = tb.tensor(np.full(1000, rank + 1.0, np.float32))
+    with stream:
+        t0 = time.monotonic()
+        dist.all_reduce(t)
+        returned = time.monotonic() - t0
+    stream.synchronize()
+    _check(t.numpy(), np.full(1000, world * (world + 1) / 2, np.float32), "ordered all_reduce")
+    # Mismatched calls are refused on every rank before NCCL runs (NCCL could reduce them
+    # silently or hang): this rank's count differs from the others'.
+    try:
+        dist.all_reduce(tb.ones(4 + rank))
+        error = None
+    except dist.DistError as exc:
+        error = str(exc)
+    return returned, error
+
+
+def test_the_calls_are_compared_on_the_host_without_waiting_for_the_gpu():
+    results = run_workers(f"{HERE}:_calls_compared", 2, init=None, timeout=90)
+    for rank, (returned, error) in enumerate(results):
+        assert returned < 1.0, f"rank {rank}: the host waited {returned:.2f} s for the stream"
+        assert error is not None and "collective mismatch" in error, error
+        assert "float32 x 4" in error and "float32 x 5" in error, error
 
 
 # ***** TB_DISTRIBUTED_DEBUG and TB_TIMELINE mean on nccl what they mean on tcp and mpi *****

@@ -18,7 +18,7 @@ from ... import _xp
 from .. import _fingerprint as FP
 from .. import _nccl_lib
 from .._nccl_lib import is_available, why_unavailable  # noqa: F401 - nccl.X (the registry)
-from ..errors import DistBackendError, DistStoreError
+from ..errors import DistBackendError, DistError, DistStoreError
 from . import _validate, base
 from ._nccl_work import Watchdog, _NCCLWork
 from ._staging import finisher
@@ -28,9 +28,10 @@ _INT8 = 0  # ncclInt8: data movement in bytes
 
 
 class NCCLBackend(base.Backend):
-    """One NCCL communicator on the current CUDA device. The fingerprint is exchanged: all-gathered
-    through NCCL and compared before the collective is launched (NCCL may hang on mismatched
-    counts).
+    """One NCCL communicator on the current CUDA device. The fingerprint is exchanged: in a group
+    of more than one rank, all-gathered on the host over a tcp mesh of the group's own and
+    compared before the collective is launched (NCCL may hang on, or silently reduce, mismatched
+    calls). The host then waits for the peers' hosts to reach the same call, not for the GPU.
 
     Args:
         store, rank, size, timeout, group_name: as for ``base.Backend``.
@@ -67,6 +68,18 @@ class NCCLBackend(base.Backend):
                                        f"(rank {rank} of {size}, device {self.device.id}) "
                                        f"failed: {exc}") from None
         self.watchdog = Watchdog(self._nccl, self.comm, self._failure, self.timeout)
+        #: where the ranks' fingerprints meet before each collective (None in a group of one)
+        self._checks = None
+        if size > 1:
+            from ..store import PrefixStore
+            from .tcp import TCPBackend
+            try:
+                self._checks = TCPBackend(PrefixStore("nccl-checks", store), rank, size,
+                                          self.timeout, f"{group_name}-checks")
+            except BaseException:
+                self.comm.abort()
+                self.watchdog.stop()
+                raise
         calls = {"all_reduce": self._allreduce, "broadcast": self._broadcast,
                  "reduce": self._broadcast, "all_gather": self._allgather,
                  "all_gather_into_tensor": self._allgather, "gather": self._rooted,
@@ -158,21 +171,27 @@ class NCCLBackend(base.Backend):
         return work
 
     def _exchange(self, words, seq: int, op: str):
-        """All-gather this rank's fingerprint ``words`` through NCCL on the communication stream,
-        wait for it (bounded by the group timeout) and return every rank's words, one row per
-        rank, before the collective is launched (why: docs/reliability.md). It runs under the name
-        ``op`` and number ``seq`` of the collective it guards, so a failure here reads as that
-        collective's ("all_reduce (seq 1)")."""
+        """All-gather this rank's fingerprint ``words`` on the host, over the group's tcp mesh
+        (``_checks``), and return every rank's words, one row per rank, before the collective is
+        launched (why: docs/reliability.md). That waits for the peers to reach the same call,
+        bounded by the group timeout, but not for the GPU: an exchange through NCCL would read
+        its result back, which waits for everything queued on the stream before it. A failure
+        here (a peer gone or late) is worded as the guarded collective's, ``op`` number ``seq``,
+        and fails the group as an NCCL error would."""
         self._failure.check("collective")
-        cp = self._cp
-        words = np.ascontiguousarray(words, np.int64)
-        with self.device:
-            send = cp.asarray(words)
-            recv = cp.empty((self.size, words.size), cp.int64)
-            self._launch(op, lambda s: self.comm.all_gather(
-                send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (send, recv), None,
-                async_op=False, seq=seq)
-            return cp.asnumpy(recv)
+        checks = self._checks
+        assert checks is not None, "a group of one exchanges no fingerprint (_claim)"
+        words = np.ascontiguousarray(words, np.int64).reshape(-1)
+        rows = np.empty((self.size, words.size), np.int64)
+        try:
+            checks.allgather_into(rows.reshape(-1), words, async_op=False)
+        except DistError as exc:
+            err = type(exc)(f"{op} (seq {seq}) of group {self.group_name!r} on rank "
+                            f"{self.rank}: comparing the ranks' calls before NCCL runs failed: "
+                            f"{exc}")
+            self.watchdog.fail(err)
+            raise err from None
+        return rows
 
     def _group(self, calls):
         """``calls`` (a list of ``fn(stream)``) inside ncclGroupStart/End, so sends and receives
@@ -373,6 +392,8 @@ class NCCLBackend(base.Backend):
                 watchdog.poll(work)
             time.sleep(1e-3)
         watchdog.stop()
+        if self._checks is not None:
+            self._checks.shutdown()
         if self.comm.alive:
             if self._failure.first is None and not watchdog.pending:
                 self.comm.destroy()
@@ -384,6 +405,8 @@ class NCCLBackend(base.Backend):
         """Fail every pending Work at once and stop the watchdog without joining it."""
         self.watchdog.fail(DistBackendError(f"group {self.group_name!r} was aborted"))
         self.watchdog.stop(join=False)
+        if self._checks is not None:
+            self._checks.abort()
 
 
 def _copy(dst, src, stream=None) -> None:

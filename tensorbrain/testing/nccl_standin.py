@@ -98,22 +98,13 @@ class Stream:
             fn: a callable without arguments.
         """
         if self.is_null:
-            fn()
+            _execute(fn, host=True)
         else:
             self._queue.put(fn)
 
     def _run(self) -> None:
         while True:
-            fn = self._queue.get()
-            try:
-                fn()
-            except BaseException as exc:  # noqa: BLE001 - reported as NCCL reports it
-                failed = getattr(fn, "comm", None)
-                if failed is not None:
-                    # As a real NCCL kernel whose peer is gone, the step "hangs" (later work on
-                    # the stream waits) until the communicator is aborted, then returns.
-                    failed._set_error(exc)
-                    failed._aborted.wait()
+            _execute(self._queue.get())
 
     def wait_event(self, event) -> None:
         """Make later work on this stream wait for ``event``.
@@ -138,6 +129,24 @@ class Stream:
 
     def __exit__(self, *exc):
         _stack().pop()
+
+
+def _execute(fn, host: bool = False) -> None:
+    """Run one item of a stream (``host``: the null stream, in the caller's thread). A failed
+    NCCL call is reported as NCCL reports it: like a real kernel whose peer is gone, the step
+    "hangs" (later work on the stream waits; on the null stream, the host) until the
+    communicator is aborted, then returns, and the communicator reports an asynchronous error.
+    Anything else that fails raises to the caller on the null stream (a worker drops it)."""
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001 - reported as NCCL reports it
+        failed = getattr(fn, "comm", None)
+        if failed is None:
+            if host:
+                raise
+            return
+        failed._set_error(exc)
+        failed._aborted.wait()
 
 
 def _stack() -> list:
@@ -377,6 +386,8 @@ class _Communicator:
         self._rank, self._size = rank, nranks
         self._error, self._error_text, self.alive = 0, "", True
         self._aborted = threading.Event()
+        self._last = threading.Event()  # the last call issued has run (none yet)
+        self._last.set()
 
     # bookkeeping
     def _set_error(self, exc: BaseException) -> None:
@@ -386,11 +397,23 @@ class _Communicator:
     def _queue(self, stream_ptr: int, fn) -> None:
         if not self.alive:
             raise NcclError("the communicator was destroyed or aborted")
-        fn.comm = self
         stream = Stream._registry.get(stream_ptr) if stream_ptr else _NULL
         if stream is None:
             raise NcclError(f"unknown stream {stream_ptr:#x}")
-        stream.enqueue(fn)
+        # NCCL runs one communicator's operations in the order they were issued, whatever their
+        # streams (it orders each after the last with an event): each call here waits for the
+        # one issued before it.
+        before, done = self._last, threading.Event()
+        self._last = done
+
+        def step():
+            before.wait()
+            try:
+                fn()
+            finally:
+                done.set()
+        step.comm = self  # type: ignore[attr-defined]
+        stream.enqueue(step)
 
     def _call(self, stream_ptr: int, fn) -> None:
         group = getattr(_TLS, "group", None)

@@ -232,6 +232,52 @@ def test_the_calls_are_compared_on_the_host_without_waiting_for_the_gpu():
         assert "float32 x 4" in error and "float32 x 5" in error, error
 
 
+def _streams_used(rank, world):
+    import time
+
+    from tensorbrain.distributed._groups import _default
+    from tensorbrain.testing import nccl_standin as S
+    _init()
+    backend = _default("test").backend
+    queued, records = [], []
+    queue, record = S._Communicator._queue, S.Event.record
+
+    def queue_seen(comm, ptr, fn):          # which stream each NCCL call is queued on
+        queued.append(ptr)
+        queue(comm, ptr, fn)
+
+    def record_counted(event, stream=None):  # how many events the backend records
+        records.append(1)
+        record(event, stream)
+    S._Communicator._queue, S.Event.record = queue_seen, record_counted
+    stream = S.Stream()
+    stream.enqueue(lambda: time.sleep(0.5))   # the caller's earlier work, still running
+    x = tb.tensor(np.arange(12, dtype=np.float32).reshape(3, 4) * (rank + 1))
+    y = tb.tensor(np.full(5, rank + 1.0, np.float32))
+    with stream:
+        dist.all_reduce(x.t())                 # synchronous, staged through a copy
+        sync_records = len(records)
+        work = dist.all_reduce(y, async_op=True)
+        async_records = len(records) - sync_records
+        work.wait()
+    stream.synchronize()
+    total = sum(range(1, world + 1))
+    _check(x.numpy(), np.arange(12, dtype=np.float32).reshape(3, 4) * total, "sync, transposed")
+    _check(y.numpy(), np.full(5, total, np.float32), "async")
+    return queued == [stream.ptr, backend.stream.ptr], sync_records, async_records
+
+
+def test_a_synchronous_collective_runs_on_the_callers_stream_an_async_one_on_its_own():
+    """As torch's ProcessGroupNCCL since 2.8: with ``async_op=False`` the NCCL call is queued on
+    the caller's current stream, whose order is all it needs (one event, for the watchdog);
+    with ``async_op=True`` on the group's communication stream, ordered after the caller's by an
+    event and waited for by another."""
+    for same, sync_records, async_records in run_workers(f"{HERE}:_streams_used", 2, init=None,
+                                                         timeout=90):
+        assert same, "the NCCL calls were not queued on the caller's stream, then the group's"
+        assert (sync_records, async_records) == (1, 2), (sync_records, async_records)
+
+
 # ***** TB_DISTRIBUTED_DEBUG and TB_TIMELINE mean on nccl what they mean on tcp and mpi *****
 def _observed(rank, world):
     import json

@@ -98,7 +98,8 @@ class NCCLBackend(base.Backend):
         kind, ins, outs = call.kind, call.inputs, call.outputs
         self._check(kind, *(ins if kind in ("all_reduce", "broadcast", "reduce") else
                             [*ins, *outs] if kind in ("all_gather", "all_gather_into_tensor",
-                                                      "gather") else [*outs, *ins]))
+                                                      "gather") else [*outs, *ins]),
+                    order=call.async_op)
         return impl.run(call, seq)
 
     def _runtime(self, store):
@@ -126,9 +127,10 @@ class NCCLBackend(base.Backend):
         return bytes(uid)
 
     # ***** launching *****
-    def _check(self, op: str, *arrays) -> None:
-        """Validate, then order the communication stream after the caller's current stream (so
-        the staging copies below and NCCL itself read inputs only once they are produced)."""
+    def _check(self, op: str, *arrays, order: bool = True) -> None:
+        """Validate; with ``order`` (an op for the communication stream) order that stream after
+        the caller's current stream, so the staging copies below and NCCL itself read inputs
+        only once they are produced."""
         self._failure.check(op)
         for a in arrays:
             if not isinstance(a, self._cp.ndarray):
@@ -139,22 +141,33 @@ class NCCLBackend(base.Backend):
                 raise ValueError(f"{op}: array is on cuda:{a.device.id} but group "
                                  f"{self.group_name!r} communicates on cuda:{self.device.id}; "
                                  "call tb.cuda.set_device(local_rank) before init_process_group")
-        with self.device:
-            self._ready.record(self._cp.cuda.get_current_stream())
-            self.stream.wait_event(self._ready)
+        if order:
+            with self.device:
+                self._ready.record(self._cp.cuda.get_current_stream())
+                self.stream.wait_event(self._ready)
 
-    def _launch(self, op: str, body, keep, result, async_op: bool, after=None, seq=None):
-        """Run ``body(stream_ptr)`` (NCCL calls) on the communication stream (already ordered after
-        the caller's stream by `_check`), then ``after()`` (copy-outs, on the same stream).
-        ``seq``: the collective's number; None for a point-to-point op (its own counter)."""
+    def _on(self, call):
+        """The stream ``call`` runs on: the caller's current stream for a synchronous collective
+        (as torch's ProcessGroupNCCL since 2.8: stream order is then all the ordering needed, no
+        events), else the communication stream (ordered after the caller's by `_check`)."""
+        return self.stream if call.async_op else self._cp.cuda.get_current_stream()
+
+    def _launch(self, op: str, body, keep, result, async_op: bool, after=None, seq=None,
+                stream=None):
+        """Run ``body(stream_ptr)`` (NCCL calls), then ``after()`` (copy-outs), on ``stream`` (the
+        communication stream by default, already ordered after the caller's by `_check`) and
+        record a done event there for the watchdog. On the communication stream a synchronous op
+        makes the caller's stream wait for it. ``seq``: the collective's number; None for a
+        point-to-point op (its own counter)."""
         cp = self._cp
         if seq is None:
             seq = self._p2p_seq
             self._p2p_seq = seq + 1
+        stream = self.stream if stream is None else stream
         with self.device:
             try:
-                with self.stream:
-                    body(self.stream.ptr)
+                with stream:
+                    body(stream.ptr)
                     if after is not None:
                         after()
             except self._nccl.NcclError as exc:
@@ -163,10 +176,10 @@ class NCCLBackend(base.Backend):
                 self.watchdog.fail(err)
                 raise err from None
             done = cp.cuda.Event(disable_timing=True)
-            done.record(self.stream)
+            done.record(stream)
         work = _NCCLWork(self.watchdog, cp, op, seq, done, keep, result)
         self.watchdog.add(work)
-        if not async_op:
+        if not async_op and stream is self.stream:
             work.wait()
         return work
 
@@ -223,12 +236,13 @@ class NCCLBackend(base.Backend):
         # The binding names ncclProd "product" (nccl.h's spelling); ours is "prod".
         return self._nccl.DTYPES[name], self._nccl.RED_OPS["product" if op == "prod" else op]
 
-    def _contiguous(self, array):
-        """``(contiguous array, copy_back or None)``; the copy runs on the communication stream."""
+    def _contiguous(self, array, stream=None):
+        """``(contiguous array, copy_back or None)``; the copy runs on ``stream`` (default: the
+        communication stream)."""
         if array.flags.c_contiguous:
             return array, None
         cp = self._cp
-        with self.stream:
+        with self.stream if stream is None else stream:
             tmp = cp.ascontiguousarray(array)
 
         def copy_back():
@@ -237,19 +251,19 @@ class NCCLBackend(base.Backend):
 
     # ***** collectives: one group call each (the "group call" implementations) *****
     def _allreduce(self, call, seq):
-        arrays, comm = call.inputs, self.comm
-        staged = [self._contiguous(a) for a in arrays]
+        arrays, comm, on = call.inputs, self.comm, self._on(call)
+        staged = [self._contiguous(a, on) for a in arrays]
         calls = [partial(comm.all_reduce, b.data.ptr, b.data.ptr, b.size,
                          *self._reduce_args(b.dtype, call.op)) for b, _ in staged]
         body = calls[0] if len(calls) == 1 else self._group(calls)
         return self._launch("all_reduce", body, (arrays, staged), call.result, call.async_op,
-                            after=finisher(staged), seq=seq)
+                            after=finisher(staged), seq=seq, stream=on)
 
     def _broadcast(self, call, seq):
         """broadcast and reduce: one NCCL call in place on the array (reduce's result is the
         root's only)."""
-        array, root, comm = call.inputs[0], call.root, self.comm
-        buf, back = self._contiguous(array)
+        array, root, comm, on = call.inputs[0], call.root, self.comm, self._on(call)
+        buf, back = self._contiguous(array, on)
         ptr = buf.data.ptr
         if call.kind == "broadcast":
             body = partial(comm.broadcast, ptr, ptr, buf.nbytes, _INT8, root)
@@ -258,70 +272,72 @@ class NCCLBackend(base.Backend):
             body = partial(comm.reduce, ptr, ptr, buf.size, dt, red, root)
             back = back if self.rank == root else None
         return self._launch(call.kind, body, (array, buf), call.result, call.async_op, after=back,
-                            seq=seq)
+                            seq=seq, stream=on)
 
     def _allgather(self, call, seq):
         """all_gather_into_tensor: one ncclAllGather into the output; all_gather: into a scratch
         buffer whose blocks are then copied into the list (on the stream)."""
-        input, outputs = call.inputs[0], call.outputs
-        send, _ = self._contiguous(input)
+        input, outputs, on = call.inputs[0], call.outputs, self._on(call)
+        send, _ = self._contiguous(input, on)
         if call.kind == "all_gather":
-            with self.stream:
+            with on:
                 recv = self._cp.empty((self.size,) + send.shape, send.dtype)
 
             def after():
                 for out, block in zip(outputs, recv):
                     out[...] = block.reshape(out.shape)
         else:
-            recv, after = self._contiguous(outputs[0])
+            recv, after = self._contiguous(outputs[0], on)
         return self._launch(call.kind, lambda s: self.comm.all_gather(
             send.data.ptr, recv.data.ptr, send.nbytes, _INT8, s), (input, send, recv, outputs),
-            call.result, call.async_op, after=after, seq=seq)
+            call.result, call.async_op, after=after, seq=seq, stream=on)
 
     def _rooted(self, call, seq):
         """gather and scatter, which NCCL lacks: the root receives every rank's block (sends each
         rank its block) in one NCCL group, copying its own; the others send (receive) theirs."""
-        gather, root, comm = call.kind == "gather", call.root, self.comm
-        mine, back = self._contiguous(call.inputs[0] if gather else call.outputs[0])
+        gather, root, comm, on = call.kind == "gather", call.root, self.comm, self._on(call)
+        mine, back = self._contiguous(call.inputs[0] if gather else call.outputs[0], on)
         blocks: list = []
         if self.rank != root:
             calls = [partial(comm.send if gather else comm.recv, mine.data.ptr, mine.nbytes,
                              _INT8, root)]
         else:
-            blocks = [self._contiguous(a) for a in (call.outputs if gather else call.inputs)]
+            blocks = [self._contiguous(a, on) for a in (call.outputs if gather else call.inputs)]
             calls = [partial(_copy, *((buf, mine) if gather else (mine, buf))) if peer == root
                      else partial(comm.recv if gather else comm.send, buf.data.ptr, buf.nbytes,
                                   _INT8, peer)
                      for peer, (buf, _) in enumerate(blocks)]
         return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, mine,
                                                              blocks), call.result, call.async_op,
-                            after=finisher(blocks) if gather else back, seq=seq)
+                            after=finisher(blocks) if gather else back, seq=seq, stream=on)
 
     def _reduce_scatter(self, call, seq):
-        output, inputs = call.outputs[0], call.inputs
+        output, inputs, on = call.outputs[0], call.inputs, self._on(call)
         if call.kind == "reduce_scatter":
-            with self.stream:
+            with on:
                 packed = self._cp.stack([x.reshape(output.shape) for x in inputs])
         else:  # reduce_scatter_tensor: one flat input
-            packed, _ = self._contiguous(inputs[0])
+            packed, _ = self._contiguous(inputs[0], on)
         dt, red = self._reduce_args(output.dtype, call.op)
-        recv, back = self._contiguous(output)
+        recv, back = self._contiguous(output, on)
         return self._launch(call.kind, lambda s: self.comm.reduce_scatter(
             packed.data.ptr, recv.data.ptr, recv.size, dt, red, s),
-            (inputs, packed, output, recv), call.result, call.async_op, after=back, seq=seq)
+            (inputs, packed, output, recv), call.result, call.async_op, after=back, seq=seq,
+            stream=on)
 
     def _alltoall(self, call, seq):
         """all_to_all (a block per peer, this rank's own copied) and all_to_all_single (rows of
         one array per peer, as the checked splits say): a send and a receive per peer in one
         NCCL group."""
+        on = self._on(call)
         if call.kind == "all_to_all":
-            sends = [self._contiguous(x)[0] for x in call.inputs]
-            recvs = [self._contiguous(o) for o in call.outputs]
+            sends = [self._contiguous(x, on)[0] for x in call.inputs]
+            recvs = [self._contiguous(o, on) for o in call.outputs]
             blocks = [(s.data.ptr, s.nbytes, r.data.ptr, r.nbytes) for s, (r, _) in zip(sends, recvs)]
             keep, after = (sends, recvs), finisher(recvs)
         else:
-            send, _ = self._contiguous(call.inputs[0])
-            recv, after = self._contiguous(call.outputs[0])
+            send, _ = self._contiguous(call.inputs[0], on)
+            recv, after = self._contiguous(call.outputs[0], on)
             out_rows, in_rows = call.rows
             s_n = [k * _validate.row_bytes(send) for k in in_rows]
             r_n = [k * _validate.row_bytes(recv) for k in out_rows]
@@ -339,7 +355,7 @@ class NCCLBackend(base.Backend):
             if r_bytes:
                 calls.append(partial(comm.recv, r_ptr, r_bytes, _INT8, peer))
         return self._launch(call.kind, self._group(calls), (call.inputs, call.outputs, keep),
-                            call.result, call.async_op, after=after, seq=seq)
+                            call.result, call.async_op, after=after, seq=seq, stream=on)
 
     def _barrier(self, call, seq):
         """An all_reduce of one int32 on the device (as torch's NCCL barrier); waiting on it
@@ -348,7 +364,7 @@ class NCCLBackend(base.Backend):
             token = self._cp.zeros(1, self._cp.int32)
         work = self._launch("barrier", lambda s: self.comm.all_reduce(
             token.data.ptr, token.data.ptr, 1, self._nccl.DTYPES["int32"],
-            self._nccl.RED_OPS["sum"], s), token, None, True, seq=seq)
+            self._nccl.RED_OPS["sum"], s), token, None, True, seq=seq, stream=self._on(call))
         if not call.async_op:
             work.wait(timeout=self.timeout)
         return work

@@ -153,10 +153,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     "(python -m pytest -q -m soak runs them; tests/conftest.py)")
 
 
-@pytest.fixture(params=["baseline", "avx2+f16c"])
+@pytest.fixture(params=["baseline", "avx2+f16c", "avx512"])
 def cpu_path(request):
-    """The native module with its loops forced to the scalar ('baseline') or the AVX2 bodies in
-    turn (skipped where the CPU lacks them); ``auto`` again afterwards."""
+    """The native module with its loops forced to the scalar ('baseline'), the AVX2 or the
+    AVX-512 bodies in turn (skipped where the CPU lacks them); ``auto`` again afterwards."""
     from tensorbrain import _native
     C = _native.module()
     try:

@@ -99,10 +99,12 @@ void init_kernels(py::module_ &m) {
     m.def("scale_into", &py_scale_into, py::arg("dst"), py::arg("factor"),
           "dst *= factor in place (floating dtypes; float16 multiplies in float32).");
     m.def("_cpu_path", &cpu_path, "which loops run: 'avx2+f16c' or 'baseline'");
+    m.def("_avx512", &use_avx512, "whether the loops with an AVX-512 body (the packed GEMM, the row kernels) run it");
     m.def("_force_cpu_path", [](const std::string &name) {
         if (!force_cpu_path(name))
             throw py::value_error("_force_cpu_path: '" + name + "' is unknown or not supported by this CPU");
-    }, "tests only: run the 'baseline' or 'avx2+f16c' loops regardless of the CPU ('auto' undoes it)");
+    }, "tests only: run the 'baseline', 'avx2+f16c' or 'avx512' (AVX2 loops and the AVX-512 bodies) loops "
+       "regardless of the CPU ('auto' undoes it)");
     // Lets tests compare the C++ float32 -> float16 rounding with NumPy's astype on many values.
     m.def("_float_to_half_bits", [](py::array_t<float, py::array::c_style> x) {
         py::array_t<std::uint16_t> out(x.size());

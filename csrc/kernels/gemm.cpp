@@ -70,6 +70,7 @@ void gemm_packed(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &
         if (!accumulate) std::memset(c, 0, sizeof(float) * static_cast<std::size_t>(m) * b.n);
         return;
     }
+    if (use_avx512() && avx512::gemm_panels(a, lda, m, b, c, accumulate, 0, b.groups * b.panels)) return;
     if (use_fma() && fma::gemm_panels(a, lda, m, b, c, accumulate, 0, b.groups * b.panels)) return;
     scalar_panels(a, lda, m, b, c, accumulate);
 }

@@ -39,5 +39,10 @@ namespace fma {
 bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
                  int p0, int p1);
 }  // namespace fma
+namespace avx512 {
+// The AVX-512 body (gemm_avx512.cpp), the same contract; false when this build has none.
+bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
+                 int p0, int p1);
+}  // namespace avx512
 
 }  // namespace tb::kernels

@@ -13,6 +13,7 @@
 namespace tb::kernels {
 
 bool avx2_kernels_built();
+bool avx512_kernels_built();
 namespace avx2 {
 bool reduce_into(void *dst, const void *src, std::size_t n, DType dt, Op op);
 bool scale_into(void *dst, std::size_t n, DType dt, double factor);
@@ -27,16 +28,29 @@ bool cpu_has_avx2() {
     return false;
 #endif
 }
-int forced_path = -1;  // -1: by CPU; 0: baseline; 1: avx2 (set only by tests, single-threaded)
-bool use_avx2() { return forced_path < 0 ? cpu_has_avx2() : forced_path == 1; }
+bool cpu_has_avx512() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    static const bool yes = avx512_kernels_built() && cpu_has_avx2() && __builtin_cpu_supports("avx512f");
+    return yes;
+#else
+    return false;
+#endif
+}
+// -1: by CPU; 0: baseline; 1: avx2; 2: avx2 with the AVX-512 GEMM (set only by tests,
+// single-threaded)
+int forced_path = -1;
+bool use_avx2() { return forced_path < 0 ? cpu_has_avx2() : forced_path >= 1; }
 }  // namespace
 
 const char *cpu_path() { return use_avx2() ? "avx2+f16c" : "baseline"; }
+
+bool use_avx512() { return forced_path < 0 ? cpu_has_avx512() : forced_path == 2; }
 
 bool force_cpu_path(std::string_view name) {
     if (name == "auto") forced_path = -1;
     else if (name == "baseline") forced_path = 0;
     else if (name == "avx2+f16c" && cpu_has_avx2()) forced_path = 1;
+    else if (name == "avx512" && cpu_has_avx512()) forced_path = 2;
     else return false;
     return true;
 }

@@ -37,8 +37,13 @@ void scale_into(void *dst, std::size_t n, DType dt, double factor);
 
 // Which loops run on this CPU: "avx2+f16c" or "baseline" (chosen once, at first use).
 const char *cpu_path();
-// Tests only: run "baseline" or "avx2+f16c" regardless of the CPU check ("auto" undoes it). Returns
-// false for an unknown name or a path this CPU cannot run. Not thread-safe.
+// Whether the loops that have an AVX-512 body (the packed GEMM, gemm_avx512.cpp; the row kernels
+// of fused_avx512.cpp) run it: on a CPU with AVX-512F unless a test forced another path. Every
+// other loop runs the cpu_path() bodies.
+bool use_avx512();
+// Tests only: run "baseline", "avx2+f16c" or "avx512" (the AVX2 loops and the AVX-512 bodies)
+// regardless of the CPU check ("auto" undoes it). Returns false for an unknown name or a path
+// this CPU cannot run. Not thread-safe.
 bool force_cpu_path(std::string_view name);
 
 // IEEE binary16 <-> binary32, round to nearest-even, NaN payload kept as NumPy does.

@@ -1,7 +1,7 @@
-"""The packed GEMM (csrc/kernels/gemm.cpp, gemm_fma.cpp) against its NumPy twin
+"""The packed GEMM (csrc/kernels/gemm.cpp, gemm_fma.cpp, gemm_avx512.cpp) against its NumPy twin
 (tensorbrain/_ops/packed_gemm.py) and against a float64 product: every register-tile height
 (1-6 rows and the splits of larger row counts), column blocks that end inside a 16-column panel,
-transposed (strided) operands, accumulation, on the AVX2/FMA body and on the scalar one."""
+transposed (strided) operands, accumulation, on the AVX-512, AVX2/FMA and scalar bodies."""
 import numpy as np
 import pytest
 

@@ -42,7 +42,7 @@ def test_gelu_op_native_matches_twin(monkeypatch):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("shape", [(2, 3, 5, 5), (4, 3, 7), (6, 4)])
+@pytest.mark.parametrize("shape", [(2, 3, 5, 5), (4, 3, 7), (6, 4), (2, 37, 37), (3, 48)])
 def test_softmax_kernels_match_twins(cpu_path, causal, shape):
     from tensorbrain._ops import attention
     C = cpu_path
@@ -86,12 +86,13 @@ def _assert_grads_match(got, want):
 
 
 @pytest.mark.parametrize("affine", [True, False])
-def test_layer_norm_kernels_match_twins(affine):
+@pytest.mark.parametrize("d", [5, 33, 261])
+def test_layer_norm_kernels_match_twins(cpu_path, affine, d):
     from tensorbrain._ops import norm
-    C = _native.module()
-    x = (rng.standard_normal((7, 33)) * 3 + 1).astype(np.float32)
-    w, b = (rng.standard_normal(33).astype(np.float32) if affine else None for _ in range(2))
-    g = rng.standard_normal((7, 33)).astype(np.float32)
+    C = cpu_path
+    x = (rng.standard_normal((7, d)) * 3 + 1).astype(np.float32)
+    w, b = (rng.standard_normal(d).astype(np.float32) if affine else None for _ in range(2))
+    g = rng.standard_normal((7, d)).astype(np.float32)
     for a, t in zip(C.layer_norm_rows_forward(x, w, b, 1e-5), norm.layer_norm_rows_forward(x, w, b, 1e-5)):
         np.testing.assert_allclose(a, t, rtol=1e-5, atol=1e-5)
     out, mean, rstd = C.layer_norm_rows_forward(x, w, b, 1e-5)

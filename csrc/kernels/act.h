@@ -49,6 +49,19 @@ bool gelu_erf_forward(const float *x, float *out, std::size_t n);
 bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
 }  // namespace avx2
 
+// AVX-512 bodies (fused_avx512.cpp) of the row kernels above and of the LSTM cell, with the
+// contracts of their namesakes; false when this build has none. Callers check use_avx512().
+namespace avx512 {
+bool softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows);
+bool softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale);
+bool layer_norm_rows(const float *x, const float *w, const float *b, float *out, float *mean, float *rstd,
+                     std::size_t rows, std::size_t d, double eps);
+bool layer_norm_rows_backward_part(const float *x, const float *mean, const float *rstd, const float *w,
+                                   const float *g, float *gx, double *sw, double *sb, std::size_t rows, std::size_t d);
+bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n);
+bool tanh_inplace(float *x, std::size_t n);
+}  // namespace avx512
+
 // The erf rational's coefficients (shared by both bodies).
 inline constexpr float kErfP[7] = {-2.72614225801306e-10f, 2.77068142495902e-08f, -2.10102402082508e-06f,
                                    -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,

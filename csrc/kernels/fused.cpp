@@ -51,6 +51,7 @@ void gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n
     }
 }
 void softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows) {
+    if (use_avx512() && avx512::softmax_rows(x, rows, cols, scale, causal_rows)) return;
     const bool vec = avx2_path();
     for (std::size_t r = 0; r < rows; ++r) {
         float *row = x + r * cols;
@@ -72,6 +73,7 @@ void softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std
 }
 
 void softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale) {
+    if (use_avx512() && avx512::softmax_rows_backward(g, p, rows, cols, scale)) return;
     for (std::size_t r = 0; r < rows; ++r) {
         float *gr = g + r * cols;
         const float *pr = p + r * cols;
@@ -121,6 +123,7 @@ void cross_entropy_rows_backward(const float *logp, const std::int64_t *target, 
 // each row's mean and rstd kept for backward (sums in double).
 void layer_norm_rows(const float *x, const float *w, const float *b, float *out, float *mean, float *rstd,
                      std::size_t rows, std::size_t d, double eps) {
+    if (use_avx512() && avx512::layer_norm_rows(x, w, b, out, mean, rstd, rows, d, eps)) return;
     for (std::size_t r = 0; r < rows; ++r) {
         const float *xr = x + r * d;
         float *o = out + r * d;
@@ -150,6 +153,7 @@ void layer_norm_rows(const float *x, const float *w, const float *b, float *out,
 // partials may be null), so that blocks can run on different threads.
 void layer_norm_rows_backward_part(const float *x, const float *mean, const float *rstd, const float *w, const float *g,
                                    float *gx, double *sw, double *sb, std::size_t rows, std::size_t d) {
+    if (use_avx512() && avx512::layer_norm_rows_backward_part(x, mean, rstd, w, g, gx, sw, sb, rows, d)) return;
     std::vector<float> xh(d), gh(d);
     for (std::size_t r = 0; r < rows; ++r) {
         const float *xr = x + r * d, *gr = g + r * d;

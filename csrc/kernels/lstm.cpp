@@ -24,6 +24,7 @@ namespace tb::kernels {
 void check_gemm_args(const char *fn, const PackedMatrix &b, const py::array &a, const py::array &c, bool c_writable);
 
 void tanh_inplace(float *x, std::size_t n) {
+    if (use_avx512() && avx512::tanh_inplace(x, n)) return;
     if (std::strcmp(cpu_path(), "avx2+f16c") == 0 && avx2::tanh_inplace(x, n)) return;
     for (std::size_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
 }
@@ -57,6 +58,7 @@ float *checked(const char *fn, const char *name, Arr &a, py::ssize_t size) {
 void cell_forward(float *G, const float *R, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n) {
     if (R != nullptr)
         for (std::size_t k = 0; k < 4 * n; ++k) G[k] += R[k];
+    if (tb::kernels::use_avx512() && tb::kernels::avx512::lstm_cell_forward(G, CP, Cn, TC, Hn, n)) return;
     if (std::strcmp(tb::kernels::cpu_path(), "avx2+f16c") == 0 && tb::kernels::avx2::lstm_cell_forward(G, CP, Cn, TC, Hn, n))
         return;
     tanh_inplace(G, 4 * n);

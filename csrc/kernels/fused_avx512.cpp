@@ -1,0 +1,260 @@
+// AVX-512 bodies of the row kernels that dominate a transformer's and an LSTM's step outside the
+// GEMMs (fused.cpp's attention softmax and layer norm, lstm.cpp's cell): 16 values per register,
+// the row sums in vector lanes instead of one dependent chain. CMakeLists.txt compiles
+// *_avx512.cpp with -mavx512f -ffp-contract=off; fused.cpp and lstm.cpp call these only where
+// use_avx512() (reduce.cpp) says so.
+//
+// Numerics: every value meets the same float32 operations as in the baseline and AVX2 bodies (exp
+// and tanh are act_avx2.cpp's Cephes functions, the same operations 16 lanes wide); only the
+// order of the row sums differs (lanes, then across lanes), as in the AVX2 exp_sum. Layer norm's
+// statistics are summed in double, as in the baseline.
+#include "kernels/act.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+#include <cmath>
+#include <vector>
+
+namespace tb::kernels::avx512 {
+namespace {
+
+inline __mmask16 head(std::size_t k) {   // lanes j < k (k <= 16)
+    return k >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << k) - 1u);
+}
+
+// act_avx2.cpp's exp_ps, 16 lanes.
+inline __m512 exp_ps(__m512 x) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f));
+    x = _mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f));
+    __m512 fx = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _mm512_set1_ps(0.5f));
+    fx = _mm512_roundscale_ps(fx, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    x = _mm512_sub_ps(x, _mm512_mul_ps(fx, _mm512_set1_ps(0.693359375f)));
+    x = _mm512_sub_ps(x, _mm512_mul_ps(fx, _mm512_set1_ps(-2.12194440e-4f)));
+    const __m512 z = _mm512_mul_ps(x, x);
+    __m512 y = _mm512_set1_ps(1.9875691500E-4f);
+    y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(1.3981999507E-3f));
+    y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(8.3334519073E-3f));
+    y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(4.1665795894E-2f));
+    y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(1.6666665459E-1f));
+    y = _mm512_add_ps(_mm512_mul_ps(y, x), _mm512_set1_ps(5.0000001201E-1f));
+    y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(y, z), x), one);
+    __m512i n = _mm512_cvttps_epi32(fx);
+    n = _mm512_slli_epi32(_mm512_add_epi32(n, _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(n));
+}
+
+// act_avx2.cpp's tanh_ps, 16 lanes.
+inline __m512 tanh_ps(__m512 x) {
+    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+    const __m512 ax = _mm512_castsi512_ps(_mm512_andnot_si512(sign, _mm512_castps_si512(x)));
+    const __m512 z = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_set1_ps(-5.70498872745E-3f);
+    p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(2.06390887954E-2f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(-5.37397155531E-2f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(1.33314422036E-1f));
+    p = _mm512_add_ps(_mm512_mul_ps(p, z), _mm512_set1_ps(-3.33332819422E-1f));
+    const __m512 small = _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, z), x), x);
+    const __m512 e = exp_ps(_mm512_add_ps(ax, ax));
+    __m512 big = _mm512_sub_ps(_mm512_set1_ps(1.0f),
+                               _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+    big = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(big),
+                                              _mm512_and_si512(sign, _mm512_castps_si512(x))));
+    const __mmask16 use_small = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ);
+    const __m512 r = _mm512_mask_blend_ps(use_small, big, small);
+    // NaN in, NaN out (the comparisons above would turn it into +-1)
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, x);
+}
+
+// Runs f(i, mask) over n values 16 at a time, the tail under a mask.
+template <typename F>
+inline void map16(std::size_t n, F f) {
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) f(i, static_cast<__mmask16>(0xFFFF));
+    if (i < n) f(i, head(n - i));
+}
+
+inline __m512 load(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline void store(float *p, __m512 v, __mmask16 m) { _mm512_mask_storeu_ps(p, m, v); }
+
+// The 8 doubles of lanes [0, 8) and [8, 16) of v.
+inline __m512d lo_pd(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+inline __m512d hi_pd(__m512 v) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+}  // namespace
+
+bool softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows) {
+    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    for (std::size_t r = 0; r < rows; ++r) {
+        float *row = x + r * cols;
+        const std::size_t n = causal_rows ? std::min(cols, r % causal_rows + 1) : cols;
+        __m512 mx = ninf;
+        map16(n, [&](std::size_t i, __mmask16 m) {
+            const __m512 v = _mm512_mul_ps(load(row + i, m), vs);
+            store(row + i, v, m);
+            mx = _mm512_mask_max_ps(mx, m, v, mx);   // a NaN v gives mx back (as std::fmax)
+        });
+        const __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+        __m512 sum = _mm512_setzero_ps();
+        map16(n, [&](std::size_t i, __mmask16 m) {
+            const __m512 e = exp_ps(_mm512_sub_ps(load(row + i, m), vm));
+            store(row + i, e, m);
+            sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
+        });
+        const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+        map16(n, [&](std::size_t i, __mmask16 m) { store(row + i, _mm512_mul_ps(load(row + i, m), inv), m); });
+        for (std::size_t j = n; j < cols; ++j) row[j] = 0.0f;
+    }
+    return true;
+}
+
+bool softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale) {
+    const __m512 vs = _mm512_set1_ps(scale);
+    for (std::size_t r = 0; r < rows; ++r) {
+        float *gr = g + r * cols;
+        const float *pr = p + r * cols;
+        __m512 dot = _mm512_setzero_ps();
+        map16(cols, [&](std::size_t i, __mmask16 m) {
+            dot = _mm512_add_ps(dot, _mm512_mul_ps(load(gr + i, m), load(pr + i, m)));
+        });
+        const __m512 vd = _mm512_set1_ps(_mm512_reduce_add_ps(dot));
+        map16(cols, [&](std::size_t i, __mmask16 m) {
+            store(gr + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(load(gr + i, m), vd), load(pr + i, m)), vs), m);
+        });
+    }
+    return true;
+}
+
+bool layer_norm_rows(const float *x, const float *w, const float *b, float *out, float *mean, float *rstd,
+                     std::size_t rows, std::size_t d, double eps) {
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * d;
+        float *o = out + r * d;
+        __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+        map16(d, [&](std::size_t i, __mmask16 m) {
+            const __m512 v = load(xr + i, m);
+            s0 = _mm512_add_pd(s0, lo_pd(v));
+            s1 = _mm512_add_pd(s1, hi_pd(v));
+        });
+        const double mu = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) / static_cast<double>(d);
+        const __m512d vmu = _mm512_set1_pd(mu);
+        __m512d v0 = _mm512_setzero_pd(), v1 = _mm512_setzero_pd();
+        map16(d, [&](std::size_t i, __mmask16 m) {
+            const __m512 v = load(xr + i, m);
+            // lanes past the row's end are 0 - mu: masked out of the sums
+            const __m512d c0 = _mm512_maskz_sub_pd(static_cast<__mmask8>(m), lo_pd(v), vmu);
+            const __m512d c1 = _mm512_maskz_sub_pd(static_cast<__mmask8>(m >> 8), hi_pd(v), vmu);
+            v0 = _mm512_add_pd(v0, _mm512_mul_pd(c0, c0));
+            v1 = _mm512_add_pd(v1, _mm512_mul_pd(c1, c1));
+        });
+        const double var = _mm512_reduce_add_pd(_mm512_add_pd(v0, v1));
+        const float mf = static_cast<float>(mu);
+        const float rs = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(d) + eps));
+        mean[r] = mf;
+        rstd[r] = rs;
+        const __m512 vm = _mm512_set1_ps(mf), vr = _mm512_set1_ps(rs);
+        map16(d, [&](std::size_t i, __mmask16 m) {
+            __m512 y = _mm512_mul_ps(_mm512_sub_ps(load(xr + i, m), vm), vr);
+            if (w) y = _mm512_mul_ps(y, load(w + i, m));
+            if (b) y = _mm512_add_ps(y, load(b + i, m));
+            store(o + i, y, m);
+        });
+    }
+    return true;
+}
+
+bool layer_norm_rows_backward_part(const float *x, const float *mean, const float *rstd, const float *w,
+                                   const float *g, float *gx, double *sw, double *sb, std::size_t rows, std::size_t d) {
+    std::vector<float> xhv(d), ghv(d);
+    float *xh = xhv.data(), *gh = ghv.data();
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * d, *gr = g + r * d;
+        const __m512 vm = _mm512_set1_ps(mean[r]), vr = _mm512_set1_ps(rstd[r]);
+        __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd(), c0 = _mm512_setzero_pd(),
+                c1 = _mm512_setzero_pd();
+        map16(d, [&](std::size_t i, __mmask16 m) {
+            const __m512 h = _mm512_mul_ps(_mm512_sub_ps(load(xr + i, m), vm), vr);
+            __m512 q = load(gr + i, m);
+            if (w) q = _mm512_mul_ps(q, load(w + i, m));
+            store(xh + i, h, m);
+            store(gh + i, q, m);
+            const __m512d q0 = lo_pd(q), q1 = hi_pd(q);   // 0 past the row's end (masked loads)
+            a0 = _mm512_add_pd(a0, q0);
+            a1 = _mm512_add_pd(a1, q1);
+            c0 = _mm512_add_pd(c0, _mm512_mul_pd(q0, lo_pd(h)));
+            c1 = _mm512_add_pd(c1, _mm512_mul_pd(q1, hi_pd(h)));
+        });
+        const float a = static_cast<float>(_mm512_reduce_add_pd(_mm512_add_pd(a0, a1)) / static_cast<double>(d));
+        const float c = static_cast<float>(_mm512_reduce_add_pd(_mm512_add_pd(c0, c1)) / static_cast<double>(d));
+        if (gx) {
+            float *o = gx + r * d;
+            const __m512 va = _mm512_set1_ps(a), vc = _mm512_set1_ps(c);
+            map16(d, [&](std::size_t i, __mmask16 m) {
+                const __m512 t = _mm512_sub_ps(_mm512_sub_ps(load(gh + i, m), va), _mm512_mul_ps(load(xh + i, m), vc));
+                store(o + i, _mm512_mul_ps(vr, t), m);
+            });
+        }
+        if (sw || sb)
+            map16(d, [&](std::size_t i, __mmask16 m) {
+                const __m512 q = load(gr + i, m), h = load(xh + i, m);
+                const __mmask8 m0 = static_cast<__mmask8>(m), m1 = static_cast<__mmask8>(m >> 8);
+                if (sw) {
+                    _mm512_mask_storeu_pd(sw + i, m0, _mm512_add_pd(_mm512_maskz_loadu_pd(m0, sw + i),
+                                                                   _mm512_mul_pd(lo_pd(q), lo_pd(h))));
+                    _mm512_mask_storeu_pd(sw + i + 8, m1, _mm512_add_pd(_mm512_maskz_loadu_pd(m1, sw + i + 8),
+                                                                       _mm512_mul_pd(hi_pd(q), hi_pd(h))));
+                }
+                if (sb) {
+                    _mm512_mask_storeu_pd(sb + i, m0, _mm512_add_pd(_mm512_maskz_loadu_pd(m0, sb + i), lo_pd(q)));
+                    _mm512_mask_storeu_pd(sb + i + 8, m1,
+                                          _mm512_add_pd(_mm512_maskz_loadu_pd(m1, sb + i + 8), hi_pd(q)));
+                }
+            });
+    }
+    return true;
+}
+
+// lstm.cpp's cell_forward after its `G += R`, as act_avx2.cpp's lstm_cell_forward 16 columns at a
+// time (the same operations per value: the same results).
+bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n) {
+    float *o = G, *i = G + n, *f = G + 2 * n, *g = G + 3 * n;
+    const __m512 half = _mm512_set1_ps(0.5f);
+    map16(n, [&](std::size_t j, __mmask16 m) {
+        const __m512 vo = _mm512_add_ps(_mm512_mul_ps(tanh_ps(load(o + j, m)), half), half);
+        const __m512 vi = _mm512_add_ps(_mm512_mul_ps(tanh_ps(load(i + j, m)), half), half);
+        const __m512 vf = _mm512_add_ps(_mm512_mul_ps(tanh_ps(load(f + j, m)), half), half);
+        const __m512 vg = tanh_ps(load(g + j, m));
+        const __m512 vc = _mm512_add_ps(_mm512_mul_ps(vf, load(CP + j, m)), _mm512_mul_ps(vi, vg));
+        const __m512 vt = tanh_ps(vc);
+        store(o + j, vo, m);
+        store(i + j, vi, m);
+        store(f + j, vf, m);
+        store(g + j, vg, m);
+        store(Cn + j, vc, m);
+        store(TC + j, vt, m);
+        store(Hn + j, _mm512_mul_ps(vo, vt), m);
+    });
+    return true;
+}
+
+bool tanh_inplace(float *x, std::size_t n) {
+    map16(n, [&](std::size_t i, __mmask16 m) { store(x + i, tanh_ps(load(x + i, m)), m); });
+    return true;
+}
+
+}  // namespace tb::kernels::avx512
+#else
+namespace tb::kernels::avx512 {
+bool softmax_rows(float *, std::size_t, std::size_t, float, std::size_t) { return false; }
+bool softmax_rows_backward(float *, const float *, std::size_t, std::size_t, float) { return false; }
+bool layer_norm_rows(const float *, const float *, const float *, float *, float *, float *, std::size_t,
+                     std::size_t, double) { return false; }
+bool layer_norm_rows_backward_part(const float *, const float *, const float *, const float *, const float *,
+                                   float *, double *, double *, std::size_t, std::size_t) { return false; }
+bool lstm_cell_forward(float *, const float *, float *, float *, float *, std::size_t) { return false; }
+bool tanh_inplace(float *, std::size_t) { return false; }
+}  // namespace tb::kernels::avx512
+#endif

@@ -13,6 +13,7 @@ void init_fused(py::module_ &m);   // csrc/kernels/fused.cpp: GELU, softmax, lay
 void init_gemm(py::module_ &m);    // csrc/kernels/gemm.cpp: GEMM with a pre-packed right operand
 void init_parallel(py::module_ &m);  // csrc/kernels/parallel.cpp: the fused kernels' threads
 void init_adam(py::module_ &m);    // csrc/kernels/adam.cpp: Adam's update in one pass
+void init_sgd(py::module_ &m);     // csrc/kernels/sgd.cpp: SGD's momentum update in one pass
 void init_shm(py::module_ &m);
 void init_nccl(py::module_ &m);  // csrc/nccl/nccl.cpp: tensorbrain._C.nccl (dlopen, no CUDA needed)
 void init_fingerprint(py::module_ &m);  // csrc/kernels/fingerprint.cpp: the mpi collective check's MPI ops
@@ -27,6 +28,7 @@ PYBIND11_MODULE(_C, m) {
     init_gemm(m);
     init_parallel(m);
     init_adam(m);
+    init_sgd(m);
     init_shm(m);
     init_nccl(m);
     init_fingerprint(m);

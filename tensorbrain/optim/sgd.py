@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _native
 from .._ops import cuda_fused
 from .._xp import get_array_module, is_cupy_array
 from ._checks import check_flags
@@ -50,16 +51,17 @@ class SGD(Optimizer):
             g = g + wd * p  # a fresh array: the caller's .grad stays untouched, as in torch
         if mu != 0:
             buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = state["momentum_buffer"] = g.copy()
-            else:
-                buf *= mu
-                damp = 1 - group["dampening"]
-                if damp == 1:
-                    buf += g
+            if buf is not None:
+                damp, nesterov = 1 - group["dampening"], group["nesterov"]
+                native = _native.loaded()
+                if native is not None and isinstance(lr, (int, float)) and all(
+                        type(a) is np.ndarray and a.dtype == np.float32 and a.flags.c_contiguous
+                        for a in (p, g, buf)):
+                    native.sgd_step(p, g, buf, lr, mu, damp, nesterov)   # one pass, the same bits
                 else:
-                    _mul(g, damp, tmp)
-                    buf += tmp
+                    sgd_momentum_step(p, g, buf, lr, mu, damp, nesterov, tmp)
+                return
+            buf = state["momentum_buffer"] = g.copy()
             if group["nesterov"]:
                 _mul(buf, mu, tmp)
                 tmp += g
@@ -68,6 +70,38 @@ class SGD(Optimizer):
                 g = buf
         _mul(g, lr, tmp)
         p -= tmp
+
+
+def sgd_momentum_step(p, g, buf, lr, mu, damp, nesterov, tmp):
+    """SGD's update of one parameter with its momentum buffer, in place: the NumPy twin of
+    ``tensorbrain._C.sgd_step`` (csrc/kernels/sgd.cpp), which does the same in one pass.
+
+    buf = mu*buf + damp*g; p -= lr*(g + mu*buf if nesterov else buf).
+
+    Args:
+        p: the parameter's array.
+        g: its gradient.
+        buf: the momentum buffer (an earlier step made it).
+        lr: the learning rate.
+        mu: the momentum.
+        damp: ``1 - dampening``.
+        nesterov: Nesterov momentum.
+        tmp: scratch of ``p``'s shape and dtype.
+    """
+    buf *= mu
+    if damp == 1:
+        buf += g
+    else:
+        _mul(g, damp, tmp)
+        buf += tmp
+    if nesterov:
+        _mul(buf, mu, tmp)
+        tmp += g
+        g = tmp
+    else:
+        g = buf
+    _mul(g, lr, tmp)
+    p -= tmp
 
 
 def _mul(a, b, out):

@@ -1,5 +1,5 @@
 // SGD with momentum in one pass: tensorbrain._C.sgd_step (float32). Its NumPy twin,
-// tensorbrain/optim/sgd.py's sgd_momentum_step, runs four full-size passes (buf *= mu; buf += g;
+// tensorbrain/optim/sgd.py's sgd_step, runs four full-size passes (buf *= mu; buf += g;
 // tmp = buf * lr; p -= tmp), which moved about twice the memory of one pass and took a fifth of
 // the MLP's training step on the Intel VM; torch fuses it. tests/test_sgd_native.py holds the two
 // together bit for bit: every value meets the same float32 operations in the same order (this
@@ -9,7 +9,9 @@
 // tb.set_num_threads threads (parallel.h).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 
 #include "kernels/parallel.h"
@@ -37,9 +39,10 @@ void run(float *P, const float *G, float *B, std::size_t b, std::size_t e, float
     }
 }
 
-void sgd_step(Arr p, Arr g, Arr buf, double lr_d, double momentum, double damp_d, bool nesterov) {
+// Without momentum (buf None): p -= g*lr.
+void sgd_step(Arr p, Arr g, std::optional<Arr> buf, double lr_d, double momentum, double damp_d, bool nesterov) {
     const py::ssize_t n = p.size();
-    float *P = writable("param", p, n), *B = writable("momentum_buffer", buf, n);
+    float *P = writable("param", p, n), *B = buf ? writable("momentum_buffer", *buf, n) : nullptr;
     if (!(g.flags() & py::array::c_style) || g.size() != n)
         throw py::value_error("sgd_step: grad must be a C-contiguous float32 array of " + std::to_string(n) + " values");
     const float *G = g.data();
@@ -47,7 +50,9 @@ void sgd_step(Arr p, Arr g, Arr buf, double lr_d, double momentum, double damp_d
     const bool plain = damp_d == 1.0;
     py::gil_scoped_release nogil;
     tb::kernels::parallel_for(static_cast<std::size_t>(n), std::size_t{1} << 16, 16, [&](std::size_t b, std::size_t e) {
-        if (plain)
+        if (B == nullptr)
+            for (std::size_t i = b; i < e; ++i) P[i] -= G[i] * lr;
+        else if (plain)
             nesterov ? run<false, true>(P, G, B, b, e, mu, damp, lr) : run<false, false>(P, G, B, b, e, mu, damp, lr);
         else
             nesterov ? run<true, true>(P, G, B, b, e, mu, damp, lr) : run<true, false>(P, G, B, b, e, mu, damp, lr);
@@ -58,6 +63,6 @@ void sgd_step(Arr p, Arr g, Arr buf, double lr_d, double momentum, double damp_d
 void init_sgd(py::module_ &m) {
     m.def("sgd_step", &sgd_step, py::arg("param"), py::arg("grad"), py::arg("momentum_buffer"), py::arg("lr"),
           py::arg("momentum"), py::arg("damp"), py::arg("nesterov"),
-          "SGD's momentum update of one float32 parameter in place, in one pass (damp = 1 - dampening; twin: "
-          "tensorbrain.optim.sgd.sgd_momentum_step)");
+          "SGD's update of one float32 parameter in place, in one pass (momentum_buffer None: no momentum; "
+          "damp = 1 - dampening; twin: tensorbrain.optim.sgd.sgd_step)");
 }

@@ -49,18 +49,8 @@ class SGD(Optimizer):
             g = -g
         if wd != 0:
             g = g + wd * p  # a fresh array: the caller's .grad stays untouched, as in torch
-        if mu != 0:
-            buf = state.get("momentum_buffer")
-            if buf is not None:
-                damp, nesterov = 1 - group["dampening"], group["nesterov"]
-                native = _native.loaded()
-                if native is not None and isinstance(lr, (int, float)) and all(
-                        type(a) is np.ndarray and a.dtype == np.float32 and a.flags.c_contiguous
-                        for a in (p, g, buf)):
-                    native.sgd_step(p, g, buf, lr, mu, damp, nesterov)   # one pass, the same bits
-                else:
-                    sgd_momentum_step(p, g, buf, lr, mu, damp, nesterov, tmp)
-                return
+        buf = state.get("momentum_buffer") if mu != 0 else None
+        if mu != 0 and buf is None:   # the first step: the buffer starts as the gradient
             buf = state["momentum_buffer"] = g.copy()
             if group["nesterov"]:
                 _mul(buf, mu, tmp)
@@ -68,26 +58,39 @@ class SGD(Optimizer):
                 g = tmp
             else:
                 g = buf
-        _mul(g, lr, tmp)
-        p -= tmp
+            _mul(g, lr, tmp)
+            p -= tmp
+            return
+        damp, nesterov = 1 - group["dampening"], group["nesterov"]
+        native = _native.loaded()
+        if native is not None and isinstance(lr, (int, float)) and all(
+                type(a) is np.ndarray and a.dtype == np.float32 and a.flags.c_contiguous
+                for a in (p, g, p if buf is None else buf)):
+            native.sgd_step(p, g, buf, lr, mu, damp, nesterov)   # one pass, the same bits
+        else:
+            sgd_step(p, g, buf, lr, mu, damp, nesterov, tmp)
 
 
-def sgd_momentum_step(p, g, buf, lr, mu, damp, nesterov, tmp):
-    """SGD's update of one parameter with its momentum buffer, in place: the NumPy twin of
-    ``tensorbrain._C.sgd_step`` (csrc/kernels/sgd.cpp), which does the same in one pass.
+def sgd_step(p, g, buf, lr, mu, damp, nesterov, tmp):
+    """SGD's update of one parameter, in place: the NumPy twin of ``tensorbrain._C.sgd_step``
+    (csrc/kernels/sgd.cpp), which does the same in one pass.
 
-    buf = mu*buf + damp*g; p -= lr*(g + mu*buf if nesterov else buf).
+    buf = mu*buf + damp*g; p -= lr*(g + mu*buf if nesterov else buf); without a buffer p -= lr*g.
 
     Args:
         p: the parameter's array.
         g: its gradient.
-        buf: the momentum buffer (an earlier step made it).
+        buf: the momentum buffer (an earlier step made it), or None: no momentum.
         lr: the learning rate.
         mu: the momentum.
         damp: ``1 - dampening``.
         nesterov: Nesterov momentum.
         tmp: scratch of ``p``'s shape and dtype.
     """
+    if buf is None:
+        _mul(g, lr, tmp)
+        p -= tmp
+        return
     buf *= mu
     if damp == 1:
         buf += g

@@ -77,6 +77,30 @@ def test_attention_native_matches_twin(kw, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_attention_one_batch_element_at_a_time_gives_the_batched_bits(is_causal, monkeypatch):
+    """Without mask or dropout a float32 batch runs one element at a time (attention._per_batch);
+    each element on its own (batch 1) takes the batched path: the same bits, forward and back."""
+    from tensorbrain._ops import attention
+    taken = []
+    per_batch = attention._per_batch
+    monkeypatch.setattr(attention, "_per_batch", lambda *a: taken.append(1) or per_batch(*a))
+    q, k, v = (rng.standard_normal((3, 2, 9, 4)).astype(np.float32) for _ in range(3))
+    g = rng.standard_normal((3, 2, 9, 4)).astype(np.float32)
+
+    def run(sl):
+        ts = [tb.tensor(a[sl], requires_grad=True) for a in (q, k, v)]
+        out = tb.nn.functional.scaled_dot_product_attention(*ts, is_causal=is_causal)
+        out.backward(tb.tensor(g[sl]))
+        return [out.detach().numpy()] + [t.grad.numpy() for t in ts]
+    whole = run(slice(None))
+    assert taken == [1]
+    parts = [run(slice(b, b + 1)) for b in range(3)]
+    assert taken == [1]
+    for i, a in enumerate(whole):
+        assert np.array_equal(a, np.concatenate([p[i] for p in parts])), i
+
+
 def _assert_grads_match(got, want):
     """(gx, gweight, gbias) of a kernel and its twin: equal up to rounding, None alike."""
     for a, t in zip(got, want, strict=True):

@@ -52,6 +52,8 @@ bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n
 // AVX-512 bodies (fused_avx512.cpp) of the row kernels above and of the LSTM cell, with the
 // contracts of their namesakes; false when this build has none. Callers check use_avx512().
 namespace avx512 {
+bool gelu_erf_forward(const float *x, float *out, std::size_t n);
+bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
 bool softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows);
 bool softmax_rows_backward(float *g, const float *p, std::size_t rows, std::size_t cols, float scale);
 bool layer_norm_rows(const float *x, const float *w, const float *b, float *out, float *mean, float *rstd,

@@ -38,11 +38,13 @@ float cdf_scalar(float x) { return (erf_scalar(x * kInvSqrt2) + 1.0f) * 0.5f; }
 }  // namespace
 
 void gelu_erf_forward(const float *x, float *out, std::size_t n) {
+    if (use_avx512() && avx512::gelu_erf_forward(x, out, n)) return;
     if (avx2_path() && avx2::gelu_erf_forward(x, out, n)) return;
     for (std::size_t i = 0; i < n; ++i) out[i] = x[i] * cdf_scalar(x[i]);
 }
 
 void gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n) {
+    if (use_avx512() && avx512::gelu_erf_backward(x, g, out, n)) return;
     if (avx2_path() && avx2::gelu_erf_backward(x, g, out, n)) return;
     for (std::size_t i = 0; i < n; ++i) {
         const float v = x[i];

@@ -1,11 +1,12 @@
 // AVX-512 bodies of the row kernels that dominate a transformer's and an LSTM's step outside the
-// GEMMs (fused.cpp's attention softmax and layer norm, lstm.cpp's cell): 16 values per register,
+// GEMMs (fused.cpp's GELU, attention softmax and layer norm, lstm.cpp's cell): 16 values per register,
 // the row sums in vector lanes instead of one dependent chain. CMakeLists.txt compiles
 // *_avx512.cpp with -mavx512f -ffp-contract=off; fused.cpp and lstm.cpp call these only where
 // use_avx512() (reduce.cpp) says so.
 //
 // Numerics: every value meets the same float32 operations as in the baseline and AVX2 bodies (exp
-// and tanh are act_avx2.cpp's Cephes functions, the same operations 16 lanes wide); only the
+// and tanh are act_avx2.cpp's Cephes functions, erf its rational, the same operations 16 lanes
+// wide: GELU's forward matches the NumPy twin bit for bit, as the AVX2 one does); only the
 // order of the row sums differs (lanes, then across lanes), as in the AVX2 exp_sum. Layer norm's
 // statistics are summed in double, as in the baseline.
 #include "kernels/act.h"
@@ -67,6 +68,22 @@ inline __m512 tanh_ps(__m512 x) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, x);
 }
 
+// act_avx2.cpp's erf_ps and cdf_ps (the erf rational of act.h), 16 lanes.
+inline __m512 erf_ps(__m512 x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-4.0f)), _mm512_set1_ps(4.0f));
+    const __m512 t = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_add_ps(_mm512_mul_ps(t, _mm512_set1_ps(kErfP[0])), _mm512_set1_ps(kErfP[1]));
+    for (int i = 2; i < 7; ++i) p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(kErfP[i]));
+    __m512 q = _mm512_add_ps(_mm512_mul_ps(t, _mm512_set1_ps(kErfQ[0])), _mm512_set1_ps(kErfQ[1]));
+    for (int i = 2; i < 5; ++i) q = _mm512_add_ps(_mm512_mul_ps(q, t), _mm512_set1_ps(kErfQ[i]));
+    return _mm512_div_ps(_mm512_mul_ps(p, x), q);
+}
+
+inline __m512 cdf_ps(__m512 x) {   // (1 + erf(x / sqrt 2)) / 2
+    const __m512 e = erf_ps(_mm512_mul_ps(x, _mm512_set1_ps(kInvSqrt2)));
+    return _mm512_mul_ps(_mm512_add_ps(e, _mm512_set1_ps(1.0f)), _mm512_set1_ps(0.5f));
+}
+
 // Runs f(i, mask) over n values 16 at a time, the tail under a mask.
 template <typename F>
 inline void map16(std::size_t n, F f) {
@@ -85,6 +102,25 @@ inline __m512d hi_pd(__m512 v) {
 }
 
 }  // namespace
+
+bool gelu_erf_forward(const float *x, float *out, std::size_t n) {
+    map16(n, [&](std::size_t i, __mmask16 m) {
+        const __m512 v = load(x + i, m);
+        store(out + i, _mm512_mul_ps(v, cdf_ps(v)), m);
+    });
+    return true;
+}
+
+bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n) {
+    map16(n, [&](std::size_t i, __mmask16 m) {
+        const __m512 v = load(x + i, m);
+        __m512 d = _mm512_mul_ps(_mm512_mul_ps(v, v), _mm512_set1_ps(-0.5f));
+        d = _mm512_mul_ps(exp_ps(d), _mm512_set1_ps(kInvSqrt2Pi));
+        d = _mm512_add_ps(_mm512_mul_ps(d, v), cdf_ps(v));
+        store(out + i, _mm512_mul_ps(d, load(g + i, m)), m);
+    });
+    return true;
+}
 
 bool softmax_rows(float *x, std::size_t rows, std::size_t cols, float scale, std::size_t causal_rows) {
     const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
@@ -248,6 +284,8 @@ bool tanh_inplace(float *x, std::size_t n) {
 }  // namespace tb::kernels::avx512
 #else
 namespace tb::kernels::avx512 {
+bool gelu_erf_forward(const float *, float *, std::size_t) { return false; }
+bool gelu_erf_backward(const float *, const float *, float *, std::size_t) { return false; }
 bool softmax_rows(float *, std::size_t, std::size_t, float, std::size_t) { return false; }
 bool softmax_rows_backward(float *, const float *, std::size_t, std::size_t, float) { return false; }
 bool layer_norm_rows(const float *, const float *, const float *, float *, float *, float *, std::size_t,

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/act.h"
 #include "kernels/gemm.h"
@@ -166,6 +167,62 @@ void step_backward(const PackedMatrix &w, Arr dh, Arr dc, Arr gy, Arr gates, Arr
     tb::kernels::gemm_packed(a.DG, w.k, static_cast<int>(a.B), w, DHO, false);
 }
 
+// A whole layer's sequence, for a batch that is the same at every step (no packed sequences)
+// and no projection: the steps of step_forward / step_backward in one call, in processing order
+// (reverse: from the last time step), instead of a Python loop over the steps. Rows of step t
+// are [t * B, (t + 1) * B) of y, c, tc, gy, dgates; its gates the t-th (4, B, H) block.
+struct SeqArgs {
+    int T, B, H;
+    std::vector<int> order;   // time steps in processing order
+};
+
+SeqArgs seq_args(const char *fn, const PackedMatrix &w, int groups, Arr &h0, Arr &c0, Arr &y, bool reverse) {
+    if (h0.ndim() != 2 || c0.ndim() != 2 || y.ndim() != 2)
+        throw py::value_error(std::string(fn) + ": h0, c0 (batch, hidden) and y (steps * batch, hidden) must be 2-D");
+    const auto B = h0.shape(0), H = h0.shape(1);
+    if (c0.shape(0) != B || c0.shape(1) != H || y.shape(1) != H || (B > 0 && y.shape(0) % B != 0))
+        throw py::value_error(std::string(fn) + ": h0 " + py::str(h0.attr("shape")).cast<std::string>() + ", c0 " +
+                              py::str(c0.attr("shape")).cast<std::string>() + " and y " +
+                              py::str(y.attr("shape")).cast<std::string>() + " do not match");
+    if (w.groups != groups || (groups == 4 ? (w.k != H || w.ng != H) : (w.k != 4 * H || w.n != H)))
+        throw py::value_error(std::string(fn) + ": w is not packed for hidden = " + std::to_string(H));
+    SeqArgs a{B > 0 ? static_cast<int>(y.shape(0) / B) : 0, static_cast<int>(B), static_cast<int>(H), {}};
+    for (int k = 0; k < a.T; ++k) a.order.push_back(reverse ? a.T - 1 - k : k);
+    return a;
+}
+
+void seq_forward(const PackedMatrix &w, Arr h0, Arr c0, Arr gates, Arr y, Arr c, Arr tc, bool reverse) {
+    const char *fn = "lstm_seq_forward";
+    const SeqArgs a = seq_args(fn, w, 4, h0, c0, y, reverse);
+    const py::ssize_t bh = static_cast<py::ssize_t>(a.B) * a.H, n = a.T * bh;
+    const float *H0 = input(fn, "h0", h0, bh), *C0 = input(fn, "c0", c0, bh);
+    float *G = checked(fn, "gates", gates, 4 * n), *Y = checked(fn, "y", y, n), *C = checked(fn, "c", c, n);
+    float *TC = checked(fn, "tc", tc, n);
+    py::gil_scoped_release nogil;
+    for (std::size_t k = 0; k < a.order.size(); ++k) {
+        const py::ssize_t off = a.order[k] * bh, prev = k ? a.order[k - 1] * bh : 0;
+        tb::kernels::gemm_packed(k ? Y + prev : H0, a.H, a.B, w, G + 4 * off, true);
+        cell_forward(G + 4 * off, nullptr, k ? C + prev : C0, C + off, TC + off, Y + off, static_cast<std::size_t>(bh));
+    }
+}
+
+void seq_backward(const PackedMatrix &w, Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c0, Arr c, Arr dgates,
+                  bool reverse) {
+    const char *fn = "lstm_seq_backward";
+    const SeqArgs a = seq_args(fn, w, 1, dh, dc, gy, reverse);
+    const py::ssize_t bh = static_cast<py::ssize_t>(a.B) * a.H, n = a.T * bh;
+    float *DH = checked(fn, "dh", dh, bh), *DC = checked(fn, "dc", dc, bh), *DG = checked(fn, "dgates", dgates, 4 * n);
+    const float *GY = input(fn, "gy", gy, n), *G = input(fn, "gates", gates, 4 * n), *TC = input(fn, "tc", tc, n);
+    const float *C0 = input(fn, "c0", c0, bh), *C = input(fn, "c", c, n);
+    py::gil_scoped_release nogil;
+    for (std::size_t k = a.order.size(); k-- > 0;) {
+        const py::ssize_t off = a.order[k] * bh;
+        const float *CP = k ? C + a.order[k - 1] * bh : C0;
+        cell_backward(DH, DC, GY + off, G + 4 * off, TC + off, CP, DG + 4 * off, a.B, a.H);
+        tb::kernels::gemm_packed(DG + 4 * off, w.k, a.B, w, DH, false);
+    }
+}
+
 }  // namespace
 
 void init_lstm(py::module_ &m) {
@@ -184,6 +241,14 @@ void init_lstm(py::module_ &m) {
     m.def("lstm_step_backward", &step_backward, py::arg("w"), py::arg("dh"), py::arg("dc"), py::arg("gy"),
           py::arg("gates"), py::arg("tc"), py::arg("c_prev"), py::arg("dgates"), py::arg("dh_out"),
           "one LSTM step back on float32: lstm_cell_backward, then dh_out = dgates @ w (a PackedMatrix of W_hh)");
+    m.def("lstm_seq_forward", &seq_forward, py::arg("w"), py::arg("h0"), py::arg("c0"), py::arg("gates"), py::arg("y"),
+          py::arg("c"), py::arg("tc"), py::arg("reverse"),
+          "every step of an LSTM layer forward on float32, a batch the same at every step: lstm_step_forward's "
+          "steps in processing order (gates: the steps' (4, B, H) blocks; y, c, tc: (steps * B, H))");
+    m.def("lstm_seq_backward", &seq_backward, py::arg("w"), py::arg("dh"), py::arg("dc"), py::arg("gy"),
+          py::arg("gates"), py::arg("tc"), py::arg("c0"), py::arg("c"), py::arg("dgates"), py::arg("reverse"),
+          "every step of an LSTM layer back on float32: lstm_step_backward's steps in reverse processing order, "
+          "dh and dc carried in place, dgates (steps * B, 4H) written");
     m.def("_tanh_f32", [](Arr x) {
         float *p = checked("_tanh_f32", "x", x, x.size());
         tb::kernels::tanh_inplace(p, static_cast<std::size_t>(x.size()));

@@ -163,6 +163,38 @@ def lstm_step_backward(w, dh, dc, gy, gates, tc, c_prev, dgates, dh_out):
     gemm_packed(dgates, w, dh_out)
 
 
+def lstm_seq_forward(w, h0, c0, gates, y, c, tc, reverse):
+    """Every step of a layer forward for a batch that is the same at every step (``y``, ``c``,
+    ``tc``: ``(steps * B, H)``; ``gates``: the steps' ``(4, B, H)`` blocks, flat), in processing
+    order: :func:`lstm_step_forward` per step. The NumPy twin of
+    ``tensorbrain._C.lstm_seq_forward``."""
+    B, H = h0.shape
+    T = y.shape[0] // B if B else 0
+    prev = None
+    for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        rows = slice(t * B, (t + 1) * B)
+        hp, cp = (h0, c0) if prev is None else (y[prev], c[prev])
+        lstm_step_forward(w, hp, gates[4 * H * t * B:4 * H * (t + 1) * B].reshape(4, B, H), cp,
+                          c[rows], tc[rows], y[rows])
+        prev = rows
+
+
+def lstm_seq_backward(w, dh, dc, gy, gates, tc, c0, c, dgates, reverse):
+    """Every step of a layer back (the forward of :func:`lstm_seq_forward`), in reverse
+    processing order: :func:`lstm_step_backward` per step, ``dh`` and ``dc`` carried in place,
+    ``dgates`` ``(steps * B, 4H)`` written. The NumPy twin of
+    ``tensorbrain._C.lstm_seq_backward``."""
+    B, H = dh.shape
+    T = gy.shape[0] // B if B else 0
+    order = list(range(T - 1, -1, -1) if reverse else range(T))
+    for k in range(T - 1, -1, -1):
+        t = order[k]
+        rows = slice(t * B, (t + 1) * B)
+        cp = c0 if k == 0 else c[order[k - 1] * B:(order[k - 1] + 1) * B]
+        lstm_step_backward(w, dh, dc, gy[rows], gates[4 * H * t * B:4 * H * (t + 1) * B]
+                           .reshape(4, B, H), tc[rows], cp, dgates[rows], dh)
+
+
 def _cell_module(x):
     """The C++ module for the fused cell (float32 NumPy only), or None for the twins."""
     if type(x) is not np.ndarray or x.dtype != np.float32 or not _NATIVE_CELL:
@@ -175,6 +207,8 @@ class _Twins:
     PackedMatrix = PackedMatrix
     lstm_step_forward = staticmethod(lstm_step_forward)
     lstm_step_backward = staticmethod(lstm_step_backward)
+    lstm_seq_forward = staticmethod(lstm_seq_forward)
+    lstm_seq_backward = staticmethod(lstm_seq_backward)
 
 
 _NATIVE_CELL = True   # tests switch the native cell off to run the twins
@@ -247,6 +281,10 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     if native is not None:                 # the kernel reads contiguous states
         H0, C0 = np.ascontiguousarray(H0), np.ascontiguousarray(C0)
     hprevs, cprevs = [], []
+    # a batch the same at every step and no projection: the whole sequence in one call
+    whole = uniform and WhrT is None and B > 0 and hasattr(ops, "lstm_seq_forward")
+    if whole:
+        ops.lstm_seq_forward(Wf, H0, C0, Gb, Y, C, TC, reverse)
     prev = None
     for k, step in enumerate(steps):
         off, bs = step
@@ -255,11 +293,13 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         cp = _prev_rows(xp, C, C0, step, prev, k == 0)
         hprevs.append(hp)
         cprevs.append(cp)
+        prev = step
+        if whole:
+            continue
         Gt = Gb[4 * H * off:4 * H * (off + bs)].reshape(4, bs, H)
         ops.lstm_step_forward(Wf, hp, Gt, cp, C[rows], TC[rows], Y[rows] if WhrT is None else HR[rows])
         if WhrT is not None:
             xp.matmul(HR[rows], WhrT, out=Y[rows])
-        prev = step
     h_n = _final_rows(xp, Y, steps, (B, Hout))
     c_n = _final_rows(xp, C, steps, (B, H))
     cell: dict = {}
@@ -276,7 +316,9 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         Wb = ops.PackedMatrix(Whh_p, 1)                  # for dh = dgates @ W_hh, every step
         gy = xp.ascontiguousarray(gY, dtype=dt)          # a broadcast zero when only h_n is used
         zero = None if Whr is None else xp.zeros((B, H), dtype=dt)
-        for (off, bs), cprev in zip(reversed(steps), reversed(cprevs)):
+        if whole:
+            ops.lstm_seq_backward(Wb, dh, dc, gy, Gb, TC, C0, C, dG2, reverse)
+        for (off, bs), cprev in zip(reversed(steps) if not whole else (), reversed(cprevs)):
             rows = slice(off, off + bs)
             blk = slice(H4 * off, H4 * (off + bs))
             dhb, dcb, dGt = dh[:bs], dc[:bs], dG2[rows]

@@ -109,3 +109,54 @@ def test_step_kernels_with_packed_weights_match_twins(cpu_path):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="4 groups"):
         C.lstm_step_forward(C.PackedMatrix(Ws.T, 2), hp, g.copy(), cp, c, tc, h)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_sequence_kernels_equal_their_steps(cpu_path, reverse):
+    """lstm_seq_forward/backward (a whole layer in one call) against lstm_step_forward/backward
+    called step by step in processing order, bit for bit, and the NumPy twins of the sequence
+    kernels within rounding."""
+    C = cpu_path
+    T, B, H = 6, 5, 21
+    Ws = rng.standard_normal((4 * H, H)).astype(np.float32) * 0.3
+    h0, c0 = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
+    g0 = rng.standard_normal(T * 4 * B * H).astype(np.float32)
+    order = list(range(T - 1, -1, -1) if reverse else range(T))
+    rows = [slice(t * B, (t + 1) * B) for t in range(T)]
+    blk = [slice(4 * H * t * B, 4 * H * (t + 1) * B) for t in range(T)]
+
+    def seq(mod):
+        g, y, c, tc = g0.copy(), *(np.empty((T * B, H), np.float32) for _ in range(3))
+        mod.lstm_seq_forward(mod.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse)
+        return g, y, c, tc
+    g, y, c, tc = (np.array(a) for a in seq(C))
+    g2, y2, c2, tc2 = g0.copy(), *(np.empty((T * B, H), np.float32) for _ in range(3))
+    for k, t in enumerate(order):
+        p = order[k - 1] if k else None
+        C.lstm_step_forward(C.PackedMatrix(Ws.T, 4), h0 if p is None else y2[rows[p]],
+                            g2[blk[t]].reshape(4, B, H), c0 if p is None else c2[rows[p]],
+                            c2[rows[t]], tc2[rows[t]], y2[rows[t]])
+    for a, b in zip((g, y, c, tc), (g2, y2, c2, tc2)):
+        assert np.array_equal(a, b)
+    for a, b in zip((g, y, c, tc), seq(rnn._Twins)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+    gy = rng.standard_normal((T * B, H)).astype(np.float32)
+    dh0, dc0 = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
+
+    def seq_back(mod):
+        dh, dc, dg = dh0.copy(), dc0.copy(), np.empty((T * B, 4 * H), np.float32)
+        mod.lstm_seq_backward(mod.PackedMatrix(Ws, 1), dh, dc, gy, g, tc, c0, c, dg, reverse)
+        return dh, dc, dg
+    got = seq_back(C)
+    dh, dc, dg = dh0.copy(), dc0.copy(), np.empty((T * B, 4 * H), np.float32)
+    for k in range(T - 1, -1, -1):
+        t = order[k]
+        C.lstm_step_backward(C.PackedMatrix(Ws, 1), dh, dc, gy[rows[t]], g[blk[t]].reshape(4, B, H),
+                             tc[rows[t]], c0 if k == 0 else c[rows[order[k - 1]]], dg[rows[t]], dh)
+    for a, b in zip(got, (dh, dc, dg)):
+        assert np.array_equal(a, b)
+    for a, b in zip(got, seq_back(rnn._Twins)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="not packed for hidden = 21"):
+        C.lstm_seq_forward(C.PackedMatrix(Ws, 1), h0, c0, g0.copy(), y, c, tc, reverse)

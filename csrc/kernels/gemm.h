@@ -29,6 +29,28 @@ struct PackedMatrix {
     const float *panel(int g, int p) const { return data.get() + (static_cast<std::size_t>(g) * panels + p) * k * kGemmNR; }
 };
 
+// The register tiles of panels [p0, p1) of the flattened (group, panel) list: each panel's rows
+// split into equal blocks of at most MR (20 rows -> 4 x 5 with MR = 6: no block is left with
+// one or two rows, whose FMA chains would wait on their own latency). Calls
+// tile(rows, A, P, C, cols) with the block's first row of A and of C, its panel P and the
+// panel's columns (16, or fewer in a group's last panel). The bodies' shared loop.
+template <int MR, typename Tile>
+inline void for_each_tile(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, int p0,
+                          int p1, Tile tile) {
+    const int nblocks = (m + MR - 1) / MR;
+    for (int fp = p0; fp < p1; ++fp) {
+        const int g = fp / b.panels, p = fp % b.panels;
+        const int cols = b.ng - p * kGemmNR < kGemmNR ? b.ng - p * kGemmNR : kGemmNR;
+        float *Cg = c + static_cast<std::ptrdiff_t>(g) * m * b.ng + p * kGemmNR;
+        int r0 = 0;
+        for (int blk = 0; blk < nblocks; ++blk) {
+            const int mr = m / nblocks + (blk < m % nblocks ? 1 : 0);
+            tile(mr, a + r0 * lda, b.panel(g, p), Cg + static_cast<std::ptrdiff_t>(r0) * b.ng, cols);
+            r0 += mr;
+        }
+    }
+}
+
 // C (groups, M, ng) = (or +=, with accumulate) A (M, K; row r at a + r * lda) @ B, on the
 // caller's thread.
 void gemm_packed(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate);

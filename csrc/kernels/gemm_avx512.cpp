@@ -4,8 +4,8 @@
 //
 // A 16-column panel is one 512-bit register, so the register tile is MR rows (at most 12) x 16
 // columns: MR accumulators, one load of the panel per k and MR FMAs with A's value broadcast
-// from memory. Rows are split into equal blocks (20 rows -> 2 x 10) so that each block keeps
-// enough independent FMA chains to cover the FMA latency. On an Intel Xeon (Emerald Rapids)
+// from memory. Rows are split into equal blocks by gemm.h's for_each_tile (20 rows -> 2 x 10),
+// each keeping enough independent FMA chains to cover the FMA latency. On an Intel Xeon (Emerald Rapids)
 // the AVX2 body ran the LSTM's (20, 200) @ (200, 800) at 80 GFLOP/s, OpenBLAS (repacking B each
 // call) at 103; this one at about twice the AVX2 body (docs/training.md).
 #include "kernels/gemm.h"
@@ -57,20 +57,9 @@ constexpr auto kTiles = tiles(std::make_integer_sequence<int, kMR>{});
 
 bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
                  int p0, int p1) {
-    const int nblocks = (m + kMR - 1) / kMR;
-    for (int fp = p0; fp < p1; ++fp) {
-        const int g = fp / b.panels, p = fp % b.panels;
-        const float *P = b.panel(g, p);
-        const int cols = b.ng - p * kGemmNR < kGemmNR ? b.ng - p * kGemmNR : kGemmNR;
-        float *Cg = c + static_cast<std::ptrdiff_t>(g) * m * b.ng + p * kGemmNR;
-        int r0 = 0;
-        for (int blk = 0; blk < nblocks; ++blk) {
-            const int mr = m / nblocks + (blk < m % nblocks ? 1 : 0);
-            kTiles[mr - 1](b.k, a + r0 * lda, lda, P, Cg + static_cast<std::ptrdiff_t>(r0) * b.ng, b.ng, cols,
-                           accumulate);
-            r0 += mr;
-        }
-    }
+    for_each_tile<kMR>(a, lda, m, b, c, p0, p1, [&](int mr, const float *A, const float *P, float *C, int cols) {
+        kTiles[mr - 1](b.k, A, lda, P, C, b.ng, cols, accumulate);
+    });
     return true;
 }
 

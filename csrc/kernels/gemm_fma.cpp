@@ -4,8 +4,7 @@
 // Register tile: MR rows (at most 6) x 16 columns = 2 * MR accumulators of 8 floats; per k two
 // loads of the packed panel, MR broadcasts of A and 2 * MR FMAs (the classic Haswell 6x16 shape:
 // 12 accumulators + 2 B vectors + 1 broadcast = 15 of the 16 ymm registers). Rows are split
-// into equal blocks (20 rows -> 4 x 5) so that no block is left with one or two rows, whose
-// FMA chains would wait on their own latency.
+// into equal blocks by gemm.h's for_each_tile (20 rows -> 4 x 5).
 #include "kernels/gemm.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -69,28 +68,16 @@ inline void tile(int K, const float *A, std::ptrdiff_t lda, const float *P, floa
 
 bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
                  int p0, int p1) {
-    const int nblocks = (m + kGemmMR - 1) / kGemmMR;
-    for (int fp = p0; fp < p1; ++fp) {
-        const int g = fp / b.panels, p = fp % b.panels;
-        const float *P = b.panel(g, p);
-        const int cols = b.ng - p * kGemmNR < kGemmNR ? b.ng - p * kGemmNR : kGemmNR;
-        float *Cg = c + static_cast<std::ptrdiff_t>(g) * m * b.ng + p * kGemmNR;
-        int r0 = 0;
-        for (int blk = 0; blk < nblocks; ++blk) {
-            const int mr = m / nblocks + (blk < m % nblocks ? 1 : 0);
-            const float *A = a + r0 * lda;
-            float *C = Cg + static_cast<std::ptrdiff_t>(r0) * b.ng;
-            switch (mr) {
-                case 6: tile<6>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
-                case 5: tile<5>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
-                case 4: tile<4>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
-                case 3: tile<3>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
-                case 2: tile<2>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
-                default: tile<1>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
-            }
-            r0 += mr;
+    for_each_tile<kGemmMR>(a, lda, m, b, c, p0, p1, [&](int mr, const float *A, const float *P, float *C, int cols) {
+        switch (mr) {
+            case 6: tile<6>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
+            case 5: tile<5>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
+            case 4: tile<4>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
+            case 3: tile<3>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
+            case 2: tile<2>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
+            default: tile<1>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
         }
-    }
+    });
     return true;
 }
 

@@ -52,14 +52,8 @@ class SGD(Optimizer):
         buf = state.get("momentum_buffer") if mu != 0 else None
         if mu != 0 and buf is None:   # the first step: the buffer starts as the gradient
             buf = state["momentum_buffer"] = g.copy()
-            if group["nesterov"]:
-                _mul(buf, mu, tmp)
-                tmp += g
-                g = tmp
-            else:
-                g = buf
-            _mul(g, lr, tmp)
-            p -= tmp
+            sgd_step(p, _lookahead(buf, g, mu, tmp) if group["nesterov"] else buf, None, lr, 0.0,
+                     1.0, False, tmp)
             return
         damp, nesterov = 1 - group["dampening"], group["nesterov"]
         native = _native.loaded()
@@ -87,24 +81,23 @@ def sgd_step(p, g, buf, lr, mu, damp, nesterov, tmp):
         nesterov: Nesterov momentum.
         tmp: scratch of ``p``'s shape and dtype.
     """
-    if buf is None:
-        _mul(g, lr, tmp)
-        p -= tmp
-        return
-    buf *= mu
-    if damp == 1:
-        buf += g
-    else:
-        _mul(g, damp, tmp)
-        buf += tmp
-    if nesterov:
-        _mul(buf, mu, tmp)
-        tmp += g
-        g = tmp
-    else:
-        g = buf
+    if buf is not None:
+        buf *= mu
+        if damp == 1:
+            buf += g
+        else:
+            _mul(g, damp, tmp)
+            buf += tmp
+        g = _lookahead(buf, g, mu, tmp) if nesterov else buf
     _mul(g, lr, tmp)
     p -= tmp
+
+
+def _lookahead(buf, g, mu, tmp):
+    """Nesterov's direction ``g + mu * buf``, in ``tmp``."""
+    _mul(buf, mu, tmp)
+    tmp += g
+    return tmp
 
 
 def _mul(a, b, out):

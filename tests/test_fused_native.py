@@ -233,3 +233,19 @@ def test_embedding_rows_add_matches_twin():
         C.embedding_rows_add(a, np.array([40]), rows[:1])
     with pytest.raises(ValueError, match="share dim"):
         C.embedding_rows_add(a, idx, rows[:, :3].copy())
+
+
+def test_relu_backward_kernel_matches_twin_bit_for_bit():
+    """g * (out > 0) in one native pass: the twin's product with 1 or 0, so -g * 0 is -0 and a
+    NaN or infinite g under a zero output stays NaN; split across threads when large."""
+    C = _native.module()
+    out = np.maximum(rng.standard_normal(100_003), 0).astype(np.float32)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    out[:4], g[:4] = [np.nan, 0.0, -0.0, np.inf], [1.0, -2.0, 3.0, 4.0]
+    out[4:8], g[4:8] = 0.0, [np.nan, -1.0, np.inf, -np.inf]
+    with np.errstate(invalid="ignore"):
+        want = elementwise.relu_backward(out, g)
+    got = C.relu_backward(out, g)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    with pytest.raises(ValueError, match="differ in size"):
+        C.relu_backward(out, g[:5])

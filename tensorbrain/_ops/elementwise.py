@@ -295,7 +295,19 @@ def where(cond, a, b):
 def relu(a):
     x = a._data
     out = get_array_module(x).maximum(x, 0)
-    return make(out, (a,), lambda g: (g * (out > 0),), "ReluBackward")
+    C = _fused_module(out)
+
+    def backward(g):
+        if C is not None and _fused_module(g) is C and g.shape == out.shape:
+            return (C.relu_backward(out, g),)           # one native pass (csrc/kernels/fused.cpp)
+        return (relu_backward(out, g),)
+    return make(out, (a,), backward, "ReluBackward")
+
+
+def relu_backward(out, g):
+    """``g * (out > 0)`` from ReLU's output: the NumPy twin of ``tensorbrain._C.relu_backward``
+    (a product with 1 or 0: ``-g * 0`` is ``-0``, NaN stays NaN)."""
+    return g * (out > 0)
 
 
 def sigmoid(a):

@@ -249,3 +249,23 @@ def test_relu_backward_kernel_matches_twin_bit_for_bit():
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     with pytest.raises(ValueError, match="differ in size"):
         C.relu_backward(out, g[:5])
+
+
+def test_attention_with_grouped_query_heads_in_float32():
+    """enable_gqa with a float32 batch (k, v with fewer heads) stays on the batched path: equal
+    to attention over k and v repeated per query head, gradients summed back per kv head."""
+    q = rng.standard_normal((2, 4, 5, 3)).astype(np.float32)
+    k, v = (rng.standard_normal((2, 2, 5, 3)).astype(np.float32) for _ in range(2))
+    g = rng.standard_normal(q.shape).astype(np.float32)
+    ts = [tb.tensor(a, requires_grad=True) for a in (q, k, v)]
+    out = tb.nn.functional.scaled_dot_product_attention(*ts, enable_gqa=True)
+    out.backward(tb.tensor(g))
+    rs = [tb.tensor(q, requires_grad=True)] + [tb.tensor(np.repeat(a, 2, axis=1), requires_grad=True)
+                                               for a in (k, v)]
+    ref = tb.nn.functional.scaled_dot_product_attention(*rs)
+    ref.backward(tb.tensor(g))
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ts[0].grad.numpy(), rs[0].grad.numpy(), rtol=1e-5, atol=1e-6)
+    for t, r in zip(ts[1:], rs[1:]):
+        np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy().reshape(2, 2, 2, 5, 3).sum(axis=2),
+                                   rtol=1e-5, atol=1e-5)

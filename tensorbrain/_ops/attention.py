@@ -97,7 +97,7 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
         rep = hq // hk
         k, v = xp.repeat(k, rep, axis=-3), xp.repeat(v, rep, axis=-3)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    if attn_mask is None and dropout_p == 0.0 and not need_weights and q.ndim == 4 and \
+    if attn_mask is None and dropout_p == 0.0 and not need_weights and rep == 1 and q.ndim == 4 and \
             q.shape[0] > 1 and q.shape[:-2] == k.shape[:-2] == v.shape[:-2] and \
             all(type(a) is np.ndarray and a.dtype == np.float32 for a in (q, k, v)):
         C = _native.loaded() if elementwise._NATIVE_FUSED else None

@@ -318,17 +318,18 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         zero = None if Whr is None else xp.zeros((B, H), dtype=dt)
         if whole:
             ops.lstm_seq_backward(Wb, dh, dc, gy, Gb, TC, C0, C, dG2, reverse)
-        for (off, bs), cprev in zip(reversed(steps) if not whole else (), reversed(cprevs)):
-            rows = slice(off, off + bs)
-            blk = slice(H4 * off, H4 * (off + bs))
-            dhb, dcb, dGt = dh[:bs], dc[:bs], dG2[rows]
-            if Whr is None:
-                dhr, gyt = dhb, gy[rows]
-            else:                                         # the gates see h = W_hr hr
-                dhb += gy[rows]
-                DYT[rows] = dhb
-                dhr, gyt = dhb @ Whr, zero[:bs]
-            ops.lstm_step_backward(Wb, dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt, dhb)
+        else:
+            for (off, bs), cprev in zip(reversed(steps), reversed(cprevs)):
+                rows = slice(off, off + bs)
+                blk = slice(H4 * off, H4 * (off + bs))
+                dhb, dcb, dGt = dh[:bs], dc[:bs], dG2[rows]
+                if Whr is None:
+                    dhr, gyt = dhb, gy[rows]
+                else:                                         # the gates see h = W_hr hr
+                    dhb += gy[rows]
+                    DYT[rows] = dhb
+                    dhr, gyt = dhb @ Whr, zero[:bs]
+                ops.lstm_step_backward(Wb, dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt, dhb)
         gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
         gWih[idx] = dG2.T @ X
         gWhh[idx] = dG2.T @ Hprev

@@ -1,6 +1,7 @@
-"""The fused LSTM cell's C++ kernels (csrc/kernels/lstm.cpp, act_avx2.cpp) against their NumPy
-twins (tensorbrain/_ops/rnn.py): each kernel alone, and whole LSTM layers forward and backward
-through either. (Both are checked against torch and finite differences in test_rnn.py.)"""
+"""The fused LSTM cell's C++ kernels (csrc/kernels/lstm.cpp, act_avx2.cpp, fused_avx512.cpp)
+against their NumPy twins (tensorbrain/_ops/rnn.py): each kernel alone, and whole LSTM layers
+forward and backward through either. (Both are checked against torch and finite differences in
+test_rnn.py.)"""
 import numpy as np
 import pytest
 
@@ -13,7 +14,7 @@ rng = np.random.default_rng(0)
 EPS = float(np.finfo(np.float32).eps)
 
 
-@pytest.mark.parametrize("path", ["baseline", "avx2+f16c"])
+@pytest.mark.parametrize("path", ["baseline", "avx2+f16c", "avx512"])
 def test_tanh_within_two_ulp_of_numpy_and_keeps_nan(path):
     C = _native.module()
     try:

@@ -275,47 +275,41 @@ Arr gelu_forward(Arr x) {
     return out;
 }
 
+// A backward pass over two same-size float32 arrays into a new one shaped like x (x: the op's
+// input or output, named xname in errors; g: its gradient), kernel(x, g, out, n) on chunks split
+// across threads (chunk sizes a multiple of align).
+template <typename Kernel>
+Arr map_backward(const char *fn, const char *xname, Arr &x, Arr &g, std::size_t align, Kernel kernel) {
+    const float *p = input(fn, xname, x);
+    const float *q = input(fn, "g", g);
+    if (x.size() != g.size())
+        throw py::value_error(std::string(fn) + ": " + xname + " and g differ in size (" + std::to_string(x.size()) +
+                              " and " + std::to_string(g.size()) + ")");
+    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+    float *o = out.mutable_data();
+    const std::size_t n = static_cast<std::size_t>(x.size());
+    py::gil_scoped_release nogil;
+    tb::kernels::parallel_for(n, kGrain, align, [&](std::size_t b, std::size_t e) { kernel(p + b, q + b, o + b, e - b); });
+    return out;
+}
+
 // ReLU's backward from its output r: g * (r > 0), a multiply by 1 or 0 as NumPy's twin does (so
 // g * 0 keeps its sign and NaN), in one pass instead of the comparison's and the product's.
 Arr relu_backward(Arr r, Arr g) {
-    const char *fn = "relu_backward";
-    const float *p = input(fn, "out", r);
-    const float *q = input(fn, "g", g);
-    if (r.size() != g.size())
-        throw py::value_error(std::string(fn) + ": out and g differ in size (" + std::to_string(r.size()) + " and " +
-                              std::to_string(g.size()) + ")");
-    Arr out(std::vector<py::ssize_t>(r.shape(), r.shape() + r.ndim()));
-    float *o = out.mutable_data();
-    const std::size_t n = static_cast<std::size_t>(r.size());
-    py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(n, kGrain, 16, [&](std::size_t b, std::size_t e) {
+    return map_backward("relu_backward", "out", r, g, 16, [](const float *p, const float *q, float *o, std::size_t n) {
         // 1.0f's bits under an all-ones mask where out > 0: a select the compiler vectorises
         // (a branch, or a bool converted to float, ran scalar at ~5 ns a value)
-        for (std::size_t i = b; i < e; ++i) {
+        for (std::size_t i = 0; i < n; ++i) {
             const std::uint32_t m = (0u - static_cast<std::uint32_t>(p[i] > 0.0f)) & 0x3f800000u;
             float one_or_zero;
             std::memcpy(&one_or_zero, &m, sizeof m);
             o[i] = q[i] * one_or_zero;
         }
     });
-    return out;
 }
 
 Arr gelu_backward(Arr x, Arr g) {
-    const char *fn = "gelu_erf_backward";
-    const float *p = input(fn, "x", x);
-    const float *q = input(fn, "g", g);
-    if (x.size() != g.size())
-        throw py::value_error(std::string(fn) + ": x and g differ in size (" + std::to_string(x.size()) + " and " +
-                              std::to_string(g.size()) + ")");
-    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
-    float *o = out.mutable_data();
-    const std::size_t n = static_cast<std::size_t>(x.size());
-    py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(n, kGrain, 8, [&](std::size_t b, std::size_t e) {
-        tb::kernels::gelu_erf_backward(p + b, q + b, o + b, e - b);
-    });
-    return out;
+    return map_backward("gelu_erf_backward", "x", x, g, 8, tb::kernels::gelu_erf_backward);
 }
 
 float *inplace(const char *fn, const char *name, Arr &a) {

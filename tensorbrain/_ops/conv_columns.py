@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _config, _native
 from .._xp import get_array_module, is_cupy_array
-from .core import make
+from .core import make, sum_axes
 from .windows import _col2im, _im2col, _pad
 
 _KEEP_COLS_BYTES = 64 << 20   # forward keeps its columns for the weight gradient up to this size
@@ -131,7 +131,7 @@ def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
         gf = _to_channel_major(xp, g) if fold else xp.ascontiguousarray(g).reshape(n, oc, -1)
         gx = gw = gb = None
         if bias is not None and bias.requires_grad:
-            gb = gf.sum(axis=1) if fold else gf.sum(axis=(0, 2))
+            gb = sum_axes(gf, (1,) if fold else (0, 2))
         if weight.requires_grad:
             cols = kept if kept is not None else C.im2col2d(x, *geom, fold)
             if fold:
@@ -172,7 +172,7 @@ def _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs):
         g = xp.ascontiguousarray(g, dtype=x.dtype)
         gx = gw = gb = None
         if bias is not None and bias.requires_grad:
-            gb = g.sum(axis=(0, 2, 3))
+            gb = sum_axes(g, (0, 2, 3))
         if input.requires_grad or weight.requires_grad:
             gcols = C.im2col2d(g, *geom, True)             # (Cout*K, N*L)
             if input.requires_grad:

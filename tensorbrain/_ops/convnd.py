@@ -21,7 +21,7 @@ from .._xp import get_array_module, matmul
 from ..amp.autocast_mode import autocast_op  # PyTorch's autocast lists: tensorbrain/amp/_lists.py
 from .conv_columns import (_KEEP_COLS_BYTES, _columns_module, _conv2d_columns,  # noqa: F401
                            _conv_transpose2d_folded, _limit, col2im2d, im2col2d)
-from .core import make
+from .core import make, sum_axes
 from .windows import _col2im, _im2col, _out_size, _pad, _padding, _windows, ntuple
 
 
@@ -186,7 +186,7 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
             g4 = g.reshape(n, groups, ocg, L)
         gx = gw = gb = None
         if bias is not None and bias.requires_grad:
-            gb = g.sum(axis=(0,) + tuple(range(2, 2 + nd)))
+            gb = sum_axes(g, (0,) + tuple(range(2, 2 + nd)))
         if weight.requires_grad:
             cols = kept if kept is not None else columns()
             if one_gemm:
@@ -301,7 +301,7 @@ def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding
             g = g[None]
         gx = gw = gb = None
         if bias is not None and bias.requires_grad:
-            gb = g.sum(axis=(0,) + tuple(range(2, 2 + nd)))
+            gb = sum_axes(g, (0,) + tuple(range(2, 2 + nd)))
         if input.requires_grad or weight.requires_grad:
             # im2col of the output gradient, on the uncropped (full) grid: window i of it holds
             # every output position input pixel i was added into.

@@ -38,7 +38,7 @@ import numpy as np
 from .. import _native
 from .._xp import get_array_module
 from .._tensor_base import TensorBase as Tensor
-from .core import make
+from .core import make, sum_axes
 from .packed_gemm import PackedMatrix, gemm_packed
 
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -337,7 +337,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         gb = None
         if b_ih is not None:
             gb = xp.empty((H4,), dtype=dt)
-            gb[idx] = dG2.sum(axis=0)
+            gb[idx] = sum_axes(dG2, (0,))
         gWhr = None if Whr is None else DYT.T @ HR
         return gx, dh, dc, gWih, gWhh, gb, gb, gWhr
 
@@ -455,7 +455,7 @@ def _gru(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse):
         gx = dGi2 @ Wih
         gbi = gbh = None
         if b_ih is not None:
-            gbi, gbh = dGi2.sum(axis=0), dGh2.sum(axis=0)
+            gbi, gbh = sum_axes(dGi2, (0,)), sum_axes(dGh2, (0,))
         return gx, dh, gWih, gWhh, gbi, gbh
 
     y = make(Y, (x, h0, w_ih, w_hh, b_ih, b_hh), backward, "GruBackward",
@@ -510,7 +510,7 @@ def _rnn(x, h0, w_ih, w_hh, b_ih, b_hh, batch_sizes, reverse, relu):
             xp.multiply(dhb, K[rows], out=dP[rows])
             xp.matmul(dP[rows], Whh, out=dhb)
         Hprev = _in_row_order(xp, hprevs, steps, reverse)
-        gb = dP.sum(axis=0) if b_ih is not None else None
+        gb = sum_axes(dP, (0,)) if b_ih is not None else None
         return dP @ Wih, dh, dP.T @ X, dP.T @ Hprev, gb, gb
 
     y = make(Y, (x, h0, w_ih, w_hh, b_ih, b_hh), backward,

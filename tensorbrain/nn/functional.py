@@ -31,7 +31,7 @@ from .._ops.convnd import (conv1d, conv3d, conv_transpose1d, conv_transpose2d,  
 from .._ops.loss_margin import (cosine_embedding_loss, ctc_loss, margin_ranking_loss,  # noqa: F401
                                 pairwise_distance, triplet_margin_loss)
 from .._ops.resample import interpolate, pixel_shuffle, pixel_unshuffle, upsample  # noqa: F401
-from .._ops.core import make
+from .._ops.core import make, sum_axes
 from .._ops.nn_extra import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: F401
                               embedding_bag, feature_alpha_dropout, hardsigmoid, hardswish,
                               mish, prelu, rms_norm)
@@ -121,7 +121,7 @@ def linear(input, weight, bias=None):
             dest = take_grad_dest(weight, w.shape, g2.dtype) if g2.dtype == x2.dtype else None
             gw = g2.T @ x2 if dest is None else xp.matmul(g2.T, x2, out=dest)
         if bias is not None and bias.requires_grad:
-            gb = g2.sum(axis=0)
+            gb = sum_axes(g2, (0,))
         return gx, gw, gb
     return make(out, (input, weight, bias), backward, "AddmmBackward", (input, weight))
 

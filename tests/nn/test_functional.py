@@ -548,3 +548,20 @@ def test_max_pool2d_ties_send_the_gradient_to_the_first_position():
         xt = torch.zeros(1, 1, 4, 4, dtype=torch.float64, requires_grad=True)
         TF.max_pool2d(xt, 2).sum().backward()
         np.testing.assert_array_equal(xt.grad.numpy()[0, 0], want)
+
+
+@pytest.mark.parametrize("shape,axes", [((5,), (0,)), ((300, 7), (0,)), ((4, 700), (1,)), ((6, 5, 130), (0, 2)),
+                                        ((3, 4, 5, 6), (0, 2, 3)), ((3, 4, 5), (0, 1)), ((2, 3, 4), (0, 1, 2)),
+                                        ((3, 4, 5), (1,)), ((0, 3), (0,))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
+def test_sum_axes_equals_numpys_sum(shape, axes, dtype):
+    """The bias-gradient sums (through BLAS matrix-vector products where they can) give NumPy's
+    shape and dtype, and float32 sums at least as close to the exact sum as NumPy's own."""
+    from tensorbrain._ops.core import sum_axes
+    a = (rng.standard_normal(shape) * 10 + 3).astype(dtype)
+    got, ref = sum_axes(a, axes), a.sum(axis=axes)
+    assert np.shape(got) == np.shape(ref) and got.dtype == ref.dtype
+    exact = a.astype(np.float64).sum(axis=axes)
+    tol = 1e-2 if dtype == np.float16 else 0
+    assert np.all(np.abs(got - exact) <= np.abs(ref - exact) * 2 + np.abs(exact) * max(tol, 4 * np.finfo(np.float32).eps)
+                  + (1e-9 if dtype != np.float16 else 1.0))

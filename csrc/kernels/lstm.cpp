@@ -9,9 +9,11 @@
 // sigmoid ones pre-scaled by 1/2 so that sigmoid(x) = 0.5 * tanh(x / 2) + 0.5 (one tanh pass).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -191,16 +193,40 @@ SeqArgs seq_args(const char *fn, const PackedMatrix &w, int groups, Arr &h0, Arr
     return a;
 }
 
-void seq_forward(const PackedMatrix &w, Arr h0, Arr c0, Arr gates, Arr y, Arr c, Arr tc, bool reverse) {
+// With x (steps * B, K), wx (W_ih's scaled, permuted transpose (K, 4H) packed in 4 groups) and
+// bias (4H, or None): each step's gates are first written as bias + x_t @ wx (gates need not hold
+// anything), which saves the separate GEMM over all steps, its bias pass and the copy into blocks.
+void seq_forward(const PackedMatrix &w, Arr h0, Arr c0, Arr gates, Arr y, Arr c, Arr tc, bool reverse,
+                 std::optional<Arr> x, const PackedMatrix *wx, std::optional<Arr> bias) {
     const char *fn = "lstm_seq_forward";
     const SeqArgs a = seq_args(fn, w, 4, h0, c0, y, reverse);
     const py::ssize_t bh = static_cast<py::ssize_t>(a.B) * a.H, n = a.T * bh;
     const float *H0 = input(fn, "h0", h0, bh), *C0 = input(fn, "c0", c0, bh);
     float *G = checked(fn, "gates", gates, 4 * n), *Y = checked(fn, "y", y, n), *C = checked(fn, "c", c, n);
     float *TC = checked(fn, "tc", tc, n);
+    const float *X = nullptr, *BI = nullptr;
+    if (x.has_value() != (wx != nullptr) || (bias.has_value() && !x.has_value()))
+        throw py::value_error(std::string(fn) + ": x and wx go together, and bias needs them");
+    if (x.has_value()) {
+        if (wx->groups != 4 || wx->ng != a.H)
+            throw py::value_error(std::string(fn) + ": wx must be packed in 4 groups of hidden = " +
+                                  std::to_string(a.H) + " columns");
+        X = input(fn, "x", *x, a.T * static_cast<py::ssize_t>(a.B) * wx->k);
+        if (bias.has_value()) BI = input(fn, "bias", *bias, 4 * static_cast<py::ssize_t>(a.H));
+    }
     py::gil_scoped_release nogil;
     for (std::size_t k = 0; k < a.order.size(); ++k) {
         const py::ssize_t off = a.order[k] * bh, prev = k ? a.order[k - 1] * bh : 0;
+        if (X != nullptr) {   // gates = bias (or 0), then += x_t @ wx
+            float *g = G + 4 * off;
+            for (int q = 0; q < 4; ++q)
+                for (int b = 0; b < a.B; ++b) {
+                    float *row = g + (static_cast<py::ssize_t>(q) * a.B + b) * a.H;
+                    if (BI != nullptr) std::memcpy(row, BI + static_cast<py::ssize_t>(q) * a.H, sizeof(float) * a.H);
+                    else std::memset(row, 0, sizeof(float) * a.H);
+                }
+            tb::kernels::gemm_packed(X + static_cast<py::ssize_t>(a.order[k]) * a.B * wx->k, wx->k, a.B, *wx, g, true);
+        }
         tb::kernels::gemm_packed(k ? Y + prev : H0, a.H, a.B, w, G + 4 * off, true);
         cell_forward(G + 4 * off, nullptr, k ? C + prev : C0, C + off, TC + off, Y + off, static_cast<std::size_t>(bh));
     }
@@ -242,9 +268,12 @@ void init_lstm(py::module_ &m) {
           py::arg("gates"), py::arg("tc"), py::arg("c_prev"), py::arg("dgates"), py::arg("dh_out"),
           "one LSTM step back on float32: lstm_cell_backward, then dh_out = dgates @ w (a PackedMatrix of W_hh)");
     m.def("lstm_seq_forward", &seq_forward, py::arg("w"), py::arg("h0"), py::arg("c0"), py::arg("gates"), py::arg("y"),
-          py::arg("c"), py::arg("tc"), py::arg("reverse"),
+          py::arg("c"), py::arg("tc"), py::arg("reverse"), py::arg("x") = py::none(), py::arg("wx") = py::none(),
+          py::arg("bias") = py::none(),
           "every step of an LSTM layer forward on float32, a batch the same at every step: lstm_step_forward's "
-          "steps in processing order (gates: the steps' (4, B, H) blocks; y, c, tc: (steps * B, H))");
+          "steps in processing order (gates: the steps' (4, B, H) blocks; y, c, tc: (steps * B, H)); with x "
+          "(steps * B, K) and wx (a PackedMatrix of the scaled, permuted W_ih^T in 4 groups) each step's gates "
+          "are first written as bias (4H, optional) + x_t @ wx");
     m.def("lstm_seq_backward", &seq_backward, py::arg("w"), py::arg("dh"), py::arg("dc"), py::arg("gy"),
           py::arg("gates"), py::arg("tc"), py::arg("c0"), py::arg("c"), py::arg("dgates"), py::arg("reverse"),
           "every step of an LSTM layer back on float32: lstm_step_backward's steps in reverse processing order, "

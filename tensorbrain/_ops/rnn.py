@@ -163,19 +163,26 @@ def lstm_step_backward(w, dh, dc, gy, gates, tc, c_prev, dgates, dh_out):
     gemm_packed(dgates, w, dh_out)
 
 
-def lstm_seq_forward(w, h0, c0, gates, y, c, tc, reverse):
+def lstm_seq_forward(w, h0, c0, gates, y, c, tc, reverse, x=None, wx=None, bias=None):
     """Every step of a layer forward for a batch that is the same at every step (``y``, ``c``,
     ``tc``: ``(steps * B, H)``; ``gates``: the steps' ``(4, B, H)`` blocks, flat), in processing
-    order: :func:`lstm_step_forward` per step. The NumPy twin of
+    order: :func:`lstm_step_forward` per step. With ``x`` ``(steps * B, K)`` and ``wx`` (the
+    scaled, permuted ``W_ih^T`` packed in 4 groups), each step's gates are first written as
+    ``bias`` (``(4H,)`` in the same order, or None) ``+ x_t @ wx``. The NumPy twin of
     ``tensorbrain._C.lstm_seq_forward``."""
     B, H = h0.shape
     T = y.shape[0] // B if B else 0
+    xp = get_array_module(gates)
     prev = None
     for t in (range(T - 1, -1, -1) if reverse else range(T)):
         rows = slice(t * B, (t + 1) * B)
         hp, cp = (h0, c0) if prev is None else (y[prev], c[prev])
-        lstm_step_forward(w, hp, gates[4 * H * t * B:4 * H * (t + 1) * B].reshape(4, B, H), cp,
-                          c[rows], tc[rows], y[rows])
+        g = gates[4 * H * t * B:4 * H * (t + 1) * B].reshape(4, B, H)
+        if x is not None:
+            xp.matmul(x[rows][None], wx.blocks, out=g)
+            if bias is not None:
+                g += bias.reshape(4, 1, H)
+        lstm_step_forward(w, hp, g, cp, c[rows], tc[rows], y[rows])
         prev = rows
 
 
@@ -261,15 +268,24 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     scale = xp.ones((H4, 1), dtype=dt)
     scale[:3 * H] = 0.5
     Wih_p, Whh_p = Wih[idx], Whh[idx]
-    P = X @ (Wih_p * scale).T                           # (N, 4H): all input projections
-    if b_ih is not None:
-        P += ((b_ih._data + b_hh._data)[idx] * scale[:, 0])
+    bias = None if b_ih is None else (b_ih._data + b_hh._data)[idx] * scale[:, 0]
     steps = _steps(batch_sizes, reverse)
     row_steps = steps[::-1] if reverse else steps
-    Gb = _to_blocks(xp, P.reshape(N, 4, H), row_steps, uniform)    # per step (4, bs, H)
-    del P
     native = _cell_module(X)
     ops = _Twins if native is None else native
+    # a batch the same at every step and no projection: the whole sequence in one call; the
+    # native one also makes each step's input projection (lstm_seq_forward), where NumPy and
+    # CuPy are faster with one GEMM over all steps
+    whole = uniform and w_hr is None and B > 0
+    inline = whole and native is not None
+    if inline:
+        Gb = xp.empty(N * H4, dtype=dt)
+    else:
+        P = X @ (Wih_p * scale).T                       # (N, 4H): all input projections
+        if bias is not None:
+            P += bias
+        Gb = _to_blocks(xp, P.reshape(N, 4, H), row_steps, uniform)    # per step (4, bs, H)
+        del P
     # W_hh (scaled) packed once for the per-step products into the (4, bs, H) gate blocks
     Wf = ops.PackedMatrix((Whh_p * scale).T, 4)
     WhrT = None if w_hr is None else xp.ascontiguousarray(w_hr._data.T)
@@ -281,12 +297,13 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     if native is not None:                 # the kernel reads contiguous states
         H0, C0 = np.ascontiguousarray(H0), np.ascontiguousarray(C0)
     hprevs, cprevs = [], []
-    # a batch the same at every step and no projection: the whole sequence in one call
-    whole = uniform and WhrT is None and B > 0 and hasattr(ops, "lstm_seq_forward")
-    if whole:
+    if inline:
+        ops.lstm_seq_forward(Wf, H0, C0, Gb, Y, C, TC, reverse, np.ascontiguousarray(X),
+                             ops.PackedMatrix((Wih_p * scale).T, 4), bias)
+    elif whole:
         ops.lstm_seq_forward(Wf, H0, C0, Gb, Y, C, TC, reverse)
     prev = None
-    for k, step in enumerate(steps):
+    for k, step in enumerate([] if whole else steps):
         off, bs = step
         rows = slice(off, off + bs)
         hp = _prev_rows(xp, Y, H0, step, prev, k == 0)
@@ -294,8 +311,6 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         hprevs.append(hp)
         cprevs.append(cp)
         prev = step
-        if whole:
-            continue
         Gt = Gb[4 * H * off:4 * H * (off + bs)].reshape(4, bs, H)
         ops.lstm_step_forward(Wf, hp, Gt, cp, C[rows], TC[rows], Y[rows] if WhrT is None else HR[rows])
         if WhrT is not None:
@@ -309,7 +324,10 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         gh, gc = cell.pop("h", None), cell.pop("c", None)
         dh = xp.zeros((B, Hout), dtype=dt) if gh is None else gh.astype(dt, copy=True)
         dc = xp.zeros((B, H), dtype=dt) if gc is None else gc.astype(dt, copy=True)
-        Hprev = _in_row_order(xp, hprevs, steps, reverse)
+        if whole:   # each step's entering state: the step processed before it, h0 for the first
+            Hprev = xp.concatenate([Y[B:], H0]) if reverse else xp.concatenate([H0, Y[:N - B]])
+        else:
+            Hprev = _in_row_order(xp, hprevs, steps, reverse)
         dG2 = xp.empty((N, H4), dtype=dt)                 # gate gradients, rows (o, i, f, g)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
         Whr = None if w_hr is None else w_hr._data

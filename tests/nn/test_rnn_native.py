@@ -161,3 +161,36 @@ def test_sequence_kernels_equal_their_steps(cpu_path, reverse):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="not packed for hidden = 21"):
         C.lstm_seq_forward(C.PackedMatrix(Ws, 1), h0, c0, g0.copy(), y, c, tc, reverse)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_sequence_forward_makes_the_input_projection(cpu_path, reverse, with_bias):
+    """lstm_seq_forward given x, wx and bias writes each step's gates as bias + x_t @ wx itself:
+    the same as the call without them on gates computed in float64 beforehand (within
+    rounding), and as its NumPy twin; x without wx, or wx in the wrong groups, is refused."""
+    C = cpu_path
+    T, B, H, K = 5, 3, 21, 10
+    Ws = rng.standard_normal((4 * H, H)).astype(np.float32) * 0.3
+    Wx = rng.standard_normal((4 * H, K)).astype(np.float32) * 0.3
+    x = rng.standard_normal((T * B, K)).astype(np.float32)
+    bias = rng.standard_normal(4 * H).astype(np.float32) if with_bias else None
+    h0, c0 = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
+    proj = x.astype(np.float64) @ Wx.T.astype(np.float64) + (0 if bias is None else bias)
+    gates = np.ascontiguousarray(proj.reshape(T, B, 4, H).transpose(0, 2, 1, 3)).astype(np.float32).reshape(-1)
+
+    def run(mod, with_x):
+        g = gates.copy() if not with_x else np.full_like(gates, np.nan)   # with x: nothing read
+        y, c, tc = (np.empty((T * B, H), np.float32) for _ in range(3))
+        extra = (x, mod.PackedMatrix(Wx.T, 4), bias) if with_x else ()
+        mod.lstm_seq_forward(mod.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, *extra)
+        return g, y, c, tc
+    want = run(C, False)
+    for got in (run(C, True), run(rnn._Twins, True)):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    g, y, c, tc = run(C, False)
+    with pytest.raises(ValueError, match="x and wx go together"):
+        C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x)
+    with pytest.raises(ValueError, match="wx must be packed in 4 groups of hidden = 21"):
+        C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x, C.PackedMatrix(Wx.T, 2))

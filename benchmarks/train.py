@@ -34,6 +34,12 @@ have yet prints "skipped". Goal (issue 31): every ratio <= 1.0x torch, at --thre
     python benchmarks/train.py --workload convnet gpt --amp bfloat16   # under autocast
     python benchmarks/train.py --workload all --rounds 9 --steps 3 --threads 2
     python benchmarks/train.py --workload lstm --profile 5              # where the time goes
+
+With more than one thread each side leaves threads behind that spin for a while after its
+round (OpenBLAS's workers about 0.1 s, torch's OpenMP ones), and in one process they take the
+second core from the other side's next round: here torch's 2-thread MLP step took 8.3 ms right
+after tb's round and 3.7 ms when OpenBLAS's workers had stopped spinning. So each round first
+waits ``--settle`` seconds (default 0.3 with --threads > 1, else 0), outside the timing.
 """
 from __future__ import annotations
 
@@ -269,7 +275,7 @@ def torch_runner(kind, weights, x, y):
 
 
 # ***** timing *****
-def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time):
+def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time, settle=0.0):
     rng = np.random.default_rng(0)
     if kind == "mlp":
         x = rng.standard_normal((batch, 784), dtype=np.float32)
@@ -295,6 +301,7 @@ def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time):
     samples = {name: [] for name in runners}
     for _ in range(rounds):  # alternate so load changes hit every implementation alike
         for name, run in runners.items():
+            time.sleep(settle)   # the other side's idle threads stop spinning (module docstring)
             t0 = clock()
             for _ in range(steps):
                 run()
@@ -330,7 +337,7 @@ def _workload_step(lib, model, w, x, y, amp=None):
     return step, last
 
 
-def bench_workload(w, rounds, steps, clock, amp=None):
+def bench_workload(w, rounds, steps, clock, amp=None, settle=0.0):
     """(tb seconds/step, torch seconds/step, first losses) for workload ``w``, or a skip reason."""
     import torch
     missing = [n for n in w.needs if not hasattr(tb.nn, n)]
@@ -353,6 +360,7 @@ def bench_workload(w, rounds, steps, clock, amp=None):
     samples = {k: [] for k in runners}
     for _ in range(rounds):
         for k, (run, _) in runners.items():
+            time.sleep(settle)   # the other side's idle threads stop spinning (module docstring)
             t0 = clock()
             for _ in range(steps):
                 run()
@@ -399,7 +407,7 @@ def profile_workload(w, steps, top=10):
             print(f"    {sec / steps * 1e3:7.2f} ms {100 * sec / total:5.1f}%  {fn}")
 
 
-def run_workloads(names, rounds, steps, clock, plot=None, amp=None):
+def run_workloads(names, rounds, steps, clock, plot=None, amp=None, settle=0.0):
     header = f"{'workload':9} {'tb step':>10} {'torch step':>11} {'tb/torch':>9}  {'first loss tb / torch':>22}"
     print(header)
     print("-" * len(header))
@@ -407,7 +415,7 @@ def run_workloads(names, rounds, steps, clock, plot=None, amp=None):
     for name in names:
         w = _workloads.WORKLOADS[name]
         try:
-            r = bench_workload(w, rounds, steps, clock, amp)
+            r = bench_workload(w, rounds, steps, clock, amp, settle)
         except Exception as exc:   # one broken workload must not hide the others' figures
             r = f"error: {type(exc).__name__}: {str(exc)[:100]}"
         if isinstance(r, str):
@@ -450,6 +458,9 @@ def main(argv=None):
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="cpu: process CPU time (default; steady while other jobs share the "
                         "machine), wall: elapsed time")
+    p.add_argument("--settle", type=float, default=None,
+                   help="seconds to wait before each timed round, outside the timing (default 0.3 "
+                        "with --threads > 1, else 0): see the module docstring")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--workload", nargs="+", choices=(*_workloads.WORKLOADS, "all"),
                    help="issue 15's training-step workloads (tb vs torch) instead of mlp/cnn")
@@ -482,6 +493,7 @@ def main(argv=None):
     else:
         print("torch not installed: comparing with NumPy only")
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    settle = args.settle if args.settle is not None else (0.3 if args.threads > 1 else 0.0)
     if args.workload:
         if not use_torch:
             raise SystemExit("--workload compares with torch, which is not installed")
@@ -494,7 +506,7 @@ def main(argv=None):
             return
         if args.amp:
             print(f"forward and loss under autocast('cpu', dtype={args.amp}) on both sides")
-        run_workloads(names, args.rounds, args.steps, clock, args.plot, args.amp)
+        run_workloads(names, args.rounds, args.steps, clock, args.plot, args.amp, settle)
         return
     print(f"SGD momentum {MOMENTUM}, cross-entropy; {args.clock} time per step, median of "
           f"{args.rounds} alternating rounds of {args.steps} steps, {args.threads} thread(s)\n")
@@ -506,7 +518,7 @@ def main(argv=None):
     kinds = ("mlp", "cnn") if args.model == "all" else (args.model,)
     for kind in kinds:
         for batch in (args.batch_size if kind == "mlp" else args.cnn_batch_size):
-            r = bench(kind, batch, args.rounds, args.steps, use_torch, clock)
+            r = bench(kind, batch, args.rounds, args.steps, use_torch, clock, settle)
             line = f"{kind:5} {batch:5d} {r['tensorbrain'] * 1e3:9.2f} ms {r['numpy'] * 1e3:7.2f} ms"
             if use_torch:
                 line += f" {r['torch'] * 1e3:7.2f} ms"

@@ -34,6 +34,9 @@ inline __m256 exp_ps(__m256 x) {
 }
 
 // Cephes tanhf: |x| < 0.625 by an odd polynomial, else 1 - 2 / (e^{2|x|} + 1) with x's sign.
+// The exponent is taken of 2 min(|x|, 10): the same results (1.0f from |x| = 9.1 on either
+// way), but exp no longer overflows to infinity from |x| = 44 on, which made such vectors about
+// ten times slower.
 inline __m256 tanh_ps(__m256 x) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 ax = _mm256_andnot_ps(sign, x);
@@ -44,7 +47,8 @@ inline __m256 tanh_ps(__m256 x) {
     p = _mm256_add_ps(_mm256_mul_ps(p, z), _mm256_set1_ps(1.33314422036E-1f));
     p = _mm256_add_ps(_mm256_mul_ps(p, z), _mm256_set1_ps(-3.33332819422E-1f));
     const __m256 small = _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, z), x), x);
-    const __m256 e = exp_ps(_mm256_add_ps(ax, ax));
+    const __m256 ac = _mm256_min_ps(ax, _mm256_set1_ps(10.0f));
+    const __m256 e = exp_ps(_mm256_add_ps(ac, ac));
     __m256 big = _mm256_sub_ps(_mm256_set1_ps(1.0f),
                                _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
     big = _mm256_or_ps(big, _mm256_and_ps(sign, x));

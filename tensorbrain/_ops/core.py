@@ -80,6 +80,9 @@ def sum_axes(a, axes):
     Args:
         a (ndarray): the array.
         axes (tuple[int, ...]): the axes to sum over, non-negative.
+
+    Returns:
+        ndarray: the sum, with the shape and dtype of ``a.sum(axis=axes)``.
     """
     nd, axes = a.ndim, tuple(sorted(axes))
     lead = 0

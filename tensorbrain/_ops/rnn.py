@@ -5,7 +5,9 @@ Why: a recurrent layer written from primitive ops records ~15 graph nodes per ti
 Python dispatch for each, forward and backward (1.7-2.0x torch's step time on LSTM language
 models; docs/sequence.md has the figures). Here a layer/direction costs
 
-* one GEMM for the input projections of all timesteps (``x @ W_ih^T + b``);
+* one GEMM for the input projections of all timesteps (``x @ W_ih^T + b``), or, for an LSTM
+  whose batch is the same at every step on the native path, one per step inside
+  ``lstm_seq_forward`` on a ``W_ih`` packed once per call (no bias pass, no copy into blocks);
 * per timestep: one GEMM with ``W_hh`` and the gate math: for the LSTM one native call each way
   (``lstm_step_forward``/``lstm_step_backward``, csrc/kernels/lstm.cpp, float32: the GEMM on a
   ``W_hh`` packed once per layer call by ``PackedMatrix``, csrc/kernels/gemm.h, then the cell) or

@@ -39,7 +39,9 @@ With more than one thread each side leaves threads behind that spin for a while 
 round (OpenBLAS's workers about 0.1 s, torch's OpenMP ones), and in one process they take the
 second core from the other side's next round: here torch's 2-thread MLP step took 8.3 ms right
 after tb's round and 3.7 ms when OpenBLAS's workers had stopped spinning. So each round first
-waits ``--settle`` seconds (default 0.3 with --threads > 1, else 0), outside the timing.
+waits ``--settle`` seconds (default 0.3 with --threads > 1, else 0) and then runs one untimed
+step, so that the side about to be timed starts with its own threads awake, as in a training
+loop (on this VM a thread woken on an idle core took long enough to double a 3 ms MLP step).
 """
 from __future__ import annotations
 
@@ -301,7 +303,9 @@ def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time, settle
     samples = {name: [] for name in runners}
     for _ in range(rounds):  # alternate so load changes hit every implementation alike
         for name, run in runners.items():
-            time.sleep(settle)   # the other side's idle threads stop spinning (module docstring)
+            if settle:   # the other side's idle threads stop spinning; ours wake (docstring)
+                time.sleep(settle)
+                run()
             t0 = clock()
             for _ in range(steps):
                 run()
@@ -360,7 +364,9 @@ def bench_workload(w, rounds, steps, clock, amp=None, settle=0.0):
     samples = {k: [] for k in runners}
     for _ in range(rounds):
         for k, (run, _) in runners.items():
-            time.sleep(settle)   # the other side's idle threads stop spinning (module docstring)
+            if settle:   # the other side's idle threads stop spinning; ours wake (docstring)
+                time.sleep(settle)
+                run()
             t0 = clock()
             for _ in range(steps):
                 run()

@@ -303,14 +303,21 @@ def bench(kind, batch, rounds, steps, use_torch, clock=time.process_time, settle
     samples = {name: [] for name in runners}
     for _ in range(rounds):  # alternate so load changes hit every implementation alike
         for name, run in runners.items():
-            if settle:   # the other side's idle threads stop spinning; ours wake (docstring)
-                time.sleep(settle)
-                run()
-            t0 = clock()
-            for _ in range(steps):
-                run()
-            samples[name].append((clock() - t0) / steps)
+            samples[name].append(_round(run, steps, clock, settle))
     return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def _round(run, steps, clock, settle):
+    """Seconds per step of ``steps`` calls of ``run``. With ``settle``, first that many seconds'
+    pause and one untimed step: the other side's idle threads stop spinning and ours wake
+    (module docstring)."""
+    if settle:
+        time.sleep(settle)
+        run()
+    t0 = clock()
+    for _ in range(steps):
+        run()
+    return (clock() - t0) / steps
 
 
 # ***** issue 15's workloads: tb vs torch, same model source *****
@@ -364,13 +371,7 @@ def bench_workload(w, rounds, steps, clock, amp=None, settle=0.0):
     samples = {k: [] for k in runners}
     for _ in range(rounds):
         for k, (run, _) in runners.items():
-            if settle:   # the other side's idle threads stop spinning; ours wake (docstring)
-                time.sleep(settle)
-                run()
-            t0 = clock()
-            for _ in range(steps):
-                run()
-            samples[k].append((clock() - t0) / steps)
+            samples[k].append(_round(run, steps, clock, settle))
     return statistics.median(samples["tb"]), statistics.median(samples["torch"]), first
 
 
@@ -465,8 +466,8 @@ def main(argv=None):
                    help="cpu: process CPU time (default; steady while other jobs share the "
                         "machine), wall: elapsed time")
     p.add_argument("--settle", type=float, default=None,
-                   help="seconds to wait before each timed round, outside the timing (default 0.3 "
-                        "with --threads > 1, else 0): see the module docstring")
+                   help="seconds to wait, then one untimed step, before each timed round (default "
+                        "0.3 with --threads > 1, else 0): see the module docstring")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--workload", nargs="+", choices=(*_workloads.WORKLOADS, "all"),
                    help="issue 15's training-step workloads (tb vs torch) instead of mlp/cnn")

@@ -200,6 +200,10 @@ declare("TB_SHM", _bool, True,
 declare("TB_FASTPATH", _bool, True,
         "all_reduce of one contiguous tensor (SUM/AVG, default group, synchronous, every rank on "
         "this host) in one native call (the collective pipeline's first step, TCPBackend.fast_all_reduce). 0: the general path.")
+declare("TB_BLAS_POOL", _bool, True,
+        "With tb.set_num_threads(n > 1): run NumPy's OpenBLAS (scipy-openblas 0.3.31+, pthreads) "
+        "on the native kernels' thread pool through OpenBLAS's threads callback, so the two do not "
+        "fight for the cores (csrc/kernels/parallel.cpp). 0: OpenBLAS keeps its own threads.")
 declare("TB_CUDA_CONV", _bool, False,
         "GPU: float32 2-D convolutions on TensorBrain's CuPy im2col/col2im kernels (one GEMM per "
         "convolution; about 280 fewer launches per ResNet-18 step). Off until they have run on a "

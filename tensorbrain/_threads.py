@@ -14,7 +14,7 @@ import os
 
 from . import _native
 
-_state: dict = {"threads": None, "interop": None, "limiter": None}
+_state: dict = {"threads": None, "interop": None, "limiter": None, "blas_pool": None}
 
 
 def _limit(n: int) -> None:
@@ -23,6 +23,55 @@ def _limit(n: int) -> None:
     except ImportError:   # optional: the number is recorded only
         return
     _state["limiter"] = threadpool_limits(limits=n)   # stays in force until the next call
+
+
+# scipy-openblas names its symbols with a prefix and a suffix; plain OpenBLAS builds without
+_CALLBACK_SYMBOLS = ("scipy_openblas_set_threads_callback_function64_",
+                     "scipy_openblas_set_threads_callback_function",
+                     "openblas_set_threads_callback_function64_",
+                     "openblas_set_threads_callback_function")
+
+
+def _share_blas_pool(mod) -> str:
+    """Hand NumPy's OpenBLAS the native pool's threads callback (once a process), so products
+    and our kernels run on the same threads (csrc/kernels/parallel.cpp). Returns what was done:
+    ``"registered"``, or why not (no threadpoolctl, no OpenBLAS, an OpenMP or older build,
+    ``TB_BLAS_POOL=0``)."""
+    if _state.get("blas_pool"):
+        return _state["blas_pool"]
+    why = _blas_pool_reason(mod)
+    _state["blas_pool"] = why
+    return why
+
+
+def _blas_pool_reason(mod) -> str:
+    import ctypes
+
+    from . import _config
+    if not _config.get("TB_BLAS_POOL"):
+        return "off: TB_BLAS_POOL=0"
+    if not hasattr(mod, "_blas_callback_address"):
+        return "off: the native module predates the pool"
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "off: threadpoolctl is not installed"
+    for info in threadpool_info():
+        if info.get("internal_api") != "openblas":
+            continue
+        version = tuple(int(p) for p in str(info.get("version", "0")).split(".")[:3] if p.isdigit())
+        if info.get("threading_layer") != "pthreads" or version < (0, 3, 31):
+            return (f"off: OpenBLAS {info.get('version')} ({info.get('threading_layer')}) at "
+                    f"{info.get('filepath')}; the callback is checked on 0.3.31+ pthreads builds")
+        lib = ctypes.CDLL(info["filepath"])
+        for name in _CALLBACK_SYMBOLS:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.argtypes, fn.restype = [ctypes.c_void_p], None
+                fn(mod._blas_callback_address())
+                return "registered"
+        return f"off: {info['filepath']} has no threads callback"
+    return "off: NumPy's BLAS is not OpenBLAS"
 
 
 def set_num_threads(num: int) -> None:
@@ -50,6 +99,8 @@ def set_num_threads(num: int) -> None:
     mod = _native.loaded()
     if mod is not None and hasattr(mod, "_set_kernel_threads"):   # an older build may lack it
         mod._set_kernel_threads(num)
+        if num > 1:
+            _share_blas_pool(mod)
 
 
 def get_num_threads() -> int:

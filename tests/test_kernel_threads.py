@@ -1,5 +1,5 @@
 """The fused native kernels (GELU, softmax, layer norm and its backward, log_softmax,
-cross-entropy, Adam) split across tb.set_num_threads threads (csrc/kernels/parallel.h):
+cross-entropy, Adam, and the convolution path's im2col/col2im, max pooling and batch norm) split across tb.set_num_threads threads (csrc/kernels/parallel.h):
 the same values, bit for bit, as on one thread (each chunk is whole rows or whole 8-value
 vectors; layer norm's weight and bias sums go by fixed blocks of rows), and a forked child of a
 process that ran them still runs them (helpers are started per call: nothing to inherit)."""
@@ -40,6 +40,19 @@ def _run(C, x, g, s):
     p, m, v = x.ravel().copy(), g.ravel().copy(), np.abs(x).ravel()
     C.adam_step(p, g.ravel(), m, v, 0.9, 0.999, 0.03, 1e-8, 0.01)
     out += [p, m, v]
+    # the convolution path: split by channel, image or plane
+    img = x.ravel()[:8 * 16 * 23 * 21].reshape(8, 16, 23, 21)
+    for fold in (True, False):
+        cols = C.im2col2d(img, 3, 3, 1, 2, 1, 1, 1, 1, 23, 11, fold)
+        out += [cols, C.col2im2d(cols * 0.5, 8, 16, 23, 21, 3, 3, 1, 2, 1, 1, 1, 1, 23, 11, fold)]
+    pooled, winners = C.max_pool2d_forward(img, 3, 2, 2, 2, 1, 0, 1, 1, 12, 10)
+    out += [pooled, winners, C.max_pool2d_backward(pooled[::-1].copy(), winners, 23, 21)]
+    bn = np.ascontiguousarray(x.reshape(3, 97 * 1031)[:, :24 * 4096]).reshape(3, 24, 4096)
+    gbn = np.ascontiguousarray(g.reshape(3, 97 * 1031)[:, :24 * 4096]).reshape(3, 24, 4096)
+    wc, bc = np.linspace(0.5, 2, 24, dtype=np.float32), np.linspace(-1, 1, 24, dtype=np.float32)
+    y, mean, var = C.batch_norm_train_forward(bn, wc, bc, 1e-5)
+    rstd = (1 / np.sqrt(var + 1e-5)).astype(np.float32)
+    out += [y, mean, var, *C.batch_norm_train_backward(gbn, bn, mean, rstd, wc, True, True, True)]
     return out
 
 
@@ -110,5 +123,99 @@ def test_concurrent_callers_each_get_their_own_helpers():
         for t in threads:
             t.join(60)
         assert not any(t.is_alive() for t in threads) and not bad
+    finally:
+        tb.set_num_threads(before)
+
+
+# ***** one pool for our kernels and NumPy's OpenBLAS (TB_BLAS_POOL) *****
+
+def _pool_on():
+    """Two threads with the OpenBLAS callback registered; skips where it cannot be (another
+    BLAS, an older OpenBLAS, TB_BLAS_POOL=0)."""
+    from tensorbrain import _threads
+    tb.set_num_threads(2)
+    why = _threads._share_blas_pool(_native.module())
+    if why != "registered":
+        pytest.skip(f"the BLAS pool is {why}")
+
+
+def _products(n=4):
+    a = [rng.standard_normal((300 + 7 * i, 257)).astype(np.float32) for i in range(n)]
+    b = [rng.standard_normal((257, 411)).astype(np.float32) for _ in range(n)]
+    want = [x.astype(np.float64) @ y.astype(np.float64) for x, y in zip(a, b)]
+    return a, b, want
+
+
+def test_blas_products_run_on_the_pool_and_are_right():
+    C = _native.module()
+    before = tb.get_num_threads()
+    try:
+        _pool_on()
+        a, b, want = _products()
+        ran = C._blas_jobs_run()
+        got = [x @ y for x, y in zip(a, b)]
+        assert C._blas_jobs_run() >= ran + 2 * len(a), "OpenBLAS did not run its jobs through the pool"
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-3)
+    finally:
+        tb.set_num_threads(before)
+
+
+def test_pool_survives_concurrent_products_and_kernels():
+    """Four Python threads each interleave BLAS products (jobs on the pool, each needing its own
+    worker while its sibling waits) with split kernels: every result right, nothing hangs."""
+    import threading
+    C = _native.module()
+    before = tb.get_num_threads()
+    try:
+        _pool_on()
+        a, b, want = _products()
+        x = rng.standard_normal((64, 1031)).astype(np.float32)
+        tb.set_num_threads(1)
+        want_k = C.log_softmax_rows_forward(x)
+        _pool_on()
+        bad = []
+
+        def work(i):
+            for r in range(15):
+                j = (i + r) % len(a)
+                if not np.allclose(a[j] @ b[j], want[j], rtol=1e-4, atol=1e-3):
+                    bad.append(("product", i, r))
+                if not np.array_equal(C.log_softmax_rows_forward(x), want_k):
+                    bad.append(("kernel", i, r))
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads), "a thread hung on the pool"
+        assert not bad
+    finally:
+        tb.set_num_threads(before)
+
+
+def _blas_child(q):
+    a = np.arange(512 * 512, dtype=np.float32).reshape(512, 512) % 7
+    got = a @ a.T
+    want = a.astype(np.float64) @ a.T.astype(np.float64)
+    q.put(bool(np.array_equal(got, want.astype(np.float32))))
+
+
+def test_forked_child_runs_blas_through_a_fresh_pool():
+    """A child forked while the parent's pool has workers (which do not come along) makes its
+    own pool for OpenBLAS's jobs: the product is right and the child does not hang."""
+    before = tb.get_num_threads()
+    try:
+        _pool_on()
+        _products(1)[0][0] @ _products(1)[1][0]           # the parent's pool has workers
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_blas_child, args=(q,))
+        p.start()
+        p.join(60)
+        if p.is_alive():
+            p.kill()
+            pytest.fail("the forked child hung in a BLAS product")
+        assert p.exitcode == 0 and q.get(timeout=5) is True
     finally:
         tb.set_num_threads(before)

@@ -1,10 +1,11 @@
-// Splitting a large fused kernel (GELU, softmax, layer norm: fused.cpp) across the threads that
-// tb.set_num_threads asks for, as torch splits its elementwise kernels; the GEMMs around them
-// already run on NumPy's BLAS threads. Each call that is worth splitting starts its own helper
-// threads (no pool, no state shared between calls; a persistent pool was tried first, fda0544,
-// and reverted after an unexplained crash); caller and helpers claim chunks from a counter, and
-// the caller waits only for chunks a helper is running (parallel.cpp). Starting a thread costs
-// ~20-40 us here, so below `grain` items per part a call stays on its own thread.
+// Splitting a large kernel (GELU, softmax, layer norm: fused.cpp; im2col/col2im, max pooling,
+// batch norm) across the threads that tb.set_num_threads asks for, as torch splits its
+// elementwise kernels. The chunks run on one persistent pool of workers, which NumPy's OpenBLAS
+// shares through its threads callback once tb.set_num_threads(n > 1) registers it
+// (tensorbrain/_threads.py): products and kernels then take turns on the same threads instead of
+// two libraries' threads fighting for the cores (parallel.cpp says how, and why it is safe with
+// OpenBLAS's jobs, fork and concurrent callers). Below `grain` items per part a call stays on its
+// own thread.
 #pragma once
 
 #include <cstddef>
@@ -21,5 +22,12 @@ int kernel_threads();
 // called only before parallel_for returns.
 void parallel_for(std::size_t n, std::size_t grain, std::size_t align,
                   const std::function<void(std::size_t, std::size_t)> &f);
+
+// Calls below this many values stay on one thread: waking a worker and handing it a chunk costs
+// about what a thread does to 32k values in these kernels.
+inline constexpr std::size_t kGrain = std::size_t{1} << 15;
+
+// parallel_for's grain for items (rows, channels, image planes) of `values` values each.
+inline std::size_t items_per_grain(std::size_t values) { return kGrain / (values ? values : 1) ? kGrain / (values ? values : 1) : 1; }
 
 }  // namespace tb::kernels

@@ -180,12 +180,13 @@ void layer_norm_rows_backward_part(const float *x, const float *mean, const floa
     }
 }
 
-// Batch norm in training over (N, C, L) (L = the spatial size): per channel the batch mean and
-// biased variance (sums in double), then out = (x - mean) * rstd * w + b in a second pass.
+// Batch norm in training over (N, C, L) (L = the spatial size), channels [c0, c1): per channel
+// the batch mean and biased variance (sums in double), then out = (x - mean) * rstd * w + b in a
+// second pass. Channels are independent: callers split them across threads.
 void batch_norm_train(const float *x, const float *w, const float *b, float *out, float *mean, float *var,
-                      std::size_t n, std::size_t c, std::size_t l, double eps) {
+                      std::size_t n, std::size_t c, std::size_t l, double eps, std::size_t c0, std::size_t c1) {
     const double k = static_cast<double>(n * l);
-    for (std::size_t ch = 0; ch < c; ++ch) {
+    for (std::size_t ch = c0; ch < c1; ++ch) {
         double s = 0.0;
         for (std::size_t i = 0; i < n; ++i) {
             const float *p = x + (i * c + ch) * l;
@@ -219,11 +220,13 @@ void batch_norm_train(const float *x, const float *w, const float *b, float *out
 }
 
 // Its backward from the saved input: per channel sg = sum(g), sgx = sum(g * xhat); then
-// gx = rstd * w * (g - sg / k - xhat * sgx / k) (gx null: only the affine gradients).
+// gx = rstd * w * (g - sg / k - xhat * sgx / k) (gx null: only the affine gradients); channels
+// [c0, c1).
 void batch_norm_train_backward(const float *g, const float *x, const float *mean, const float *rstd, const float *w,
-                               float *gx, float *gw, float *gb, std::size_t n, std::size_t c, std::size_t l) {
+                               float *gx, float *gw, float *gb, std::size_t n, std::size_t c, std::size_t l,
+                               std::size_t c0, std::size_t c1) {
     const float k = static_cast<float>(n * l);
-    for (std::size_t ch = 0; ch < c; ++ch) {
+    for (std::size_t ch = c0; ch < c1; ++ch) {
         const float m = mean[ch], rs = rstd[ch];
         double sg = 0.0, sgx = 0.0;
         for (std::size_t i = 0; i < n; ++i) {
@@ -255,9 +258,8 @@ namespace {
 
 using Arr = py::array_t<float, 0>;
 
-// Calls below this many values stay on one thread (parallel.h).
-constexpr std::size_t kGrain = std::size_t{1} << 15;
-std::size_t rows_per_grain(std::size_t cols) { return std::max<std::size_t>(1, kGrain / std::max<std::size_t>(cols, 1)); }
+using tb::kernels::kGrain;
+std::size_t rows_per_grain(std::size_t cols) { return tb::kernels::items_per_grain(cols); }
 
 const float *input(const char *fn, const char *name, const Arr &a) {
     if (!(a.flags() & py::array::c_style))
@@ -500,7 +502,9 @@ py::tuple batch_norm_forward(Arr x, py::object w, py::object b, double eps) {
     float *o = out.mutable_data(), *mp = mean.mutable_data(), *vp = var.mutable_data();
     {
         py::gil_scoped_release nogil;
-        tb::kernels::batch_norm_train(xp, wp, bp, o, mp, vp, n, c, l, eps);
+        tb::kernels::parallel_for(c, rows_per_grain(n * l), 1, [&](std::size_t c0, std::size_t c1) {
+            tb::kernels::batch_norm_train(xp, wp, bp, o, mp, vp, n, c, l, eps, c0, c1);
+        });
     }
     return py::make_tuple(out, mean, var);
 }
@@ -522,7 +526,9 @@ py::tuple batch_norm_backward(Arr g, Arr x, Arr mean, Arr rstd, py::object w, bo
     const float *gp = g.data(), *xp = x.data();
     {
         py::gil_scoped_release nogil;
-        tb::kernels::batch_norm_train_backward(gp, xp, mp, rp, wp, gxp, gwp, gbp, n, c, l);
+        tb::kernels::parallel_for(c, rows_per_grain(n * l), 1, [&](std::size_t c0, std::size_t c1) {
+            tb::kernels::batch_norm_train_backward(gp, xp, mp, rp, wp, gxp, gwp, gbp, n, c, l, c0, c1);
+        });
     }
     return py::make_tuple(gx, gw, gb);
 }

@@ -14,6 +14,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "kernels/parallel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -50,10 +52,11 @@ inline void window_pass(const T *row, T *best, std::int32_t *where, std::int32_t
 // pass over the row's outputs (strided loads the compiler vectorises), keeping the running max
 // and its index. A later position replaces the max only when strictly greater (or a NaN over a
 // number), so the first maximum wins.
+// Planes [p0, p1) (independent: callers split them across threads).
 template <typename T>
-void forward(const T *x, T *out, std::int32_t *arg, const Geometry &g) {
+void forward(const T *x, T *out, std::int32_t *arg, const Geometry &g, py::ssize_t p0, py::ssize_t p1) {
     const py::ssize_t plane = g.h * g.w, oplane = g.oh * g.ow;
-    for (py::ssize_t p = 0; p < g.planes; ++p) {
+    for (py::ssize_t p = p0; p < p1; ++p) {
         const T *xp = x + p * plane;
         for (py::ssize_t oy = 0; oy < g.oh; ++oy) {
             T *best = out + p * oplane + oy * g.ow;
@@ -79,11 +82,12 @@ void forward(const T *x, T *out, std::int32_t *arg, const Geometry &g) {
     }
 }
 
+// Planes [p0, p1).
 template <typename T>
-void backward(const T *grad, const std::int32_t *arg, T *gx, py::ssize_t planes, py::ssize_t plane,
+void backward(const T *grad, const std::int32_t *arg, T *gx, py::ssize_t p0, py::ssize_t p1, py::ssize_t plane,
               py::ssize_t oplane) {
-    std::memset(gx, 0, sizeof(T) * static_cast<std::size_t>(planes * plane));
-    for (py::ssize_t p = 0; p < planes; ++p) {
+    std::memset(gx + p0 * plane, 0, sizeof(T) * static_cast<std::size_t>((p1 - p0) * plane));
+    for (py::ssize_t p = p0; p < p1; ++p) {
         const T *gp = grad + p * oplane;
         const std::int32_t *ap = arg + p * oplane;
         T *xp = gx + p * plane;
@@ -122,10 +126,16 @@ py::tuple py_forward(py::array x, int kh, int kw, int sh, int sw, int ph, int pw
     const bool f32 = x.itemsize() == 4;
     {
         py::gil_scoped_release nogil;
-        if (f32)
-            forward(static_cast<const float *>(src), static_cast<float *>(dst), ap, g);
-        else
-            forward(static_cast<const double *>(src), static_cast<double *>(dst), ap, g);
+        // a plane reads about KH*KW/(SH*SW) inputs per output
+        const auto work = static_cast<std::size_t>(g.oh * g.ow * kh * kw);
+        tb::kernels::parallel_for(static_cast<std::size_t>(g.planes), tb::kernels::items_per_grain(work), 1,
+                                  [&](std::size_t p0, std::size_t p1) {
+            const auto a = static_cast<py::ssize_t>(p0), b = static_cast<py::ssize_t>(p1);
+            if (f32)
+                forward(static_cast<const float *>(src), static_cast<float *>(dst), ap, g, a, b);
+            else
+                forward(static_cast<const double *>(src), static_cast<double *>(dst), ap, g, a, b);
+        });
     }
     return py::make_tuple(out, arg);
 }
@@ -150,10 +160,14 @@ py::array py_backward(py::array grad, py::array_t<std::int32_t, py::array::c_sty
     const bool f32 = grad.itemsize() == 4;
     {
         py::gil_scoped_release nogil;
-        if (f32)
-            backward(static_cast<const float *>(gp), ap, static_cast<float *>(xp), planes, h * w, oplane);
-        else
-            backward(static_cast<const double *>(gp), ap, static_cast<double *>(xp), planes, h * w, oplane);
+        tb::kernels::parallel_for(static_cast<std::size_t>(planes), tb::kernels::items_per_grain(static_cast<std::size_t>(h * w + oplane)), 1,
+                                  [&](std::size_t p0, std::size_t p1) {
+            const auto a = static_cast<py::ssize_t>(p0), b = static_cast<py::ssize_t>(p1);
+            if (f32)
+                backward(static_cast<const float *>(gp), ap, static_cast<float *>(xp), a, b, h * w, oplane);
+            else
+                backward(static_cast<const double *>(gp), ap, static_cast<double *>(xp), a, b, h * w, oplane);
+        });
     }
     return gx;
 }

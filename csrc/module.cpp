@@ -11,6 +11,7 @@ void init_im2col(py::module_ &m);  // csrc/kernels/im2col.cpp: 2-D convolution c
 void init_lstm(py::module_ &m);    // csrc/kernels/lstm.cpp: the fused LSTM cell
 void init_fused(py::module_ &m);   // csrc/kernels/fused.cpp: GELU, softmax, layer norm
 void init_gemm(py::module_ &m);    // csrc/kernels/gemm.cpp: GEMM with a pre-packed right operand
+void init_blas(py::module_ &m);    // csrc/kernels/blas.cpp: products on a CBLAS loaded at run time (MKL)
 void init_parallel(py::module_ &m);  // csrc/kernels/parallel.cpp: the fused kernels' threads
 void init_adam(py::module_ &m);    // csrc/kernels/adam.cpp: Adam's update in one pass
 void init_sgd(py::module_ &m);     // csrc/kernels/sgd.cpp: SGD's momentum update in one pass
@@ -26,6 +27,7 @@ PYBIND11_MODULE(_C, m) {
     init_lstm(m);
     init_fused(m);
     init_gemm(m);
+    init_blas(m);
     init_parallel(m);
     init_adam(m);
     init_sgd(m);

@@ -204,6 +204,11 @@ declare("TB_BLAS_POOL", _bool, True,
         "With tb.set_num_threads(n > 1): run NumPy's OpenBLAS (scipy-openblas 0.3.31+, pthreads) "
         "on the native kernels' thread pool through OpenBLAS's threads callback, so the two do not "
         "fight for the cores (csrc/kernels/parallel.cpp). 0: OpenBLAS keeps its own threads.")
+declare("TB_GEMM", choice("AUTO", "MKL", "NUMPY"), "AUTO",
+        "CPU float32/float64 matrix products of linear layers, convolutions and matmul: MKL (the "
+        "`mkl` wheel's libmkl_rt, sequential, split across tb.set_num_threads threads; "
+        "tensorbrain/_gemm.py) or NUMPY (its OpenBLAS). AUTO: MKL when it is installed and the CPU "
+        "is an Intel one (on an AMD EPYC it was slower than OpenBLAS at some shapes).")
 declare("TB_CUDA_CONV", _bool, False,
         "GPU: float32 2-D convolutions on TensorBrain's CuPy im2col/col2im kernels (one GEMM per "
         "convolution; about 280 fewer launches per ResNet-18 step). Off until they have run on a "

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _gemm
+
 try:  # CuPy is optional: CPU-only machines never need it.
     import cupy as _cupy  # type: ignore
 
@@ -65,7 +67,7 @@ def matmul(a, b, out=None):
     GEMM when the right operand is a matrix (``(..., K) @ (K, N)``: the leading dims fold into
     the rows), else in float32 and is rounded once to bfloat16 (cuBLAS accumulates bfloat16
     products in float32 too). Every other product (mixed dtypes promote as CuPy's do) is plain
-    ``matmul``.
+    ``matmul``; 2-D NumPy products go through ``tensorbrain._gemm.mm`` (MKL when installed).
 
     Args:
         a (ndarray): NumPy or CuPy array.
@@ -85,6 +87,8 @@ def matmul(a, b, out=None):
             return r
         out[...] = r
         return out
+    if a.ndim == 2 and b.ndim == 2 and type(a) is np.ndarray:
+        return _gemm.mm(a, b, out)   # MKL when installed
     return a @ b if out is None else get_array_module(a).matmul(a, b, out=out)
 
 

@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "tensorbrain.numa", "tensorbrain.mtia", "tensorbrain.torch_version",
         "tensorbrain.__future__",
         "tensorbrain._cuda_streams", "tensorbrain._layout", "tensorbrain._array_data",
+        "tensorbrain._gemm",
     ]),
     ("tensor", [  # Tensor, the ops, autograd, autocast
         "tensorbrain", "tensorbrain._ops", "tensorbrain.tensor", "tensorbrain._tensor_base",

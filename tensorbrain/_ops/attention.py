@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .. import _native, _random
+from .._gemm import bmm
 from .._xp import get_array_module, matmul
 from .._tensor_base import TensorBase as Tensor
 from .core import make, unbroadcast
@@ -180,9 +181,9 @@ def _per_batch(query, key, value, scale, is_causal, C):
     p = np.empty(q.shape[:-1] + (k.shape[-2],), np.float32)
     out = np.empty(q.shape[:-1] + v.shape[-1:], np.float32)
     for b in range(q.shape[0]):
-        np.matmul(q[b], _swap(k[b]), out=p[b])
+        bmm(q[b], _swap(k[b]), out=p[b])
         C.softmax_rows_forward(p[b], scale, is_causal)
-        np.matmul(p[b], v[b], out=out[b])
+        bmm(p[b], v[b], out=out[b])
 
     def backward(g):
         g = np.ascontiguousarray(g, np.float32)
@@ -190,11 +191,11 @@ def _per_batch(query, key, value, scale, is_causal, C):
             np.empty(v.shape, np.float32)
         gp = np.empty(p.shape[1:], np.float32)
         for b in range(q.shape[0]):
-            np.matmul(_swap(p[b]), g[b], out=gv[b])
-            np.matmul(g[b], _swap(v[b]), out=gp)
+            bmm(_swap(p[b]), g[b], out=gv[b])
+            bmm(g[b], _swap(v[b]), out=gp)
             C.softmax_rows_backward(gp, p[b], scale)      # dS * scale
-            np.matmul(gp, k[b], out=gq[b])
-            np.matmul(_swap(gp), q[b], out=gk[b])
+            bmm(gp, k[b], out=gq[b])
+            bmm(_swap(gp), q[b], out=gk[b])
         return gq, gk, gv, None
 
     return make(out, (query, key, value, None), backward, "ScaledDotProductAttentionBackward",

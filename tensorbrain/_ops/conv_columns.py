@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _config, _native
+from .. import _config, _gemm, _native
 from .._xp import get_array_module, is_cupy_array
 from .core import make, sum_axes
 from .windows import _col2im, _im2col, _pad
@@ -114,9 +114,9 @@ def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
     fold = oh * ow <= _FOLD_CONV_MAX or xp is not np   # a GPU: always one GEMM
     cols = C.im2col2d(x, *geom, fold)
     if fold:
-        out = _from_channel_major(xp, w2 @ cols, n, (oh, ow), None if bias is None else bias._data)
+        out = _from_channel_major(xp, _gemm.mm(w2, cols), n, (oh, ow), None if bias is None else bias._data)
     else:
-        out = xp.matmul(w2, cols).reshape(n, oc, oh, ow)
+        out = _gemm.mm_each(w2, cols).reshape(n, oc, oh, ow)
         if bias is not None:
             out += bias._data.reshape(1, oc, 1, 1)
     kept = cols if weight.requires_grad and cols.nbytes <= _limit(xp, _KEEP_COLS_BYTES) else None
@@ -135,12 +135,12 @@ def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
         if weight.requires_grad:
             cols = kept if kept is not None else C.im2col2d(x, *geom, fold)
             if fold:
-                gw = (gf @ cols.T).reshape(w.shape)
+                gw = _gemm.mm(gf, cols.T).reshape(w.shape)
             else:   # (K, L) @ (L, OC) per image: the faster orientation (see conv())
-                gw = xp.ascontiguousarray(xp.matmul(cols, gf.swapaxes(-1, -2)).sum(axis=0).T)
+                gw = xp.ascontiguousarray(_gemm.mm_sum(cols, gf.swapaxes(-1, -2)).T)
                 gw = gw.reshape(w.shape)
         if input.requires_grad:
-            gx = C.col2im2d(xp.matmul(w2.T, gf), n, c, h, wd, *geom, fold)
+            gx = C.col2im2d(_gemm.mm(w2.T, gf) if fold else _gemm.mm_each(w2.T, gf), n, c, h, wd, *geom, fold)
             if unbatched:
                 gx = gx[0]
         return gx, gw, gb
@@ -158,7 +158,7 @@ def _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs):
     oc = w.shape[1]
     w2 = w.reshape(c, -1)                                  # (Cin, Cout*K)
     x4 = _to_channel_major(xp, x)                          # (Cin, N*L)
-    cols = w2.T @ x4                                       # (Cout*K, N*L)
+    cols = _gemm.mm(w2.T, x4)                              # (Cout*K, N*L)
     out = C.col2im2d(cols, n, oc, outs[0], outs[1], *geom, True)
     del cols
     if bias is not None:
@@ -176,10 +176,10 @@ def _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs):
         if input.requires_grad or weight.requires_grad:
             gcols = C.im2col2d(g, *geom, True)             # (Cout*K, N*L)
             if input.requires_grad:
-                gx = _from_channel_major(xp, w2 @ gcols, n, (ih, iw))
+                gx = _from_channel_major(xp, _gemm.mm(w2, gcols), n, (ih, iw))
                 if unbatched:
                     gx = gx[0]
             if weight.requires_grad:
-                gw = (x4 @ gcols.T).reshape(w.shape)
+                gw = _gemm.mm(x4, gcols.T).reshape(w.shape)
         return gx, gw, gb
     return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .. import _random
+from .. import _gemm, _random
 from .._ops import elementwise as _E
 from .._ops import reduce as _R
 from .._ops import shape as _S
@@ -103,9 +103,7 @@ def linear(input, weight, bias=None):
                            f"dim must equal weight.shape[1])")
     x2 = x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x
     xp = get_array_module(x)
-    out = x2 @ w.T
-    if bias is not None:
-        out += bias._data
+    out = _gemm.mm(x2, w.T, bias=None if bias is None else bias._data)
     if x.ndim != 2:
         out = out.reshape(x.shape[:-1] + (w.shape[0],))
 
@@ -114,12 +112,12 @@ def linear(input, weight, bias=None):
         g2 = g.reshape(-1, g.shape[-1]) if g.ndim != 2 else g
         gx = gw = gb = None
         if input.requires_grad:
-            gx = g2 @ w
+            gx = _gemm.mm(g2, w)
             if x.ndim != 2:
                 gx = gx.reshape(x.shape)
         if weight.requires_grad:
             dest = take_grad_dest(weight, w.shape, g2.dtype) if g2.dtype == x2.dtype else None
-            gw = g2.T @ x2 if dest is None else xp.matmul(g2.T, x2, out=dest)
+            gw = _gemm.mm(g2.T, x2, out=dest)
         if bias is not None and bias.requires_grad:
             gb = sum_axes(g2, (0,))
         return gx, gw, gb

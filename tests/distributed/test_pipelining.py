@@ -328,7 +328,9 @@ def test_forward_only_schedule_returns_the_model_output():
         stages = [PipelineStage(p, i, 2, "cpu") for i, p in enumerate(parts)]
         x, _ = _data()
         out = ScheduleInterleaved1F1B(stages, 4).step(x)
-        np.testing.assert_allclose(out.numpy(), model(x).detach().numpy(), rtol=1e-6)
+        # not bit for bit: MKL's GEMM (tensorbrain/_gemm.py) may round a row's sums differently
+        # in a product of 2 rows (a microbatch) than of 8; a mixed-up microbatch is off by O(1)
+        np.testing.assert_allclose(out.numpy(), model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
         assert all(p.grad is None for p in model.parameters())
     finally:
         dist.destroy_process_group()

@@ -1,0 +1,208 @@
+// Matrix products on a CBLAS GEMM loaded at run time (Intel MKL's libmkl_rt from the `mkl` wheel):
+// tensorbrain._C._gemm_load / gemm. tensorbrain/_gemm.py finds the library, decides when to use it
+// and keeps NumPy's matmul as the twin (tests/test_gemm.py holds the two together).
+//
+// Why: on the Intel Xeon this project is measured on, MKL's sgemm ran the GPT workload's fifteen
+// linear-layer products in 0.85x of OpenBLAS's time (docs/training.md), and torch's linear layers
+// run on it. Nothing links MKL at build time (dlopen), so the module builds and runs without it.
+//
+// Threads: MKL is put on its sequential layer, and a product is split by rows of C across the
+// native pool (parallel.h), so products and our kernels share one set of threads instead of MKL's
+// OpenMP team fighting the pool for the cores. Each part is its own GEMM over its rows: the same
+// sums as one call, in the same order along K.
+//
+// beta = 1 adds the product to what C holds: tensorbrain/_gemm.py writes a linear layer's bias
+// into C first, as torch's addmm does, which saves a pass over the output.
+#include <dlfcn.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "kernels/parallel.h"
+
+namespace py = pybind11;
+
+namespace {
+
+enum { kRowMajor = 101, kNoTrans = 111, kTrans = 112 };
+using Sgemm = void (*)(int, int, int, int, int, int, float, const float *, int, const float *, int, float, float *,
+                       int);
+using Dgemm = void (*)(int, int, int, int, int, int, double, const double *, int, const double *, int, double,
+                       double *, int);
+
+// cblas_?gemm_batch_strided (MKL 2020+): the same product for `batch` matrices at fixed strides
+using SgemmStrided = void (*)(int, int, int, int, int, int, float, const float *, int, long long, const float *, int,
+                              long long, float, float *, int, long long, int);
+using DgemmStrided = void (*)(int, int, int, int, int, int, double, const double *, int, long long, const double *,
+                              int, long long, double, double *, int, long long, int);
+
+Sgemm g_sgemm = nullptr;
+Dgemm g_dgemm = nullptr;
+SgemmStrided g_sgemm_strided = nullptr;
+DgemmStrided g_dgemm_strided = nullptr;
+std::string g_loaded;
+
+// Opens the library once; later calls with another path are refused (a process has one GEMM).
+std::string load(const std::string &path) {
+    if (!g_loaded.empty()) {
+        if (path != g_loaded)
+            throw std::runtime_error("_gemm_load: " + g_loaded + " is already loaded; cannot switch to " + path);
+        return g_loaded;
+    }
+    void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) throw std::runtime_error(std::string("_gemm_load: dlopen failed: ") + dlerror());
+    // MKL: run on the calling thread only (1 = MKL_THREADING_SEQUENTIAL), before any other call
+    if (auto set_layer = reinterpret_cast<int (*)(int)>(dlsym(lib, "MKL_Set_Threading_Layer"))) set_layer(1);
+    auto s = reinterpret_cast<Sgemm>(dlsym(lib, "cblas_sgemm"));
+    auto d = reinterpret_cast<Dgemm>(dlsym(lib, "cblas_dgemm"));
+    if (s == nullptr || d == nullptr) {
+        dlclose(lib);
+        throw std::runtime_error("_gemm_load: " + path + " has no cblas_sgemm/cblas_dgemm");
+    }
+    g_sgemm = s;
+    g_dgemm = d;
+    g_sgemm_strided = reinterpret_cast<SgemmStrided>(dlsym(lib, "cblas_sgemm_batch_strided"));
+    g_dgemm_strided = reinterpret_cast<DgemmStrided>(dlsym(lib, "cblas_dgemm_batch_strided"));
+    g_loaded = path;
+    return g_loaded;
+}
+
+// An operand's CBLAS layout: rows x cols stored row by row (NoTrans, ld = the row stride) or
+// column by column (Trans: a transposed C-contiguous array). False when neither (a broadcast,
+// a negative or non-unit inner stride): the caller falls back to NumPy.
+bool layout(const py::array &a, int *trans, int *ld) {
+    const auto item = a.itemsize();
+    const auto r = a.shape(0), c = a.shape(1), s0 = a.strides(0), s1 = a.strides(1);
+    if ((s1 == item || c == 1) && s0 % item == 0 && s0 / item >= std::max<py::ssize_t>(c, 1)) {
+        *trans = kNoTrans;
+        *ld = static_cast<int>(s0 / item);
+        return true;
+    }
+    if ((s0 == item || r == 1) && s1 % item == 0 && s1 / item >= std::max<py::ssize_t>(r, 1)) {
+        *trans = kTrans;
+        *ld = static_cast<int>(s1 / item);
+        return true;
+    }
+    return false;
+}
+
+// out (M, N) = a (M, K) @ b (K, N) + beta * out, or with bias (N values) a @ b + bias (each part
+// writes the bias into its rows, then accumulates its GEMM into them while they are in cache).
+// True when it ran; false when the loaded library cannot take these arrays (no library, another
+// dtype, an operand layout CBLAS cannot express): the caller then uses NumPy.
+bool gemm(const py::array &a, const py::array &b, py::array out, double beta, const std::optional<py::array> &bias) {
+    if (g_sgemm == nullptr || a.ndim() != 2 || b.ndim() != 2 || out.ndim() != 2) return false;
+    const auto M = a.shape(0), K = a.shape(1), N = b.shape(1);
+    if (b.shape(0) != K || out.shape(0) != M || out.shape(1) != N)
+        throw py::value_error("gemm: shapes " + py::str(a.attr("shape")).cast<std::string>() + " @ " +
+                              py::str(b.attr("shape")).cast<std::string>() + " -> " +
+                              py::str(out.attr("shape")).cast<std::string>() + " do not match");
+    if (beta != 0.0 && beta != 1.0) throw py::value_error("gemm: beta must be 0 or 1");
+    const auto dt = a.dtype();
+    if (!dt.is(b.dtype()) || !dt.is(out.dtype()) || dt.kind() != 'f' || (a.itemsize() != 4 && a.itemsize() != 8))
+        return false;
+    if (!(out.flags() & py::array::c_style) || !out.writeable()) return false;
+    if (bias.has_value() && (!bias->dtype().is(dt) || bias->ndim() != 1 || bias->shape(0) != N ||
+                             !(bias->flags() & py::array::c_style)))
+        return false;
+    constexpr py::ssize_t kMaxInt = INT32_MAX;
+    if (M > kMaxInt || N > kMaxInt || K > kMaxInt || out.strides(0) / out.itemsize() > kMaxInt) return false;
+    int ta, tb, lda, ldb;
+    if (!layout(a, &ta, &lda) || !layout(b, &tb, &ldb)) return false;
+    if (M == 0 || N == 0) return true;
+    const bool f32 = a.itemsize() == 4;
+    const char *pa = static_cast<const char *>(a.data());
+    const char *pb = static_cast<const char *>(b.data());
+    char *pc = static_cast<char *>(out.mutable_data());
+    const int ldc = static_cast<int>(std::max<py::ssize_t>(N, 1)), k = static_cast<int>(K);
+    const auto item = static_cast<std::size_t>(a.itemsize());
+    const char *pbias = bias.has_value() ? static_cast<const char *>(bias->data()) : nullptr;
+    if (pbias != nullptr) beta = 1.0;
+    py::gil_scoped_release nogil;
+    // rows of C per part: at least ~4 MFLOP each, so a part outweighs handing it to a worker
+    const std::size_t flops_per_row = 2 * static_cast<std::size_t>(N) * static_cast<std::size_t>(std::max<py::ssize_t>(K, 1));
+    const std::size_t grain = std::max<std::size_t>(16, (std::size_t{1} << 22) / std::max<std::size_t>(flops_per_row, 1));
+    tb::kernels::parallel_for(static_cast<std::size_t>(M), grain, 16, [&](std::size_t r0, std::size_t r1) {
+        // row r of op(a) starts at a + r * lda (NoTrans) or a + r (Trans: column r of the stored array)
+        const char *ar = pa + (ta == kNoTrans ? r0 * static_cast<std::size_t>(lda) : r0) * item;
+        char *cr = pc + r0 * static_cast<std::size_t>(ldc) * item;
+        const int m = static_cast<int>(r1 - r0);
+        if (pbias != nullptr)
+            for (int r = 0; r < m; ++r) std::memcpy(cr + static_cast<std::size_t>(r) * ldc * item, pbias, N * item);
+        if (f32)
+            g_sgemm(kRowMajor, ta, tb, m, static_cast<int>(N), k, 1.0f, reinterpret_cast<const float *>(ar), lda,
+                    reinterpret_cast<const float *>(pb), ldb, static_cast<float>(beta), reinterpret_cast<float *>(cr), ldc);
+        else
+            g_dgemm(kRowMajor, ta, tb, m, static_cast<int>(N), k, 1.0, reinterpret_cast<const double *>(ar), lda,
+                    reinterpret_cast<const double *>(pb), ldb, beta, reinterpret_cast<double *>(cr), ldc);
+    });
+    return true;
+}
+
+// out (B, M, N) = a (B, M, K) @ b (B, K, N), each stack's matrices at one stride, in one
+// batch-strided call per part (the batch split across the native pool). False as gemm's.
+bool gemm_batched(const py::array &a, const py::array &b, py::array out) {
+    if (g_sgemm_strided == nullptr || g_dgemm_strided == nullptr || a.ndim() != 3 || b.ndim() != 3 || out.ndim() != 3)
+        return false;
+    const auto B = a.shape(0), M = a.shape(1), K = a.shape(2), N = b.shape(2);
+    if (b.shape(0) != B || b.shape(1) != K || out.shape(0) != B || out.shape(1) != M || out.shape(2) != N)
+        throw py::value_error("gemm_batched: shapes " + py::str(a.attr("shape")).cast<std::string>() + " @ " +
+                              py::str(b.attr("shape")).cast<std::string>() + " -> " +
+                              py::str(out.attr("shape")).cast<std::string>() + " do not match");
+    const auto dt = a.dtype();
+    if (!dt.is(b.dtype()) || !dt.is(out.dtype()) || dt.kind() != 'f' || (a.itemsize() != 4 && a.itemsize() != 8))
+        return false;
+    if (!(out.flags() & py::array::c_style) || !out.writeable()) return false;
+    if (B == 0 || M == 0 || N == 0) return true;
+    const auto item = a.itemsize();
+    if (a.strides(0) % item || b.strides(0) % item || a.strides(0) < 0 || b.strides(0) < 0) return false;
+    constexpr py::ssize_t kMaxInt = INT32_MAX;
+    if (M > kMaxInt || N > kMaxInt || K > kMaxInt || B > kMaxInt) return false;
+    // the layout of one matrix: a 2-D view of item 0
+    int ta, tb, lda, ldb;
+    const py::array a0 = a.attr("__getitem__")(0).cast<py::array>(), b0 = b.attr("__getitem__")(0).cast<py::array>();
+    if (!layout(a0, &ta, &lda) || !layout(b0, &tb, &ldb)) return false;
+    const long long sa = a.strides(0) / item, sb = b.strides(0) / item, sc = M * N;
+    const bool f32 = item == 4;
+    const char *pa = static_cast<const char *>(a.data()), *pb = static_cast<const char *>(b.data());
+    char *pc = static_cast<char *>(out.mutable_data());
+    const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K), ldc = n;
+    py::gil_scoped_release nogil;
+    const std::size_t flops = 2 * static_cast<std::size_t>(M) * N * std::max<py::ssize_t>(K, 1);
+    const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 22) / std::max<std::size_t>(flops, 1));
+    tb::kernels::parallel_for(static_cast<std::size_t>(B), grain, 1, [&](std::size_t i0, std::size_t i1) {
+        const auto cnt = static_cast<int>(i1 - i0);
+        const std::size_t u = static_cast<std::size_t>(item);
+        const char *ai = pa + i0 * static_cast<std::size_t>(sa) * u, *bi = pb + i0 * static_cast<std::size_t>(sb) * u;
+        char *ci = pc + i0 * static_cast<std::size_t>(sc) * u;
+        if (f32)
+            g_sgemm_strided(kRowMajor, ta, tb, m, n, k, 1.0f, reinterpret_cast<const float *>(ai), lda, sa,
+                            reinterpret_cast<const float *>(bi), ldb, sb, 0.0f, reinterpret_cast<float *>(ci), ldc, sc, cnt);
+        else
+            g_dgemm_strided(kRowMajor, ta, tb, m, n, k, 1.0, reinterpret_cast<const double *>(ai), lda, sa,
+                            reinterpret_cast<const double *>(bi), ldb, sb, 0.0, reinterpret_cast<double *>(ci), ldc, sc, cnt);
+    });
+    return true;
+}
+
+}  // namespace
+
+void init_blas(py::module_ &m) {
+    m.def("_gemm_load", &load, py::arg("path"),
+          "dlopen a CBLAS library (MKL's libmkl_rt: put on its sequential layer) for gemm; returns its path");
+    m.def("gemm_batched", &gemm_batched, py::arg("a"), py::arg("b"), py::arg("out"),
+          "out (B, M, N) = a (B, M, K) @ b (B, K, N) on the loaded CBLAS's batch-strided GEMM; False (nothing "
+          "written) when it cannot take these arrays");
+    m.def("_gemm_loaded", [] { return g_loaded; }, "the library _gemm_load opened ('' if none)");
+    m.def("gemm", &gemm, py::arg("a"), py::arg("b"), py::arg("out"), py::arg("beta") = 0.0,
+          py::arg("bias") = py::none(),
+          "out = a @ b + beta * out (beta 0 or 1), or a @ b + bias, on the loaded CBLAS, split by rows across "
+          "the native pool; "
+          "False (nothing written) when it cannot take these arrays");
+}

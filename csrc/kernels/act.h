@@ -44,7 +44,7 @@ bool max_nan(const float *x, std::size_t n, float *m, bool *nan);
 bool exp_scale(const float *x, float *out, std::size_t n, float r);
 bool tanh_inplace(float *x, std::size_t n);   // false when not built with AVX2
 // An LSTM step's gate math after the recurrent sum, in one pass (lstm.cpp's cell_forward).
-bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n);
+bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n, std::size_t gs);
 bool gelu_erf_forward(const float *x, float *out, std::size_t n);
 bool gelu_erf_backward(const float *x, const float *g, float *out, std::size_t n);
 }  // namespace avx2
@@ -60,7 +60,7 @@ bool layer_norm_rows(const float *x, const float *w, const float *b, float *out,
                      std::size_t rows, std::size_t d, double eps);
 bool layer_norm_rows_backward_part(const float *x, const float *mean, const float *rstd, const float *w,
                                    const float *g, float *gx, double *sw, double *sb, std::size_t rows, std::size_t d);
-bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n);
+bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n, std::size_t gs);
 bool tanh_inplace(float *x, std::size_t n);
 }  // namespace avx512
 

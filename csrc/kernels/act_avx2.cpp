@@ -172,8 +172,8 @@ bool exp_scale(const float *x, float *out, std::size_t n, float r) {
 // lstm.cpp's cell_forward after its `G += R` as one pass 8 columns at a time (each value meets the
 // same float32 operations in the same order as there: the results are identical), instead of
 // five passes over the (4, B, H) gates and the states.
-bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n) {
-    float *o = G, *i = G + n, *f = G + 2 * n, *g = G + 3 * n;
+bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n, std::size_t gs) {
+    float *o = G, *i = G + gs, *f = G + 2 * gs, *g = G + 3 * gs;
     const __m256 half = _mm256_set1_ps(0.5f);
     map8(n, [&](std::size_t j, std::size_t k) {
         const __m256 vo = _mm256_add_ps(_mm256_mul_ps(tanh_ps(load(o + j, k)), half), half);
@@ -213,7 +213,7 @@ bool exp_inplace(float *, std::size_t) { return false; }
 bool exp_sum(const float *, std::size_t, float, float *) { return false; }
 bool exp_scale(const float *, float *, std::size_t, float) { return false; }
 bool max_nan(const float *, std::size_t, float *, bool *) { return false; }
-bool lstm_cell_forward(float *, const float *, float *, float *, float *, std::size_t) { return false; }
+bool lstm_cell_forward(float *, const float *, float *, float *, float *, std::size_t, std::size_t) { return false; }
 bool gelu_erf_forward(const float *, float *, std::size_t) { return false; }
 bool gelu_erf_backward(const float *, const float *, float *, std::size_t) { return false; }
 }  // namespace tb::kernels::avx2

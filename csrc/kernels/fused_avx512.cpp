@@ -272,8 +272,8 @@ bool layer_norm_rows_backward_part(const float *x, const float *mean, const floa
 
 // lstm.cpp's cell_forward after its `G += R`, as act_avx2.cpp's lstm_cell_forward 16 columns at a
 // time (the same operations per value: the same results).
-bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n) {
-    float *o = G, *i = G + n, *f = G + 2 * n, *g = G + 3 * n;
+bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n, std::size_t gs) {
+    float *o = G, *i = G + gs, *f = G + 2 * gs, *g = G + 3 * gs;
     const __m512 half = _mm512_set1_ps(0.5f);
     map16(n, [&](std::size_t j, __mmask16 m) {
         const __m512 vo = _mm512_add_ps(_mm512_mul_ps(tanh_ps(load(o + j, m)), half), half);
@@ -309,7 +309,7 @@ bool layer_norm_rows(const float *, const float *, const float *, float *, float
                      std::size_t, double) { return false; }
 bool layer_norm_rows_backward_part(const float *, const float *, const float *, const float *, const float *,
                                    float *, double *, double *, std::size_t, std::size_t) { return false; }
-bool lstm_cell_forward(float *, const float *, float *, float *, float *, std::size_t) { return false; }
+bool lstm_cell_forward(float *, const float *, float *, float *, float *, std::size_t, std::size_t) { return false; }
 bool tanh_inplace(float *, std::size_t) { return false; }
 }  // namespace tb::kernels::avx512
 #endif

@@ -46,13 +46,14 @@ bool use_fma() {
 #endif
 }
 
-void scalar_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool acc) {
+void scalar_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool acc,
+                   std::ptrdiff_t cgs) {
     for (int g = 0; g < b.groups; ++g)
         for (int p = 0; p < b.panels; ++p) {
             const float *P = b.panel(g, p);
             const int cols = b.ng - p * kGemmNR < kGemmNR ? b.ng - p * kGemmNR : kGemmNR;
             for (int r = 0; r < m; ++r) {
-                float *C = c + (static_cast<std::ptrdiff_t>(g) * m + r) * b.ng + p * kGemmNR;
+                float *C = c + static_cast<std::ptrdiff_t>(g) * cgs + static_cast<std::ptrdiff_t>(r) * b.ng + p * kGemmNR;
                 const float *A = a + r * lda;
                 for (int j = 0; j < cols; ++j) {
                     float s = 0.0f;
@@ -64,15 +65,19 @@ void scalar_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix
 }
 }  // namespace
 
-void gemm_packed(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate) {
+void gemm_packed(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
+                 std::ptrdiff_t cgs) {
     if (m <= 0) return;
+    if (cgs < 0) cgs = static_cast<std::ptrdiff_t>(m) * b.ng;
     if (b.k == 0) {   // an empty sum
-        if (!accumulate) std::memset(c, 0, sizeof(float) * static_cast<std::size_t>(m) * b.n);
+        if (!accumulate)
+            for (int g = 0; g < b.groups; ++g)
+                std::memset(c + g * cgs, 0, sizeof(float) * static_cast<std::size_t>(m) * b.ng);
         return;
     }
-    if (use_avx512() && avx512::gemm_panels(a, lda, m, b, c, accumulate, 0, b.groups * b.panels)) return;
-    if (use_fma() && fma::gemm_panels(a, lda, m, b, c, accumulate, 0, b.groups * b.panels)) return;
-    scalar_panels(a, lda, m, b, c, accumulate);
+    if (use_avx512() && avx512::gemm_panels(a, lda, m, b, c, accumulate, 0, b.groups * b.panels, cgs)) return;
+    if (use_fma() && fma::gemm_panels(a, lda, m, b, c, accumulate, 0, b.groups * b.panels, cgs)) return;
+    scalar_panels(a, lda, m, b, c, accumulate, cgs);
 }
 
 }  // namespace tb::kernels

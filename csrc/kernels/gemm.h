@@ -33,15 +33,17 @@ struct PackedMatrix {
 // split into equal blocks of at most MR (20 rows -> 4 x 5 with MR = 6: no block is left with
 // one or two rows, whose FMA chains would wait on their own latency). Calls
 // tile(rows, A, P, C, cols) with the block's first row of A and of C, its panel P and the
-// panel's columns (16, or fewer in a group's last panel). The bodies' shared loop.
+// panel's columns (16, or fewer in a group's last panel). C's groups lie cgs values apart
+// (m * ng when they are packed; more when the m rows are a slice of a taller (groups, M, ng)
+// array). The bodies' shared loop.
 template <int MR, typename Tile>
 inline void for_each_tile(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, int p0,
-                          int p1, Tile tile) {
+                          int p1, std::ptrdiff_t cgs, Tile tile) {
     const int nblocks = (m + MR - 1) / MR;
     for (int fp = p0; fp < p1; ++fp) {
         const int g = fp / b.panels, p = fp % b.panels;
         const int cols = b.ng - p * kGemmNR < kGemmNR ? b.ng - p * kGemmNR : kGemmNR;
-        float *Cg = c + static_cast<std::ptrdiff_t>(g) * m * b.ng + p * kGemmNR;
+        float *Cg = c + static_cast<std::ptrdiff_t>(g) * cgs + p * kGemmNR;
         int r0 = 0;
         for (int blk = 0; blk < nblocks; ++blk) {
             const int mr = m / nblocks + (blk < m % nblocks ? 1 : 0);
@@ -52,19 +54,20 @@ inline void for_each_tile(const float *a, std::ptrdiff_t lda, int m, const Packe
 }
 
 // C (groups, M, ng) = (or +=, with accumulate) A (M, K; row r at a + r * lda) @ B, on the
-// caller's thread.
-void gemm_packed(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate);
+// caller's thread; C's groups cgs values apart (< 0: packed, m * ng).
+void gemm_packed(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
+                 std::ptrdiff_t cgs = -1);
 
 namespace fma {
 // The AVX2+FMA body over panels [p0, p1) of the flattened (group, panel) list; false when this
 // build has no AVX2/FMA body.
 bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
-                 int p0, int p1);
+                 int p0, int p1, std::ptrdiff_t cgs);
 }  // namespace fma
 namespace avx512 {
 // The AVX-512 body (gemm_avx512.cpp), the same contract; false when this build has none.
 bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
-                 int p0, int p1);
+                 int p0, int p1, std::ptrdiff_t cgs);
 }  // namespace avx512
 
 }  // namespace tb::kernels

@@ -56,8 +56,8 @@ constexpr auto kTiles = tiles(std::make_integer_sequence<int, kMR>{});
 }  // namespace
 
 bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
-                 int p0, int p1) {
-    for_each_tile<kMR>(a, lda, m, b, c, p0, p1, [&](int mr, const float *A, const float *P, float *C, int cols) {
+                 int p0, int p1, std::ptrdiff_t cgs) {
+    for_each_tile<kMR>(a, lda, m, b, c, p0, p1, cgs, [&](int mr, const float *A, const float *P, float *C, int cols) {
         kTiles[mr - 1](b.k, A, lda, P, C, b.ng, cols, accumulate);
     });
     return true;
@@ -68,6 +68,8 @@ namespace tb::kernels { bool avx512_kernels_built() { return true; } }
 #else
 namespace tb::kernels { bool avx512_kernels_built() { return false; } }
 namespace tb::kernels::avx512 {
-bool gemm_panels(const float *, std::ptrdiff_t, int, const PackedMatrix &, float *, bool, int, int) { return false; }
+bool gemm_panels(const float *, std::ptrdiff_t, int, const PackedMatrix &, float *, bool, int, int, std::ptrdiff_t) {
+    return false;
+}
 }  // namespace tb::kernels::avx512
 #endif

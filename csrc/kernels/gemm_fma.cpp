@@ -67,8 +67,8 @@ inline void tile(int K, const float *A, std::ptrdiff_t lda, const float *P, floa
 }  // namespace
 
 bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &b, float *c, bool accumulate,
-                 int p0, int p1) {
-    for_each_tile<kGemmMR>(a, lda, m, b, c, p0, p1, [&](int mr, const float *A, const float *P, float *C, int cols) {
+                 int p0, int p1, std::ptrdiff_t cgs) {
+    for_each_tile<kGemmMR>(a, lda, m, b, c, p0, p1, cgs, [&](int mr, const float *A, const float *P, float *C, int cols) {
         switch (mr) {
             case 6: tile<6>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
             case 5: tile<5>(b.k, A, lda, P, C, b.ng, cols, accumulate); break;
@@ -84,6 +84,8 @@ bool gemm_panels(const float *a, std::ptrdiff_t lda, int m, const PackedMatrix &
 }  // namespace tb::kernels::fma
 #else
 namespace tb::kernels::fma {
-bool gemm_panels(const float *, std::ptrdiff_t, int, const PackedMatrix &, float *, bool, int, int) { return false; }
+bool gemm_panels(const float *, std::ptrdiff_t, int, const PackedMatrix &, float *, bool, int, int, std::ptrdiff_t) {
+    return false;
+}
 }  // namespace tb::kernels::fma
 #endif

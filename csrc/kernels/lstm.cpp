@@ -19,6 +19,7 @@
 
 #include "kernels/act.h"
 #include "kernels/gemm.h"
+#include "kernels/parallel.h"
 #include "kernels/reduce.h"
 
 namespace py = pybind11;
@@ -57,16 +58,21 @@ float *checked(const char *fn, const char *name, Arr &a, py::ssize_t size) {
 }
 
 // gates (4, B, H) (+= rec (4, B, H) unless rec is null), then the activations in place;
-// c = f*c_prev + i*g, tc = tanh(c), h = o*tc. n = B * H.
-void cell_forward(float *G, const float *R, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n) {
+// c = f*c_prev + i*g, tc = tanh(c), h = o*tc. n = B * H values of each gate, gs apart (n, or
+// B * H when these n are some rows of a taller batch: seq_forward's row blocks; rec only with
+// gs = n).
+void cell_forward(float *G, const float *R, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n,
+                  std::size_t gs) {
     if (R != nullptr)
         for (std::size_t k = 0; k < 4 * n; ++k) G[k] += R[k];
-    if (tb::kernels::use_avx512() && tb::kernels::avx512::lstm_cell_forward(G, CP, Cn, TC, Hn, n)) return;
-    if (std::strcmp(tb::kernels::cpu_path(), "avx2+f16c") == 0 && tb::kernels::avx2::lstm_cell_forward(G, CP, Cn, TC, Hn, n))
+    if (tb::kernels::use_avx512() && tb::kernels::avx512::lstm_cell_forward(G, CP, Cn, TC, Hn, n, gs)) return;
+    if (std::strcmp(tb::kernels::cpu_path(), "avx2+f16c") == 0 &&
+        tb::kernels::avx2::lstm_cell_forward(G, CP, Cn, TC, Hn, n, gs))
         return;
-    tanh_inplace(G, 4 * n);
-    for (std::size_t k = 0; k < 3 * n; ++k) G[k] = G[k] * 0.5f + 0.5f;
-    const float *o = G, *i = G + n, *f = G + 2 * n, *g = G + 3 * n;
+    for (int q = 0; q < 4; ++q) tanh_inplace(G + q * gs, n);
+    for (int q = 0; q < 3; ++q)
+        for (std::size_t k = 0; k < n; ++k) G[q * gs + k] = G[q * gs + k] * 0.5f + 0.5f;
+    const float *o = G, *i = G + gs, *f = G + 2 * gs, *g = G + 3 * gs;
     for (std::size_t k = 0; k < n; ++k) TC[k] = Cn[k] = f[k] * CP[k] + i[k] * g[k];
     tanh_inplace(TC, n);
     for (std::size_t k = 0; k < n; ++k) Hn[k] = o[k] * TC[k];
@@ -90,7 +96,7 @@ void forward(Arr gates, Arr rec, Arr c_prev, Arr c, Arr tc, Arr h) {
     const FwdArgs a = fwd_args(fn, gates, c_prev, c, tc, h);
     float *R = checked(fn, "rec", rec, 4 * a.bh);
     py::gil_scoped_release nogil;
-    cell_forward(a.G, R, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh));
+    cell_forward(a.G, R, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh), static_cast<std::size_t>(a.bh));
 }
 
 // The whole forward step in one call: gates (4, B, H) += h_prev (B, K) @ w (w packed from the
@@ -109,13 +115,14 @@ void step_forward(const PackedMatrix &w, Arr h_prev, Arr gates, Arr c_prev, Arr 
     const float *HP = h_prev.data();
     py::gil_scoped_release nogil;
     tb::kernels::gemm_packed(HP, w.k, static_cast<int>(c_prev.shape(0)), w, a.G, true);
-    cell_forward(a.G, nullptr, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh));
+    cell_forward(a.G, nullptr, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh), static_cast<std::size_t>(a.bh));
 }
 
+// Rows [b0, b1) of the batch (all of it when b1 < 0).
 void cell_backward(float *DH, float *DC, const float *GY, const float *G, const float *TC, const float *CP, float *DG,
-                   py::ssize_t B, py::ssize_t H) {
+                   py::ssize_t B, py::ssize_t H, py::ssize_t b0 = 0, py::ssize_t b1 = -1) {
     const py::ssize_t bh = B * H;
-    for (py::ssize_t b = 0; b < B; ++b) {
+    for (py::ssize_t b = b0; b < (b1 < 0 ? B : b1); ++b) {
         float *dh_ = DH + b * H, *dc_ = DC + b * H, *dg = DG + b * 4 * H;
         const float *gy_ = GY + b * H, *tc_ = TC + b * H, *cp_ = CP + b * H;
         const float *o = G + b * H, *i = G + bh + b * H, *f = G + 2 * bh + b * H, *g = G + 3 * bh + b * H;
@@ -173,6 +180,12 @@ void step_backward(const PackedMatrix &w, Arr dh, Arr dc, Arr gy, Arr gates, Arr
 // and no projection: the steps of step_forward / step_backward in one call, in processing order
 // (reverse: from the last time step), instead of a Python loop over the steps. Rows of step t
 // are [t * B, (t + 1) * B) of y, c, tc, gy, dgates; its gates the t-th (4, B, H) block.
+//
+// A batch row's states depend only on that row's inputs and earlier states, so the rows are split
+// across tb.set_num_threads threads (parallel.h) for the whole sequence: one split per call, no
+// wait between steps. Each row meets the same operations in the same order as on one thread
+// (the GEMM's per-row sums do not depend on which rows share a tile): the same bits.
+constexpr int kSeqRowGrain = 8;   // rows a part at least: the packed GEMM's tiles stay full
 struct SeqArgs {
     int T, B, H;
     std::vector<int> order;   // time steps in processing order
@@ -215,21 +228,27 @@ void seq_forward(const PackedMatrix &w, Arr h0, Arr c0, Arr gates, Arr y, Arr c,
         if (bias.has_value()) BI = input(fn, "bias", *bias, 4 * static_cast<py::ssize_t>(a.H));
     }
     py::gil_scoped_release nogil;
-    for (std::size_t k = 0; k < a.order.size(); ++k) {
-        const py::ssize_t off = a.order[k] * bh, prev = k ? a.order[k - 1] * bh : 0;
-        if (X != nullptr) {   // gates = bias (or 0), then += x_t @ wx
-            float *g = G + 4 * off;
-            for (int q = 0; q < 4; ++q)
-                for (int b = 0; b < a.B; ++b) {
-                    float *row = g + (static_cast<py::ssize_t>(q) * a.B + b) * a.H;
-                    if (BI != nullptr) std::memcpy(row, BI + static_cast<py::ssize_t>(q) * a.H, sizeof(float) * a.H);
-                    else std::memset(row, 0, sizeof(float) * a.H);
-                }
-            tb::kernels::gemm_packed(X + static_cast<py::ssize_t>(a.order[k]) * a.B * wx->k, wx->k, a.B, *wx, g, true);
+    tb::kernels::parallel_for(static_cast<std::size_t>(a.B), kSeqRowGrain, 1, [&](std::size_t r0, std::size_t r1) {
+        const int b0 = static_cast<int>(r0), m = static_cast<int>(r1 - r0);
+        const py::ssize_t e0 = static_cast<py::ssize_t>(b0) * a.H;   // the block's first value in a (B, H) array
+        for (std::size_t k = 0; k < a.order.size(); ++k) {
+            const py::ssize_t off = a.order[k] * bh, prev = k ? a.order[k - 1] * bh : 0;
+            float *g = G + 4 * off + e0;
+            if (X != nullptr) {   // gates = bias (or 0), then += x_t @ wx
+                for (int q = 0; q < 4; ++q)
+                    for (int b = 0; b < m; ++b) {
+                        float *row = g + static_cast<py::ssize_t>(q) * bh + static_cast<py::ssize_t>(b) * a.H;
+                        if (BI != nullptr) std::memcpy(row, BI + static_cast<py::ssize_t>(q) * a.H, sizeof(float) * a.H);
+                        else std::memset(row, 0, sizeof(float) * a.H);
+                    }
+                tb::kernels::gemm_packed(X + (static_cast<py::ssize_t>(a.order[k]) * a.B + b0) * wx->k, wx->k, m, *wx, g,
+                                         true, bh);
+            }
+            tb::kernels::gemm_packed((k ? Y + prev : H0) + e0, a.H, m, w, g, true, bh);
+            cell_forward(g, nullptr, (k ? C + prev : C0) + e0, C + off + e0, TC + off + e0, Y + off + e0,
+                         static_cast<std::size_t>(m) * a.H, static_cast<std::size_t>(bh));
         }
-        tb::kernels::gemm_packed(k ? Y + prev : H0, a.H, a.B, w, G + 4 * off, true);
-        cell_forward(G + 4 * off, nullptr, k ? C + prev : C0, C + off, TC + off, Y + off, static_cast<std::size_t>(bh));
-    }
+    });
 }
 
 void seq_backward(const PackedMatrix &w, Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c0, Arr c, Arr dgates,
@@ -241,12 +260,16 @@ void seq_backward(const PackedMatrix &w, Arr dh, Arr dc, Arr gy, Arr gates, Arr 
     const float *GY = input(fn, "gy", gy, n), *G = input(fn, "gates", gates, 4 * n), *TC = input(fn, "tc", tc, n);
     const float *C0 = input(fn, "c0", c0, bh), *C = input(fn, "c", c, n);
     py::gil_scoped_release nogil;
-    for (std::size_t k = a.order.size(); k-- > 0;) {
-        const py::ssize_t off = a.order[k] * bh;
-        const float *CP = k ? C + a.order[k - 1] * bh : C0;
-        cell_backward(DH, DC, GY + off, G + 4 * off, TC + off, CP, DG + 4 * off, a.B, a.H);
-        tb::kernels::gemm_packed(DG + 4 * off, w.k, a.B, w, DH, false);
-    }
+    tb::kernels::parallel_for(static_cast<std::size_t>(a.B), kSeqRowGrain, 1, [&](std::size_t r0, std::size_t r1) {
+        const auto b0 = static_cast<py::ssize_t>(r0), b1 = static_cast<py::ssize_t>(r1);
+        for (std::size_t k = a.order.size(); k-- > 0;) {
+            const py::ssize_t off = a.order[k] * bh;
+            const float *CP = k ? C + a.order[k - 1] * bh : C0;
+            cell_backward(DH, DC, GY + off, G + 4 * off, TC + off, CP, DG + 4 * off, a.B, a.H, b0, b1);
+            // dgates (B, 4H) row by row: the block's rows of dh
+            tb::kernels::gemm_packed(DG + 4 * off + b0 * w.k, w.k, static_cast<int>(b1 - b0), w, DH + b0 * a.H, false);
+        }
+    });
 }
 
 }  // namespace

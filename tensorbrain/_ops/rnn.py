@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _native
+from .. import _gemm, _native
 from .._xp import get_array_module
 from .._tensor_base import TensorBase as Tensor
 from .core import make, sum_axes
@@ -351,9 +351,9 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
                     dhr, gyt = dhb @ Whr, zero[:bs]
                 ops.lstm_step_backward(Wb, dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt, dhb)
         gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
-        gWih[idx] = dG2.T @ X
-        gWhh[idx] = dG2.T @ Hprev
-        gx = dG2 @ Wih_p
+        gWih[idx] = _gemm.mm(dG2.T, X)
+        gWhh[idx] = _gemm.mm(dG2.T, Hprev)
+        gx = _gemm.mm(dG2, Wih_p)
         gb = None
         if b_ih is not None:
             gb = xp.empty((H4,), dtype=dt)

@@ -194,3 +194,37 @@ def test_sequence_forward_makes_the_input_projection(cpu_path, reverse, with_bia
         C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x)
     with pytest.raises(ValueError, match="wx must be packed in 4 groups of hidden = 21"):
         C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x, C.PackedMatrix(Wx.T, 2))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_sequence_kernels_split_by_rows_match_one_thread(cpu_path, reverse):
+    """With tb.set_num_threads(2 or 3) the sequence kernels split the batch rows across threads
+    for the whole sequence (csrc/kernels/lstm.cpp): the same bits as on one thread, forward with
+    the input projection and backward, on every CPU path."""
+    C = cpu_path
+    T, B, H, K = 4, 27, 21, 10                            # 27 rows: 3 parts of 9 at most
+    Ws = rng.standard_normal((4 * H, H)).astype(np.float32) * 0.3
+    Wx = rng.standard_normal((4 * H, K)).astype(np.float32) * 0.3
+    x = rng.standard_normal((T * B, K)).astype(np.float32)
+    bias = rng.standard_normal(4 * H).astype(np.float32)
+    h0, c0, dh0, dc0 = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(4))
+    gy = rng.standard_normal((T * B, H)).astype(np.float32)
+
+    def run():
+        g = np.full(T * 4 * B * H, np.nan, np.float32)
+        y, c, tc = (np.empty((T * B, H), np.float32) for _ in range(3))
+        C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x, C.PackedMatrix(Wx.T, 4), bias)
+        dh, dc, dg = dh0.copy(), dc0.copy(), np.empty((T * B, 4 * H), np.float32)
+        C.lstm_seq_backward(C.PackedMatrix(Ws, 1), dh, dc, gy, g, tc, c0, c, dg, reverse)
+        return g, y, c, tc, dh, dc, dg
+    before = tb.get_num_threads()
+    try:
+        tb.set_num_threads(1)
+        one = run()
+        for n in (2, 3):
+            tb.set_num_threads(n)
+            for a, b in zip(run(), one):
+                assert np.array_equal(a, b)
+    finally:
+        tb.set_num_threads(before)
+    assert not np.isnan(one[0]).any()                     # every gate block was written

@@ -60,6 +60,8 @@ import tensorbrain as tb  # noqa: E402
 from tensorbrain import nn  # noqa: E402
 from tensorbrain.nn import functional as F  # noqa: E402
 
+from tensorbrain import _gemm  # noqa: E402  (which GEMM the products run on: MKL or NumPy's)
+
 import _common  # noqa: E402  (benchmarks/ is sys.path[0] when a benchmark runs as a script)
 import _workloads  # noqa: E402
 
@@ -74,7 +76,7 @@ def hardware() -> str:
     lines = [f"cpu: {cpu}, {os.cpu_count()} logical cores, load average "
              f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else f"cpu: {cpu}",
              f"python {platform.python_version()}, numpy {np.__version__} ({blas}), "
-             f"tensorbrain {tb.__version__}"]
+             f"tensorbrain {tb.__version__}, GEMM: {_gemm.backend()}"]
     return "\n".join(lines)
 
 

@@ -153,8 +153,9 @@ def mm_sum(a, b):
 
 
 def mm_each(a, b):
-    """``a @ b[i]`` for every ``i`` of a stack ``b`` ``(B, K, N)`` (``a`` ``(M, K)``): one GEMM
-    per item on MKL, else NumPy's batched ``matmul``.
+    """``a @ b[i]`` for every ``i`` of a stack ``b`` ``(B, K, N)`` (``a`` ``(M, K)``): MKL's
+    batch-strided GEMM with ``a`` at stride 0 (the items split across threads), else NumPy's
+    batched ``matmul``.
 
     Args:
         a (ndarray): ``(M, K)``.
@@ -167,7 +168,7 @@ def mm_each(a, b):
     if C is not None and type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and \
             b.ndim == 3 and a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
         out = np.empty((len(b), a.shape[0], b.shape[2]), a.dtype)
-        if all(C.gemm(a, b[i], out[i], 0.0) for i in range(len(b))):
+        if C.gemm_batched(np.broadcast_to(a, (len(b),) + a.shape), b, out):
             return out
     return a @ b
 

@@ -90,21 +90,26 @@ def test_stacks():
     np.testing.assert_allclose(_gemm.mm_sum(cols, g.swapaxes(-1, -2)), want, rtol=1e-4, atol=1e-4)
 
 
-def test_split_across_threads_matches_one_thread():
-    """Row blocks on the native pool (2 and 3 threads) give the one-thread product."""
+@pytest.mark.parametrize("shape", [(1000, 256, 700), (64, 300, 3000)])   # split by rows; by columns
+@pytest.mark.parametrize("lb", ["c", "t"])
+def test_split_across_threads_matches_one_thread(shape, lb):
+    """Row or column blocks on the native pool (2 and 3 threads), with a bias, give the
+    one-thread product."""
     C = _mkl()
-    a, b = _operand(1000, 256, "t", np.float32), _operand(256, 700, "c", np.float32)
+    m, k, n = shape
+    a, b = _operand(m, k, "t", np.float32), _operand(k, n, lb, np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
     before = tb.get_num_threads()
     try:
         tb.set_num_threads(1)
-        one = _gemm.mm(a, b)
-        for n in (2, 3):
-            tb.set_num_threads(n)
-            assert C._kernel_threads() == n
-            np.testing.assert_allclose(_gemm.mm(a, b), one, rtol=1e-6, atol=1e-5)
+        one = _gemm.mm(a, b, bias=bias)
+        for t in (2, 3):
+            tb.set_num_threads(t)
+            assert C._kernel_threads() == t
+            np.testing.assert_allclose(_gemm.mm(a, b, bias=bias), one, rtol=1e-6, atol=1e-5)
     finally:
         tb.set_num_threads(before)
-    np.testing.assert_allclose(one, _want(a, b), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(one, _want(a, b, bias), rtol=1e-4, atol=1e-3)
 
 
 def test_mkl_takes_every_layout():

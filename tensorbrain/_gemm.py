@@ -2,14 +2,15 @@
 
 Linear layers, the convolutions' column products and 2-D ``matmul`` call :func:`mm`. With MKL
 found (``pip install 'tensorbrain[mkl]'``; ``TB_GEMM`` chooses, see docs/environment.md) the
-product runs in ``tensorbrain._C.gemm``: MKL's sequential ``cblas_?gemm`` on row blocks of the
-output, split across ``tb.set_num_threads`` threads on the native pool (csrc/kernels/blas.cpp).
+product runs in ``tensorbrain._C.gemm``: MKL's sequential ``cblas_?gemm`` on blocks of the
+output's rows or columns, split across ``tb.set_num_threads`` threads on the native pool
+(csrc/kernels/blas.cpp).
 Otherwise, and for anything that call cannot take (other dtypes, CuPy arrays, a broadcast
 operand), it is NumPy's ``matmul`` (OpenBLAS), the twin tests/test_gemm.py compares against.
 
-Why: on the Intel Xeon the benchmarks run on, MKL's sgemm took 0.85x of OpenBLAS's time over
-the GPT workload's linear-layer products (docs/training.md); torch's linear layers run on MKL
-too. On an AMD EPYC it was slower than OpenBLAS at some shapes, so ``AUTO`` takes MKL on Intel
+Why: on the Intel Xeon the benchmarks run on, MKL took 0.84x of OpenBLAS's time over the GPT's
+and the conv net's products, the same as torch's ``mm`` (``benchmarks/gemm.py``,
+docs/training.md); torch's linear layers run on MKL too. On an AMD EPYC it was slower than OpenBLAS at some shapes, so ``AUTO`` takes MKL on Intel
 CPUs only.
 """
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The fused native kernels (GELU, softmax, layer norm and its backward, log_softmax,
-cross-entropy, Adam, and the convolution path's im2col/col2im, max pooling and batch norm) split across tb.set_num_threads threads (csrc/kernels/parallel.h):
+cross-entropy, Adam, and the convolution path's im2col/col2im, max pooling and batch norm)
+split across tb.set_num_threads threads (csrc/kernels/parallel.h):
 the same values, bit for bit, as on one thread (each chunk is whole rows or whole 8-value
 vectors; layer norm's weight and bias sums go by fixed blocks of rows), and a forked child of a
-process that ran them still runs them (helpers are started per call: nothing to inherit)."""
+process that ran them still runs them (the pool's workers do not come along: the child makes
+its own pool)."""
 import multiprocessing as mp
 
 import numpy as np
@@ -81,21 +83,26 @@ def _child(q):
     q.put(bool(np.array_equal(C.gelu_erf_forward(x), C.gelu_erf_forward(x.copy()))))
 
 
+def _forked_child_says_true(target, what):
+    """Fork a child running ``target(queue)``; it must put True and exit within a minute."""
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=target, args=(q,))
+    p.start()
+    p.join(60)
+    if p.is_alive():
+        p.kill()
+        pytest.fail(f"the forked child hung in {what}")
+    assert p.exitcode == 0 and q.get(timeout=5) is True
+
+
 def test_forked_child_runs_parallel_kernels():
     C = _native.module()
     before = tb.get_num_threads()
     try:
         tb.set_num_threads(2)
         C.gelu_erf_forward(np.ones(1 << 17, np.float32))    # the parent's pool is started
-        ctx = mp.get_context("fork")
-        q = ctx.Queue()
-        p = ctx.Process(target=_child, args=(q,))
-        p.start()
-        p.join(60)
-        if p.is_alive():
-            p.kill()
-            pytest.fail("the forked child hung in a parallel kernel")
-        assert p.exitcode == 0 and q.get(timeout=5) is True
+        _forked_child_says_true(_child, "a parallel kernel")
     finally:
         tb.set_num_threads(before)
 
@@ -207,15 +214,8 @@ def test_forked_child_runs_blas_through_a_fresh_pool():
     before = tb.get_num_threads()
     try:
         _pool_on()
-        _products(1)[0][0] @ _products(1)[1][0]           # the parent's pool has workers
-        ctx = mp.get_context("fork")
-        q = ctx.Queue()
-        p = ctx.Process(target=_blas_child, args=(q,))
-        p.start()
-        p.join(60)
-        if p.is_alive():
-            p.kill()
-            pytest.fail("the forked child hung in a BLAS product")
-        assert p.exitcode == 0 and q.get(timeout=5) is True
+        a, b, _ = _products(1)
+        a[0] @ b[0]                                         # the parent's pool has workers
+        _forked_child_says_true(_blas_child, "a BLAS product")
     finally:
         tb.set_num_threads(before)

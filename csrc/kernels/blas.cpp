@@ -2,9 +2,9 @@
 // tensorbrain._C._gemm_load / gemm. tensorbrain/_gemm.py finds the library, decides when to use it
 // and keeps NumPy's matmul as the twin (tests/test_gemm.py holds the two together).
 //
-// Why: on the Intel Xeon this project is measured on, MKL's sgemm ran the GPT workload's fifteen
-// linear-layer products in 0.85x of OpenBLAS's time (docs/training.md), and torch's linear layers
-// run on it. Nothing links MKL at build time (dlopen), so the module builds and runs without it.
+// Why: on the Intel Xeon this project is measured on, MKL ran the GPT's and the conv net's
+// products in 0.84x of OpenBLAS's time, as fast as torch's mm (benchmarks/gemm.py,
+// docs/training.md), and torch's linear layers run on it. Nothing links MKL at build time (dlopen), so the module builds and runs without it.
 //
 // Threads: MKL is put on its sequential layer, and a product is split by rows or columns of C
 // across the native pool (parallel.h), so products and our kernels share one set of threads

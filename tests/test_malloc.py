@@ -30,8 +30,13 @@ CODE = textwrap.dedent("""
 
 
 def _faults(tuning):
+    # glibc's own default (a dynamic mmap threshold) keeps or returns these pages depending on the
+    # heap's history: the untuned run faulted ~1,200 pages a step in one CI run and none in the
+    # next, with only docstrings changed. MALLOC_MMAP_THRESHOLD_=128 KiB (a user's MALLOC_*
+    # setting, which TB_MALLOC_TUNING=0 must leave alone and 1 overrides) makes the untuned case
+    # return every freed array's pages, every time.
     env = {**os.environ, "PYTHONPATH": ROOT, "TB_MALLOC_TUNING": tuning,
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+           "MALLOC_MMAP_THRESHOLD_": "131072", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True,
                          timeout=60, check=True).stdout.split()
     return out[0] == "True", float(out[1])

@@ -86,6 +86,16 @@ def _module():
     return _state["C"]
 
 
+def _mkl_for(a, b, ndim_a, ndim_b):
+    """The native module when MKL is loaded and can take these operands (NumPy arrays of
+    ``ndim_a`` and ``ndim_b`` dims, one float32/float64 dtype), else None."""
+    C = _module()
+    if C is not None and type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == ndim_a and \
+            b.ndim == ndim_b and a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
+        return C
+    return None
+
+
 def backend() -> str:
     """Which GEMM :func:`mm` uses: ``"MKL (<path>)"``, or ``"numpy"`` and the reason.
 
@@ -114,9 +124,8 @@ def mm(a, b, out=None, bias=None):
         >>> mm(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)).shape
         (2, 4)
     """
-    C = _module()
-    if C is not None and type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and \
-            b.ndim == 2 and a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
+    C = _mkl_for(a, b, 2, 2)
+    if C is not None:
         dest = out if out is not None else np.empty((a.shape[0], b.shape[1]), a.dtype)
         if C.gemm(a, b, dest, 0.0, bias):   # a bias of another dtype or shape: False
             return dest
@@ -141,10 +150,8 @@ def mm_sum(a, b):
     Returns:
         ndarray: ``(M, N)``.
     """
-    C = _module()
-    if C is not None and type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 3 and \
-            b.ndim == 3 and len(a) == len(b) > 0 and a.dtype == b.dtype and \
-            a.dtype in (np.float32, np.float64):
+    C = _mkl_for(a, b, 3, 3)
+    if C is not None and len(a) == len(b) > 0:
         out = np.empty((a.shape[1], b.shape[2]), a.dtype)
         if C.gemm(a[0], b[0], out, 0.0):
             for i in range(1, len(a)):
@@ -165,9 +172,8 @@ def mm_each(a, b):
     Returns:
         ndarray: ``(B, M, N)``.
     """
-    C = _module()
-    if C is not None and type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and \
-            b.ndim == 3 and a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
+    C = _mkl_for(a, b, 2, 3)
+    if C is not None:
         out = np.empty((len(b), a.shape[0], b.shape[2]), a.dtype)
         if C.gemm_batched(np.broadcast_to(a, (len(b),) + a.shape), b, out):
             return out
@@ -186,9 +192,8 @@ def bmm(a, b, out=None):
     Returns:
         ndarray: ``(B, M, N)`` (``out`` when given).
     """
-    C = _module()
-    if C is not None and type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 3 and \
-            b.ndim == 3 and a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
+    C = _mkl_for(a, b, 3, 3)
+    if C is not None:
         dest = out if out is not None else np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
         if C.gemm_batched(a, b, dest):
             return dest

@@ -92,6 +92,20 @@ bool layout(const py::array &a, int *trans, int *ld) {
     return false;
 }
 
+// "<fn>: shapes (..) @ (..) -> (..) do not match", for a call whose operands disagree.
+py::value_error shapes_error(const char *fn, const py::array &a, const py::array &b, const py::array &out) {
+    return py::value_error(std::string(fn) + ": shapes " + py::str(a.attr("shape")).cast<std::string>() + " @ " +
+                           py::str(b.attr("shape")).cast<std::string>() + " -> " +
+                           py::str(out.attr("shape")).cast<std::string>() + " do not match");
+}
+
+// One float32/float64 dtype for all three and a C-contiguous, writable out: what both calls need.
+bool same_float(const py::array &a, const py::array &b, const py::array &out) {
+    const auto dt = a.dtype();
+    return dt.is(b.dtype()) && dt.is(out.dtype()) && dt.kind() == 'f' && (a.itemsize() == 4 || a.itemsize() == 8) &&
+           (out.flags() & py::array::c_style) && out.writeable();
+}
+
 // out (M, N) = a (M, K) @ b (K, N) + beta * out, or with bias (N values) a @ b + bias (each part
 // writes the bias into its rows, then accumulates its GEMM into them while they are in cache).
 // True when it ran; false when the loaded library cannot take these arrays (no library, another
@@ -99,16 +113,10 @@ bool layout(const py::array &a, int *trans, int *ld) {
 bool gemm(const py::array &a, const py::array &b, py::array out, double beta, const std::optional<py::array> &bias) {
     if (g_sgemm == nullptr || a.ndim() != 2 || b.ndim() != 2 || out.ndim() != 2) return false;
     const auto M = a.shape(0), K = a.shape(1), N = b.shape(1);
-    if (b.shape(0) != K || out.shape(0) != M || out.shape(1) != N)
-        throw py::value_error("gemm: shapes " + py::str(a.attr("shape")).cast<std::string>() + " @ " +
-                              py::str(b.attr("shape")).cast<std::string>() + " -> " +
-                              py::str(out.attr("shape")).cast<std::string>() + " do not match");
+    if (b.shape(0) != K || out.shape(0) != M || out.shape(1) != N) throw shapes_error("gemm", a, b, out);
     if (beta != 0.0 && beta != 1.0) throw py::value_error("gemm: beta must be 0 or 1");
-    const auto dt = a.dtype();
-    if (!dt.is(b.dtype()) || !dt.is(out.dtype()) || dt.kind() != 'f' || (a.itemsize() != 4 && a.itemsize() != 8))
-        return false;
-    if (!(out.flags() & py::array::c_style) || !out.writeable()) return false;
-    if (bias.has_value() && (!bias->dtype().is(dt) || bias->ndim() != 1 || bias->shape(0) != N ||
+    if (!same_float(a, b, out)) return false;
+    if (bias.has_value() && (!bias->dtype().is(a.dtype()) || bias->ndim() != 1 || bias->shape(0) != N ||
                              !(bias->flags() & py::array::c_style)))
         return false;
     constexpr py::ssize_t kMaxInt = INT32_MAX;
@@ -146,17 +154,16 @@ bool gemm(const py::array &a, const py::array &b, py::array out, double beta, co
             cp += i0 * item;
             n = static_cast<int>(i1 - i0);
         }
-        char *cr = cp;
         if (pbias != nullptr)
             for (int r = 0; r < m; ++r)
-                std::memcpy(cr + static_cast<std::size_t>(r) * ldc * item, pbias + (by_rows ? 0 : i0 * item),
+                std::memcpy(cp + static_cast<std::size_t>(r) * ldc * item, pbias + (by_rows ? 0 : i0 * item),
                             static_cast<std::size_t>(n) * item);
         if (f32)
             g_sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, reinterpret_cast<const float *>(ap), lda,
-                    reinterpret_cast<const float *>(bp), ldb, static_cast<float>(beta), reinterpret_cast<float *>(cr), ldc);
+                    reinterpret_cast<const float *>(bp), ldb, static_cast<float>(beta), reinterpret_cast<float *>(cp), ldc);
         else
             g_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, reinterpret_cast<const double *>(ap), lda,
-                    reinterpret_cast<const double *>(bp), ldb, beta, reinterpret_cast<double *>(cr), ldc);
+                    reinterpret_cast<const double *>(bp), ldb, beta, reinterpret_cast<double *>(cp), ldc);
     });
     return true;
 }
@@ -168,13 +175,8 @@ bool gemm_batched(const py::array &a, const py::array &b, py::array out) {
         return false;
     const auto B = a.shape(0), M = a.shape(1), K = a.shape(2), N = b.shape(2);
     if (b.shape(0) != B || b.shape(1) != K || out.shape(0) != B || out.shape(1) != M || out.shape(2) != N)
-        throw py::value_error("gemm_batched: shapes " + py::str(a.attr("shape")).cast<std::string>() + " @ " +
-                              py::str(b.attr("shape")).cast<std::string>() + " -> " +
-                              py::str(out.attr("shape")).cast<std::string>() + " do not match");
-    const auto dt = a.dtype();
-    if (!dt.is(b.dtype()) || !dt.is(out.dtype()) || dt.kind() != 'f' || (a.itemsize() != 4 && a.itemsize() != 8))
-        return false;
-    if (!(out.flags() & py::array::c_style) || !out.writeable()) return false;
+        throw shapes_error("gemm_batched", a, b, out);
+    if (!same_float(a, b, out)) return false;
     if (B == 0 || M == 0 || N == 0) return true;
     const auto item = a.itemsize();
     if (a.strides(0) % item || b.strides(0) % item || a.strides(0) < 0 || b.strides(0) < 0) return false;

@@ -50,3 +50,32 @@ def test_autograd_grad_of_sliced_nonleaf():
     a, b = y[:, :2], y[:, 2:]
     (gy,) = tb.autograd.grad((a * 2).sum() + (b * 5).sum() + (a * 7).sum(), [y])
     np.testing.assert_array_equal(gy.numpy(), np.array([[9, 9, 5, 5]] * 3, np.float32))
+
+
+def test_slices_that_tile_gaps_overlaps_and_strides_sum_like_numpy():
+    """Every mix the engine meets: parts that tile an axis (written out in one concatenate, in
+    any order of arrival, int indices included), parts with a gap, overlapping parts, strided
+    parts and parts on two axes (written into zeros)."""
+    a = rng.standard_normal((6, 8, 5)).astype(np.float32)
+    cases = {
+        "split last axis, reversed use": lambda y: [(y[:, :, 3:], 2.0), (y[:, :, :3], 3.0)],
+        "uneven chunk on axis 1": lambda y: [(p, i + 1.0) for i, p in enumerate(y.chunk(3, dim=1))],
+        "unbind axis 0": lambda y: [(p, i - 2.0) for i, p in enumerate(y.unbind(0))],
+        "negative ints and a band": lambda y: [(y[-1], 5.0), (y[0:5], 7.0)],
+        "a gap": lambda y: [(y[:, 0:2], 1.5), (y[:, 5:8], 2.5)],
+        "overlap": lambda y: [(y[:, 0:5], 1.0), (y[:, 3:8], 4.0)],
+        "strided": lambda y: [(y[::2], 1.0), (y[1::2], 3.0)],
+        "two axes": lambda y: [(y[0:3], 1.0), (y[3:6, :, 0:2], 2.0), (y[3:6, :, 2:5], 6.0)],
+        "one slice": lambda y: [(y[:, 2:4, 1], 9.0)],
+    }
+    for name, parts_of in cases.items():
+        x = tb.tensor(a, requires_grad=True)
+        y = x * 1.0
+        parts = parts_of(y)
+        sum((p * w).sum() for p, w in parts).backward()
+        want = np.zeros_like(a)
+        ref = np.arange(a.size).reshape(a.shape)          # locate each part by its elements
+        parts_np = parts_of(tb.tensor(ref))
+        for (p, w) in parts_np:
+            np.add.at(want.reshape(-1), p.numpy().reshape(-1), w)
+        np.testing.assert_array_equal(x.grad.numpy(), want, err_msg=name)

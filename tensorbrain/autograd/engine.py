@@ -22,7 +22,10 @@ PROFILE_HOOK: list = [None]
 def _sum_into(prev, g, owned):
     """``prev + g`` for the pending sum of one node or leaf. ``owned`` holds the ids of the
     arrays this backward made for its sums and has not handed out yet: those are added into in
-    place (no one else can see them); any other array gets a new one."""
+    place (no one else can see them); any other array gets a new one. Slices of one array stay
+    slices until the sum meets a full-size gradient or leaves the engine (``SliceGrad.dense``)."""
+    if type(prev) is SliceGrad and type(g) is SliceGrad:
+        return prev.plus(g)
     if type(prev) is SliceGrad:
         prev = prev.dense()
         owned.add(id(prev))

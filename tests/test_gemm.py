@@ -137,3 +137,85 @@ def test_tb_gemm_chooses(monkeypatch):
         with pytest.raises(RuntimeError, match="TB_GEMM=mkl but MKL cannot be used.*pip install"):
             _gemm.backend()
     monkeypatch.setitem(_gemm._state, "why", None)
+
+
+def _attention64(q, k, v, g, scale, causal):
+    """Reference attention forward and gradients in float64 NumPy."""
+    q, k, v, g = (a.astype(np.float64) for a in (q, k, v, g))
+    s = q @ k.swapaxes(-1, -2) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    gp = g @ v.swapaxes(-1, -2)
+    ds = p * (gp - (gp * p).sum(-1, keepdims=True)) * scale
+    return p @ v, ds @ k, ds.swapaxes(-1, -2) @ q, p.swapaxes(-1, -2) @ g
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("views", ["gpt", "contiguous"])
+def test_attention_kernels_match_float64_and_the_loop(causal, views):
+    """attention_forward/_backward (each (batch, head) matrix on one thread) against float64
+    NumPy, and bit for bit against the per-batch loop on the same MKL products and softmax
+    kernels, at 1, 2 and 3 threads: q, k, v as a GPT makes them (heads split out of one
+    projection: strided views) or contiguous, with S != L and Ev != E."""
+    C = _mkl()
+    B, H, L, E = 5, 7, 64, 16   # big enough that 2 and 3 threads split inside a batch element
+    if views == "gpt":   # (B, L, 3*H*E) projection -> three (B, H, L, E) transposed views
+        qkv = rng.standard_normal((B, L, 3 * H * E)).astype(np.float32)
+        q, k, v = (qkv[..., i * H * E:(i + 1) * H * E].reshape(B, L, H, E).transpose(0, 2, 1, 3) for i in range(3))
+        S, Ev = L, E
+    else:
+        S, Ev = (L if causal else 80), 12
+        q = rng.standard_normal((B, H, L, E)).astype(np.float32)
+        k = rng.standard_normal((B, H, S, E)).astype(np.float32)
+        v = rng.standard_normal((B, H, S, Ev)).astype(np.float32)
+    g = rng.standard_normal((B, H, L, Ev)).astype(np.float32)
+    scale = 0.37
+
+    def loop():   # the per-batch twin in tensorbrain/_ops/attention.py
+        p, out = np.empty((B, H, L, S), np.float32), np.empty((B, H, L, Ev), np.float32)
+        gq, gk, gv = np.empty(q.shape, np.float32), np.empty(k.shape, np.float32), np.empty(v.shape, np.float32)
+        for b in range(B):
+            _gemm.bmm(q[b], k[b].swapaxes(-1, -2), out=p[b])
+            C.softmax_rows_forward(p[b], scale, causal)
+            _gemm.bmm(p[b], v[b], out=out[b])
+            gp = np.empty((H, L, S), np.float32)
+            _gemm.bmm(p[b].swapaxes(-1, -2), g[b], out=gv[b])
+            _gemm.bmm(g[b], v[b].swapaxes(-1, -2), out=gp)
+            C.softmax_rows_backward(gp, p[b], scale)
+            _gemm.bmm(gp, k[b], out=gq[b])
+            _gemm.bmm(gp.swapaxes(-1, -2), q[b], out=gk[b])
+        return out, gq, gk, gv
+
+    def native():
+        p, out = np.empty((B, H, L, S), np.float32), np.empty((B, H, L, Ev), np.float32)
+        gq, gk, gv = np.empty(q.shape, np.float32), np.empty(k.shape, np.float32), np.empty(v.shape, np.float32)
+        assert C.attention_forward(q, k, v, p, out, scale, causal) is True
+        assert C.attention_backward(q, k, v, p, g, gq, gk, gv, scale) is True
+        return out, gq, gk, gv
+
+    before = tb.get_num_threads()
+    try:
+        tb.set_num_threads(1)
+        twin = loop()
+        for t in (1, 2, 3):
+            tb.set_num_threads(t)
+            for a, b in zip(native(), twin):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        tb.set_num_threads(before)
+    for a, want in zip(twin, _attention64(q, k, v, g, scale, causal)):
+        np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_kernels_refuse_what_they_cannot_take():
+    C = _mkl()
+    q = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    p, out = np.empty((2, 3, 4, 4), np.float32), np.empty((2, 3, 4, 5), np.float32)
+    assert C.attention_forward(q.astype(np.float64), q, q, p, out, 1.0, False) is False    # float64
+    assert C.attention_forward(q, q, q, p, np.empty((2, 3, 5, 4), np.float32).swapaxes(2, 3), 1.0, False) is False
+    with pytest.raises(ValueError, match=r"p has shape \(2, 3, 4, 3\), expected \(2, 3, 4, 4\)"):
+        C.attention_forward(q, q, q, np.empty((2, 3, 4, 3), np.float32), out, 1.0, False)
+    with pytest.raises(ValueError, match="do not match"):
+        C.attention_forward(q, q[:, :2], q, p, out, 1.0, False)

@@ -23,7 +23,9 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "kernels/act.h"
 #include "kernels/parallel.h"
 
 namespace py = pybind11;
@@ -209,6 +211,129 @@ bool gemm_batched(const py::array &a, const py::array &b, py::array out) {
     return true;
 }
 
+// ***** attention: each (batch, head) matrix's products and softmax on one thread *****
+// One operand of the attention: a 4-D array (B, H, rows, cols) whose (rows, cols) matrices sit
+// at element strides sb (batch) and sh (head), each in one CBLAS layout.
+struct Mat4 {
+    const float *p = nullptr;
+    long long sb = 0, sh = 0;
+    int trans = kNoTrans, ld = 0;
+    const float *at(std::size_t b, std::size_t h) const { return p + b * sb + h * sh; }
+    int flipped() const { return trans == kNoTrans ? kTrans : kNoTrans; }
+};
+
+bool mat4(const py::array &a, Mat4 *m) {
+    if (a.ndim() != 4 || !a.dtype().is(py::dtype::of<float>())) return false;
+    const auto item = a.itemsize();
+    for (int d = 0; d < 2; ++d)
+        if (a.strides(d) < 0 || a.strides(d) % item) return false;
+    if (!layout(a.attr("__getitem__")(py::make_tuple(0, 0)).cast<py::array>(), &m->trans, &m->ld)) return false;
+    m->p = static_cast<const float *>(a.data());
+    m->sb = a.strides(0) / item;
+    m->sh = a.strides(1) / item;
+    return true;
+}
+
+bool out4(const py::array &a, py::ssize_t b, py::ssize_t h, py::ssize_t r, py::ssize_t c, const char *fn,
+          const char *name) {
+    if (a.ndim() != 4 || a.shape(0) != b || a.shape(1) != h || a.shape(2) != r || a.shape(3) != c)
+        throw py::value_error(std::string(fn) + ": " + name + " has shape " + py::str(a.attr("shape")).cast<std::string>() +
+                              ", expected (" + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(r) +
+                              ", " + std::to_string(c) + ")");
+    return a.dtype().is(py::dtype::of<float>()) && (a.flags() & py::array::c_style) && a.writeable();
+}
+
+// f(b, h0, count) over the (batch, head) matrices [0, B*H), split across the pool in runs of
+// heads of one batch element; `flops` is one matrix's work, for the grain.
+template <class F>
+void over_heads(std::size_t B, std::size_t H, std::size_t flops, const F &f) {
+    const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 22) / std::max<std::size_t>(flops, 1));
+    tb::kernels::parallel_for(B * H, grain, 1, [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1;) {
+            const std::size_t b = i / H, h0 = i % H, cnt = std::min(H - h0, i1 - i);
+            f(b, h0, cnt);
+            i += cnt;
+        }
+    });
+}
+
+void strided(int ta, int tb_, int m, int n, int k, const float *a, int lda, long long sa, const float *b, int ldb,
+             long long sb, float *c, int ldc, long long sc, int cnt) {
+    g_sgemm_strided(kRowMajor, ta, tb_, m, n, k, 1.0f, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc, cnt);
+}
+
+// p = softmax(scale * q k^T) (causal: top-left mask), out = p v, for float32 (B, H, L, E) q,
+// (B, H, S, E) k, (B, H, S, Ev) v; p and out C-contiguous. False (nothing written) when the
+// loaded library or the operands' layouts do not allow it: the caller runs its own loop.
+bool attention_forward(const py::array &q, const py::array &k, const py::array &v, py::array p, py::array out,
+                       double scale, bool causal) {
+    const char *fn = "attention_forward";
+    Mat4 Q, K, V;
+    if (g_sgemm_strided == nullptr || !mat4(q, &Q) || !mat4(k, &K) || !mat4(v, &V)) return false;
+    const auto B = q.shape(0), H = q.shape(1), L = q.shape(2), E = q.shape(3), S = k.shape(2), Ev = v.shape(3);
+    if (k.shape(0) != B || k.shape(1) != H || k.shape(3) != E || v.shape(0) != B || v.shape(1) != H || v.shape(2) != S)
+        throw py::value_error(std::string(fn) + ": q, k, v shapes " + py::str(q.attr("shape")).cast<std::string>() +
+                              ", " + py::str(k.attr("shape")).cast<std::string>() + ", " +
+                              py::str(v.attr("shape")).cast<std::string>() + " do not match");
+    if (!out4(p, B, H, L, S, fn, "p") || !out4(out, B, H, L, Ev, fn, "out")) return false;
+    if (B * H * L * S == 0 || E == 0 || Ev == 0) return false;
+    float *pp = static_cast<float *>(p.mutable_data()), *po = static_cast<float *>(out.mutable_data());
+    const int l = static_cast<int>(L), s = static_cast<int>(S), e = static_cast<int>(E), ev = static_cast<int>(Ev);
+    const auto fscale = static_cast<float>(scale);
+    const std::size_t uH = H, uL = L, uS = S, uEv = Ev;
+    py::gil_scoped_release nogil;
+    over_heads(B, uH, 2 * uL * uS * (E + Ev), [&](std::size_t b, std::size_t h, std::size_t cnt) {
+        float *pb = pp + (b * uH + h) * uL * uS;
+        const int c = static_cast<int>(cnt);
+        strided(Q.trans, K.flipped(), l, s, e, Q.at(b, h), Q.ld, Q.sh, K.at(b, h), K.ld, K.sh, pb, s, l * s, c);
+        tb::kernels::softmax_rows(pb, cnt * uL, uS, fscale, causal ? uL : 0);
+        strided(kNoTrans, V.trans, l, ev, s, pb, s, l * s, V.at(b, h), V.ld, V.sh, po + (b * uH + h) * uL * uEv, ev,
+                l * ev, c);
+    });
+    return true;
+}
+
+// The gradients through attention_forward given its p and the output's gradient g:
+// gv = p^T g, dS = scale * p * (g v^T - rowsum), gq = dS k, gk = dS^T q. gq, gk, gv
+// C-contiguous; False as attention_forward's.
+bool attention_backward(const py::array &q, const py::array &k, const py::array &v, const py::array &p,
+                        const py::array &g, py::array gq, py::array gk, py::array gv, double scale) {
+    const char *fn = "attention_backward";
+    Mat4 Q, K, V, G;
+    if (g_sgemm_strided == nullptr || !mat4(q, &Q) || !mat4(k, &K) || !mat4(v, &V) || !mat4(g, &G)) return false;
+    const auto B = q.shape(0), H = q.shape(1), L = q.shape(2), E = q.shape(3), S = k.shape(2), Ev = v.shape(3);
+    if (k.shape(0) != B || k.shape(1) != H || k.shape(3) != E || v.shape(0) != B || v.shape(1) != H || v.shape(2) != S)
+        throw py::value_error(std::string(fn) + ": q, k, v shapes do not match");
+    if (!out4(p, B, H, L, S, fn, "p") || !out4(gq, B, H, L, E, fn, "gq") || !out4(gk, B, H, S, E, fn, "gk") ||
+        !out4(gv, B, H, S, Ev, fn, "gv"))
+        return false;
+    if (g.shape(0) != B || g.shape(1) != H || g.shape(2) != L || g.shape(3) != Ev)
+        throw py::value_error(std::string(fn) + ": g has shape " + py::str(g.attr("shape")).cast<std::string>() +
+                              ", expected the output's");
+    if (B * H * L * S == 0 || E == 0 || Ev == 0) return false;
+    const float *pp = static_cast<const float *>(p.data());
+    float *pq = static_cast<float *>(gq.mutable_data()), *pk = static_cast<float *>(gk.mutable_data()),
+          *pv = static_cast<float *>(gv.mutable_data());
+    const int l = static_cast<int>(L), s = static_cast<int>(S), e = static_cast<int>(E), ev = static_cast<int>(Ev);
+    const auto fscale = static_cast<float>(scale);
+    const std::size_t uH = H, uL = L, uS = S, uE = E, uEv = Ev;
+    py::gil_scoped_release nogil;
+    over_heads(B, uH, 4 * uL * uS * (uE + uEv), [&](std::size_t b, std::size_t h, std::size_t cnt) {
+        thread_local std::vector<float> scratch;   // dS for these heads
+        scratch.resize(cnt * uL * uS);
+        float *ds = scratch.data();
+        const std::size_t bh = b * uH + h;
+        const float *pb = pp + bh * uL * uS;
+        const int c = static_cast<int>(cnt);
+        strided(kTrans, G.trans, s, ev, l, pb, s, l * s, G.at(b, h), G.ld, G.sh, pv + bh * uS * uEv, ev, s * ev, c);
+        strided(G.trans, V.flipped(), l, s, ev, G.at(b, h), G.ld, G.sh, V.at(b, h), V.ld, V.sh, ds, s, l * s, c);
+        tb::kernels::softmax_rows_backward(ds, pb, cnt * uL, uS, fscale);
+        strided(kNoTrans, K.trans, l, e, s, ds, s, l * s, K.at(b, h), K.ld, K.sh, pq + bh * uL * uE, e, l * e, c);
+        strided(kTrans, Q.trans, s, e, l, ds, s, l * s, Q.at(b, h), Q.ld, Q.sh, pk + bh * uS * uE, e, s * e, c);
+    });
+    return true;
+}
+
 }  // namespace
 
 void init_blas(py::module_ &m) {
@@ -218,6 +343,13 @@ void init_blas(py::module_ &m) {
           "out (B, M, N) = a (B, M, K) @ b (B, K, N) on the loaded CBLAS's batch-strided GEMM; False (nothing "
           "written) when it cannot take these arrays");
     m.def("_gemm_loaded", [] { return g_loaded; }, "the library _gemm_load opened ('' if none)");
+    m.def("attention_forward", &attention_forward, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("p"),
+          py::arg("out"), py::arg("scale"), py::arg("causal"),
+          "p = softmax(scale * q @ k^T) (causal: top-left mask), out = p @ v for float32 (B, H, L, E) operands, "
+          "each (batch, head)'s products and softmax on one thread of the pool; False when it cannot take them");
+    m.def("attention_backward", &attention_backward, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("p"),
+          py::arg("g"), py::arg("gq"), py::arg("gk"), py::arg("gv"), py::arg("scale"),
+          "gq, gk, gv through attention_forward from its p and the output's gradient g; False when it cannot");
     m.def("gemm", &gemm, py::arg("a"), py::arg("b"), py::arg("out"), py::arg("beta") = 0.0,
           py::arg("bias") = py::none(),
           "out = a @ b + beta * out (beta 0 or 1), or a @ b + bias, on the loaded CBLAS, split by rows across "

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .. import _native, _random
+from .. import _gemm, _native, _random
 from .._gemm import bmm
 from .._xp import get_array_module, matmul
 from .._tensor_base import TensorBase as Tensor
@@ -171,24 +171,35 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
 
 
 def _per_batch(query, key, value, scale, is_causal, C):
-    """``attention``'s float32 NumPy path without mask or dropout, one batch element at a time
-    (C: the native module): each element's (heads, L, S) scores go through the softmax and into
-    ``p @ v`` while they are in cache, and its score gradients through the softmax's backward
-    and both products, instead of every pass over all of them (8 MB for the GPT workload's B=8,
-    8 heads, T=128). The same products and row kernels per element: the same bits as the
-    batched path."""
+    """``attention``'s float32 NumPy path without mask or dropout, one (batch, head) matrix at a
+    time (C: the native module): each matrix's scores go through the softmax and into ``p @ v``
+    while they are in cache, and its score gradients through the softmax's backward and both
+    products, instead of every pass over all of them (8 MB for the GPT workload's B=8, 8 heads,
+    T=128).
+
+    With MKL loaded (``tensorbrain._gemm``) that is one native call each way
+    (``attention_forward``/``_backward`` in csrc/kernels/blas.cpp): the matrices are split
+    across ``tb.set_num_threads`` threads, each running its products and softmax on its own
+    (as torch's CPU flash attention splits its heads), instead of handing every product to the
+    pool. Otherwise it is a loop over the batch here, on NumPy's batched products. Both run the
+    same products and row kernels per matrix: the same bits (tests/nn/test_attention_native.py).
+    """
     q, k, v = query._data, key._data, value._data
     p = np.empty(q.shape[:-1] + (k.shape[-2],), np.float32)
     out = np.empty(q.shape[:-1] + v.shape[-1:], np.float32)
-    for b in range(q.shape[0]):
-        bmm(q[b], _swap(k[b]), out=p[b])
-        C.softmax_rows_forward(p[b], scale, is_causal)
-        bmm(p[b], v[b], out=out[b])
+    M = _gemm._module()
+    if M is None or not M.attention_forward(q, k, v, p, out, scale, is_causal):
+        for b in range(q.shape[0]):
+            bmm(q[b], _swap(k[b]), out=p[b])
+            C.softmax_rows_forward(p[b], scale, is_causal)
+            bmm(p[b], v[b], out=out[b])
 
     def backward(g):
         g = np.ascontiguousarray(g, np.float32)
         gq, gk, gv = np.empty(q.shape, np.float32), np.empty(k.shape, np.float32), \
             np.empty(v.shape, np.float32)
+        if M is not None and M.attention_backward(q, k, v, p, g, gq, gk, gv, scale):
+            return gq, gk, gv, None
         gp = np.empty(p.shape[1:], np.float32)
         for b in range(q.shape[0]):
             bmm(_swap(p[b]), g[b], out=gv[b])

@@ -138,7 +138,9 @@ bool gemm(const py::array &a, const py::array &b, py::array out, double beta, co
     // Split the longer side of C: rows (each part reads all of b) when M >= N, else columns
     // (each reads all of a), so the operand read twice is the smaller one: a conv's weight
     // gradient (64, 8192) @ (8192, 288) split by rows read its 9 MB b twice and gained 10% on two
-    // threads. A part is at least ~4 MFLOP, so it outweighs handing it to a worker.
+    // threads. A part is at least ~4 MFLOP, so it outweighs handing it to a worker. One part a
+    // thread, since each part packs the operand it shares again: over benchmarks/gemm.py's products
+    // at two threads torch's time was 0.95-0.96 of ours with two parts a thread, 0.95-1.03 with one.
     const bool by_rows = M >= N;
     const std::size_t len = static_cast<std::size_t>(by_rows ? M : N);
     const std::size_t flops_per = 2 * static_cast<std::size_t>(by_rows ? N : M) * static_cast<std::size_t>(std::max<py::ssize_t>(K, 1));
@@ -166,7 +168,7 @@ bool gemm(const py::array &a, const py::array &b, py::array out, double beta, co
         else
             g_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, reinterpret_cast<const double *>(ap), lda,
                     reinterpret_cast<const double *>(bp), ldb, beta, reinterpret_cast<double *>(cp), ldc);
-    });
+    }, 1);
     return true;
 }
 

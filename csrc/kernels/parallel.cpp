@@ -219,7 +219,7 @@ void set_kernel_threads(int n) { g_threads.store(std::max(1, n)); }
 int kernel_threads() { return g_threads.load(); }
 
 void parallel_for(std::size_t n, std::size_t grain, std::size_t align,
-                  const std::function<void(std::size_t, std::size_t)> &f) {
+                  const std::function<void(std::size_t, std::size_t)> &f, std::size_t per_thread) {
     const std::size_t most = grain ? n / grain : n;
     const std::size_t parts = std::min<std::size_t>(static_cast<std::size_t>(kernel_threads()), std::max<std::size_t>(most, 1));
     if (parts <= 1) {
@@ -228,8 +228,8 @@ void parallel_for(std::size_t n, std::size_t grain, std::size_t align,
     }
     auto job = std::make_shared<Job>();
     align = std::max<std::size_t>(align, 1);
-    // two chunks a thread (when the grain allows): a late worker leaves less to the caller
-    const std::size_t want = std::min<std::size_t>(2 * parts, std::max<std::size_t>(most, parts));
+    // per_thread chunks a thread (when the grain allows)
+    const std::size_t want = std::min<std::size_t>(std::max<std::size_t>(per_thread, 1) * parts, std::max<std::size_t>(most, parts));
     std::size_t chunk = (n + want - 1) / want;
     chunk = (chunk + align - 1) / align * align;
     job->f = f;

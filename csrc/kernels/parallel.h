@@ -17,11 +17,12 @@ void set_kernel_threads(int n);   // 1 (the default until tb.set_num_threads) = 
 int kernel_threads();
 
 // f(begin, end) over [0, n) on at most kernel_threads() threads, in chunks of at least `grain`
-// items (about two a thread), each chunk's size a multiple of `align` (except the last). Chunks
-// are disjoint: results do not depend on the split as long as f's items are independent. f is
-// called only before parallel_for returns.
+// items (`per_thread` a thread: two by default, so a late worker leaves less to the caller; one
+// where each call pays a setup, as a GEMM packs its shared operand), each chunk's size a
+// multiple of `align` (except the last). Chunks are disjoint: results do not depend on the split
+// as long as f's items are independent. f is called only before parallel_for returns.
 void parallel_for(std::size_t n, std::size_t grain, std::size_t align,
-                  const std::function<void(std::size_t, std::size_t)> &f);
+                  const std::function<void(std::size_t, std::size_t)> &f, std::size_t per_thread = 2);
 
 // Calls below this many values stay on one thread: waking a worker and handing it a chunk costs
 // about what a thread does to 32k values in these kernels.

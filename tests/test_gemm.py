@@ -90,6 +90,25 @@ def test_stacks():
     np.testing.assert_allclose(_gemm.mm_sum(cols, g.swapaxes(-1, -2)), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("limit", [8 << 20, 0])   # the products in one batched call; one at a time
+def test_mm_sum_matches_float64_and_one_thread(limit, monkeypatch):
+    _mkl()
+    monkeypatch.setattr(_gemm, "_SUM_STACK_BYTES", limit)
+    cols = rng.standard_normal((32, 27, 1024)).astype(np.float32)   # a conv net's first layer
+    g = rng.standard_normal((32, 32, 1024)).astype(np.float32)
+    want = np.einsum("bkl,bol->ko", cols.astype(np.float64), g.astype(np.float64))
+    before = tb.get_num_threads()
+    try:
+        tb.set_num_threads(1)
+        one = _gemm.mm_sum(cols, g.swapaxes(-1, -2))
+        for t in (2, 3):
+            tb.set_num_threads(t)
+            np.testing.assert_array_equal(_gemm.mm_sum(cols, g.swapaxes(-1, -2)), one)
+    finally:
+        tb.set_num_threads(before)
+    np.testing.assert_allclose(one, want, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("shape", [(1000, 256, 700), (64, 300, 3000)])   # split by rows; by columns
 @pytest.mark.parametrize("lb", ["c", "t"])
 def test_split_across_threads_matches_one_thread(shape, lb):

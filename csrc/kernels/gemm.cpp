@@ -6,11 +6,14 @@
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/reduce.h"
 
@@ -18,7 +21,8 @@ namespace py = pybind11;
 
 namespace tb::kernels {
 
-PackedMatrix::PackedMatrix(const float *b, std::ptrdiff_t s0, std::ptrdiff_t s1, int k_, int n_, int groups_)
+PackedMatrix::PackedMatrix(const float *b, std::ptrdiff_t s0, std::ptrdiff_t s1, int k_, int n_, int groups_,
+                           const int *order, const float *scale)
     : k(k_), n(n_), groups(groups_), ng(n_ / groups_), panels((n_ / groups_ + kGemmNR - 1) / kGemmNR) {
     const std::size_t count = static_cast<std::size_t>(groups) * panels * k * kGemmNR;
     const std::size_t bytes = ((count * sizeof(float) + 63) / 64) * 64;
@@ -26,13 +30,16 @@ PackedMatrix::PackedMatrix(const float *b, std::ptrdiff_t s0, std::ptrdiff_t s1,
     if (mem == nullptr) throw std::bad_alloc();
     data = std::unique_ptr<float, void (*)(void *)>(static_cast<float *>(mem), std::free);
     float *out = data.get();
-    for (int g = 0; g < groups; ++g)
+    for (int g = 0; g < groups; ++g) {
+        const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(order != nullptr ? order[g] : g) * ng;
+        const float f = scale != nullptr ? scale[g] : 1.0f;
         for (int p = 0; p < panels; ++p)
             for (int i = 0; i < k; ++i)
                 for (int j = 0; j < kGemmNR; ++j) {
                     const int col = p * kGemmNR + j;
-                    *out++ = col < ng ? b[i * s0 + static_cast<std::ptrdiff_t>(g * ng + col) * s1] : 0.0f;
+                    *out++ = col < ng ? f * b[i * s0 + (first + col) * s1] : 0.0f;
                 }
+    }
 }
 
 namespace {
@@ -88,7 +95,7 @@ using Arr = py::array_t<float, 0>;   // no forcecast: float32 arrays only
 
 std::string shape_of(const py::array &a) { return py::str(a.attr("shape")).cast<std::string>(); }
 
-PackedMatrix pack(Arr b, int groups) {
+PackedMatrix pack(Arr b, int groups, std::optional<std::vector<int>> order, std::optional<std::vector<float>> scale) {
     if (b.ndim() != 2) throw py::value_error("PackedMatrix: b must be a 2-D float32 array (K, N), got shape " + shape_of(b));
     const auto K = b.shape(0), N = b.shape(1);
     if (groups < 1 || N % groups != 0)
@@ -96,8 +103,20 @@ PackedMatrix pack(Arr b, int groups) {
                               ", got " + std::to_string(groups));
     if (b.strides(0) % 4 != 0 || b.strides(1) % 4 != 0)
         throw py::value_error("PackedMatrix: b's strides must be whole float32 elements");
+    if (order.has_value()) {
+        std::vector<int> seen(static_cast<std::size_t>(groups), 0);
+        bool ok = static_cast<int>(order->size()) == groups;
+        for (int g : *order) ok = ok && g >= 0 && g < groups && !seen[static_cast<std::size_t>(g)]++;
+        if (!ok)
+            throw py::value_error("PackedMatrix: order must list each of the " + std::to_string(groups) +
+                                  " groups once");
+    }
+    if (scale.has_value() && static_cast<int>(scale->size()) != groups)
+        throw py::value_error("PackedMatrix: scale must have one value per group (" + std::to_string(groups) + "), got " +
+                              std::to_string(scale->size()));
     py::gil_scoped_release nogil;
-    return PackedMatrix(b.data(), b.strides(0) / 4, b.strides(1) / 4, static_cast<int>(K), static_cast<int>(N), groups);
+    return PackedMatrix(b.data(), b.strides(0) / 4, b.strides(1) / 4, static_cast<int>(K), static_cast<int>(N), groups,
+                        order.has_value() ? order->data() : nullptr, scale.has_value() ? scale->data() : nullptr);
 }
 }  // namespace
 
@@ -118,8 +137,9 @@ void check_gemm_args(const char *fn, const PackedMatrix &b, const py::array &a, 
 void init_gemm(py::module_ &m) {
     py::class_<PackedMatrix>(m, "PackedMatrix",
                              "B (K, N) float32 packed once for gemm_packed: columns in `groups` equal blocks, each "
-                             "in 16-column panels")
-        .def(py::init(&pack), py::arg("b"), py::arg("groups") = 1)
+                             "in 16-column panels; group g takes B's block order[g] times scale[g] when given")
+        .def(py::init(&pack), py::arg("b"), py::arg("groups") = 1, py::arg("order") = py::none(),
+             py::arg("scale") = py::none())
         .def_readonly("k", &PackedMatrix::k)
         .def_readonly("n", &PackedMatrix::n)
         .def_readonly("groups", &PackedMatrix::groups);

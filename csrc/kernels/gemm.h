@@ -25,7 +25,10 @@ struct PackedMatrix {
     std::unique_ptr<float, void (*)(void *)> data{nullptr, nullptr};   // groups * panels * k * 16
 
     // From B's (K, N) values at b[i * s0 + j * s1] (strides in elements: a transpose packs too).
-    PackedMatrix(const float *b, std::ptrdiff_t s0, std::ptrdiff_t s1, int k, int n, int groups);
+    // Group g holds B's column block order[g] times scale[g] (each null: g, 1): an LSTM's gates
+    // in its kernels' order, scaled as they need, without a permuted copy of the weight first.
+    PackedMatrix(const float *b, std::ptrdiff_t s0, std::ptrdiff_t s1, int k, int n, int groups,
+                 const int *order = nullptr, const float *scale = nullptr);
     const float *panel(int g, int p) const { return data.get() + (static_cast<std::size_t>(g) * panels + p) * k * kGemmNR; }
 };
 

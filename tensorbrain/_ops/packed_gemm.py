@@ -21,20 +21,33 @@ class PackedMatrix:
     Args:
         b: ``(K, N)`` array (any strides).
         groups: a positive divisor of ``N``.
+        order (Sequence[int] | None): group ``g`` takes ``b``'s column block ``order[g]`` (each
+            group once); None keeps them in place.
+        scale (Sequence[float] | None): group ``g``'s values multiplied by ``scale[g]``.
 
     Raises:
-        ValueError: ``b`` is not 2-D, or ``groups`` does not divide ``N``.
+        ValueError: ``b`` is not 2-D, ``groups`` does not divide ``N``, or ``order``/``scale``
+            do not have one entry per group (``order`` each group once).
     """
 
-    def __init__(self, b, groups: int = 1):
+    def __init__(self, b, groups: int = 1, order=None, scale=None):
         if b.ndim != 2:
             raise ValueError(f"PackedMatrix: b must be a 2-D array (K, N), got shape {tuple(b.shape)}")
         K, N = b.shape
         if groups < 1 or N % groups:
             raise ValueError(f"PackedMatrix: groups must be a positive divisor of N = {N}, got {groups}")
+        if order is not None and sorted(order) != list(range(groups)):
+            raise ValueError(f"PackedMatrix: order must list each of the {groups} groups once")
+        if scale is not None and len(scale) != groups:
+            raise ValueError(f"PackedMatrix: scale must have one value per group ({groups}), got {len(scale)}")
         xp = get_array_module(b)
         self.k, self.n, self.groups = int(K), int(N), int(groups)
-        self.blocks = xp.ascontiguousarray(b.reshape(K, groups, N // groups).transpose(1, 0, 2))
+        blocks = b.reshape(K, groups, N // groups).transpose(1, 0, 2)
+        if order is not None:
+            blocks = blocks[list(order)]
+        if scale is not None:
+            blocks = blocks * xp.asarray(scale, dtype=b.dtype).reshape(groups, 1, 1)
+        self.blocks = xp.ascontiguousarray(blocks)
 
 
 def gemm_packed(a, b: PackedMatrix, out, accumulate: bool = False) -> None:

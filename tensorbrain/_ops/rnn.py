@@ -223,6 +223,11 @@ class _Twins:
 _NATIVE_CELL = True   # tests switch the native cell off to run the twins
 
 
+# The native cell's gate blocks: torch's (i, f, g, o) taken as (o, i, f, g), the three sigmoid
+# gates' rows halved (sigmoid(x) = (1 + tanh(x / 2)) / 2)
+_GATE_ORDER, _GATE_SCALE = (3, 0, 1, 2), (0.5, 0.5, 0.5, 1.0)
+
+
 def _lstm_perm(xp, H):
     """Row index that takes torch's (i, f, g, o) gate blocks to (o, i, f, g)."""
     r = np.arange(H)
@@ -269,7 +274,6 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     idx = _lstm_perm(xp, H)
     scale = xp.ones((H4, 1), dtype=dt)
     scale[:3 * H] = 0.5
-    Wih_p, Whh_p = Wih[idx], Whh[idx]
     bias = None if b_ih is None else (b_ih._data + b_hh._data)[idx] * scale[:, 0]
     steps = _steps(batch_sizes, reverse)
     row_steps = steps[::-1] if reverse else steps
@@ -283,13 +287,14 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     if inline:
         Gb = xp.empty(N * H4, dtype=dt)
     else:
-        P = X @ (Wih_p * scale).T                       # (N, 4H): all input projections
+        P = X @ (Wih[idx] * scale).T                    # (N, 4H): all input projections
         if bias is not None:
             P += bias
         Gb = _to_blocks(xp, P.reshape(N, 4, H), row_steps, uniform)    # per step (4, bs, H)
         del P
-    # W_hh (scaled) packed once for the per-step products into the (4, bs, H) gate blocks
-    Wf = ops.PackedMatrix((Whh_p * scale).T, 4)
+    # W_hh packed once for the per-step products into the (4, bs, H) gate blocks, its gate
+    # blocks reordered and scaled as it is packed (no permuted copy first)
+    Wf = ops.PackedMatrix(Whh.T, 4, _GATE_ORDER, _GATE_SCALE)
     WhrT = None if w_hr is None else xp.ascontiguousarray(w_hr._data.T)
     Y = xp.empty((N, Hout), dtype=dt)
     C = xp.empty((N, H), dtype=dt)
@@ -301,7 +306,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     hprevs, cprevs = [], []
     if inline:
         ops.lstm_seq_forward(Wf, H0, C0, Gb, Y, C, TC, reverse, np.ascontiguousarray(X),
-                             ops.PackedMatrix((Wih_p * scale).T, 4), bias)
+                             ops.PackedMatrix(Wih.T, 4, _GATE_ORDER, _GATE_SCALE), bias)
     elif whole:
         ops.lstm_seq_forward(Wf, H0, C0, Gb, Y, C, TC, reverse)
     prev = None
@@ -333,7 +338,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         dG2 = xp.empty((N, H4), dtype=dt)                 # gate gradients, rows (o, i, f, g)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
         Whr = None if w_hr is None else w_hr._data
-        Wb = ops.PackedMatrix(Whh_p, 1)                  # for dh = dgates @ W_hh, every step
+        Wb = ops.PackedMatrix(Whh[idx], 1)               # for dh = dgates @ W_hh, every step
         gy = xp.ascontiguousarray(gY, dtype=dt)          # a broadcast zero when only h_n is used
         zero = None if Whr is None else xp.zeros((B, H), dtype=dt)
         if whole:
@@ -353,7 +358,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
         gWih[idx] = _gemm.mm(dG2.T, X)
         gWhh[idx] = _gemm.mm(dG2.T, Hprev)
-        gx = _gemm.mm(dG2, Wih_p)
+        gx = _gemm.mm(dG2, Wih[idx])
         gb = None
         if b_ih is not None:
             gb = xp.empty((H4,), dtype=dt)

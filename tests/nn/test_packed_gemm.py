@@ -38,6 +38,25 @@ def test_native_matches_twin_and_float64(cpu_path, m, k, n, groups, accumulate):
         assert np.all(np.abs(out - ref) <= bound)
 
 
+def test_group_order_and_scale_pack_what_a_permuted_scaled_copy_packs(cpu_path):
+    """order/scale (an LSTM's gates in its kernels' order, the sigmoid gates halved) give the
+    bits of packing the permuted, scaled copy, native and twin."""
+    C = cpu_path
+    a = rng.standard_normal((7, 30)).astype(np.float32)
+    w = rng.standard_normal((4 * 24, 30)).astype(np.float32)          # (4H, K): torch's weight
+    order, scale = (3, 0, 1, 2), (0.5, 0.5, 0.5, 1.0)
+    copy = np.concatenate([w[g * 24:(g + 1) * 24] * s for g, s in zip(order, scale)])
+    for mod in (C, packed_gemm):
+        got, want = np.empty((4, 7, 24), np.float32), np.empty((4, 7, 24), np.float32)
+        mod.gemm_packed(a, mod.PackedMatrix(w.T, 4, order, scale), got)
+        mod.gemm_packed(a, mod.PackedMatrix(copy.T, 4), want)
+        np.testing.assert_array_equal(got, want)
+        with pytest.raises(ValueError, match="order must list each of the 4 groups once"):
+            mod.PackedMatrix(w.T, 4, (0, 1, 1, 2))
+        with pytest.raises(ValueError, match=r"one value per group \(4\), got 3"):
+            mod.PackedMatrix(w.T, 4, None, (1.0, 1.0, 1.0))
+
+
 def test_empty_sum_and_rows(cpu_path):
     C = cpu_path
     w = C.PackedMatrix(np.zeros((0, 8), np.float32), 2)

@@ -251,6 +251,23 @@ def test_relu_backward_kernel_matches_twin_bit_for_bit():
         C.relu_backward(out, g[:5])
 
 
+def test_relu_forward_kernel_matches_numpys_maximum_bit_for_bit():
+    """max(x, 0) natively, as NumPy's maximum: NaN stays NaN, -0 becomes +0, infinities pass;
+    and the op takes it (and its twin) for contiguous and strided inputs alike."""
+    C = _native.module()
+    x = rng.standard_normal(100_003).astype(np.float32)
+    x[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -np.nan]
+    assert np.array_equal(C.relu_forward(x).view(np.uint32), np.maximum(x, 0).view(np.uint32))
+    with pytest.raises(TypeError):
+        C.relu_forward(x.astype(np.float64))
+    for a in (x[6:9006].reshape(-1, 9), x[6:9006].reshape(-1, 9)[:, ::2]):
+        t = tb.tensor(a, requires_grad=True)
+        r = tb.relu(t)
+        r.backward(tb.ones_like(r))
+        assert np.array_equal(r.detach().numpy(), np.maximum(a, 0))
+        assert np.array_equal(t.grad.numpy(), (a > 0).astype(np.float32))
+
+
 def test_attention_with_grouped_query_heads_in_float32():
     """enable_gqa with a float32 batch (k, v with fewer heads) stays on the batched path: equal
     to attention over k and v repeated per query head, gradients summed back per kv head."""

@@ -277,6 +277,20 @@ Arr gelu_forward(Arr x) {
     return out;
 }
 
+// ReLU: max(x, 0) as NumPy's maximum gives it (NaN stays NaN, -0 becomes +0), the values split
+// across threads.
+Arr relu_forward(Arr x) {
+    const float *p = input("relu_forward", "x", x);
+    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+    float *o = out.mutable_data();
+    const std::size_t n = static_cast<std::size_t>(x.size());
+    py::gil_scoped_release nogil;
+    tb::kernels::parallel_for(n, kGrain, 16, [&](std::size_t b, std::size_t e) {
+        for (std::size_t i = b; i < e; ++i) o[i] = (p[i] > 0.0f || p[i] != p[i]) ? p[i] : 0.0f;
+    });
+    return out;
+}
+
 // A backward pass over two same-size float32 arrays into a new one shaped like x (x: the op's
 // input or output, named xname in errors; g: its gradient), kernel(x, g, out, n) on chunks split
 // across threads (chunk sizes a multiple of align).
@@ -559,6 +573,8 @@ void init_fused(py::module_ &m) {
           "(exp(logp) - onehot(target)) * r for (rows, classes) float32 log-probabilities and int64 targets");
     m.def("gelu_erf_forward", &gelu_forward, py::arg("x"),
           "x * (1 + erf(x / sqrt 2)) / 2 of a C-contiguous float32 array (a new array)");
+    m.def("relu_forward", &relu_forward, py::arg("x"),
+          "max(x, 0) of a C-contiguous float32 array as NumPy's maximum (a new array; NaN stays NaN)");
     m.def("relu_backward", &relu_backward, py::arg("out"), py::arg("g"),
           "g * (out > 0) of C-contiguous float32 arrays, out ReLU's output (a new array of its shape)");
     m.def("gelu_erf_backward", &gelu_backward, py::arg("x"), py::arg("g"),

@@ -15,10 +15,12 @@
 // layout (row stride L, image stride C*K*L).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "kernels/parallel.h"
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -199,9 +201,56 @@ py::array py_col2im(py::array cols, py::ssize_t n, py::ssize_t c, py::ssize_t h,
     return x;
 }
 
+// (A, B, L) -> (B, A, L) (+ bias[a] on every value of row a): the channel-major layout of a GEMM
+// over the whole batch and back (conv_columns.py's _to/_from_channel_major), one memcpy or add
+// per length-L row, the rows split across threads.
+template <typename T>
+void swap_rows(const T *src, T *dst, const T *bias, py::ssize_t A, py::ssize_t B, py::ssize_t L, std::size_t r0,
+               std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {   // r: a row of dst, (b, a)
+        const auto b = static_cast<py::ssize_t>(r) / A, a = static_cast<py::ssize_t>(r) % A;
+        const T *s = src + (a * B + b) * L;
+        T *d = dst + static_cast<py::ssize_t>(r) * L;
+        if (bias == nullptr) {
+            std::memcpy(d, s, sizeof(T) * static_cast<std::size_t>(L));
+        } else {
+            const T v = bias[a];
+            for (py::ssize_t i = 0; i < L; ++i) d[i] = s[i] + v;
+        }
+    }
+}
+
+py::array py_swap_leading_axes(py::array x, std::optional<py::array> bias) {
+    const char *fn = "swap_leading_axes";
+    const bool f32 = is_f32(fn, x, "x");
+    if (x.ndim() != 3) throw py::value_error(std::string(fn) + ": expected (A, B, L), got shape " + shape_str(x));
+    const py::ssize_t A = x.shape(0), B = x.shape(1), L = x.shape(2);
+    if (bias.has_value() && (!bias->dtype().is(x.dtype()) || bias->ndim() != 1 || bias->shape(0) != A ||
+                             !(bias->flags() & py::array::c_style)))
+        throw py::value_error(std::string(fn) + ": bias must be a C-contiguous (" + std::to_string(A) +
+                              ",) array of x's dtype, got shape " + shape_str(*bias));
+    py::array out(x.dtype(), {B, A, L});
+    const void *src = x.data(), *pb = bias.has_value() ? bias->data() : nullptr;
+    void *dst = out.mutable_data();
+    py::gil_scoped_release nogil;
+    tb::kernels::parallel_for(static_cast<std::size_t>(A * B), tb::kernels::items_per_grain(static_cast<std::size_t>(L)), 1,
+                              [&](std::size_t r0, std::size_t r1) {
+        if (f32)
+            swap_rows(static_cast<const float *>(src), static_cast<float *>(dst), static_cast<const float *>(pb), A, B, L,
+                      r0, r1);
+        else
+            swap_rows(static_cast<const double *>(src), static_cast<double *>(dst), static_cast<const double *>(pb), A,
+                      B, L, r0, r1);
+    });
+    return out;
+}
+
 }  // namespace
 
 void init_im2col(py::module_ &m) {
+    m.def("swap_leading_axes", &py_swap_leading_axes, py::arg("x"), py::arg("bias") = py::none(),
+          "(A, B, L) -> (B, A, L) of a C-contiguous float32/float64 array (a new one), bias[a] added to row a's "
+          "values when given; the rows split across threads");
     m.def("im2col2d", &py_im2col, py::arg("x"), py::arg("kh"), py::arg("kw"), py::arg("sh"), py::arg("sw"),
           py::arg("ph"), py::arg("pw"), py::arg("dh"), py::arg("dw"), py::arg("oh"), py::arg("ow"), py::arg("fold"),
           "the columns of a C-contiguous float32/float64 (N, C, H, W) array, zero padding included: "

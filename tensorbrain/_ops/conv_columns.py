@@ -76,15 +76,32 @@ def _columns_module(x):
     return None
 
 
+def _swap_native(a, bias=None):
+    """The C++ ``swap_leading_axes`` for a C-contiguous float32/float64 NumPy ``a`` (and a bias
+    of its dtype), or None."""
+    if not _NATIVE_2D or type(a) is not np.ndarray or a.dtype not in _NATIVE_DTYPES or not a.flags.c_contiguous or \
+            (bias is not None and (type(bias) is not np.ndarray or bias.dtype != a.dtype)):
+        return None
+    C = _native.loaded()
+    return None if C is None else C.swap_leading_axes(a, None if bias is None else np.ascontiguousarray(bias))
+
+
 def _to_channel_major(xp, a):
-    """``(N, C, *S)`` -> ``(C, N * prod(S))``: the layout of a GEMM over the whole batch."""
+    """``(N, C, *S)`` -> ``(C, N * prod(S))``: the layout of a GEMM over the whole batch (the
+    native copy splits the rows across threads; NumPy's is its twin)."""
     n, c = a.shape[:2]
-    return xp.ascontiguousarray(a.reshape(n, c, -1).transpose(1, 0, 2)).reshape(c, -1)
+    out = _swap_native(a.reshape(n, c, -1))
+    if out is None:
+        out = xp.ascontiguousarray(a.reshape(n, c, -1).transpose(1, 0, 2))
+    return out.reshape(c, -1)
 
 
 def _from_channel_major(xp, a, n, spatial, bias=None):
     """``(C, N * L)`` -> ``(N, C, *spatial)`` in one copy (the bias added in the same pass)."""
     c = a.shape[0]
+    out = _swap_native(a.reshape(c, n, -1), bias)
+    if out is not None:
+        return out.reshape((n, c) + tuple(spatial))
     v = a.reshape(c, n, -1).transpose(1, 0, 2)
     out = xp.empty((n, c, v.shape[2]), dtype=a.dtype)
     if bias is None:

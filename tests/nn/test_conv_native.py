@@ -46,6 +46,23 @@ def test_native_and_twin_agree(geom, dtype, fold):
     assert float((cols * g).sum()) == pytest.approx(float((x * a).sum()), rel=1e3 * eps)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_swap_leading_axes_is_numpys_transposing_copy(dtype):
+    """The channel-major copies of the one-GEMM path (and back, with the bias) against NumPy's
+    transpose; errors name the shapes."""
+    C = _native.module()
+    x = rng.standard_normal((5, 7, 11)).astype(dtype)
+    bias = rng.standard_normal(5).astype(dtype)
+    np.testing.assert_array_equal(C.swap_leading_axes(x), x.transpose(1, 0, 2))
+    np.testing.assert_array_equal(C.swap_leading_axes(x, bias), x.transpose(1, 0, 2) + bias[None, :, None])
+    with pytest.raises(ValueError, match=r"bias must be a C-contiguous \(5,\) array"):
+        C.swap_leading_axes(x, bias[:4])
+    with pytest.raises(ValueError, match=r"expected \(A, B, L\), got shape \(5, 77\)"):
+        C.swap_leading_axes(x.reshape(5, 77))
+    with pytest.raises(TypeError, match="float32 or float64 only"):
+        C.swap_leading_axes(x.astype(np.int32))
+
+
 def test_native_errors_name_the_problem():
     C = _native.module()
     with pytest.raises(TypeError, match="float32 or float64"):

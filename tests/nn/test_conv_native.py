@@ -15,7 +15,10 @@ rng = np.random.default_rng(0)
 # (kh, kw, sh, sw, ph, pw, dh, dw) over a 7x6 image; padding wider than the kernel reach too
 GEOMETRIES = [(3, 3, 1, 1, 1, 1, 1, 1), (3, 2, 2, 1, 0, 1, 1, 1), (4, 4, 2, 2, 1, 1, 1, 1),
               (2, 3, 1, 2, 2, 0, 2, 1), (1, 1, 2, 2, 0, 0, 1, 1), (7, 7, 2, 2, 3, 3, 1, 1),
-              (3, 3, 3, 1, 4, 2, 1, 2)]
+              (3, 3, 3, 1, 4, 2, 1, 2),
+              # "same" convolutions (unit strides, output as wide as the input: one copy per
+              # kernel position and image), a kernel taller than the image, a dilated one
+              (5, 5, 1, 1, 2, 2, 1, 1), (9, 3, 1, 1, 4, 1, 1, 1), (3, 3, 1, 1, 2, 2, 2, 2), (1, 1, 1, 1, 0, 0, 1, 1)]
 
 
 def _out(size, k, s, p, d):

@@ -21,9 +21,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "kernels/act.h"
 #include "kernels/parallel.h"
@@ -225,7 +225,7 @@ struct Mat4 {
 };
 
 bool mat4(const py::array &a, Mat4 *m) {
-    if (a.ndim() != 4 || !a.dtype().is(py::dtype::of<float>())) return false;
+    if (a.ndim() != 4 || !a.dtype().is(py::dtype::of<float>()) || a.shape(0) == 0 || a.shape(1) == 0) return false;
     const auto item = a.itemsize();
     for (int d = 0; d < 2; ++d)
         if (a.strides(d) < 0 || a.strides(d) % item) return false;
@@ -259,6 +259,12 @@ void over_heads(std::size_t B, std::size_t H, std::size_t flops, const F &f) {
     });
 }
 
+// Nonzero sizes whose per-matrix strides (L*S, L*E, S*Ev, ...) fit the int arguments CBLAS takes.
+bool int_sizes(py::ssize_t L, py::ssize_t S, py::ssize_t E, py::ssize_t Ev) {
+    const py::ssize_t most = std::max({L, S, E, Ev});
+    return std::min({L, S, E, Ev}) > 0 && most * most <= INT32_MAX;
+}
+
 void strided(int ta, int tb_, int m, int n, int k, const float *a, int lda, long long sa, const float *b, int ldb,
              long long sb, float *c, int ldc, long long sc, int cnt) {
     g_sgemm_strided(kRowMajor, ta, tb_, m, n, k, 1.0f, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc, cnt);
@@ -278,7 +284,7 @@ bool attention_forward(const py::array &q, const py::array &k, const py::array &
                               ", " + py::str(k.attr("shape")).cast<std::string>() + ", " +
                               py::str(v.attr("shape")).cast<std::string>() + " do not match");
     if (!out4(p, B, H, L, S, fn, "p") || !out4(out, B, H, L, Ev, fn, "out")) return false;
-    if (B * H * L * S == 0 || E == 0 || Ev == 0) return false;
+    if (!int_sizes(L, S, E, Ev)) return false;
     float *pp = static_cast<float *>(p.mutable_data()), *po = static_cast<float *>(out.mutable_data());
     const int l = static_cast<int>(L), s = static_cast<int>(S), e = static_cast<int>(E), ev = static_cast<int>(Ev);
     const auto fscale = static_cast<float>(scale);
@@ -312,7 +318,7 @@ bool attention_backward(const py::array &q, const py::array &k, const py::array 
     if (g.shape(0) != B || g.shape(1) != H || g.shape(2) != L || g.shape(3) != Ev)
         throw py::value_error(std::string(fn) + ": g has shape " + py::str(g.attr("shape")).cast<std::string>() +
                               ", expected the output's");
-    if (B * H * L * S == 0 || E == 0 || Ev == 0) return false;
+    if (!int_sizes(L, S, E, Ev)) return false;
     const float *pp = static_cast<const float *>(p.data());
     float *pq = static_cast<float *>(gq.mutable_data()), *pk = static_cast<float *>(gk.mutable_data()),
           *pv = static_cast<float *>(gv.mutable_data());
@@ -321,9 +327,9 @@ bool attention_backward(const py::array &q, const py::array &k, const py::array 
     const std::size_t uH = H, uL = L, uS = S, uE = E, uEv = Ev;
     py::gil_scoped_release nogil;
     over_heads(B, uH, 4 * uL * uS * (uE + uEv), [&](std::size_t b, std::size_t h, std::size_t cnt) {
-        thread_local std::vector<float> scratch;   // dS for these heads
-        scratch.resize(cnt * uL * uS);
-        float *ds = scratch.data();
+        // dS for these heads, uninitialised (every value is written) and freed at once
+        const std::unique_ptr<float[]> scratch(new float[cnt * uL * uS]);
+        float *ds = scratch.get();
         const std::size_t bh = b * uH + h;
         const float *pb = pp + bh * uL * uS;
         const int c = static_cast<int>(cnt);

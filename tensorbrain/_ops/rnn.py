@@ -231,7 +231,7 @@ _GATE_ORDER, _GATE_SCALE = (3, 0, 1, 2), (0.5, 0.5, 0.5, 1.0)
 def _lstm_perm(xp, H):
     """Row index that takes torch's (i, f, g, o) gate blocks to (o, i, f, g)."""
     r = np.arange(H)
-    return xp.asarray(np.concatenate([r + 3 * H, r, r + H, r + 2 * H]))
+    return xp.asarray(np.concatenate([r + g * H for g in _GATE_ORDER]))
 
 
 def _to_blocks(xp, rows, steps, uniform):
@@ -272,8 +272,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     B = int(batch_sizes[0]) if len(batch_sizes) else 0
     uniform = all(int(bs) == B for bs in batch_sizes)
     idx = _lstm_perm(xp, H)
-    scale = xp.ones((H4, 1), dtype=dt)
-    scale[:3 * H] = 0.5
+    scale = xp.asarray(np.repeat(np.array(_GATE_SCALE, dtype=dt), H)[:, None])   # per permuted row
     bias = None if b_ih is None else (b_ih._data + b_hh._data)[idx] * scale[:, 0]
     steps = _steps(batch_sizes, reverse)
     row_steps = steps[::-1] if reverse else steps

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _gemm
+from . import _gemm, _native
 
 try:  # CuPy is optional: CPU-only machines never need it.
     import cupy as _cupy  # type: ignore
@@ -57,6 +57,33 @@ def to_numpy(array) -> np.ndarray:
     if is_cupy_array(array):
         return _cupy.asnumpy(array)
     return np.asarray(array)
+
+
+_ADD_NATIVE_MIN = 1 << 16   # values: smaller adds stay on NumPy (nothing worth splitting)
+
+
+def add(a, b, out=None):
+    """``a + b`` (into ``out``, which may be ``a``): on the native kernel, split across
+    ``tb.set_num_threads`` threads, for large same-shape C-contiguous float32 NumPy arrays (a
+    residual connection, the autograd engine's gradient sums: single-threaded NumPy otherwise);
+    NumPy's or CuPy's ``add`` for everything else. The same bits either way.
+
+    Args:
+        a (ndarray): NumPy or CuPy array.
+        b (ndarray): an array of the same module (broadcast as ``add`` does).
+        out (ndarray | None): where to write the sum.
+
+    Example:
+        >>> add(np.ones(3, np.float32), np.ones(3, np.float32))
+        array([2., 2., 2.], dtype=float32)
+    """
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype == np.float32 and \
+            a.shape == b.shape and a.size >= _ADD_NATIVE_MIN and a.flags.c_contiguous and \
+            b.flags.c_contiguous and (out is None or out is a):
+        C = _native.loaded()
+        if C is not None and hasattr(C, "add_arrays"):
+            return C.add_arrays(a, b, out)
+    return (np if type(a) is np.ndarray else get_array_module(a)).add(a, b, out=out)
 
 
 def matmul(a, b, out=None):

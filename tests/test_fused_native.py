@@ -268,6 +268,38 @@ def test_relu_forward_kernel_matches_numpys_maximum_bit_for_bit():
         assert np.array_equal(t.grad.numpy(), (a > 0).astype(np.float32))
 
 
+def test_add_arrays_is_numpys_add_and_the_ops_take_it(monkeypatch):
+    """The native add (new array or in place) gives NumPy's bits; tensor addition and the
+    engine's gradient sums go through it for large float32 arrays and give what NumPy gives."""
+    from tensorbrain import _xp
+    C = _native.module()
+    a = rng.standard_normal((300, 257)).astype(np.float32)
+    b = rng.standard_normal((300, 257)).astype(np.float32)
+    a[0, :4], b[0, :4] = [np.inf, -np.inf, np.nan, 1e38], [1.0, np.inf, 2.0, 1e38]
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = a + b
+        assert np.array_equal(C.add_arrays(a, b).view(np.uint32), want.view(np.uint32))
+        acc = a.copy()
+        res = C.add_arrays(acc, b, acc)                 # in place: what the engine's sums do
+        assert np.shares_memory(res, acc) and np.array_equal(acc.view(np.uint32), want.view(np.uint32))
+    with pytest.raises(ValueError, match="differ in shape"):
+        C.add_arrays(a, b[:5])
+    with pytest.raises(ValueError, match="writable array of a's"):
+        C.add_arrays(a, b, np.empty(5, np.float32))
+    calls = []
+    real = C.add_arrays
+    monkeypatch.setattr(C, "add_arrays", lambda *args: calls.append(1) or real(*args))
+    x = rng.standard_normal((4, 128, 256)).astype(np.float32)   # 131072 values: native
+    w = rng.standard_normal((4, 128, 256)).astype(np.float32)
+    t = tb.tensor(x, requires_grad=True)
+    y = t + tb.tensor(w)                               # the forward add
+    ((y * y).sum() + (y * 3.0).sum()).backward()       # y's gradient: a sum of two
+    assert len(calls) >= 2
+    np.testing.assert_array_equal(y.detach().numpy(), x + w)
+    np.testing.assert_allclose(t.grad.numpy(), 2 * (x + w) + 3.0, rtol=1e-6)
+    assert np.array_equal(_xp.add(x[:10], w[:10]), x[:10] + w[:10])    # small: NumPy's
+
+
 def test_attention_with_grouped_query_heads_in_float32():
     """enable_gqa with a float32 batch (k, v with fewer heads) stays on the batched path: equal
     to attention over k and v repeated per query head, gradients summed back per kv head."""

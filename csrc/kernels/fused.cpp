@@ -7,11 +7,13 @@
 // their rows across tb.set_num_threads threads (parallel.h).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -289,6 +291,30 @@ Arr relu_forward(Arr x) {
         for (std::size_t i = b; i < e; ++i) o[i] = (p[i] > 0.0f || p[i] != p[i]) ? p[i] : 0.0f;
     });
     return out;
+}
+
+// a + b for two C-contiguous float32 arrays of one shape, into out (which may be a) or a new
+// array: a residual connection and the autograd engine's gradient sums, split across threads.
+Arr add_arrays(Arr a, Arr b, std::optional<Arr> out) {
+    const char *fn = "add_arrays";
+    const float *pa = input(fn, "a", a), *pb = input(fn, "b", b);
+    if (a.ndim() != b.ndim() || !std::equal(a.shape(), a.shape() + a.ndim(), b.shape()))
+        throw py::value_error(std::string(fn) + ": a " + py::str(a.attr("shape")).cast<std::string>() + " and b " +
+                              py::str(b.attr("shape")).cast<std::string>() + " differ in shape");
+    Arr o = out.has_value() ? *out : Arr(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+    if (out.has_value()) {
+        input(fn, "out", o);
+        if (o.size() != a.size() || !o.writeable())
+            throw py::value_error(std::string(fn) + ": out must be a writable array of a's " + std::to_string(a.size()) +
+                                  " values");
+    }
+    float *po = o.mutable_data();
+    const std::size_t n = static_cast<std::size_t>(a.size());
+    py::gil_scoped_release nogil;
+    tb::kernels::parallel_for(n, kGrain, 16, [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t i = lo; i < hi; ++i) po[i] = pa[i] + pb[i];
+    });
+    return o;
 }
 
 // A backward pass over two same-size float32 arrays into a new one shaped like x (x: the op's
@@ -573,6 +599,8 @@ void init_fused(py::module_ &m) {
           "(exp(logp) - onehot(target)) * r for (rows, classes) float32 log-probabilities and int64 targets");
     m.def("gelu_erf_forward", &gelu_forward, py::arg("x"),
           "x * (1 + erf(x / sqrt 2)) / 2 of a C-contiguous float32 array (a new array)");
+    m.def("add_arrays", &add_arrays, py::arg("a"), py::arg("b"), py::arg("out") = py::none(),
+          "a + b of C-contiguous float32 arrays of one shape, into out (may be a) or a new array");
     m.def("relu_forward", &relu_forward, py::arg("x"),
           "max(x, 0) of a C-contiguous float32 array as NumPy's maximum (a new array; NaN stays NaN)");
     m.def("relu_backward", &relu_backward, py::arg("out"), py::arg("g"),

@@ -8,7 +8,7 @@ import numpy as np
 from .._dtype import bfloat16 as _BF16
 from .._dtype import get_default_dtype, promote_types
 from .. import _native
-from .._xp import get_array_module, is_cupy_array
+from .._xp import add as _xp_add, get_array_module, is_cupy_array
 from ..autograd.grad_mode import _state as _grad_state
 from .._tensor_base import TensorBase as Tensor
 from .core import as_operand, make, shape_error, unbroadcast
@@ -94,7 +94,15 @@ def _cast_like(g, x):
 
 def add(a, b, alpha=1):
     return _binary("AddBackward", a, b if alpha == 1 else mul(b, alpha),
-                   lambda x, y: x + y, lambda g, x, y, o: g, lambda g, x, y, o: g)
+                   _add_arrays, lambda g, x, y, o: g, lambda g, x, y, o: g)
+
+
+def _add_arrays(x, y):
+    """``x + y`` of two operands (arrays or a scalar): large float32 arrays on the native kernel
+    (``_xp.add``)."""
+    if type(x) is np.ndarray and type(y) is np.ndarray:
+        return _xp_add(x, y)
+    return x + y
 
 
 def sub(a, b, alpha=1):

@@ -12,7 +12,7 @@ import heapq
 from . import anomaly, grad_mode
 from .graph import Node, SliceGrad, _local, queue_callback  # noqa: F401  (queue_callback: re-exported)
 from .._tensor_base import TensorBase as Tensor
-from .._xp import get_array_module
+from .._xp import add, get_array_module
 
 # tensorbrain.profiler's slot: while a profile records, ``hook(node, grad)`` runs each node's
 # backward (timing it); None otherwise. Read once per backward() call.
@@ -33,13 +33,13 @@ def _sum_into(prev, g, owned):
         if type(g) is SliceGrad:
             prev[g.index] += g.value
         else:
-            prev += g
+            add(prev, g, out=prev)
         return prev
     if type(g) is SliceGrad:
         out = prev.copy()
         out[g.index] += g.value
     else:
-        out = prev + g
+        out = add(prev, g)   # large float32 sums split across threads (_xp.add)
     owned.add(id(out))
     return out
 

@@ -79,3 +79,18 @@ def test_slices_that_tile_gaps_overlaps_and_strides_sum_like_numpy():
         for (p, w) in parts_np:
             np.add.at(want.reshape(-1), p.numpy().reshape(-1), w)
         np.testing.assert_array_equal(x.grad.numpy(), want, err_msg=name)
+
+
+def test_sums_of_scalar_and_large_gradients():
+    """A 0-d result used three times: its pending sum is a NumPy scalar, which cannot be added
+    into in place; a large float32 one used three times: the native in-place adds. Both against
+    the derivative written out."""
+    x = tb.tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    s = x.sum()
+    (s * s + s * 3.0 + s.exp()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2 * 6.0 + 3.0 + np.exp(6.0)), rtol=1e-12)
+    a = rng.standard_normal((300, 300)).astype(np.float32)
+    t = tb.tensor(a, requires_grad=True)
+    y = t * 1.0
+    (y * y + y * 3.0 + y.sin()).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), 2 * a + 3.0 + np.cos(a), rtol=1e-5, atol=1e-5)

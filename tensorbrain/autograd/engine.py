@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import heapq
 
+import numpy as np
+
 from . import anomaly, grad_mode
 from .graph import Node, SliceGrad, _local, queue_callback  # noqa: F401  (queue_callback: re-exported)
 from .._tensor_base import TensorBase as Tensor
@@ -32,6 +34,8 @@ def _sum_into(prev, g, owned):
     if id(prev) in owned:
         if type(g) is SliceGrad:
             prev[g.index] += g.value
+        elif isinstance(prev, np.generic):   # a NumPy scalar (a 0-d op's sum): a new one
+            prev = prev + g
         else:
             add(prev, g, out=prev)
         return prev

@@ -86,33 +86,6 @@ def add(a, b, out=None):
     return (np if type(a) is np.ndarray else get_array_module(a)).add(a, b, out=out)
 
 
-def reshape(a, shape):
-    """``a.reshape(shape)``: a view where NumPy can make one, else a copy, which for a large
-    NumPy array with non-negative strides is the native one split across
-    ``tb.set_num_threads`` threads (an attention's head gradients read back as ``(B, T, C)``:
-    single-threaded NumPy otherwise). The same values and view-or-copy outcome as NumPy's.
-
-    Args:
-        a (ndarray): NumPy or CuPy array.
-        shape (tuple[int, ...]): the new shape (one ``-1`` allowed).
-
-    Example:
-        >>> reshape(np.arange(6).reshape(2, 3).T, (6,))
-        array([0, 3, 1, 4, 2, 5])
-    """
-    if type(a) is np.ndarray and a.size >= _ADD_NATIVE_MIN and not a.flags.c_contiguous and \
-            a.itemsize in (1, 2, 4, 8) and min(a.strides) >= 0:
-        try:
-            return a.reshape(shape, copy=False)
-        except ValueError:   # NumPy would copy (or the shape is bad: the copy's reshape says so)
-            C = _native.loaded()
-            if C is not None and hasattr(C, "contiguous_copy"):
-                return C.contiguous_copy(a).reshape(shape)
-        except TypeError:    # NumPy < 2.1: no copy= argument
-            pass
-    return a.reshape(shape)
-
-
 def matmul(a, b, out=None):
     """``a @ b`` (``out=`` as ``matmul``'s), also for CuPy bfloat16 stacks.
 

@@ -300,32 +300,6 @@ def test_add_arrays_is_numpys_add_and_the_ops_take_it(monkeypatch):
     assert np.array_equal(_xp.add(x[:10], w[:10]), x[:10] + w[:10])    # small: NumPy's
 
 
-def test_reshape_copies_natively_only_where_numpy_would_copy(monkeypatch):
-    """A reshape NumPy can view stays a view; one it would copy (an attention's transposed head
-    gradients read as (B, T, C)) is the native row copy: NumPy's values, any item size, and the
-    gradient through it; a bad shape still names the sizes."""
-    from tensorbrain import _xp
-    C = _native.module()
-    calls = []
-    real = C.contiguous_copy
-    monkeypatch.setattr(C, "contiguous_copy", lambda a: calls.append(a.shape) or real(a))
-    heads = rng.standard_normal((4, 8, 64, 32)).astype(np.float32)     # (B, H, T, D)
-    t = tb.tensor(heads, requires_grad=True)
-    y = t.transpose(1, 2).reshape(4, 64, 256)
-    assert calls == [(4, 64, 8, 32)]
-    np.testing.assert_array_equal(y.detach().numpy(), heads.transpose(0, 2, 1, 3).reshape(4, 64, 256))
-    g = rng.standard_normal((4, 64, 256)).astype(np.float32)
-    y.backward(tb.tensor(g))
-    np.testing.assert_array_equal(t.grad.numpy(), g.reshape(4, 64, 8, 32).transpose(0, 2, 1, 3))
-    view = heads[:, :, ::2]                            # strided, but its dims split as a view
-    assert np.shares_memory(_xp.reshape(view, (4, 8, 32, 2, 16)), heads)
-    for dtype in (np.float64, np.int16, np.uint8):
-        a = (rng.standard_normal((40, 50, 60)) * 50).astype(dtype)[:, ::2].transpose(2, 0, 1)
-        np.testing.assert_array_equal(_xp.reshape(a, (60, -1)), a.reshape(60, -1))
-    with pytest.raises(RuntimeError, match=r"shape \[5, -1\] is invalid for input of size 65536"):
-        t.transpose(1, 2).reshape(5, -1)
-
-
 def test_attention_with_grouped_query_heads_in_float32():
     """enable_gqa with a float32 batch (k, v with fewer heads) stays on the batched path: equal
     to attention over k and v repeated per query head, gradients summed back per kv head."""

@@ -47,7 +47,7 @@ def _run(C, x, g, s):
     for fold in (True, False):
         cols = C.im2col2d(img, 3, 3, 1, 2, 1, 1, 1, 1, 23, 11, fold)
         out += [cols, C.col2im2d(cols * 0.5, 8, 16, 23, 21, 3, 3, 1, 2, 1, 1, 1, 1, 23, 11, fold)]
-    out += [C.add_arrays(x, g), C.relu_forward(g), C.contiguous_copy(x.reshape(3, 97, 1031).transpose(1, 0, 2)[:, :, ::2])]
+    out += [C.add_arrays(x, g), C.relu_forward(g)]
     chan = np.linspace(-1, 1, 16, dtype=np.float32)
     out += [C.swap_leading_axes(img.reshape(8, 16, -1)), C.swap_leading_axes(img.reshape(16, 8, -1), chan)]
     pooled, winners = C.max_pool2d_forward(img, 3, 2, 2, 2, 1, 0, 1, 1, 12, 10)

@@ -20,7 +20,6 @@
 #include "kernels/parallel.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -270,64 +269,9 @@ py::array py_swap_leading_axes(py::array x, std::optional<py::array> bias) {
     return out;
 }
 
-// A C-contiguous copy of any strided array of 1-, 2-, 4- or 8-byte items (non-negative strides),
-// row by row (a row: the last dim, one memcpy when its values are adjacent), the rows split
-// across threads: what NumPy's reshape does single-threaded when a view is impossible, as for an
-// attention's (B, H, T, D) head gradients read as (B, T, H * D).
-template <typename T>
-void copy_rows(const char *src, T *dst, const std::vector<py::ssize_t> &shape, const std::vector<py::ssize_t> &strides,
-               std::size_t r0, std::size_t r1) {
-    const std::size_t nd = shape.size();
-    const py::ssize_t n = nd ? shape[nd - 1] : 1, step = nd ? strides[nd - 1] : 0;
-    for (std::size_t r = r0; r < r1; ++r) {
-        py::ssize_t off = 0;
-        std::size_t rest = r;
-        for (std::size_t d = nd ? nd - 1 : 0; d-- > 0;) {   // the row's index in dims [0, nd - 1)
-            off += static_cast<py::ssize_t>(rest % static_cast<std::size_t>(shape[d])) * strides[d];
-            rest /= static_cast<std::size_t>(shape[d]);
-        }
-        T *out = dst + r * static_cast<std::size_t>(n);
-        if (step == static_cast<py::ssize_t>(sizeof(T))) {
-            std::memcpy(out, src + off, sizeof(T) * static_cast<std::size_t>(n));
-        } else {
-            for (py::ssize_t i = 0; i < n; ++i) std::memcpy(out + i, src + off + i * step, sizeof(T));
-        }
-    }
-}
-
-py::array py_contiguous_copy(py::array x) {
-    const char *fn = "contiguous_copy";
-    const auto item = x.itemsize();
-    if (item != 1 && item != 2 && item != 4 && item != 8)
-        throw py::type_error(std::string(fn) + ": items of 1, 2, 4 or 8 bytes only, got " +
-                             py::str(x.dtype()).cast<std::string>());
-    std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim()), strides(x.strides(), x.strides() + x.ndim());
-    for (py::ssize_t st : strides)
-        if (st < 0) throw py::value_error(std::string(fn) + ": negative strides are not supported");
-    py::array out(x.dtype(), shape);
-    if (x.size() == 0) return out;
-    const std::size_t last = x.ndim() ? static_cast<std::size_t>(shape.back()) : 1;
-    const std::size_t rows = static_cast<std::size_t>(x.size()) / last;
-    const char *src = static_cast<const char *>(x.data());
-    void *dst = out.mutable_data();
-    py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(rows, tb::kernels::items_per_grain(last), 1, [&](std::size_t r0, std::size_t r1) {
-        switch (item) {
-            case 1: copy_rows(src, static_cast<std::uint8_t *>(dst), shape, strides, r0, r1); break;
-            case 2: copy_rows(src, static_cast<std::uint16_t *>(dst), shape, strides, r0, r1); break;
-            case 4: copy_rows(src, static_cast<std::uint32_t *>(dst), shape, strides, r0, r1); break;
-            default: copy_rows(src, static_cast<std::uint64_t *>(dst), shape, strides, r0, r1); break;
-        }
-    });
-    return out;
-}
-
 }  // namespace
 
 void init_im2col(py::module_ &m) {
-    m.def("contiguous_copy", &py_contiguous_copy, py::arg("x"),
-          "a C-contiguous copy of an array with non-negative strides (items of 1, 2, 4 or 8 bytes), the rows "
-          "split across threads");
     m.def("swap_leading_axes", &py_swap_leading_axes, py::arg("x"), py::arg("bias") = py::none(),
           "(A, B, L) -> (B, A, L) of a C-contiguous float32/float64 array (a new one), bias[a] added to row a's "
           "values when given; the rows split across threads");

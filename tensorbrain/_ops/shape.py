@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype
-from .._xp import get_array_module, reshape as _xp_reshape
+from .._xp import get_array_module
 from .._xp import matmul as array_matmul
 from .._tensor_base import TensorBase as Tensor
 from .core import make, make_view, unbroadcast
@@ -22,12 +22,12 @@ def reshape(a, *shape):
     shape = _shape_arg(shape)
     x = a._data
     try:
-        out = _xp_reshape(x, shape)
+        out = x.reshape(shape)
     except ValueError:
         raise RuntimeError(f"shape {list(shape)} is invalid for input of size {x.size} "
                            f"(shape {tuple(x.shape)})") from None
     in_shape = x.shape
-    return make_view(out, a, lambda g: (_xp_reshape(g, in_shape),), "ReshapeBackward")
+    return make_view(out, a, lambda g: (g.reshape(in_shape),), "ReshapeBackward")
 
 
 def view(a, *shape):

@@ -270,6 +270,15 @@ void strided(int ta, int tb_, int m, int n, int k, const float *a, int lda, long
     g_sgemm_strided(kRowMajor, ta, tb_, m, n, k, 1.0f, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc, cnt);
 }
 
+// q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev) must agree: both attention calls' error.
+void check_qkv(const char *fn, const py::array &q, const py::array &k, const py::array &v) {
+    if (k.shape(0) != q.shape(0) || k.shape(1) != q.shape(1) || k.shape(3) != q.shape(3) || v.shape(0) != q.shape(0) ||
+        v.shape(1) != q.shape(1) || v.shape(2) != k.shape(2))
+        throw py::value_error(std::string(fn) + ": q, k, v shapes " + py::str(q.attr("shape")).cast<std::string>() +
+                              ", " + py::str(k.attr("shape")).cast<std::string>() + ", " +
+                              py::str(v.attr("shape")).cast<std::string>() + " do not match");
+}
+
 // p = softmax(scale * q k^T) (causal: top-left mask), out = p v, for float32 (B, H, L, E) q,
 // (B, H, S, E) k, (B, H, S, Ev) v; p and out C-contiguous. False (nothing written) when the
 // loaded library or the operands' layouts do not allow it: the caller runs its own loop.
@@ -279,10 +288,7 @@ bool attention_forward(const py::array &q, const py::array &k, const py::array &
     Mat4 Q, K, V;
     if (g_sgemm_strided == nullptr || !mat4(q, &Q) || !mat4(k, &K) || !mat4(v, &V)) return false;
     const auto B = q.shape(0), H = q.shape(1), L = q.shape(2), E = q.shape(3), S = k.shape(2), Ev = v.shape(3);
-    if (k.shape(0) != B || k.shape(1) != H || k.shape(3) != E || v.shape(0) != B || v.shape(1) != H || v.shape(2) != S)
-        throw py::value_error(std::string(fn) + ": q, k, v shapes " + py::str(q.attr("shape")).cast<std::string>() +
-                              ", " + py::str(k.attr("shape")).cast<std::string>() + ", " +
-                              py::str(v.attr("shape")).cast<std::string>() + " do not match");
+    check_qkv(fn, q, k, v);
     if (!out4(p, B, H, L, S, fn, "p") || !out4(out, B, H, L, Ev, fn, "out")) return false;
     if (!int_sizes(L, S, E, Ev)) return false;
     float *pp = static_cast<float *>(p.mutable_data()), *po = static_cast<float *>(out.mutable_data());
@@ -310,8 +316,7 @@ bool attention_backward(const py::array &q, const py::array &k, const py::array 
     Mat4 Q, K, V, G;
     if (g_sgemm_strided == nullptr || !mat4(q, &Q) || !mat4(k, &K) || !mat4(v, &V) || !mat4(g, &G)) return false;
     const auto B = q.shape(0), H = q.shape(1), L = q.shape(2), E = q.shape(3), S = k.shape(2), Ev = v.shape(3);
-    if (k.shape(0) != B || k.shape(1) != H || k.shape(3) != E || v.shape(0) != B || v.shape(1) != H || v.shape(2) != S)
-        throw py::value_error(std::string(fn) + ": q, k, v shapes do not match");
+    check_qkv(fn, q, k, v);
     if (!out4(p, B, H, L, S, fn, "p") || !out4(gq, B, H, L, E, fn, "gq") || !out4(gk, B, H, S, E, fn, "gk") ||
         !out4(gv, B, H, S, Ev, fn, "gv"))
         return false;

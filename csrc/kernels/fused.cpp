@@ -269,28 +269,26 @@ const float *input(const char *fn, const char *name, const Arr &a) {
     return a.data();
 }
 
-Arr gelu_forward(Arr x) {
-    const float *p = input("gelu_erf_forward", "x", x);
+// A forward pass over one C-contiguous float32 array into a new one of its shape,
+// kernel(x, out, n) on chunks split across threads (chunk sizes a multiple of align).
+template <typename Kernel>
+Arr map_forward(const char *fn, Arr &x, std::size_t align, Kernel kernel) {
+    const float *p = input(fn, "x", x);
     Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
     float *o = out.mutable_data();
     const std::size_t n = static_cast<std::size_t>(x.size());
     py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(n, kGrain, 8, [&](std::size_t b, std::size_t e) { tb::kernels::gelu_erf_forward(p + b, o + b, e - b); });
+    tb::kernels::parallel_for(n, kGrain, align, [&](std::size_t b, std::size_t e) { kernel(p + b, o + b, e - b); });
     return out;
 }
 
-// ReLU: max(x, 0) as NumPy's maximum gives it (NaN stays NaN, -0 becomes +0), the values split
-// across threads.
+Arr gelu_forward(Arr x) { return map_forward("gelu_erf_forward", x, 8, tb::kernels::gelu_erf_forward); }
+
+// ReLU: max(x, 0) as NumPy's maximum gives it (NaN stays NaN, -0 becomes +0).
 Arr relu_forward(Arr x) {
-    const float *p = input("relu_forward", "x", x);
-    Arr out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
-    float *o = out.mutable_data();
-    const std::size_t n = static_cast<std::size_t>(x.size());
-    py::gil_scoped_release nogil;
-    tb::kernels::parallel_for(n, kGrain, 16, [&](std::size_t b, std::size_t e) {
-        for (std::size_t i = b; i < e; ++i) o[i] = (p[i] > 0.0f || p[i] != p[i]) ? p[i] : 0.0f;
+    return map_forward("relu_forward", x, 16, [](const float *p, float *o, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) o[i] = (p[i] > 0.0f || p[i] != p[i]) ? p[i] : 0.0f;
     });
-    return out;
 }
 
 // a + b for two C-contiguous float32 arrays of one shape, into out (which may be a) or a new

@@ -118,7 +118,9 @@ void step_forward(const PackedMatrix &w, Arr h_prev, Arr gates, Arr c_prev, Arr 
     cell_forward(a.G, nullptr, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh), static_cast<std::size_t>(a.bh));
 }
 
-// Rows [b0, b1) of the batch (all of it when b1 < 0).
+// Rows [b0, b1) of the batch (all of it when b1 < 0). dgates' rows are in torch's gate order
+// (i, f, g, o), unscaled: the gradients of torch's pre-activations, which the weight gradients
+// and W_hh's product then take as they are (no permuted copies).
 void cell_backward(float *DH, float *DC, const float *GY, const float *G, const float *TC, const float *CP, float *DG,
                    py::ssize_t B, py::ssize_t H, py::ssize_t b0 = 0, py::ssize_t b1 = -1) {
     const py::ssize_t bh = B * H;
@@ -131,10 +133,10 @@ void cell_backward(float *DH, float *DC, const float *GY, const float *G, const 
             dh_[j] = d;
             const float t = tc_[j];
             const float c = dc_[j] + d * (o[j] * (1.0f - t * t));
-            dg[j] = d * (t * o[j] * (1.0f - o[j]));
-            dg[H + j] = c * (g[j] * i[j] * (1.0f - i[j]));
-            dg[2 * H + j] = c * (cp_[j] * f[j] * (1.0f - f[j]));
-            dg[3 * H + j] = c * (i[j] * (1.0f - g[j] * g[j]));
+            dg[j] = c * (g[j] * i[j] * (1.0f - i[j]));   // torch's order: i, f, g, o
+            dg[H + j] = c * (cp_[j] * f[j] * (1.0f - f[j]));
+            dg[2 * H + j] = c * (i[j] * (1.0f - g[j] * g[j]));
+            dg[3 * H + j] = d * (t * o[j] * (1.0f - o[j]));
             dc_[j] = c * f[j];
         }
     }
@@ -162,7 +164,7 @@ void backward(Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates)
 }
 
 // The whole backward step in one call: cell_backward, then dh_out (B, K) = dgates (B, 4H) @ w
-// (w packed from the permuted W_hh (4H, K), one group). dh_out may be dh itself (read before).
+// (w packed from W_hh (4H, K) as it is, one group). dh_out may be dh itself (read before).
 void step_backward(const PackedMatrix &w, Arr dh, Arr dc, Arr gy, Arr gates, Arr tc, Arr c_prev, Arr dgates,
                    Arr dh_out) {
     const char *fn = "lstm_step_backward";
@@ -282,14 +284,15 @@ void init_lstm(py::module_ &m) {
     m.def("lstm_cell_backward", &backward, py::arg("dh"), py::arg("dc"), py::arg("gy"), py::arg("gates"),
           py::arg("tc"), py::arg("c_prev"), py::arg("dgates"),
           "one LSTM step back on float32 from its activated gates (4, B, H), tanh(c) and c_prev: dh += gy, dc "
-          "updated, dgates (B, 4H) written, then dc *= f");
+          "updated, dgates (B, 4H) written in torch's gate order (i, f, g, o), then dc *= f");
     m.def("lstm_step_forward", &step_forward, py::arg("w"), py::arg("h_prev"), py::arg("gates"), py::arg("c_prev"),
           py::arg("c"), py::arg("tc"), py::arg("h"),
           "one LSTM step forward on float32: gates (4, B, H) += h_prev @ w (a PackedMatrix in 4 groups), then "
           "lstm_cell_forward's gate math");
     m.def("lstm_step_backward", &step_backward, py::arg("w"), py::arg("dh"), py::arg("dc"), py::arg("gy"),
           py::arg("gates"), py::arg("tc"), py::arg("c_prev"), py::arg("dgates"), py::arg("dh_out"),
-          "one LSTM step back on float32: lstm_cell_backward, then dh_out = dgates @ w (a PackedMatrix of W_hh)");
+          "one LSTM step back on float32: lstm_cell_backward, then dh_out = dgates @ w (a PackedMatrix of W_hh as "
+          "it is)");
     m.def("lstm_seq_forward", &seq_forward, py::arg("w"), py::arg("h0"), py::arg("c0"), py::arg("gates"), py::arg("y"),
           py::arg("c"), py::arg("tc"), py::arg("reverse"), py::arg("x") = py::none(), py::arg("wx") = py::none(),
           py::arg("bias") = py::none(),

@@ -23,8 +23,9 @@ kernel. Sequences are sorted by decreasing length, so a forward pass's active ro
 reverse pass's grow; rows that are not active keep their state.
 
 The LSTM keeps its gates internally in the order (o, i, f, g), torch's being (i, f, g, o): the
-three sigmoid gates are then one contiguous block for the forward and the three gates that the
-cell-state gradient feeds are one contiguous block for the backward. Each step's gates are stored
+three sigmoid gates are then one contiguous block for the forward. The backward writes the gate
+gradients in torch's order, so that the weight gradients, ``dx`` and the recurrent product take
+the weights and give their gradients as they are, with no permuted copy. Each step's gates are stored
 as one contiguous ``(4, bs, H)`` block, which the hidden GEMM writes gate by gate: ufuncs on
 contiguous blocks beat the strided column slices of a ``(bs, 4H)`` array (docs/sequence.md). Sigmoids are computed as ``0.5 * tanh(x / 2) + 0.5`` with
 the 1/2 folded into a per-call copy of the weights (one ufunc per step instead of four).
@@ -133,18 +134,18 @@ def lstm_cell_forward(gates, rec, c_prev, c, tc, h):
 
 def lstm_cell_backward(dh, dc, gy, gates, tc, c_prev, dgates):
     """One step back, in place, from the step's activated ``gates`` ``(4, B, H)`` (o, i, f, g),
-    ``tc = tanh(c)`` and ``c_prev``: ``dh += gy``, ``dc += dh * o * (1 - tc^2)``, the gate
-    gradients (pre-activation) into ``dgates`` ``(B, 4H)``, then ``dc *= f``. The NumPy twin of
-    ``tensorbrain._C.lstm_cell_backward``."""
+    ``tc = tanh(c)`` and ``c_prev``: ``dh += gy``, ``dc += dh * o * (1 - tc^2)``, the gradients
+    of torch's pre-activations into ``dgates`` ``(B, 4H)`` in torch's order (i, f, g, o), then
+    ``dc *= f``. The NumPy twin of ``tensorbrain._C.lstm_cell_backward``."""
     xp = get_array_module(dh)
     o, i, f, g = gates
     dh += gy
     dc += dh * (o * (1 - tc * tc))
     dg = dgates.reshape(dh.shape[0], 4, -1)
-    xp.multiply(dh, tc * o * (1 - o), out=dg[:, 0])
-    xp.multiply(dc, g * i * (1 - i), out=dg[:, 1])
-    xp.multiply(dc, c_prev * f * (1 - f), out=dg[:, 2])
-    xp.multiply(dc, i * (1 - g * g), out=dg[:, 3])
+    xp.multiply(dc, g * i * (1 - i), out=dg[:, 0])
+    xp.multiply(dc, c_prev * f * (1 - f), out=dg[:, 1])
+    xp.multiply(dc, i * (1 - g * g), out=dg[:, 2])
+    xp.multiply(dh, tc * o * (1 - o), out=dg[:, 3])
     dc *= f
 
 
@@ -334,10 +335,10 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
             Hprev = xp.concatenate([Y[B:], H0]) if reverse else xp.concatenate([H0, Y[:N - B]])
         else:
             Hprev = _in_row_order(xp, hprevs, steps, reverse)
-        dG2 = xp.empty((N, H4), dtype=dt)                 # gate gradients, rows (o, i, f, g)
+        dG2 = xp.empty((N, H4), dtype=dt)                 # gate gradients, torch's (i, f, g, o)
         DYT = None if WhrT is None else xp.empty((N, Hout), dtype=dt)
         Whr = None if w_hr is None else w_hr._data
-        Wb = ops.PackedMatrix(Whh[idx], 1)               # for dh = dgates @ W_hh, every step
+        Wb = ops.PackedMatrix(Whh, 1)                    # for dh = dgates @ W_hh, every step
         gy = xp.ascontiguousarray(gY, dtype=dt)          # a broadcast zero when only h_n is used
         zero = None if Whr is None else xp.zeros((B, H), dtype=dt)
         if whole:
@@ -354,14 +355,10 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
                     DYT[rows] = dhb
                     dhr, gyt = dhb @ Whr, zero[:bs]
                 ops.lstm_step_backward(Wb, dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt, dhb)
-        gWih, gWhh = xp.empty_like(Wih), xp.empty_like(Whh)
-        gWih[idx] = _gemm.mm(dG2.T, X)
-        gWhh[idx] = _gemm.mm(dG2.T, Hprev)
-        gx = _gemm.mm(dG2, Wih[idx])
-        gb = None
-        if b_ih is not None:
-            gb = xp.empty((H4,), dtype=dt)
-            gb[idx] = sum_axes(dG2, (0,))
+        gWih = _gemm.mm(dG2.T, X)
+        gWhh = _gemm.mm(dG2.T, Hprev)
+        gx = _gemm.mm(dG2, Wih)
+        gb = None if b_ih is None else sum_axes(dG2, (0,))
         gWhr = None if Whr is None else DYT.T @ HR
         return gx, dh, dc, gWih, gWhh, gb, gb, gWhr
 

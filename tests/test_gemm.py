@@ -177,7 +177,8 @@ def test_attention_kernels_match_float64_and_the_loop(causal, views):
     """attention_forward/_backward (each (batch, head) matrix on one thread) against float64
     NumPy, and bit for bit against the per-batch loop on the same MKL products and softmax
     kernels, at 1, 2 and 3 threads: q, k, v as a GPT makes them (heads split out of one
-    projection: strided views) or contiguous, with S != L and Ev != E."""
+    projection: strided views; g a transposed view, the output and gradients written into
+    transposed layouts) or contiguous, with S != L and Ev != E."""
     C = _mkl()
     B, H, L, E = 5, 7, 64, 16   # big enough that 2 and 3 threads split inside a batch element
     if views == "gpt":   # (B, L, 3*H*E) projection -> three (B, H, L, E) transposed views
@@ -190,6 +191,8 @@ def test_attention_kernels_match_float64_and_the_loop(causal, views):
         k = rng.standard_normal((B, H, S, E)).astype(np.float32)
         v = rng.standard_normal((B, H, S, Ev)).astype(np.float32)
     g = rng.standard_normal((B, H, L, Ev)).astype(np.float32)
+    if views == "gpt":   # g as it comes back through y.transpose(1, 2).reshape(B, L, H * Ev)
+        g = np.ascontiguousarray(g.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
     scale = 0.37
 
     def loop():   # the per-batch twin in tensorbrain/_ops/attention.py
@@ -207,9 +210,9 @@ def test_attention_kernels_match_float64_and_the_loop(causal, views):
             _gemm.bmm(gp.swapaxes(-1, -2), q[b], out=gk[b])
         return out, gq, gk, gv
 
-    def native():
-        p, out = np.empty((B, H, L, S), np.float32), np.empty((B, H, L, Ev), np.float32)
-        gq, gk, gv = np.empty(q.shape, np.float32), np.empty(k.shape, np.float32), np.empty(v.shape, np.float32)
+    def native():   # outputs laid out as tensorbrain/_ops/attention.py makes them (strided for "gpt")
+        p, out = np.empty((B, H, L, S), np.float32), np.empty((B, L, H, Ev), np.float32).transpose(0, 2, 1, 3)
+        gq, gk, gv = (np.empty_like(a) for a in (q, k, v))
         assert C.attention_forward(q, k, v, p, out, scale, causal) is True
         assert C.attention_backward(q, k, v, p, g, gq, gk, gv, scale) is True
         return out, gq, gk, gv
@@ -226,6 +229,28 @@ def test_attention_kernels_match_float64_and_the_loop(causal, views):
         tb.set_num_threads(before)
     for a, want in zip(twin, _attention64(q, k, v, g, scale, causal)):
         np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_output_and_gradients_keep_the_heads_layout():
+    """F.scaled_dot_product_attention on a GPT's head views: its output is laid out (B, L, H, E)
+    (torch's CPU flash attention's layout), so ``y.transpose(1, 2).reshape(B, L, H * E)`` is a
+    view, and the gradients, taken from a transposed g, match float64 NumPy. With MKL
+    (one native call each way) and without (the per-batch loop on NumPy's products)."""
+    if _native.loaded() is None:
+        pytest.skip("the per-batch attention path needs tensorbrain._C")
+    B, H, L, E = 3, 4, 16, 8
+    qkv = tb.tensor(rng.standard_normal((B, L, 3 * H * E)).astype(np.float32), requires_grad=True)
+    q, k, v = (z.reshape(B, L, H, E).transpose(1, 2) for z in qkv.split(H * E, dim=2))
+    y = tb.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    y2 = y.transpose(1, 2).reshape(B, L, H * E)
+    assert np.shares_memory(y2.detach().numpy(), y.detach().numpy())
+    g = rng.standard_normal((B, L, H * E)).astype(np.float32)
+    y2.backward(tb.tensor(g))
+    g4 = g.reshape(B, L, H, E).transpose(0, 2, 1, 3)
+    want = _attention64(q.detach().numpy(), k.detach().numpy(), v.detach().numpy(), g4, E ** -0.5, True)
+    np.testing.assert_allclose(y.detach().numpy(), want[0], rtol=1e-4, atol=1e-5)
+    grads = np.concatenate([a.transpose(0, 2, 1, 3).reshape(B, L, H * E) for a in want[1:]], axis=2)
+    np.testing.assert_allclose(qkv.grad.numpy(), grads, rtol=1e-4, atol=1e-5)
 
 
 def test_attention_kernels_refuse_what_they_cannot_take():

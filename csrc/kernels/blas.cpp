@@ -236,13 +236,43 @@ bool mat4(const py::array &a, Mat4 *m) {
     return true;
 }
 
-bool out4(const py::array &a, py::ssize_t b, py::ssize_t h, py::ssize_t r, py::ssize_t c, const char *fn,
-          const char *name) {
+// The shape check of an attention output (B, H, rows, cols): a clear error when it is wrong.
+void check4(const py::array &a, py::ssize_t b, py::ssize_t h, py::ssize_t r, py::ssize_t c, const char *fn,
+            const char *name) {
     if (a.ndim() != 4 || a.shape(0) != b || a.shape(1) != h || a.shape(2) != r || a.shape(3) != c)
         throw py::value_error(std::string(fn) + ": " + name + " has shape " + py::str(a.attr("shape")).cast<std::string>() +
                               ", expected (" + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(r) +
                               ", " + std::to_string(c) + ")");
-    return a.dtype().is(py::dtype::of<float>()) && (a.flags() & py::array::c_style) && a.writeable();
+}
+
+// A C-contiguous float32 (B, H, rows, cols): the softmax's p, which the row kernels walk flat.
+bool dense4(const py::array &a, py::ssize_t b, py::ssize_t h, py::ssize_t r, py::ssize_t c, const char *fn,
+            const char *name) {
+    check4(a, b, h, r, c, fn, name);
+    return a.dtype().is(py::dtype::of<float>()) && (a.flags() & py::array::c_style);
+}
+
+// A writable float32 output of the attention, (B, H, rows, cols) with unit column stride: its
+// matrices at Mat4's strides, rows ld apart. C-contiguous, or a transposed view such as a (B, L,
+// H, E) array seen as (B, H, L, E), the layout torch's CPU flash attention gives its output and
+// gradients: the caller's usual transpose(1, 2).reshape(B, L, H * E) is then a view, not a copy.
+struct Out4 {
+    float *p = nullptr;
+    long long sb = 0, sh = 0;
+    int ld = 0;
+    float *at(std::size_t b, std::size_t h) const { return p + b * sb + h * sh; }
+};
+
+bool out4(py::array &a, py::ssize_t b, py::ssize_t h, py::ssize_t r, py::ssize_t c, const char *fn,
+          const char *name, Out4 *o) {
+    check4(a, b, h, r, c, fn, name);
+    if (!a.dtype().is(py::dtype::of<float>()) || !a.writeable() || (c > 1 && a.strides(3) != 4)) return false;
+    for (int d = 0; d < 3; ++d)
+        if (a.strides(d) < 0 || a.strides(d) % 4) return false;
+    const auto ld = r > 1 ? a.strides(2) / 4 : c;
+    if (ld < c || ld > INT32_MAX) return false;
+    *o = {static_cast<float *>(a.mutable_data()), a.strides(0) / 4, a.strides(1) / 4, static_cast<int>(ld)};
+    return true;
 }
 
 // f(b, h0, count) over the (batch, head) matrices [0, B*H), split across the pool in runs of
@@ -265,9 +295,17 @@ bool int_sizes(py::ssize_t L, py::ssize_t S, py::ssize_t E, py::ssize_t Ev) {
     return std::min({L, S, E, Ev}) > 0 && most * most <= INT32_MAX;
 }
 
+// c_i = a_i @ b_i for cnt matrices at strides sa, sb, sc: one batch-strided call, or one call
+// each where the c_i interleave (an Out4 such as (B, L, H, E) seen as (B, H, L, E)), which the
+// batch-strided call refuses (MKL: "Parameter 17 was incorrect").
 void strided(int ta, int tb_, int m, int n, int k, const float *a, int lda, long long sa, const float *b, int ldb,
              long long sb, float *c, int ldc, long long sc, int cnt) {
-    g_sgemm_strided(kRowMajor, ta, tb_, m, n, k, 1.0f, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc, cnt);
+    if (sc >= static_cast<long long>(ldc) * m) {
+        g_sgemm_strided(kRowMajor, ta, tb_, m, n, k, 1.0f, a, lda, sa, b, ldb, sb, 0.0f, c, ldc, sc, cnt);
+        return;
+    }
+    for (int i = 0; i < cnt; ++i)
+        g_sgemm(kRowMajor, ta, tb_, m, n, k, 1.0f, a + i * sa, lda, b + i * sb, ldb, 0.0f, c + i * sc, ldc);
 }
 
 // q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev) must agree: both attention calls' error.
@@ -280,7 +318,7 @@ void check_qkv(const char *fn, const py::array &q, const py::array &k, const py:
 }
 
 // p = softmax(scale * q k^T) (causal: top-left mask), out = p v, for float32 (B, H, L, E) q,
-// (B, H, S, E) k, (B, H, S, Ev) v; p and out C-contiguous. False (nothing written) when the
+// (B, H, S, E) k, (B, H, S, Ev) v; p C-contiguous, out as Out4 says. False (nothing written) when the
 // loaded library or the operands' layouts do not allow it: the caller runs its own loop.
 bool attention_forward(const py::array &q, const py::array &k, const py::array &v, py::array p, py::array out,
                        double scale, bool causal) {
@@ -289,27 +327,28 @@ bool attention_forward(const py::array &q, const py::array &k, const py::array &
     if (g_sgemm_strided == nullptr || !mat4(q, &Q) || !mat4(k, &K) || !mat4(v, &V)) return false;
     const auto B = q.shape(0), H = q.shape(1), L = q.shape(2), E = q.shape(3), S = k.shape(2), Ev = v.shape(3);
     check_qkv(fn, q, k, v);
-    if (!out4(p, B, H, L, S, fn, "p") || !out4(out, B, H, L, Ev, fn, "out")) return false;
+    Out4 O;
+    if (!dense4(p, B, H, L, S, fn, "p") || !p.writeable() || !out4(out, B, H, L, Ev, fn, "out", &O)) return false;
     if (!int_sizes(L, S, E, Ev)) return false;
-    float *pp = static_cast<float *>(p.mutable_data()), *po = static_cast<float *>(out.mutable_data());
+    float *pp = static_cast<float *>(p.mutable_data());
     const int l = static_cast<int>(L), s = static_cast<int>(S), e = static_cast<int>(E), ev = static_cast<int>(Ev);
     const auto fscale = static_cast<float>(scale);
-    const std::size_t uH = H, uL = L, uS = S, uEv = Ev;
+    const std::size_t uH = H, uL = L, uS = S;
     py::gil_scoped_release nogil;
     over_heads(B, uH, 2 * uL * uS * (E + Ev), [&](std::size_t b, std::size_t h, std::size_t cnt) {
         float *pb = pp + (b * uH + h) * uL * uS;
         const int c = static_cast<int>(cnt);
         strided(Q.trans, K.flipped(), l, s, e, Q.at(b, h), Q.ld, Q.sh, K.at(b, h), K.ld, K.sh, pb, s, l * s, c);
         tb::kernels::softmax_rows(pb, cnt * uL, uS, fscale, causal ? uL : 0);
-        strided(kNoTrans, V.trans, l, ev, s, pb, s, l * s, V.at(b, h), V.ld, V.sh, po + (b * uH + h) * uL * uEv, ev,
-                l * ev, c);
+        strided(kNoTrans, V.trans, l, ev, s, pb, s, l * s, V.at(b, h), V.ld, V.sh, O.at(b, h), O.ld, O.sh, c);
     });
     return true;
 }
 
 // The gradients through attention_forward given its p and the output's gradient g:
-// gv = p^T g, dS = scale * p * (g v^T - rowsum), gq = dS k, gk = dS^T q. gq, gk, gv
-// C-contiguous; False as attention_forward's.
+// gv = p^T g, dS = scale * p * (g v^T - rowsum), gq = dS k, gk = dS^T q. g read as Mat4 (a
+// transposed view as it comes back through the caller's reshape), gq, gk, gv written as Out4;
+// False as attention_forward's.
 bool attention_backward(const py::array &q, const py::array &k, const py::array &v, const py::array &p,
                         const py::array &g, py::array gq, py::array gk, py::array gv, double scale) {
     const char *fn = "attention_backward";
@@ -317,16 +356,15 @@ bool attention_backward(const py::array &q, const py::array &k, const py::array 
     if (g_sgemm_strided == nullptr || !mat4(q, &Q) || !mat4(k, &K) || !mat4(v, &V) || !mat4(g, &G)) return false;
     const auto B = q.shape(0), H = q.shape(1), L = q.shape(2), E = q.shape(3), S = k.shape(2), Ev = v.shape(3);
     check_qkv(fn, q, k, v);
-    if (!out4(p, B, H, L, S, fn, "p") || !out4(gq, B, H, L, E, fn, "gq") || !out4(gk, B, H, S, E, fn, "gk") ||
-        !out4(gv, B, H, S, Ev, fn, "gv"))
+    Out4 GQ, GK, GV;
+    if (!dense4(p, B, H, L, S, fn, "p") || !out4(gq, B, H, L, E, fn, "gq", &GQ) || !out4(gk, B, H, S, E, fn, "gk", &GK) ||
+        !out4(gv, B, H, S, Ev, fn, "gv", &GV))
         return false;
     if (g.shape(0) != B || g.shape(1) != H || g.shape(2) != L || g.shape(3) != Ev)
         throw py::value_error(std::string(fn) + ": g has shape " + py::str(g.attr("shape")).cast<std::string>() +
                               ", expected the output's");
     if (!int_sizes(L, S, E, Ev)) return false;
     const float *pp = static_cast<const float *>(p.data());
-    float *pq = static_cast<float *>(gq.mutable_data()), *pk = static_cast<float *>(gk.mutable_data()),
-          *pv = static_cast<float *>(gv.mutable_data());
     const int l = static_cast<int>(L), s = static_cast<int>(S), e = static_cast<int>(E), ev = static_cast<int>(Ev);
     const auto fscale = static_cast<float>(scale);
     const std::size_t uH = H, uL = L, uS = S, uE = E, uEv = Ev;
@@ -338,11 +376,11 @@ bool attention_backward(const py::array &q, const py::array &k, const py::array 
         const std::size_t bh = b * uH + h;
         const float *pb = pp + bh * uL * uS;
         const int c = static_cast<int>(cnt);
-        strided(kTrans, G.trans, s, ev, l, pb, s, l * s, G.at(b, h), G.ld, G.sh, pv + bh * uS * uEv, ev, s * ev, c);
+        strided(kTrans, G.trans, s, ev, l, pb, s, l * s, G.at(b, h), G.ld, G.sh, GV.at(b, h), GV.ld, GV.sh, c);
         strided(G.trans, V.flipped(), l, s, ev, G.at(b, h), G.ld, G.sh, V.at(b, h), V.ld, V.sh, ds, s, l * s, c);
         tb::kernels::softmax_rows_backward(ds, pb, cnt * uL, uS, fscale);
-        strided(kNoTrans, K.trans, l, e, s, ds, s, l * s, K.at(b, h), K.ld, K.sh, pq + bh * uL * uE, e, l * e, c);
-        strided(kTrans, Q.trans, s, e, l, ds, s, l * s, Q.at(b, h), Q.ld, Q.sh, pk + bh * uS * uE, e, s * e, c);
+        strided(kNoTrans, K.trans, l, e, s, ds, s, l * s, K.at(b, h), K.ld, K.sh, GQ.at(b, h), GQ.ld, GQ.sh, c);
+        strided(kTrans, Q.trans, s, e, l, ds, s, l * s, Q.at(b, h), Q.ld, Q.sh, GK.at(b, h), GK.ld, GK.sh, c);
     });
     return true;
 }

@@ -186,7 +186,12 @@ def _per_batch(query, key, value, scale, is_causal, C):
     """
     q, k, v = query._data, key._data, value._data
     p = np.empty(q.shape[:-1] + (k.shape[-2],), np.float32)
-    out = np.empty(q.shape[:-1] + v.shape[-1:], np.float32)
+    # out laid out (B, L, H, Ev) and seen as (B, H, L, Ev), as torch's CPU flash attention does,
+    # and each gradient laid out as its input (np.empty_like keeps the axis order): the
+    # transpose(1, 2).reshape(B, L, H * E) that models write around attention is then a view
+    # each way instead of a copy
+    B, H, L = q.shape[:3]
+    out = np.empty((B, L, H, v.shape[-1]), np.float32).transpose(0, 2, 1, 3)
     M = _gemm._module()
     if M is None or not M.attention_forward(q, k, v, p, out, scale, is_causal):
         for b in range(q.shape[0]):
@@ -195,11 +200,10 @@ def _per_batch(query, key, value, scale, is_causal, C):
             bmm(p[b], v[b], out=out[b])
 
     def backward(g):
-        g = np.ascontiguousarray(g, np.float32)
-        gq, gk, gv = np.empty(q.shape, np.float32), np.empty(k.shape, np.float32), \
-            np.empty(v.shape, np.float32)
+        gq, gk, gv = (np.empty_like(a, np.float32) for a in (q, k, v))
         if M is not None and M.attention_backward(q, k, v, p, g, gq, gk, gv, scale):
             return gq, gk, gv, None
+        g = np.ascontiguousarray(g, np.float32)
         gp = np.empty(p.shape[1:], np.float32)
         for b in range(q.shape[0]):
             bmm(_swap(p[b]), g[b], out=gv[b])

@@ -94,3 +94,34 @@ def test_sums_of_scalar_and_large_gradients():
     y = t * 1.0
     (y * y + y * 3.0 + y.sin()).sum().backward()
     np.testing.assert_allclose(t.grad.numpy(), 2 * a + 3.0 + np.cos(a), rtol=1e-5, atol=1e-5)
+
+
+def test_joint_gradient_views_are_handed_on_once_in_place_of_a_concatenation():
+    """graph.joint_views: gradients laid out as views of one array come back through the split
+    as that array itself (no concatenation), once; anything else is concatenated as before."""
+    from tensorbrain.autograd.graph import SliceGrad, joint_views
+    base = rng.standard_normal((2, 5, 9)).astype(np.float32)
+    q, k, v = (base[..., i * 3:(i + 1) * 3] for i in range(3))
+    gq, gk, gv = joint_views((q, k, v))
+    for i, g in enumerate((gq, gk, gv)):
+        assert g.shape == q.shape and g.strides == q.strides
+        g[...] = i + 1.0
+    want = np.concatenate([np.full(q.shape, i + 1.0, np.float32) for i in range(3)], axis=2)
+
+    def slices(a, b, c):
+        index = [(slice(None), slice(None), slice(i * 3, (i + 1) * 3)) for i in range(3)]
+        return SliceGrad(base.shape, index[0], a).plus(SliceGrad(base.shape, index[2], c)).plus(
+            SliceGrad(base.shape, index[1], b))
+    whole = slices(gq, gk, gv).dense()
+    np.testing.assert_array_equal(whole, want)
+    assert np.shares_memory(whole, gq) and np.shares_memory(whole, gv)       # handed on, not copied
+    again = slices(gq, gk, gv).dense()                                       # only once
+    np.testing.assert_array_equal(again, want)
+    assert not np.shares_memory(again, gq)
+    gq2, gk2, gv2 = joint_views((q, k, v))
+    gq2[...], gk2[...], gv2[...] = gq, gk, gv
+    swapped = slices(gq2, gv2.copy(), gk2).dense()                           # a piece from elsewhere
+    assert not np.shares_memory(swapped, gq2)
+    np.testing.assert_array_equal(swapped[..., 3:6], gv)
+    assert joint_views((q, base[..., 2:5])) is None                          # overlapping views
+    assert joint_views((q, rng.standard_normal(q.shape).astype(np.float32))) is None

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _gemm, _native, _random
 from .._gemm import bmm
 from .._xp import get_array_module, matmul
+from ..autograd.graph import joint_views
 from .._tensor_base import TensorBase as Tensor
 from .core import make, unbroadcast
 from . import elementwise
@@ -189,7 +190,8 @@ def _per_batch(query, key, value, scale, is_causal, C):
     # out laid out (B, L, H, Ev) and seen as (B, H, L, Ev), as torch's CPU flash attention does,
     # and each gradient laid out as its input (np.empty_like keeps the axis order): the
     # transpose(1, 2).reshape(B, L, H * E) that models write around attention is then a view
-    # each way instead of a copy
+    # each way instead of a copy. q, k, v split out of one projection get their gradients in one
+    # array laid out as it (joint_views), which the split's backward takes without a concatenation
     B, H, L = q.shape[:3]
     out = np.empty((B, L, H, v.shape[-1]), np.float32).transpose(0, 2, 1, 3)
     M = _gemm._module()
@@ -200,7 +202,7 @@ def _per_batch(query, key, value, scale, is_causal, C):
             bmm(p[b], v[b], out=out[b])
 
     def backward(g):
-        gq, gk, gv = (np.empty_like(a, np.float32) for a in (q, k, v))
+        gq, gk, gv = joint_views((q, k, v)) or (np.empty_like(a, np.float32) for a in (q, k, v))
         if M is not None and M.attention_backward(q, k, v, p, g, gq, gk, gv, scale):
             return gq, gk, gv, None
         g = np.ascontiguousarray(g, np.float32)

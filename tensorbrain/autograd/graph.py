@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
+
+import numpy as np
 
 from .._xp import get_array_module
 
@@ -296,12 +299,62 @@ class SliceGrad:
         xp = get_array_module(self.value)
         tiles = _tiles(self.shape, self.pieces)
         if tiles is not None:
-            return xp.concatenate(tiles[1], axis=tiles[0])
+            whole = _joint_whole(self.shape, *tiles)
+            return whole if whole is not None else xp.concatenate(tiles[1], axis=tiles[0])
         out = xp.zeros(self.shape, dtype=self.value.dtype)
         out[self.index] = self.value
         for index, value in self.pieces[1:]:
             out[index] += value
         return out
+
+
+# ***** gradients written in place of a concatenation *****
+# An op whose inputs are views of one array (attention's q, k, v split out of one projection)
+# writes their gradients into one new array shaped as that array, each at its input's offset and
+# strides (joint_views). When they come back to the split as slices that tile it, SliceGrad.dense
+# hands that array on instead of concatenating them (torch's cat makes that copy). Registered, and
+# handed on once, so that dense never gives out an array someone else holds.
+_JOINT: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def joint_views(arrays):
+    """Gradient arrays laid out as ``arrays`` (views of one C-contiguous NumPy array, pairwise
+    disjoint) inside one new registered array, or None when they are not such views.
+
+    Args:
+        arrays (Sequence[ndarray]): the inputs whose gradients are wanted.
+
+    Returns:
+        tuple[ndarray, ...] | None: uninitialised arrays, one per input, with its shape and strides.
+    """
+    base = arrays[0].base
+    if (type(base) is not np.ndarray or not base.flags.c_contiguous
+            or any(a.base is not base or a.dtype != base.dtype for a in arrays)
+            or any(np.shares_memory(a, b) for a, b in itertools.combinations(arrays, 2))):
+        return None
+    buf = np.empty_like(base)
+    _JOINT[id(buf)] = buf
+    at = base.ctypes.data
+    return tuple(np.ndarray(a.shape, a.dtype, buffer=buf, offset=a.ctypes.data - at, strides=a.strides)
+                 for a in arrays)
+
+
+def _joint_whole(shape, axis, values):
+    """The registered array of :func:`joint_views` as ``shape`` when ``values`` (slices tiling
+    ``shape`` along ``axis``, in order) are exactly its slices, else None."""
+    whole = values[0].base
+    if type(whole) is not np.ndarray or _JOINT.get(id(whole)) is not whole or whole.size != np.prod(shape):
+        return None
+    whole = whole.reshape(shape)
+    at = 0
+    for v in values:
+        want = whole[(slice(None),) * axis + (slice(at, at + v.shape[axis]),)]
+        if v.base is not whole.base or v.ctypes.data != want.ctypes.data or v.strides != want.strides \
+                or v.shape != want.shape:
+            return None
+        at += v.shape[axis]
+    del _JOINT[id(whole.base)]
+    return whole
 
 
 def _band(shape, index):

@@ -62,6 +62,9 @@ bool layer_norm_rows_backward_part(const float *x, const float *mean, const floa
                                    const float *g, float *gx, double *sw, double *sb, std::size_t rows, std::size_t d);
 bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n, std::size_t gs);
 bool tanh_inplace(float *x, std::size_t n);
+// One output row of a 2x2 / stride 2 max pooling (pool.cpp), winners included.
+bool max_pool2x2_row(const float *r0, const float *r1, float *best, std::int32_t *where, std::int32_t top,
+                     std::int32_t w, std::size_t ow);
 }  // namespace avx512
 
 // The erf rational's coefficients (shared by both bodies).

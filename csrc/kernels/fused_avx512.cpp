@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace tb::kernels::avx512 {
@@ -298,6 +299,41 @@ bool tanh_inplace(float *x, std::size_t n) {
     return true;
 }
 
+// pool.cpp's 2x2 / stride 2 max pooling of one output row, 16 outputs at a time: rows r0 and r1
+// (2 * ow values each), window values in pool.cpp's order (r0 even, r0 odd, r1 even, r1 odd),
+// the first maximum winning and a NaN over a number, as pool.cpp's window_pass; winners as flat
+// indices from `top` (r0's first index), r1 being `w` further on.
+bool max_pool2x2_row(const float *r0, const float *r1, float *best, std::int32_t *where, std::int32_t top,
+                     std::int32_t w, std::size_t ow) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512i one = _mm512_set1_epi32(1), down = _mm512_set1_epi32(w);
+    for (std::size_t ox = 0; ox < ow; ox += 16) {
+        const std::size_t n = ow - ox < 16 ? ow - ox : 16;
+        const __mmask16 m = static_cast<__mmask16>((1u << n) - 1u);
+        // the 2n inputs of each row as two vectors of 16 (the second partly or wholly masked)
+        const __mmask16 lo = n >= 8 ? 0xFFFF : static_cast<__mmask16>((1u << (2 * n)) - 1u);
+        const __mmask16 hi = n > 8 ? static_cast<__mmask16>((1u << (2 * n - 16)) - 1u) : 0;
+        const __m512 a0 = _mm512_maskz_loadu_ps(lo, r0 + 2 * ox), a1 = _mm512_maskz_loadu_ps(hi, r0 + 2 * ox + 16);
+        const __m512 b0 = _mm512_maskz_loadu_ps(lo, r1 + 2 * ox), b1 = _mm512_maskz_loadu_ps(hi, r1 + 2 * ox + 16);
+        __m512 v = _mm512_permutex2var_ps(a0, even, a1);
+        __m512i at = _mm512_add_epi32(_mm512_set1_epi32(top + 2 * static_cast<std::int32_t>(ox)), even);
+        const __m512i first = at;
+        auto take = [&](__m512 x, __m512i k) {
+            const __mmask16 t = _mm512_cmp_ps_mask(x, v, _CMP_GT_OQ) |
+                                (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q));
+            v = _mm512_mask_blend_ps(t, v, x);
+            at = _mm512_mask_blend_epi32(t, at, k);
+        };
+        take(_mm512_permutex2var_ps(a0, odd, a1), _mm512_add_epi32(first, one));
+        take(_mm512_permutex2var_ps(b0, even, b1), _mm512_add_epi32(first, down));
+        take(_mm512_permutex2var_ps(b0, odd, b1), _mm512_add_epi32(_mm512_add_epi32(first, down), one));
+        _mm512_mask_storeu_ps(best + ox, m, v);
+        _mm512_mask_storeu_epi32(where + ox, m, at);
+    }
+    return true;
+}
+
 }  // namespace tb::kernels::avx512
 #else
 namespace tb::kernels::avx512 {
@@ -311,5 +347,8 @@ bool layer_norm_rows_backward_part(const float *, const float *, const float *, 
                                    float *, double *, double *, std::size_t, std::size_t) { return false; }
 bool lstm_cell_forward(float *, const float *, float *, float *, float *, std::size_t, std::size_t) { return false; }
 bool tanh_inplace(float *, std::size_t) { return false; }
+bool max_pool2x2_row(const float *, const float *, float *, std::int32_t *, std::int32_t, std::int32_t, std::size_t) {
+    return false;
+}
 }  // namespace tb::kernels::avx512
 #endif

@@ -14,7 +14,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "kernels/act.h"
 #include "kernels/parallel.h"
+#include "kernels/reduce.h"
 
 #include <algorithm>
 #include <cmath>
@@ -82,6 +84,21 @@ void forward(const T *x, T *out, std::int32_t *arg, const Geometry &g, py::ssize
     }
 }
 
+// The common nn.MaxPool2d(2) on float32 (2x2 windows, stride 2, no padding or dilation, every
+// window inside the image) where the CPU has AVX-512: the same winners as forward, each output
+// from its four values in one vector pass (fused_avx512.cpp) instead of four strided passes over
+// a row (the conv net's three pools: 4.6 -> 0.8 ms on one thread).
+void forward2x2(const float *x, float *out, std::int32_t *arg, const Geometry &g, py::ssize_t p0, py::ssize_t p1) {
+    const py::ssize_t plane = g.h * g.w, oplane = g.oh * g.ow;
+    for (py::ssize_t p = p0; p < p1; ++p)
+        for (py::ssize_t oy = 0; oy < g.oh; ++oy) {
+            const float *r0 = x + p * plane + 2 * oy * g.w;
+            tb::kernels::avx512::max_pool2x2_row(r0, r0 + g.w, out + p * oplane + oy * g.ow, arg + p * oplane + oy * g.ow,
+                                                 static_cast<std::int32_t>(2 * oy * g.w), static_cast<std::int32_t>(g.w),
+                                                 static_cast<std::size_t>(g.ow));
+        }
+}
+
 // Planes [p0, p1).
 template <typename T>
 void backward(const T *grad, const std::int32_t *arg, T *gx, py::ssize_t p0, py::ssize_t p1, py::ssize_t plane,
@@ -124,6 +141,8 @@ py::tuple py_forward(py::array x, int kh, int kw, int sh, int sw, int ph, int pw
     void *dst = out.mutable_data();
     std::int32_t *ap = arg.mutable_data();
     const bool f32 = x.itemsize() == 4;
+    const bool two = f32 && tb::kernels::use_avx512() && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 &&
+                     pw == 0 && dh == 1 && dw == 1 && 2 * oh <= g.h && 2 * ow <= g.w;
     {
         py::gil_scoped_release nogil;
         // a plane reads about KH*KW/(SH*SW) inputs per output
@@ -131,7 +150,9 @@ py::tuple py_forward(py::array x, int kh, int kw, int sh, int sw, int ph, int pw
         tb::kernels::parallel_for(static_cast<std::size_t>(g.planes), tb::kernels::items_per_grain(work), 1,
                                   [&](std::size_t p0, std::size_t p1) {
             const auto a = static_cast<py::ssize_t>(p0), b = static_cast<py::ssize_t>(p1);
-            if (f32)
+            if (two)
+                forward2x2(static_cast<const float *>(src), static_cast<float *>(dst), ap, g, a, b);
+            else if (f32)
                 forward(static_cast<const float *>(src), static_cast<float *>(dst), ap, g, a, b);
             else
                 forward(static_cast<const double *>(src), static_cast<double *>(dst), ap, g, a, b);

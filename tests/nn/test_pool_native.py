@@ -62,6 +62,19 @@ def test_native_and_twin_agree(kw, dtype, kind):
             np.testing.assert_array_equal(a, b, err_msg=what)
 
 
+@pytest.mark.parametrize("kind", ["random", "ties", "nan"])
+def test_2x2_windows_at_every_row_width(kind):
+    """nn.MaxPool2d(2) on float32 (pool.cpp's one-pass path where the CPU has AVX-512: 16
+    outputs a vector): rows of 1 to 21 outputs (every tail length, one and two vectors), odd
+    heights and widths, bit for bit against the twin."""
+    for w in range(2, 44):
+        x = _inputs((2, 3, 5, w), np.float32, kind)
+        g = rng.standard_normal(2 * 3 * 2 * (w // 2))
+        native, twin = _run(x, g, dict(kernel_size=2), True), _run(x, g, dict(kernel_size=2), False)
+        for a, b, what in zip(native, twin, ("output", "indices", "gradient")):
+            np.testing.assert_array_equal(a, b, err_msg=f"{what}, width {w}")
+
+
 def test_native_path_is_taken_and_unbatched_input_works():
     x = rng.standard_normal((3, 6, 6)).astype(np.float32)
     assert conv_ops._pool_native(x[None]) is not None

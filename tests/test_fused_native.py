@@ -142,7 +142,7 @@ def test_layer_norm_op_native_matches_twin(monkeypatch):
 
 
 @pytest.mark.parametrize("affine", [True, False])
-@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (7, 5)])
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (7, 5), (3, 4, 8, 9)])   # planes of 30, 1, 72
 def test_batch_norm_kernels_match_twins(affine, shape):
     from tensorbrain._ops import norm
     C = _native.module()

@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -182,6 +183,35 @@ void layer_norm_rows_backward_part(const float *x, const float *mean, const floa
     }
 }
 
+// The batch norm sums over one image's plane (l values) in float: 16 partial sums (value j in
+// lane j mod 16) added pairwise at the end. One running float sum was a chain of dependent adds
+// (four cycles each); the lanes are independent, so the compiler runs them as vectors without
+// reordering anything (no -ffast-math), and the result does not depend on the thread split.
+// f(j) gives the value at j.
+// lane_sums<K>: K such sums in one pass, f(j, k) giving sum k's value at j.
+template <std::size_t K, class F>
+inline std::array<float, K> lane_sums(std::size_t l, const F &f) {
+    float acc[K][16] = {};
+    std::size_t j = 0;
+    for (; j + 16 <= l; j += 16)
+        for (std::size_t k = 0; k < K; ++k)
+            for (std::size_t t = 0; t < 16; ++t) acc[k][t] += f(j + t, k);
+    for (std::size_t t = 0; j + t < l; ++t)
+        for (std::size_t k = 0; k < K; ++k) acc[k][t] += f(j + t, k);
+    std::array<float, K> out{};
+    for (std::size_t k = 0; k < K; ++k) {
+        for (std::size_t w = 8; w > 0; w /= 2)
+            for (std::size_t t = 0; t < w; ++t) acc[k][t] += acc[k][t + w];
+        out[k] = acc[k][0];
+    }
+    return out;
+}
+
+template <class F>
+inline float lane_sum(std::size_t l, const F &f) {
+    return lane_sums<1>(l, [&f](std::size_t j, std::size_t) { return f(j); })[0];
+}
+
 // Batch norm in training over (N, C, L) (L = the spatial size), channels [c0, c1): per channel
 // the batch mean and biased variance (sums in double), then out = (x - mean) * rstd * w + b in a
 // second pass. Channels are independent: callers split them across threads.
@@ -192,21 +222,14 @@ void batch_norm_train(const float *x, const float *w, const float *b, float *out
         double s = 0.0;
         for (std::size_t i = 0; i < n; ++i) {
             const float *p = x + (i * c + ch) * l;
-            float part = 0.0f;
-            for (std::size_t j = 0; j < l; ++j) part += p[j];
-            s += part;
+            s += lane_sum(l, [p](std::size_t j) { return p[j]; });
         }
         const double mu = s / k;
         double v = 0.0;
         const float m = static_cast<float>(mu);
         for (std::size_t i = 0; i < n; ++i) {
             const float *p = x + (i * c + ch) * l;
-            float part = 0.0f;
-            for (std::size_t j = 0; j < l; ++j) {
-                const float d = p[j] - m;
-                part += d * d;
-            }
-            v += part;
+            v += lane_sum(l, [p, m](std::size_t j) { const float d = p[j] - m; return d * d; });
         }
         v /= k;
         mean[ch] = m;
@@ -233,13 +256,11 @@ void batch_norm_train_backward(const float *g, const float *x, const float *mean
         double sg = 0.0, sgx = 0.0;
         for (std::size_t i = 0; i < n; ++i) {
             const float *gp = g + (i * c + ch) * l, *xp = x + (i * c + ch) * l;
-            float a = 0.0f, b = 0.0f;
-            for (std::size_t j = 0; j < l; ++j) {
-                a += gp[j];
-                b += gp[j] * (xp[j] - m);
-            }
-            sg += a;
-            sgx += b;
+            const auto sums = lane_sums<2>(l, [gp, xp, m](std::size_t j, std::size_t k) {
+                return k == 0 ? gp[j] : gp[j] * (xp[j] - m);
+            });
+            sg += sums[0];
+            sgx += sums[1];
         }
         sgx *= rs;   // sum(g * xhat)
         if (gw) gw[ch] = static_cast<float>(sgx);

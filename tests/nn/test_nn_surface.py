@@ -232,6 +232,30 @@ def test_parametrize_spectral_norm_and_prune_match_torch():
     np.testing.assert_array_equal(pruned[0][1], pruned[1][1])
 
 
+def test_structured_pruning_after_pruning_matches_torch():
+    """A second, structured pruning of a parameter: torch ranks slices by the norms of the
+    parameter as pruned so far and chooses among slices that still keep an entry (here l1 has
+    emptied row 2 and thinned row 1, so row 1 goes, not row 2 again)."""
+    import torch.nn.utils.prune  # noqa: F401
+    w = np.array([[1.0, -1.2, 0.9, 1.1], [0.05, 1.0, 0.8, -0.9], [0.01, -0.02, 0.03, 0.04]], np.float32)
+    masks = []
+    for lib in (tb, torch):
+        m = lib.nn.Linear(4, 3)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(w))
+        lib.nn.utils.prune.l1_unstructured(m, "weight", amount=5)
+        lib.nn.utils.prune.ln_structured(m, "weight", amount=1, n=2, dim=0)
+        masks.append(m.weight_mask.detach().numpy().copy())
+    np.testing.assert_array_equal(masks[0], masks[1])
+    assert not masks[0][1:].any()
+    for seed in range(6):             # random_structured: only the one row left can go
+        tb.manual_seed(seed)
+        m = tb.nn.Linear(4, 3)
+        tb.nn.utils.prune.ln_structured(m, "weight", amount=2, n=1, dim=0)
+        tb.nn.utils.prune.random_structured(m, "weight", amount=1, dim=0)
+        assert not m.weight_mask.numpy().any()
+
+
 def test_swa_and_init_aliases():
     ms = [lib.nn.Linear(3, 2) for lib in (tb, torch)]
     _same_weights(ms[0], ms[1])

@@ -150,7 +150,9 @@ def _random_mask(keep, amount):
 
 
 def ln_structured(module, name, amount, n, dim, importance_scores=None):
-    """Zero the ``amount`` slices along ``dim`` of smallest ``n``-norm.
+    """Zero the ``amount`` slices along ``dim`` of smallest ``n``-norm. On a parameter pruned
+    before, as torch: the norms are of the pruned parameter, and only slices that still keep an
+    entry are candidates (``amount`` a fraction or count of those).
 
     Args:
         module: the module.
@@ -161,23 +163,35 @@ def ln_structured(module, name, amount, n, dim, importance_scores=None):
         importance_scores: scores instead of the parameter.
     """
     data, keep = _current(module, name)
-    scores = data if importance_scores is None else _xp.to_numpy(importance_scores._data)
-    return _apply_mask(module, name, _ln_mask(scores, keep, amount, n, dim))
+    # as torch: the norms of the parameter as pruned so far (module.<name>), unless scores are given
+    scores = data * keep if importance_scores is None else _xp.to_numpy(importance_scores._data)
+    return _apply_mask(module, name, _ln_mask(scores, keep, amount, n, dim, live_only=True))
 
 
-def _ln_mask(scores, keep, amount, n, dim):
-    moved = np.moveaxis(scores, dim, 0).reshape(scores.shape[dim], -1)
+def _live_slices(keep, dim, live_only):
+    """Indices along ``dim`` of the candidate slices: with ``live_only``, those that still keep an
+    entry (when a module's parameter is pruned again, torch's PruningContainer lets a structured
+    method choose among these only, ``amount`` counting them alone), else all."""
+    if not live_only:
+        return np.arange(keep.shape[dim])
+    return np.flatnonzero(np.moveaxis(keep, dim, 0).reshape(keep.shape[dim], -1).any(axis=1))
+
+
+def _ln_mask(scores, keep, amount, n, dim, live_only=False):
+    live = _live_slices(keep, dim, live_only)
+    moved = np.moveaxis(scores, dim, 0).reshape(scores.shape[dim], -1)[live]
     norms = np.linalg.norm(moved, ord=n, axis=1)
-    k = _count(amount, scores.shape[dim])
+    k = _count(amount, len(live))
     mask = keep.copy()
-    for i in np.argsort(norms, kind="stable")[:k]:
+    for i in live[np.argsort(norms, kind="stable")[:k]]:
         np.moveaxis(mask, dim, 0)[i] = False
     return mask
 
 
 def random_structured(module, name, amount, dim):
     """Zero ``amount`` slices along ``dim`` chosen at random (TensorBrain's generator), as
-    torch's ``prune.random_structured``.
+    torch's ``prune.random_structured``: on a parameter pruned before, among the slices that
+    still keep an entry.
 
     Args:
         module: the module.
@@ -186,13 +200,14 @@ def random_structured(module, name, amount, dim):
         dim: the dimension whose slices are pruned.
     """
     data, keep = _current(module, name)
-    return _apply_mask(module, name, _random_structured_mask(keep, amount, dim))
+    return _apply_mask(module, name, _random_structured_mask(keep, amount, dim, live_only=True))
 
 
-def _random_structured_mask(keep, amount, dim):
-    k = _count(amount, keep.shape[dim])
+def _random_structured_mask(keep, amount, dim, live_only=False):
+    live = _live_slices(keep, dim, live_only)
+    k = _count(amount, len(live))
     mask = keep.copy()
-    for i in np.argsort(_random._rng(None).random(keep.shape[dim]))[:k]:
+    for i in live[np.argsort(_random._rng(None).random(len(live)))[:k]]:
         np.moveaxis(mask, dim, 0)[i] = False
     return mask
 

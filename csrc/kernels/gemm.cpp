@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -33,12 +34,27 @@ PackedMatrix::PackedMatrix(const float *b, std::ptrdiff_t s0, std::ptrdiff_t s1,
     for (int g = 0; g < groups; ++g) {
         const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(order != nullptr ? order[g] : g) * ng;
         const float f = scale != nullptr ? scale[g] : 1.0f;
-        for (int p = 0; p < panels; ++p)
-            for (int i = 0; i < k; ++i)
-                for (int j = 0; j < kGemmNR; ++j) {
-                    const int col = p * kGemmNR + j;
-                    *out++ = col < ng ? f * b[i * s0 + (first + col) * s1] : 0.0f;
+        for (int p = 0; p < panels; ++p, out += static_cast<std::ptrdiff_t>(k) * kGemmNR) {
+            // the panel's columns [c0, c0 + cols) of b, zero-padded to 16; each source column
+            // walked along k (contiguous for a transposed b: an LSTM's W^T), each row's 16 values
+            // in a row (contiguous for a C-contiguous b)
+            const int c0 = p * kGemmNR, cols = ng - c0 < kGemmNR ? ng - c0 : kGemmNR;
+            const float *src = b + (first + c0) * s1;
+            if (cols < kGemmNR) std::fill(out, out + static_cast<std::ptrdiff_t>(k) * kGemmNR, 0.0f);
+            if (s1 == 1 && cols == kGemmNR) {
+                for (int i = 0; i < k; ++i)
+                    for (int j = 0; j < kGemmNR; ++j) out[i * kGemmNR + j] = f * src[i * s0 + j];
+            } else {   // 16 x 16 blocks: 16 source runs read, 16 panel rows written, all in L1
+                for (int i0 = 0; i0 < k; i0 += kGemmNR) {
+                    const int rows = k - i0 < kGemmNR ? k - i0 : kGemmNR;
+                    for (int j = 0; j < cols; ++j) {
+                        const float *col = src + j * s1 + i0 * s0;
+                        float *dst = out + static_cast<std::ptrdiff_t>(i0) * kGemmNR + j;
+                        for (int i = 0; i < rows; ++i) dst[i * kGemmNR] = f * col[i * s0];
+                    }
                 }
+            }
+        }
     }
 }
 

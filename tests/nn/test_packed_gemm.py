@@ -15,11 +15,14 @@ rng = np.random.default_rng(1)
 @pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 6, 7, 13, 20])
 @pytest.mark.parametrize("k,n,groups", [(1, 16, 1), (9, 5, 1), (37, 51, 3), (200, 800, 4), (64, 68, 4)])
 @pytest.mark.parametrize("accumulate", [False, True])
-def test_native_matches_twin_and_float64(cpu_path, m, k, n, groups, accumulate):
+@pytest.mark.parametrize("layout", ["transposed", "contiguous"])
+def test_native_matches_twin_and_float64(cpu_path, m, k, n, groups, accumulate, layout):
     C = cpu_path
     a = rng.standard_normal((m, k)).astype(np.float32)
     bt = rng.standard_normal((n, k)).astype(np.float32)
     b = bt.T                                          # (k, n), strided: packing reads any strides
+    if layout == "contiguous":                        # rows of 16 in a row: the other packing loop
+        b = np.ascontiguousarray(b)
     out0 = rng.standard_normal((groups, m, n // groups)).astype(np.float32)
     ref = (a.astype(np.float64) @ b.astype(np.float64)).reshape(m, groups, n // groups).transpose(1, 0, 2)
     if accumulate:

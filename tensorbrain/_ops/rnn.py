@@ -331,7 +331,12 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
         gh, gc = cell.pop("h", None), cell.pop("c", None)
         dh = xp.zeros((B, Hout), dtype=dt) if gh is None else gh.astype(dt, copy=True)
         dc = xp.zeros((B, H), dtype=dt) if gc is None else gc.astype(dt, copy=True)
-        if whole:   # each step's entering state: the step processed before it, h0 for the first
+        # each step's entering state: the step processed before it, h0 for the first. A zero h0
+        # (no state given) adds nothing to dW_hh: its rows are left out instead of copied in.
+        skip_h0 = whole and N > B and not H0.any()
+        if skip_h0:
+            Hprev = Y[B:] if reverse else Y[:N - B]
+        elif whole:
             Hprev = xp.concatenate([Y[B:], H0]) if reverse else xp.concatenate([H0, Y[:N - B]])
         else:
             Hprev = _in_row_order(xp, hprevs, steps, reverse)
@@ -356,7 +361,7 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
                     dhr, gyt = dhb @ Whr, zero[:bs]
                 ops.lstm_step_backward(Wb, dhr, dcb, gyt, Gb[blk].reshape(4, bs, H), TC[rows], cprev, dGt, dhb)
         gWih = _gemm.mm(dG2.T, X)
-        gWhh = _gemm.mm(dG2.T, Hprev)
+        gWhh = _gemm.mm(((dG2[:N - B] if reverse else dG2[B:]) if skip_h0 else dG2).T, Hprev)
         gx = _gemm.mm(dG2, Wih)
         gb = None if b_ih is None else sum_axes(dG2, (0,))
         gWhr = None if Whr is None else DYT.T @ HR

@@ -85,6 +85,25 @@ def test_initial_states_and_unbatched_input():
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-5)
 
 
+@pytest.mark.parametrize("given", ["zero", "random"])
+def test_lstm_weight_gradients_with_initial_states_match_torch(given):
+    """dW_hh takes each step's entering state: h0 for the first (left out when it is zero, as
+    when no state is given), forward and reverse."""
+    torch = pytest.importorskip("torch")
+    tm = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True).double()
+    m = nn.LSTM(3, 4, num_layers=2, bidirectional=True).double()
+    m.load_state_dict({k: tb.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    x = RNG.standard_normal((5, 2, 3))
+    h0, c0 = (RNG.standard_normal((4, 2, 4)) * (given == "random") for _ in range(2))
+    w = RNG.standard_normal((5, 2, 8))
+    out, _ = m(tb.tensor(x), (tb.tensor(h0), tb.tensor(c0)))
+    (out * tb.tensor(w)).sum().backward()
+    tout, _ = tm(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
+    (tout * torch.tensor(w)).sum().backward()
+    for (name, p), tp in zip(m.named_parameters(), tm.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-9, atol=1e-10, err_msg=name)
+
+
 def test_default_init_range_and_names():
     m = nn.LSTM(5, 10, num_layers=2, bidirectional=True, proj_size=3)
     sd = m.state_dict()

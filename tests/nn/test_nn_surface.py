@@ -199,6 +199,17 @@ def test_gumbel_softmax_is_a_distribution_and_hard_is_straight_through():
     assert logits.grad is not None and np.abs(logits.grad.numpy()).sum() > 0
 
 
+def _l1_then_ln(lib, w, amount):
+    """``lib``'s Linear(4, 3) with weight ``w``, pruned by ``l1_unstructured(amount)`` and then
+    ``ln_structured(amount=1, n=2, dim=0)``."""
+    m = lib.nn.Linear(4, 3)
+    with lib.no_grad():
+        m.weight.copy_(lib.tensor(w))
+    lib.nn.utils.prune.l1_unstructured(m, "weight", amount=amount)
+    lib.nn.utils.prune.ln_structured(m, "weight", amount=1, n=2, dim=0)
+    return m
+
+
 def test_parametrize_spectral_norm_and_prune_match_torch():
     import torch.nn.utils.prune  # noqa: F401  (torch does not import it with torch.nn)
     w = A(3, 4).astype(np.float32)
@@ -220,11 +231,7 @@ def test_parametrize_spectral_norm_and_prune_match_torch():
     np.testing.assert_allclose(outs[0][2], outs[1][2], rtol=1e-3, atol=1e-4)
     pruned = []
     for lib in (tb, torch):
-        m = lib.nn.Linear(4, 3)
-        with lib.no_grad():
-            m.weight.copy_(lib.tensor(w))
-        lib.nn.utils.prune.l1_unstructured(m, "weight", amount=0.4)
-        lib.nn.utils.prune.ln_structured(m, "weight", amount=1, n=2, dim=0)
+        m = _l1_then_ln(lib, w, 0.4)
         pruned.append((sorted(m.state_dict()), m.weight.detach().numpy().copy()))
         lib.nn.utils.prune.remove(m, "weight")
         assert sorted(n for n, _ in m.named_parameters()) == ["bias", "weight"]
@@ -238,14 +245,7 @@ def test_structured_pruning_after_pruning_matches_torch():
     emptied row 2 and thinned row 1, so row 1 goes, not row 2 again)."""
     import torch.nn.utils.prune  # noqa: F401
     w = np.array([[1.0, -1.2, 0.9, 1.1], [0.05, 1.0, 0.8, -0.9], [0.01, -0.02, 0.03, 0.04]], np.float32)
-    masks = []
-    for lib in (tb, torch):
-        m = lib.nn.Linear(4, 3)
-        with lib.no_grad():
-            m.weight.copy_(lib.tensor(w))
-        lib.nn.utils.prune.l1_unstructured(m, "weight", amount=5)
-        lib.nn.utils.prune.ln_structured(m, "weight", amount=1, n=2, dim=0)
-        masks.append(m.weight_mask.detach().numpy().copy())
+    masks = [_l1_then_ln(lib, w, 5).weight_mask.detach().numpy().copy() for lib in (tb, torch)]
     np.testing.assert_array_equal(masks[0], masks[1])
     assert not masks[0][1:].any()
     for seed in range(6):             # random_structured: only the one row left can go

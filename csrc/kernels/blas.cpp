@@ -216,13 +216,16 @@ bool gemm_batched(const py::array &a, const py::array &b, py::array out) {
 // ***** attention: each (batch, head) matrix's products and softmax on one thread *****
 // One operand of the attention: a 4-D array (B, H, rows, cols) whose (rows, cols) matrices sit
 // at element strides sb (batch) and sh (head), each in one CBLAS layout.
-struct Mat4 {
-    const float *p = nullptr;
+// (Out4 below: the same for an output, written row by row.)
+template <class T>
+struct Strided4 {
+    T *p = nullptr;
     long long sb = 0, sh = 0;
     int trans = kNoTrans, ld = 0;
-    const float *at(std::size_t b, std::size_t h) const { return p + b * sb + h * sh; }
+    T *at(std::size_t b, std::size_t h) const { return p + b * sb + h * sh; }
     int flipped() const { return trans == kNoTrans ? kTrans : kNoTrans; }
 };
+using Mat4 = Strided4<const float>;
 
 bool mat4(const py::array &a, Mat4 *m) {
     if (a.ndim() != 4 || !a.dtype().is(py::dtype::of<float>()) || a.shape(0) == 0 || a.shape(1) == 0) return false;
@@ -256,12 +259,7 @@ bool dense4(const py::array &a, py::ssize_t b, py::ssize_t h, py::ssize_t r, py:
 // matrices at Mat4's strides, rows ld apart. C-contiguous, or a transposed view such as a (B, L,
 // H, E) array seen as (B, H, L, E), the layout torch's CPU flash attention gives its output and
 // gradients: the caller's usual transpose(1, 2).reshape(B, L, H * E) is then a view, not a copy.
-struct Out4 {
-    float *p = nullptr;
-    long long sb = 0, sh = 0;
-    int ld = 0;
-    float *at(std::size_t b, std::size_t h) const { return p + b * sb + h * sh; }
-};
+using Out4 = Strided4<float>;
 
 bool out4(py::array &a, py::ssize_t b, py::ssize_t h, py::ssize_t r, py::ssize_t c, const char *fn,
           const char *name, Out4 *o) {
@@ -271,7 +269,7 @@ bool out4(py::array &a, py::ssize_t b, py::ssize_t h, py::ssize_t r, py::ssize_t
         if (a.strides(d) < 0 || a.strides(d) % 4) return false;
     const auto ld = r > 1 ? a.strides(2) / 4 : c;
     if (ld < c || ld > INT32_MAX) return false;
-    *o = {static_cast<float *>(a.mutable_data()), a.strides(0) / 4, a.strides(1) / 4, static_cast<int>(ld)};
+    *o = {static_cast<float *>(a.mutable_data()), a.strides(0) / 4, a.strides(1) / 4, kNoTrans, static_cast<int>(ld)};
     return true;
 }
 

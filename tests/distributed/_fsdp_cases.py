@@ -303,11 +303,13 @@ def train_fsdp2(rank, world, cfgs):
 
 
 class _Skipper(tb.nn.Module):
-    """Rank 1 skips the middle unit: the collectives of the two ranks no longer match."""
+    """Rank 1 skips the middle unit: the collectives of the two ranks no longer match. b and c
+    differ in size, so b's all-gather on rank 0 cannot pair with c's on rank 1 (same-size units
+    would pair silently: docs/fsdp.md, "Errors")."""
 
     def __init__(self):
         super().__init__()
-        self.a, self.b, self.c = tb.nn.Linear(4, 4), tb.nn.Linear(4, 4), tb.nn.Linear(4, 4)
+        self.a, self.b, self.c = tb.nn.Linear(4, 4), tb.nn.Linear(4, 4), tb.nn.Linear(4, 3)
 
     def forward(self, x):
         x = self.a(x)

@@ -187,7 +187,6 @@ void layer_norm_rows_backward_part(const float *x, const float *mean, const floa
 // lane j mod 16) added pairwise at the end. One running float sum was a chain of dependent adds
 // (four cycles each); the lanes are independent, so the compiler runs them as vectors without
 // reordering anything (no -ffast-math), and the result does not depend on the thread split.
-// f(j) gives the value at j.
 // lane_sums<K>: K such sums in one pass, f(j, k) giving sum k's value at j.
 template <std::size_t K, class F>
 inline std::array<float, K> lane_sums(std::size_t l, const F &f) {
@@ -207,6 +206,7 @@ inline std::array<float, K> lane_sums(std::size_t l, const F &f) {
     return out;
 }
 
+// One such sum, f(j) giving the value at j.
 template <class F>
 inline float lane_sum(std::size_t l, const F &f) {
     return lane_sums<1>(l, [&f](std::size_t j, std::size_t) { return f(j); })[0];

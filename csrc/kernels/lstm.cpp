@@ -208,27 +208,27 @@ SeqArgs seq_args(const char *fn, const PackedMatrix &w, int groups, Arr &h0, Arr
     return a;
 }
 
-// With x (steps * B, K), wx (W_ih's scaled, permuted transpose (K, 4H) packed in 4 groups) and
-// bias (4H, or None): each step's gates are first written as bias + x_t @ wx (gates need not hold
-// anything), which saves the separate GEMM over all steps, its bias pass and the copy into blocks.
+// The gate blocks' order and scale in the cell (rnn.py's _GATE_ORDER, _GATE_SCALE): block q of
+// the kernels' (o, i, f, g) is torch's (i, f, g, o) block kOrder[q] times kScale[q].
+constexpr int kOrder[4] = {3, 0, 1, 2};
+constexpr float kScale[4] = {0.5f, 0.5f, 0.5f, 1.0f};
+
+// With proj ((steps * B, 4H): x @ W_ih^T over all steps, one BLAS GEMM made by the caller, in
+// torch's gate order, unscaled) and/or bias (4H, torch's order, unscaled: b_ih + b_hh), each
+// step's gates are first written as kScale[q] * (proj + bias) in the kernels' order, before
+// the recurrent product adds to them (gates need not hold anything then). One GEMM over all
+// steps beats one per step at these shapes: a step's 20 rows (10 a thread at two threads) keep
+// the packed kernel load-bound, where BLAS runs 700 rows at its full rate (docs/training.md).
 void seq_forward(const PackedMatrix &w, Arr h0, Arr c0, Arr gates, Arr y, Arr c, Arr tc, bool reverse,
-                 std::optional<Arr> x, const PackedMatrix *wx, std::optional<Arr> bias) {
+                 std::optional<Arr> proj, std::optional<Arr> bias) {
     const char *fn = "lstm_seq_forward";
     const SeqArgs a = seq_args(fn, w, 4, h0, c0, y, reverse);
-    const py::ssize_t bh = static_cast<py::ssize_t>(a.B) * a.H, n = a.T * bh;
+    const py::ssize_t bh = static_cast<py::ssize_t>(a.B) * a.H, n = a.T * bh, H4 = 4 * static_cast<py::ssize_t>(a.H);
     const float *H0 = input(fn, "h0", h0, bh), *C0 = input(fn, "c0", c0, bh);
     float *G = checked(fn, "gates", gates, 4 * n), *Y = checked(fn, "y", y, n), *C = checked(fn, "c", c, n);
     float *TC = checked(fn, "tc", tc, n);
-    const float *X = nullptr, *BI = nullptr;
-    if (x.has_value() != (wx != nullptr) || (bias.has_value() && !x.has_value()))
-        throw py::value_error(std::string(fn) + ": x and wx go together, and bias needs them");
-    if (x.has_value()) {
-        if (wx->groups != 4 || wx->ng != a.H)
-            throw py::value_error(std::string(fn) + ": wx must be packed in 4 groups of hidden = " +
-                                  std::to_string(a.H) + " columns");
-        X = input(fn, "x", *x, a.T * static_cast<py::ssize_t>(a.B) * wx->k);
-        if (bias.has_value()) BI = input(fn, "bias", *bias, 4 * static_cast<py::ssize_t>(a.H));
-    }
+    const float *P = proj.has_value() ? input(fn, "proj", *proj, 4 * n) : nullptr;
+    const float *BI = bias.has_value() ? input(fn, "bias", *bias, H4) : nullptr;
     py::gil_scoped_release nogil;
     tb::kernels::parallel_for(static_cast<std::size_t>(a.B), kSeqRowGrain, 1, [&](std::size_t r0, std::size_t r1) {
         const int b0 = static_cast<int>(r0), m = static_cast<int>(r1 - r0);
@@ -236,16 +236,21 @@ void seq_forward(const PackedMatrix &w, Arr h0, Arr c0, Arr gates, Arr y, Arr c,
         for (std::size_t k = 0; k < a.order.size(); ++k) {
             const py::ssize_t off = a.order[k] * bh, prev = k ? a.order[k - 1] * bh : 0;
             float *g = G + 4 * off + e0;
-            if (X != nullptr) {   // gates = bias (or 0), then += x_t @ wx
+            if (P != nullptr || BI != nullptr)
                 for (int q = 0; q < 4; ++q)
                     for (int b = 0; b < m; ++b) {
                         float *row = g + static_cast<py::ssize_t>(q) * bh + static_cast<py::ssize_t>(b) * a.H;
-                        if (BI != nullptr) std::memcpy(row, BI + static_cast<py::ssize_t>(q) * a.H, sizeof(float) * a.H);
-                        else std::memset(row, 0, sizeof(float) * a.H);
+                        const py::ssize_t src = static_cast<py::ssize_t>(kOrder[q]) * a.H;
+                        const float *p = P != nullptr ? P + (static_cast<py::ssize_t>(a.order[k]) * a.B + b0 + b) * H4 + src
+                                                      : nullptr;
+                        const float s = kScale[q];
+                        if (p != nullptr && BI != nullptr)
+                            for (int j = 0; j < a.H; ++j) row[j] = s * (p[j] + BI[src + j]);
+                        else if (p != nullptr)
+                            for (int j = 0; j < a.H; ++j) row[j] = s * p[j];
+                        else
+                            for (int j = 0; j < a.H; ++j) row[j] = s * BI[src + j];
                     }
-                tb::kernels::gemm_packed(X + (static_cast<py::ssize_t>(a.order[k]) * a.B + b0) * wx->k, wx->k, m, *wx, g,
-                                         true, bh);
-            }
             tb::kernels::gemm_packed((k ? Y + prev : H0) + e0, a.H, m, w, g, true, bh);
             cell_forward(g, nullptr, (k ? C + prev : C0) + e0, C + off + e0, TC + off + e0, Y + off + e0,
                          static_cast<std::size_t>(m) * a.H, static_cast<std::size_t>(bh));
@@ -294,12 +299,11 @@ void init_lstm(py::module_ &m) {
           "one LSTM step back on float32: lstm_cell_backward, then dh_out = dgates @ w (a PackedMatrix of W_hh as "
           "it is)");
     m.def("lstm_seq_forward", &seq_forward, py::arg("w"), py::arg("h0"), py::arg("c0"), py::arg("gates"), py::arg("y"),
-          py::arg("c"), py::arg("tc"), py::arg("reverse"), py::arg("x") = py::none(), py::arg("wx") = py::none(),
-          py::arg("bias") = py::none(),
+          py::arg("c"), py::arg("tc"), py::arg("reverse"), py::arg("proj") = py::none(), py::arg("bias") = py::none(),
           "every step of an LSTM layer forward on float32, a batch the same at every step: lstm_step_forward's "
-          "steps in processing order (gates: the steps' (4, B, H) blocks; y, c, tc: (steps * B, H)); with x "
-          "(steps * B, K) and wx (a PackedMatrix of the scaled, permuted W_ih^T in 4 groups) each step's gates "
-          "are first written as bias (4H, optional) + x_t @ wx");
+          "steps in processing order (gates: the steps' (4, B, H) blocks; y, c, tc: (steps * B, H)); with proj "
+          "(steps * B, 4H) = x @ W_ih^T and/or bias (4H), both in torch's gate order and unscaled, each step's "
+          "gates are first written from them in the kernels' order and scale");
     m.def("lstm_seq_backward", &seq_backward, py::arg("w"), py::arg("dh"), py::arg("dc"), py::arg("gy"),
           py::arg("gates"), py::arg("tc"), py::arg("c0"), py::arg("c"), py::arg("dgates"), py::arg("reverse"),
           "every step of an LSTM layer back on float32: lstm_step_backward's steps in reverse processing order, "

@@ -5,9 +5,9 @@ Why: a recurrent layer written from primitive ops records ~15 graph nodes per ti
 Python dispatch for each, forward and backward (1.7-2.0x torch's step time on LSTM language
 models; docs/sequence.md has the figures). Here a layer/direction costs
 
-* one GEMM for the input projections of all timesteps (``x @ W_ih^T + b``), or, for an LSTM
-  whose batch is the same at every step on the native path, one per step inside
-  ``lstm_seq_forward`` on a ``W_ih`` packed once per call (no bias pass, no copy into blocks);
+* one GEMM for the input projections of all timesteps (``x @ W_ih^T + b``); for an LSTM whose
+  batch is the same at every step on the native path, ``lstm_seq_forward`` then writes each
+  step's gates from it (bias, gate order and scale applied there: no copy into blocks);
 * per timestep: one GEMM with ``W_hh`` and the gate math: for the LSTM one native call each way
   (``lstm_step_forward``/``lstm_step_backward``, csrc/kernels/lstm.cpp, float32: the GEMM on a
   ``W_hh`` packed once per layer call by ``PackedMatrix``, csrc/kernels/gemm.h, then the cell) or
@@ -166,13 +166,13 @@ def lstm_step_backward(w, dh, dc, gy, gates, tc, c_prev, dgates, dh_out):
     gemm_packed(dgates, w, dh_out)
 
 
-def lstm_seq_forward(w, h0, c0, gates, y, c, tc, reverse, x=None, wx=None, bias=None):
+def lstm_seq_forward(w, h0, c0, gates, y, c, tc, reverse, proj=None, bias=None):
     """Every step of a layer forward for a batch that is the same at every step (``y``, ``c``,
     ``tc``: ``(steps * B, H)``; ``gates``: the steps' ``(4, B, H)`` blocks, flat), in processing
-    order: :func:`lstm_step_forward` per step. With ``x`` ``(steps * B, K)`` and ``wx`` (the
-    scaled, permuted ``W_ih^T`` packed in 4 groups), each step's gates are first written as
-    ``bias`` (``(4H,)`` in the same order, or None) ``+ x_t @ wx``. The NumPy twin of
-    ``tensorbrain._C.lstm_seq_forward``."""
+    order: :func:`lstm_step_forward` per step. With ``proj`` (``(steps * B, 4H)``, ``x @
+    W_ih^T``) and/or ``bias`` (``(4H,)``), both in torch's gate order and unscaled, each step's
+    gates are first written from them in the cell's order and scale (``_GATE_ORDER``,
+    ``_GATE_SCALE``). The NumPy twin of ``tensorbrain._C.lstm_seq_forward``."""
     B, H = h0.shape
     T = y.shape[0] // B if B else 0
     xp = get_array_module(gates)
@@ -181,10 +181,12 @@ def lstm_seq_forward(w, h0, c0, gates, y, c, tc, reverse, x=None, wx=None, bias=
         rows = slice(t * B, (t + 1) * B)
         hp, cp = (h0, c0) if prev is None else (y[prev], c[prev])
         g = gates[4 * H * t * B:4 * H * (t + 1) * B].reshape(4, B, H)
-        if x is not None:
-            xp.matmul(x[rows][None], wx.blocks, out=g)
+        if proj is not None or bias is not None:
+            p = (proj[rows] if proj is not None else xp.zeros((B, 4 * H), dtype=g.dtype)).reshape(B, 4, H)
             if bias is not None:
-                g += bias.reshape(4, 1, H)
+                p = p + bias.reshape(4, H)
+            for q, (src, s) in enumerate(zip(_GATE_ORDER, _GATE_SCALE)):
+                xp.multiply(p[:, src], s, out=g[q])
         lstm_step_forward(w, hp, g, cp, c[rows], tc[rows], y[rows])
         prev = rows
 
@@ -272,21 +274,21 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     N = X.shape[0]
     B = int(batch_sizes[0]) if len(batch_sizes) else 0
     uniform = all(int(bs) == B for bs in batch_sizes)
-    idx = _lstm_perm(xp, H)
-    scale = xp.asarray(np.repeat(np.array(_GATE_SCALE, dtype=dt), H)[:, None])   # per permuted row
-    bias = None if b_ih is None else (b_ih._data + b_hh._data)[idx] * scale[:, 0]
     steps = _steps(batch_sizes, reverse)
     row_steps = steps[::-1] if reverse else steps
     native = _cell_module(X)
     ops = _Twins if native is None else native
     # a batch the same at every step and no projection: the whole sequence in one call; the
-    # native one also makes each step's input projection (lstm_seq_forward), where NumPy and
-    # CuPy are faster with one GEMM over all steps
+    # native one also writes each step's gates from the input products (lstm_seq_forward),
+    # saving the reordering copy into blocks that NumPy and CuPy make below
     whole = uniform and w_hr is None and B > 0
     inline = whole and native is not None
     if inline:
         Gb = xp.empty(N * H4, dtype=dt)
     else:
+        idx = _lstm_perm(xp, H)
+        scale = xp.asarray(np.repeat(np.array(_GATE_SCALE, dtype=dt), H)[:, None])   # per permuted row
+        bias = None if b_ih is None else (b_ih._data + b_hh._data)[idx] * scale[:, 0]
         P = X @ (Wih[idx] * scale).T                    # (N, 4H): all input projections
         if bias is not None:
             P += bias
@@ -304,9 +306,9 @@ def _lstm(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, batch_sizes, reverse):
     if native is not None:                 # the kernel reads contiguous states
         H0, C0 = np.ascontiguousarray(H0), np.ascontiguousarray(C0)
     hprevs, cprevs = [], []
-    if inline:
-        ops.lstm_seq_forward(Wf, H0, C0, Gb, Y, C, TC, reverse, np.ascontiguousarray(X),
-                             ops.PackedMatrix(Wih.T, 4, _GATE_ORDER, _GATE_SCALE), bias)
+    if inline:                             # all steps' input products in one BLAS GEMM
+        ops.lstm_seq_forward(Wf, H0, C0, Gb, Y, C, TC, reverse, _gemm.mm(X, Wih.T),
+                             None if b_ih is None else b_ih._data + b_hh._data)
     elif whole:
         ops.lstm_seq_forward(Wf, H0, C0, Gb, Y, C, TC, reverse)
     prev = None

@@ -164,25 +164,29 @@ def test_sequence_kernels_equal_their_steps(cpu_path, reverse):
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("with_bias", [False, True])
-def test_sequence_forward_makes_the_input_projection(cpu_path, reverse, with_bias):
-    """lstm_seq_forward given x, wx and bias writes each step's gates as bias + x_t @ wx itself:
-    the same as the call without them on gates computed in float64 beforehand (within
-    rounding), and as its NumPy twin; x without wx, or wx in the wrong groups, is refused."""
+@pytest.mark.parametrize("with_proj,with_bias", [(True, False), (True, True), (False, True)])
+def test_sequence_forward_writes_gates_from_the_projection(cpu_path, reverse, with_proj, with_bias):
+    """lstm_seq_forward given proj (x @ W_ih^T over all steps) and/or bias, both in torch's gate
+    order (i, f, g, o) and unscaled, writes each step's gates from them in the cell's order and
+    scale itself: the same as the call without them on gates reordered and scaled in float64
+    beforehand (within rounding), and as its NumPy twin; a proj of the wrong size is refused."""
     C = cpu_path
     T, B, H, K = 5, 3, 21, 10
     Ws = rng.standard_normal((4 * H, H)).astype(np.float32) * 0.3
     Wx = rng.standard_normal((4 * H, K)).astype(np.float32) * 0.3
     x = rng.standard_normal((T * B, K)).astype(np.float32)
+    proj = (x @ Wx.T).astype(np.float32) if with_proj else None
     bias = rng.standard_normal(4 * H).astype(np.float32) if with_bias else None
     h0, c0 = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
-    proj = x.astype(np.float64) @ Wx.T.astype(np.float64) + (0 if bias is None else bias)
-    gates = np.ascontiguousarray(proj.reshape(T, B, 4, H).transpose(0, 2, 1, 3)).astype(np.float32).reshape(-1)
+    full = (0 if proj is None else proj.astype(np.float64)) + (0 if bias is None else bias.astype(np.float64))
+    full = np.broadcast_to(full, (T * B, 4 * H)).reshape(T, B, 4, H)
+    gates = np.stack([full[:, :, src] * s for src, s in zip(rnn._GATE_ORDER, rnn._GATE_SCALE)], axis=1)
+    gates = gates.astype(np.float32).reshape(-1)          # (T, 4, B, H): the cell's blocks
 
-    def run(mod, with_x):
-        g = gates.copy() if not with_x else np.full_like(gates, np.nan)   # with x: nothing read
+    def run(mod, given):
+        g = gates.copy() if not given else np.full_like(gates, np.nan)   # given: nothing read
         y, c, tc = (np.empty((T * B, H), np.float32) for _ in range(3))
-        extra = (x, mod.PackedMatrix(Wx.T, 4), bias) if with_x else ()
+        extra = (proj, bias) if given else ()
         mod.lstm_seq_forward(mod.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, *extra)
         return g, y, c, tc
     want = run(C, False)
@@ -190,10 +194,8 @@ def test_sequence_forward_makes_the_input_projection(cpu_path, reverse, with_bia
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     g, y, c, tc = run(C, False)
-    with pytest.raises(ValueError, match="x and wx go together"):
+    with pytest.raises(ValueError, match="proj must be a C-contiguous float32 array of 1260 values, got shape \\(15, 10\\)"):
         C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x)
-    with pytest.raises(ValueError, match="wx must be packed in 4 groups of hidden = 21"):
-        C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x, C.PackedMatrix(Wx.T, 2))
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -213,7 +215,7 @@ def test_sequence_kernels_split_by_rows_match_one_thread(cpu_path, reverse):
     def run():
         g = np.full(T * 4 * B * H, np.nan, np.float32)
         y, c, tc = (np.empty((T * B, H), np.float32) for _ in range(3))
-        C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x, C.PackedMatrix(Wx.T, 4), bias)
+        C.lstm_seq_forward(C.PackedMatrix(Ws.T, 4), h0, c0, g, y, c, tc, reverse, x @ Wx.T, bias)
         dh, dc, dg = dh0.copy(), dc0.copy(), np.empty((T * B, 4 * H), np.float32)
         C.lstm_seq_backward(C.PackedMatrix(Ws, 1), dh, dc, gy, g, tc, c0, c, dg, reverse)
         return g, y, c, tc, dh, dc, dg

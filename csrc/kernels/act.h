@@ -61,6 +61,10 @@ bool layer_norm_rows(const float *x, const float *w, const float *b, float *out,
 bool layer_norm_rows_backward_part(const float *x, const float *mean, const float *rstd, const float *w,
                                    const float *g, float *gx, double *sw, double *sb, std::size_t rows, std::size_t d);
 bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *Hn, std::size_t n, std::size_t gs);
+// lstm_cell.h's loops (cell_backward, init_step) compiled for AVX-512.
+bool lstm_cell_backward(float *DH, float *DC, const float *GY, const float *G, const float *TC, const float *CP,
+                        float *DG, std::ptrdiff_t B, std::ptrdiff_t H, std::ptrdiff_t b0, std::ptrdiff_t b1);
+bool lstm_init_step(float *G, std::ptrdiff_t gs, const float *P, const float *BI, std::ptrdiff_t m, std::ptrdiff_t H);
 bool tanh_inplace(float *x, std::size_t n);
 // One output row of a 2x2 / stride 2 max pooling (pool.cpp), winners included.
 bool max_pool2x2_row(const float *r0, const float *r1, float *best, std::int32_t *where, std::int32_t top,

@@ -11,6 +11,7 @@
 // statistics are summed in double, as in the baseline. The exception is tanh (the LSTM cell's),
 // written for speed with fused multiply-adds: see tanh_ps.
 #include "kernels/act.h"
+#include "kernels/lstm_cell.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -294,6 +295,17 @@ bool lstm_cell_forward(float *G, const float *CP, float *Cn, float *TC, float *H
     return true;
 }
 
+bool lstm_cell_backward(float *DH, float *DC, const float *GY, const float *G, const float *TC, const float *CP,
+                        float *DG, std::ptrdiff_t B, std::ptrdiff_t H, std::ptrdiff_t b0, std::ptrdiff_t b1) {
+    lstm_loops::cell_backward(DH, DC, GY, G, TC, CP, DG, B, H, b0, b1);
+    return true;
+}
+
+bool lstm_init_step(float *G, std::ptrdiff_t gs, const float *P, const float *BI, std::ptrdiff_t m, std::ptrdiff_t H) {
+    lstm_loops::init_step(G, gs, P, BI, m, H);
+    return true;
+}
+
 bool tanh_inplace(float *x, std::size_t n) {
     map16(n, [&](std::size_t i, __mmask16 m) { store(x + i, tanh_ps(load(x + i, m)), m); });
     return true;
@@ -346,6 +358,9 @@ bool layer_norm_rows(const float *, const float *, const float *, float *, float
 bool layer_norm_rows_backward_part(const float *, const float *, const float *, const float *, const float *,
                                    float *, double *, double *, std::size_t, std::size_t) { return false; }
 bool lstm_cell_forward(float *, const float *, float *, float *, float *, std::size_t, std::size_t) { return false; }
+bool lstm_cell_backward(float *, float *, const float *, const float *, const float *, const float *, float *,
+                        std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t) { return false; }
+bool lstm_init_step(float *, std::ptrdiff_t, const float *, const float *, std::ptrdiff_t, std::ptrdiff_t) { return false; }
 bool tanh_inplace(float *, std::size_t) { return false; }
 bool max_pool2x2_row(const float *, const float *, float *, std::int32_t *, std::int32_t, std::int32_t, std::size_t) {
     return false;

@@ -19,6 +19,7 @@
 
 #include "kernels/act.h"
 #include "kernels/gemm.h"
+#include "kernels/lstm_cell.h"
 #include "kernels/parallel.h"
 #include "kernels/reduce.h"
 
@@ -118,28 +119,16 @@ void step_forward(const PackedMatrix &w, Arr h_prev, Arr gates, Arr c_prev, Arr 
     cell_forward(a.G, nullptr, a.CP, a.Cn, a.TC, a.Hn, static_cast<std::size_t>(a.bh), static_cast<std::size_t>(a.bh));
 }
 
-// Rows [b0, b1) of the batch (all of it when b1 < 0). dgates' rows are in torch's gate order
-// (i, f, g, o), unscaled: the gradients of torch's pre-activations, which the weight gradients
-// and W_hh's product then take as they are (no permuted copies).
+// Rows [b0, b1) of the batch (all of it when b1 < 0): lstm_cell.h's loop, AVX-512 where the CPU
+// has it. dgates' rows are in torch's gate order (i, f, g, o), unscaled: the gradients of torch's
+// pre-activations, which the weight gradients and W_hh's product then take as they are (no
+// permuted copies).
 void cell_backward(float *DH, float *DC, const float *GY, const float *G, const float *TC, const float *CP, float *DG,
                    py::ssize_t B, py::ssize_t H, py::ssize_t b0 = 0, py::ssize_t b1 = -1) {
-    const py::ssize_t bh = B * H;
-    for (py::ssize_t b = b0; b < (b1 < 0 ? B : b1); ++b) {
-        float *dh_ = DH + b * H, *dc_ = DC + b * H, *dg = DG + b * 4 * H;
-        const float *gy_ = GY + b * H, *tc_ = TC + b * H, *cp_ = CP + b * H;
-        const float *o = G + b * H, *i = G + bh + b * H, *f = G + 2 * bh + b * H, *g = G + 3 * bh + b * H;
-        for (py::ssize_t j = 0; j < H; ++j) {
-            const float d = dh_[j] + gy_[j];
-            dh_[j] = d;
-            const float t = tc_[j];
-            const float c = dc_[j] + d * (o[j] * (1.0f - t * t));
-            dg[j] = c * (g[j] * i[j] * (1.0f - i[j]));   // torch's order: i, f, g, o
-            dg[H + j] = c * (cp_[j] * f[j] * (1.0f - f[j]));
-            dg[2 * H + j] = c * (i[j] * (1.0f - g[j] * g[j]));
-            dg[3 * H + j] = d * (t * o[j] * (1.0f - o[j]));
-            dc_[j] = c * f[j];
-        }
-    }
+    if (b1 < 0) b1 = B;
+    if (tb::kernels::use_avx512() && tb::kernels::avx512::lstm_cell_backward(DH, DC, GY, G, TC, CP, DG, B, H, b0, b1))
+        return;
+    tb::kernels::lstm_loops::cell_backward(DH, DC, GY, G, TC, CP, DG, B, H, b0, b1);
 }
 
 // The checked arrays of a backward step (lstm_cell_backward's arguments).
@@ -208,17 +197,12 @@ SeqArgs seq_args(const char *fn, const PackedMatrix &w, int groups, Arr &h0, Arr
     return a;
 }
 
-// The gate blocks' order and scale in the cell (rnn.py's _GATE_ORDER, _GATE_SCALE): block q of
-// the kernels' (o, i, f, g) is torch's (i, f, g, o) block kOrder[q] times kScale[q].
-constexpr int kOrder[4] = {3, 0, 1, 2};
-constexpr float kScale[4] = {0.5f, 0.5f, 0.5f, 1.0f};
-
 // With proj ((steps * B, 4H): x @ W_ih^T over all steps, one BLAS GEMM made by the caller, in
 // torch's gate order, unscaled) and/or bias (4H, torch's order, unscaled: b_ih + b_hh), each
-// step's gates are first written as kScale[q] * (proj + bias) in the kernels' order, before
-// the recurrent product adds to them (gates need not hold anything then). One GEMM over all
-// steps beats one per step at these shapes: a step's 20 rows (10 a thread at two threads) keep
-// the packed kernel load-bound, where BLAS runs 700 rows at its full rate (docs/training.md).
+// step's gates are first written from them in the cell's order and scale (lstm_cell.h's
+// init_step), before the recurrent product adds to them (gates need not hold anything then).
+// One GEMM over all steps beats one per step at these shapes: BLAS runs the 700 rows at its full
+// rate, where a step has 20 (10 a thread at two threads) (docs/training.md).
 void seq_forward(const PackedMatrix &w, Arr h0, Arr c0, Arr gates, Arr y, Arr c, Arr tc, bool reverse,
                  std::optional<Arr> proj, std::optional<Arr> bias) {
     const char *fn = "lstm_seq_forward";
@@ -236,21 +220,11 @@ void seq_forward(const PackedMatrix &w, Arr h0, Arr c0, Arr gates, Arr y, Arr c,
         for (std::size_t k = 0; k < a.order.size(); ++k) {
             const py::ssize_t off = a.order[k] * bh, prev = k ? a.order[k - 1] * bh : 0;
             float *g = G + 4 * off + e0;
-            if (P != nullptr || BI != nullptr)
-                for (int q = 0; q < 4; ++q)
-                    for (int b = 0; b < m; ++b) {
-                        float *row = g + static_cast<py::ssize_t>(q) * bh + static_cast<py::ssize_t>(b) * a.H;
-                        const py::ssize_t src = static_cast<py::ssize_t>(kOrder[q]) * a.H;
-                        const float *p = P != nullptr ? P + (static_cast<py::ssize_t>(a.order[k]) * a.B + b0 + b) * H4 + src
-                                                      : nullptr;
-                        const float s = kScale[q];
-                        if (p != nullptr && BI != nullptr)
-                            for (int j = 0; j < a.H; ++j) row[j] = s * (p[j] + BI[src + j]);
-                        else if (p != nullptr)
-                            for (int j = 0; j < a.H; ++j) row[j] = s * p[j];
-                        else
-                            for (int j = 0; j < a.H; ++j) row[j] = s * BI[src + j];
-                    }
+            if (P != nullptr || BI != nullptr) {
+                const float *p = P != nullptr ? P + (static_cast<py::ssize_t>(a.order[k]) * a.B + b0) * H4 : nullptr;
+                if (!(tb::kernels::use_avx512() && tb::kernels::avx512::lstm_init_step(g, bh, p, BI, m, a.H)))
+                    tb::kernels::lstm_loops::init_step(g, bh, p, BI, m, a.H);
+            }
             tb::kernels::gemm_packed((k ? Y + prev : H0) + e0, a.H, m, w, g, true, bh);
             cell_forward(g, nullptr, (k ? C + prev : C0) + e0, C + off + e0, TC + off + e0, Y + off + e0,
                          static_cast<std::size_t>(m) * a.H, static_cast<std::size_t>(bh));

@@ -61,6 +61,29 @@ def test_cell_kernels_match_twins():
         C.lstm_cell_forward(g[:, :, :5], r, cp, c, tc, h)
 
 
+def test_cell_backward_same_bits_on_every_path():
+    """The cell's backward (csrc/kernels/lstm_cell.h) is one loop compiled for the baseline ISA
+    and for AVX-512 without contraction: the same bits on both, a row length with a vector tail."""
+    C = _native.module()
+    B, H = 3, 37
+    dh, dc, gy, tc, cp = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(5))
+    gates = np.tanh(rng.standard_normal((4, B, H))).astype(np.float32)
+    outs = []
+    for path in ("baseline", "avx512"):
+        try:
+            C._force_cpu_path(path)
+        except ValueError:
+            pytest.skip(f"this CPU cannot run the {path} loops")
+        try:
+            dh2, dc2, dg = dh.copy(), dc.copy(), np.empty((B, 4 * H), np.float32)
+            C.lstm_cell_backward(dh2, dc2, gy, gates, tc, cp, dg)
+            outs.append((dh2, dc2, dg))
+        finally:
+            C._force_cpu_path("auto")
+    for a, b in zip(*outs):
+        assert np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("proj", [0, 3])
 @pytest.mark.parametrize("packed", [False, True])
 def test_lstm_layer_native_matches_twin(proj, packed, monkeypatch):

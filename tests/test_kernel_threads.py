@@ -61,7 +61,18 @@ def _run(C, x, g, s):
     return out
 
 
-def test_two_threads_match_one_bit_for_bit():
+@pytest.fixture(params=["spin", "sleep"])
+def waiting(request):
+    """The pool's waits as built (a caller spins for its workers' chunks before it sleeps), and
+    with no spin at all, so that every wait goes through the condition variables."""
+    C = _native.module()
+    if request.param == "sleep":
+        C._set_pool_spin_us(0)
+    yield request.param
+    C._set_pool_spin_us(100_000)                        # parallel.cpp's kSpinUs
+
+
+def test_two_threads_match_one_bit_for_bit(waiting):
     C = _native.module()
     before = tb.get_num_threads()
     args = _all_kernels(C)
@@ -156,7 +167,7 @@ def _products(n=4):
     return a, b, want
 
 
-def test_blas_products_run_on_the_pool_and_are_right():
+def test_blas_products_run_on_the_pool_and_are_right(waiting):
     C = _native.module()
     before = tb.get_num_threads()
     try:

@@ -10,9 +10,9 @@
 //
 // parallel_for: the range is cut into chunks that the caller and the workers claim from a shared
 // counter. The caller never waits for a worker to start: it runs every chunk no worker has
-// claimed, then waits only for the chunks workers are running. A task holds its job through a
-// shared_ptr, so a worker that picks it up after the call returned finds no chunk left and drops
-// it without touching the caller's data.
+// claimed, then waits only for the chunks workers are running (spinning first: spin_until). A
+// task holds its job through a shared_ptr, so a worker that picks it up after the call returned
+// finds no chunk left and drops it without touching the caller's data.
 //
 // blas_callback: OpenBLAS's level-3 jobs wait on each other's progress, so every job must run at
 // the same time on its own thread: the caller runs job 0 and the pool first grows until it has an
@@ -60,6 +60,21 @@ namespace tb::kernels {
 namespace {
 std::atomic<int> g_threads{1};
 int kSpinUs = 100000;   // how long an idle worker spins before it sleeps (see Pool::run)
+
+// Spins (short pauses, then a yield, as an idle worker) until done() or kSpinUs have passed;
+// done()'s last answer. A caller waiting for its workers' chunks spins here before it sleeps on
+// a condition variable: on the VM a sleeping thread's wake-up cost more than the wait itself
+// (docs/training.md), and OpenMP's barrier in torch spins the same way.
+template <typename Done>
+bool spin_until(Done done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() >= until) return done();
+        for (int i = 0; i < 16; ++i) TB_CPU_RELAX();
+        sched_yield();
+    }
+    return true;
+}
 std::atomic<std::uint64_t> g_blas_jobs{0};   // OpenBLAS jobs run through blas_callback (tests)
 
 struct Pool {
@@ -160,6 +175,7 @@ struct Job {
     std::size_t n = 0, chunk = 0, chunks = 0;
     std::atomic<std::size_t> next{0};
     std::size_t done = 0;   // under m
+    std::atomic<bool> complete{false};   // done == chunks, readable without m (the caller's spin)
     std::mutex m;
     std::condition_variable all_done;
 
@@ -167,7 +183,10 @@ struct Job {
         for (std::size_t i; (i = next.fetch_add(1)) < chunks;) {
             f(i * chunk, std::min(n, (i + 1) * chunk));
             std::lock_guard<std::mutex> lk(m);
-            if (++done == chunks) all_done.notify_all();
+            if (++done == chunks) {
+                complete.store(true, std::memory_order_release);
+                all_done.notify_all();
+            }
         }
     }
 };
@@ -176,13 +195,18 @@ struct Job {
 struct Latch {
     std::mutex m;
     std::condition_variable cv;
-    int left;
+    int left;   // under m
+    std::atomic<bool> zero{false};   // left == 0, readable without m (wait's spin)
     explicit Latch(int n) : left(n) {}
     void count_down() {
         std::lock_guard<std::mutex> lk(m);
-        if (--left == 0) cv.notify_all();
+        if (--left == 0) {
+            zero.store(true, std::memory_order_release);
+            cv.notify_all();
+        }
     }
     void wait() {
+        if (spin_until([this] { return zero.load(std::memory_order_acquire); })) return;
         std::unique_lock<std::mutex> lk(m);
         cv.wait(lk, [this] { return left == 0; });
     }
@@ -241,6 +265,7 @@ void parallel_for(std::size_t n, std::size_t grain, std::size_t align,
     // a refused thread leaves its chunks to the caller
     pool().submit(std::move(helpers), static_cast<int>(parts) - 1);
     job->run();
+    if (spin_until([&] { return job->complete.load(std::memory_order_acquire); })) return;
     std::unique_lock<std::mutex> lk(job->m);
     job->all_done.wait(lk, [&] { return job->done == job->chunks; });
 }
@@ -253,7 +278,7 @@ void init_parallel(pybind11::module_ &m) {
     m.def("_kernel_threads", &tb::kernels::kernel_threads, "threads the large fused kernels use");
     m.def("_blas_callback_address", [] { return reinterpret_cast<std::uintptr_t>(&tb::kernels::blas_callback); },
           "the address of the pool's OpenBLAS threads callback (tensorbrain/_threads.py registers it)");
-    m.def("_set_pool_spin_us", [](int us) { tb::kernels::kSpinUs = us; }, "idle workers' spin before sleeping (benchmarks)");
+    m.def("_set_pool_spin_us", [](int us) { tb::kernels::kSpinUs = us; }, "how long idle workers and callers waiting for their chunks spin before sleeping (benchmarks, tests)");
     m.def("_pool_workers", [] { std::lock_guard<std::mutex> lk(tb::kernels::pool().m); return tb::kernels::pool().workers; },
           "worker threads in this process's pool (tests)");
     m.def("_blas_jobs_run", [] { return tb::kernels::g_blas_jobs.load(); },

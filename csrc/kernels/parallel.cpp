@@ -59,7 +59,9 @@
 namespace tb::kernels {
 namespace {
 std::atomic<int> g_threads{1};
-int kSpinUs = 100000;   // how long an idle worker spins before it sleeps (see Pool::run)
+// how long an idle worker (Pool::run) or a caller waiting for its chunks (spin_until) spins
+// before it sleeps
+int kSpinUs = 100000;
 
 // Spins (short pauses, then a yield, as an idle worker) until done() or kSpinUs have passed;
 // done()'s last answer. A caller waiting for its workers' chunks spins here before it sleeps on

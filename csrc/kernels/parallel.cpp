@@ -59,14 +59,13 @@
 namespace tb::kernels {
 namespace {
 std::atomic<int> g_threads{1};
-// how long an idle worker (Pool::run) or a caller waiting for its chunks (spin_until) spins
-// before it sleeps
-int kSpinUs = 100000;
+int kSpinUs = 100000;   // how long spin_until spins before its caller sleeps
 
-// Spins (short pauses, then a yield, as an idle worker) until done() or kSpinUs have passed;
-// done()'s last answer. A caller waiting for its workers' chunks spins here before it sleeps on
-// a condition variable: on the VM a sleeping thread's wake-up cost more than the wait itself
-// (docs/training.md), and OpenMP's barrier in torch spins the same way.
+// Spins (short pauses, then a yield) until done() or kSpinUs have passed; done()'s last
+// answer. An idle worker spins here for new work (Pool::run), and a caller waiting for its
+// workers' chunks before it sleeps on a condition variable: on the VM a sleeping thread's
+// wake-up cost more than the wait itself (docs/training.md), and OpenMP's barrier in torch
+// spins the same way.
 template <typename Done>
 bool spin_until(Done done) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
@@ -130,13 +129,8 @@ struct Pool {
                 // kernel_threads() - 1 workers spin at once: the pool can hold more (a BLAS
                 // job's submitter may find every worker still finishing a task and start one),
                 // and a spare spinner would take a core from the caller.
-                if (spinning.fetch_add(1) < std::max(1, kernel_threads() - 1)) {
-                    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
-                    while (queued.load(std::memory_order_relaxed) == 0 && std::chrono::steady_clock::now() < until) {
-                        for (int i = 0; i < 16; ++i) TB_CPU_RELAX();
-                        sched_yield();
-                    }
-                }
+                if (spinning.fetch_add(1) < std::max(1, kernel_threads() - 1))
+                    spin_until([this] { return queued.load(std::memory_order_relaxed) != 0; });
                 spinning.fetch_sub(1);
                 lk.lock();
                 if (tasks.empty()) {

@@ -24,7 +24,7 @@ percentiles of its step time: the jitter that makes the ranks arrive apart.
 ``--nodes`` times backward node by node instead (the engine's profiling slot), in the same two
 ranks for three copies of the model stepped in turn, each backward after a barrier: under DDP;
 bare; and bare with every weight's gradient written by its GEMM into the same private array
-every step (``engine.offer_grad_dest``, as DDP's resident arena offers its own place), not into
+every step (``engine.offer_grad_dests``, as DDP's resident arena offers its own place), not into
 a fresh one. Per node of rank 0: the median time of its backward function and of the gap
 before it (where the previous node's gradients were accumulated and DDP's hooks ran). What DDP
 adds inside backward, node by node, and how much of it a persistent gradient array alone adds;
@@ -117,7 +117,7 @@ def nodes_worker(rank: int, port: int, steps: int, batch: int, out: str) -> None
             opts[name].zero_grad()
             loss = lossf(model(x), y)
             for p, dest in kept if name == "kept" else ():
-                engine.offer_grad_dest(p, dest)
+                engine.offer_grad_dests([p], [dest])
             dist.barrier()
             cur.clear()
             engine.PROFILE_HOOK[0] = timed if k >= 20 else None

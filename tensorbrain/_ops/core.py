@@ -68,7 +68,7 @@ def _shares_memory(a, b):
 _GEMV_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def sum_axes(a, axes):
+def sum_axes(a, axes, out=None):
     """``a.sum(axis=axes)`` for the sums gradients need (bias gradients, undone broadcasts).
 
     A float32/float64 C-contiguous NumPy array summed over leading and/or trailing axes goes
@@ -80,9 +80,12 @@ def sum_axes(a, axes):
     Args:
         a (ndarray): the array.
         axes (tuple[int, ...]): the axes to sum over, non-negative.
+        out (ndarray | None): a C-contiguous array of the sum's shape and dtype to write it
+            into (a gradient destination offered by DDP, ``autograd.engine.take_grad_dest``);
+            the bits are those of the sum without it.
 
     Returns:
-        ndarray: the sum, with the shape and dtype of ``a.sum(axis=axes)``.
+        ndarray: the sum, with the shape and dtype of ``a.sum(axis=axes)`` (``out`` if given).
     """
     nd, axes = a.ndim, tuple(sorted(axes))
     lead = 0
@@ -91,13 +94,19 @@ def sum_axes(a, axes):
     trail = len(axes) - lead
     if (type(a) is not np.ndarray or a.dtype not in _GEMV_DTYPES or not a.flags.c_contiguous
             or a.size == 0 or any(ax < nd - trail for ax in axes[lead:])):
-        return a.sum(axis=axes)
+        return a.sum(axis=axes) if out is None else a.sum(axis=axes, out=out)
     if trail:
         n = int(np.prod(a.shape[nd - trail:], dtype=np.int64))
         a = (a.reshape(-1, n) @ np.ones(n, a.dtype)).reshape(a.shape[:nd - trail])
     if lead:
         rows = int(np.prod(a.shape[:lead], dtype=np.int64))
+        if out is not None and a.ndim - lead >= 1:
+            np.matmul(np.ones(rows, a.dtype), a.reshape(rows, -1), out=out.reshape(-1))
+            return out
         a = (np.ones(rows, a.dtype) @ a.reshape(rows, -1)).reshape(a.shape[lead:])
+    if out is not None:
+        out[...] = a
+        return out
     return a
 
 

@@ -60,22 +60,26 @@ def _take(grad, owned):
 _offered = False
 
 
-def offer_grad_dest(leaf, array) -> None:
-    """Offer ``array`` as where the next backward may write ``leaf``'s whole gradient, once.
+def offer_grad_dests(leaves, arrays) -> None:
+    """Offer each array of ``arrays`` as where the next backward may write the whole gradient
+    of the leaf at the same position of ``leaves``, once; leaves that have a ``.grad`` are
+    skipped.
 
     DDP's reducer offers each parameter without a ``.grad`` its slot of the shared-memory
-    gradient arena for one synchronised backward, so the weight-gradient GEMM writes straight
-    there and the reducer's hook has nothing to copy (docs/ddp.md). An op that makes a leaf's
-    gradient in one array takes the offer with :func:`take_grad_dest`; other ops ignore it and
-    the hook copies, as before.
+    gradient arena for one synchronised backward, a bucket at a time, so the weight- and
+    bias-gradient products write straight there and the reducer's hook has nothing to copy
+    (docs/ddp.md). An op that makes a leaf's gradient in one array takes the offer with
+    :func:`take_grad_dest`; other ops ignore it and the hook copies, as before.
 
     Args:
-        leaf: a tensor that requires grad and has no ``grad_fn``.
-        array: a contiguous array of the leaf's shape and dtype.
+        leaves: tensors that require grad and have no ``grad_fn``.
+        arrays: contiguous arrays of their shapes and dtypes, one per leaf.
     """
     global _offered
     _offered = True
-    leaf.__dict__["_grad_dest"] = array
+    for leaf, array in zip(leaves, arrays):
+        if leaf.grad is None:
+            leaf.__dict__["_grad_dest"] = array
 
 
 def take_grad_dest(leaf, shape, dtype):

@@ -119,7 +119,8 @@ def linear(input, weight, bias=None):
             dest = take_grad_dest(weight, w.shape, g2.dtype) if g2.dtype == x2.dtype else None
             gw = _gemm.mm(g2.T, x2, out=dest)
         if bias is not None and bias.requires_grad:
-            gb = sum_axes(g2, (0,))
+            dest = take_grad_dest(bias, bias._data.shape, g2.dtype)
+            gb = sum_axes(g2, (0,), out=dest)
         return gx, gw, gb
     return make(out, (input, weight, bias), backward, "AddmmBackward", (input, weight))
 

@@ -565,3 +565,7 @@ def test_sum_axes_equals_numpys_sum(shape, axes, dtype):
     tol = 1e-2 if dtype == np.float16 else 0
     assert np.all(np.abs(got - exact) <= np.abs(ref - exact) * 2 + np.abs(exact) * max(tol, 4 * np.finfo(np.float32).eps)
                   + (1e-9 if dtype != np.float16 else 1.0))
+    # into an offered destination (DDP's arena slot): the same bits, in that array
+    out = np.full(np.shape(ref), 7, ref.dtype)
+    assert sum_axes(a, axes, out=out) is out
+    np.testing.assert_array_equal(out, got)

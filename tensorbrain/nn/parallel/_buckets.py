@@ -98,13 +98,14 @@ def _arenas(assignment, params, flat_of_one=None):
 
 
 class _Bucket:
-    __slots__ = ("index", "indices", "buffer", "views", "view_tensors", "pending", "nbytes",
-                 "offsets")
+    __slots__ = ("index", "indices", "params", "buffer", "views", "view_tensors", "pending",
+                 "nbytes", "offsets")
 
     def __init__(self, index, indices, params, flat):
         sizes = [params[i]._data.size for i in indices]
         self.index = index
         self.indices = list(indices)
+        self.params = [params[i] for i in indices]
         self.buffer = Tensor._wrap(flat)
         self.views, self.offsets, off = [], [], 0
         for i, n in zip(indices, sizes):

@@ -10,7 +10,7 @@ How one iteration goes (as in PyTorch's ``reducer.cpp``):
    Each hook copies the gradient into its slot of the bucket's flat buffer, multiplying by
    ``1/world_size`` in the same pass (no comm hook), or finds it already there: with
    ``gradient_as_bucket_view``, or because backward wrote it there (the resident arena offers
-   each slot to the weight-gradient GEMM, ``autograd.engine.offer_grad_dest``). When the bucket's last gradient arrives, the bucket and every ready bucket
+   each slot to the weight-gradient GEMM, ``autograd.engine.offer_grad_dests``). When the bucket's last gradient arrives, the bucket and every ready bucket
    after it are launched -- strictly in bucket-index order on every rank, whatever order the
    hooks fire in, because a different order across ranks would pair up different buckets.
 3. ``_finalize``: launch whatever is left (a parameter that got no gradient is reduced as zeros
@@ -101,6 +101,9 @@ class Reducer(ResidentArenaMixin):
         self.buckets = [_Bucket(k, idx, self.params, flat)
                         for k, (idx, flat) in enumerate(zip(assignment, flats))]
         self._ends = [0] * len(self.buckets)
+        # AVG's domain (the fused reduction, prepare_for_backward); the region's arenas, made
+        # by _make_resident from the same assignment, have the same dtypes
+        self._all_float = all(a.buffer._data.dtype.kind == "f" for a in self._arenas)
         for arena in self._arenas:
             off = 0
             for k in range(arena.first, arena.last + 1):
@@ -168,7 +171,7 @@ class Reducer(ResidentArenaMixin):
         # bucket; floating gradients only (AVG's domain).
         self._fused = (self.fuse and self._rebuilt and div_factor is None and not self.overlap
                        and self.inline_last and self.comm_hook is None and self.world_size > 1
-                       and all(a.buffer._data.dtype.kind == "f" for a in self._arenas))
+                       and self._all_float)
         n = len(self.params)
         self._ready = [False] * n
         self._used = [False] * n
@@ -189,9 +192,7 @@ class Reducer(ResidentArenaMixin):
             # the weight-gradient GEMMs may write straight into the bucket, in the slot or the
             # region (no copy in the hook)
             for b in self.buckets:
-                for k, i in enumerate(b.indices):
-                    if self.params[i].grad is None:
-                        _engine.offer_grad_dest(self.params[i], b.views[k])
+                _engine.offer_grad_dests(b.params, b.views)
         if self.find_unused or (self.static_graph and self._static_unused is None):
             reach = {id(t) for t in reachable_leaves(_tensors_in(outputs))}
             self._unused = [i for i, p in enumerate(self.params) if id(p) not in reach]
@@ -241,7 +242,7 @@ class Reducer(ResidentArenaMixin):
             if div != 1.0:
                 view *= div                       # already in the bucket: scale in place
             if self.as_view and g is not bucket.view_tensors[k]:
-                p.grad = bucket.view_tensors[k]   # written there by backward (offer_grad_dest)
+                p.grad = bucket.view_tensors[k]   # written there by backward (offer_grad_dests)
         else:
             xp = _xp.get_array_module(view)
             if g._data.shape != view.shape:
@@ -312,7 +313,7 @@ class Reducer(ResidentArenaMixin):
             _engine.withdraw_grad_dests(self.params)
             self._offered = False
         t_end = time.perf_counter() if self.timings is not None else None
-        missing = [i for i, r in enumerate(self._ready) if not r]
+        missing = [] if all(self._ready) else [i for i, r in enumerate(self._ready) if not r]
         if self.world_size == 1 and self.comm_hook is None:
             # Nothing to reduce: skip the 1-rank all_reduce and its round trip through the
             # backend's worker thread; only the checks remain.
@@ -360,6 +361,9 @@ class Reducer(ResidentArenaMixin):
         if t_end is not None:
             self.timings.append(("backward_end", t_end, time.perf_counter()))
         self._check_missing(missing)
+        if used is None and len(written) == len(self.params):
+            self._done_iteration()  # the reduction wrote every .grad (the resident arena)
+            return
         for i, p in enumerate(self.params):
             b_idx, k = self._loc[i]
             bucket = self.buckets[b_idx]

@@ -97,10 +97,11 @@ class ResidentArenaMixin:
     def _reduce_arenas(self):
         """The fused end of backward: one all_reduce (AVG) per arena, in bucket order. Returns
         the parameters whose ``.grad`` the resident arena wrote the average into."""
-        avg = self.dist.ReduceOp.AVG
         written: set = set()
         for arena in self._arenas:
-            t0, t_wall = time.perf_counter(), time.time()
+            observe = _timeline()
+            t_wall = time.time() if observe is not None else None
+            t0 = time.perf_counter() if self.timings is not None else None
             if self._resident is not None:
                 # in the shared-memory slots, no copies; the private .grad arrays get the
                 # chunks this rank reduces while they are still in cache
@@ -115,14 +116,14 @@ class ResidentArenaMixin:
                                 a is self._lent[i]
                                 or (a.dtype == b.views[k].dtype and _data_only_in(g))):
                             # .grad is lent the average's place in the region (reduced there in
-                            # place, no copy): backward wrote it there (offer_grad_dest) or
+                            # place, no copy): backward wrote it there (offer_grad_dests) or
                             # accumulated into it, or .grad is an array nothing else refers to
                             # (so nothing could see the copy into it)
                             g._data = self._lent[i]
                             written.add(i)
                             continue
                         if a is b.views[k]:
-                            # backward wrote it into the slot (offer_grad_dest): .grad gets an
+                            # backward wrote it into the slot (offer_grad_dests): .grad gets an
                             # array of its own, as torch's default (no bucket view) has
                             a = g._data = np.empty_like(a)
                         if (type(a) is np.ndarray and a.dtype == b.views[k].dtype
@@ -133,8 +134,7 @@ class ResidentArenaMixin:
                             written.add(i)
                 self._resident.all_reduce(offsets=offs, outputs=outs)
             else:
-                self.dist.all_reduce(arena.buffer, op=avg, group=self.group)
-            observe = _timeline()
+                self.dist.all_reduce(arena.buffer, op=self.dist.ReduceOp.AVG, group=self.group)
             if observe is not None:
                 for b in self.buckets[arena.first:arena.last + 1]:
                     _trace_bucket(observe, b, t_wall)

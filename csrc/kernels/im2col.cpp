@@ -117,6 +117,10 @@ void im2col(const T *x, T *cols, const Geom &g, const Cols &r, py::ssize_t c0, p
 // a time, so the adds stay in L1; in the folded layout channel by channel (the channel's rows
 // are one block of the column array, read in order: image by image, which sweeps the whole
 // array once per image, took 6.1 against 0.4 ms for a 16x128x4x4 -> 8x8 transposed conv).
+// Within a plane, kernel row by kernel row, then output row by output row, then kernel column
+// by kernel column: the row's checks and pointers once for all kw columns (a transposed conv's
+// rows are as short as its input: 4 values in a DCGAN generator's second layer, where that
+// per-row work cost more than the adds; docs/training.md, "The conv net on an AMD EPYC").
 // Outer items [o0, o1) (channels in the folded layout, else images: each owns its planes).
 template <typename T>
 void col2im(const T *cols, T *x, const Geom &g, const Cols &r, py::ssize_t o0, py::ssize_t o1) {
@@ -127,16 +131,19 @@ void col2im(const T *cols, T *x, const Geom &g, const Cols &r, py::ssize_t o0, p
             const py::ssize_t n = by_channel ? inner : outer, c = by_channel ? outer : inner;
             T *xp = x + (n * g.c + c) * plane;
             std::memset(xp, 0, sizeof(T) * static_cast<std::size_t>(plane));
-            for (int i = 0; i < g.kh; ++i)
-                for (int j = 0; j < g.kw; ++j) {
-                    const T *row = cols + ((c * g.kh + i) * g.kw + j) * g.row_stride + n * g.image_stride;
-                    const py::ssize_t off = r.off[j], lo = r.lo[j], hi = r.hi[j];
-                    if (lo >= hi) continue;
-                    for (py::ssize_t oy = 0; oy < g.oh; ++oy) {
-                        const py::ssize_t y = oy * g.sh - g.ph + static_cast<py::ssize_t>(i) * g.dh;
-                        if (y < 0 || y >= g.h) continue;
-                        const T *src = row + oy * g.ow;
-                        T *dst = xp + y * g.w + off;
+            for (int i = 0; i < g.kh; ++i) {
+                const T *rows = cols + (c * g.kh + i) * g.kw * g.row_stride + n * g.image_stride;
+                const py::ssize_t y0 = static_cast<py::ssize_t>(i) * g.dh - g.ph;   // input row of oy = 0
+                // output rows oy whose input row y0 + oy*sh lies in [0, h)
+                py::ssize_t a, b;
+                valid_range(y0, g.sh, g.h, g.oh, &a, &b);
+                for (py::ssize_t oy = a; oy < b; ++oy) {
+                    T *drow = xp + (y0 + oy * g.sh) * g.w;
+                    const T *srow = rows + oy * g.ow;
+                    for (int j = 0; j < g.kw; ++j) {
+                        const py::ssize_t lo = r.lo[j], hi = r.hi[j];
+                        const T *src = srow + j * g.row_stride;
+                        T *dst = drow + r.off[j];
                         if (g.sw == 1) {
                             for (py::ssize_t ox = lo; ox < hi; ++ox) dst[ox] += src[ox];
                         } else {
@@ -145,6 +152,7 @@ void col2im(const T *cols, T *x, const Geom &g, const Cols &r, py::ssize_t o0, p
                         }
                     }
                 }
+            }
         }
 }
 

@@ -59,7 +59,13 @@ def col2im2d(cols, n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, fold):
 
 _NATIVE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _NATIVE_2D = True   # tests switch the native 2-D path off to run the NumPy paths
-_FOLD_CONV_MAX = 256   # see _conv2d_columns
+# The largest OH*OW whose convolution runs one GEMM over the batch (see _conv2d_columns). Where
+# it pays depends on the CPU: on the Intel Xeon the 32->64 layer of the conv net at 16x16 ran
+# fwd+bwd in 25.7 ms folded against 28.9 per image (docs/training.md); on the AMD EPYC (Zen 4,
+# OpenBLAS) the same layer ran 15.1 per image against 16.1 ms folded, and 14x14 and 12x12
+# outputs still ran faster folded (11.2 against 12.0, 26.2 against 28.5 ms; one thread,
+# 2026-11-30, docs/training.md "The conv net on an AMD EPYC").
+_FOLD_CONV_MAX = 256 if _gemm._intel_cpu() else 255
 
 
 def _columns_module(x):
@@ -174,6 +180,8 @@ def _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs):
     w = weight._data
     oc = w.shape[1]
     w2 = w.reshape(c, -1)                                  # (Cin, Cout*K)
+    if ih == iw == 1 and ph == pw == 0 and tuple(outs) == (kh, kw):
+        return _conv_transpose2d_projection(input, weight, bias, x, unbatched, w2, (oc, kh, kw))
     x4 = _to_channel_major(xp, x)                          # (Cin, N*L)
     cols = _gemm.mm(w2.T, x4)                              # (Cout*K, N*L)
     out = C.col2im2d(cols, n, oc, outs[0], outs[1], *geom, True)
@@ -198,5 +206,36 @@ def _conv_transpose2d_folded(C, input, weight, bias, x, unbatched, geom, outs):
                     gx = gx[0]
             if weight.requires_grad:
                 gw = _gemm.mm(x4, gcols.T).reshape(w.shape)
+        return gx, gw, gb
+    return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))
+
+
+def _conv_transpose2d_projection(input, weight, bias, x, unbatched, w2, out_chw):
+    """A transposed convolution of a 1x1 input whose output is exactly one kernel (a DCGAN
+    generator's first layer, "project and reshape") is a product: ``out (N, Cout*K) = x (N,
+    Cin) @ W (Cin, Cout*K)``, with no columns to scatter (the folded path made ``(Cout*K, N)``
+    columns and scattered them one value at a time: 0.40 ms of col2im and 0.34 of im2col for
+    DCGAN's 100 -> 256x4x4 at B=16, against a copy-free reshape here)."""
+    n = x.shape[0]
+    x2 = x.reshape(n, -1)                                  # (N, Cin)
+    out = _gemm.mm(x2, w2).reshape((n,) + out_chw)
+    if bias is not None:
+        out += bias._data.reshape(1, -1, 1, 1)
+    if unbatched:
+        out = out[0]
+
+    def backward(g):
+        if unbatched:
+            g = g[None]
+        g2 = get_array_module(g).ascontiguousarray(g, dtype=x.dtype).reshape(n, -1)
+        gx = gw = gb = None
+        if bias is not None and bias.requires_grad:
+            gb = sum_axes(g2.reshape(n, out_chw[0], -1), (0, 2))
+        if input.requires_grad:
+            gx = _gemm.mm(g2, w2.T).reshape(x.shape)
+            if unbatched:
+                gx = gx[0]
+        if weight.requires_grad:
+            gw = _gemm.mm(x2.T, g2).reshape(weight._data.shape)
         return gx, gw, gb
     return make(out, (input, weight, bias), backward, "ConvolutionBackward", (input, weight))

@@ -167,6 +167,28 @@ def test_conv_transpose_nd(nd, kw, batch):
               torch_fn=tfn(lambda TF: lambda x, w, b: getattr(TF, f"conv_transpose{nd}d")(x, w, b, **kw)))
 
 
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_conv_transpose_of_one_input_position_is_a_product(nd, batch, monkeypatch):
+    """A 1x1 input whose output is exactly one kernel (DCGAN's first layer) runs as one
+    product (convnd._conv_transpose_projection): values and gradients against the reference,
+    finite differences and torch; unbatched as the batch of one."""
+    from tensorbrain._ops import convnd
+    taken, product = [], convnd._conv_transpose_projection
+    monkeypatch.setattr(convnd, "_conv_transpose_projection",
+                        lambda *a: taken.append(1) or product(*a))
+    ks = {1: (4,), 2: (4, 3), 3: (2, 3, 2)}[nd]
+    x = rng.standard_normal((batch, 5) + (1,) * nd)
+    w, b = rng.standard_normal((5, 2) + ks), rng.standard_normal(2)
+    fn = getattr(F, f"conv_transpose{nd}d")
+    gradcheck(lambda x, w, b: fn(x, w, b, stride=2), [x, w, b],
+              numpy_fn=lambda x, w, b: np_conv_transpose(x, w, b, stride=2),
+              torch_fn=tfn(lambda TF: lambda x, w, b: getattr(TF, f"conv_transpose{nd}d")(x, w, b, stride=2)))
+    one = fn(tb.tensor(x[0]), tb.tensor(w), tb.tensor(b), stride=2)
+    np.testing.assert_allclose(one.numpy(), np_conv_transpose(x[:1], w, b, stride=2)[0], atol=1e-12)
+    assert taken, "the product path was not taken"
+
+
 def test_conv_transpose_large_input_takes_the_per_image_path(monkeypatch):
     """Inputs larger than the batch-folding threshold use a GEMM per image (on the NumPy path;
     the native 2-D path always folds): check that path."""

@@ -15,6 +15,7 @@ CPUs only.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import sys
@@ -26,7 +27,10 @@ from . import _config, _native
 _state: dict = {"C": None, "why": None}
 
 
+@functools.cache
 def _intel_cpu() -> bool:
+    """Whether /proc/cpuinfo names an Intel CPU (read once: MKL's choice and the conv fold
+    threshold, ``_ops/conv_columns.py``, both ask)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:

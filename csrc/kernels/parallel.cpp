@@ -59,7 +59,7 @@
 namespace tb::kernels {
 namespace {
 std::atomic<int> g_threads{1};
-int kSpinUs = 100000;   // how long spin_until spins before its caller sleeps
+std::atomic<int> kSpinUs{100000};   // how long spin_until spins before its caller sleeps (set from Python)
 
 // Spins (short pauses, then a yield) until done() or kSpinUs have passed; done()'s last
 // answer. An idle worker spins here for new work (Pool::run), and a caller waiting for its
@@ -68,7 +68,7 @@ int kSpinUs = 100000;   // how long spin_until spins before its caller sleeps
 // spins the same way.
 template <typename Done>
 bool spin_until(Done done) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs.load(std::memory_order_relaxed));
     while (!done()) {
         if (std::chrono::steady_clock::now() >= until) return done();
         for (int i = 0; i < 16; ++i) TB_CPU_RELAX();
@@ -274,7 +274,7 @@ void init_parallel(pybind11::module_ &m) {
     m.def("_kernel_threads", &tb::kernels::kernel_threads, "threads the large fused kernels use");
     m.def("_blas_callback_address", [] { return reinterpret_cast<std::uintptr_t>(&tb::kernels::blas_callback); },
           "the address of the pool's OpenBLAS threads callback (tensorbrain/_threads.py registers it)");
-    m.def("_set_pool_spin_us", [](int us) { tb::kernels::kSpinUs = us; }, "how long idle workers and callers waiting for their chunks spin before sleeping (benchmarks, tests)");
+    m.def("_set_pool_spin_us", [](int us) { tb::kernels::kSpinUs.store(us, std::memory_order_relaxed); }, "how long idle workers and callers waiting for their chunks spin before sleeping (benchmarks, tests)");
     m.def("_pool_workers", [] { std::lock_guard<std::mutex> lk(tb::kernels::pool().m); return tb::kernels::pool().workers; },
           "worker threads in this process's pool (tests)");
     m.def("_blas_jobs_run", [] { return tb::kernels::g_blas_jobs.load(); },

@@ -215,6 +215,35 @@ def test_pool_survives_concurrent_products_and_kernels():
         tb.set_num_threads(before)
 
 
+
+def test_float32_and_float64_products_at_once_are_right():
+    """Python threads running float32 and float64 products at the same time, each product's
+    jobs on the pool: every result right (through the callback, two regions at once gave values
+    near 1e21 until the pool ran one region at a time, csrc/kernels/parallel.cpp)."""
+    import threading
+    before = tb.get_num_threads()
+    try:
+        _pool_on()
+        a32 = rng.standard_normal((300, 300)).astype(np.float32)
+        a64 = a32.astype(np.float64)
+        want = a64 @ a64
+        bad = []
+
+        def work(i):
+            a = a32 if i % 2 else a64
+            for r in range(30):
+                if not np.allclose(a @ a, want, rtol=1e-3, atol=1e-2):
+                    bad.append((a.dtype.name, i, r))
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads), "a thread hung on the pool"
+        assert not bad, f"{len(bad)} wrong products, e.g. {bad[:3]}"
+    finally:
+        tb.set_num_threads(before)
+
 def _blas_child(q):
     a = np.arange(512 * 512, dtype=np.float32).reshape(512, 512) % 7
     got = a @ a.T

@@ -210,6 +210,15 @@ struct Latch {
 
 using DoJob = void (*)(int, void *, int);
 
+// One OpenBLAS parallel region at a time in the process. Two regions at once through the
+// callback are not safe in OpenBLAS 0.3.31's pthreads build: a float32 and a float64 product
+// from two Python threads at once gave wrong results (some values near 1e21; 16-42 of 160
+// products), while two float32 or two float64 products at once were right, and so was
+// everything without the callback, where OpenBLAS hands each job to a server thread of its own
+// (tests/test_kernel_threads.py). A job
+// never calls OpenBLAS on more than one thread, so a region never waits for itself.
+std::mutex g_blas_region;
+
 // OpenBLAS's openblas_threads_callback: run dojob(i, jobdata + i * elsize, dojob_data) for
 // i < numjobs, all at once (see the file comment), and return when all have.
 void blas_callback(int /*sync*/, DoJob dojob, int numjobs, std::size_t elsize, void *jobdata,
@@ -219,6 +228,7 @@ void blas_callback(int /*sync*/, DoJob dojob, int numjobs, std::size_t elsize, v
         if (numjobs == 1) dojob(0, jobdata, dojob_data);
         return;
     }
+    const std::lock_guard<std::mutex> region(g_blas_region);
     auto latch = std::make_shared<Latch>(numjobs - 1);
     std::vector<Pool::Task> more;
     for (int i = 1; i < numjobs; ++i)

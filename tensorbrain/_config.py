@@ -203,7 +203,10 @@ declare("TB_FASTPATH", _bool, True,
 declare("TB_BLAS_POOL", _bool, True,
         "With tb.set_num_threads(n > 1): run NumPy's OpenBLAS (scipy-openblas 0.3.31+, pthreads) "
         "on the native kernels' thread pool through OpenBLAS's threads callback, so the two do not "
-        "fight for the cores (csrc/kernels/parallel.cpp). 0: OpenBLAS keeps its own threads.")
+        "fight for the cores (csrc/kernels/parallel.cpp), and without MKL run a batch of products "
+        "(a convolution's per-image GEMMs, batched matmul) one item per pool thread, each a "
+        "one-thread OpenBLAS GEMM (csrc/kernels/blas.cpp). 0: OpenBLAS keeps its own threads and "
+        "NumPy's matmul runs the batches.")
 declare("TB_GEMM", choice("AUTO", "MKL", "NUMPY"), "AUTO",
         "CPU float32/float64 matrix products of linear layers, convolutions and matmul: MKL (the "
         "`mkl` wheel's libmkl_rt, sequential, split across tb.set_num_threads threads; "

@@ -6,7 +6,9 @@ product runs in ``tensorbrain._C.gemm``: MKL's sequential ``cblas_?gemm`` on blo
 output's rows or columns, split across ``tb.set_num_threads`` threads on the native pool
 (csrc/kernels/blas.cpp).
 Otherwise, and for anything that call cannot take (other dtypes, CuPy arrays, a broadcast
-operand), it is NumPy's ``matmul`` (OpenBLAS), the twin tests/test_gemm.py compares against.
+operand), it is NumPy's ``matmul`` (OpenBLAS), the twin tests/test_gemm.py compares against;
+a batch of products (``mm_each``, ``mm_sum``, ``bmm``) on more than one thread then runs one
+item per pool thread, each a one-thread OpenBLAS GEMM (``_batched_for``).
 
 Why: on the Intel Xeon the benchmarks run on, MKL took 0.84x of OpenBLAS's time over the GPT's
 and the conv net's products, the same as torch's ``mm`` (``benchmarks/gemm.py``,
@@ -22,7 +24,7 @@ import sys
 
 import numpy as np
 
-from . import _config, _native
+from . import _config, _native, _threads
 
 _state: dict = {"C": None, "why": None}
 
@@ -90,14 +92,31 @@ def _module():
     return _state["C"]
 
 
-def _mkl_for(a, b, ndim_a, ndim_b):
-    """The native module when MKL is loaded and can take these operands (NumPy arrays of
-    ``ndim_a`` and ``ndim_b`` dims, one float32/float64 dtype), else None."""
-    C = _module()
+def _takes(C, a, b, ndim_a, ndim_b):
+    """``C`` when it is not None and the operands are NumPy arrays of ``ndim_a`` and ``ndim_b``
+    dims and one float32/float64 dtype, else None."""
     if C is not None and type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == ndim_a and \
             b.ndim == ndim_b and a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
         return C
     return None
+
+
+def _mkl_for(a, b, ndim_a, ndim_b):
+    """The native module when MKL is loaded and can take these operands, else None."""
+    return _takes(_module(), a, b, ndim_a, ndim_b)
+
+
+def _batched_for(a, b, ndim_a, ndim_b):
+    """The native module for a batch of products (``gemm_batched``): MKL's, or without MKL on
+    more than one thread NumPy's OpenBLAS one item per pool thread, where ``_threads`` found its
+    symbols (``TB_GEMM=numpy`` keeps NumPy's matmul). Why: NumPy's batched matmul hands
+    OpenBLAS one item at a time, and an item as small as a conv net's first layer per image ran as
+    long on two threads as on one (docs/training.md, "Products one per thread")."""
+    C = _module()
+    if C is None and _threads._state["blas_items"] and (_threads._state["threads"] or 1) > 1 and \
+            _config.get("TB_GEMM") != "NUMPY":
+        C = _native.loaded()
+    return _takes(C, a, b, ndim_a, ndim_b)
 
 
 def backend() -> str:
@@ -149,7 +168,8 @@ def mm_sum(a, b):
     """``sum_i a[i] @ b[i]`` over stacks ``(B, M, K)`` and ``(B, K, N)``: on MKL, the products in
     one batch-strided call (split across threads by item) and summed over the stack while the
     ``(B, M, N)`` products fit in 8 MiB, else each product accumulated into one ``(M, N)``
-    output on its own; without MKL, NumPy's ``matmul(a, b).sum(0)``.
+    output on its own; without MKL, the same batched call on NumPy's OpenBLAS one item per
+    pool thread on more than one thread (``_batched_for``), else NumPy's ``matmul(a, b).sum(0)``.
 
     Why: a conv net's first layer sums 32 products of ``(27, 1024) @ (1024, 32)``; one at a
     time each is too small to split across threads, so two threads gained nothing.
@@ -161,7 +181,7 @@ def mm_sum(a, b):
     Returns:
         ndarray: ``(M, N)``.
     """
-    C = _mkl_for(a, b, 3, 3)
+    C = _batched_for(a, b, 3, 3)
     if C is not None and len(a) == len(b) > 0:
         if len(a) * a.shape[1] * b.shape[2] * a.itemsize <= _SUM_STACK_BYTES:
             each = np.empty((len(a), a.shape[1], b.shape[2]), a.dtype)
@@ -177,8 +197,9 @@ def mm_sum(a, b):
 
 def mm_each(a, b):
     """``a @ b[i]`` for every ``i`` of a stack ``b`` ``(B, K, N)`` (``a`` ``(M, K)``): MKL's
-    batch-strided GEMM with ``a`` at stride 0 (the items split across threads), else NumPy's
-    batched ``matmul``.
+    batch-strided GEMM with ``a`` at stride 0 (the items split across threads), without MKL on
+    more than one thread one-thread OpenBLAS GEMMs an item each on the pool (``_batched_for``),
+    else NumPy's batched ``matmul``.
 
     Args:
         a (ndarray): ``(M, K)``.
@@ -187,7 +208,7 @@ def mm_each(a, b):
     Returns:
         ndarray: ``(B, M, N)``.
     """
-    C = _mkl_for(a, b, 2, 3)
+    C = _batched_for(a, b, 2, 3)
     if C is not None:
         out = np.empty((len(b), a.shape[0], b.shape[2]), a.dtype)
         if C.gemm_batched(np.broadcast_to(a, (len(b),) + a.shape), b, out):
@@ -197,7 +218,8 @@ def mm_each(a, b):
 
 def bmm(a, b, out=None):
     """``a @ b`` for stacks ``(B, M, K)`` and ``(B, K, N)``: MKL's batch-strided GEMM when
-    loaded, else NumPy's ``matmul``.
+    loaded, else on more than one thread OpenBLAS an item per pool thread (``_batched_for``),
+    else NumPy's ``matmul``.
 
     Args:
         a (ndarray): ``(B, M, K)``.
@@ -207,7 +229,7 @@ def bmm(a, b, out=None):
     Returns:
         ndarray: ``(B, M, N)`` (``out`` when given).
     """
-    C = _mkl_for(a, b, 3, 3)
+    C = _batched_for(a, b, 3, 3)
     if C is not None:
         dest = out if out is not None else np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
         if C.gemm_batched(a, b, dest):

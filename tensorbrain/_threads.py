@@ -14,7 +14,7 @@ import os
 
 from . import _native
 
-_state: dict = {"threads": None, "interop": None, "limiter": None, "blas_pool": None}
+_state: dict = {"threads": None, "interop": None, "limiter": None, "blas_pool": None, "blas_items": False}
 
 
 def _limit(n: int) -> None:
@@ -69,6 +69,9 @@ def _blas_pool_reason(mod) -> str:
             if fn is not None:
                 fn.argtypes, fn.restype = [ctypes.c_void_p], None
                 fn(mod._blas_callback_address())
+                # batches of products, one item per pool thread (_gemm.mm_each/mm_sum/bmm)
+                _state["blas_items"] = hasattr(mod, "_openblas_items_load") and \
+                    mod._openblas_items_load(info["filepath"])
                 return "registered"
         return f"off: {info['filepath']} has no threads callback"
     return "off: NumPy's BLAS is not OpenBLAS"

@@ -263,3 +263,88 @@ def test_attention_kernels_refuse_what_they_cannot_take():
         C.attention_forward(q, q, q, np.empty((2, 3, 4, 3), np.float32), out, 1.0, False)
     with pytest.raises(ValueError, match="do not match"):
         C.attention_forward(q, q[:, :2], q, p, out, 1.0, False)
+
+
+# ***** without MKL: batches of products one item per pool thread on NumPy's OpenBLAS *****
+
+def _openblas_items():
+    """Two threads with NumPy's OpenBLAS found for one-item-per-thread batches; skips where MKL
+    takes the batches or the OpenBLAS is not one whose symbols we know."""
+    from tensorbrain import _threads
+    if _gemm._module() is not None:
+        pytest.skip("MKL takes the batches here")
+    tb.set_num_threads(2)
+    _threads._share_blas_pool(_native.module())
+    if not _threads._state["blas_items"]:
+        pytest.skip(f"NumPy's OpenBLAS is not used for batches: the BLAS pool is {_threads._state['blas_pool']}")
+    return _native.module()
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+    return [i["num_threads"] for i in threadpool_info() if i.get("internal_api") == "openblas"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_openblas_items_match_float64_and_give_back_the_threads(dtype, monkeypatch):
+    """mm_each (the weight at stride 0, and transposed), mm_sum (a swapped stack) and bmm on two
+    threads: each item a one-thread OpenBLAS product on the pool, the results those of float64
+    products, and OpenBLAS's own thread count back at two afterwards; TB_GEMM=numpy keeps
+    NumPy's matmul."""
+    before = tb.get_num_threads()
+    try:
+        C = _openblas_items()
+        w = rng.standard_normal((32, 27)).astype(dtype)          # a conv net's first layer
+        cols = rng.standard_normal((12, 27, 300)).astype(dtype)
+        g = rng.standard_normal((12, 32, 300)).astype(dtype)
+        a = rng.standard_normal((12, 40, 23)).astype(dtype)
+        b = rng.standard_normal((12, 23, 50)).astype(dtype)
+        f64 = lambda x: x.astype(np.float64)   # noqa: E731
+        ran = C._openblas_items_run()
+        np.testing.assert_allclose(_gemm.mm_each(w, cols), f64(w) @ f64(cols), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(_gemm.mm_each(w.T.copy().T, cols), f64(w) @ f64(cols), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(_gemm.mm_each(np.ascontiguousarray(w.T), g), f64(w).T @ f64(g),
+                                   rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(_gemm.mm_sum(cols, g.swapaxes(-1, -2)),
+                                   np.einsum("bkl,bol->ko", f64(cols), f64(g)), rtol=1e-4, atol=1e-3)
+        out = np.empty((12, 40, 50), dtype)
+        assert _gemm.bmm(a, b, out=out) is out
+        np.testing.assert_allclose(out, f64(a) @ f64(b), rtol=1e-4, atol=1e-4)
+        assert C._openblas_items_run() == ran + 5, "the batches did not run one item per thread"
+        assert _blas_threads() == [2]
+        monkeypatch.setenv("TB_GEMM", "numpy")
+        np.testing.assert_allclose(_gemm.mm_each(w, cols), f64(w) @ f64(cols), rtol=1e-4, atol=1e-4)
+        assert C._openblas_items_run() == ran + 5, "TB_GEMM=numpy still ran the batch on the pool"
+    finally:
+        tb.set_num_threads(before)
+
+
+def test_openblas_items_from_many_threads_give_back_the_threads():
+    """Four Python threads run batches at once (each puts OpenBLAS on one thread while it runs;
+    the last one out restores it) alongside plain products: every result right, nothing hangs,
+    and OpenBLAS is on two threads at the end."""
+    import threading
+    before = tb.get_num_threads()
+    try:
+        _openblas_items()
+        w = rng.standard_normal((32, 27)).astype(np.float32)
+        cols = [rng.standard_normal((16, 27, 256)).astype(np.float32) for _ in range(4)]
+        want = [w.astype(np.float64) @ c for c in cols]
+        big = rng.standard_normal((300, 300)).astype(np.float32)
+        bad = []
+
+        def work(i):
+            for _ in range(25):
+                if not np.allclose(_gemm.mm_each(w, cols[i]), want[i], rtol=1e-4, atol=1e-4):
+                    bad.append(("each", i))
+                if not np.allclose(big @ big, big.astype(np.float64) @ big, rtol=1e-3, atol=1e-2):
+                    bad.append(("big", i, float(abs(big @ big - big.astype(np.float64) @ big).max())))
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads) and not bad
+        assert _blas_threads() == [2]
+    finally:
+        tb.set_num_threads(before)

@@ -19,9 +19,11 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -49,6 +51,67 @@ Dgemm g_dgemm = nullptr;
 SgemmStrided g_sgemm_strided = nullptr;
 DgemmStrided g_dgemm_strided = nullptr;
 std::string g_loaded;
+
+// ***** NumPy's OpenBLAS, one product per pool thread (gemm_batched without MKL) *****
+// NumPy's batched matmul hands OpenBLAS one item at a time, and an item as small as a conv
+// net's first layer per image ((32, 27) @ (27, 1024)) took as long on two threads as on one.
+// Here the items are split across the pool instead, each a one-thread OpenBLAS GEMM: OpenBLAS is
+// put on one thread while a batch runs (its thread count is global; the first batch in saves it,
+// the last out restores it), so no item's GEMM asks the pool for threads the batch already holds.
+// Only the ILP64 symbols NumPy's scipy-openblas64 exports (the `64_` suffix says the integer
+// width); any other build keeps NumPy's matmul.
+using Sgemm64 = void (*)(int, int, int, std::int64_t, std::int64_t, std::int64_t, float, const float *, std::int64_t,
+                         const float *, std::int64_t, float, float *, std::int64_t);
+using Dgemm64 = void (*)(int, int, int, std::int64_t, std::int64_t, std::int64_t, double, const double *,
+                         std::int64_t, const double *, std::int64_t, double, double *, std::int64_t);
+struct OpenBlasItems {
+    Sgemm64 s = nullptr;
+    Dgemm64 d = nullptr;
+    void (*set_threads)(int) = nullptr;
+    int (*get_threads)() = nullptr;
+    std::mutex m;
+    int holders = 0, saved = 1;                // under m
+    std::atomic<std::uint64_t> batches{0};     // batches run this way (tests)
+} g_ob;
+
+// OpenBLAS on one thread for as long as one of these lives (see above).
+struct OneBlasThread {
+    OneBlasThread() {
+        std::lock_guard<std::mutex> lk(g_ob.m);
+        if (g_ob.holders++ == 0) {
+            g_ob.saved = g_ob.get_threads();
+            g_ob.set_threads(1);
+        }
+    }
+    ~OneBlasThread() {
+        std::lock_guard<std::mutex> lk(g_ob.m);
+        if (--g_ob.holders == 0) g_ob.set_threads(g_ob.saved);
+    }
+};
+
+// Finds NumPy's already loaded OpenBLAS at `path` (RTLD_NOLOAD: no second copy). False, and
+// nothing kept, when it is not loaded or lacks the ILP64 symbols.
+bool openblas_load(const std::string &path) {
+    if (g_ob.s != nullptr) return true;
+    void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) return false;
+    for (const char *prefix : {"scipy_", ""}) {
+        const std::string p(prefix);
+        auto s = reinterpret_cast<Sgemm64>(dlsym(lib, (p + "cblas_sgemm64_").c_str()));
+        auto d = reinterpret_cast<Dgemm64>(dlsym(lib, (p + "cblas_dgemm64_").c_str()));
+        auto set = reinterpret_cast<void (*)(int)>(dlsym(lib, (p + "openblas_set_num_threads64_").c_str()));
+        auto get = reinterpret_cast<int (*)()>(dlsym(lib, (p + "openblas_get_num_threads64_").c_str()));
+        if (s && d && set && get) {
+            g_ob.d = d;
+            g_ob.set_threads = set;
+            g_ob.get_threads = get;
+            g_ob.s = s;
+            return true;   // the handle stays open: NumPy keeps the library loaded anyway
+        }
+    }
+    dlclose(lib);
+    return false;
+}
 
 // Opens the library once; later calls with another path are refused (a process has one GEMM).
 std::string load(const std::string &path) {
@@ -172,10 +235,13 @@ bool gemm(const py::array &a, const py::array &b, py::array out, double beta, co
     return true;
 }
 
-// out (B, M, N) = a (B, M, K) @ b (B, K, N), each stack's matrices at one stride, in one
-// batch-strided call per part (the batch split across the native pool). False as gemm's.
+// out (B, M, N) = a (B, M, K) @ b (B, K, N), each stack's matrices at one stride, the batch split
+// across the native pool: on MKL one batch-strided call per part; without it, on more than one
+// thread, one-thread OpenBLAS GEMMs (OpenBlasItems above). False as gemm's.
 bool gemm_batched(const py::array &a, const py::array &b, py::array out) {
-    if (g_sgemm_strided == nullptr || g_dgemm_strided == nullptr || a.ndim() != 3 || b.ndim() != 3 || out.ndim() != 3)
+    const bool mkl = g_sgemm_strided != nullptr && g_dgemm_strided != nullptr;
+    if (!(mkl || (g_ob.s != nullptr && tb::kernels::kernel_threads() > 1)) || a.ndim() != 3 || b.ndim() != 3 ||
+        out.ndim() != 3)
         return false;
     const auto B = a.shape(0), M = a.shape(1), K = a.shape(2), N = b.shape(2);
     if (b.shape(0) != B || b.shape(1) != K || out.shape(0) != B || out.shape(1) != M || out.shape(2) != N)
@@ -198,6 +264,24 @@ bool gemm_batched(const py::array &a, const py::array &b, py::array out) {
     py::gil_scoped_release nogil;
     const std::size_t flops = 2 * static_cast<std::size_t>(M) * N * std::max<py::ssize_t>(K, 1);
     const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 22) / std::max<std::size_t>(flops, 1));
+    if (!mkl) {
+        const OneBlasThread one;
+        g_ob.batches.fetch_add(1);
+        const std::size_t u = static_cast<std::size_t>(item);
+        tb::kernels::parallel_for(static_cast<std::size_t>(B), grain, 1, [&](std::size_t i0, std::size_t i1) {
+            for (std::size_t i = i0; i < i1; ++i) {
+                const char *ai = pa + i * static_cast<std::size_t>(sa) * u, *bi = pb + i * static_cast<std::size_t>(sb) * u;
+                char *ci = pc + i * static_cast<std::size_t>(sc) * u;
+                if (f32)
+                    g_ob.s(kRowMajor, ta, tb, m, n, k, 1.0f, reinterpret_cast<const float *>(ai), lda,
+                           reinterpret_cast<const float *>(bi), ldb, 0.0f, reinterpret_cast<float *>(ci), ldc);
+                else
+                    g_ob.d(kRowMajor, ta, tb, m, n, k, 1.0, reinterpret_cast<const double *>(ai), lda,
+                           reinterpret_cast<const double *>(bi), ldb, 0.0, reinterpret_cast<double *>(ci), ldc);
+            }
+        });
+        return true;
+    }
     tb::kernels::parallel_for(static_cast<std::size_t>(B), grain, 1, [&](std::size_t i0, std::size_t i1) {
         const auto cnt = static_cast<int>(i1 - i0);
         const std::size_t u = static_cast<std::size_t>(item);
@@ -389,9 +473,14 @@ void init_blas(py::module_ &m) {
     m.def("_gemm_load", &load, py::arg("path"),
           "dlopen a CBLAS library (MKL's libmkl_rt: put on its sequential layer) for gemm; returns its path");
     m.def("gemm_batched", &gemm_batched, py::arg("a"), py::arg("b"), py::arg("out"),
-          "out (B, M, N) = a (B, M, K) @ b (B, K, N) on the loaded CBLAS's batch-strided GEMM; False (nothing "
-          "written) when it cannot take these arrays");
+          "out (B, M, N) = a (B, M, K) @ b (B, K, N), the batch split across the pool: MKL's batch-strided "
+          "GEMM, or one-thread OpenBLAS GEMMs on more than one thread; False (nothing written) when neither can "
+          "take these arrays");
     m.def("_gemm_loaded", [] { return g_loaded; }, "the library _gemm_load opened ('' if none)");
+    m.def("_openblas_items_load", &openblas_load, py::arg("path"),
+          "find NumPy's loaded OpenBLAS (ILP64 symbols) for gemm_batched's one-product-per-thread path; False if not");
+    m.def("_openblas_items_run", [] { return g_ob.batches.load(); },
+          "how many gemm_batched calls ran as one-thread OpenBLAS products on the pool (tests)");
     m.def("attention_forward", &attention_forward, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("p"),
           py::arg("out"), py::arg("scale"), py::arg("causal"),
           "p = softmax(scale * q @ k^T) (causal: top-left mask), out = p @ v for float32 (B, H, L, E) operands, "

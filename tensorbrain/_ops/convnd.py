@@ -90,6 +90,21 @@ def _check(name, input, weight, nd):
 
 
 # ***** convolution *****
+def _taps_on_input(size, k, s, d, lo, out):
+    """``(first, end)``: the kernel taps along one dim that meet the input (not only padding) at
+    some output position, widened at the front while needed so that the padding before them,
+    ``lo - first * d``, stays >= 0; ``(0, k)`` when every tap does, or none."""
+    meet = []
+    for t in range(k):
+        p0 = t * d - lo                          # where tap t reads for output 0
+        o = 0 if p0 >= 0 else (-p0 + s - 1) // s   # the first output where it reads at >= 0
+        if p0 <= size - 1 and o <= out - 1 and p0 + o * s <= size - 1:
+            meet.append(t)
+    if not meet:
+        return 0, k
+    return min(meet[0], lo // d), meet[-1] + 1
+
+
 _ONE_GEMM_MAX = 64      # see one_gemm in conv()
 _FLAT_MAX_EXTRA = 1.25  # see flat_ok in conv()
 _FLAT_CHUNK_BYTES = 1 << 20    # the flat input gradient's columns per GEMM (see _flat_input_grad)
@@ -117,6 +132,18 @@ def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, na
         raise RuntimeError(f"{name}: kernel {tuple(ks)} (dilation {ds}) is larger than the padded "
                            f"input {tuple(s + a + b for s, a, b in zip(size, lo, hi, strict=True))} "
                            f"(input shape {tuple(input.shape)})")
+    taps = [_taps_on_input(*a) for a in zip(size, ks, ss, ds, lo, outs, strict=True)]
+    if any(t != (0, k) for t, k in zip(taps, ks, strict=True)):
+        # Kernel taps that only ever meet the zero padding add nothing: a ResNet's last 3x3
+        # convolutions on 1x1 inputs (32x32 images) use one tap of nine. The kernel shrinks to
+        # the taps that meet the input (its gradient is zero elsewhere, through the slice) and
+        # the padding before moves with it.
+        weight = weight[(slice(None), slice(None)) + tuple(slice(a, b) for a, b in taps)]
+        w = weight._data
+        ks = w.shape[2:]
+        lo = tuple(p - a * d for p, (a, _), d in zip(lo, taps, ds, strict=True))
+        hi = tuple(max(0, (o - 1) * st + d * (k - 1) + 1 - sz - p)
+                   for o, st, d, k, sz, p in zip(outs, ss, ds, ks, size, lo, strict=True))
     pointwise = all(k == 1 for k in ks) and all(s == 1 for s in ss) and not any(lo) and not any(hi)
     C = _columns_module(x) if nd == 2 and groups == 1 and not pointwise else None
     if C is not None:

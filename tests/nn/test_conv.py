@@ -118,6 +118,55 @@ def test_conv_nd(nd, kw, path, monkeypatch):
               torch_fn=tfn(lambda TF: lambda x, w, b: getattr(TF, f"conv{nd}d")(x, w, b, **kw)))
 
 
+
+def test_taps_on_input_against_every_output_position():
+    """convnd._taps_on_input keeps every kernel tap that reads the input at some output
+    position, and never leaves negative padding before the first tap kept."""
+    from tensorbrain._ops.conv import _out_size
+    from tensorbrain._ops.convnd import _taps_on_input
+    for size, k, s, d, lo, hi in itertools.product(range(1, 6), range(1, 6), range(1, 4), range(1, 3),
+                                                   range(0, 5), range(0, 3)):
+        out = _out_size(size, k, s, d, lo + hi)
+        if out <= 0:
+            continue
+        meet = {t for t in range(k) for o in range(out) if 0 <= o * s + t * d - lo < size}
+        first, end = _taps_on_input(size, k, s, d, lo, out)
+        assert 0 <= first < end <= k and first * d <= lo
+        assert all(first <= t < end for t in meet), (size, k, s, d, lo, out)
+        if meet:
+            assert end - 1 == max(meet)
+
+
+# Inputs smaller than the kernel's reach, where some taps only meet zero padding (a ResNet's
+# last 3x3 convolutions on 1x1 inputs; the strided one before them on 2x2).
+TRIM = [(2, (1, 1), (3, 3), dict(padding=1)), (2, (2, 2), (3, 3), dict(stride=2, padding=1)),
+        (2, (1, 3), (3, 3), dict(padding=(2, 1), dilation=2)), (2, (2, 1), (3, 3), dict(padding=1, groups=2)),
+        (1, (1,), (5,), dict(stride=2, padding=3)), (3, (1, 2, 1), (3, 3, 3), dict(padding=1))]
+
+
+@pytest.mark.parametrize("path", ["per-image", "one-gemm", "native-per-image", "native-one-gemm"])
+@pytest.mark.parametrize("nd,size,ks,kw", TRIM, ids=[f"{nd}d-{size}-{kw}" for nd, size, ks, kw in TRIM])
+def test_conv_drops_taps_that_only_meet_padding(nd, size, ks, kw, path, monkeypatch):
+    """The kernel shrinks to the taps that meet the input: values and gradients (zero for the
+    dropped taps) against the loop reference, finite differences and torch, on each path."""
+    from tensorbrain._ops import conv_columns, convnd
+    for name, value in PATHS[path].items():
+        for module in (convnd, conv_columns):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, value)
+    trimmed, taps = [], convnd._taps_on_input
+    monkeypatch.setattr(convnd, "_taps_on_input", lambda *a: trimmed.append(taps(*a) != (0, a[1])) or taps(*a))
+    g = kw.get("groups", 1)
+    x = rng.standard_normal((2, 4) + size)
+    w, b = rng.standard_normal((6, 4 // g) + ks), rng.standard_normal(6)
+    fn = getattr(F, f"conv{nd}d")
+    gradcheck(lambda x, w, b: fn(x, w, b, **kw), [x, w, b],
+              numpy_fn=lambda x, w, b: np_conv(x, w, b, **kw),
+              torch_fn=tfn(lambda TF: lambda x, w, b: getattr(TF, f"conv{nd}d")(x, w, b, **kw)))
+    assert any(trimmed), "no tap was dropped"
+    one = fn(tb.tensor(x[0]), tb.tensor(w), tb.tensor(b), **kw)
+    np.testing.assert_allclose(one.numpy(), np_conv(x[:1], w, b, **kw)[0], atol=1e-12)
+
 def test_conv_batch_in_chunks_with_a_remainder(monkeypatch):
     """Forward's im2col + GEMM and the flat input gradient run 2 images at a time over a batch
     of 3 (a last chunk of 1)."""

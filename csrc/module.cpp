@@ -8,6 +8,7 @@ namespace py = pybind11;
 void init_kernels(py::module_ &m);
 void init_pool(py::module_ &m);    // csrc/kernels/pool.cpp: max pooling forward/backward
 void init_im2col(py::module_ &m);  // csrc/kernels/im2col.cpp: 2-D convolution columns
+void init_winograd(py::module_ &m);  // csrc/kernels/winograd.cpp: Winograd F(2x2, 3x3) transforms
 void init_lstm(py::module_ &m);    // csrc/kernels/lstm.cpp: the fused LSTM cell
 void init_fused(py::module_ &m);   // csrc/kernels/fused.cpp: GELU, softmax, layer norm
 void init_gemm(py::module_ &m);    // csrc/kernels/gemm.cpp: GEMM with a pre-packed right operand
@@ -24,6 +25,7 @@ PYBIND11_MODULE(_C, m) {
     init_kernels(m);
     init_pool(m);
     init_im2col(m);
+    init_winograd(m);
     init_lstm(m);
     init_fused(m);
     init_gemm(m);

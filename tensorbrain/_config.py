@@ -212,6 +212,10 @@ declare("TB_GEMM", choice("AUTO", "MKL", "NUMPY"), "AUTO",
         "`mkl` wheel's libmkl_rt, sequential, split across tb.set_num_threads threads; "
         "tensorbrain/_gemm.py) or NUMPY (its OpenBLAS). AUTO: MKL when it is installed and the CPU "
         "is an Intel one (on an AMD EPYC it was slower than OpenBLAS at some shapes).")
+declare("TB_WINOGRAD", _bool, True,
+        "Stride-1 3x3 convolutions (groups 1, float32/float64 NumPy arrays, enough channels and "
+        "tiles) by Winograd's F(2x2, 3x3): 2.25x fewer multiplications than im2col + GEMM, the "
+        "same result up to rounding (tensorbrain/_ops/winograd.py). 0: im2col + GEMM.")
 declare("TB_CUDA_CONV", _bool, False,
         "GPU: float32 2-D convolutions on TensorBrain's CuPy im2col/col2im kernels (one GEMM per "
         "convolution; about 280 fewer launches per ResNet-18 step). Off until they have run on a "

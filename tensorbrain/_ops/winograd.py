@@ -16,6 +16,8 @@ docs/training.md ("Winograd").
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from .. import _config, _gemm, _native
@@ -113,16 +115,9 @@ def winograd_output_grad(g):
     return np.ascontiguousarray(gm.reshape(16, oc, n * th * tw))
 
 
-_TWINS = {"winograd_input": winograd_input, "winograd_input_grad": winograd_input_grad,
-          "winograd_output": winograd_output, "winograd_output_grad": winograd_output_grad}
-
-
-class _NumpyTransforms:
-    """The twins under the native functions' names (tests run the op on them)."""
-
-
-for _name, _fn in _TWINS.items():
-    setattr(_NumpyTransforms, _name, staticmethod(_fn))
+# The twins under the native functions' names (tests run the op on them)
+_NumpyTransforms = SimpleNamespace(winograd_input=winograd_input, winograd_input_grad=winograd_input_grad,
+                                   winograd_output=winograd_output, winograd_output_grad=winograd_output_grad)
 
 
 # ***** the filter transforms and the op *****

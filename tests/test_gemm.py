@@ -323,7 +323,7 @@ def test_openblas_items_from_many_threads_give_back_the_threads():
     """Four Python threads run batches at once (each puts OpenBLAS on one thread while it runs;
     the last one out restores it) alongside plain products: every result right, nothing hangs,
     and OpenBLAS is on two threads at the end."""
-    import threading
+    from .test_kernel_threads import _in_threads
     before = tb.get_num_threads()
     try:
         _openblas_items()
@@ -339,12 +339,8 @@ def test_openblas_items_from_many_threads_give_back_the_threads():
                     bad.append(("each", i))
                 if not np.allclose(big @ big, big.astype(np.float64) @ big, rtol=1e-3, atol=1e-2):
                     bad.append(("big", i, float(abs(big @ big - big.astype(np.float64) @ big).max())))
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-        assert not any(t.is_alive() for t in threads) and not bad
+        _in_threads(work)
+        assert not bad
         assert _blas_threads() == [2]
     finally:
         tb.set_num_threads(before)

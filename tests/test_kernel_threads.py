@@ -124,7 +124,6 @@ def test_forked_child_runs_parallel_kernels():
 def test_concurrent_callers_each_get_their_own_helpers():
     """Python threads calling the split kernels at once (the GIL released inside): every call
     starts and joins its own helpers, so each result equals the one-thread result."""
-    import threading
     C = _native.module()
     x = rng.standard_normal((64, 1031)).astype(np.float32)
     before = tb.get_num_threads()
@@ -134,16 +133,12 @@ def test_concurrent_callers_each_get_their_own_helpers():
         tb.set_num_threads(2)
         bad = []
 
-        def work():
+        def work(_):
             for _ in range(20):
                 got = C.gelu_erf_forward(x), C.log_softmax_rows_forward(x)
                 bad.extend(i for i in range(2) if not np.array_equal(got[i], want[i]))
-        threads = [threading.Thread(target=work) for _ in range(3)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        assert not any(t.is_alive() for t in threads) and not bad
+        _in_threads(work, 3, 60)
+        assert not bad
     finally:
         tb.set_num_threads(before)
 
@@ -167,6 +162,17 @@ def _products(n=4):
     return a, b, want
 
 
+def _in_threads(work, n=4, timeout=120):
+    """work(i) on n Python threads at once; fails if one has not finished within timeout s."""
+    import threading
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a thread hung on the pool"
+
+
 def test_blas_products_run_on_the_pool_and_are_right(waiting):
     C = _native.module()
     before = tb.get_num_threads()
@@ -185,7 +191,6 @@ def test_blas_products_run_on_the_pool_and_are_right(waiting):
 def test_pool_survives_concurrent_products_and_kernels():
     """Four Python threads each interleave BLAS products (jobs on the pool, each needing its own
     worker while its sibling waits) with split kernels: every result right, nothing hangs."""
-    import threading
     C = _native.module()
     before = tb.get_num_threads()
     try:
@@ -204,23 +209,16 @@ def test_pool_survives_concurrent_products_and_kernels():
                     bad.append(("product", i, r))
                 if not np.array_equal(C.log_softmax_rows_forward(x), want_k):
                     bad.append(("kernel", i, r))
-        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-        assert not any(t.is_alive() for t in threads), "a thread hung on the pool"
+        _in_threads(work)
         assert not bad
     finally:
         tb.set_num_threads(before)
-
 
 
 def test_float32_and_float64_products_at_once_are_right():
     """Python threads running float32 and float64 products at the same time, each product's
     jobs on the pool: every result right (through the callback, two regions at once gave values
     near 1e21 until the pool ran one region at a time, csrc/kernels/parallel.cpp)."""
-    import threading
     before = tb.get_num_threads()
     try:
         _pool_on()
@@ -234,12 +232,7 @@ def test_float32_and_float64_products_at_once_are_right():
             for r in range(30):
                 if not np.allclose(a @ a, want, rtol=1e-3, atol=1e-2):
                     bad.append((a.dtype.name, i, r))
-        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-        assert not any(t.is_alive() for t in threads), "a thread hung on the pool"
+        _in_threads(work)
         assert not bad, f"{len(bad)} wrong products, e.g. {bad[:3]}"
     finally:
         tb.set_num_threads(before)

@@ -111,7 +111,7 @@ def _batched_for(a, b, ndim_a, ndim_b):
     more than one thread NumPy's OpenBLAS one item per pool thread, where ``_threads`` found its
     symbols (``TB_GEMM=numpy`` keeps NumPy's matmul). Why: NumPy's batched matmul hands
     OpenBLAS one item at a time, and an item as small as a conv net's first layer per image ran as
-    long on two threads as on one (docs/training.md, "Products one per thread")."""
+    long on two threads as on one (docs/training.md, "Winograd, products one per thread")."""
     C = _module()
     if C is None and _threads._state["blas_items"] and (_threads._state["threads"] or 1) > 1 and \
             _config.get("TB_GEMM") != "NUMPY":

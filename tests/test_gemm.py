@@ -289,8 +289,8 @@ def _blas_threads():
 def test_openblas_items_match_float64_and_give_back_the_threads(dtype, monkeypatch):
     """mm_each (the weight at stride 0, and transposed), mm_sum (a swapped stack) and bmm on two
     threads: each item a one-thread OpenBLAS product on the pool, the results those of float64
-    products, and OpenBLAS's own thread count back at two afterwards; TB_GEMM=numpy keeps
-    NumPy's matmul."""
+    products, and OpenBLAS's own thread count back at two afterwards; fewer items than threads
+    and TB_GEMM=numpy keep NumPy's matmul."""
     before = tb.get_num_threads()
     try:
         C = _openblas_items()
@@ -311,6 +311,8 @@ def test_openblas_items_match_float64_and_give_back_the_threads(dtype, monkeypat
         assert _gemm.bmm(a, b, out=out) is out
         np.testing.assert_allclose(out, f64(a) @ f64(b), rtol=1e-4, atol=1e-4)
         assert C._openblas_items_run() == ran + 5, "the batches did not run one item per thread"
+        np.testing.assert_allclose(_gemm.bmm(a[:1], b[:1]), f64(a[:1]) @ f64(b[:1]), rtol=1e-4, atol=1e-4)
+        assert C._openblas_items_run() == ran + 5, "a single item took the pool (OpenBLAS's own threads split it)"
         assert _blas_threads() == [2]
         monkeypatch.setenv("TB_GEMM", "numpy")
         np.testing.assert_allclose(_gemm.mm_each(w, cols), f64(w) @ f64(cols), rtol=1e-4, atol=1e-4)

@@ -240,8 +240,11 @@ bool gemm(const py::array &a, const py::array &b, py::array out, double beta, co
 // thread, one-thread OpenBLAS GEMMs (OpenBlasItems above). False as gemm's.
 bool gemm_batched(const py::array &a, const py::array &b, py::array out) {
     const bool mkl = g_sgemm_strided != nullptr && g_dgemm_strided != nullptr;
-    if (!(mkl || (g_ob.s != nullptr && tb::kernels::kernel_threads() > 1)) || a.ndim() != 3 || b.ndim() != 3 ||
-        out.ndim() != 3)
+    // OpenBLAS: only with at least an item per thread (fewer items run faster each on
+    // OpenBLAS's own threads, through NumPy's matmul)
+    if (!(mkl || (g_ob.s != nullptr && tb::kernels::kernel_threads() > 1 && a.ndim() == 3 &&
+                  a.shape(0) >= tb::kernels::kernel_threads())) ||
+        a.ndim() != 3 || b.ndim() != 3 || out.ndim() != 3)
         return false;
     const auto B = a.shape(0), M = a.shape(1), K = a.shape(2), N = b.shape(2);
     if (b.shape(0) != B || b.shape(1) != K || out.shape(0) != B || out.shape(1) != M || out.shape(2) != N)

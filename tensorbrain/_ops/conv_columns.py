@@ -134,6 +134,7 @@ def _conv2d_columns(C, input, weight, bias, x, unbatched, geom):
     oc = w.shape[0]
     w2 = w.reshape(oc, -1)
     xp = get_array_module(x)
+    x = xp.ascontiguousarray(x)   # the column kernels read whole planes (a permuted input raised)
     fold = oh * ow <= _FOLD_CONV_MAX or xp is not np   # a GPU: always one GEMM
     cols = C.im2col2d(x, *geom, fold)
     if fold:

@@ -119,6 +119,26 @@ def test_conv_nd(nd, kw, path, monkeypatch):
 
 
 
+
+@pytest.mark.parametrize("path", ["per-image", "one-gemm", "native-per-image", "native-one-gemm"])
+def test_conv_of_a_permuted_input(path, monkeypatch):
+    """A non-contiguous input (a permuted view) on each path: the values and the input
+    gradient of the reference (the native column kernels raised on it)."""
+    from tensorbrain._ops import conv_columns, convnd
+    for name, value in PATHS[path].items():
+        for module in (convnd, conv_columns):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, value)
+    x = rng.standard_normal((2, 4, 7, 6))
+    w, b = rng.standard_normal((5, 4, 3, 3)), rng.standard_normal(5)
+    xt = tb.tensor(x.transpose(0, 1, 3, 2).copy(), requires_grad=True)
+    y = F.conv2d(xt.permute(0, 1, 3, 2), tb.tensor(w), tb.tensor(b), padding=1)
+    np.testing.assert_allclose(y.detach().numpy(), np_conv(x, w, b, padding=1), atol=1e-12)
+    y.sum().backward()
+    want = tb.tensor(x, requires_grad=True)
+    F.conv2d(want, tb.tensor(w), tb.tensor(b), padding=1).sum().backward()
+    np.testing.assert_allclose(xt.grad.numpy(), want.grad.numpy().transpose(0, 1, 3, 2), atol=1e-12)
+
 def test_taps_on_input_against_every_output_position():
     """convnd._taps_on_input keeps every kernel tap that reads the input at some output
     position, and never leaves negative padding before the first tap kept."""

@@ -142,12 +142,18 @@ def conv2d(C, input, weight, bias, x, unbatched, lo, hi):
     ``hi`` after each spatial dim, on the transforms of ``C`` (the native module, or
     ``_NumpyTransforms``). ``input``/``weight``/``bias`` are the Tensors; returns the output
     Tensor."""
+    x = np.ascontiguousarray(x)   # a permuted or sliced input: the transforms read planes
     n, c, h, w = x.shape
     ho, wo = h + lo[0] + hi[0] - 2, w + lo[1] + hi[1] - 2
     th, tw = half(ho), half(wo)
     U = _filter(weight._data)                                   # (16, OC, C)
     V = C.winograd_input(x, lo[0], lo[1], th, tw)               # (16, C, T)
-    out = C.winograd_output(_gemm.bmm(U, V), n, ho, wo, None if bias is None else bias._data)
+    # the bias goes in with the output transform when it can (x's dtype, one contiguous row)
+    b = None if bias is None else bias._data
+    fused = b is not None and b.dtype == x.dtype and b.ndim == 1 and b.flags.c_contiguous
+    out = C.winograd_output(_gemm.bmm(U, V), n, ho, wo, b if fused else None)
+    if b is not None and not fused:
+        out += b.reshape(1, -1, 1, 1)
     if unbatched:
         out = out[0]
 

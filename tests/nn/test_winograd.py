@@ -106,6 +106,22 @@ def test_conv_on_the_winograd_path(size, kw, transforms, monkeypatch):
     assert taken, "the Winograd path was not taken"
 
 
+
+def test_permuted_input_and_a_bias_of_another_dtype(monkeypatch):
+    """A non-contiguous input and a float64 bias on float32 data take the path and give what
+    im2col + GEMM gives (the native transforms take contiguous planes and a bias of the data's
+    dtype; the op adapts both)."""
+    taken = _on_winograd_path(monkeypatch, False)
+    x = tb.tensor(rng.standard_normal((2, 4, 6, 5)).astype(np.float32)).permute(0, 1, 3, 2)
+    w = tb.tensor(rng.standard_normal((3, 4, 3, 3)).astype(np.float32))
+    b = tb.tensor(rng.standard_normal(3))
+    got = F.conv2d(x, w, b, padding=1).numpy()
+    assert taken
+    monkeypatch.setenv("TB_WINOGRAD", "0")
+    want = F.conv2d(x, w, b, padding=1).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
 def test_float32_error_at_a_conv_net_layer(monkeypatch):
     """float32 at the conv net's 32->64 layer (16x16, the sizes the path is for): output and
     gradients within float32 rounding of a float64 reference (im2col + GEMM in float64)."""

@@ -50,11 +50,10 @@ bool float32(const char *fn, const py::array &a, const char *what) {
     return a.itemsize() == 4;
 }
 
-// f(c, n0, n1) over every channel c and every block [n0, n1) of images, the channels split across
-// the pool. A block's tiles of one channel are contiguous in the (16, channels, T) arrays, so
-// each transformed position is read or written as one run of (n1 - n0) * P values: plane by
-// plane the runs were P values long (64 on a 16x16 image), and the transforms waited on memory
-// (the output transform of the conv net's 32->64 layer: 1.9 ms at 5 GB/s).
+// f(c, n0, n1) over every channel c and every block [n0, n1) of images (about 16k tile values),
+// the channels split across the pool. A block's tiles of one channel are contiguous in the
+// (16, channels, T) arrays, so each transformed position is one run of (n1 - n0) * P values and
+// the elementwise loops below run that long (a plane's 64 tiles on a 16x16 image were too few).
 template <class F>
 void over_channel_blocks(py::ssize_t n, py::ssize_t channels, py::ssize_t P, const F &f) {
     const py::ssize_t block = std::max<py::ssize_t>(1, (py::ssize_t{1} << 14) / std::max<py::ssize_t>(16 * P, 1));

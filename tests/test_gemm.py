@@ -281,8 +281,11 @@ def _openblas_items():
 
 
 def _blas_threads():
+    """The thread count of each ILP64 OpenBLAS loaded (NumPy's; the one the path uses: another
+    library, such as torch's or SciPy's, may load a 32-bit one of its own)."""
     from threadpoolctl import threadpool_info
-    return [i["num_threads"] for i in threadpool_info() if i.get("internal_api") == "openblas"]
+    return [i["num_threads"] for i in threadpool_info()
+            if i.get("internal_api") == "openblas" and "openblas64_" in i.get("filepath", "")]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

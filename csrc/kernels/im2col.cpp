@@ -62,10 +62,49 @@ struct Cols {
 // position's valid rows are one run of the input plane and of its column row: one memcpy, then
 // the padding columns it copied across row ends set back to zero (a 3x3 conv net's 16- and
 // 8-wide rows made one memcpy call per 64 or 32 bytes).
+// The same rows' columns (kernel width 4, stride 2, padding 1; w == 2*ow or 2*ow + 1): kernel
+// column j reads input pixel 2*ox + j - 1, so the row's even and odd pixels are split once and
+// the four column rows are contiguous copies of them (j=1: even[ox], j=3: even[ox+1], j=2:
+// odd[ox], j=0: odd[ox-1]; zero where that falls outside the row).
+template <typename T>
+inline void row_columns_k4s2(const T *src, T *d0, T *d1, T *d2, T *d3, py::ssize_t ow, py::ssize_t w, T *even, T *odd) {
+    for (py::ssize_t q = 0; q < ow; ++q) {
+        even[q] = src[2 * q];
+        odd[q] = src[2 * q + 1];
+    }
+    even[ow] = w > 2 * ow ? src[2 * ow] : T(0);
+    d0[0] = T(0);
+    std::memcpy(d0 + 1, odd, sizeof(T) * static_cast<std::size_t>(ow - 1));
+    std::memcpy(d1, even, sizeof(T) * static_cast<std::size_t>(ow));
+    std::memcpy(d2, odd, sizeof(T) * static_cast<std::size_t>(ow));
+    std::memcpy(d3, even + 1, sizeof(T) * static_cast<std::size_t>(ow));
+}
+
 template <typename T>
 void im2col(const T *x, T *cols, const Geom &g, const Cols &r, py::ssize_t c0, py::ssize_t c1) {
     const py::ssize_t plane = g.h * g.w;
     const bool same_rows = g.sw == 1 && g.sh == 1 && g.ow == g.w;
+    if (g.kw == 4 && g.sw == 2 && g.dw == 1 && g.pw == 1 && (g.w == 2 * g.ow || g.w == 2 * g.ow + 1)) {
+        std::vector<T> eo(static_cast<std::size_t>(2 * (g.ow + 1)));
+        for (py::ssize_t c = c0; c < c1; ++c)
+            for (int i = 0; i < g.kh; ++i) {
+                T *rows = cols + (c * g.kh + i) * g.kw * g.row_stride;   // kernel columns 0..3: row_stride apart
+                for (py::ssize_t n = 0; n < g.n; ++n) {
+                    const T *xp = x + (n * g.c + c) * plane;
+                    T *dst = rows + n * g.image_stride;
+                    for (py::ssize_t oy = 0; oy < g.oh; ++oy, dst += g.ow) {
+                        const py::ssize_t y = oy * g.sh - g.ph + static_cast<py::ssize_t>(i) * g.dh;
+                        if (y < 0 || y >= g.h) {
+                            for (int j = 0; j < 4; ++j) std::memset(dst + j * g.row_stride, 0, sizeof(T) * static_cast<std::size_t>(g.ow));
+                            continue;
+                        }
+                        row_columns_k4s2(xp + y * g.w, dst, dst + g.row_stride, dst + 2 * g.row_stride, dst + 3 * g.row_stride,
+                                         g.ow, g.w, eo.data(), eo.data() + g.ow + 1);
+                    }
+                }
+            }
+        return;
+    }
     for (py::ssize_t c = c0; c < c1; ++c)
         for (int i = 0; i < g.kh; ++i)
             for (int j = 0; j < g.kw; ++j) {
@@ -122,10 +161,33 @@ void im2col(const T *x, T *cols, const Geom &g, const Cols &r, py::ssize_t c0, p
 // rows are as short as its input: 4 values in a DCGAN generator's second layer, where that
 // per-row work cost more than the adds; docs/training.md, "The conv net on an AMD EPYC").
 // Outer items [o0, o1) (channels in the folded layout, else images: each owns its planes).
+// Kernel width 4, stride 2, padding 1 along the rows (a DCGAN generator's transposed
+// convolutions): an output row's even pixels 2q take columns j=1 at q and j=3 at q-1, its odd
+// pixels 2q+1 take j=2 at q and j=0 at q+1, so the four column rows are added in one pass of two
+// stores per q (four strided passes, one per kernel column, took 1.0-1.15 ms of DCGAN's
+// two middle layers' col2im). Requires w == 2*ow or 2*ow + 1.
+template <typename T>
+inline void add_row_k4s2(T *dst, const T *s0, const T *s1, const T *s2, const T *s3, py::ssize_t ow, py::ssize_t w) {
+    dst[0] += s1[0];
+    if (ow == 1) {
+        dst[1] += s2[0];
+    } else {
+        dst[1] += s2[0] + s0[1];
+        for (py::ssize_t q = 1; q < ow - 1; ++q) {
+            dst[2 * q] += s1[q] + s3[q - 1];
+            dst[2 * q + 1] += s2[q] + s0[q + 1];
+        }
+        dst[2 * ow - 2] += s1[ow - 1] + s3[ow - 2];
+        dst[2 * ow - 1] += s2[ow - 1];
+    }
+    if (w > 2 * ow) dst[2 * ow] += s3[ow - 1];
+}
+
 template <typename T>
 void col2im(const T *cols, T *x, const Geom &g, const Cols &r, py::ssize_t o0, py::ssize_t o1) {
     const py::ssize_t plane = g.h * g.w;
     const bool by_channel = g.image_stride < g.row_stride;
+    const bool k4s2 = g.kw == 4 && g.sw == 2 && g.dw == 1 && g.pw == 1 && (g.w == 2 * g.ow || g.w == 2 * g.ow + 1);
     for (py::ssize_t outer = o0; outer < o1; ++outer)
         for (py::ssize_t inner = 0; inner < (by_channel ? g.n : g.c); ++inner) {
             const py::ssize_t n = by_channel ? inner : outer, c = by_channel ? outer : inner;
@@ -140,6 +202,11 @@ void col2im(const T *cols, T *x, const Geom &g, const Cols &r, py::ssize_t o0, p
                 for (py::ssize_t oy = a; oy < b; ++oy) {
                     T *drow = xp + (y0 + oy * g.sh) * g.w;
                     const T *srow = rows + oy * g.ow;
+                    if (k4s2) {
+                        add_row_k4s2(drow, srow, srow + g.row_stride, srow + 2 * g.row_stride, srow + 3 * g.row_stride,
+                                     g.ow, g.w);
+                        continue;
+                    }
                     for (int j = 0; j < g.kw; ++j) {
                         const py::ssize_t lo = r.lo[j], hi = r.hi[j];
                         const T *src = srow + j * g.row_stride;

@@ -49,6 +49,22 @@ def test_native_and_twin_agree(geom, dtype, fold):
     assert float((cols * g).sum()) == pytest.approx(float((x * a).sum()), rel=1e3 * eps)
 
 
+@pytest.mark.parametrize("w", [2, 3, 4, 5, 8, 9])
+@pytest.mark.parametrize("fold", [True, False])
+def test_columns_of_kernel_4_stride_2_rows(w, fold):
+    """Kernel-4, stride-2, padding-1 rows (a DCGAN generator's transposed convolutions) go
+    through one pass per row in both directions (csrc/kernels/im2col.cpp, add_row_k4s2 and
+    row_columns_k4s2): the twins' results for image widths 2*ow and 2*ow + 1, ow from 1 to 4."""
+    n, c, h = 2, 3, 6
+    oh, ow = _out(h, 4, 2, 1, 1), _out(w, 4, 2, 1, 1)
+    args = (4, 4, 2, 2, 1, 1, 1, 1, oh, ow, fold)
+    x = rng.standard_normal((n, c, h, w))
+    assert np.array_equal(_native.module().im2col2d(x, *args), convnd.im2col2d(x, *args))
+    g = rng.standard_normal((4 * 4 * c, n * oh * ow) if fold else (n, 4 * 4 * c, oh * ow))
+    np.testing.assert_allclose(_native.module().col2im2d(g, n, c, h, w, *args), convnd.col2im2d(g, n, c, h, w, *args),
+                               rtol=1e-14, atol=1e-14)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_swap_leading_axes_is_numpys_transposing_copy(dtype):
     """The channel-major copies of the one-GEMM path (and back, with the bias) against NumPy's

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/pyarray.h"
 #include "kernels/reduce.h"
 
 namespace py = pybind11;
@@ -15,7 +16,7 @@ using namespace tb::kernels;
 
 namespace {
 
-std::string shape_str(const py::array &a) { return py::str(a.attr("shape")).cast<std::string>(); }
+using tb::kernels::shape_str;
 
 std::string dtype_str(const py::array &a) { return py::str(a.dtype()).cast<std::string>(); }
 

@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 
 #include "kernels/parallel.h"
+#include "kernels/pyarray.h"
 
 #include <algorithm>
 #include <cstring>
@@ -28,6 +29,9 @@
 namespace py = pybind11;
 
 namespace {
+
+using tb::kernels::is_f32;
+using tb::kernels::shape_str;
 
 struct Geom {
     py::ssize_t n, c, h, w, oh, ow;
@@ -221,17 +225,6 @@ void col2im(const T *cols, T *x, const Geom &g, const Cols &r, py::ssize_t o0, p
                 }
             }
         }
-}
-
-std::string shape_str(const py::array &a) { return py::str(a.attr("shape")).cast<std::string>(); }
-
-bool is_f32(const char *fn, const py::array &a, const char *what) {
-    if (!(a.flags() & py::array::c_style))
-        throw py::value_error(std::string(fn) + ": " + what + " must be C-contiguous (got shape " + shape_str(a) + ")");
-    if (a.dtype().kind() != 'f' || (a.itemsize() != 4 && a.itemsize() != 8))
-        throw py::type_error(std::string(fn) + ": float32 or float64 only, got " + py::str(a.dtype()).cast<std::string>() +
-                             " (the NumPy twin takes the others)");
-    return a.itemsize() == 4;
 }
 
 Geom geometry(const char *fn, py::ssize_t n, py::ssize_t c, py::ssize_t h, py::ssize_t w, int kh, int kw, int sh,

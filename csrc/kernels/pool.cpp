@@ -14,6 +14,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "kernels/pyarray.h"
 #include "kernels/act.h"
 #include "kernels/parallel.h"
 #include "kernels/reduce.h"
@@ -113,7 +114,7 @@ void backward(const T *grad, const std::int32_t *arg, T *gx, py::ssize_t p0, py:
     }
 }
 
-std::string shape_str(const py::array &a) { return py::str(a.attr("shape")).cast<std::string>(); }
+using tb::kernels::shape_str;
 
 void check_input(const char *fn, const py::array &x) {
     if (x.ndim() != 4)

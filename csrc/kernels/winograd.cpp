@@ -20,6 +20,7 @@
 #include <pybind11/stl.h>
 
 #include "kernels/parallel.h"
+#include "kernels/pyarray.h"
 
 #include <algorithm>
 #include <cstring>
@@ -32,23 +33,15 @@ namespace py = pybind11;
 
 namespace {
 
+using tb::kernels::is_f32;
+using tb::kernels::shape_str;
+
 struct Tiles {
     py::ssize_t n, c, h, w, th, tw, pt, pl;
     py::ssize_t T() const { return n * th * tw; }
     py::ssize_t rows() const { return 2 * th + 2; }   // the zero frame of one plane
     py::ssize_t cols() const { return 2 * tw + 2; }
 };
-
-std::string shape_of(const py::array &a) { return py::str(a.attr("shape")).cast<std::string>(); }
-
-bool float32(const char *fn, const py::array &a, const char *what) {
-    if (!(a.flags() & py::array::c_style))
-        throw py::value_error(std::string(fn) + ": " + what + " must be C-contiguous (got shape " + shape_of(a) + ")");
-    if (a.dtype().kind() != 'f' || (a.itemsize() != 4 && a.itemsize() != 8))
-        throw py::type_error(std::string(fn) + ": float32 or float64 only, got " + py::str(a.dtype()).cast<std::string>() +
-                             " (the NumPy twin takes the others)");
-    return a.itemsize() == 4;
-}
 
 // f(c, n0, n1) over every channel c and every block [n0, n1) of images (about 16k tile values),
 // the channels split across the pool. A block's tiles of one channel are contiguous in the
@@ -311,7 +304,7 @@ Tiles tiles(const char *fn, py::ssize_t n, py::ssize_t c, py::ssize_t h, py::ssi
 
 void check_tiles(const char *fn, const py::array &a, const char *what, py::ssize_t rows, const Tiles &g) {
     if (a.ndim() != 3 || a.shape(0) != 16 || a.shape(1) != rows || a.shape(2) != g.T())
-        throw py::value_error(std::string(fn) + ": " + what + " of shape " + shape_of(a) + " does not match (16, " +
+        throw py::value_error(std::string(fn) + ": " + what + " of shape " + shape_str(a) + " does not match (16, " +
                               std::to_string(rows) + ", " + std::to_string(g.T()) + ")");
 }
 
@@ -326,8 +319,8 @@ void by_dtype(bool f32, const F &f) {
 
 py::array py_input(py::array x, py::ssize_t pt, py::ssize_t pl, py::ssize_t th, py::ssize_t tw) {
     const char *fn = "winograd_input";
-    const bool f32 = float32(fn, x, "x");
-    if (x.ndim() != 4) throw py::value_error(std::string(fn) + ": expected (N, C, H, W), got shape " + shape_of(x));
+    const bool f32 = is_f32(fn, x, "x");
+    if (x.ndim() != 4) throw py::value_error(std::string(fn) + ": expected (N, C, H, W), got shape " + shape_str(x));
     const Tiles g = tiles(fn, x.shape(0), x.shape(1), x.shape(2), x.shape(3), th, tw, pt, pl);
     py::array V(x.dtype(), {py::ssize_t{16}, g.c, g.T()});
     const void *src = x.data();
@@ -343,8 +336,8 @@ py::array py_input(py::array x, py::ssize_t pt, py::ssize_t pl, py::ssize_t th, 
 py::array py_input_grad(py::array gV, py::ssize_t n, py::ssize_t h, py::ssize_t w, py::ssize_t pt, py::ssize_t pl,
                         py::ssize_t th, py::ssize_t tw) {
     const char *fn = "winograd_input_grad";
-    const bool f32 = float32(fn, gV, "gV");
-    if (gV.ndim() != 3) throw py::value_error(std::string(fn) + ": expected (16, C, T), got shape " + shape_of(gV));
+    const bool f32 = is_f32(fn, gV, "gV");
+    if (gV.ndim() != 3) throw py::value_error(std::string(fn) + ": expected (16, C, T), got shape " + shape_str(gV));
     const Tiles g = tiles(fn, n, gV.shape(1), h, w, th, tw, pt, pl);
     check_tiles(fn, gV, "gV", g.c, g);
     py::array gx(gV.dtype(), {n, g.c, h, w});
@@ -360,8 +353,8 @@ py::array py_input_grad(py::array gV, py::ssize_t n, py::ssize_t h, py::ssize_t 
 
 py::array py_output(py::array M, py::ssize_t n, py::ssize_t ho, py::ssize_t wo, const std::optional<py::array> &bias) {
     const char *fn = "winograd_output";
-    const bool f32 = float32(fn, M, "M");
-    if (M.ndim() != 3) throw py::value_error(std::string(fn) + ": expected (16, OC, T), got shape " + shape_of(M));
+    const bool f32 = is_f32(fn, M, "M");
+    if (M.ndim() != 3) throw py::value_error(std::string(fn) + ": expected (16, OC, T), got shape " + shape_str(M));
     if (ho < 1 || wo < 1) throw py::value_error(std::string(fn) + ": bad output size");
     const py::ssize_t oc = M.shape(1);
     const Tiles g = tiles(fn, n, 1, 1, 1, (ho + 1) / 2, (wo + 1) / 2, 0, 0);
@@ -369,7 +362,7 @@ py::array py_output(py::array M, py::ssize_t n, py::ssize_t ho, py::ssize_t wo, 
     if (bias.has_value() && (!bias->dtype().is(M.dtype()) || bias->ndim() != 1 || bias->shape(0) != oc ||
                              !(bias->flags() & py::array::c_style)))
         throw py::value_error(std::string(fn) + ": bias must be a C-contiguous (" + std::to_string(oc) +
-                              ",) array of M's dtype, got shape " + shape_of(*bias));
+                              ",) array of M's dtype, got shape " + shape_str(*bias));
     py::array y(M.dtype(), {n, oc, ho, wo});
     const void *src = M.data();
     const void *pb = bias.has_value() ? bias->data() : nullptr;
@@ -384,8 +377,8 @@ py::array py_output(py::array M, py::ssize_t n, py::ssize_t ho, py::ssize_t wo, 
 
 py::array py_output_grad(py::array gy) {
     const char *fn = "winograd_output_grad";
-    const bool f32 = float32(fn, gy, "g");
-    if (gy.ndim() != 4) throw py::value_error(std::string(fn) + ": expected (N, OC, HO, WO), got shape " + shape_of(gy));
+    const bool f32 = is_f32(fn, gy, "g");
+    if (gy.ndim() != 4) throw py::value_error(std::string(fn) + ": expected (N, OC, HO, WO), got shape " + shape_str(gy));
     const py::ssize_t n = gy.shape(0), oc = gy.shape(1), ho = gy.shape(2), wo = gy.shape(3);
     const Tiles g = tiles(fn, n, 1, 1, 1, (ho + 1) / 2, (wo + 1) / 2, 0, 0);
     py::array gM(gy.dtype(), {py::ssize_t{16}, oc, g.T()});
